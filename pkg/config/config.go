@@ -1,0 +1,302 @@
+// Package config reads and validates jobsched.yaml and the Job template it names.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+)
+
+// Capacity modes of limits.capacity.
+const (
+	CapacityNodes = "nodes"
+	CapacityQuota = "quota"
+	CapacityOff   = "off"
+)
+
+// Config is jobsched.yaml.
+type Config struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+	Source    Source `json:"source"`
+	Job       Job    `json:"job"`
+	Env       Env    `json:"env"`
+	Limits    Limits `json:"limits"`
+	GC        GC     `json:"gc"`
+
+	// File is the path the configuration was read from; Template is the parsed job.template.
+	File     string       `json:"-"`
+	Template *batchv1.Job `json:"-"`
+}
+
+// Source says where rows come from.
+type Source struct {
+	DSNEnv  string          `json:"dsnEnv,omitempty"`
+	DSNFile string          `json:"dsnFile,omitempty"`
+	Query   string          `json:"query"`
+	Key     string          `json:"key"`
+	Timeout metav1.Duration `json:"timeout,omitempty"`
+}
+
+// Job says how a row becomes a Job.
+type Job struct {
+	Template   string `json:"template"`
+	NamePrefix string `json:"namePrefix,omitempty"`
+	Container  string `json:"container,omitempty"`
+}
+
+// Env says which environment variables a Job gets.
+type Env struct {
+	Prefix      string   `json:"prefix,omitempty"`
+	Columns     []string `json:"columns,omitempty"`
+	Passthrough []string `json:"passthrough,omitempty"`
+}
+
+// Limits bound what one pass creates.
+type Limits struct {
+	MaxActive            *int   `json:"maxActive,omitempty"`
+	MaxPerTick           *int   `json:"maxPerTick,omitempty"`
+	BlockOnUnschedulable *bool  `json:"blockOnUnschedulable,omitempty"`
+	Capacity             string `json:"capacity,omitempty"`
+}
+
+// GC says how long finished Jobs are kept.
+type GC struct {
+	SucceededRetention metav1.Duration  `json:"succeededRetention,omitempty"`
+	FailedRetention    *metav1.Duration `json:"failedRetention,omitempty"`
+}
+
+// Defaults of the optional keys.
+const (
+	DefaultDSNEnv          = "DATABASE_URL"
+	DefaultTimeout         = 30 * time.Second
+	DefaultMaxActive       = 10
+	DefaultMaxPerTick      = 10
+	DefaultFailedRetention = time.Hour
+)
+
+// maxNamePrefix leaves room in a 63-character Job name for "-" and the key's hash.
+const maxNamePrefix = 40
+
+// Error is a configuration problem: the command exits 2 and nothing is contacted.
+type Error struct{ Err error }
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// IsConfigError reports whether err is, or wraps, a configuration problem.
+func IsConfigError(err error) bool {
+	var ce *Error
+	return errors.As(err, &ce)
+}
+
+// Load reads file, applies defaults and the namespace override, validates everything and reads the Job template.
+// Every problem is reported, each naming the file and the key.
+func Load(file, namespace string) (*Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, &Error{fmt.Errorf("reading config: %w", err)}
+	}
+	cfg, err := Parse(file, data)
+	if err != nil {
+		return nil, err
+	}
+	if namespace != "" {
+		cfg.Namespace = namespace
+	}
+	return cfg, nil
+}
+
+// Parse decodes a configuration (unknown keys are errors), applies defaults, validates it and loads its template.
+func Parse(file string, data []byte) (*Config, error) {
+	cfg := &Config{}
+	if err := yaml.UnmarshalStrict(data, cfg); err != nil {
+		return nil, &Error{fmt.Errorf("%s: %w", file, err)}
+	}
+	cfg.File = file
+	cfg.setDefaults()
+	errs := cfg.Validate()
+	if cfg.Job.Template != "" {
+		tpl, err := LoadTemplate(cfg.templatePath())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("job.template: %w", err))
+		} else {
+			cfg.Template = tpl
+			errs = append(errs, cfg.validateContainer()...)
+		}
+	}
+	if len(errs) > 0 {
+		for i, e := range errs {
+			errs[i] = fmt.Errorf("%s: %w", file, e)
+		}
+		return nil, &Error{errors.Join(errs...)}
+	}
+	return cfg, nil
+}
+
+func (c *Config) setDefaults() {
+	if c.Source.DSNEnv == "" && c.Source.DSNFile == "" {
+		c.Source.DSNEnv = DefaultDSNEnv
+	}
+	if c.Source.Timeout.Duration == 0 {
+		c.Source.Timeout.Duration = DefaultTimeout
+	}
+	if c.Job.NamePrefix == "" {
+		c.Job.NamePrefix = c.Name
+	}
+	if c.Limits.MaxActive == nil {
+		c.Limits.MaxActive = ptr(DefaultMaxActive)
+	}
+	if c.Limits.MaxPerTick == nil {
+		c.Limits.MaxPerTick = ptr(DefaultMaxPerTick)
+	}
+	if c.Limits.BlockOnUnschedulable == nil {
+		c.Limits.BlockOnUnschedulable = ptr(true)
+	}
+	if c.Limits.Capacity == "" {
+		c.Limits.Capacity = CapacityNodes
+	}
+	if c.GC.FailedRetention == nil {
+		c.GC.FailedRetention = &metav1.Duration{Duration: DefaultFailedRetention}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Validate checks the keys of c after defaulting; it is pure and returns every problem, each naming its key.
+func (c *Config) Validate() []error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if c.Name == "" {
+		bad("name", "required")
+	} else if msgs := validation.IsDNS1123Label(c.Name); len(msgs) > 0 {
+		bad("name", "%q is not a DNS-1123 label: %s", c.Name, strings.Join(msgs, "; "))
+	}
+	if c.Namespace != "" {
+		if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
+			bad("namespace", "%q is not a valid namespace: %s", c.Namespace, strings.Join(msgs, "; "))
+		}
+	}
+	if c.Source.DSNEnv != "" && c.Source.DSNFile != "" {
+		bad("source.dsnFile", "set only one of source.dsnEnv and source.dsnFile")
+	}
+	if strings.TrimSpace(c.Source.Query) == "" {
+		bad("source.query", "required")
+	}
+	if c.Source.Key == "" {
+		bad("source.key", "required")
+	}
+	if c.Source.Timeout.Duration < 0 {
+		bad("source.timeout", "must not be negative")
+	}
+	if c.Job.Template == "" {
+		bad("job.template", "required")
+	}
+	if c.Job.NamePrefix != "" {
+		if msgs := validation.IsDNS1123Label(c.Job.NamePrefix); len(msgs) > 0 {
+			bad("job.namePrefix", "%q is not a DNS-1123 label: %s", c.Job.NamePrefix, strings.Join(msgs, "; "))
+		} else if len(c.Job.NamePrefix) > maxNamePrefix {
+			bad("job.namePrefix", "%q is longer than %d characters (set job.namePrefix to a shorter one)", c.Job.NamePrefix, maxNamePrefix)
+		}
+	}
+	if p := c.Env.Prefix; p != "" && strings.Trim(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
+		bad("env.prefix", "%q may only hold A-Z, 0-9 and _", p)
+	}
+	for i, pat := range c.Env.Passthrough {
+		if _, err := path.Match(pat, ""); err != nil || pat == "" {
+			bad(fmt.Sprintf("env.passthrough[%d]", i), "%q is not a name or glob", pat)
+		}
+	}
+	if c.Limits.MaxActive != nil && *c.Limits.MaxActive < 0 {
+		bad("limits.maxActive", "must not be negative")
+	}
+	if c.Limits.MaxPerTick != nil && *c.Limits.MaxPerTick < 0 {
+		bad("limits.maxPerTick", "must not be negative")
+	}
+	switch c.Limits.Capacity {
+	case CapacityNodes, CapacityQuota, CapacityOff:
+	default:
+		bad("limits.capacity", "%q is not one of nodes, quota, off", c.Limits.Capacity)
+	}
+	if c.GC.SucceededRetention.Duration < 0 {
+		bad("gc.succeededRetention", "must not be negative")
+	}
+	if c.GC.FailedRetention != nil && c.GC.FailedRetention.Duration < 0 {
+		bad("gc.failedRetention", "must not be negative")
+	}
+	return errs
+}
+
+func (c *Config) validateContainer() []error {
+	if c.Job.Container == "" {
+		return nil
+	}
+	for _, ctr := range c.Template.Spec.Template.Spec.Containers {
+		if ctr.Name == c.Job.Container {
+			return nil
+		}
+	}
+	return []error{fmt.Errorf("job.container: the template has no container named %q", c.Job.Container)}
+}
+
+func (c *Config) templatePath() string {
+	if filepath.IsAbs(c.Job.Template) {
+		return c.Job.Template
+	}
+	return filepath.Join(filepath.Dir(c.File), c.Job.Template)
+}
+
+// MaxActive, MaxPerTick and BlockOnUnschedulable read the defaulted limits.
+func (c *Config) MaxActive() int             { return *c.Limits.MaxActive }
+func (c *Config) MaxPerTick() int            { return *c.Limits.MaxPerTick }
+func (c *Config) BlockOnUnschedulable() bool { return *c.Limits.BlockOnUnschedulable }
+
+// LoadTemplate reads a batch/v1 Job manifest and checks what jobsched relies on; the API server checks the rest
+// (see dry-run --server).
+func LoadTemplate(file string) (*batchv1.Job, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	job := &batchv1.Job{}
+	if err := yaml.UnmarshalStrict(data, job); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	var errs []error
+	bad := func(field, msg string) { errs = append(errs, fmt.Errorf("%s: %s: %s", file, field, msg)) }
+	if job.APIVersion != "batch/v1" || job.Kind != "Job" {
+		bad("apiVersion/kind", fmt.Sprintf("must be batch/v1 Job, not %s %s", job.APIVersion, job.Kind))
+	}
+	if job.Name != "" || job.GenerateName != "" {
+		bad("metadata.name", "must be empty: jobsched names each Job after its task key")
+	}
+	if job.Spec.Selector != nil || job.Spec.ManualSelector != nil {
+		bad("spec.selector", "must be empty: the Job controller generates it")
+	}
+	if job.Spec.TTLSecondsAfterFinished != nil {
+		bad("spec.ttlSecondsAfterFinished", "must be empty: gc.succeededRetention and gc.failedRetention decide when finished Jobs go (a Job deleted early lets its row be retried)")
+	}
+	pod := job.Spec.Template.Spec
+	if len(pod.Containers) == 0 {
+		bad("spec.template.spec.containers", "at least one container is required")
+	}
+	if rp := pod.RestartPolicy; rp != corev1.RestartPolicyNever && rp != corev1.RestartPolicyOnFailure {
+		bad("spec.template.spec.restartPolicy", fmt.Sprintf("must be Never or OnFailure, not %q", rp))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return job, nil
+}

@@ -1,0 +1,53 @@
+// Package kube builds the Kubernetes client jobsched uses.
+package kube
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/jobsched/jobsched/pkg/version"
+)
+
+// Options say how to reach the cluster.
+type Options struct {
+	Kubeconfig string // --kubeconfig
+	Context    string // --context
+	QPS        float32
+	Burst      int
+}
+
+// NewClient returns a client and the namespace of its context. Inside a pod (and with neither --kubeconfig nor
+// --context given) it uses the pod's service account; otherwise --kubeconfig, else $KUBECONFIG, else ~/.kube/config.
+// Lists are asked for as protobuf, which is smaller and cheaper to decode than JSON.
+func NewClient(o Options) (kubernetes.Interface, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context})
+
+	var cfg *rest.Config
+	var err error
+	if o.Kubeconfig == "" && o.Context == "" {
+		cfg, err = rest.InClusterConfig()
+	}
+	if cfg == nil {
+		if cfg, err = loader.ClientConfig(); err != nil {
+			return nil, "", fmt.Errorf("loading kubeconfig: %w", err)
+		}
+	}
+	namespace, _, err := loader.Namespace()
+	if err != nil || namespace == "" {
+		namespace = "default"
+	}
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	cfg.UserAgent = "jobsched/" + version.Version
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	return c, namespace, nil
+}

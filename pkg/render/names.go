@@ -1,0 +1,69 @@
+// Package render turns a row into its Job: the deterministic name, the labels and annotations that tie the Job to its
+// scheduler and task, and the environment built from the row's columns.
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"strings"
+)
+
+// Labels and annotations jobsched puts on what it creates.
+const (
+	LabelScheduler    = "jobsched.io/scheduler"
+	LabelTask         = "jobsched.io/task"
+	AnnotationTaskKey = "jobsched.io/task-key"
+)
+
+// hashLen base32 characters of SHA-256 give 60 bits: distinct keys get distinct names (a collision among a million
+// keys has odds of about 1 in 2 million, and is detected by the key annotation).
+const hashLen = 12
+
+var lowerBase32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+func hash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return lowerBase32.EncodeToString(sum[:])[:hashLen]
+}
+
+// readable is the key lower-cased with every run of characters outside [a-z0-9] turned into one "-", trimmed, and
+// cut to at most max characters; it may be empty.
+func readable(key string, max int) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(key) {
+		if b.Len() >= max {
+			break
+		}
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	return strings.TrimRight(b.String(), "-")
+}
+
+func join(parts ...string) string {
+	var keep []string
+	for _, p := range parts {
+		if p != "" {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, "-")
+}
+
+// JobName is the Job's name for a task: a DNS-1123 label of at most 63 characters, prefix first, then as much of the
+// key as is readable and fits, then a hash of the exact key. A pure function of (prefix, key).
+func JobName(prefix, key string) string {
+	room := 63 - len(prefix) - 1 - hashLen - 1
+	return join(prefix, readable(key, room), hash(key))
+}
+
+// TaskLabel is the value of the jobsched.io/task label: the readable form of the key and its hash, a valid label value.
+func TaskLabel(key string) string {
+	return join(readable(key, 63-hashLen-1), hash(key))
+}

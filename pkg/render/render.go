@@ -1,0 +1,208 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/rows"
+)
+
+// Environment variables every Job gets.
+const (
+	EnvTaskKey   = "JOBSCHED_TASK_KEY"
+	EnvScheduler = "JOBSCHED_SCHEDULER"
+)
+
+// Limits on what one row may put into a Job, well inside the API server's object size limit (about 1.5 MiB in etcd).
+const (
+	MaxKeyBytes = 4096
+	MaxJobBytes = 1 << 20
+)
+
+// Renderer builds Jobs from rows for one configuration.
+type Renderer struct {
+	cfg         *config.Config
+	passthrough []corev1.EnvVar
+}
+
+// New prepares a Renderer. environ is the scheduler's own environment (os.Environ()); only the variables that
+// env.passthrough names are copied, and never the cluster's or the shell's own (KUBERNETES_*, HOSTNAME, HOME, PATH)
+// nor the one that holds the DSN.
+func New(cfg *config.Config, environ []string) *Renderer {
+	r := &Renderer{cfg: cfg}
+	for _, kv := range environ {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || neverPassed(name, cfg.Source.DSNEnv) {
+			continue
+		}
+		for _, pat := range cfg.Env.Passthrough {
+			if ok, _ := path.Match(pat, name); ok {
+				r.passthrough = append(r.passthrough, corev1.EnvVar{Name: name, Value: value})
+				break
+			}
+		}
+	}
+	sort.Slice(r.passthrough, func(i, j int) bool { return r.passthrough[i].Name < r.passthrough[j].Name })
+	return r
+}
+
+func neverPassed(name, dsnEnv string) bool {
+	switch name {
+	case "HOSTNAME", "HOME", "PATH", EnvTaskKey, EnvScheduler:
+		return true
+	}
+	return name == dsnEnv || strings.HasPrefix(name, "KUBERNETES_")
+}
+
+// EnvName maps a column name to its variable: prefix + the name upper-cased, each character outside [A-Z0-9_]
+// replaced by "_".
+func EnvName(prefix, column string) string {
+	var b strings.Builder
+	b.WriteString(prefix)
+	for _, r := range strings.ToUpper(column) {
+		if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// RowError is a row that cannot make a valid Job; the pass skips it and goes on with the others.
+type RowError struct {
+	Key    string
+	Reason string
+}
+
+func (e *RowError) Error() string { return fmt.Sprintf("task %q: %s", e.Key, e.Reason) }
+
+// Job renders the Job for row. A row that cannot make a valid Job is a *RowError; columns that map to one variable,
+// or env.columns naming a column the row lacks, are a *config.Error (every row would have it).
+func (r *Renderer) Job(row rows.Row) (*batchv1.Job, error) {
+	env, err := r.rowEnv(row)
+	if err != nil {
+		return nil, err
+	}
+	if row.Key == "" {
+		return nil, &RowError{Key: row.Key, Reason: "the key is empty"}
+	}
+	if len(row.Key) > MaxKeyBytes {
+		return nil, &RowError{Key: row.Key[:64] + "…", Reason: fmt.Sprintf("the key is longer than %d bytes", MaxKeyBytes)}
+	}
+	if !utf8.ValidString(row.Key) {
+		return nil, &RowError{Key: strings.ToValidUTF8(row.Key, "\uFFFD"), Reason: "the key is not valid UTF-8"}
+	}
+	for _, e := range env {
+		if !utf8.ValidString(e.Value) {
+			return nil, &RowError{Key: row.Key, Reason: fmt.Sprintf("the value of %s is not valid UTF-8", e.Name)}
+		}
+	}
+
+	cfg := r.cfg
+	job := cfg.Template.DeepCopy()
+	job.Name = JobName(cfg.Job.NamePrefix, row.Key)
+	job.Namespace = cfg.Namespace
+	for _, meta := range []*map[string]string{&job.Labels, &job.Spec.Template.Labels} {
+		if *meta == nil {
+			*meta = map[string]string{}
+		}
+		(*meta)[LabelScheduler] = cfg.Name
+		(*meta)[LabelTask] = TaskLabel(row.Key)
+	}
+	for _, meta := range []*map[string]string{&job.Annotations, &job.Spec.Template.Annotations} {
+		if *meta == nil {
+			*meta = map[string]string{}
+		}
+		(*meta)[AnnotationTaskKey] = row.Key
+	}
+	containers := job.Spec.Template.Spec.Containers
+	for i := range containers {
+		if cfg.Job.Container == "" || containers[i].Name == cfg.Job.Container {
+			containers[i].Env = merge(containers[i].Env, env)
+		}
+	}
+	if size, err := json.Marshal(job); err != nil || len(size) > MaxJobBytes {
+		return nil, &RowError{Key: row.Key, Reason: fmt.Sprintf("the Job would be larger than %d bytes", MaxJobBytes)}
+	}
+	return job, nil
+}
+
+// rowEnv is the environment the row adds, in order: passthrough, the columns, then JOBSCHED_TASK_KEY and
+// JOBSCHED_SCHEDULER. NULL columns set nothing.
+func (r *Renderer) rowEnv(row rows.Row) ([]corev1.EnvVar, error) {
+	cfg := r.cfg
+	var env []corev1.EnvVar
+	from := map[string]string{EnvTaskKey: EnvTaskKey, EnvScheduler: EnvScheduler} // variable → column that set it
+	add := func(col rows.Column) error {
+		name := EnvName(cfg.Env.Prefix, col.Name)
+		if other, taken := from[name]; taken {
+			return &config.Error{Err: fmt.Errorf("%s: env: columns %q and %q both map to %s (rename one in source.query or use env.columns)", cfg.File, other, col.Name, name)}
+		}
+		from[name] = col.Name
+		if !col.Null {
+			env = append(env, corev1.EnvVar{Name: name, Value: col.Value})
+		}
+		return nil
+	}
+	if len(cfg.Env.Columns) == 0 {
+		for _, col := range row.Columns {
+			if err := add(col); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		for _, want := range cfg.Env.Columns {
+			i := columnIndex(row.Columns, want)
+			if i < 0 {
+				return nil, &config.Error{Err: fmt.Errorf("%s: env.columns: the query returns no column %q", cfg.File, want)}
+			}
+			if err := add(row.Columns[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var out []corev1.EnvVar
+	for _, e := range r.passthrough {
+		if _, taken := from[e.Name]; !taken { // a column of the same name wins
+			out = append(out, e)
+		}
+	}
+	return append(append(out, env...),
+		corev1.EnvVar{Name: EnvTaskKey, Value: row.Key},
+		corev1.EnvVar{Name: EnvScheduler, Value: cfg.Name},
+	), nil
+}
+
+func columnIndex(cols []rows.Column, name string) int {
+	for i, c := range cols {
+		if c.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// merge appends add to base; a variable of base that add sets again is dropped, so each name appears once and the
+// row's value wins.
+func merge(base, add []corev1.EnvVar) []corev1.EnvVar {
+	set := make(map[string]bool, len(add))
+	for _, e := range add {
+		set[e.Name] = true
+	}
+	out := make([]corev1.EnvVar, 0, len(base)+len(add))
+	for _, e := range base {
+		if !set[e.Name] {
+			out = append(out, e)
+		}
+	}
+	return append(out, add...)
+}

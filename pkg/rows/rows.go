@@ -1,0 +1,26 @@
+// Package rows reads the tasks a pass may schedule: from PostgreSQL (the product) or from a JSON-lines file (dry-run
+// in CI). Either way a task is a Row: its key and its columns rendered as text, in the query's column order.
+package rows
+
+import "context"
+
+// Column is one selected column of a row, rendered as the text its environment variable gets.
+type Column struct {
+	Name  string
+	Value string
+	Null  bool // SQL NULL: the variable is not set
+}
+
+// Row is one task.
+type Row struct {
+	Key     string // the rendered value of the key column
+	Columns []Column
+}
+
+// Source is where rows come from.
+type Source interface {
+	// Select returns at most limit rows, in the source's order, whose key is not in exclude and not NULL.
+	Select(ctx context.Context, exclude []string, limit int) ([]Row, error)
+	// Count counts the rows Select would return with no limit, stopping at max (so the answer is at most max).
+	Count(ctx context.Context, exclude []string, max int) (int, error)
+}
