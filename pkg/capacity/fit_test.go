@@ -1,0 +1,258 @@
+package capacity
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+)
+
+// node is a Ready, schedulable node with 4 cpu, 8Gi memory and 110 pods, nothing on it, changed by mods.
+func node(name string, mods ...func(*Node)) Node {
+	n := Node{
+		Name:        name,
+		Labels:      map[string]string{"kubernetes.io/hostname": name, "zone": "a", "gen": "5"},
+		Ready:       true,
+		Allocatable: rl("cpu", "4", "memory", "8Gi", "pods", "110"),
+		Requested:   corev1.ResourceList{},
+	}
+	for _, m := range mods {
+		m(&n)
+	}
+	return n
+}
+
+func nodes(ns ...Node) *Snapshot { return &Snapshot{Mode: ModeNodes, Nodes: ns} }
+
+// spec is a pod of one container requesting 1 cpu and 1Gi, changed by mods.
+func spec(mods ...func(*corev1.PodSpec)) *corev1.PodSpec {
+	s := &corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", "1", "memory", "1Gi"), nil)}}
+	for _, m := range mods {
+		m(s)
+	}
+	return s
+}
+
+func tolerate(t corev1.Toleration) func(*corev1.PodSpec) {
+	return func(s *corev1.PodSpec) { s.Tolerations = append(s.Tolerations, t) }
+}
+
+func taint(t corev1.Taint) func(*Node) { return func(n *Node) { n.Taints = append(n.Taints, t) } }
+
+var gpuTaint = corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+
+// affinity requires the node to match any of terms.
+func affinity(terms ...corev1.NodeSelectorTerm) func(*corev1.PodSpec) {
+	return func(s *corev1.PodSpec) {
+		s.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms},
+		}}
+	}
+}
+
+func expr(key string, op corev1.NodeSelectorOperator, values ...string) corev1.NodeSelectorTerm {
+	return corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: op, Values: values}}}
+}
+
+func quota(name string, hard, used corev1.ResourceList, mods ...func(*corev1.ResourceQuota)) corev1.ResourceQuota {
+	q := corev1.ResourceQuota{}
+	q.Name = name
+	q.Spec.Hard, q.Status.Hard, q.Status.Used = hard, hard, used
+	for _, m := range mods {
+		m(&q)
+	}
+	return q
+}
+
+func withQuotas(s *Snapshot, qs ...corev1.ResourceQuota) *Snapshot { s.Quotas = qs; return s }
+
+const noNode = "no Ready, schedulable node matches the template"
+
+func TestFit(t *testing.T) {
+	tests := []struct {
+		name             string
+		spec             *corev1.PodSpec
+		snap             *Snapshot
+		unbound, podless int
+		wantFit          int
+		wantBinding      string
+		wantExcluded     string // the nodes' Excluded, joined with "|"
+		wantWarning      string // a substring of Warning
+	}{
+		{name: "nil snapshot (mode off)", spec: spec(), wantFit: -1, wantBinding: "capacity off"},
+		{name: "one node, cpu binds", spec: spec(), snap: nodes(node("n1")), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+		{name: "millicores", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("cpu", "300m") }),
+			snap: nodes(node("n1", func(n *Node) { n.Requested = rl("cpu", "3") })), wantFit: 3, wantBinding: "cpu: 3 more fit on n1"},
+		{name: "no nodes", spec: spec(), snap: nodes(), wantFit: 0, wantBinding: noNode},
+
+		{name: "taint not tolerated", spec: spec(), snap: nodes(node("n1", taint(gpuTaint))),
+			wantFit: 0, wantBinding: noNode, wantExcluded: "taint dedicated=gpu:NoSchedule not tolerated"},
+		{name: "taint tolerated by Equal", spec: spec(tolerate(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule})),
+			snap: nodes(node("n1", taint(gpuTaint))), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+		{name: "taint tolerated by empty operator and empty effect", spec: spec(tolerate(corev1.Toleration{Key: "dedicated", Value: "gpu"})),
+			snap: nodes(node("n1", taint(gpuTaint))), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+		{name: "taint tolerated by Exists with empty key", spec: spec(tolerate(corev1.Toleration{Operator: corev1.TolerationOpExists})),
+			snap: nodes(node("n1", taint(gpuTaint))), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+		{name: "Equal toleration with another value", spec: spec(tolerate(corev1.Toleration{Key: "dedicated", Value: "cpu"})),
+			snap: nodes(node("n1", taint(gpuTaint))), wantFit: 0, wantBinding: noNode, wantExcluded: "taint dedicated=gpu:NoSchedule not tolerated"},
+		{name: "toleration of another effect", spec: spec(tolerate(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute})),
+			snap: nodes(node("n1", taint(gpuTaint))), wantFit: 0, wantBinding: noNode, wantExcluded: "taint dedicated=gpu:NoSchedule not tolerated"},
+		{name: "NoExecute taint not tolerated", spec: spec(),
+			snap:    nodes(node("n1", taint(corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}))),
+			wantFit: 0, wantBinding: noNode, wantExcluded: "taint maintenance:NoExecute not tolerated"},
+		{name: "PreferNoSchedule taint ignored", spec: spec(),
+			snap: nodes(node("n1", taint(corev1.Taint{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}))), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+		{name: "Gt toleration", spec: spec(tolerate(corev1.Toleration{Key: "level", Operator: corev1.TolerationOpGt, Value: "3"})),
+			snap: nodes(node("n1", taint(corev1.Taint{Key: "level", Value: "5", Effect: corev1.TaintEffectNoSchedule}))), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+
+		{name: "cordoned", spec: spec(), snap: nodes(node("n1", func(n *Node) { n.Unschedulable = true })),
+			wantFit: 0, wantBinding: noNode, wantExcluded: "cordoned"},
+		{name: "cordoned but the unschedulable taint is tolerated",
+			spec: spec(tolerate(corev1.Toleration{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists})),
+			snap: nodes(node("n1", func(n *Node) { n.Unschedulable = true })), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+		{name: "NotReady", spec: spec(), snap: nodes(node("n1", func(n *Node) { n.Ready = false }), node("n2")),
+			wantFit: 4, wantBinding: "cpu: 4 more fit on n2", wantExcluded: "NotReady|"},
+		{name: "nodeName elsewhere", spec: spec(func(s *corev1.PodSpec) { s.NodeName = "n2" }), snap: nodes(node("n1"), node("n2")),
+			wantFit: 4, wantBinding: "cpu: 4 more fit on n2", wantExcluded: "nodeName|"},
+		{name: "nodeSelector mismatch", spec: spec(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"zone": "b"} }),
+			snap: nodes(node("n1")), wantFit: 0, wantBinding: noNode, wantExcluded: "nodeSelector"},
+		{name: "nodeSelector on a missing label", spec: spec(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"disk": ""} }),
+			snap: nodes(node("n1")), wantFit: 0, wantBinding: noNode, wantExcluded: "nodeSelector"},
+		{name: "nodeSelector match", spec: spec(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"zone": "a", "gen": "5"} }),
+			snap: nodes(node("n1")), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+
+		{name: "affinity In mismatch", spec: spec(affinity(expr("zone", corev1.NodeSelectorOpIn, "b", "c"))), snap: nodes(node("n1")), wantFit: 0, wantBinding: noNode, wantExcluded: "node affinity"},
+		{name: "affinity In match", spec: spec(affinity(expr("zone", corev1.NodeSelectorOpIn, "b", "a"))), snap: nodes(node("n1")), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+		{name: "affinity NotIn mismatch", spec: spec(affinity(expr("zone", corev1.NodeSelectorOpNotIn, "a"))), snap: nodes(node("n1")), wantFit: 0, wantBinding: noNode, wantExcluded: "node affinity"},
+		{name: "affinity NotIn match on a missing label", spec: spec(affinity(expr("disk", corev1.NodeSelectorOpNotIn, "hdd"))), snap: nodes(node("n1")), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+		{name: "affinity Exists mismatch", spec: spec(affinity(expr("gpu", corev1.NodeSelectorOpExists))), snap: nodes(node("n1")), wantFit: 0, wantBinding: noNode, wantExcluded: "node affinity"},
+		{name: "affinity Exists match", spec: spec(affinity(expr("zone", corev1.NodeSelectorOpExists))), snap: nodes(node("n1")), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+		{name: "affinity DoesNotExist mismatch", spec: spec(affinity(expr("zone", corev1.NodeSelectorOpDoesNotExist))), snap: nodes(node("n1")), wantFit: 0, wantBinding: noNode, wantExcluded: "node affinity"},
+		{name: "affinity DoesNotExist match", spec: spec(affinity(expr("gpu", corev1.NodeSelectorOpDoesNotExist))), snap: nodes(node("n1")), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+		{name: "affinity Gt mismatch", spec: spec(affinity(expr("gen", corev1.NodeSelectorOpGt, "5"))), snap: nodes(node("n1")), wantFit: 0, wantBinding: noNode, wantExcluded: "node affinity"},
+		{name: "affinity Gt match", spec: spec(affinity(expr("gen", corev1.NodeSelectorOpGt, "4"))), snap: nodes(node("n1")), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+		{name: "affinity Gt on a non-integer label", spec: spec(affinity(expr("zone", corev1.NodeSelectorOpGt, "4"))), snap: nodes(node("n1")), wantFit: 0, wantBinding: noNode, wantExcluded: "node affinity"},
+		{name: "affinity Lt mismatch", spec: spec(affinity(expr("gen", corev1.NodeSelectorOpLt, "5"))), snap: nodes(node("n1")), wantFit: 0, wantBinding: noNode, wantExcluded: "node affinity"},
+		{name: "affinity Lt match", spec: spec(affinity(expr("gen", corev1.NodeSelectorOpLt, "6"))), snap: nodes(node("n1")), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+		{name: "affinity expressions ANDed", spec: spec(affinity(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}},
+			{Key: "gen", Operator: corev1.NodeSelectorOpIn, Values: []string{"6"}},
+		}})), snap: nodes(node("n1")), wantFit: 0, wantBinding: noNode, wantExcluded: "node affinity"},
+		{name: "affinity terms ORed", spec: spec(affinity(expr("zone", corev1.NodeSelectorOpIn, "b"), expr("gen", corev1.NodeSelectorOpIn, "5"))),
+			snap: nodes(node("n1")), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+		{name: "affinity matchFields on metadata.name", spec: spec(affinity(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{
+			{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"n2"}},
+		}})), snap: nodes(node("n1"), node("n2")), wantFit: 4, wantBinding: "cpu: 4 more fit on n2", wantExcluded: "node affinity|"},
+		{name: "affinity empty term matches nothing", spec: spec(affinity(corev1.NodeSelectorTerm{})), snap: nodes(node("n1")), wantFit: 0, wantBinding: noNode, wantExcluded: "node affinity"},
+
+		{name: "full node", spec: spec(), snap: nodes(node("n1", func(n *Node) { n.Requested = rl("cpu", "3500m", "memory", "1Gi") })),
+			wantFit: 0, wantBinding: "cpu: 0 more fit on n1"},
+		{name: "overcommitted node", spec: spec(), snap: nodes(node("n1", func(n *Node) { n.Requested = rl("memory", "9Gi") })),
+			wantFit: 0, wantBinding: "memory: 0 more fit on n1"},
+		{name: "pod-count limit", spec: spec(), snap: nodes(node("n1", func(n *Node) { n.Pods = 108 })), wantFit: 2, wantBinding: "pods: 2 more fit on n1"},
+		{name: "zero demand is limited by the pod count", spec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}},
+			snap: nodes(node("n1", func(n *Node) { n.Pods = 100 })), wantFit: 10, wantBinding: "pods: 10 more fit on n1"},
+		{name: "node lacking the extended resource", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Limits = rl("nvidia.com/gpu", "1") }),
+			snap:    nodes(node("n1"), node("n2", func(n *Node) { n.Allocatable["nvidia.com/gpu"] = rl("x", "2")["x"] })),
+			wantFit: 2, wantBinding: "nodes: 2 more fit on 2 nodes (limited by nvidia.com/gpu on 2)", wantExcluded: "|"},
+		{name: "unbound subtraction", spec: spec(), snap: nodes(node("n1"), node("n2")), unbound: 3,
+			wantFit: 5, wantBinding: "nodes: 5 more fit on 2 nodes (limited by cpu on 2), after 3 unbound", wantExcluded: "|"},
+		{name: "more unbound than room", spec: spec(), snap: nodes(node("n1")), unbound: 9, wantFit: 0, wantBinding: "cpu: 0 more fit on n1, after 9 unbound"},
+
+		{name: "quota tighter than nodes", spec: spec(),
+			snap:    withQuotas(nodes(node("n1")), quota("compute", rl("requests.memory", "4Gi", "requests.cpu", "10"), rl("requests.memory", "3Gi", "requests.cpu", "1"))),
+			wantFit: 1, wantBinding: "quota compute/requests.memory: 1 more"},
+		{name: "quota bare cpu in millicores", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("cpu", "300m") }),
+			snap:    withQuotas(nodes(node("n1")), quota("compute", rl("cpu", "2"), rl("cpu", "1"))),
+			wantFit: 3, wantBinding: "quota compute/cpu: 3 more"},
+		{name: "quota looser than nodes", spec: spec(),
+			snap:    withQuotas(nodes(node("n1")), quota("compute", rl("requests.cpu", "100"), nil)),
+			wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+		{name: "quota pods minus podless", spec: spec(), podless: 2,
+			snap:    withQuotas(nodes(node("n1")), quota("objects", rl("pods", "10"), rl("pods", "7"))),
+			wantFit: 1, wantBinding: "quota objects/pods: 1 more"},
+		{name: "quota count/jobs.batch is charged at creation: podless not subtracted", spec: spec(), podless: 2,
+			snap:    withQuotas(nodes(node("n1")), quota("objects", rl("count/jobs.batch", "10"), rl("count/jobs.batch", "8"))),
+			wantFit: 2, wantBinding: "quota objects/count/jobs.batch: 2 more"},
+		{name: "quota limits.cpu from limits", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Limits = rl("cpu", "2") }),
+			snap:    withQuotas(nodes(node("n1", func(n *Node) { n.Allocatable = rl("cpu", "64", "memory", "64Gi", "pods", "110") })), quota("compute", rl("limits.cpu", "7"), rl("limits.cpu", "1"))),
+			wantFit: 3, wantBinding: "quota compute/limits.cpu: 3 more"},
+		{name: "quota limits.memory without a limit counts 0 and warns", spec: spec(),
+			snap:    withQuotas(nodes(node("n1")), quota("compute", rl("limits.memory", "1Gi"), rl("limits.memory", "1Gi"))),
+			wantFit: 4, wantBinding: "cpu: 4 more fit on n1", wantWarning: "quota compute constrains limits.memory but the template sets none"},
+		{name: "quota on an extended resource", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Limits = rl("nvidia.com/gpu", "1") }),
+			snap:    withQuotas(&Snapshot{Mode: ModeQuota}, quota("gpu", rl("requests.nvidia.com/gpu", "4"), rl("requests.nvidia.com/gpu", "4"))),
+			wantFit: 0, wantBinding: "quota gpu/requests.nvidia.com/gpu: 0 more"},
+		{name: "quota scoped to BestEffort does not charge our pods", spec: spec(),
+			snap: withQuotas(nodes(node("n1")), quota("no-besteffort", rl("pods", "0"), nil, func(q *corev1.ResourceQuota) {
+				q.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}
+			})), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+		{name: "quota scoped to a PriorityClass charges pods of that class", spec: spec(func(s *corev1.PodSpec) { s.PriorityClassName = "high" }),
+			snap: withQuotas(nodes(node("n1")), quota("high", rl("pods", "2"), nil, func(q *corev1.ResourceQuota) {
+				q.Spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{
+					{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{"high"}},
+				}}
+			})), wantFit: 2, wantBinding: "quota high/pods: 2 more"},
+		{name: "mode quota only", spec: spec(),
+			snap:    withQuotas(&Snapshot{Mode: ModeQuota}, quota("compute", rl("requests.cpu", "10"), rl("requests.cpu", "4"))),
+			wantFit: 6, wantBinding: "quota compute/requests.cpu: 6 more"},
+		{name: "mode quota without quotas", spec: spec(), snap: &Snapshot{Mode: ModeQuota}, wantFit: -1, wantBinding: "no node or quota limit applies"},
+		{name: "nodes forbidden: quota fallback warns", spec: spec(),
+			snap:    withQuotas(&Snapshot{Mode: ModeQuota, NodesForbidden: errors.New("capacity nodes needs list on nodes")}, quota("compute", rl("pods", "5"), nil)),
+			wantFit: 5, wantBinding: "quota compute/pods: 5 more", wantWarning: "capacity nodes needs list on nodes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Fit(tt.spec, tt.snap, tt.unbound, tt.podless)
+			if r.Fit != tt.wantFit || r.Binding != tt.wantBinding {
+				t.Errorf("Fit() = %d %q, want %d %q", r.Fit, r.Binding, tt.wantFit, tt.wantBinding)
+			}
+			var excluded []string
+			for _, n := range r.Nodes {
+				excluded = append(excluded, n.Excluded)
+			}
+			if got := strings.Join(excluded, "|"); got != tt.wantExcluded {
+				t.Errorf("Excluded = %q, want %q", got, tt.wantExcluded)
+			}
+			if !strings.Contains(r.Warning, tt.wantWarning) || tt.wantWarning == "" && r.Warning != "" {
+				t.Errorf("Warning = %q, want it to contain %q", r.Warning, tt.wantWarning)
+			}
+		})
+	}
+}
+
+// TestFitReport compares a whole Report, and its JSON form.
+func TestFitReport(t *testing.T) {
+	snap := withQuotas(nodes(
+		node("n2", func(n *Node) { n.Requested, n.Pods = rl("cpu", "1", "memory", "7Gi"), 3 }),
+		node("n1", taint(gpuTaint)),
+	), quota("compute", rl("requests.cpu", "10", "services", "5"), rl("requests.cpu", "2")))
+	got := Fit(spec(), snap, 0, 1)
+	want := Report{
+		Fit:     1,
+		Binding: "memory: 1 more fit on n2",
+		Demand:  rl("cpu", "1", "memory", "1Gi"),
+		Nodes: []NodeFit{
+			{Name: "n1", Excluded: "taint dedicated=gpu:NoSchedule not tolerated"},
+			{Name: "n2", Fits: 1, Limit: "memory", Free: rl("cpu", "3", "memory", "1Gi", "pods", "107")},
+		},
+		Quota: []QuotaFit{{Name: "compute", Resource: "requests.cpu", Fits: 7}},
+	}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("Fit() =\n%+v\nwant\n%+v", got, want)
+	}
+	b, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wantJSON = `{"fit":1,"binding":"memory: 1 more fit on n2","demand":{"cpu":"1","memory":"1Gi"},` +
+		`"nodes":[{"name":"n1","fits":0,"excluded":"taint dedicated=gpu:NoSchedule not tolerated"},` +
+		`{"name":"n2","fits":1,"limit":"memory","free":{"cpu":"3","memory":"1Gi","pods":"107"}}],` +
+		`"quota":[{"name":"compute","resource":"requests.cpu","fits":7}]}`
+	if string(b) != wantJSON {
+		t.Errorf("JSON =\n%s\nwant\n%s", b, wantJSON)
+	}
+}
