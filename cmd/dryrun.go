@@ -1,0 +1,113 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/scheduler"
+)
+
+type dryRunOptions struct {
+	output   string
+	rowsFile string
+	offline  bool
+	server   bool
+}
+
+func newDryRunCmd(g *globalOptions) *cobra.Command {
+	o := &dryRunOptions{}
+	cmd := &cobra.Command{
+		Use:   "dry-run",
+		Short: "The full pass with no writes: print the plan (what tick would delete and create, and why)",
+		Long: `dry-run makes the same plan tick would and prints it; it creates and deletes nothing.
+--rows FILE reads rows from JSON lines instead of the database; --offline contacts no cluster (taken as empty);
+together they render the exact Jobs of a config change in CI. --server sends each planned create to the API server
+with dryRun=All, so the server validates the Jobs (admission included) without storing them.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			if o.offline {
+				cfg.Limits.Capacity = config.CapacityOff
+			}
+			s, closeFn, err := g.newScheduler(cfg, schedulerOptions{source: true, rowsFile: o.rowsFile, offline: o.offline})
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			ctx := cmd.Context()
+			return runPass(ctx, s, func(p *scheduler.Plan) (scheduler.Summary, error) {
+				sum := scheduler.Summary{Selected: p.Selected, Skipped: len(p.Skipped), Blocked: p.Blocked}
+				var err error
+				if o.server {
+					sum, err = s.Execute(ctx, &scheduler.Plan{Creates: p.Creates, Selected: p.Selected, Blocked: p.Blocked}, true)
+				}
+				if perr := printPlan(g.out, o.output, p); perr != nil {
+					return sum, perr
+				}
+				return sum, err
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	f.StringVar(&o.rowsFile, "rows", "", "read rows from this JSON-lines file (one object per row) instead of the database")
+	f.BoolVar(&o.offline, "offline", false, "contact no cluster: it is taken as empty")
+	f.BoolVar(&o.server, "server", false, "send each planned create to the API server with dryRun=All")
+	return cmd
+}
+
+func (o *dryRunOptions) validate() error {
+	switch o.output {
+	case "table", "json", "yaml":
+	default:
+		return usageError{fmt.Errorf("-o: %q is not table, json or yaml", o.output)}
+	}
+	if o.server && o.offline {
+		return usageError{fmt.Errorf("--server and --offline cannot be used together")}
+	}
+	return nil
+}
+
+func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(p)
+	case "yaml":
+		data, err := yaml.Marshal(p)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(data)
+		return err
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "Scheduler %s in namespace %s: %d unfinished, slots %d (bound by %s)\n", p.Scheduler, p.Namespace, p.Unfinished, p.Slots, p.Limit)
+	if p.Blocked != "" {
+		fmt.Fprintf(w, "Blocked: %s\n", p.Blocked)
+	}
+	fmt.Fprintln(w, "ACTION\tJOB\tTASK\tWHY")
+	for _, d := range p.Deletes() {
+		fmt.Fprintf(w, "delete\t%s\t%q\t%s since %s\n", d.Name, d.Key, d.State, d.FinishedAt.Format("2006-01-02T15:04:05Z"))
+	}
+	for _, c := range p.Creates {
+		fmt.Fprintf(w, "create\t%s\t%q\tnew row\n", c.Job.Name, c.Key)
+	}
+	for _, sk := range p.Skipped {
+		fmt.Fprintf(w, "skip\t-\t%q\t%s\n", sk.Key, sk.Reason)
+	}
+	return w.Flush()
+}

@@ -1,0 +1,233 @@
+// Package cmd is jobsched's command line: one file per subcommand, each turning flags into options and calling the
+// scheduler package.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/rows"
+	"github.com/jobsched/jobsched/pkg/scheduler"
+)
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFailed = 1 // something failed at run time; the rest of the pass still happened
+	exitUsage  = 2 // bad usage or configuration; nothing was touched
+)
+
+// usageError is bad usage of the command line.
+type usageError struct{ error }
+
+// Execute runs the command line and returns the process exit code. Only main exits.
+func Execute(ctx context.Context, args []string) int {
+	root := newRootCmd(os.Stdout, os.Stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(os.Stderr, "Error:", err)
+	var ue usageError
+	if errors.As(err, &ue) || config.IsConfigError(err) {
+		return exitUsage
+	}
+	return exitFailed
+}
+
+// globalOptions are the flags every subcommand shares (kubectl conventions).
+type globalOptions struct {
+	configFile string
+	kube       kube.Options
+	namespace  string
+	logLevel   string
+	logFormat  string
+	out        io.Writer
+	errOut     io.Writer
+}
+
+func newRootCmd(out, errOut io.Writer) *cobra.Command {
+	g := &globalOptions{out: out, errOut: errOut}
+	cmd := &cobra.Command{
+		Use:   "jobsched",
+		Short: "Turn rows in a PostgreSQL table into Kubernetes Jobs, one Job per row, in one stateless pass",
+		Long: `jobsched reads the rows a query selects and creates one Kubernetes Job per row, with the row's columns as
+environment variables. Each run is one pass: delete finished Jobs, look at what runs and what fits, read only the
+rows there is room for, create their Jobs, exit. It never writes to the database and keeps no state.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := g.logger()
+			if err != nil {
+				return err
+			}
+			cmd.SetContext(logger.WithContext(cmd.Context()))
+			return nil
+		},
+	}
+	cmd.SetOut(out)
+	cmd.SetErr(errOut)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+
+	defaultConfig := "jobsched.yaml"
+	if env := os.Getenv("JOBSCHED_CONFIG"); env != "" {
+		defaultConfig = env
+	}
+	f := cmd.PersistentFlags()
+	f.StringVar(&g.configFile, "config", defaultConfig, "configuration file (env JOBSCHED_CONFIG)")
+	f.StringVar(&g.kube.Kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: in-cluster, else $KUBECONFIG, else ~/.kube/config)")
+	f.StringVar(&g.kube.Context, "context", "", "the kubeconfig context to use")
+	f.StringVarP(&g.namespace, "namespace", "n", "", "namespace of the Jobs (overrides the config's namespace)")
+	f.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&g.logFormat, "log-format", "", "log format: json or console (default: console when stderr is a terminal, else json)")
+	f.Float32Var(&g.kube.QPS, "kube-qps", 50, "queries per second to the API server")
+	f.IntVar(&g.kube.Burst, "kube-burst", 100, "burst of queries to the API server")
+
+	cmd.AddCommand(newTickCmd(g), newGCCmd(g), newStatusCmd(g), newDryRunCmd(g), newVersionCmd(g))
+	return cmd
+}
+
+// noArgs is cobra.NoArgs as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if err := cobra.NoArgs(cmd, args); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+func (g *globalOptions) logger() (zerolog.Logger, error) {
+	level, err := zerolog.ParseLevel(g.logLevel)
+	if err != nil || g.logLevel == "" {
+		return zerolog.Logger{}, usageError{fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", g.logLevel)}
+	}
+	var w io.Writer = g.errOut
+	switch g.logFormat {
+	case "json":
+	case "console":
+		w = zerolog.ConsoleWriter{Out: g.errOut, TimeFormat: time.TimeOnly}
+	case "":
+		if isTerminal(g.errOut) {
+			w = zerolog.ConsoleWriter{Out: g.errOut, TimeFormat: time.TimeOnly}
+		}
+	default:
+		return zerolog.Logger{}, usageError{fmt.Errorf("--log-format: %q is not json or console", g.logFormat)}
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// loadConfig reads the configuration; the namespace comes from -n, else the config, else the kubeconfig context.
+func (g *globalOptions) loadConfig() (*config.Config, error) {
+	return config.Load(g.configFile, g.namespace)
+}
+
+// schedulerOptions say which parts of a scheduler a subcommand needs.
+type schedulerOptions struct {
+	source   bool   // open the row source
+	rowsFile string // read rows from this JSON-lines file instead of PostgreSQL
+	offline  bool   // contact no cluster: it is taken as empty
+}
+
+// newScheduler completes the options: config first (exit 2 before anything is contacted), then clients.
+// The returned close func releases the database pool.
+func (g *globalOptions) newScheduler(cfg *config.Config, o schedulerOptions) (*scheduler.Scheduler, func(), error) {
+	s := &scheduler.Scheduler{Config: cfg, Renderer: render.New(cfg, os.Environ()), Now: time.Now}
+	closeFn := func() {}
+	if o.source {
+		if o.rowsFile != "" {
+			f, err := rows.ReadFile(o.rowsFile, cfg.Source.Key)
+			if err != nil {
+				return nil, nil, err
+			}
+			s.Source = f
+		} else {
+			dsn, err := readDSN(cfg.Source)
+			if err != nil {
+				return nil, nil, err
+			}
+			pg, err := rows.OpenPostgres(dsn, cfg.Source)
+			if err != nil {
+				return nil, nil, err
+			}
+			s.Source = pg
+			closeFn = func() { _ = pg.Close() }
+		}
+	}
+	if !o.offline {
+		c, ns, err := kube.NewClient(g.kube)
+		if err != nil {
+			closeFn()
+			return nil, nil, &config.Error{Err: err}
+		}
+		s.Kube = c
+		if cfg.Namespace == "" {
+			cfg.Namespace = ns
+		}
+	} else if cfg.Namespace == "" {
+		cfg.Namespace = "default"
+	}
+	return s, closeFn, nil
+}
+
+// readDSN reads the DSN from the variable or file the config names. It is never logged.
+func readDSN(src config.Source) (string, error) {
+	if src.DSNFile != "" {
+		data, err := os.ReadFile(src.DSNFile)
+		if err != nil {
+			return "", &config.Error{Err: fmt.Errorf("source.dsnFile: %w", err)}
+		}
+		return strings.TrimSpace(string(data)), nil
+	}
+	dsn := os.Getenv(src.DSNEnv)
+	if dsn == "" {
+		return "", &config.Error{Err: fmt.Errorf("source.dsnEnv: the environment variable %s is empty or not set", src.DSNEnv)}
+	}
+	return dsn, nil
+}
+
+// runPass is tick and dry-run: observe, plan, then execute (tick) or print (dry-run).
+func runPass(ctx context.Context, s *scheduler.Scheduler, act func(*scheduler.Plan) (scheduler.Summary, error)) error {
+	start := time.Now()
+	log := zerolog.Ctx(ctx).With().Str("scheduler", s.Config.Name).Str("namespace", s.Config.Namespace).Logger()
+	ctx = log.WithContext(ctx)
+	obs, err := s.Observe(ctx)
+	if err != nil {
+		log.Error().Err(err).Dur("duration", time.Since(start)).Msg("pass failed: cannot observe the cluster")
+		return err
+	}
+	plan, planErr := s.Plan(ctx, obs)
+	if planErr != nil && config.IsConfigError(planErr) {
+		log.Error().Err(planErr).Msg("pass stopped: configuration error; nothing was touched")
+		return planErr
+	}
+	if planErr != nil { // the source failed: still collect garbage, create nothing
+		plan.Creates = nil
+		plan.Blocked = "reading rows failed"
+	}
+	if plan.Capacity != nil && plan.Capacity.Warning != "" {
+		log.Warn().Msg(plan.Capacity.Warning)
+	}
+	sum, err := act(plan)
+	sum.Log(&log, start)
+	return errors.Join(planErr, err)
+}
