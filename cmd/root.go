@@ -33,13 +33,17 @@ type usageError struct{ error }
 
 // Execute runs the command line and returns the process exit code. Only main exits.
 func Execute(ctx context.Context, args []string) int {
-	root := newRootCmd(os.Stdout, os.Stderr)
+	return run(ctx, args, os.Stdout, os.Stderr)
+}
+
+func run(ctx context.Context, args []string, out, errOut io.Writer) int {
+	root := newRootCmd(out, errOut)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(os.Stderr, "Error:", err)
+	fmt.Fprintln(errOut, "Error:", err)
 	var ue usageError
 	if errors.As(err, &ue) || config.IsConfigError(err) {
 		return exitUsage

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/yaml"
 )
 
 // Capacity modes of limits.capacity.
@@ -120,12 +119,17 @@ func Load(file, namespace string) (*Config, error) {
 // Parse decodes a configuration (unknown keys are errors), applies defaults, validates it and loads its template.
 func Parse(file string, data []byte) (*Config, error) {
 	cfg := &Config{}
-	if err := yaml.UnmarshalStrict(data, cfg); err != nil {
+	unknown, err := decodeStrict(data, cfg)
+	if err != nil {
 		return nil, &Error{fmt.Errorf("%s: %w", file, err)}
 	}
 	cfg.File = file
 	cfg.setDefaults()
-	errs := cfg.Validate()
+	var errs []error
+	if unknown != nil {
+		errs = append(errs, unknown)
+	}
+	errs = append(errs, cfg.Validate()...)
 	if cfg.Job.Template != "" {
 		tpl, err := LoadTemplate(cfg.templatePath())
 		if err != nil {
@@ -271,11 +275,15 @@ func LoadTemplate(file string) (*batchv1.Job, error) {
 		return nil, err
 	}
 	job := &batchv1.Job{}
-	if err := yaml.UnmarshalStrict(data, job); err != nil {
+	unknown, err := decodeStrict(data, job)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	var errs []error
 	bad := func(field, msg string) { errs = append(errs, fmt.Errorf("%s: %s: %s", file, field, msg)) }
+	if unknown != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", file, unknown))
+	}
 	if job.APIVersion != "batch/v1" || job.Kind != "Job" {
 		bad("apiVersion/kind", fmt.Sprintf("must be batch/v1 Job, not %s %s", job.APIVersion, job.Kind))
 	}

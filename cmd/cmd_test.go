@@ -1,0 +1,144 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/jobsched/jobsched/pkg/render"
+)
+
+func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestHelpListsSubcommands(t *testing.T) {
+	code, out, _ := runCmd(t, "--help")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, sub := range []string{"tick", "gc", "status", "dry-run", "version"} {
+		if !strings.Contains(out, "\n  "+sub+" ") {
+			t.Errorf("--help does not list %s:\n%s", sub, out)
+		}
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("name: Bad_Name\nlimits:\n  maxActive: -1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string // in stderr
+	}{
+		{"bad config names the key and file", []string{"tick", "--config", bad}, 2, "limits.maxActive: must not be negative"},
+		{"missing config", []string{"status", "--config", filepath.Join(dir, "none.yaml")}, 2, "none.yaml"},
+		{"unknown flag", []string{"tick", "--nope"}, 2, "unknown flag: --nope"},
+		{"extra argument", []string{"tick", "extra"}, 2, `unknown command "extra"`},
+		{"bad output", []string{"dry-run", "-o", "xml", "--offline", "--config", "testdata/jobsched.yaml"}, 2, `-o: "xml"`},
+		{"bad log format", []string{"version", "--log-format", "xml"}, 2, "--log-format"},
+		{"DSN not set", []string{"dry-run", "--offline", "--config", "testdata/jobsched.yaml"}, 2, "DATABASE_URL is empty or not set"},
+		{"unreachable cluster is a run-time failure", []string{"gc", "--config", "testdata/jobsched.yaml", "--kubeconfig", writeKubeconfig(t)}, 1, "listing Jobs"},
+		{"version", []string{"version"}, 0, ""},
+	}
+	t.Setenv("DATABASE_URL", "")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCmd(t, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr does not mention %q:\n%s", tc.want, stderr)
+			}
+			if strings.Contains(stderr, "secret-token-value") {
+				t.Errorf("stderr shows the token:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// writeKubeconfig points at a port where nothing listens.
+func writeKubeconfig(t *testing.T) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: secret-token-value}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`
+	if err := os.WriteFile(f, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestDryRunOffline renders the exact Jobs from a config and a rows file, with no database and no cluster.
+func TestDryRunOffline(t *testing.T) {
+	t.Setenv("S3_BUCKET", "bucket")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+	args := []string{"dry-run", "--offline", "--rows", "testdata/rows.jsonl", "--config", "testdata/jobsched.yaml", "-o", "yaml"}
+	code, out, stderr := runCmd(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stderr+out, "secret") {
+		t.Error("output mentions a secret")
+	}
+	_, again, _ := runCmd(t, args...)
+	if again != out {
+		t.Errorf("a second run printed something else:\n%s", cmp.Diff(out, again))
+	}
+	var plan struct {
+		Creates []struct {
+			Key string       `json:"key"`
+			Job *batchv1.Job `json:"job"`
+		} `json:"creates"`
+		Slots int `json:"slots"`
+	}
+	if err := yaml.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if plan.Slots != 2 || len(plan.Creates) != 2 {
+		t.Fatalf("slots %d and %d creates, want maxPerTick 2 and 2", plan.Slots, len(plan.Creates))
+	}
+	wantEnv := [][]corev1.EnvVar{
+		{{Name: "S3_BUCKET", Value: "bucket"}, {Name: "TASK_ID", Value: "1"}, {Name: "TASK_URL", Value: "https://example.com/1"},
+			{Name: "TASK_CREATED_AT", Value: "2026-01-01T00:00:00Z"}, {Name: "TASK_META", Value: `{"a":[1,2]}`},
+			{Name: "JOBSCHED_TASK_KEY", Value: "1"}, {Name: "JOBSCHED_SCHEDULER", Value: "reports"}},
+		{{Name: "S3_BUCKET", Value: "bucket"}, {Name: "TASK_ID", Value: "Ünïcode / key"}, {Name: "TASK_URL", Value: "u2"},
+			{Name: "TASK_CREATED_AT", Value: "2026-01-01T00:00:01Z"},
+			{Name: "JOBSCHED_TASK_KEY", Value: "Ünïcode / key"}, {Name: "JOBSCHED_SCHEDULER", Value: "reports"}},
+	}
+	for i, c := range plan.Creates {
+		j := c.Job
+		if j.APIVersion != "batch/v1" || j.Kind != "Job" || j.Name != render.JobName("reports", c.Key) || j.Namespace != "batch" {
+			t.Errorf("create %d: %s %s %s/%s", i, j.APIVersion, j.Kind, j.Namespace, j.Name)
+		}
+		if j.Labels[render.LabelScheduler] != "reports" || j.Spec.Template.Labels[render.LabelScheduler] != "reports" ||
+			j.Annotations[render.AnnotationTaskKey] != c.Key || j.Labels[render.LabelTask] != render.TaskLabel(c.Key) {
+			t.Errorf("create %d: labels %v annotations %v", i, j.Labels, j.Annotations)
+		}
+		if diff := cmp.Diff(wantEnv[i], j.Spec.Template.Spec.Containers[0].Env); diff != "" {
+			t.Errorf("create %d env (-want +got):\n%s", i, diff)
+		}
+	}
+}

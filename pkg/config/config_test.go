@@ -1,0 +1,108 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const minimal = `
+name: reports
+source:
+  query: SELECT id FROM tasks
+  key: id
+job:
+  template: job.yaml
+`
+
+func write(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	tpl, err := os.ReadFile("testdata/job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := files["job.yaml"]; !ok {
+		files["job.yaml"] = string(tpl)
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "jobsched.yaml")
+}
+
+func TestLoadDefaults(t *testing.T) {
+	file := write(t, map[string]string{"jobsched.yaml": minimal})
+	cfg, err := Load(file, "override")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Template = nil
+	want := &Config{
+		Name: "reports", Namespace: "override", File: file,
+		Source: Source{DSNEnv: "DATABASE_URL", Query: "SELECT id FROM tasks", Key: "id", Timeout: metav1.Duration{Duration: 30 * time.Second}},
+		Job:    Job{Template: "job.yaml", NamePrefix: "reports"},
+		Limits: Limits{MaxActive: ptr(10), MaxPerTick: ptr(10), BlockOnUnschedulable: ptr(true), Capacity: "nodes"},
+		GC:     GC{FailedRetention: &metav1.Duration{Duration: time.Hour}},
+	}
+	if diff := cmp.Diff(want, cfg); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		config string
+		job    string
+		want   []string // every one must appear in the error
+	}{
+		{"unknown key", minimal + "limits:\n  maxActiv: 3\n  capacity: x\n", "", []string{"unknown key(s): limits.maxActiv", "limits.capacity"}},
+		{"missing query, key and template", "name: reports\n", "", []string{"source.query: required", "source.key: required", "job.template: required"}},
+		{"negative limits", minimal + "limits:\n  maxActive: -1\n  maxPerTick: -2\n", "", []string{"limits.maxActive: must not be negative", "limits.maxPerTick: must not be negative"}},
+		{"name not a DNS-1123 label", strings.Replace(minimal, "name: reports", "name: Reports_1", 1), "", []string{`name: "Reports_1" is not a DNS-1123 label`}},
+		{"bad capacity", minimal + "limits:\n  capacity: lots\n", "", []string{`limits.capacity: "lots" is not one of nodes, quota, off`}},
+		{"negative retention", minimal + "gc:\n  failedRetention: -1s\n", "", []string{"gc.failedRetention: must not be negative"}},
+		{"both dsn sources", minimal + "  dsnEnv: X\n  dsnFile: /f\n", "", nil},
+		{"template missing", strings.Replace(minimal, "job.yaml", "nope.yaml", 1), "", []string{"job.template:", "nope.yaml"}},
+		{"template not a Job", minimal, "apiVersion: v1\nkind: Pod\n", []string{"must be batch/v1 Job", "at least one container", "restartPolicy"}},
+		{"template unknown field", minimal, "apiVersion: batch/v1\nkind: Job\nspec:\n  backofLimit: 1\n", []string{"unknown key(s): spec.backofLimit", "spec.template.spec.containers: at least one container"}},
+		{"template with ttl", minimal, "apiVersion: batch/v1\nkind: Job\nspec:\n  ttlSecondsAfterFinished: 5\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: w, image: i}]\n", []string{"spec.ttlSecondsAfterFinished: must be empty"}},
+		{"unknown container", minimal + "  container: nope\n", "", []string{`job.container: the template has no container named "nope"`}},
+		{"bad env prefix", minimal + "env:\n  prefix: task-\n", "", []string{`env.prefix: "task-" may only hold A-Z, 0-9 and _`}},
+		{"long prefix", minimal + "  namePrefix: " + strings.Repeat("a", 41) + "\n", "", []string{"job.namePrefix:", "longer than 40"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string]string{"jobsched.yaml": tc.config}
+			if tc.job != "" {
+				files["job.yaml"] = tc.job
+			}
+			file := write(t, files)
+			if tc.name == "both dsn sources" {
+				// source: is not the last block of minimal; build it explicitly
+				os.WriteFile(file, []byte("name: r\nsource:\n  query: q\n  key: id\n  dsnEnv: X\n  dsnFile: /f\njob:\n  template: job.yaml\n"), 0o600)
+				tc.want = []string{"source.dsnFile: set only one of source.dsnEnv and source.dsnFile"}
+			}
+			_, err := Load(file, "")
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !IsConfigError(err) {
+				t.Errorf("%v is not a config error", err)
+			}
+			for _, w := range append(tc.want, file) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
