@@ -1,0 +1,92 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+func TestJobName(t *testing.T) {
+	long := strings.Repeat("very-long-key-", 20)
+	tests := []struct {
+		name, prefix, key, want string
+	}{
+		{"number", "reports", "42", "reports-42-" + hash("42")},
+		{"upper case and punctuation", "reports", "Order #17/B", "reports-order-17-b-" + hash("Order #17/B")},
+		{"only punctuation", "reports", "///", "reports-" + hash("///")},
+		{"unicode", "reports", "日本語", "reports-" + hash("日本語")},
+		{"long key is cut", "reports", long, "reports-very-long-key-very-long-key-very-long-key-" + hash(long)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := JobName(tc.prefix, tc.key)
+			if got != tc.want {
+				t.Errorf("JobName(%q, %q) = %q, want %q", tc.prefix, tc.key, got, tc.want)
+			}
+			if got != JobName(tc.prefix, tc.key) {
+				t.Errorf("JobName is not deterministic for %q", tc.key)
+			}
+		})
+	}
+}
+
+// TestNamesDistinctAndValid checks 100,000 distinct keys, including keys that differ only in case or punctuation,
+// long keys and unicode keys: every name and label is valid and no two keys share one.
+func TestNamesDistinctAndValid(t *testing.T) {
+	const prefix = "a-forty-character-prefix-for-the-test-xy" // the longest prefix config allows
+	var keys []string
+	for i := range 20000 {
+		keys = append(keys,
+			fmt.Sprintf("task-%d", i),
+			fmt.Sprintf("TASK-%d", i),
+			fmt.Sprintf("task_%d", i),
+			fmt.Sprintf("%s%d", strings.Repeat("ü", 40), i),
+			fmt.Sprintf("%s/%d", strings.Repeat("x", 200), i),
+		)
+	}
+	names := make(map[string]string, len(keys))
+	labels := make(map[string]string, len(keys))
+	for _, key := range keys {
+		name := JobName(prefix, key)
+		if len(name) > 63 {
+			t.Fatalf("JobName(%q) = %q is %d characters", key, name, len(name))
+		}
+		if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
+			t.Fatalf("JobName(%q) = %q is not a DNS-1123 label: %v", key, name, msgs)
+		}
+		if other, dup := names[name]; dup {
+			t.Fatalf("keys %q and %q share the name %q", other, key, name)
+		}
+		names[name] = key
+		label := TaskLabel(key)
+		if msgs := validation.IsValidLabelValue(label); len(msgs) > 0 {
+			t.Fatalf("TaskLabel(%q) = %q is not a label value: %v", key, label, msgs)
+		}
+		if other, dup := labels[label]; dup {
+			t.Fatalf("keys %q and %q share the label %q", other, key, label)
+		}
+		labels[label] = key
+	}
+	if len(names) != 100000 {
+		t.Fatalf("checked %d keys, want 100000", len(names))
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	tests := []struct{ prefix, column, want string }{
+		{"", "url", "URL"},
+		{"TASK_", "url", "TASK_URL"},
+		{"", "Created At", "CREATED_AT"},
+		{"", "ümlaut", "_MLAUT"},
+		{"", "1st", "1ST"},
+		{"TASK_", "a.b-c", "TASK_A_B_C"},
+		{"", "日本", "__"},
+	}
+	for _, tc := range tests {
+		if got := EnvName(tc.prefix, tc.column); got != tc.want {
+			t.Errorf("EnvName(%q, %q) = %q, want %q", tc.prefix, tc.column, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package render
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/rows"
+)
+
+func testConfig() *config.Config {
+	return &config.Config{
+		Name:      "reports",
+		Namespace: "batch",
+		File:      "jobsched.yaml",
+		Source:    config.Source{DSNEnv: "DATABASE_URL", Key: "id"},
+		Job:       config.Job{NamePrefix: "rep"},
+		Env:       config.Env{Prefix: "TASK_", Passthrough: []string{"S3_*", "DB_HOST", "KUBERNETES_*", "HOME", "PATH", "DATABASE_URL", "JOBSCHED_*"}},
+		Template: &batchv1.Job{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"team": "data"}},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{
+					{Name: "worker", Image: "worker:1", Env: []corev1.EnvVar{{Name: "MODE", Value: "fast"}, {Name: "TASK_URL", Value: "from-template"}}},
+					{Name: "sidecar", Image: "sidecar:1"},
+				},
+			}}},
+		},
+	}
+}
+
+var environ = []string{
+	"S3_BUCKET=bucket", "S3_REGION=eu", "DB_HOST=db", "DB_PASSWORD=secret", "KUBERNETES_SERVICE_HOST=10.0.0.1",
+	"HOME=/root", "PATH=/bin", "DATABASE_URL=postgres://u:pw@h/db", "JOBSCHED_TASK_KEY=spoof", "HOSTNAME=pod",
+}
+
+func TestJob(t *testing.T) {
+	row := rows.Row{Key: "42", Columns: []rows.Column{
+		{Name: "id", Value: "42"},
+		{Name: "url", Value: "https://example.com/a"},
+		{Name: "note", Null: true},
+		{Name: "Created At", Value: "2024-01-02T03:04:05Z"},
+	}}
+	rowEnv := []corev1.EnvVar{
+		{Name: "DB_HOST", Value: "db"}, {Name: "S3_BUCKET", Value: "bucket"}, {Name: "S3_REGION", Value: "eu"},
+		{Name: "TASK_ID", Value: "42"}, {Name: "TASK_URL", Value: "https://example.com/a"},
+		{Name: "TASK_CREATED_AT", Value: "2024-01-02T03:04:05Z"},
+		{Name: "JOBSCHED_TASK_KEY", Value: "42"}, {Name: "JOBSCHED_SCHEDULER", Value: "reports"},
+	}
+	labels := map[string]string{"team": "data", LabelScheduler: "reports", LabelTask: TaskLabel("42")}
+	podLabels := map[string]string{LabelScheduler: "reports", LabelTask: TaskLabel("42")}
+	annotations := map[string]string{AnnotationTaskKey: "42"}
+	want := &batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: JobName("rep", "42"), Namespace: "batch", Labels: labels, Annotations: annotations},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: annotations},
+			Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{
+					{Name: "worker", Image: "worker:1", Env: append([]corev1.EnvVar{{Name: "MODE", Value: "fast"}}, rowEnv...)},
+					{Name: "sidecar", Image: "sidecar:1", Env: rowEnv},
+				},
+			},
+		}},
+	}
+	tests := []struct {
+		name      string
+		container string
+		want      *batchv1.Job
+	}{
+		{"all containers", "", want},
+		{"one container", "worker", func() *batchv1.Job {
+			w := want.DeepCopy()
+			w.Spec.Template.Spec.Containers[1].Env = nil
+			return w
+		}()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Job.Container = tc.container
+			tpl := cfg.Template.DeepCopy()
+			got, err := New(cfg, environ).Job(row)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(got, tc.want) {
+				t.Errorf("Job differs (-got +want):\n%s", cmp.Diff(got, tc.want))
+			}
+			if !equality.Semantic.DeepEqual(cfg.Template, tpl) {
+				t.Error("rendering changed the template")
+			}
+		})
+	}
+}
+
+func TestJobEnvColumns(t *testing.T) {
+	cfg := testConfig()
+	cfg.Env = config.Env{Columns: []string{"url"}}
+	got, err := New(cfg, nil).Job(rows.Row{Key: "k", Columns: []rows.Column{{Name: "id", Value: "k"}, {Name: "url", Value: "u"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []corev1.EnvVar{{Name: "MODE", Value: "fast"}, {Name: "TASK_URL", Value: "from-template"}, {Name: "URL", Value: "u"},
+		{Name: EnvTaskKey, Value: "k"}, {Name: EnvScheduler, Value: "reports"}}
+	if env := got.Spec.Template.Spec.Containers[0].Env; !equality.Semantic.DeepEqual(env, want) {
+		t.Errorf("env = %v, want %v", env, want)
+	}
+}
+
+func TestJobErrors(t *testing.T) {
+	tests := []struct {
+		name       string
+		columns    []string
+		row        rows.Row
+		wantConfig string // a *config.Error containing this
+		wantRow    string // a *RowError containing this
+	}{
+		{name: "two columns map to one name",
+			row:        rows.Row{Key: "1", Columns: []rows.Column{{Name: "created at", Value: "a"}, {Name: "Created_At", Value: "b"}}},
+			wantConfig: `columns "created at" and "Created_At" both map to TASK_CREATED_AT`},
+		{name: "a column maps to JOBSCHED_TASK_KEY",
+			row:        rows.Row{Key: "1", Columns: []rows.Column{{Name: "jobsched_task_key", Value: "a"}}},
+			columns:    nil,
+			wantConfig: "both map to"},
+		{name: "env.columns names a missing column", columns: []string{"nope"},
+			row:        rows.Row{Key: "1", Columns: []rows.Column{{Name: "id", Value: "1"}}},
+			wantConfig: `env.columns: the query returns no column "nope"`},
+		{name: "empty key", row: rows.Row{Key: "", Columns: []rows.Column{{Name: "id", Value: ""}}}, wantRow: "the key is empty"},
+		{name: "bad UTF-8 value", row: rows.Row{Key: "1", Columns: []rows.Column{{Name: "v", Value: "a\xffb"}}}, wantRow: "TASK_V is not valid UTF-8"},
+		{name: "bad UTF-8 key", row: rows.Row{Key: "a\xff", Columns: []rows.Column{{Name: "id", Value: "a\xff"}}}, wantRow: "key is not valid UTF-8"},
+		{name: "key too long", row: rows.Row{Key: strings.Repeat("k", MaxKeyBytes+1)}, wantRow: "key is longer than"},
+		{name: "value too large", row: rows.Row{Key: "1", Columns: []rows.Column{{Name: "blob", Value: strings.Repeat("x", MaxJobBytes/2)}}},
+			wantRow: "larger than"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			if tc.name == "a column maps to JOBSCHED_TASK_KEY" {
+				cfg.Env.Prefix = ""
+			}
+			cfg.Env.Columns = tc.columns
+			_, err := New(cfg, nil).Job(tc.row)
+			var rowErr *RowError
+			switch {
+			case tc.wantConfig != "":
+				if !config.IsConfigError(err) || !strings.Contains(err.Error(), tc.wantConfig) {
+					t.Errorf("err = %v, want a config error containing %q", err, tc.wantConfig)
+				}
+			case !errors.As(err, &rowErr) || !strings.Contains(rowErr.Reason, tc.wantRow):
+				t.Errorf("err = %v, want a row error containing %q", err, tc.wantRow)
+			}
+		})
+	}
+}
