@@ -2,6 +2,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,9 +19,9 @@ import (
 
 // Capacity modes of limits.capacity.
 const (
-	CapacityNodes = "nodes"
-	CapacityQuota = "quota"
-	CapacityOff   = "off"
+	CapacityNodes Capacity = "nodes"
+	CapacityQuota Capacity = "quota"
+	CapacityOff   Capacity = "off"
 )
 
 // Config is jobsched.yaml.
@@ -66,7 +67,24 @@ type Limits struct {
 	MaxActive            *int   `json:"maxActive,omitempty"`
 	MaxPerTick           *int   `json:"maxPerTick,omitempty"`
 	BlockOnUnschedulable *bool  `json:"blockOnUnschedulable,omitempty"`
-	Capacity             string `json:"capacity,omitempty"`
+	Capacity             Capacity `json:"capacity,omitempty"`
+}
+
+// Capacity is limits.capacity. YAML 1.1 reads a bare `off` as the boolean false, so false is taken as "off".
+type Capacity string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (c *Capacity) UnmarshalJSON(data []byte) error {
+	if string(data) == "false" {
+		*c = CapacityOff
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("limits.capacity: %s is not one of nodes, quota, off", data)
+	}
+	*c = Capacity(s)
+	return nil
 }
 
 // GC says how long finished Jobs are kept.

@@ -106,3 +106,17 @@ func TestLoadErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCapacityOff: YAML 1.1 reads a bare `off` as false; it must still mean "off".
+func TestCapacityOff(t *testing.T) {
+	for _, v := range []string{"off", `"off"`} {
+		file := write(t, map[string]string{"jobsched.yaml": minimal + "limits:\n  capacity: " + v + "\n"})
+		cfg, err := Load(file, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Limits.Capacity != CapacityOff {
+			t.Errorf("capacity: %s is %q, want off", v, cfg.Limits.Capacity)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
 )
 
@@ -29,7 +30,7 @@ type Observation struct {
 }
 
 // Observe lists this scheduler's Jobs once and its Pending pods once, then what capacity needs.
-func Observe(ctx context.Context, c kubernetes.Interface, namespace, name, mode string, now time.Time) (*Observation, error) {
+func Observe(ctx context.Context, c kubernetes.Interface, namespace, name string, mode config.Capacity, now time.Time) (*Observation, error) {
 	sel := labels.SelectorFromSet(labels.Set{render.LabelScheduler: name}).String()
 	obs := &Observation{Now: now}
 	opts := metav1.ListOptions{LabelSelector: sel, Limit: pageSize}
