@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -30,8 +31,7 @@ type Postgres struct {
 func OpenPostgres(dsn string, src config.Source) (*Postgres, error) {
 	connector, err := pq.NewConnector(dsn)
 	if err != nil {
-		// lib/pq's parse errors never echo the DSN; say which setting was wrong without it.
-		return nil, &config.Error{Err: fmt.Errorf("source: the PostgreSQL DSN is not valid: %w", err)}
+		return nil, &config.Error{Err: fmt.Errorf("source: the PostgreSQL DSN is not valid: %s", dsnErrorText(err, dsn))}
 	}
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(1)
@@ -42,6 +42,20 @@ func OpenPostgres(dsn string, src config.Source) (*Postgres, error) {
 		keyName: src.Key,
 		timeout: src.Timeout.Duration,
 	}, nil
+}
+
+// dsnErrorText is why dsn is not valid, without the DSN: net/url's parse errors quote the whole URL, and lib/pq's
+// `missing "="` error quotes a whole word of a key=value DSN (all of a mistyped URL), either of which holds the password.
+func dsnErrorText(err error, dsn string) string {
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		return "not a valid URL: " + urlErr.Err.Error()
+	}
+	msg := err.Error()
+	for _, word := range strings.Fields(dsn) {
+		msg = strings.ReplaceAll(msg, word, "…")
+	}
+	return msg
 }
 
 // Close releases the pool.
@@ -112,12 +126,13 @@ func (p *Postgres) readOnly(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 // classify marks errors that say the query itself is wrong (syntax, unknown column, permission, an attempt to write
-// in the READ ONLY transaction) as configuration errors; everything else is a run-time error.
+// in the READ ONLY transaction, a feature not supported there such as a data-modifying WITH) as configuration errors;
+// everything else is a run-time error.
 func classify(what string, err error) error {
 	var pqErr *pq.Error
 	if errors.As(err, &pqErr) {
 		code := string(pqErr.Code)
-		if strings.HasPrefix(code, "42") || code == "25006" {
+		if strings.HasPrefix(code, "42") || code == "25006" || code == "0A000" {
 			return &config.Error{Err: fmt.Errorf("source.query: %s: %w", what, err)}
 		}
 	}
@@ -213,8 +228,10 @@ func formatFloat(f float64, bits int) string {
 		limit = 6
 	}
 	if f != 0 {
-		if exp := int(math.Floor(math.Log10(math.Abs(f)))); exp < -4 || exp >= limit {
-			return strconv.FormatFloat(f, 'e', -1, bits)
+		// The exponent of the shortest digits themselves: math.Log10 is inexact (Log10(1e15) < 15).
+		e := strconv.FormatFloat(f, 'e', -1, bits)
+		if exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:]); exp < -4 || exp >= limit {
+			return e
 		}
 	}
 	return strconv.FormatFloat(f, 'f', -1, bits)

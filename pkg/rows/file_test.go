@@ -1,0 +1,186 @@
+package rows_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/rows"
+)
+
+func writeRows(t *testing.T, content string) string {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "rows.jsonl")
+	if err := os.WriteFile(name, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func fileKeys(rs []rows.Row) []string {
+	out := []string{}
+	for _, r := range rs {
+		out = append(out, r.Key)
+	}
+	return out
+}
+
+// TestReadFileValues checks the Row of each line: keys in the file's order, columns in each object's order, values
+// rendered the way PostgreSQL rows are, rows without a key left out and counted.
+func TestReadFileValues(t *testing.T) {
+	long := strings.Repeat("x", 200*1024) // longer than bufio.Scanner's default 64 KiB line
+	content := `{"id": "a1", "s": "hé \"q\"\n\u00e9", "n": 12.50, "big": 123456789012345678901234567890, "e": 1E+20, "t": true, "f": false, "z": null, "o": {"b": 1, "a": [1, 2]}, "arr": [ 1 , "x" , {} ], "empty": ""}
+{"id": 42, "n": -0.0}
+
+  {"n": 1, "id": null}
+{"n": 2}
+{"id": true}
+{"id": {"k": [1, 2]}}
+{"z": "key last", "id": "c3"}` + "\r\n" +
+		`{"id": ""}` + "\n" +
+		`{"id": "long", "v": "` + long + `"}` + "\n" +
+		"   \t \n" +
+		`{"id": "b2"}`
+	f, err := rows.ReadFile(writeRows(t, content), "id")
+	if err != nil {
+		t.Fatalf("ReadFile: %v", err)
+	}
+	col := func(name, value string) rows.Column { return rows.Column{Name: name, Value: value} }
+	want := []rows.Row{
+		{Key: "a1", Columns: []rows.Column{
+			col("id", "a1"),
+			col("s", "hé \"q\"\né"),
+			col("n", "12.50"),
+			col("big", "123456789012345678901234567890"),
+			col("e", "1E+20"),
+			col("t", "true"),
+			col("f", "false"),
+			{Name: "z", Null: true},
+			col("o", `{"b":1,"a":[1,2]}`),
+			col("arr", `[1,"x",{}]`),
+			col("empty", ""),
+		}},
+		{Key: "42", Columns: []rows.Column{col("id", "42"), col("n", "-0.0")}},
+		{Key: "true", Columns: []rows.Column{col("id", "true")}},
+		{Key: `{"k":[1,2]}`, Columns: []rows.Column{col("id", `{"k":[1,2]}`)}},
+		{Key: "c3", Columns: []rows.Column{col("z", "key last"), col("id", "c3")}},
+		{Key: "", Columns: []rows.Column{col("id", "")}},
+		{Key: "long", Columns: []rows.Column{col("id", "long"), col("v", long)}},
+		{Key: "b2", Columns: []rows.Column{col("id", "b2")}},
+	}
+	got, err := f.Select(context.Background(), nil, 100)
+	if err != nil {
+		t.Fatalf("Select: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		if len(got) != len(want) {
+			t.Fatalf("Select returned keys %q, want %q", fileKeys(got), fileKeys(want))
+		}
+		for i := range want {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Errorf("row %d:\n got %+v\nwant %+v", i, got[i], want[i])
+			}
+		}
+	}
+	if f.NullKeys != 2 {
+		t.Errorf("NullKeys = %d, want 2 (one null key, one missing key)", f.NullKeys)
+	}
+}
+
+// TestReadFileErrors checks that a line that is not one JSON object is a configuration error naming the file and line.
+func TestReadFileErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		bad  string
+	}{
+		{"not JSON", `not json`},
+		{"an array", `[{"id": 1}]`},
+		{"a string", `"id"`},
+		{"a number", `42`},
+		{"trailing comma", `{"id": 1,}`},
+		{"truncated", `{"id": 1`},
+		{"two objects", `{"id": 1} {"id": 2}`},
+		{"trailing garbage", `{"id": 1} x`},
+		{"bad value", `{"id": tru}`},
+		{"unquoted name", `{id: 1}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The bad line is line 3, after a good line and a blank one.
+			name := writeRows(t, `{"id": "ok"}`+"\n\n"+tt.bad+"\n"+`{"id": "after"}`+"\n")
+			f, err := rows.ReadFile(name, "id")
+			if err == nil {
+				got, _ := f.Select(context.Background(), nil, 100)
+				t.Fatalf("ReadFile accepted %q: %+v", tt.bad, got)
+			}
+			if !config.IsConfigError(err) {
+				t.Errorf("%v is not a configuration error", err)
+			}
+			if where := fmt.Sprintf("%s:3:", name); !strings.Contains(err.Error(), where) {
+				t.Errorf("error %q does not name %q", err, where)
+			}
+		})
+	}
+	t.Run("missing file", func(t *testing.T) {
+		name := filepath.Join(t.TempDir(), "nope.jsonl")
+		_, err := rows.ReadFile(name, "id")
+		if err == nil {
+			t.Fatal("ReadFile of a missing file succeeded")
+		}
+		if !config.IsConfigError(err) || !strings.Contains(err.Error(), name) {
+			t.Errorf("error %v: want a configuration error naming %s", err, name)
+		}
+	})
+}
+
+// TestFileSelectAndCount checks exclusion and limit in Select, and Count up to max, keeping the file's order.
+func TestFileSelectAndCount(t *testing.T) {
+	var b strings.Builder
+	for _, k := range []string{"k5", "k1", "k4", "k2", "k3", "k7", "k6"} {
+		fmt.Fprintf(&b, "{\"id\": %q, \"n\": 1}\n", k)
+	}
+	b.WriteString(`{"id": null}` + "\n")
+	f, err := rows.ReadFile(writeRows(t, b.String()), "id")
+	if err != nil {
+		t.Fatalf("ReadFile: %v", err)
+	}
+	all := []string{"k5", "k1", "k4", "k2", "k3", "k7", "k6"}
+	tests := []struct {
+		name      string
+		exclude   []string
+		limit     int
+		want      []string
+		wantCount int // Count with max = limit
+	}{
+		{"everything in file order", nil, 100, all, 7},
+		{"limit", nil, 3, []string{"k5", "k1", "k4"}, 3},
+		{"limit 0", nil, 0, []string{}, 0},
+		{"exclusion", []string{"k1", "k2", "k9"}, 100, []string{"k5", "k4", "k3", "k7", "k6"}, 5},
+		{"limit counts after exclusion", []string{"k5", "k1"}, 2, []string{"k4", "k2"}, 2},
+		{"exclusion is exact", []string{"K5", "k", "k1 ", ""}, 100, all, 7},
+		{"everything excluded", all, 100, []string{}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := f.Select(context.Background(), tt.exclude, tt.limit)
+			if err != nil {
+				t.Fatalf("Select: %v", err)
+			}
+			if !reflect.DeepEqual(fileKeys(got), tt.want) {
+				t.Errorf("Select keys = %q, want %q", fileKeys(got), tt.want)
+			}
+			n, err := f.Count(context.Background(), tt.exclude, tt.limit)
+			if err != nil {
+				t.Fatalf("Count: %v", err)
+			}
+			if n != tt.wantCount {
+				t.Errorf("Count = %d, want %d", n, tt.wantCount)
+			}
+		})
+	}
+}
