@@ -1,0 +1,557 @@
+#!/usr/bin/env bash
+# A real, local Kubernetes control plane for jobsched's tests: etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler built from source (no container engine or release download is available), plus kwok for fake
+# nodes and a pod lifecycle (scripts/kwok/stages.yaml). Everything listens on 127.0.0.1 on free ports.
+#
+# Usage: scripts/cluster.sh up | down | kubeconfig | status
+#   up          build once (cached), start everything, create fake nodes; last stdout line = kubeconfig path.
+#               Safe to run again: a healthy cluster is reused (and its kwok-node-* count reconciled).
+#   down        stop exactly the processes `up` started and remove the state directory.
+#   kubeconfig  print the kubeconfig path (exit 1 if the cluster is not up).
+#   status      say what runs (exit 0 if everything is up, 1 otherwise).
+#
+# Environment:
+#   JOBSCHED_CACHE        cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/jobsched); binaries are kept in
+#                         $JOBSCHED_CACHE/k8s-v1.37.2/ and $JOBSCHED_CACHE/kwok-v0.8.0/
+#   JOBSCHED_CLUSTER_DIR  state directory: data, certs, logs, pids, kubeconfig (default $JOBSCHED_CACHE/cluster)
+#   NODES                 number of fake nodes kwok-node-0..N-1 (default 1)
+#   NODE_CPU NODE_MEM NODE_PODS   capacity and allocatable of each fake node (default 4, 8Gi, 110)
+#
+# Progress goes to stderr; stdout carries only results, so `KUBECONFIG=$(scripts/cluster.sh up | tail -n1)` works.
+set -euo pipefail
+
+readonly K8S_VERSION=v1.37.2
+readonly KWOK_VERSION=v0.8.0
+readonly COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+readonly SCRIPT_DIR
+CACHE=${JOBSCHED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jobsched}
+readonly CACHE
+readonly K8S_BIN=$CACHE/k8s-$K8S_VERSION
+readonly KWOK_BIN=$CACHE/kwok-$KWOK_VERSION
+STATE=${JOBSCHED_CLUSTER_DIR:-$CACHE/cluster}
+readonly STATE
+readonly KUBECONFIG_FILE=$STATE/kubeconfig
+
+NODES=${NODES:-1}
+NODE_CPU=${NODE_CPU:-4}
+NODE_MEM=${NODE_MEM:-8Gi}
+NODE_PODS=${NODE_PODS:-110}
+
+log() { printf '[cluster] %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# binary_of COMPONENT: the cached binary a component runs.
+binary_of() {
+	case $1 in
+	kwok) echo "$KWOK_BIN/kwok" ;;
+	*) echo "$K8S_BIN/$1" ;;
+	esac
+}
+
+# ---------------------------------------------------------------------------------------------------------------
+# Building. Binaries are build outputs: cached outside the repository, keyed by version, never committed.
+
+# run_with_progress LABEL LOGFILE CMD...: runs CMD with output to LOGFILE and prints a line every 30 s, because a
+# cold Kubernetes build is silent for ~12 minutes and would otherwise look hung.
+run_with_progress() {
+	local label=$1 logfile=$2 start pid rc=0 last
+	shift 2
+	start=$SECONDS
+	last=$SECONDS
+	"$@" >"$logfile" 2>&1 &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 1
+		if ((SECONDS - last >= 30)); then
+			last=$SECONDS
+			log "  ... still building $label ($((SECONDS - start))s elapsed, log: $logfile)"
+		fi
+	done
+	wait "$pid" || rc=$?
+	if ((rc != 0)); then
+		log "building $label failed (exit $rc); last lines of $logfile:"
+		tail -n 30 "$logfile" >&2 || true
+		return "$rc"
+	fi
+	log "  built $label in $((SECONDS - start))s"
+}
+
+# build_k8s: etcd and the three control-plane binaries from the tools module in scripts/k8s. Output goes to a
+# temporary directory first and is moved into place only after success, so an interrupted build never leaves a
+# half-written binary that a later run would trust.
+build_k8s() {
+	local need=0 c tmp
+	for c in etcd kube-apiserver kube-controller-manager kube-scheduler; do
+		[[ -x $K8S_BIN/$c ]] || need=1
+	done
+	((need)) || return 0
+	mkdir -p "$K8S_BIN"
+	tmp=$(mktemp -d "$CACHE/.build-k8s.XXXXXX")
+	# shellcheck disable=SC2064 # expand $tmp now: it is local to this function.
+	trap "rm -rf '$tmp'; trap - RETURN" RETURN
+	if [[ ! -x $K8S_BIN/etcd ]]; then
+		log "building etcd (go.etcd.io/etcd/server/v3, ~20 s) into $K8S_BIN"
+		(cd "$SCRIPT_DIR/k8s" && run_with_progress etcd "$tmp/etcd.log" \
+			env GOWORK=off go build -o "$tmp/etcd" go.etcd.io/etcd/server/v3)
+		mv -f "$tmp/etcd" "$K8S_BIN/etcd"
+	fi
+	need=0
+	for c in kube-apiserver kube-controller-manager kube-scheduler; do
+		[[ -x $K8S_BIN/$c ]] || need=1
+	done
+	if ((need)); then
+		log "building kube-apiserver, kube-controller-manager, kube-scheduler $K8S_VERSION into $K8S_BIN"
+		log "  (the first build takes ~12 min on 2 cores; later ones seconds, from the Go build cache)"
+		local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION"
+		ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
+		ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
+		mkdir -p "$tmp/out"
+		(cd "$SCRIPT_DIR/k8s" && run_with_progress "kubernetes $K8S_VERSION" "$tmp/k8s.log" \
+			env GOWORK=off go build -ldflags "$ldflags" -o "$tmp/out/" k8s.io/kubernetes/cmd/kube-apiserver \
+			k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
+		for c in kube-apiserver kube-controller-manager kube-scheduler; do
+			mv -f "$tmp/out/$c" "$K8S_BIN/$c"
+		done
+	fi
+}
+
+# build_kwok: `go install pkg@version` from an empty temp dir, so that it runs in its own module context and not
+# in jobsched's or the tools module's.
+build_kwok() {
+	[[ -x $KWOK_BIN/kwok ]] && return 0
+	local tmp
+	mkdir -p "$KWOK_BIN"
+	tmp=$(mktemp -d "$CACHE/.build-kwok.XXXXXX")
+	# shellcheck disable=SC2064 # expand $tmp now: it is local to this function.
+	trap "rm -rf '$tmp'; trap - RETURN" RETURN
+	log "building kwok $KWOK_VERSION into $KWOK_BIN (~3 min the first time)"
+	mkdir -p "$tmp/work" "$tmp/bin"
+	(cd "$tmp/work" && run_with_progress "kwok $KWOK_VERSION" "$tmp/kwok.log" \
+		env GOWORK=off GOFLAGS='' GOBIN="$tmp/bin" go install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION")
+	mv -f "$tmp/bin/kwok" "$KWOK_BIN/kwok"
+}
+
+build_all() {
+	command -v go >/dev/null || die "go is not on PATH (needed once, to build the control plane)"
+	mkdir -p "$CACHE"
+	# Two concurrent `up`s must not build the same thing twice.
+	exec 8>"$CACHE/.build.lock"
+	flock -w 1800 8 || die "another build has held $CACHE/.build.lock for 30 min"
+	# Leftovers of an interrupted build (never trusted, only removed).
+	rm -rf "$CACHE"/.build-k8s.* "$CACHE"/.build-kwok.*
+	build_k8s
+	build_kwok
+	flock -u 8
+}
+
+# ---------------------------------------------------------------------------------------------------------------
+# Processes. Each component's pid is recorded in $STATE/pids/NAME.pid; a pid only counts as ours if it still runs
+# the cached binary (guards against pid reuse after a reboot or a crash).
+
+pid_of() {
+	local f=$STATE/pids/$1.pid
+	[[ -f $f ]] && cat "$f"
+}
+
+# is_ours COMPONENT PID: the process is alive and runs this component's binary.
+is_ours() {
+	local exe
+	[[ -n $2 ]] && kill -0 "$2" 2>/dev/null || return 1
+	exe=$(readlink "/proc/$2/exe" 2>/dev/null) || return 1
+	[[ ${exe% (deleted)} == "$(binary_of "$1")" ]]
+}
+
+component_alive() {
+	local pid
+	pid=$(pid_of "$1") || return 1
+	is_ours "$1" "$pid"
+}
+
+# start COMPONENT ARGS...: runs the binary detached (own session, stdin from /dev/null, output to its log) so it
+# outlives this script, holds no pipe of the caller open, and is not hit by a signal to the caller's process group.
+start() {
+	local name=$1 bin
+	shift
+	bin=$(binary_of "$name")
+	# 8>&- 9>&-: it must not inherit the lock descriptors, or it would hold the locks for its whole life.
+	setsid "$bin" "$@" </dev/null >>"$STATE/logs/$name.log" 2>&1 8>&- 9>&- &
+	echo $! >"$STATE/pids/$name.pid"
+}
+
+# stop COMPONENT...: TERM to each, wait up to 15 s for all, then KILL what is left; only ever the recorded pids,
+# and only while they still run our binaries. The components of one call stop concurrently (each takes 1-3 s).
+stop() {
+	local name pid i pids=() left
+	for name in "$@"; do
+		pid=$(pid_of "$name") || continue
+		if is_ours "$name" "$pid"; then
+			kill -TERM "$pid" 2>/dev/null || true
+			pids+=("$pid")
+		fi
+	done
+	for ((i = 0; i < 200 && ${#pids[@]} > 0; i++)); do
+		left=()
+		for pid in "${pids[@]}"; do
+			if kill -0 "$pid" 2>/dev/null; then left+=("$pid"); fi
+		done
+		pids=("${left[@]}")
+		((${#pids[@]} == 0)) || sleep 0.1
+		if ((i == 150)); then
+			for pid in "${pids[@]}"; do
+				log "pid $pid ignored TERM for 15s; killing it"
+				kill -KILL "$pid" 2>/dev/null || true
+			done
+		fi
+	done
+	for name in "$@"; do
+		rm -f "$STATE/pids/$name.pid"
+	done
+}
+
+stop_all() {
+	[[ -d $STATE/pids ]] || return 0
+	# Clients first, then the apiserver, then etcd: nothing loses its server while it is still shutting down.
+	stop kwok kube-scheduler kube-controller-manager
+	stop kube-apiserver
+	stop etcd
+}
+
+# fail_component NAME MESSAGE: the clear error `up` ends with: what failed and the tail of its log. The processes
+# already started are stopped (the logs stay in $STATE/logs for a look; the next `up` starts clean).
+fail_component() {
+	log "ERROR: $2"
+	if [[ -f $STATE/logs/$1.log ]]; then
+		log "last lines of $STATE/logs/$1.log:"
+		tail -n 25 "$STATE/logs/$1.log" >&2 || true
+	fi
+	stop_all
+	exit 1
+}
+
+# wait_for NAME TIMEOUT_SECONDS CMD...: polls CMD until it succeeds; fails with the component's log if the process
+# died or the time ran out.
+wait_for() {
+	local name=$1 timeout=$2 deadline
+	shift 2
+	deadline=$((SECONDS + timeout))
+	until "$@" >/dev/null 2>&1; do
+		component_alive "$name" || fail_component "$name" "$name exited during startup"
+		((SECONDS < deadline)) || fail_component "$name" "$name not ready after ${timeout}s"
+		sleep 0.5
+	done
+}
+
+# free_ports N: N distinct free TCP ports on 127.0.0.1 (all sockets held open together, so no duplicates).
+free_ports() {
+	python3 - "$1" <<'EOF'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+EOF
+}
+
+# lock: one `up`/`down` at a time per state dir (the lock file sits next to it, since `down` removes the dir).
+lock() {
+	mkdir -p "$(dirname "$STATE")"
+	exec 9>"$STATE.lock"
+	flock -w 300 9 || die "another cluster.sh has held $STATE.lock for 300s"
+}
+
+kc() { kubectl --kubeconfig "$KUBECONFIG_FILE" "$@"; }
+
+# https_ok URL: a TLS endpoint on 127.0.0.1 answers 200 (component serving certs are self-signed, hence -k).
+https_ok() { curl -fsk --max-time 2 -o /dev/null "$1"; }
+
+apiserver_ready() {
+	[[ -f $STATE/ports.env ]] || return 1
+	# shellcheck source=/dev/null
+	source "$STATE/ports.env"
+	curl -fs --max-time 3 --cacert "$STATE/certs/ca.crt" -H "Authorization: Bearer $(cat "$STATE/certs/admin.token")" \
+		-o /dev/null "https://127.0.0.1:$APISERVER_PORT/readyz"
+}
+
+# cluster_running: every recorded process is ours and alive, and the apiserver is ready.
+cluster_running() {
+	local c
+	for c in "${COMPONENTS[@]}"; do
+		component_alive "$c" || return 1
+	done
+	apiserver_ready
+}
+
+# ---------------------------------------------------------------------------------------------------------------
+# Setup.
+
+# make_certs: a CA and a serving cert for 127.0.0.1 (so clients can verify TLS with the kubeconfig's CA instead of
+# skipping verification), the service-account key pair (so `kubectl create token` and SA tokens work) and a random
+# admin token in group system:masters.
+make_certs() {
+	local d=$STATE/certs
+	mkdir -p "$d"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=jobsched-local-ca" \
+		-keyout "$d/ca.key" -out "$d/ca.crt" 2>/dev/null
+	openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" -keyout "$d/apiserver.key" \
+		-out "$d/apiserver.csr" 2>/dev/null
+	cat >"$d/apiserver.ext" <<'EOF'
+basicConstraints=CA:FALSE
+keyUsage=digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
+EOF
+	openssl x509 -req -in "$d/apiserver.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 3650 \
+		-extfile "$d/apiserver.ext" -out "$d/apiserver.crt" 2>/dev/null
+	openssl genrsa -out "$d/sa.key" 2048 2>/dev/null
+	openssl rsa -in "$d/sa.key" -pubout -out "$d/sa.pub" 2>/dev/null
+	openssl rand -hex 24 >"$d/admin.token"
+	printf '%s,admin,admin,"system:masters"\n' "$(cat "$d/admin.token")" >"$d/tokens.csv"
+	chmod 600 "$d"/*.key "$d/admin.token" "$d/tokens.csv"
+}
+
+write_kubeconfig() {
+	local ca token tmp
+	ca=$(base64 -w0 <"$STATE/certs/ca.crt")
+	token=$(cat "$STATE/certs/admin.token")
+	tmp=$KUBECONFIG_FILE.tmp
+	(
+		umask 077
+		cat >"$tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: jobsched-local
+  cluster:
+    server: https://127.0.0.1:$APISERVER_PORT
+    certificate-authority-data: $ca
+users:
+- name: admin
+  user:
+    token: $token
+contexts:
+- name: jobsched-local
+  context:
+    cluster: jobsched-local
+    user: admin
+    namespace: default
+current-context: jobsched-local
+EOF
+	)
+	mv -f "$tmp" "$KUBECONFIG_FILE"
+}
+
+# node_manifest I: a fake node kwok manages (selected by the annotation) with the configured size.
+node_manifest() {
+	cat <<EOF
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-$1
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: "0"
+  labels:
+    type: kwok
+    kubernetes.io/hostname: kwok-node-$1
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+spec: {}
+status:
+  allocatable:
+    cpu: "$NODE_CPU"
+    memory: "$NODE_MEM"
+    pods: "$NODE_PODS"
+  capacity:
+    cpu: "$NODE_CPU"
+    memory: "$NODE_MEM"
+    pods: "$NODE_PODS"
+EOF
+}
+
+# reconcile_nodes: exactly kwok-node-0..NODES-1 exist among the nodes this script makes (label type=kwok and the
+# kwok-node- name); nodes that tests add under other names are left alone. Waits until all are Ready.
+reconcile_nodes() {
+	local i name names=() existing
+	[[ $NODES =~ ^[0-9]+$ ]] || die "NODES must be a number, got '$NODES'"
+	existing=$(kc get nodes -l type=kwok -o name 2>/dev/null || true)
+	for ((i = 0; i < NODES; i++)); do
+		names+=("node/kwok-node-$i")
+		if ! grep -qx "node/kwok-node-$i" <<<"$existing"; then
+			node_manifest "$i" | kc create -f - >/dev/null
+		fi
+	done
+	for name in $existing; do
+		if [[ $name =~ ^node/kwok-node-([0-9]+)$ ]] && ((BASH_REMATCH[1] >= NODES)); then
+			log "deleting surplus $name (NODES=$NODES)"
+			kc delete "$name" --wait=false >/dev/null
+		fi
+	done
+	((NODES > 0)) || return 0
+	log "waiting for $NODES fake node(s) to be Ready"
+	local deadline=$((SECONDS + 60))
+	until kc wait --for=condition=Ready --timeout=5s "${names[@]}" >/dev/null 2>&1; do
+		component_alive kwok || fail_component kwok "kwok exited"
+		((SECONDS < deadline)) || fail_component kwok "fake nodes not Ready after 60s"
+	done
+}
+
+print_kubeconfig() {
+	echo "$KUBECONFIG_FILE"
+}
+
+cmd_up() {
+	command -v kubectl >/dev/null || die "kubectl is not on PATH"
+	command -v openssl >/dev/null || die "openssl is not on PATH"
+	command -v python3 >/dev/null || die "python3 is not on PATH (used to pick free ports)"
+	build_all
+
+	lock
+
+	if cluster_running; then
+		log "cluster already running (state in $STATE)"
+		reconcile_nodes
+		print_kubeconfig
+		return 0
+	fi
+	if [[ -e $STATE ]]; then
+		log "cleaning stale state in $STATE"
+		stop_all
+		rm -rf "$STATE"
+	fi
+	mkdir -p "$STATE"/{data,certs,logs,pids}
+	chmod 700 "$STATE"
+
+	local t0=$SECONDS
+	local ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHED_PORT KWOK_PORT
+	read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHED_PORT KWOK_PORT < <(free_ports 6)
+	cat >"$STATE/ports.env" <<EOF
+ETCD_PORT=$ETCD_PORT
+ETCD_PEER_PORT=$ETCD_PEER_PORT
+APISERVER_PORT=$APISERVER_PORT
+KCM_PORT=$KCM_PORT
+SCHED_PORT=$SCHED_PORT
+KWOK_PORT=$KWOK_PORT
+EOF
+	make_certs
+	cp "$SCRIPT_DIR/kwok/stages.yaml" "$STATE/stages.yaml"
+
+	log "starting etcd on 127.0.0.1:$ETCD_PORT"
+	# --unsafe-no-fsync: throwaway test data; fsync only slows the tests down.
+	start etcd --name default --data-dir "$STATE/data/etcd" \
+		--listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+		--listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+		--initial-cluster "default=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync
+	wait_for etcd 30 curl -fs --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
+
+	log "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
+	# --endpoint-reconciler-type none: otherwise it exits because 127.0.0.1 "may not be in the loopback range".
+	start kube-apiserver --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+		--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
+		--cert-dir "$STATE/certs" --tls-cert-file "$STATE/certs/apiserver.crt" \
+		--tls-private-key-file "$STATE/certs/apiserver.key" \
+		--endpoint-reconciler-type none --service-cluster-ip-range 10.96.0.0/16 \
+		--authorization-mode Node,RBAC --token-auth-file "$STATE/certs/tokens.csv" \
+		--service-account-issuer https://kubernetes.default.svc \
+		--service-account-key-file "$STATE/certs/sa.pub" \
+		--service-account-signing-key-file "$STATE/certs/sa.key"
+	write_kubeconfig
+	wait_for kube-apiserver 90 apiserver_ready
+	log "kube-apiserver ready after $((SECONDS - t0))s"
+
+	log "starting kube-controller-manager and kube-scheduler"
+	start kube-controller-manager --kubeconfig "$KUBECONFIG_FILE" --leader-elect=false --controllers '*' \
+		--service-account-private-key-file "$STATE/certs/sa.key" --root-ca-file "$STATE/certs/ca.crt" \
+		--use-service-account-credentials=false --bind-address 127.0.0.1 --secure-port "$KCM_PORT"
+	start kube-scheduler --kubeconfig "$KUBECONFIG_FILE" --leader-elect=false \
+		--bind-address 127.0.0.1 --secure-port "$SCHED_PORT"
+	wait_for kube-controller-manager 60 https_ok "https://127.0.0.1:$KCM_PORT/healthz"
+	wait_for kube-scheduler 60 https_ok "https://127.0.0.1:$SCHED_PORT/healthz"
+
+	log "starting kwok"
+	start kwok --kubeconfig "$KUBECONFIG_FILE" --config "$STATE/stages.yaml" \
+		--manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+		--server-address "127.0.0.1:$KWOK_PORT" --cidr 10.244.0.0/16
+
+	# Pods cannot be created in a namespace before the controller-manager has made its `default` ServiceAccount
+	# (the ServiceAccount admission plugin rejects them), so that is part of "ready".
+	log "waiting for the default ServiceAccount"
+	wait_for kube-controller-manager 60 kc -n default get serviceaccount default
+	component_alive kwok || fail_component kwok "kwok exited during startup"
+	reconcile_nodes
+	component_alive kwok || fail_component kwok "kwok exited during startup"
+	log "cluster up in $((SECONDS - t0))s; export KUBECONFIG=$KUBECONFIG_FILE"
+	print_kubeconfig
+}
+
+cmd_down() {
+	lock
+	if [[ ! -e $STATE ]]; then
+		log "not running (no $STATE)"
+		rm -f "$STATE.lock"
+		return 0
+	fi
+	stop_all
+	rm -rf "$STATE"
+	rm -f "$STATE.lock"
+	log "cluster stopped and $STATE removed"
+}
+
+cmd_kubeconfig() {
+	if [[ -f $KUBECONFIG_FILE ]] && cluster_running; then
+		print_kubeconfig
+	else
+		die "cluster is not up (run: $0 up)"
+	fi
+}
+
+cmd_status() {
+	local c pid ok=0
+	if [[ ! -d $STATE ]]; then
+		echo "cluster: not running (no $STATE)"
+		return 1
+	fi
+	echo "state: $STATE"
+	for c in "${COMPONENTS[@]}"; do
+		pid=$(pid_of "$c" || true)
+		if component_alive "$c"; then
+			echo "$c: running (pid $pid)"
+		else
+			echo "$c: NOT running${pid:+ (recorded pid $pid)}"
+			ok=1
+		fi
+	done
+	if [[ -f $STATE/ports.env ]]; then
+		# shellcheck source=/dev/null
+		source "$STATE/ports.env"
+		echo "ports: etcd $ETCD_PORT, apiserver $APISERVER_PORT, controller-manager $KCM_PORT, scheduler $SCHED_PORT, kwok $KWOK_PORT"
+	fi
+	if apiserver_ready; then
+		echo "apiserver: ready (https://127.0.0.1:$APISERVER_PORT)"
+		echo "kubeconfig: $KUBECONFIG_FILE"
+		kc get nodes -o wide 2>/dev/null || true
+	else
+		echo "apiserver: not ready"
+		ok=1
+	fi
+	return "$ok"
+}
+
+main() {
+	case ${1:-} in
+	up) cmd_up ;;
+	down) cmd_down ;;
+	kubeconfig) cmd_kubeconfig ;;
+	status) cmd_status ;;
+	*)
+		echo "usage: $0 up|down|kubeconfig|status" >&2
+		exit 2
+		;;
+	esac
+}
+
+main "$@"
