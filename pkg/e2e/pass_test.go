@@ -1,0 +1,274 @@
+//go:build integration
+
+package e2e
+
+import (
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestFullClusterBlocks: one node that fits 2 task pods and capacity off: the third pod is Unschedulable (the real
+// scheduler says so), the next tick creates nothing and says why, and once pods finish the passes resume.
+func TestFullClusterBlocks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.addNode("n0", "6", "16Gi", 110, nil)
+	keys := e.insert("task", 4)
+	cfg := e.writeConfig(config{cpu: "2500m", duration: "6s", extra: "limits:\n  maxActive: 10\n  maxPerTick: 3\n  capacity: off\n"})
+	l := e.ledger()
+	e.worker()
+
+	if s := e.tick(cfg).summary(t); s.Created != 3 {
+		t.Fatalf("first tick created %d, want 3", s.Created)
+	}
+	e.eventually("one pod Unschedulable", time.Minute, func() bool {
+		for _, p := range e.pods() {
+			if unschedulable(&p) {
+				return true
+			}
+		}
+		return false
+	})
+	s := e.tick(cfg).summary(t)
+	if s.Created != 0 || !strings.Contains(s.Blocked, "Unschedulable") || !strings.Contains(s.Blocked, "Insufficient cpu") {
+		t.Fatalf("tick while a pod is Unschedulable: created %d, blocked %q; want 0 and the scheduler's reason", s.Created, s.Blocked)
+	}
+	st := e.jobsched("status", "--config", cfg)
+	if st.code != 0 || !strings.Contains(st.stdout, "Unschedulable") {
+		t.Errorf("status does not say why the next tick is blocked (exit %d):\n%s", st.code, st.stdout)
+	}
+	// The first pods finish, the third is scheduled, and the passes go on until the backlog is drained.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		e.tick(cfg)
+		if len(l.created()) == len(keys) && len(e.jobs()) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("did not resume: Jobs ever %v, Jobs now %d", l.created(), len(e.jobs()))
+		}
+		time.Sleep(time.Second)
+	}
+	for k, n := range l.created() {
+		if n != 1 {
+			t.Errorf("task %s had %d Jobs", k, n)
+		}
+	}
+}
+
+// TestGC: succeeded Jobs and their pods are gone (the real garbage collector); a failing task's Job is kept for
+// failedRetention and its row is not retried meanwhile; after it, the row gets a new Job.
+func TestGC(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.addNode("n0", "8", "16Gi", 110, nil)
+	e.insert("ok", 2)
+	e.insert("fail", 1)
+	ok := e.writeConfig(config{name: "ok", where: "id LIKE 'ok-%'", duration: "1s"})
+	bad := e.writeConfig(config{name: "bad", where: "id LIKE 'fail-%'", duration: "1s", fail: true,
+		extra: "gc:\n  failedRetention: 20s\n"})
+	l := e.ledger()
+
+	if s := e.tick(ok).summary(t); s.Created != 2 {
+		t.Fatalf("created %d, want 2", s.Created)
+	}
+	if s := e.tick(bad).summary(t); s.Created != 1 {
+		t.Fatalf("created %d, want 1", s.Created)
+	}
+	e.exec(`UPDATE ` + e.table + ` SET status = 'done' WHERE id LIKE 'ok-%'`) // what the workers would do
+	e.waitJobs(batchv1.JobComplete, 2)
+	e.waitJobs(batchv1.JobFailed, 1)
+	failedAt := time.Now()
+
+	if s := e.tick(ok).summary(t); s.Deleted != 2 {
+		t.Fatalf("gc deleted %d succeeded Jobs, want 2", s.Deleted)
+	}
+	e.eventually("succeeded Jobs and their pods gone", time.Minute, func() bool {
+		for _, p := range e.pods() {
+			if strings.HasPrefix(p.Annotations["jobsched.io/task-key"], "ok-") {
+				return false
+			}
+		}
+		for _, j := range e.jobs() {
+			if strings.HasPrefix(j.Annotations["jobsched.io/task-key"], "ok-") {
+				return false
+			}
+		}
+		return true
+	})
+
+	// While the failed Job is kept, its row (still waiting) is not retried, by tick or by gc.
+	for time.Since(failedAt) < 12*time.Second {
+		s := e.tick(bad).summary(t)
+		if s.Created != 0 || s.Deleted != 0 {
+			t.Fatalf("while the failed Job is kept: created %d, deleted %d", s.Created, s.Deleted)
+		}
+		if r := e.jobsched("gc", "--config", bad); r.code != 0 || r.summary(t).Deleted != 0 {
+			t.Fatalf("gc while kept: exit %d %s", r.code, r.stderr)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	if n := l.created()["fail-0"]; n != 1 {
+		t.Fatalf("fail-0 had %d Jobs while the first was kept", n)
+	}
+	// After failedRetention the failed Job goes and the row gets a new Job: the retry.
+	e.eventually("the retry", time.Minute, func() bool {
+		e.tick(bad)
+		return l.created()["fail-0"] == 2
+	})
+	jobs := e.jobs()
+	var uids []string
+	for _, j := range l.byKey["fail-0"] {
+		uids = append(uids, string(j.UID))
+	}
+	if len(jobs) != 1 || string(jobs[0].UID) != uids[1] {
+		t.Errorf("after the retry: %d Jobs, want only the new one (%v)", len(jobs), uids)
+	}
+}
+
+// TestConcurrentTicks: 10 ticks started at the same moment on the same backlog, 10 times: never two Jobs for one key.
+func TestConcurrentTicks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.addNode("n0", "16", "32Gi", 200, nil)
+	keys := e.insert("task", 40)
+	cfg := e.writeConfig(config{duration: "1s", extra: "limits:\n  maxActive: 100\n  maxPerTick: 4\n"})
+	l := e.ledger()
+	e.worker()
+	for round := range 10 {
+		var wg sync.WaitGroup
+		results := make([]result, 10)
+		start := make(chan struct{})
+		for i := range results {
+			wg.Go(func() {
+				<-start
+				results[i] = e.jobsched("tick", "--config", cfg)
+			})
+		}
+		close(start)
+		wg.Wait()
+		created := 0
+		for _, r := range results {
+			if r.code != 0 {
+				t.Fatalf("round %d: a tick exited %d:\n%s", round, r.code, r.stderr)
+			}
+			created += r.summary(t).Created
+		}
+		t.Logf("round %d: %d created", round, created)
+		time.Sleep(500 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // let the watch catch up
+	total := 0
+	for k, n := range l.created() {
+		total += n
+		if n != 1 {
+			t.Errorf("task %s had %d Jobs", k, n)
+		}
+	}
+	if total < len(keys)/2 {
+		t.Errorf("only %d Jobs were created in 10 rounds; the test did not exercise much", total)
+	}
+}
+
+// snapshot is every object of the namespace that jobsched could change, with its resourceVersion.
+func (e *env) snapshot() map[string]string {
+	e.t.Helper()
+	out := map[string]string{}
+	for _, j := range e.jobs() {
+		out["job/"+j.Name] = j.ResourceVersion
+	}
+	for _, p := range e.pods() {
+		out["pod/"+p.Name] = p.ResourceVersion
+	}
+	for k, v := range e.statuses() {
+		out["row/"+k] = v
+	}
+	return out
+}
+
+// TestReadOnlyCommands: dry-run and status change nothing on the server or in the database; dry-run --server
+// rejects a template the API server would reject, with the server's message.
+func TestReadOnlyCommands(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.addNode("n0", "8", "16Gi", 110, nil)
+	e.insert("task", 6)
+	cfg := e.writeConfig(config{duration: "10m", extra: "limits:\n  maxPerTick: 2\ngc:\n  succeededRetention: 0s\n"})
+	e.tick(cfg)
+	// Wait until the controllers are done with the two Jobs (pods Running, Job status counts them Ready), so that
+	// any change seen later is jobsched's.
+	e.eventually("pods running and counted ready", time.Minute, func() bool {
+		pods, jobs := e.pods(), e.jobs()
+		for _, p := range pods {
+			if p.Status.Phase != corev1.PodRunning {
+				return false
+			}
+		}
+		for _, j := range jobs {
+			if j.Status.Ready == nil || *j.Status.Ready != 1 {
+				return false
+			}
+		}
+		return len(pods) == 2 && len(jobs) == 2
+	})
+	time.Sleep(2 * time.Second)
+	l := e.ledger()
+	before := e.snapshot()
+	for _, args := range [][]string{
+		{"dry-run", "-o", "json"}, {"dry-run", "-o", "yaml"}, {"dry-run"}, {"dry-run", "--server"},
+		{"status"}, {"status", "-o", "json"},
+	} {
+		r := e.jobsched(append(args, "--config", cfg)...)
+		if r.code != 0 {
+			t.Fatalf("%v exited %d:\n%s", args, r.code, r.stderr)
+		}
+	}
+	time.Sleep(time.Second)
+	if after := e.snapshot(); !reflect.DeepEqual(before, after) {
+		t.Errorf("read-only commands changed something:\nbefore %v\nafter  %v", before, after)
+	}
+	if n := len(l.created()); n != 0 {
+		t.Errorf("read-only commands created %d Jobs", n)
+	}
+
+	bad := e.writeConfig(config{name: "bad", containerNm: "Not_A_DNS_Name"})
+	r := e.jobsched("dry-run", "--server", "--config", bad)
+	if r.code != 1 || !strings.Contains(r.stderr, "Invalid value") || !strings.Contains(r.stderr, "Not_A_DNS_Name") {
+		t.Errorf("dry-run --server with an invalid template: exit %d, want 1 with the server's message:\n%s", r.code, r.stderr)
+	}
+	if list, _ := e.kube.BatchV1().Jobs(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "jobsched.io/scheduler=bad"}); len(list.Items) != 0 {
+		t.Errorf("dry-run --server stored %d Jobs", len(list.Items))
+	}
+}
+
+// TestWorkerNeverUpdatesRow: the Job succeeds but the row stays waiting: warned with its key, no second Job while the
+// first is kept.
+func TestWorkerNeverUpdatesRow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.addNode("n0", "8", "16Gi", 110, nil)
+	e.insert("lazy", 1)
+	cfg := e.writeConfig(config{duration: "1s", extra: "gc:\n  succeededRetention: 1h\n"})
+	l := e.ledger()
+	e.tick(cfg)
+	e.waitJobs(batchv1.JobComplete, 1)
+	for range 3 {
+		r := e.tick(cfg)
+		if s := r.summary(t); s.Created != 0 || s.Skipped != 1 {
+			t.Fatalf("created %d skipped %d, want 0 and 1", s.Created, s.Skipped)
+		}
+		if !strings.Contains(r.stderr, `"task":"lazy-0"`) || !strings.Contains(r.stderr, "worker bug") {
+			t.Fatalf("no warning naming the task:\n%s", r.stderr)
+		}
+	}
+	if n := l.created()["lazy-0"]; n != 1 {
+		t.Errorf("lazy-0 had %d Jobs, want 1", n)
+	}
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The test run: vet, unit tests, then PostgreSQL and end-to-end tests against a real PostgreSQL and a real local
+# control plane that this script starts (and builds once, cached outside the repo).
+#
+#   scripts/test.sh              everything
+#   scripts/test.sh -run Whole   extra arguments go to `go test` (e.g. one scenario)
+#
+# Environment: KEEP=1 leaves the cluster and PostgreSQL running afterwards (faster reruns); otherwise whatever this
+# script started it stops again, and whatever was already running it leaves alone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[test] %s\n' "$*" >&2; }
+
+log "go vet"
+go vet ./...
+go vet -tags integration ./...
+
+started=()
+cleanup() {
+  [[ "${KEEP:-}" == 1 ]] && return
+  for s in "${started[@]}"; do
+    log "stopping $s"
+    "scripts/$s.sh" down >&2 || true
+  done
+}
+trap cleanup EXIT
+
+if ! scripts/postgres.sh dsn >/dev/null 2>&1; then started+=(postgres); fi
+JOBSCHED_TEST_DSN=$(scripts/postgres.sh up | tail -n 1)
+if ! scripts/cluster.sh kubeconfig >/dev/null 2>&1; then started+=(cluster); fi
+KUBECONFIG=$(scripts/cluster.sh up | tail -n 1)
+export JOBSCHED_TEST_DSN KUBECONFIG
+
+log "go test (unit, PostgreSQL and end-to-end)"
+go test -tags integration -count=1 -timeout 60m "$@" ./...
