@@ -16,6 +16,9 @@ log "go vet"
 go vet ./...
 go vet -tags integration ./...
 
+log "the binary, built as the Dockerfile builds it"
+scripts/check-image-build.sh
+
 started=()
 cleanup() {
   [[ "${KEEP:-}" == 1 ]] && return
