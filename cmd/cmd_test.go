@@ -41,12 +41,18 @@ func TestExitCodes(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("name: Bad_Name\nlimits:\n  maxActive: -1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	collide := filepath.Join(dir, "collide.jsonl")
+	if err := os.WriteFile(collide, []byte(`{"id": 1, "Created At": "a", "created_at": "b"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
 		code int
 		want string // in stderr
 	}{
+		{"two columns map to one variable", []string{"dry-run", "--offline", "--rows", collide, "--config", "testdata/jobsched.yaml"}, 2,
+			`columns "Created At" and "created_at" both map to TASK_CREATED_AT`},
 		{"bad config names the key and file", []string{"tick", "--config", bad}, 2, "limits.maxActive: must not be negative"},
 		{"missing config", []string{"status", "--config", filepath.Join(dir, "none.yaml")}, 2, "none.yaml"},
 		{"unknown flag", []string{"tick", "--nope"}, 2, "unknown flag: --nope"},
