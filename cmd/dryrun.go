@@ -51,7 +51,7 @@ with dryRun=All, so the server validates the Jobs (admission included) without s
 				sum := scheduler.Summary{Selected: p.Selected, Skipped: len(p.Skipped), Blocked: p.Blocked}
 				var err error
 				if o.server {
-					sum, err = s.Execute(ctx, &scheduler.Plan{Creates: p.Creates, Selected: p.Selected, Blocked: p.Blocked}, true)
+					sum, err = s.Execute(ctx, p, true) // creates only, with dryRun=All
 				}
 				if perr := printPlan(g.out, o.output, p); perr != nil {
 					return sum, perr

@@ -34,8 +34,8 @@ type Renderer struct {
 }
 
 // New prepares a Renderer. environ is the scheduler's own environment (os.Environ()); only the variables that
-// env.passthrough names are copied, and never the cluster's or the shell's own (KUBERNETES_*, HOSTNAME, HOME, PATH)
-// nor the one that holds the DSN.
+// env.passthrough names are copied, and never the cluster's or the shell's own (KUBERNETES_*, HOSTNAME, HOME, PATH),
+// jobsched's own (JOBSCHED_*), nor the one that holds the DSN.
 func New(cfg *config.Config, environ []string) *Renderer {
 	r := &Renderer{cfg: cfg}
 	for _, kv := range environ {
@@ -56,10 +56,10 @@ func New(cfg *config.Config, environ []string) *Renderer {
 
 func neverPassed(name, dsnEnv string) bool {
 	switch name {
-	case "HOSTNAME", "HOME", "PATH", EnvTaskKey, EnvScheduler:
+	case "HOSTNAME", "HOME", "PATH", dsnEnv:
 		return true
 	}
-	return name == dsnEnv || strings.HasPrefix(name, "KUBERNETES_")
+	return strings.HasPrefix(name, "KUBERNETES_") || strings.HasPrefix(name, "JOBSCHED_")
 }
 
 // EnvName maps a column name to its variable: prefix + the name upper-cased, each character outside [A-Z0-9_]
