@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/render"
 )
 
@@ -146,5 +148,31 @@ func TestDryRunOffline(t *testing.T) {
 		if diff := cmp.Diff(wantEnv[i], j.Spec.Template.Spec.Containers[0].Env); diff != "" {
 			t.Errorf("create %d env (-want +got):\n%s", i, diff)
 		}
+	}
+}
+
+func TestPrintNodes(t *testing.T) {
+	var nodes []capacity.NodeFit
+	for i := range 12 {
+		nodes = append(nodes, capacity.NodeFit{Name: fmt.Sprintf("n%02d", i), Fits: i, Limit: "cpu"})
+	}
+	nodes = append(nodes, capacity.NodeFit{Name: "t1", Excluded: "NotReady"}, capacity.NodeFit{Name: "t2", Excluded: "NotReady"},
+		capacity.NodeFit{Name: "c", Excluded: "cordoned"})
+	var out bytes.Buffer
+	printNodes(&out, nodes)
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	want := []string{"  n11:", "  n10:", "  n09:"}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d = %q, want the node with the most room first (%s)", i, lines[i], w)
+		}
+	}
+	for _, w := range []string{"2 more node(s) considered", "excluded:\t1 node(s): cordoned", "excluded:\t2 node(s): NotReady"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("output lacks %q:\n%s", w, out.String())
+		}
+	}
+	if len(lines) != maxNodeLines+3 {
+		t.Errorf("%d lines, want %d:\n%s", len(lines), maxNodeLines+3, out.String())
 	}
 }

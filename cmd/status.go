@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -63,13 +64,7 @@ func printStatus(out io.Writer, st *scheduler.Status) error {
 			fit = fmt.Sprintf("%d more task pod(s)", c.Fit)
 		}
 		fmt.Fprintf(w, "Capacity:\t%s; %s\n", fit, c.Binding)
-		for _, n := range c.Nodes {
-			if n.Excluded != "" {
-				fmt.Fprintf(w, "  %s:\texcluded (%s)\n", n.Name, n.Excluded)
-			} else {
-				fmt.Fprintf(w, "  %s:\t%d more fit (bound by %s); free %s\n", n.Name, n.Fits, n.Limit, resources(n.Free))
-			}
-		}
+		printNodes(w, c.Nodes)
 		for _, q := range c.Quota {
 			fmt.Fprintf(w, "  quota %s %s:\t%d more\n", q.Name, q.Resource, q.Fits)
 		}
@@ -84,6 +79,38 @@ func printStatus(out io.Writer, st *scheduler.Status) error {
 		}
 	}
 	return w.Flush()
+}
+
+// maxNodeLines bounds the per-node lines of the table; -o json has every node.
+const maxNodeLines = 10
+
+// printNodes shows the considered nodes with the most room first, then how many were excluded and why.
+func printNodes(w io.Writer, nodes []capacity.NodeFit) {
+	var considered []capacity.NodeFit
+	excluded := map[string]int{}
+	for _, n := range nodes {
+		if n.Excluded != "" {
+			excluded[n.Excluded]++
+		} else {
+			considered = append(considered, n)
+		}
+	}
+	sort.SliceStable(considered, func(i, j int) bool { return considered[i].Fits > considered[j].Fits })
+	for i, n := range considered {
+		if i == maxNodeLines {
+			fmt.Fprintf(w, "  …\t%d more node(s) considered\n", len(considered)-i)
+			break
+		}
+		fmt.Fprintf(w, "  %s:\t%d more fit (bound by %s); free %s\n", n.Name, n.Fits, n.Limit, resources(n.Free))
+	}
+	reasons := make([]string, 0, len(excluded))
+	for r := range excluded {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		fmt.Fprintf(w, "  excluded:\t%d node(s): %s\n", excluded[r], r)
+	}
 }
 
 func resources(rl corev1.ResourceList) string {
