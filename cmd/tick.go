@@ -1,8 +1,11 @@
 package cmd
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
+	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -11,20 +14,25 @@ func newTickCmd(g *globalOptions) *cobra.Command {
 		Use:   "tick",
 		Short: "One full pass: delete finished Jobs, then create a Job for each new row there is room for",
 		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := g.loadConfig()
-			if err != nil {
-				return err
-			}
-			s, closeFn, err := g.newScheduler(cfg, schedulerOptions{source: true})
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			ctx := cmd.Context()
-			return runPass(ctx, s, func(p *scheduler.Plan) (scheduler.Summary, error) {
-				return s.Execute(ctx, p, false)
-			})
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return g.executePass(cmd.Context(), false) },
 	}
+}
+
+// executePass is tick, and gc when gcOnly: the pass with its writes. gc opens no database and looks at no node.
+func (g *globalOptions) executePass(ctx context.Context, gcOnly bool) error {
+	cfg, err := g.loadConfig()
+	if err != nil {
+		return err
+	}
+	if gcOnly {
+		cfg.Limits.Capacity = config.CapacityOff
+	}
+	s, closeFn, err := g.newScheduler(cfg, schedulerOptions{source: !gcOnly})
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	return runPass(ctx, s, func(p *scheduler.Plan) (scheduler.Summary, error) {
+		return s.Execute(ctx, p, false)
+	})
 }
