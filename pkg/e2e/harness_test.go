@@ -172,10 +172,17 @@ func (e *env) addNode(name, cpu, memory string, pods int, mutate func(*corev1.No
 	if _, err := e.kube.CoreV1().Nodes().Create(e.ctx, node, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
-	e.eventually("node "+name+" Ready", 30*time.Second, func() bool {
+	// Ready, and the node lifecycle controller has lifted the not-ready taint it puts on a new node (until then
+	// neither kube-scheduler nor jobsched's capacity would place a pod there).
+	e.eventually("node "+name+" Ready and untainted", time.Minute, func() bool {
 		n, err := e.kube.CoreV1().Nodes().Get(e.ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false
+		}
+		for _, t := range n.Spec.Taints {
+			if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+				return false
+			}
 		}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
