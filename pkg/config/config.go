@@ -64,9 +64,9 @@ type Env struct {
 
 // Limits bound what one pass creates.
 type Limits struct {
-	MaxActive            *int   `json:"maxActive,omitempty"`
-	MaxPerTick           *int   `json:"maxPerTick,omitempty"`
-	BlockOnUnschedulable *bool  `json:"blockOnUnschedulable,omitempty"`
+	MaxActive            *int     `json:"maxActive,omitempty"`
+	MaxPerTick           *int     `json:"maxPerTick,omitempty"`
+	BlockOnUnschedulable *bool    `json:"blockOnUnschedulable,omitempty"`
 	Capacity             Capacity `json:"capacity,omitempty"`
 }
 
