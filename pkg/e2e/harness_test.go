@@ -203,6 +203,7 @@ type config struct {
 	fail        bool   // task pods fail
 	containerNm string // the container's name; default worker
 	where       string // extra condition of the query's WHERE, e.g. "id LIKE 'fail-%'"
+	query       string // replaces the whole query
 }
 
 // writeConfig writes jobsched.yaml and job.yaml and returns the config's path.
@@ -223,17 +224,20 @@ func (e *env) writeConfig(c config) string {
 	if c.where != "" {
 		c.where = " AND " + c.where
 	}
+	if c.query == "" {
+		c.query = fmt.Sprintf("SELECT id, url, created_at FROM %s WHERE status = 'waiting'%s ORDER BY n", e.table, c.where)
+	}
 	cfg := fmt.Sprintf(`name: %s
 namespace: %s
 source:
-  query: SELECT id, url, created_at FROM %s WHERE status = 'waiting'%s ORDER BY n
+  query: %s
   key: id
   timeout: 10s
 job:
   template: job.yaml
 env:
   prefix: TASK_
-%s`, c.name, e.ns, e.table, c.where, c.extra)
+%s`, c.name, e.ns, c.query, c.extra)
 	fail := ""
 	if c.fail {
 		fail = `

@@ -272,3 +272,34 @@ func TestWorkerNeverUpdatesRow(t *testing.T) {
 		t.Errorf("lazy-0 had %d Jobs, want 1", n)
 	}
 }
+
+// TestWritingQueryTouchesNothing: a query that tries to write fails in the READ ONLY transaction with the database's
+// message, exit 2, and nothing is created or changed.
+func TestWritingQueryTouchesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.addNode("n0", "8", "16Gi", 110, nil)
+	e.insert("task", 3)
+	before := e.statuses()
+	for _, tc := range []struct{ name, query, message string }{
+		{"writable-cte", "WITH u AS (UPDATE " + e.table + " SET status = 'taken' WHERE status = 'waiting' RETURNING id, url) SELECT id, url FROM u",
+			"data-modifying statement"},
+		{"nextval", "SELECT nextval('" + e.table + "_n_seq')::text AS id", "cannot execute nextval() in a read-only transaction"},
+		{"setval-in-where", "SELECT id FROM " + e.table + " WHERE setval('" + e.table + "_n_seq', 100) > 0", "read-only transaction"},
+	} {
+		r := e.jobsched("tick", "--config", e.writeConfig(config{name: tc.name, query: tc.query}))
+		if r.code != 2 || !strings.Contains(r.stderr, "pq: ") || !strings.Contains(r.stderr, tc.message) {
+			t.Errorf("%s: exit %d, want 2 with the database's message %q:\n%s", tc.name, r.code, tc.message, r.stderr)
+		}
+	}
+	if jobs := e.jobs(); len(jobs) != 0 {
+		t.Errorf("%d Jobs were created", len(jobs))
+	}
+	if after := e.statuses(); !reflect.DeepEqual(before, after) {
+		t.Errorf("rows changed: %v → %v", before, after)
+	}
+	var last int64
+	if err := e.db.QueryRow(`SELECT last_value FROM ` + e.table + `_n_seq`).Scan(&last); err != nil || last != 3 {
+		t.Errorf("sequence moved to %d (%v), want 3", last, err)
+	}
+}
