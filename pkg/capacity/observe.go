@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/jobsched/jobsched/pkg/kube"
 )
 
 // Mode is how capacity is observed: limits.capacity in the configuration.
@@ -21,11 +23,8 @@ const (
 	ModeOff   Mode = "off"   // no capacity limit
 )
 
-const (
-	pageSize = 500
-	// nonTerminal selects the pods that hold node resources; terminal pods have released theirs.
-	nonTerminal = "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
-)
+// nonTerminal selects the pods that hold node resources; terminal pods have released theirs.
+const nonTerminal = "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
 
 // Snapshot is the aggregate of what the cluster holds, built while listing so memory does not grow with pods.
 type Snapshot struct {
@@ -85,7 +84,7 @@ func Observe(ctx context.Context, c kubernetes.Interface, namespace string, mode
 
 func observeNodes(ctx context.Context, c kubernetes.Interface) ([]Node, error) {
 	var nodes []Node
-	err := paginate(metav1.ListOptions{}, func(opts metav1.ListOptions) (string, error) {
+	err := kube.Paginate(metav1.ListOptions{}, func(opts metav1.ListOptions) (string, error) {
 		list, err := c.CoreV1().Nodes().List(ctx, opts)
 		if err != nil {
 			return "", fmt.Errorf("capacity: list nodes: %w", err)
@@ -104,7 +103,7 @@ func observeNodes(ctx context.Context, c kubernetes.Interface) ([]Node, error) {
 	for i := range nodes {
 		index[nodes[i].Name] = &nodes[i]
 	}
-	err = paginate(metav1.ListOptions{FieldSelector: nonTerminal}, func(opts metav1.ListOptions) (string, error) {
+	err = kube.Paginate(metav1.ListOptions{FieldSelector: nonTerminal}, func(opts metav1.ListOptions) (string, error) {
 		list, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
 		if err != nil {
 			return "", fmt.Errorf("capacity: list pods in all namespaces: %w", err)
@@ -116,18 +115,6 @@ func observeNodes(ctx context.Context, c kubernetes.Interface) ([]Node, error) {
 		return nil, err
 	}
 	return nodes, nil
-}
-
-// paginate calls page with opts, Limit pageSize and each continue token page returns, until it returns "".
-func paginate(opts metav1.ListOptions, page func(metav1.ListOptions) (string, error)) error {
-	opts.Limit = pageSize
-	for {
-		next, err := page(opts)
-		if err != nil || next == "" {
-			return err
-		}
-		opts.Continue = next
-	}
 }
 
 func newNode(n *corev1.Node) Node {

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/jobsched/jobsched/pkg/kube"
 )
 
 func kubeNode(name string, ready corev1.ConditionStatus, alloc corev1.ResourceList) *corev1.Node {
@@ -236,10 +238,10 @@ func BenchmarkObserve(b *testing.B) {
 		base[i] = newNode(kubeNode(fmt.Sprintf("node-%05d", i), corev1.ConditionTrue, rl("cpu", "32", "memory", "128Gi", "pods", "110")))
 	}
 	// 10 distinct pages cover every node once; they are fed numPods/numNodes times.
-	pages := make([][]corev1.Pod, numNodes/pageSize)
+	pages := make([][]corev1.Pod, numNodes/kube.PageSize)
 	for p := range pages {
-		for i := 0; i < pageSize; i++ {
-			pod := kubePod("ns", "p", base[p*pageSize+i].Name, corev1.PodRunning, rl("cpu", "250m", "memory", "512Mi"))
+		for i := 0; i < kube.PageSize; i++ {
+			pod := kubePod("ns", "p", base[p*kube.PageSize+i].Name, corev1.PodRunning, rl("cpu", "250m", "memory", "512Mi"))
 			if i%2 == 0 {
 				pod.Spec.Containers = append(pod.Spec.Containers, ctr(nil, rl("cpu", "100m", "memory", "64Mi"))) // a sidecar-ish second container
 			}

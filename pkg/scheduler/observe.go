@@ -14,11 +14,9 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/render"
 )
-
-// pageSize bounds each LIST response; a pass lists once, page by page.
-const pageSize = 500
 
 // Observation is everything a pass knows about the cluster: read once, at the start.
 type Observation struct {
@@ -33,35 +31,32 @@ type Observation struct {
 func Observe(ctx context.Context, c kubernetes.Interface, namespace, name string, mode config.Capacity, now time.Time) (*Observation, error) {
 	sel := labels.SelectorFromSet(labels.Set{render.LabelScheduler: name}).String()
 	obs := &Observation{Now: now}
-	opts := metav1.ListOptions{LabelSelector: sel, Limit: pageSize}
-	for {
+	err := kube.Paginate(metav1.ListOptions{LabelSelector: sel}, func(opts metav1.ListOptions) (string, error) {
 		list, err := c.BatchV1().Jobs(namespace).List(ctx, opts)
 		if err != nil {
-			return nil, fmt.Errorf("listing Jobs in %s with %s: %w", namespace, sel, err)
+			return "", fmt.Errorf("listing Jobs in %s with %s: %w", namespace, sel, err)
 		}
 		obs.Jobs = append(obs.Jobs, list.Items...)
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			break
-		}
+		return list.Continue, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	opts = metav1.ListOptions{
-		LabelSelector: sel,
-		FieldSelector: fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)).String(),
-		Limit:         pageSize,
-	}
-	for {
+	pending := fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)).String()
+	err = kube.Paginate(metav1.ListOptions{LabelSelector: sel, FieldSelector: pending}, func(opts metav1.ListOptions) (string, error) {
 		list, err := c.CoreV1().Pods(namespace).List(ctx, opts)
 		if err != nil {
-			return nil, fmt.Errorf("listing Pending pods in %s with %s: %w", namespace, sel, err)
+			return "", fmt.Errorf("listing Pending pods in %s with %s: %w", namespace, sel, err)
 		}
 		for _, p := range list.Items {
 			if p.Status.Phase == corev1.PodPending { // the server filtered already; a fake client does not
 				obs.Pods = append(obs.Pods, p)
 			}
 		}
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			break
-		}
+		return list.Continue, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	snap, err := capacity.Observe(ctx, c, namespace, capacity.Mode(mode))
 	if err != nil {
