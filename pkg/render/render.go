@@ -22,9 +22,12 @@ const (
 )
 
 // Limits on what one row may put into a Job, well inside the API server's object size limit (about 1.5 MiB in etcd).
+// MaxEnvBytes is Linux's MAX_ARG_STRLEN: an environment string NAME=value longer than that (with its NUL) makes the
+// container fail to start.
 const (
 	MaxKeyBytes = 4096
 	MaxJobBytes = 1 << 20
+	MaxEnvBytes = 128 << 10
 )
 
 // Renderer builds Jobs from rows for one configuration.
@@ -45,7 +48,7 @@ func New(cfg *config.Config, environ []string) *Renderer {
 		}
 		for _, pat := range cfg.Env.Passthrough {
 			if ok, _ := path.Match(pat, name); ok {
-				r.passthrough = append(r.passthrough, corev1.EnvVar{Name: name, Value: value})
+				r.passthrough = append(r.passthrough, envVar(name, value))
 				break
 			}
 		}
@@ -54,12 +57,26 @@ func New(cfg *config.Config, environ []string) *Renderer {
 	return r
 }
 
+// neverPassed: the cluster's and the shell's own variables, jobsched's own, and every database credential: the DSN's
+// variable, DATABASE_URL (the default one) and the PG* variables lib/pq reads (PGPASSWORD, PGSERVICEFILE, …).
 func neverPassed(name, dsnEnv string) bool {
 	switch name {
-	case "HOSTNAME", "HOME", "PATH", dsnEnv:
+	case "HOSTNAME", "HOME", "PATH", "DATABASE_URL", dsnEnv:
 		return true
 	}
-	return strings.HasPrefix(name, "KUBERNETES_") || strings.HasPrefix(name, "JOBSCHED_")
+	for _, prefix := range []string{"KUBERNETES_", "JOBSCHED_", "PG"} {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// envVar is a variable whose value reaches the process exactly as given: the kubelet expands $(NAME) in env values
+// (with the variables defined before it, secrets among them) and turns $$ into $, so every $ is written as $$.
+// Every value jobsched writes into env goes through here; the template's own values are the user's and stay as is.
+func envVar(name, value string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, Value: strings.ReplaceAll(value, "$", "$$")}
 }
 
 // EnvName maps a column name to its variable: prefix + the name upper-cased, each character outside [A-Z0-9_]
@@ -105,6 +122,10 @@ func (r *Renderer) Job(row rows.Row) (*batchv1.Job, error) {
 		if !utf8.ValidString(e.Value) {
 			return nil, &RowError{Key: row.Key, Reason: fmt.Sprintf("the value of %s is not valid UTF-8", e.Name)}
 		}
+		// The process gets the unescaped value: "NAME=value" and its NUL must fit in MAX_ARG_STRLEN.
+		if n := len(e.Name) + 1 + len(strings.ReplaceAll(e.Value, "$$", "$")) + 1; n > MaxEnvBytes {
+			return nil, &RowError{Key: row.Key, Reason: fmt.Sprintf("the value of %s is %d bytes; a variable may hold at most 128 KiB (Linux MAX_ARG_STRLEN), or the container cannot start", e.Name, n)}
+		}
 	}
 
 	cfg := r.cfg
@@ -149,7 +170,7 @@ func (r *Renderer) rowEnv(row rows.Row) ([]corev1.EnvVar, error) {
 		}
 		from[name] = col.Name
 		if !col.Null {
-			env = append(env, corev1.EnvVar{Name: name, Value: col.Value})
+			env = append(env, envVar(name, col.Value))
 		}
 		return nil
 	}
@@ -176,10 +197,7 @@ func (r *Renderer) rowEnv(row rows.Row) ([]corev1.EnvVar, error) {
 			out = append(out, e)
 		}
 	}
-	return append(append(out, env...),
-		corev1.EnvVar{Name: EnvTaskKey, Value: row.Key},
-		corev1.EnvVar{Name: EnvScheduler, Value: cfg.Name},
-	), nil
+	return append(append(out, env...), envVar(EnvTaskKey, row.Key), envVar(EnvScheduler, cfg.Name)), nil
 }
 
 func columnIndex(cols []rows.Column, name string) int {

@@ -2,6 +2,7 @@ package render
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -139,8 +140,12 @@ func TestJobErrors(t *testing.T) {
 		{name: "bad UTF-8 value", row: rows.Row{Key: "1", Columns: []rows.Column{{Name: "v", Value: "a\xffb"}}}, wantRow: "TASK_V is not valid UTF-8"},
 		{name: "bad UTF-8 key", row: rows.Row{Key: "a\xff", Columns: []rows.Column{{Name: "id", Value: "a\xff"}}}, wantRow: "key is not valid UTF-8"},
 		{name: "key too long", row: rows.Row{Key: strings.Repeat("k", MaxKeyBytes+1)}, wantRow: "key is longer than"},
-		{name: "value too large", row: rows.Row{Key: "1", Columns: []rows.Column{{Name: "blob", Value: strings.Repeat("x", MaxJobBytes/2)}}},
-			wantRow: "larger than"},
+		{name: "Job too large", row: rows.Row{Key: "1", Columns: func() (cols []rows.Column) {
+			for i := range 10 {
+				cols = append(cols, rows.Column{Name: fmt.Sprintf("blob%d", i), Value: strings.Repeat("x", 120<<10)})
+			}
+			return cols
+		}()}, wantRow: "larger than"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,5 +165,110 @@ func TestJobErrors(t *testing.T) {
 				t.Errorf("err = %v, want a row error containing %q", err, tc.wantRow)
 			}
 		})
+	}
+}
+
+// The kubelet expands $(VAR) in env[].value with the variables defined before it, and turns $$ into $: every value
+// jobsched writes must come out of the kubelet exactly as it went in.
+func TestEnvValuesAreEscaped(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"$(DB_PASSWORD)", "$$(DB_PASSWORD)"},
+		{"https://x/?t=$(S3_TOKEN)", "https://x/?t=$$(S3_TOKEN)"},
+		{"$$", "$$$$"},
+		{"$", "$$"},
+		{"$(", "$$("},
+		{"plain", "plain"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Name = "reports"
+			cfg.Env.Passthrough = []string{"S3_TOKEN"}
+			got, err := New(cfg, []string{"S3_TOKEN=" + tc.in}).Job(rows.Row{Key: tc.in, Columns: []rows.Column{{Name: "url", Value: tc.in}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := map[string]string{}
+			for _, e := range got.Spec.Template.Spec.Containers[1].Env {
+				env[e.Name] = e.Value
+			}
+			for _, name := range []string{"TASK_URL", "S3_TOKEN", EnvTaskKey} {
+				if env[name] != tc.want {
+					t.Errorf("%s = %q, want %q", name, env[name], tc.want)
+				}
+				if kubeletExpand(env[name]) != tc.in {
+					t.Errorf("%s comes out of the kubelet as %q, want %q", name, kubeletExpand(env[name]), tc.in)
+				}
+			}
+			if got.Annotations[AnnotationTaskKey] != tc.in {
+				t.Errorf("the key annotation is %q, want the raw key %q (annotations are not expanded)", got.Annotations[AnnotationTaskKey], tc.in)
+			}
+		})
+	}
+}
+
+// kubeletExpand is the kubelet's expansion of an env value where every variable is defined as "SECRET": $$ → $,
+// $(NAME) → its value, anything else as is.
+func kubeletExpand(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			if end := strings.IndexByte(s[i+2:], ')'); end >= 0 {
+				b.WriteString("SECRET")
+				i += 2 + end
+				continue
+			}
+			b.WriteByte('$')
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
+}
+
+func TestPassthroughNeverCopiesCredentials(t *testing.T) {
+	environ := []string{"DATABASE_URL=postgres://u:pw@h/db", "PGPASSWORD=pw", "PGHOST=h", "PGUSER=u", "PGSERVICEFILE=/s",
+		"MY_DSN=postgres://u:pw@h/db", "S3_BUCKET=b"}
+	tests := []struct {
+		name   string
+		source config.Source
+		want   []string
+	}{
+		{"dsnEnv: DATABASE_URL, the default, is never copied either", config.Source{DSNEnv: "MY_DSN"}, []string{"S3_BUCKET"}},
+		{"dsnFile blocks DATABASE_URL too", config.Source{DSNFile: "/etc/dsn"}, []string{"MY_DSN", "S3_BUCKET"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Source = tc.source
+			cfg.Env.Passthrough = []string{"PG*", "DATABASE_URL", "MY_DSN", "S3_*"}
+			var got []string
+			for _, e := range New(cfg, environ).passthrough {
+				got = append(got, e.Name)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("passed through (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEnvValueOverArgLimitIsSkipped(t *testing.T) {
+	cfg := testConfig()
+	_, err := New(cfg, nil).Job(rows.Row{Key: "1", Columns: []rows.Column{{Name: "blob", Value: strings.Repeat("x", 128<<10)}}})
+	var rowErr *RowError
+	if !errors.As(err, &rowErr) || !strings.Contains(rowErr.Reason, "TASK_BLOB") || !strings.Contains(rowErr.Reason, "128 KiB") {
+		t.Fatalf("err = %v, want a row error naming TASK_BLOB and the 128 KiB limit", err)
+	}
+	if _, err := New(cfg, nil).Job(rows.Row{Key: "1", Columns: []rows.Column{{Name: "blob", Value: strings.Repeat("x", 100<<10)}}}); err != nil {
+		t.Fatalf("a 100 KiB value: %v", err)
 	}
 }
