@@ -42,7 +42,7 @@ func NewClient(o Options) (kubernetes.Interface, string, error) {
 		namespace = "default"
 	}
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
-	cfg.UserAgent = "jobsched/" + version.Version
+	cfg.UserAgent = "jobsched/" + version.Get().Version
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	c, err := kubernetes.NewForConfig(cfg)

@@ -1,0 +1,83 @@
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/jobsched/jobsched/pkg/version"
+)
+
+// examples are the Examples section of each command's help, by command name. A test runs every line that starts
+// with "jobsched" through the flag parser, so an example cannot name a flag that does not exist.
+var examples = map[string]string{
+	"jobsched": `  # Try the example offline: the Jobs it would create from its sample rows, with no database and no cluster
+  jobsched dry-run --offline --config manifests/examples/reports/jobsched.yaml --rows manifests/examples/reports/sample-rows.jsonl -o yaml
+
+  # Shell completion of commands, flags and their values (also zsh, fish, powershell)
+  source <(jobsched completion bash)`,
+
+	"tick": `  # One pass with ./jobsched.yaml against the current kubeconfig context; the DSN from $DATABASE_URL
+  jobsched tick
+
+  # As the CronJob runs it: the mounted config, JSON logs
+  jobsched tick --config /etc/jobsched/jobsched.yaml --log-format json
+
+  # Another cluster and namespace
+  jobsched tick --config jobsched.yaml --context prod -n batch`,
+
+	"gc": `  # Only delete this scheduler's finished Jobs past their retention; needs no database
+  jobsched gc --config jobsched.yaml
+
+  # See first what it would delete (the "delete" lines)
+  jobsched dry-run --config jobsched.yaml`,
+
+	"status": `  # Backlog, Jobs by state, slots, capacity, and what the next tick would do
+  jobsched status --config jobsched.yaml --context my-cluster
+
+  # The same as a document for scripts
+  jobsched status --config jobsched.yaml -o json`,
+
+	"dry-run": `  # The plan tick would carry out now, with no writes
+  jobsched dry-run --config jobsched.yaml
+
+  # The exact Jobs of a config change from sample rows, with no database and no cluster (CI)
+  jobsched dry-run --config jobsched.yaml --offline --rows sample-rows.jsonl -o yaml
+
+  # Let the API server validate and admit the planned Jobs (Pod Security, quota, webhooks) without storing them
+  jobsched dry-run --config jobsched.yaml --server`,
+
+	"version": `  jobsched version
+  jobsched version -o json
+  jobsched --version`,
+}
+
+// outputFormats are the values each command's -o/--output takes, offered by shell completion.
+var outputFormats = map[string][]string{
+	"status":  {"table", "json"},
+	"dry-run": {"table", "json", "yaml"},
+	"version": versionOutputs,
+}
+
+// logLevels and logFormats are the values of --log-level and --log-format.
+var (
+	logLevels  = []string{"debug", "info", "warn", "error"}
+	logFormats = []string{"json", "console"}
+)
+
+// addHelp gives the root command its --version flag, every command its examples, and the flags with a fixed set of
+// values their shell completion. A command that already has an Example or a completion keeps it.
+func addHelp(root *cobra.Command) {
+	root.Version = version.Get().String()
+	root.SetVersionTemplate("jobsched {{.Version}}\n")
+	for _, c := range append([]*cobra.Command{root}, root.Commands()...) {
+		if c.Example == "" {
+			c.Example = examples[c.Name()]
+		}
+		if formats, ok := outputFormats[c.Name()]; ok && c.Flags().Lookup("output") != nil {
+			if _, exists := c.GetFlagCompletionFunc("output"); !exists {
+				_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
+			}
+		}
+	}
+	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions(logLevels, cobra.ShellCompDirectiveNoFileComp))
+	_ = root.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions(logFormats, cobra.ShellCompDirectiveNoFileComp))
+}

@@ -1,0 +1,175 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	"github.com/jobsched/jobsched/pkg/version"
+)
+
+func TestVersion(t *testing.T) {
+	want := version.Get()
+	line := "jobsched " + want.String() + "\n"
+	decodeJSON := func(s string) (version.Info, error) {
+		var v version.Info
+		err := json.Unmarshal([]byte(s), &v)
+		return v, err
+	}
+	decodeYAML := func(s string) (version.Info, error) {
+		var v version.Info
+		err := yaml.UnmarshalStrict([]byte(s), &v)
+		return v, err
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		decode func(string) (version.Info, error) // nil: stdout must be the one line
+	}{
+		{"version", []string{"version"}, 0, nil},
+		{"--version", []string{"--version"}, 0, nil},
+		{"version needs no config", []string{"version", "--config", "/nonexistent/jobsched.yaml"}, 0, nil},
+		{"version -o json", []string{"version", "-o", "json"}, 0, decodeJSON},
+		{"version -o yaml", []string{"version", "-o", "yaml"}, 0, decodeYAML},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCmd(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr)
+			}
+			if tc.decode == nil {
+				if stdout != line {
+					t.Errorf("stdout %q, want %q", stdout, line)
+				}
+				return
+			}
+			got, err := tc.decode(stdout)
+			if err != nil {
+				t.Fatalf("decoding %q: %v", stdout, err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("document (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	t.Run("bad -o is a usage error", func(t *testing.T) {
+		code, stdout, stderr := runCmd(t, "version", "-o", "xml")
+		if code != exitUsage || stdout != "" || !strings.Contains(stderr, `-o: "xml"`) {
+			t.Errorf("exit %d, stdout %q, stderr %q; want exit 2, no output, the -o error", code, stdout, stderr)
+		}
+	})
+}
+
+// complete asks cobra's hidden __complete command, as the shell scripts of `jobsched completion` do, and returns
+// the offered values.
+func complete(t *testing.T, args ...string) []string {
+	t.Helper()
+	code, stdout, stderr := runCmd(t, append([]string{"__complete"}, args...)...)
+	if code != 0 {
+		t.Fatalf("__complete %v: exit %d\n%s", args, code, stderr)
+	}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		if !strings.HasPrefix(l, ":") { // the last line is the directive
+			got = append(got, l)
+		}
+	}
+	return got
+}
+
+func TestCompletion(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"status -o", []string{"status", "-o", ""}, []string{"table", "json"}},
+		{"status --output=", []string{"status", "--output", ""}, []string{"table", "json"}},
+		{"dry-run -o", []string{"dry-run", "-o", ""}, []string{"table", "json", "yaml"}},
+		{"version -o", []string{"version", "-o", ""}, []string{"json", "yaml"}},
+		{"--log-level on a subcommand", []string{"tick", "--log-level", ""}, []string{"debug", "info", "warn", "error"}},
+		{"--log-level on the root", []string{"--log-level", ""}, []string{"debug", "info", "warn", "error"}},
+		{"--log-format", []string{"gc", "--log-format", ""}, []string{"json", "console"}},
+		{"the completion command exists", []string{"completion", ""}, []string{"bash", "fish", "powershell", "zsh"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := complete(t, tc.args...)
+			// cobra filters fixed values by the prefix typed so far; with "" it returns them all (in order).
+			for i := range got {
+				got[i], _, _ = strings.Cut(got[i], "\t") // drop a description
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("completions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Every value completion offers for -o is one the command accepts, and a value it does not offer is refused: the
+// completion and the command's check cannot drift apart unnoticed.
+func TestOutputCompletionsAccepted(t *testing.T) {
+	noConfig := filepath.Join(t.TempDir(), "none.yaml")
+	for cmdName, formats := range outputFormats {
+		for _, f := range append(slices.Clone(formats), "xml") {
+			t.Run(cmdName+" -o "+f, func(t *testing.T) {
+				// A config that does not exist: the command stops right after checking its flags.
+				_, _, stderr := runCmd(t, cmdName, "-o", f, "--config", noConfig)
+				refused := strings.Contains(stderr, fmt.Sprintf("-o: %q", f))
+				if f == "xml" && !refused {
+					t.Errorf("%s -o xml is not refused as a usage error (is -o still checked?):\n%s", cmdName, stderr)
+				}
+				if f != "xml" && refused {
+					t.Errorf("completion offers %q but %s refuses it:\n%s", f, cmdName, stderr)
+				}
+			})
+		}
+	}
+}
+
+func TestExamples(t *testing.T) {
+	root := newRootCmd(io.Discard, io.Discard)
+	for _, c := range append(root.Commands(), root) {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+			continue
+		}
+		t.Run(c.Name(), func(t *testing.T) {
+			if strings.TrimSpace(c.Example) == "" {
+				t.Fatalf("%s has no Example", c.CommandPath())
+			}
+			n := 0
+			for _, line := range strings.Split(c.Example, "\n") {
+				line = strings.TrimSpace(line)
+				if !strings.HasPrefix(line, "jobsched ") {
+					continue
+				}
+				n++
+				args := strings.Fields(line)[1:]
+				// Each example is parsed by a fresh command tree, as the shell would run it.
+				r := newRootCmd(io.Discard, io.Discard)
+				r.InitDefaultVersionFlag() // cobra adds --version when it executes
+				sub, rest, err := r.Find(args)
+				if err != nil {
+					t.Errorf("example %q: %v", line, err)
+					continue
+				}
+				if err := sub.ParseFlags(rest); err != nil {
+					t.Errorf("example %q: %v", line, err)
+				}
+			}
+			if n == 0 {
+				t.Errorf("the Example of %s has no line starting with \"jobsched \":\n%s", c.CommandPath(), c.Example)
+			}
+		})
+	}
+}
