@@ -8,13 +8,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/yaml"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/render"
 )
 
@@ -64,6 +70,9 @@ func TestExitCodes(t *testing.T) {
 		{"DSN not set", []string{"dry-run", "--offline", "--config", "testdata/jobsched.yaml"}, 2, "DATABASE_URL is empty or not set"},
 		{"unreachable cluster is a run-time failure", []string{"gc", "--config", "testdata/jobsched.yaml", "--kubeconfig", writeKubeconfig(t)}, 1, "listing Jobs"},
 		{"version", []string{"version"}, 0, ""},
+		{"unknown command is bad usage", []string{"dryrun"}, 2, `unknown command "dryrun" for "jobsched"; did you mean dry-run?`},
+		{"bad namespace", []string{"dry-run", "--offline", "-n", "Bad_NS", "--config", "testdata/jobsched.yaml"}, 2, `-n/--namespace: "Bad_NS" is not a valid namespace`},
+		{"zero timeout", []string{"gc", "--timeout", "0s", "--config", "testdata/jobsched.yaml"}, 2, "--timeout: must be positive"},
 	}
 	t.Setenv("DATABASE_URL", "")
 	for _, tc := range tests {
@@ -174,5 +183,49 @@ func TestPrintNodes(t *testing.T) {
 	}
 	if len(lines) != maxNodeLines+3 {
 		t.Errorf("%d lines, want %d:\n%s", len(lines), maxNodeLines+3, out.String())
+	}
+}
+
+// TestDryRunCommandWritesNothing drives the dry-run command itself against a fake cluster that holds a Job to delete
+// and room for rows: the client sees only reads. tick on the same cluster writes, so the check can fail.
+func TestDryRunCommandWritesNothing(t *testing.T) {
+	old := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "reports-old", Namespace: "batch", UID: "u1",
+		Labels: map[string]string{render.LabelScheduler: "reports"}, Annotations: map[string]string{render.AnnotationTaskKey: "old"}},
+		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}}}
+	tests := []struct {
+		args      []string
+		wantWrite bool
+	}{
+		{[]string{"dry-run", "--rows", "testdata/rows.jsonl", "-o", "json"}, false},
+		{[]string{"dry-run", "--rows", "testdata/rows.jsonl", "-o", "yaml"}, false},
+		{[]string{"dry-run", "--rows", "testdata/rows.jsonl"}, false},
+		{[]string{"gc"}, true},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Status: corev1.NodeStatus{
+				Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10"), corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")},
+				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+			client := fake.NewClientset(old.DeepCopy(), node)
+			newKube := func(kube.Options) (kubernetes.Interface, string, error) { return client, "default", nil }
+			var out, errOut bytes.Buffer
+			args := append(tc.args, "--config", "testdata/jobsched.yaml", "--log-format", "json")
+			if code := runWith(context.Background(), args, &out, &errOut, newKube); code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut.String())
+			}
+			var writes []string
+			for _, a := range client.Actions() {
+				if v := a.GetVerb(); v != "list" && v != "get" && v != "watch" {
+					writes = append(writes, v+" "+a.GetResource().Resource)
+				}
+			}
+			if (len(writes) > 0) != tc.wantWrite {
+				t.Errorf("writes %v, want writes: %v", writes, tc.wantWrite)
+			}
+			if !tc.wantWrite && !strings.Contains(errOut.String(), `"dryRun":true,"wouldCreate":2`) {
+				t.Errorf("the pass done line does not say dryRun and wouldCreate:\n%s", errOut.String())
+			}
+		})
 	}
 }

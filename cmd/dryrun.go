@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -46,18 +47,15 @@ with dryRun=All, so the server validates the Jobs (admission included) without s
 				return err
 			}
 			defer closeFn()
-			ctx := cmd.Context()
-			return runPass(ctx, s, func(p *scheduler.Plan) (scheduler.Summary, error) {
-				sum := scheduler.Summary{Selected: p.Selected, Skipped: len(p.Skipped), Blocked: p.Blocked}
-				var err error
-				if o.server {
-					sum, err = s.Execute(ctx, p, true) // creates only, with dryRun=All
-				}
-				if perr := printPlan(g.out, o.output, p); perr != nil {
-					return sum, perr
-				}
-				return sum, err
-			})
+			mode := scheduler.DryRun
+			if o.server {
+				mode = scheduler.ServerDryRun
+			}
+			p, _, err := s.Run(cmd.Context(), mode)
+			if p == nil || config.IsConfigError(err) {
+				return err
+			}
+			return errors.Join(err, printPlan(g.out, o.output, p))
 		},
 	}
 	f := cmd.Flags()

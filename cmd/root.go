@@ -13,6 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
@@ -37,7 +39,14 @@ func Execute(ctx context.Context, args []string) int {
 }
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {
-	root := newRootCmd(out, errOut)
+	return runWith(ctx, args, out, errOut, kube.NewClient)
+}
+
+// newKubeFunc builds the Kubernetes client; tests give a fake one.
+type newKubeFunc func(kube.Options) (kubernetes.Interface, string, error)
+
+func runWith(ctx context.Context, args []string, out, errOut io.Writer, newKube newKubeFunc) int {
+	root := newRoot(out, errOut, newKube)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -55,27 +64,58 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 type globalOptions struct {
 	configFile string
 	kube       kube.Options
+	newKube    newKubeFunc
 	namespace  string
 	logLevel   string
 	logFormat  string
+	timeout    time.Duration
 	out        io.Writer
 	errOut     io.Writer
 }
 
+// DefaultTimeout bounds a pass: below the CronJob's activeDeadlineSeconds (150), so that a pass ends with its
+// `pass done` line before the kubelet kills it.
+const DefaultTimeout = 2 * time.Minute
+
 func newRootCmd(out, errOut io.Writer) *cobra.Command {
-	g := &globalOptions{out: out, errOut: errOut}
+	return newRoot(out, errOut, kube.NewClient)
+}
+
+func newRoot(out, errOut io.Writer, newKube newKubeFunc) *cobra.Command {
+	g := &globalOptions{out: out, errOut: errOut, newKube: newKube}
 	cmd := &cobra.Command{
 		Use:   "jobsched",
 		Short: "Turn rows in a PostgreSQL table into Kubernetes Jobs, one Job per row, in one stateless pass",
 		Long: `jobsched reads the rows a query selects and creates one Kubernetes Job per row, with the row's columns as
 environment variables. Each run is one pass: delete finished Jobs, look at what runs and what fits, read only the
 rows there is room for, create their Jobs, exit. It never writes to the database and keeps no state.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		SilenceUsage:               true,
+		SilenceErrors:              true,
+		SuggestionsMinimumDistance: 2,
+		// The root runs only for a word that is no subcommand: that is bad usage (exit 2), not a run-time failure.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "; did you mean " + strings.Join(s, " or ") + "?"
+			}
+			return usageError{errors.New(msg)}
+		},
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := g.logger()
 			if err != nil {
 				return err
+			}
+			if g.namespace != "" {
+				if msgs := validation.IsDNS1123Label(g.namespace); len(msgs) > 0 {
+					return usageError{fmt.Errorf("-n/--namespace: %q is not a valid namespace: %s", g.namespace, strings.Join(msgs, "; "))}
+				}
+			}
+			if g.timeout <= 0 {
+				return usageError{fmt.Errorf("--timeout: must be positive, not %s", g.timeout)}
 			}
 			cmd.SetContext(logger.WithContext(cmd.Context()))
 			return nil
@@ -98,8 +138,10 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 	f.StringVar(&g.logFormat, "log-format", "", "log format: json or console (default: console when stderr is a terminal, else json)")
 	f.Float32Var(&g.kube.QPS, "kube-qps", 50, "queries per second to the API server")
 	f.IntVar(&g.kube.Burst, "kube-burst", 100, "burst of queries to the API server")
+	f.DurationVar(&g.timeout, "timeout", DefaultTimeout, "a pass ends after this long, with its `pass done` line (keep it below the CronJob's activeDeadlineSeconds)")
 
 	cmd.AddCommand(newTickCmd(g), newGCCmd(g), newStatusCmd(g), newDryRunCmd(g), newVersionCmd(g))
+	addHelp(cmd) // --version, Examples, completion of flag values (help.go)
 	return cmd
 }
 
@@ -155,7 +197,7 @@ type schedulerOptions struct {
 // newScheduler completes the options: config first (exit 2 before anything is contacted), then clients.
 // The returned close func releases the database pool.
 func (g *globalOptions) newScheduler(cfg *config.Config, o schedulerOptions) (*scheduler.Scheduler, func(), error) {
-	s := &scheduler.Scheduler{Config: cfg, Renderer: render.New(cfg, os.Environ()), Now: time.Now}
+	s := &scheduler.Scheduler{Config: cfg, Renderer: render.New(cfg, os.Environ()), Now: time.Now, Timeout: g.timeout}
 	closeFn := func() {}
 	if o.source {
 		if o.rowsFile != "" {
@@ -178,7 +220,7 @@ func (g *globalOptions) newScheduler(cfg *config.Config, o schedulerOptions) (*s
 		}
 	}
 	if !o.offline {
-		c, ns, err := kube.NewClient(g.kube)
+		c, ns, err := g.newKube(g.kube)
 		if err != nil {
 			closeFn()
 			return nil, nil, &config.Error{Err: err}
@@ -207,31 +249,4 @@ func readDSN(src config.Source) (string, error) {
 		return "", &config.Error{Err: fmt.Errorf("source.dsnEnv: the environment variable %s is empty or not set", src.DSNEnv)}
 	}
 	return dsn, nil
-}
-
-// runPass is tick and dry-run: observe, plan, then execute (tick) or print (dry-run).
-func runPass(ctx context.Context, s *scheduler.Scheduler, act func(*scheduler.Plan) (scheduler.Summary, error)) error {
-	start := time.Now()
-	log := zerolog.Ctx(ctx).With().Str("scheduler", s.Config.Name).Str("namespace", s.Config.Namespace).Logger()
-	ctx = log.WithContext(ctx)
-	obs, err := s.Observe(ctx)
-	if err != nil {
-		log.Error().Err(err).Dur("duration", time.Since(start)).Msg("pass failed: cannot observe the cluster")
-		return err
-	}
-	plan, planErr := s.Plan(ctx, obs)
-	if planErr != nil && config.IsConfigError(planErr) {
-		log.Error().Err(planErr).Msg("pass stopped: configuration error; nothing was touched")
-		return planErr
-	}
-	if planErr != nil { // the source failed: still collect garbage, create nothing
-		plan.Creates = nil
-		plan.Blocked = "reading rows failed"
-	}
-	if plan.Capacity != nil && plan.Capacity.Warning != "" {
-		log.Warn().Msg(plan.Capacity.Warning)
-	}
-	sum, err := act(plan)
-	sum.Log(&log, start)
-	return errors.Join(planErr, err)
 }

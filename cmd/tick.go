@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -18,21 +17,21 @@ func newTickCmd(g *globalOptions) *cobra.Command {
 	}
 }
 
-// executePass is tick, and gc when gcOnly: the pass with its writes. gc opens no database and looks at no node.
+// executePass is tick, and gc when gcOnly: the pass with its writes. gc opens no database and lists only Jobs.
 func (g *globalOptions) executePass(ctx context.Context, gcOnly bool) error {
 	cfg, err := g.loadConfig()
 	if err != nil {
 		return err
-	}
-	if gcOnly {
-		cfg.Limits.Capacity = config.CapacityOff
 	}
 	s, closeFn, err := g.newScheduler(cfg, schedulerOptions{source: !gcOnly})
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	return runPass(ctx, s, func(p *scheduler.Plan) (scheduler.Summary, error) {
-		return s.Execute(ctx, p, false)
-	})
+	mode := scheduler.Tick
+	if gcOnly {
+		mode = scheduler.GC
+	}
+	_, _, err = s.Run(ctx, mode)
+	return err
 }

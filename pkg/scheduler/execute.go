@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -15,78 +14,108 @@ import (
 	"github.com/jobsched/jobsched/pkg/render"
 )
 
-// Summary is what a pass did; every pass logs it as one line.
+// Summary is what a pass did; every pass logs it as one line, `pass done`.
 type Summary struct {
+	DryRun         bool   `json:"dryRun,omitempty"`
 	Selected       int    `json:"selected"`
+	WouldCreate    int    `json:"wouldCreate,omitempty"` // dry run: the Jobs the plan creates
 	Created        int    `json:"created"`
 	AlreadyPresent int    `json:"alreadyPresent"`
+	NotCreated     int    `json:"notCreated,omitempty"` // planned, not tried: the pass ran out of time; the next pass takes them
 	Skipped        int    `json:"skipped"`
 	Blocked        string `json:"blocked,omitempty"`
 	Deleted        int    `json:"deleted"`
 	Failed         int    `json:"failed"`
 }
 
+func (s *Summary) fromPlan(p *Plan) {
+	s.Selected, s.Skipped, s.Blocked = p.Selected, len(p.Skipped), p.Blocked
+	if s.DryRun {
+		s.WouldCreate = len(p.Creates)
+	}
+}
+
 // Log writes the summary line.
-func (s Summary) Log(log *zerolog.Logger, start time.Time) {
+func (s Summary) Log(log *zerolog.Logger, d time.Duration) {
 	ev := log.Info()
 	if s.Failed > 0 {
 		ev = log.Error()
 	}
+	if s.DryRun {
+		ev = ev.Bool("dryRun", true).Int("wouldCreate", s.WouldCreate)
+	}
+	if s.NotCreated > 0 {
+		ev = ev.Int("notCreated", s.NotCreated)
+	}
 	ev.Int("selected", s.Selected).Int("created", s.Created).Int("alreadyPresent", s.AlreadyPresent).
 		Int("skipped", s.Skipped).Str("blocked", s.Blocked).Int("deleted", s.Deleted).Int("failed", s.Failed).
-		Dur("duration", time.Since(start)).Msg("pass done")
+		Int64("duration", d.Milliseconds()).Msg("pass done")
 }
 
-// Execute carries out p: first the deletes (so a retried task's name is free), then the creates, each concurrently
-// within the client's rate limit. A failure of one does not stop the others; all failures are returned joined.
-// With serverDryRun the creates go to the API server with dryRun=All (it validates them, nothing is stored) and
-// nothing is deleted.
-func (s *Scheduler) Execute(ctx context.Context, p *Plan, serverDryRun bool) (Summary, error) {
-	sum := Summary{Selected: p.Selected, Skipped: len(p.Skipped), Blocked: p.Blocked}
+// executeDeletes deletes the finished Jobs p marks, concurrently; one failure does not stop the others.
+func (s *Scheduler) executeDeletes(ctx context.Context, p *Plan, sum *Summary, fail func(error)) {
+	deletes := p.Deletes()
 	var mu sync.Mutex
-	var errs []error
-	fail := func(err error) {
+	parallel(ctx, len(deletes), func(i int) {
+		err := s.delete(ctx, deletes[i])
 		mu.Lock()
 		defer mu.Unlock()
-		sum.Failed++
-		errs = append(errs, err)
-	}
-	count := func(n *int) {
-		mu.Lock()
-		defer mu.Unlock()
-		*n++
-	}
-	if !serverDryRun {
-		deletes := p.Deletes()
-		parallel(len(deletes), func(i int) {
-			if err := s.delete(ctx, deletes[i]); err != nil {
-				fail(err)
-			} else {
-				count(&sum.Deleted)
-			}
-		})
-	}
-	parallel(len(p.Creates), func(i int) {
-		switch res, err := s.create(ctx, p.Creates[i], serverDryRun); {
-		case err != nil:
+		if err != nil {
+			sum.Failed++
 			fail(err)
-		case res == created:
-			count(&sum.Created)
-		case res == present:
-			count(&sum.AlreadyPresent)
-		default:
-			count(&sum.Skipped)
+		} else {
+			sum.Deleted++
 		}
 	})
-	return sum, errors.Join(errs...)
 }
 
-func parallel(n int, fn func(i int)) {
+// executeCreates creates the Jobs p plans, concurrently; one failure does not stop the others. With serverDryRun
+// they go to the API server with dryRun=All: it validates and admits them and stores nothing. Creates not started
+// when the pass's context ends are left for the next pass, and counted.
+func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bool, sum *Summary, fail func(error)) {
+	var mu sync.Mutex
+	started := parallel(ctx, len(p.Creates), func(i int) {
+		res, err := s.create(ctx, p.Creates[i], serverDryRun)
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err != nil:
+			sum.Failed++
+			fail(err)
+		case res == created:
+			sum.Created++
+		case res == present:
+			sum.AlreadyPresent++
+		default:
+			sum.Skipped++
+		}
+	})
+	if left := len(p.Creates) - started; left > 0 {
+		sum.NotCreated = left
+		zerolog.Ctx(ctx).Warn().Int("notCreated", left).Err(context.Cause(ctx)).Msg("the pass ran out of time; the next pass creates the rest")
+		fail(fmt.Errorf("%d planned Job(s) not created: %w", left, context.Cause(ctx)))
+	}
+}
+
+// parallel runs fn(0..n-1) with at most workers in flight and starts no new one once ctx is done; it returns how
+// many it started.
+func parallel(ctx context.Context, n int, fn func(i int)) int {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, workers)
+	started := 0
+loop:
 	for i := range n {
+		select {
+		case <-ctx.Done():
+			break loop
+		case sem <- struct{}{}:
+		}
+		if ctx.Err() != nil {
+			<-sem
+			break loop
+		}
+		started++
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
@@ -94,6 +123,7 @@ func parallel(n int, fn func(i int)) {
 		}()
 	}
 	wg.Wait()
+	return started
 }
 
 // delete removes a finished Job and, through the garbage collector, its pods. The UID precondition makes sure a

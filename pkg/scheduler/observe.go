@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
@@ -23,45 +22,78 @@ type Observation struct {
 	Now  time.Time
 	Jobs []batchv1.Job // this scheduler's Jobs (label selector)
 	Pods []corev1.Pod  // this scheduler's Pending pods (label and field selector)
-	// Capacity is what the nodes and quotas hold (nil when limits.capacity is off or the pass is offline).
+	// Capacity is what the nodes and quotas hold (nil when limits.capacity is off, the pass is offline, or it has
+	// not been observed yet).
 	Capacity *capacity.Snapshot
 }
 
-// Observe lists this scheduler's Jobs once and its Pending pods once, then what capacity needs.
-func Observe(ctx context.Context, c kubernetes.Interface, namespace, name string, mode config.Capacity, now time.Time) (*Observation, error) {
-	sel := labels.SelectorFromSet(labels.Set{render.LabelScheduler: name}).String()
-	obs := &Observation{Now: now}
-	err := kube.Paginate(metav1.ListOptions{LabelSelector: sel}, func(opts metav1.ListOptions) (string, error) {
-		list, err := c.BatchV1().Jobs(namespace).List(ctx, opts)
-		if err != nil {
-			return "", fmt.Errorf("listing Jobs in %s with %s: %w", namespace, sel, err)
-		}
-		obs.Jobs = append(obs.Jobs, list.Items...)
-		return list.Continue, nil
-	})
-	if err != nil {
+// Observe reads the cluster once (this scheduler's Jobs, its Pending pods, then what capacity needs), or returns an
+// empty observation when offline. status uses it; a pass observes step by step (see Run).
+func (s *Scheduler) Observe(ctx context.Context) (*Observation, error) {
+	obs := &Observation{Now: s.Now().UTC()}
+	if s.Kube == nil {
+		return obs, nil
+	}
+	var err error
+	if obs.Jobs, err = s.listJobs(ctx); err != nil {
 		return nil, err
 	}
-	pending := fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)).String()
-	err = kube.Paginate(metav1.ListOptions{LabelSelector: sel, FieldSelector: pending}, func(opts metav1.ListOptions) (string, error) {
-		list, err := c.CoreV1().Pods(namespace).List(ctx, opts)
+	if obs.Pods, err = s.listPendingPods(ctx); err != nil {
+		return nil, err
+	}
+	if obs.Capacity, err = s.observeCapacity(ctx); err != nil {
+		return nil, err
+	}
+	return obs, nil
+}
+
+func (s *Scheduler) selector() string {
+	return labels.SelectorFromSet(labels.Set{render.LabelScheduler: s.Config.Name}).String()
+}
+
+// listJobs lists this scheduler's Jobs, page by page.
+func (s *Scheduler) listJobs(ctx context.Context) ([]batchv1.Job, error) {
+	ns, sel := s.Config.Namespace, s.selector()
+	var jobs []batchv1.Job
+	err := kube.Paginate(metav1.ListOptions{LabelSelector: sel}, func(opts metav1.ListOptions) (string, error) {
+		list, err := s.Kube.BatchV1().Jobs(ns).List(ctx, opts)
 		if err != nil {
-			return "", fmt.Errorf("listing Pending pods in %s with %s: %w", namespace, sel, err)
+			return "", fmt.Errorf("listing Jobs in %s with %s: %w", ns, sel, err)
+		}
+		jobs = append(jobs, list.Items...)
+		return list.Continue, nil
+	})
+	return jobs, err
+}
+
+// listPendingPods lists this scheduler's Pending pods, page by page.
+func (s *Scheduler) listPendingPods(ctx context.Context) ([]corev1.Pod, error) {
+	ns, sel := s.Config.Namespace, s.selector()
+	pending := fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)).String()
+	var pods []corev1.Pod
+	err := kube.Paginate(metav1.ListOptions{LabelSelector: sel, FieldSelector: pending}, func(opts metav1.ListOptions) (string, error) {
+		list, err := s.Kube.CoreV1().Pods(ns).List(ctx, opts)
+		if err != nil {
+			return "", fmt.Errorf("listing Pending pods in %s with %s: %w", ns, sel, err)
 		}
 		for _, p := range list.Items {
 			if p.Status.Phase == corev1.PodPending { // the server filtered already; a fake client does not
-				obs.Pods = append(obs.Pods, p)
+				pods = append(pods, p)
 			}
 		}
 		return list.Continue, nil
 	})
-	if err != nil {
-		return nil, err
+	return pods, err
+}
+
+// observeCapacity reads what limits.capacity needs (nil when it is off or the pass is offline).
+func (s *Scheduler) observeCapacity(ctx context.Context) (*capacity.Snapshot, error) {
+	if s.Kube == nil || s.Config.Limits.Capacity == config.CapacityOff {
+		return nil, nil
 	}
-	snap, err := capacity.Observe(ctx, c, namespace, capacity.Mode(mode))
+	snap, err := capacity.Observe(ctx, s.Kube, s.Config.Namespace, capacity.Options{Mode: capacity.Mode(s.Config.Limits.Capacity), Template: s.Config.Template, Scheduler: s.Config.Name, Self: capacity.SelfPod()})
 	if err != nil {
 		return nil, fmt.Errorf("observing capacity: %w", err)
 	}
-	obs.Capacity = snap
-	return obs, nil
+	return snap, nil
 }

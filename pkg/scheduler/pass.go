@@ -14,78 +14,189 @@ import (
 	"github.com/jobsched/jobsched/pkg/rows"
 )
 
-// maxReadRounds bounds how often one pass reads again to replace rows that could not get a Job (invalid rows, rows
-// whose Job already succeeded): one bad row never blocks the others, and the work stays bounded.
-const maxReadRounds = 10
+// MaxSkippedRows bounds the rows one pass reads past and skips (rows that cannot make a Job): the work of a pass is
+// bounded by rows read, not by rounds, and a queue with this many bad rows at its head still moves, a page a pass.
+const MaxSkippedRows = 10000
 
-// workers bounds the creates and deletes in flight; the client's QPS/Burst limiter paces them.
+// workers bounds the creates and deletes in flight.
 const workers = 16
 
-// Scheduler runs passes for one configuration. Kube is nil when the pass is offline (the cluster is taken as empty).
+// Mode is what a command lets a pass do.
+type Mode int
+
+const (
+	// Tick deletes finished Jobs, then creates Jobs for the rows there is room for.
+	Tick Mode = iota
+	// GC only deletes finished Jobs: it lists Jobs and nothing else, and reads no row.
+	GC
+	// DryRun makes the whole plan and writes nothing.
+	DryRun
+	// ServerDryRun is DryRun that also sends each planned create to the API server with dryRun=All.
+	ServerDryRun
+)
+
+func (m Mode) deletes() bool { return m == Tick || m == GC }
+func (m Mode) dryRun() bool  { return m == DryRun || m == ServerDryRun }
+
+// Scheduler runs passes for one configuration. Kube is nil when the pass is offline (the cluster is taken as empty);
+// Source is nil for gc. Timeout bounds a whole pass (0: no bound beyond the caller's context).
 type Scheduler struct {
 	Config   *config.Config
 	Kube     kubernetes.Interface
 	Source   rows.Source
 	Renderer *render.Renderer
 	Now      func() time.Time
+	Timeout  time.Duration
 }
 
-// Observe reads the cluster once, or returns an empty observation when offline.
-func (s *Scheduler) Observe(ctx context.Context) (*Observation, error) {
-	now := s.Now().UTC()
-	if s.Kube == nil {
-		return &Observation{Now: now}, nil
+// Run is one pass, whole, and always ends with its `pass done` line:
+//
+//  1. list this scheduler's Jobs (and, unless gc, its Pending pods) and decide;
+//  2. delete the finished Jobs past their retention, whatever happens next;
+//  3. observe capacity: if that fails, create nothing (the pass fails);
+//  4. read the rows there is room for: if the database fails, create nothing (the pass fails);
+//  5. create their Jobs (or, in a dry run, only plan them).
+//
+// The returned error is a *config.Error when the configuration is wrong (the query, the columns); any other error
+// is a run-time failure. The plan is returned whenever the Jobs could be listed, and the summary always.
+func (s *Scheduler) Run(ctx context.Context, mode Mode) (_ *Plan, sum Summary, _ error) {
+	start := time.Now()
+	log := zerolog.Ctx(ctx).With().Str("scheduler", s.Config.Name).Str("namespace", s.Config.Namespace).Logger()
+	ctx = log.WithContext(ctx)
+	if s.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, s.Timeout, fmt.Errorf("the pass ran out of its --timeout of %s", s.Timeout))
+		defer cancel()
 	}
-	return Observe(ctx, s.Kube, s.Config.Namespace, s.Config.Name, s.Config.Limits.Capacity, now)
-}
+	sum.DryRun = mode.dryRun()
+	var errs []error
+	fail := func(err error) { errs = append(errs, err) }
+	defer func() { sum.Log(&log, time.Since(start)) }()
 
-// Plan decides the pass from obs and reads the rows it has room for. It writes nothing. On a source error it still
-// returns the plan's deletes (garbage collection does not depend on the database) together with the error.
-func (s *Scheduler) Plan(ctx context.Context, obs *Observation) (*Plan, error) {
+	obs := &Observation{Now: s.Now().UTC()}
+	if s.Kube != nil {
+		var err error
+		if obs.Jobs, err = s.listJobs(ctx); err != nil {
+			sum.Blocked = "cannot list Jobs"
+			return nil, sum, cause(ctx, err)
+		}
+		if mode != GC {
+			if obs.Pods, err = s.listPendingPods(ctx); err != nil {
+				fail(cause(ctx, err))
+			}
+		}
+	}
 	p := Decide(s.Config, obs)
-	if p.Slots == 0 || s.Source == nil {
-		return p, nil
+	if mode.deletes() {
+		s.executeDeletes(ctx, p, &sum, fail)
 	}
-	log := zerolog.Ctx(ctx)
+	if mode == GC {
+		return p, sum, errors.Join(errs...)
+	}
+	if len(errs) > 0 { // without the pods the pass cannot tell what is unschedulable
+		p.block("cannot list Pending pods")
+	}
+	if p.Slots > 0 {
+		if snap, err := s.observeCapacity(ctx); err != nil {
+			p.block("capacity unknown: " + err.Error())
+			fail(cause(ctx, err))
+		} else if snap != nil {
+			obs.Capacity = snap
+			p.decideSlots(s.Config, obs)
+			if w := p.Capacity.Warning; w != "" {
+				log.Warn().Msg(w)
+			}
+		}
+	}
+	if err := s.read(ctx, p); err != nil {
+		if config.IsConfigError(err) {
+			sum.fromPlan(p)
+			return p, sum, err
+		}
+		p.block("reading rows failed")
+		fail(cause(ctx, err))
+	} else if err := s.checkSucceeded(ctx, p); err != nil {
+		fail(cause(ctx, err)) // only a warning is lost: the creates go ahead
+	}
+	sum.fromPlan(p)
+	for _, sk := range p.Skipped {
+		log.Warn().Str("task", sk.Key).Msg(sk.Reason)
+	}
+	switch mode {
+	case Tick:
+		s.executeCreates(ctx, p, false, &sum, fail)
+	case ServerDryRun:
+		s.executeCreates(ctx, p, true, &sum, fail)
+	}
+	return p, sum, errors.Join(errs...)
+}
+
+// cause names the pass's deadline or a signal when they are why err happened.
+func cause(ctx context.Context, err error) error {
+	if c := context.Cause(ctx); c != nil && !errors.Is(err, c) {
+		return fmt.Errorf("%w (%w)", err, c)
+	}
+	return err
+}
+
+// read fills p with the rows there is room for. The rows are read with the keys that have a Job excluded; a row
+// that cannot get a Job is skipped and more rows are read in its place, asking each time for what is still needed
+// plus as many as were skipped so far, so a head of bad rows costs a few reads, not a stalled queue.
+func (s *Scheduler) read(ctx context.Context, p *Plan) error {
+	if p.Slots == 0 || s.Source == nil {
+		return nil
+	}
 	exclude := append([]string(nil), p.exclude...)
 	need := p.Slots
-	for round := 0; need > 0; round++ {
-		if round == maxReadRounds {
-			log.Warn().Int("rounds", round).Msg("stopped reading: too many selected rows could not get a Job")
-			break
-		}
-		got, err := s.Source.Select(ctx, exclude, need)
+	for need > 0 && len(p.Skipped) < MaxSkippedRows {
+		ask := min(need+len(p.Skipped), need+MaxSkippedRows-len(p.Skipped))
+		got, err := s.Source.Select(ctx, exclude, ask)
 		if err != nil {
-			return p, err
+			return err
 		}
-		p.Selected += len(got)
-		asked := need
 		for _, row := range got {
 			exclude = append(exclude, row.Key)
+			if need == 0 {
+				break // read ahead for rows that were not needed after all
+			}
+			p.Selected++
 			ok, err := p.admit(s.Renderer, row)
 			if err != nil {
-				return p, err
+				return err
 			}
 			if ok {
 				need--
 			}
 		}
-		if len(got) < asked { // the source has no more rows
+		if len(got) < ask { // the source has no more rows
 			break
 		}
 	}
-	for _, sk := range p.Skipped {
-		log.Warn().Str("task", sk.Key).Msg(sk.Reason)
+	if need > 0 && len(p.Skipped) >= MaxSkippedRows {
+		zerolog.Ctx(ctx).Warn().Int("skipped", len(p.Skipped)).Msg("stopped reading: too many selected rows in a row could not get a Job; the next pass reads on")
 	}
-	return p, nil
+	return nil
+}
+
+// checkSucceeded asks the source, in one read, which keys of succeeded Jobs the query still selects: the worker did
+// not close those rows (a worker bug). They are excluded from the read, so they get no second Job; each is reported
+// as skipped, with its key.
+func (s *Scheduler) checkSucceeded(ctx context.Context, p *Plan) error {
+	if s.Source == nil || len(p.succeeded) == 0 {
+		return nil
+	}
+	left, err := s.Source.Selected(ctx, p.succeeded)
+	if err != nil {
+		return err
+	}
+	for _, key := range left {
+		p.Skipped = append(p.Skipped, Skip{Key: key, Reason: "worker bug: the row is still selected although its Job succeeded; no second Job is created"})
+	}
+	return nil
 }
 
 // admit renders row into a Create, or records why it is skipped. Only a configuration problem is an error.
 func (p *Plan) admit(r *render.Renderer, row rows.Row) (bool, error) {
-	if p.succeeded[row.Key] {
-		p.Skipped = append(p.Skipped, Skip{Key: row.Key, Reason: "worker bug: the row is still selected although its Job succeeded; no second Job is created"})
-		return false, nil
-	}
 	job, err := r.Job(row)
 	var rowErr *render.RowError
 	if errors.As(err, &rowErr) {

@@ -1,6 +1,7 @@
-// Package scheduler holds the pass: Decide turns one observation of the cluster into a plan (what to delete, how many
-// Jobs may be created and why not more), Plan fills it with rows, and Execute carries it out. dry-run prints the plan,
-// status describes it, tick executes it: one place decides, one place writes.
+// Package scheduler holds the pass. Decide turns one observation of the cluster into a plan (what to delete, how many
+// Jobs may be created and why not more); Run is the whole pass: it observes, decides, deletes, reads the rows there
+// is room for and creates their Jobs, as far as its Mode lets it. tick and gc execute the pass, dry-run prints its
+// plan, status describes it: one place decides, one place writes.
 package scheduler
 
 import (
@@ -71,11 +72,16 @@ type Plan struct {
 	Creates  []Create `json:"creates"`
 	Skipped  []Skip   `json:"skipped,omitempty"`
 
-	// exclude are the keys that must not be read again (a Job exists and is kept); succeeded are the keys whose Job
-	// has succeeded (kept, or deleted by this pass): a row still selected for one is a worker bug, not a new task.
-	exclude   []string
-	succeeded map[string]bool
-	names     map[string]string // existing Job name → its task key
+	// exclude are the keys that must not be read again (a Job exists and is kept, or succeeded and is deleted by
+	// this pass); names maps each existing Job's name to its task key.
+	exclude []string
+	names   map[string]string
+	// succeeded are the keys of succeeded Jobs (kept, or deleted by this pass): a row the query still selects for one
+	// is a worker bug.
+	succeeded []string
+	// unboundPods are this scheduler's pods bound to no node yet, podlessJobs its unfinished Jobs with no pod yet:
+	// both will take room that the nodes still show as free.
+	unboundPods, podlessJobs int
 }
 
 // Deletes are the Jobs this pass deletes.
@@ -106,7 +112,6 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 	p := &Plan{
 		Scheduler: cfg.Name,
 		Namespace: cfg.Namespace,
-		succeeded: map[string]bool{},
 		names:     map[string]string{},
 	}
 	podsByJob := map[types.UID][]corev1.Pod{}
@@ -118,7 +123,6 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 			podsByJob[owner.UID] = append(podsByJob[owner.UID], pod)
 		}
 	}
-	unbound, podless := 0, 0
 	for _, job := range obs.Jobs {
 		key := job.Annotations[render.AnnotationTaskKey]
 		p.names[job.Name] = key
@@ -129,14 +133,19 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 			retention := cfg.GC.SucceededRetention.Duration
 			if cond.Type == batchv1.JobComplete {
 				st.State = StateSucceeded
-				p.succeeded[key] = true
 			} else {
 				st.State, st.Reason = StateFailed, strings.TrimSpace(cond.Reason+": "+cond.Message)
 				retention = cfg.GC.FailedRetention.Duration
 			}
 			st.Delete = job.DeletionTimestamp == nil && !obs.Now.Before(t.Add(retention))
-			if st.State == StateFailed && !st.Delete && key != "" {
-				p.exclude = append(p.exclude, key) // kept: its row is not retried meanwhile
+			// A kept Job's row is not read again: a failed one waits for its retention, and a succeeded one whose
+			// row is still selected is a worker bug that gets no second Job. A row whose succeeded Job this pass
+			// deletes is not read in this pass either.
+			if key != "" && (!st.Delete || st.State == StateSucceeded) {
+				p.exclude = append(p.exclude, key)
+			}
+			if key != "" && st.State == StateSucceeded {
+				p.succeeded = append(p.succeeded, key)
 			}
 			p.Jobs = append(p.Jobs, st)
 			continue
@@ -152,12 +161,12 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 		case job.Status.Active > 0:
 			st.State = StateRunning
 		default:
-			st.State = StateStarting // the Job controller has not made its pod yet
-			podless++
+			st.State = StateStarting // the Job controller has not made its pods yet
+			p.podlessJobs++
 		}
 		for _, pod := range pods {
 			if pod.Spec.NodeName == "" {
-				unbound++
+				p.unboundPods++
 			}
 			if msg, ok := unschedulable(&pod); ok {
 				st.State, st.Reason = StateUnschedulable, msg
@@ -168,17 +177,16 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 	}
 	sort.Slice(p.Jobs, func(i, j int) bool { return p.Jobs[i].Name < p.Jobs[j].Name })
 	sort.Strings(p.exclude)
-	p.decideSlots(cfg, obs, unbound+podless, podless)
-	if p.Slots <= 0 {
-		p.Slots, p.Blocked = 0, p.Limit
-	}
+	p.decideSlots(cfg, obs)
 	return p
 }
 
-// decideSlots sets Slots = min(maxActive − unfinished, maxPerTick, what fits now) and says what bound it.
-func (p *Plan) decideSlots(cfg *config.Config, obs *Observation, unbound, podless int) {
+// decideSlots sets Slots = min(maxActive − unfinished, maxPerTick, what fits now) and says what bound it; when no
+// Job may be created, Blocked says why.
+func (p *Plan) decideSlots(cfg *config.Config, obs *Observation) {
+	p.Slots, p.Blocked, p.Capacity = 0, "", nil
 	if cfg.BlockOnUnschedulable() && p.Unschedulable > 0 {
-		p.Limit = fmt.Sprintf("%d pod(s) Unschedulable (%s)", p.Unschedulable, p.firstUnschedulable())
+		p.block(fmt.Sprintf("%d pod(s) Unschedulable (%s)", p.Unschedulable, p.firstUnschedulable()))
 		return
 	}
 	p.Slots = cfg.MaxPerTick()
@@ -188,18 +196,37 @@ func (p *Plan) decideSlots(cfg *config.Config, obs *Observation, unbound, podles
 		p.Limit = fmt.Sprintf("limits.maxActive: %d of %d unfinished", p.Unfinished, cfg.MaxActive())
 	}
 	if cfg.Limits.Capacity != config.CapacityOff && obs.Capacity != nil {
-		spec := &cfg.Template.Spec.Template.Spec
-		perJob := 1
-		if par := cfg.Template.Spec.Parallelism; par != nil && *par > 1 {
-			perJob = int(*par)
-		}
-		rep := capacity.Fit(spec, obs.Capacity, unbound, podless)
+		rep := capacity.Fit(cfg.Template, obs.Capacity, p.unboundPods, p.podlessJobs*podsPerJob(cfg.Template)) // rep.Fit is in Jobs
 		p.Capacity = &rep
-		if rep.Fit >= 0 && rep.Fit/perJob < p.Slots {
-			p.Slots = rep.Fit / perJob
+		if rep.Fit >= 0 && rep.Fit < p.Slots {
+			p.Slots = rep.Fit
 			p.Limit = "capacity: " + rep.Binding
 		}
 	}
+	if p.Slots <= 0 {
+		p.block(p.Limit)
+	}
+}
+
+// block makes the plan create nothing, for reason.
+func (p *Plan) block(reason string) {
+	p.Slots, p.Blocked = 0, reason
+	if p.Limit == "" {
+		p.Limit = reason
+	}
+}
+
+// podsPerJob is how many pods one Job of the template runs at once: min(parallelism, completions), parallelism
+// defaulting to 1 and completions unset meaning parallelism.
+func podsPerJob(tpl *batchv1.Job) int {
+	n := 1
+	if par := tpl.Spec.Parallelism; par != nil {
+		n = int(*par)
+	}
+	if c := tpl.Spec.Completions; c != nil && int(*c) < n {
+		n = int(*c)
+	}
+	return max(n, 1)
 }
 
 func (p *Plan) firstUnschedulable() string {
