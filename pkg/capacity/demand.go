@@ -1,122 +1,142 @@
-// Package capacity admits Jobs by capacity: it answers how many more pods of a Job template's pod spec can start now
-// on the cluster's nodes and within the namespace's ResourceQuotas, so that no pod of ours is left Unschedulable.
+// Package capacity admits Jobs by capacity: it answers how many more Jobs of a template can start now on the
+// cluster's nodes and within the namespace's ResourceQuotas, so that no pod of ours is left Unschedulable.
 //
-// It reads the cluster once per pass (Observe) and then decides without I/O (Fit). The arithmetic follows
-// kube-scheduler's NodeResourcesFit plugin and the ResourceQuota admission plugin; see Demand and Fit.
+// It reads the cluster once per pass (Observe) and then decides without I/O (Fit). A pod's requests, node affinity
+// and taint tolerations are counted by the helpers kube-scheduler itself uses (k8s.io/component-helpers); this
+// package keeps only jobsched's own logic: what the API server adds to the template at admission (LimitRange
+// defaults, RuntimeClass overhead), summing per node, the quota headroom, the room kept for the next tick, and the
+// report.
 package capacity
 
 import (
-	"strings"
+	"maps"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
-// Demand returns what one pod of spec requests, the way kube-scheduler counts it: per resource, the larger of the
-// sum of the containers' requests and the largest init container's request (restartable "sidecar" init containers,
-// restartPolicy Always, add to the sum like the scheduler does), plus spec.Overhead. A container with a limit and no
-// request for a resource counts its limit (that is what API defaulting does). Includes cpu, memory,
-// ephemeral-storage and extended resources (e.g. nvidia.com/gpu); not "pods" (that is counted separately).
-//
-// Pod-level resources (spec.resources, for cpu, memory and hugepages-*) replace the containers' aggregate for those
-// resources, with the API server's defaulting: a pod-level limit stands in for a missing pod-level request only
-// where no container requests that resource.
-func Demand(spec *corev1.PodSpec) corev1.ResourceList {
-	return aggregate(spec, requests, true)
+// PodsPerJob is how many pods one Job of tpl runs at once: min(parallelism, completions), parallelism defaulting
+// to 1 and completions unset meaning parallelism; at least 1.
+func PodsPerJob(tpl *batchv1.Job) int {
+	n := 1
+	if p := tpl.Spec.Parallelism; p != nil {
+		n = int(*p)
+	}
+	if c := tpl.Spec.Completions; c != nil && int(*c) < n {
+		n = int(*c)
+	}
+	return max(n, 1)
 }
 
-// limitsDemand is what one pod of spec counts against ResourceQuota's limits.*: limits only (no fallback to
-// requests), aggregated like Demand, with the overhead added only to limits that are set.
-func limitsDemand(spec *corev1.PodSpec) corev1.ResourceList {
-	return aggregate(spec, func(r corev1.ResourceRequirements) corev1.ResourceList { return r.Limits }, false)
+// Admitted is the pod the API server makes of spec in a namespace with limitRanges, with runtimeClass (the one
+// spec.runtimeClassName names, or nil): the requests defaulting of the API (a container's limit stands in for its
+// missing request; a pod-level limit for a missing pod-level request where no container requests the resource), the
+// LimitRanger's container defaults (defaultRequest, else default, for each resource a container leaves unset; it
+// sets missing limits from default too) and the RuntimeClass admission (its overhead, nodeSelector and tolerations). min/max are the API server's to
+// check. spec is not changed.
+func Admitted(spec *corev1.PodSpec, limitRanges []corev1.LimitRange, runtimeClass *nodev1.RuntimeClass) *corev1.Pod {
+	pod := &corev1.Pod{Spec: *spec.DeepCopy()}
+	s := &pod.Spec
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			r.Requests = withMissing(r.Requests, r.Limits) // API defaulting, before admission
+			for j := range limitRanges {                   // the LimitRanger, one LimitRange after the other
+				defReq, defLim := containerDefaults(&limitRanges[j])
+				r.Limits = withMissing(r.Limits, defLim)
+				r.Requests = withMissing(r.Requests, defReq)
+			}
+		}
+	}
+	if r := s.Resources; r != nil && len(r.Limits) > 0 {
+		containers := resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{})
+		for k, v := range r.Limits {
+			_, set := r.Requests[k]
+			if _, asked := containers[k]; !set && !asked && resourcehelper.IsSupportedPodLevelResource(k) {
+				if r.Requests == nil {
+					r.Requests = corev1.ResourceList{}
+				}
+				r.Requests[k] = v.DeepCopy()
+			}
+		}
+	}
+	if rc := runtimeClass; rc != nil {
+		if rc.Overhead != nil && s.Overhead == nil {
+			s.Overhead = rc.Overhead.PodFixed.DeepCopy()
+		}
+		if sch := rc.Scheduling; sch != nil {
+			if len(sch.NodeSelector) > 0 {
+				sel := make(map[string]string, len(s.NodeSelector)+len(sch.NodeSelector))
+				maps.Copy(sel, sch.NodeSelector)
+				maps.Copy(sel, s.NodeSelector) // a conflicting key is rejected by the API server
+				s.NodeSelector = sel
+			}
+			s.Tolerations = append(s.Tolerations, sch.Tolerations...)
+		}
+	}
+	return pod
 }
 
-// requests is a container's effective requests after API defaulting: a limit without a request counts as the request.
-func requests(r corev1.ResourceRequirements) corev1.ResourceList {
-	if len(r.Limits) == 0 {
-		return r.Requests
+// containerDefaults is what the Container items of a LimitRange give a container that sets none: requests
+// (defaultRequest, else default: the API server fills defaultRequest from default when a LimitRange is stored) and
+// limits (default).
+func containerDefaults(lr *corev1.LimitRange) (requests, limits corev1.ResourceList) {
+	requests, limits = corev1.ResourceList{}, corev1.ResourceList{}
+	for _, item := range lr.Spec.Limits {
+		if item.Type != corev1.LimitTypeContainer {
+			continue
+		}
+		for k, v := range item.Default {
+			limits[k] = v
+			if _, ok := item.DefaultRequest[k]; !ok {
+				requests[k] = v
+			}
+		}
+		for k, v := range item.DefaultRequest {
+			requests[k] = v
+		}
 	}
-	out := make(corev1.ResourceList, len(r.Limits)+len(r.Requests))
-	for k, v := range r.Limits {
-		out[k] = v
+	return requests, limits
+}
+
+// withMissing returns have plus every resource of defaults that have lacks (a new list when something is added).
+func withMissing(have, defaults corev1.ResourceList) corev1.ResourceList {
+	var out corev1.ResourceList
+	for k, v := range defaults {
+		if _, ok := have[k]; ok {
+			continue
+		}
+		if out == nil {
+			out = make(corev1.ResourceList, len(have)+len(defaults))
+			for hk, hv := range have {
+				out[hk] = hv
+			}
+		}
+		out[k] = v.DeepCopy()
 	}
-	for k, v := range r.Requests {
-		out[k] = v
+	if out == nil {
+		return have
 	}
 	return out
 }
 
-// aggregate follows the sidecar KEP (753) formula used by k8s.io/component-helpers/resource.PodRequests/PodLimits.
-func aggregate(spec *corev1.PodSpec, of func(corev1.ResourceRequirements) corev1.ResourceList, isRequests bool) corev1.ResourceList {
-	sum := corev1.ResourceList{}
-	for i := range spec.Containers {
-		add(sum, of(spec.Containers[i].Resources))
-	}
-	// Init container i uses its own resources plus those of the sidecars started before it; sidecars keep running
-	// and so also add to the sum of the regular containers.
-	if len(spec.InitContainers) > 0 {
-		initMax, sidecars := corev1.ResourceList{}, corev1.ResourceList{}
-		for i := range spec.InitContainers {
-			c := &spec.InitContainers[i]
-			if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-				add(sum, of(c.Resources))
-				add(sidecars, of(c.Resources))
-				maxInto(initMax, sidecars)
-				continue
-			}
-			use := corev1.ResourceList{}
-			add(use, of(c.Resources))
-			add(use, sidecars)
-			maxInto(initMax, use)
-		}
-		maxInto(sum, initMax)
-	}
-
-	if r := spec.Resources; r != nil {
-		for k, v := range r.Limits {
-			if _, set := sum[k]; podLevel(k) && (!isRequests || !set) {
-				sum[k] = v.DeepCopy()
-			}
-		}
-		if isRequests {
-			for k, v := range r.Requests {
-				if podLevel(k) {
-					sum[k] = v.DeepCopy()
-				}
-			}
-		}
-	}
-
-	for k, v := range spec.Overhead {
-		if q, ok := sum[k]; isRequests || ok && !q.IsZero() {
-			add(sum, corev1.ResourceList{k: v})
-		}
-	}
-	delete(sum, corev1.ResourcePods)
-	return sum
+// Demand is what one pod takes on a node, as kube-scheduler counts it (resource.PodRequests: containers, init
+// containers and restartable sidecars, pod-level resources, overhead). For a pod bound to a node, status counts
+// too: an in-place resize takes the larger of spec and what the kubelet allocated. "pods" is not included (the pod
+// slot is counted apart).
+func Demand(pod *corev1.Pod) corev1.ResourceList {
+	d := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{
+		UseStatusResources: pod.Spec.NodeName != "",
+		InPlacePodLevelResourcesVerticalScalingEnabled: pod.Spec.NodeName != "",
+	})
+	delete(d, corev1.ResourcePods)
+	return d
 }
 
-func podLevel(k corev1.ResourceName) bool {
-	return k == corev1.ResourceCPU || k == corev1.ResourceMemory || strings.HasPrefix(string(k), corev1.ResourceHugePagesPrefix)
-}
-
-// add adds b to a. A Quantity may share its *inf.Dec with the object it came from, so a value is deep-copied the
-// first time it enters a.
-func add(a, b corev1.ResourceList) {
-	for k, v := range b {
-		if q, ok := a[k]; ok {
-			q.Add(v)
-			a[k] = q
-		} else {
-			a[k] = v.DeepCopy()
-		}
-	}
-}
-
-// maxInto sets a to the larger of a and b for every resource in b.
-func maxInto(a, b corev1.ResourceList) {
-	for k, v := range b {
-		if q, ok := a[k]; !ok || v.Cmp(q) > 0 {
-			a[k] = v.DeepCopy()
-		}
-	}
+// limitsDemand is what one pod counts against ResourceQuota's limits.*: its limits, with overhead added to the
+// limits that are set (resource.PodLimits).
+func limitsDemand(pod *corev1.Pod) corev1.ResourceList {
+	return resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
 }

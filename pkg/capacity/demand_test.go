@@ -3,9 +3,12 @@ package capacity
 import (
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // rl builds a ResourceList from name, quantity pairs.
@@ -28,11 +31,27 @@ func sidecar(req corev1.ResourceList) corev1.Container {
 	return c
 }
 
+// limitRange is a LimitRange with one Container item.
+func limitRange(name string, defaultRequest, def corev1.ResourceList) corev1.LimitRange {
+	return corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
+		{Type: corev1.LimitTypePod, Max: rl("cpu", "64")}, // not a container default: ignored
+		{Type: corev1.LimitTypeContainer, DefaultRequest: defaultRequest, Default: def},
+	}}}
+}
+
+func runtimeClass(overhead corev1.ResourceList) *nodev1.RuntimeClass {
+	return &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "kata"}, Handler: "kata", Overhead: &nodev1.Overhead{PodFixed: overhead}}
+}
+
+// TestDemand is what one pod of a template takes once admitted: the helper's arithmetic over the API server's
+// defaults (LimitRange, RuntimeClass).
 func TestDemand(t *testing.T) {
 	tests := []struct {
-		name string
-		spec corev1.PodSpec
-		want corev1.ResourceList
+		name         string
+		spec         corev1.PodSpec
+		limitRanges  []corev1.LimitRange
+		runtimeClass *nodev1.RuntimeClass
+		want         corev1.ResourceList
 	}{
 		{
 			name: "empty spec",
@@ -120,10 +139,50 @@ func TestDemand(t *testing.T) {
 			},
 			want: rl("cpu", "3", "memory", "2Gi", "ephemeral-storage", "1Gi"),
 		},
+		{
+			name:        "LimitRange defaultRequest for a container without requests",
+			spec:        corev1.PodSpec{Containers: []corev1.Container{ctr(nil, nil), ctr(rl("cpu", "500m"), nil)}},
+			limitRanges: []corev1.LimitRange{limitRange("defaults", rl("cpu", "1", "memory", "256Mi"), rl("cpu", "2", "memory", "512Mi"))},
+			want:        rl("cpu", "1500m", "memory", "512Mi"), // 1 + 500m; the second container keeps its request
+		},
+		{
+			name:        "LimitRange default stands in for a missing defaultRequest",
+			spec:        corev1.PodSpec{Containers: []corev1.Container{ctr(nil, nil)}},
+			limitRanges: []corev1.LimitRange{limitRange("defaults", nil, rl("cpu", "1"))},
+			want:        rl("cpu", "1"),
+		},
+		{
+			name:        "a container's own limit comes before the LimitRange's default",
+			spec:        corev1.PodSpec{Containers: []corev1.Container{ctr(nil, rl("cpu", "3"))}},
+			limitRanges: []corev1.LimitRange{limitRange("defaults", rl("cpu", "1"), rl("cpu", "2"))},
+			want:        rl("cpu", "3"),
+		},
+		{
+			name: "the first LimitRange's default wins",
+			spec: corev1.PodSpec{Containers: []corev1.Container{ctr(nil, nil)}},
+			limitRanges: []corev1.LimitRange{limitRange("a", rl("cpu", "1"), nil),
+				limitRange("b", rl("cpu", "2", "memory", "1Gi"), nil)},
+			want: rl("cpu", "1", "memory", "1Gi"),
+		},
+		{
+			name: "LimitRange defaults init containers and sidecars too",
+			spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{sidecar(nil)},
+				Containers:     []corev1.Container{ctr(nil, nil)},
+			},
+			limitRanges: []corev1.LimitRange{limitRange("defaults", rl("cpu", "1"), nil)},
+			want:        rl("cpu", "2"),
+		},
+		{
+			name:         "RuntimeClass overhead",
+			spec:         corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", "1"), nil)}},
+			runtimeClass: runtimeClass(rl("cpu", "250m", "memory", "160Mi")),
+			want:         rl("cpu", "1250m", "memory", "160Mi"),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Demand(&tt.spec)
+			got := Demand(Admitted(&tt.spec, tt.limitRanges, tt.runtimeClass))
 			if !equality.Semantic.DeepEqual(got, tt.want) {
 				t.Errorf("Demand() = %v, want %v", got, tt.want)
 			}
@@ -141,7 +200,80 @@ func TestLimitsDemand(t *testing.T) {
 		Overhead: rl("cpu", "100m", "memory", "10Mi"), // added to set limits only
 	}
 	want := rl("cpu", "3100m")
-	if got := limitsDemand(&spec); !equality.Semantic.DeepEqual(got, want) {
+	if got := limitsDemand(&corev1.Pod{Spec: spec}); !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("limitsDemand() = %v, want %v", got, want)
+	}
+}
+
+// TestDemandResized: a bound pod counts the larger of its spec and what the kubelet allocated or runs with (in-place
+// resize), as kube-scheduler does; a pod not bound yet counts its spec only.
+func TestDemandResized(t *testing.T) {
+	pod := func(node string, spec, allocated, actual corev1.ResourceList) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{ctr(spec, nil)}}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", AllocatedResources: allocated}}
+		if actual != nil {
+			p.Status.ContainerStatuses[0].Resources = &corev1.ResourceRequirements{Requests: actual}
+		}
+		return p
+	}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want corev1.ResourceList
+	}{
+		{name: "grown in spec, not yet allocated: spec", pod: pod("n1", rl("cpu", "2"), rl("cpu", "1"), rl("cpu", "1")), want: rl("cpu", "2")},
+		{name: "shrunk in spec, still running large: status", pod: pod("n1", rl("cpu", "1"), rl("cpu", "1"), rl("cpu", "3")), want: rl("cpu", "3")},
+		{name: "allocated larger than spec: allocated", pod: pod("n1", rl("cpu", "1"), rl("cpu", "2"), nil), want: rl("cpu", "2")},
+		{name: "unbound: spec only", pod: pod("", rl("cpu", "1"), rl("cpu", "2"), rl("cpu", "3")), want: rl("cpu", "1")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Demand(tt.pod); !equality.Semantic.DeepEqual(got, tt.want) {
+				t.Errorf("Demand() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestAdmittedRuntimeClassScheduling: a RuntimeClass's nodeSelector and tolerations are merged into the template,
+// which changes the nodes it may use; the template itself is not changed.
+func TestAdmittedRuntimeClassScheduling(t *testing.T) {
+	spec := corev1.PodSpec{NodeSelector: map[string]string{"zone": "a"}, Containers: []corev1.Container{ctr(nil, nil)}}
+	rc := runtimeClass(nil)
+	rc.Overhead = nil
+	rc.Scheduling = &nodev1.Scheduling{NodeSelector: map[string]string{"runtime": "kata"},
+		Tolerations: []corev1.Toleration{{Key: "kata", Operator: corev1.TolerationOpExists}}}
+	got := Admitted(&spec, nil, rc).Spec
+	if want := map[string]string{"zone": "a", "runtime": "kata"}; !equality.Semantic.DeepEqual(got.NodeSelector, want) {
+		t.Errorf("nodeSelector = %v, want %v", got.NodeSelector, want)
+	}
+	if len(got.Tolerations) != 1 || got.Tolerations[0].Key != "kata" {
+		t.Errorf("tolerations = %v, want the RuntimeClass's", got.Tolerations)
+	}
+	if len(spec.NodeSelector) != 1 || spec.Containers[0].Resources.Requests != nil {
+		t.Errorf("Admitted changed the template: %+v", spec)
+	}
+}
+
+func TestPodsPerJob(t *testing.T) {
+	i32 := func(v int32) *int32 { return &v }
+	tests := []struct {
+		name                   string
+		parallelism, completes *int32
+		want                   int
+	}{
+		{name: "defaults", want: 1},
+		{name: "parallelism", parallelism: i32(4), want: 4},
+		{name: "fewer completions than parallelism", parallelism: i32(4), completes: i32(2), want: 2},
+		{name: "more completions than parallelism", parallelism: i32(2), completes: i32(5), want: 2},
+		{name: "parallelism 0 is still one", parallelism: i32(0), want: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job := &batchv1.Job{Spec: batchv1.JobSpec{Parallelism: tt.parallelism, Completions: tt.completes}}
+			if got := PodsPerJob(job); got != tt.want {
+				t.Errorf("PodsPerJob() = %d, want %d", got, tt.want)
+			}
+		})
 	}
 }

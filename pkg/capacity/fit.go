@@ -5,24 +5,32 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/go-logr/logr"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
 
-// Report says how many more pods of a spec fit now, and why.
+// Report says how many more Jobs of a template fit now, and why.
 type Report struct {
-	Fit     int                 `json:"fit"`               // how many more fit; -1 = no limit known
-	Binding string              `json:"binding,omitempty"` // the binding constraint in words
-	Demand  corev1.ResourceList `json:"demand,omitempty"`  // one pod's Demand
-	Nodes   []NodeFit           `json:"nodes,omitempty"`   // every node considered or excluded, sorted by name
-	Quota   []QuotaFit          `json:"quota,omitempty"`   // every quota resource that limits the spec
-	Warning string              `json:"warning,omitempty"` // e.g. the NodesForbidden fallback
+	Fit        int                 `json:"fit"`                  // how many more Jobs fit; -1 = no limit known
+	Binding    string              `json:"binding,omitempty"`    // the binding constraint in words
+	PodsPerJob int                 `json:"podsPerJob,omitempty"` // pods one Job runs at once (set when above 1)
+	Demand     corev1.ResourceList `json:"demand,omitempty"`     // one pod's requests, as the API server admits it
+	Nodes      []NodeFit           `json:"nodes,omitempty"`      // every node considered or excluded, sorted by name
+	Quota      []QuotaFit          `json:"quota,omitempty"`      // every quota resource that limits the template
+	Tick       string              `json:"tick,omitempty"`       // the room kept for the next tick, in words
+	Pending    []PendingFit        `json:"pending,omitempty"`    // others' unbound pods counted as taking room
+	Listed     string              `json:"listed,omitempty"`     // which pods were listed to count the room
+	Warning    string              `json:"warning,omitempty"`    // e.g. a permission that is missing
 }
 
-// NodeFit is how many more pods of the spec fit on one node.
+// NodeFit is how many more pods of the template fit on one node.
 type NodeFit struct {
 	Name     string              `json:"name"`
 	Fits     int                 `json:"fits"`               // 0 if excluded
@@ -38,36 +46,61 @@ type QuotaFit struct {
 	Fits     int    `json:"fits"`
 }
 
+// PendingFit is a pod of someone else, not yet bound, that could land on a node of the template: it is counted on
+// the node where it would cost our pods the most room.
+type PendingFit struct {
+	Pod   string `json:"pod"` // namespace/name
+	Node  string `json:"node"`
+	Costs int    `json:"costs"` // how many of our pods fit less on that node
+}
+
 // taintUnschedulable is the taint the scheduler treats spec.unschedulable as (NodeUnschedulable plugin).
 var taintUnschedulable = corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
 
-// Fit says how many more pods of spec can start now, given snap and our Jobs that already hold a claim on room:
-// unbound (Jobs whose pods are not yet bound to a node) and podless (Jobs that have no pod yet).
+// doNotSchedule selects the taints the TaintToleration filter checks.
+func doNotSchedule(t *corev1.Taint) bool {
+	return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+}
+
+// comparisonOperators is kube-scheduler's TaintTolerationComparisonOperators feature gate (alpha, off in 1.37):
+// while it is off, Lt/Gt tolerations tolerate nothing.
+const comparisonOperators = false
+
+// Fit says how many more Jobs of tpl can start now, given snap and our pods that already hold a claim on room:
+// unbound (our pods not bound to a node yet) and podless (the pods our pod-less Jobs will still make).
 //
-// Nodes considered: Ready, not cordoned (unless the spec tolerates node.kubernetes.io/unschedulable), whose
-// NoSchedule/NoExecute taints the spec tolerates, matching spec.nodeName, spec.nodeSelector and the required node
-// affinity. Per node, fits = min over the demanded resources of floor((allocatable − requested)/demand), and the
-// free pod count. nodeFit = Σ fits − unbound, at least 0.
+// The template is first made what the API server admits (Admitted: LimitRange defaults, RuntimeClass overhead and
+// scheduling) and its demand counted as kube-scheduler does (Demand).
 //
-// Quota: each ResourceQuota whose scopes match the spec limits the Jobs to floor((hard − used)/per-Job) for
-// cpu, memory, ephemeral-storage (bare or requests.*), requests.<any>, limits.<any> (from limits only: a pod with no
-// limit counts 0), pods and count/pods (1; minus podless, which quota has not charged yet) and count/jobs.batch
-// (1; charged when the Job was created, so podless is not subtracted).
+// Nodes considered: Ready, not cordoned (unless the pod tolerates node.kubernetes.io/unschedulable), whose
+// NoSchedule/NoExecute taints it tolerates and whose labels match its nodeSelector and required node affinity
+// (component-helpers' taint and nodeaffinity helpers), and spec.nodeName. Per node, free = allocatable − the
+// requests of its pods (and one pod slot each); others' unbound pods that could land there are taken out first
+// (see Snapshot.Pending); fits = min over the demanded resources of floor(free/demand), and the free pod slots.
+// The sum is capped so that the next tick can start (see tickCap), minus unbound + podless; in Jobs, divided by
+// PodsPerJob.
 //
-// Fit = min(nodeFit, quota); a side that does not apply is unlimited. snap == nil (mode off) gives Fit -1.
-func Fit(spec *corev1.PodSpec, snap *Snapshot, unbound, podless int) Report {
+// Quota: each ResourceQuota whose scopes match the pod limits the Jobs to floor((hard − used)/per-pod), minus
+// podless (quota charges a pod when it is created), divided by PodsPerJob, for cpu, memory, ephemeral-storage (bare
+// or requests.*), requests.<any>, limits.<any> (from limits only) and pods/count/pods; count/jobs.batch is counted in
+// Jobs (charged when the Job was created, so podless is not subtracted).
+//
+// Fit = min(nodes, quota); a side that does not apply is unlimited. snap == nil (mode off) gives Fit -1.
+func Fit(tpl *batchv1.Job, snap *Snapshot, unbound, podless int) Report {
 	if snap == nil {
 		return Report{Fit: -1, Binding: "capacity off"}
 	}
-	r := Report{Fit: -1, Demand: Demand(spec)}
-	var warnings []string
-	if snap.NodesForbidden != nil {
-		warnings = append(warnings, snap.NodesForbidden.Error())
+	pod := Admitted(&tpl.Spec.Template.Spec, snap.LimitRanges, snap.RuntimeClass)
+	perJob := PodsPerJob(tpl)
+	r := Report{Fit: -1, Demand: Demand(pod), Listed: snap.Listed}
+	if perJob > 1 {
+		r.PodsPerJob = perJob
 	}
+	warnings := slices.Clone(snap.Warnings)
 	if snap.Mode == ModeNodes {
-		r.Fit, r.Binding = fitNodes(spec, r.Demand, snap.Nodes, unbound, &r)
+		r.Fit, r.Binding = fitNodes(pod, r.Demand, snap, unbound+podless, perJob, &r)
 	}
-	fit, binding, warn := fitQuotas(spec, r.Demand, snap.Quotas, podless, &r)
+	fit, binding, warn := fitQuotas(pod, r.Demand, snap.Quotas, podless, perJob, &r)
 	if fit >= 0 && (r.Fit < 0 || fit < r.Fit) {
 		r.Fit, r.Binding = fit, binding
 	}
@@ -78,58 +111,145 @@ func Fit(spec *corev1.PodSpec, snap *Snapshot, unbound, podless int) Report {
 	return r
 }
 
-func fitNodes(spec *corev1.PodSpec, demand corev1.ResourceList, nodes []Node, unbound int, r *Report) (int, string) {
+// placement is what decides which nodes a pod may use: nodeName, tolerations, nodeSelector and required affinity.
+type placement struct {
+	spec     *corev1.PodSpec
+	selector nodeaffinity.RequiredNodeAffinity // nodeSelector only
+	affinity nodeaffinity.RequiredNodeAffinity // required node affinity only
+}
+
+func newPlacement(spec *corev1.PodSpec) placement {
+	return placement{spec: spec,
+		selector: nodeaffinity.NewRequiredNodeAffinity(spec.NodeSelector, nil),
+		affinity: nodeaffinity.NewRequiredNodeAffinity(nil, spec.Affinity)}
+}
+
+// excluded says why kube-scheduler would not place the pod on n, or "".
+func (p placement) excluded(n *Node) string {
+	obj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}}
+	log := logr.Discard()
+	switch {
+	case p.spec.NodeName != "" && p.spec.NodeName != n.Name:
+		return "nodeName"
+	case !n.Ready:
+		return "NotReady"
+	case n.Unschedulable && !corev1helpers.TolerationsTolerateTaint(log, p.spec.Tolerations, &taintUnschedulable, comparisonOperators):
+		return "cordoned"
+	}
+	if t, ok := corev1helpers.FindMatchingUntoleratedTaint(log, n.Taints, p.spec.Tolerations, doNotSchedule, comparisonOperators); ok {
+		return "taint " + t.ToString() + " not tolerated"
+	}
+	if ok, _ := p.selector.Match(obj); !ok {
+		return "nodeSelector"
+	}
+	if ok, _ := p.affinity.Match(obj); !ok {
+		return "node affinity"
+	}
+	return ""
+}
+
+// room is one considered node while Fit works on it.
+type room struct {
+	node *Node
+	free corev1.ResourceList // allocatable − requested, and the free pod slots
+	fits int
+	lim  string
+}
+
+func fitNodes(pod *corev1.Pod, demand corev1.ResourceList, snap *Snapshot, claimed, perJob int, r *Report) (int, string) {
 	names := slices.Sorted(maps.Keys(demand))
-	total, considered := 0, 0
-	limits := map[string]int{} // how many considered nodes each resource binds on
-	var last NodeFit
-	for i := range nodes {
-		n := &nodes[i]
-		nf := NodeFit{Name: n.Name, Excluded: excluded(spec, n)}
+	ours := newPlacement(&pod.Spec)
+	var rooms []*room
+	for i := range snap.Nodes {
+		n := &snap.Nodes[i]
+		nf := NodeFit{Name: n.Name, Excluded: ours.excluded(n)}
 		if nf.Excluded == "" {
-			nf.Fits, nf.Limit, nf.Free = nodeFits(demand, names, n)
-			total += nf.Fits
-			considered++
-			limits[nf.Limit]++
-			last = nf
+			rooms = append(rooms, &room{node: n, free: free(n)})
 		}
 		r.Nodes = append(r.Nodes, nf)
 	}
 	slices.SortFunc(r.Nodes, func(a, b NodeFit) int { return cmp.Compare(a.Name, b.Name) })
-	if considered == 0 {
+	if len(rooms) == 0 {
 		return 0, "no Ready, schedulable node matches the template"
 	}
-	fit := max(total-unbound, 0)
+	r.Pending = takePending(snap.Pending, rooms, demand, names)
+	total := 0
+	limits := map[string]int{} // how many considered nodes each resource binds on
+	for _, rm := range rooms {
+		rm.fits, rm.lim = fits(demand, names, rm.free)
+		total += rm.fits
+		limits[rm.lim]++
+		i, _ := slices.BinarySearchFunc(r.Nodes, rm.node.Name, func(nf NodeFit, name string) int { return cmp.Compare(nf.Name, name) })
+		r.Nodes[i].Fits, r.Nodes[i].Limit, r.Nodes[i].Free = rm.fits, rm.lim, only(rm.free, names)
+	}
+	capped, tick := tickCap(snap.Tick, rooms, demand, names)
+	r.Tick = tick
+	pods := total
+	if capped >= 0 && capped < total {
+		pods = capped
+	}
+	fit := max(pods-claimed, 0) / perJob
 	var s string
-	if considered == 1 {
-		s = fmt.Sprintf("%s: %d more fit on %s", last.Limit, fit, last.Name)
-	} else {
+	switch {
+	case capped >= 0 && capped < total:
+		s = fmt.Sprintf("tick: %d more pod(s) fit on %d node(s) with room kept for the next tick", max(pods-claimed, 0), len(rooms))
+	case len(rooms) == 1:
+		s = fmt.Sprintf("%s: %d more fit on %s", rooms[0].lim, max(pods-claimed, 0), rooms[0].node.Name)
+	default:
 		var by []string
 		for _, l := range slices.Sorted(maps.Keys(limits)) {
 			by = append(by, fmt.Sprintf("%s on %d", l, limits[l]))
 		}
-		s = fmt.Sprintf("nodes: %d more fit on %d nodes (limited by %s)", fit, considered, strings.Join(by, ", "))
+		s = fmt.Sprintf("nodes: %d more fit on %d nodes (limited by %s)", max(pods-claimed, 0), len(rooms), strings.Join(by, ", "))
 	}
-	if unbound > 0 {
-		s += fmt.Sprintf(", after %d unbound", unbound)
+	if claimed > 0 {
+		s += fmt.Sprintf(", after %d unbound", claimed)
+	}
+	if perJob > 1 {
+		s += fmt.Sprintf(" (%d Job(s) of %d pods)", fit, perJob)
 	}
 	return fit, s
 }
 
-// nodeFits is how many pods of demand fit on n, the resource that limits it, and what is free.
-func nodeFits(demand corev1.ResourceList, names []corev1.ResourceName, n *Node) (int, string, corev1.ResourceList) {
-	pods := n.Allocatable.Pods().Value() - int64(n.Pods)
-	free := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(pods, resource.DecimalSI)}
-	fits, limit := pods, string(corev1.ResourcePods)
-	for _, name := range names {
-		f := n.Allocatable[name].DeepCopy() // a resource the node does not have is 0
-		f.Sub(n.Requested[name])
-		free[name] = f
-		if k, ok := quotient(f, demand[name], name); ok && (k < fits || k == fits && limit == "pods") {
-			fits, limit = k, string(name)
+// free is what n has left: allocatable − requested per resource, and the free pod slots.
+func free(n *Node) corev1.ResourceList {
+	out := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(n.Allocatable.Pods().Value()-int64(n.Pods), resource.DecimalSI)}
+	for k, v := range n.Allocatable {
+		if k == corev1.ResourcePods {
+			continue
+		}
+		q := v.DeepCopy()
+		q.Sub(n.Requested[k])
+		out[k] = q
+	}
+	for k, v := range n.Requested {
+		if _, ok := n.Allocatable[k]; !ok { // requested on a node that does not offer it (e.g. a removed device)
+			q := v.DeepCopy()
+			q.Neg()
+			out[k] = q
 		}
 	}
-	return int(max(fits, 0)), limit, free
+	return out
+}
+
+// only is free restricted to names and pods (what the report shows).
+func only(free corev1.ResourceList, names []corev1.ResourceName) corev1.ResourceList {
+	out := corev1.ResourceList{corev1.ResourcePods: free[corev1.ResourcePods]}
+	for _, n := range names {
+		out[n] = free[n] // a resource the node does not have is 0
+	}
+	return out
+}
+
+// fits is how many pods of demand fit in free, and the resource that limits it.
+func fits(demand corev1.ResourceList, names []corev1.ResourceName, free corev1.ResourceList) (int, string) {
+	k, limit := free.Pods().Value(), string(corev1.ResourcePods)
+	for _, name := range names {
+		if q, ok := quotient(free[name], demand[name], name); ok && (q < k || q == k && limit == "pods") {
+			k, limit = q, string(name)
+		}
+	}
+	return int(max(k, 0)), limit
 }
 
 // quotient is floor(free/per) in the resource's unit (millicores for cpu), and false when per is not positive.
@@ -144,120 +264,120 @@ func quotient(free, per resource.Quantity, name corev1.ResourceName) (int64, boo
 	return max(f, 0) / p, true
 }
 
-// excluded says why the scheduler would not place a pod of spec on n, or "".
-func excluded(spec *corev1.PodSpec, n *Node) string {
-	switch {
-	case spec.NodeName != "" && spec.NodeName != n.Name:
-		return "nodeName"
-	case !n.Ready:
-		return "NotReady"
-	case n.Unschedulable && !tolerated(spec.Tolerations, &taintUnschedulable):
-		return "cordoned"
+// minus returns free − demand − one pod slot, and whether that is nowhere negative (the pod fits).
+func minus(free, demand corev1.ResourceList) (corev1.ResourceList, bool) {
+	out := free.DeepCopy()
+	ok := true
+	sub := func(k corev1.ResourceName, v resource.Quantity) {
+		q := out[k]
+		q.Sub(v)
+		out[k] = q
+		ok = ok && q.Sign() >= 0
 	}
-	for i := range n.Taints {
-		t := &n.Taints[i]
-		if t.Effect != corev1.TaintEffectPreferNoSchedule && !tolerated(spec.Tolerations, t) {
-			return "taint " + t.ToString() + " not tolerated"
+	for k, v := range demand {
+		if k != corev1.ResourcePods && !v.IsZero() {
+			sub(k, v)
 		}
 	}
-	for k, v := range spec.NodeSelector {
-		if l, ok := n.Labels[k]; !ok || l != v {
-			return "nodeSelector"
-		}
-	}
-	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		if !slices.ContainsFunc(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms,
-			func(t corev1.NodeSelectorTerm) bool { return termMatches(&t, n) }) {
-			return "node affinity"
-		}
-	}
-	return ""
+	sub(corev1.ResourcePods, *resource.NewQuantity(1, resource.DecimalSI))
+	return out, ok
 }
 
-// termMatches: expressions and fields ANDed; an empty term matches no node.
-func termMatches(t *corev1.NodeSelectorTerm, n *Node) bool {
-	if len(t.MatchExpressions) == 0 && len(t.MatchFields) == 0 {
-		return false
-	}
-	for _, r := range t.MatchExpressions {
-		v, ok := n.Labels[r.Key]
-		if !requirementMatches(r, v, ok) {
-			return false
+// takePending takes from rooms the room of others' unbound pods that could land there. Each goes, in order, to the
+// node among those it may use and fits on where it costs our pods the most (kube-scheduler may pick any of them; the
+// worst one is assumed); a pod that fits on none of them is not counted (it cannot take our room now).
+func takePending(pending []Pending, rooms []*room, demand corev1.ResourceList, names []corev1.ResourceName) []PendingFit {
+	var out []PendingFit
+	for i := range pending {
+		p := &pending[i]
+		where := newPlacement(&p.Spec)
+		var best *room
+		var bestFree corev1.ResourceList
+		bestCost := -1
+		for _, rm := range rooms {
+			if where.excluded(rm.node) != "" {
+				continue
+			}
+			after, ok := minus(rm.free, p.Demand)
+			if !ok {
+				continue
+			}
+			before, _ := fits(demand, names, rm.free)
+			now, _ := fits(demand, names, after)
+			if before-now > bestCost {
+				best, bestFree, bestCost = rm, after, before-now
+			}
+		}
+		if best != nil {
+			best.free = bestFree
+			out = append(out, PendingFit{Pod: p.Namespace + "/" + p.Name, Node: best.node.Name, Costs: bestCost})
 		}
 	}
-	for _, r := range t.MatchFields {
-		if r.Key != "metadata.name" || !requirementMatches(r, n.Name, true) {
-			return false
+	return out
+}
+
+// tickCap is the most pods of demand (ours, new and claimed) that may be placed on rooms so that, wherever
+// kube-scheduler puts them, one node the tick pod may use still has room for it; -1 when there is no cap.
+//
+// Let T be the considered nodes the tick pod may use, c the pods that fit on a node and c' those that fit beside one
+// tick pod. If a node of T has c' = c, the tick fits there whatever we do. Otherwise kube-scheduler can leave no
+// room for the tick only by putting at least c'+1 of our pods on every node of T, so any number up to
+// Σ_T (c'+1) − 1 is safe, and one more is not. When T is empty the tick runs on nodes we do not use: no cap.
+func tickCap(tick *corev1.Pod, rooms []*room, demand corev1.ResourceList, names []corev1.ResourceName) (int, string) {
+	if tick == nil {
+		return -1, ""
+	}
+	where := newPlacement(&tick.Spec)
+	td := Demand(tick)
+	sum, usable := 0, 0
+	for _, rm := range rooms {
+		if where.excluded(rm.node) != "" {
+			continue
 		}
-	}
-	return true
-}
-
-func requirementMatches(r corev1.NodeSelectorRequirement, v string, ok bool) bool {
-	switch r.Operator {
-	case corev1.NodeSelectorOpIn:
-		return ok && slices.Contains(r.Values, v)
-	case corev1.NodeSelectorOpNotIn:
-		return !ok || !slices.Contains(r.Values, v)
-	case corev1.NodeSelectorOpExists:
-		return ok
-	case corev1.NodeSelectorOpDoesNotExist:
-		return !ok
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
-		if !ok || len(r.Values) != 1 {
-			return false
+		usable++
+		after, ok := minus(rm.free, td)
+		if !ok {
+			continue // the tick does not fit here even now: c' = −1
 		}
-		have, err1 := strconv.ParseInt(v, 10, 64)
-		want, err2 := strconv.ParseInt(r.Values[0], 10, 64)
-		if err1 != nil || err2 != nil {
-			return false
+		beside, _ := fits(demand, names, after)
+		if beside >= rm.fits {
+			return -1, fmt.Sprintf("the next tick (%s) fits on %s beside our pods", quantities(td), rm.node.Name)
 		}
-		return r.Operator == corev1.NodeSelectorOpGt && have > want || r.Operator == corev1.NodeSelectorOpLt && have < want
+		sum += beside + 1
 	}
-	return false
+	if usable == 0 {
+		return -1, "the next tick runs on none of the template's nodes: no room kept"
+	}
+	return max(sum-1, 0), fmt.Sprintf("room kept for the next tick (%s) on one of %d node(s)", quantities(td), usable)
 }
 
-func tolerated(tolerations []corev1.Toleration, taint *corev1.Taint) bool {
-	return slices.ContainsFunc(tolerations, func(t corev1.Toleration) bool { return tolerates(&t, taint) })
+// quantities is a ResourceList in words, sorted: "cpu=50m memory=64Mi".
+func quantities(l corev1.ResourceList) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		v := l[k]
+		parts = append(parts, string(k)+"="+v.String())
+	}
+	return strings.Join(parts, " ")
 }
 
-// tolerates is corev1.Toleration.ToleratesTaint: an empty effect matches every effect, an empty key with Exists
-// matches every taint, Equal (or no operator) compares values, Lt/Gt compare integer values.
-func tolerates(t *corev1.Toleration, taint *corev1.Taint) bool {
-	if t.Effect != "" && t.Effect != taint.Effect || t.Key != "" && t.Key != taint.Key {
-		return false
-	}
-	switch t.Operator {
-	case "", corev1.TolerationOpEqual:
-		return t.Value == taint.Value
-	case corev1.TolerationOpExists:
-		return true
-	case corev1.TolerationOpLt, corev1.TolerationOpGt:
-		tv, err1 := strconv.ParseInt(t.Value, 10, 64)
-		nv, err2 := strconv.ParseInt(taint.Value, 10, 64)
-		return err1 == nil && err2 == nil &&
-			(t.Operator == corev1.TolerationOpLt && nv < tv || t.Operator == corev1.TolerationOpGt && nv > tv)
-	}
-	return false
-}
-
-// fitQuotas is the quota headroom for Jobs of spec (-1 when no quota limits it), its binding constraint, and
-// warnings about quotas the API server would reject the pods under.
-func fitQuotas(spec *corev1.PodSpec, demand corev1.ResourceList, quotas []corev1.ResourceQuota, podless int, r *Report) (int, string, []string) {
-	limits := limitsDemand(spec)
+// fitQuotas is the quota headroom in Jobs (-1 when no quota limits it), its binding constraint, and warnings about
+// quotas the API server would reject the pods under.
+func fitQuotas(pod *corev1.Pod, demand corev1.ResourceList, quotas []corev1.ResourceQuota, podless, perJob int, r *Report) (int, string, []string) {
+	limits := limitsDemand(pod)
 	fit, binding := -1, ""
 	var warnings []string
 	for i := range quotas {
 		q := &quotas[i]
-		if !quotaApplies(spec, q) {
+		if !quotaApplies(&pod.Spec, q) {
 			continue
 		}
 		for _, key := range slices.Sorted(maps.Keys(q.Spec.Hard)) {
-			per, name, podCharged := perJob(key, demand, limits)
+			per, name, podCharged := perPod(key, demand, limits)
 			if per.Sign() <= 0 {
 				if name == corev1.ResourceCPU || name == corev1.ResourceMemory {
-					warnings = append(warnings, fmt.Sprintf("quota %s constrains %s but the template sets none: "+
-						"the API server rejects its pods unless a LimitRange sets a default", q.Name, key))
+					warnings = append(warnings, fmt.Sprintf("quota %s constrains %s but the template sets none and no "+
+						"LimitRange gives a default: the API server rejects its pods", q.Name, key))
 				}
 				continue
 			}
@@ -265,7 +385,7 @@ func fitQuotas(spec *corev1.PodSpec, demand corev1.ResourceList, quotas []corev1
 			left.Sub(q.Status.Used[key])
 			k, _ := quotient(left, per, name)
 			if podCharged {
-				k -= int64(podless)
+				k = (k - int64(podless)) / int64(perJob)
 			}
 			qf := QuotaFit{Name: q.Name, Resource: string(key), Fits: int(max(k, 0))}
 			r.Quota = append(r.Quota, qf)
@@ -277,9 +397,10 @@ func fitQuotas(spec *corev1.PodSpec, demand corev1.ResourceList, quotas []corev1
 	return fit, binding, warnings
 }
 
-// perJob is what one Job of ours adds to quota resource key, the resource it is measured in, and whether it is
-// charged only once the Job's pod exists. A key that pods and Jobs do not use gives a zero quantity.
-func perJob(key corev1.ResourceName, demand, limits corev1.ResourceList) (resource.Quantity, corev1.ResourceName, bool) {
+// perPod is what one pod (or, for count/jobs.batch, one Job) of ours adds to quota resource key, the resource it is
+// measured in, and whether it is charged per pod, once the pod exists. A key that pods and Jobs do not use gives a
+// zero quantity.
+func perPod(key corev1.ResourceName, demand, limits corev1.ResourceList) (resource.Quantity, corev1.ResourceName, bool) {
 	one := *resource.NewQuantity(1, resource.DecimalSI)
 	switch s := string(key); {
 	case key == corev1.ResourcePods || s == "count/pods":
@@ -296,93 +417,4 @@ func perJob(key corev1.ResourceName, demand, limits corev1.ResourceList) (resour
 		return limits[name], name, true
 	}
 	return resource.Quantity{}, key, false
-}
-
-// quotaApplies says whether q charges pods of spec: every scope and scope selector expression must match, as in
-// the ResourceQuota admission plugin's pod evaluator.
-func quotaApplies(spec *corev1.PodSpec, q *corev1.ResourceQuota) bool {
-	var reqs []corev1.ScopedResourceSelectorRequirement
-	for _, s := range q.Spec.Scopes {
-		reqs = append(reqs, corev1.ScopedResourceSelectorRequirement{ScopeName: s, Operator: corev1.ScopeSelectorOpExists})
-	}
-	if q.Spec.ScopeSelector != nil {
-		reqs = append(reqs, q.Spec.ScopeSelector.MatchExpressions...)
-	}
-	for _, r := range reqs {
-		if !scopeMatches(spec, r) {
-			return false
-		}
-	}
-	return true
-}
-
-func scopeMatches(spec *corev1.PodSpec, r corev1.ScopedResourceSelectorRequirement) bool {
-	terminating := spec.ActiveDeadlineSeconds != nil && *spec.ActiveDeadlineSeconds >= 0
-	pc := spec.PriorityClassName
-	switch r.ScopeName {
-	case corev1.ResourceQuotaScopeTerminating:
-		return terminating
-	case corev1.ResourceQuotaScopeNotTerminating:
-		return !terminating
-	case corev1.ResourceQuotaScopeBestEffort:
-		return bestEffort(spec)
-	case corev1.ResourceQuotaScopeNotBestEffort:
-		return !bestEffort(spec)
-	case corev1.ResourceQuotaScopeCrossNamespacePodAffinity:
-		return crossNamespaceAffinity(spec.Affinity)
-	case corev1.ResourceQuotaScopePriorityClass:
-		switch r.Operator {
-		case corev1.ScopeSelectorOpExists:
-			return pc != ""
-		case corev1.ScopeSelectorOpDoesNotExist:
-			return pc == ""
-		case corev1.ScopeSelectorOpIn:
-			return pc != "" && slices.Contains(r.Values, pc)
-		case corev1.ScopeSelectorOpNotIn:
-			return pc == "" || !slices.Contains(r.Values, pc)
-		}
-	}
-	return false // scopes of other kinds (e.g. VolumeAttributesClass) do not charge pods
-}
-
-// bestEffort is QoS class BestEffort: no cpu or memory request or limit anywhere in the pod.
-func bestEffort(spec *corev1.PodSpec) bool {
-	set := func(rs ...corev1.ResourceList) bool {
-		for _, l := range rs {
-			if l.Cpu().Sign() > 0 || l.Memory().Sign() > 0 {
-				return true
-			}
-		}
-		return false
-	}
-	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
-		for i := range cs {
-			if set(cs[i].Resources.Requests, cs[i].Resources.Limits) {
-				return false
-			}
-		}
-	}
-	return spec.Resources == nil || !set(spec.Resources.Requests, spec.Resources.Limits)
-}
-
-func crossNamespaceAffinity(a *corev1.Affinity) bool {
-	if a == nil {
-		return false
-	}
-	var terms []corev1.PodAffinityTerm
-	if p := a.PodAffinity; p != nil {
-		terms = append(terms, p.RequiredDuringSchedulingIgnoredDuringExecution...)
-		for _, w := range p.PreferredDuringSchedulingIgnoredDuringExecution {
-			terms = append(terms, w.PodAffinityTerm)
-		}
-	}
-	if p := a.PodAntiAffinity; p != nil {
-		terms = append(terms, p.RequiredDuringSchedulingIgnoredDuringExecution...)
-		for _, w := range p.PreferredDuringSchedulingIgnoredDuringExecution {
-			terms = append(terms, w.PodAffinityTerm)
-		}
-	}
-	return slices.ContainsFunc(terms, func(t corev1.PodAffinityTerm) bool {
-		return len(t.Namespaces) > 0 || t.NamespaceSelector != nil
-	})
 }

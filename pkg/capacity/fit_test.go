@@ -2,10 +2,10 @@ package capacity
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 )
@@ -69,6 +69,17 @@ func quota(name string, hard, used corev1.ResourceList, mods ...func(*corev1.Res
 
 func withQuotas(s *Snapshot, qs ...corev1.ResourceQuota) *Snapshot { s.Quotas = qs; return s }
 
+func withLimitRanges(s *Snapshot, lrs ...corev1.LimitRange) *Snapshot { s.LimitRanges = lrs; return s }
+
+// job is a Job template with spec as its pod spec, changed by mods.
+func job(spec *corev1.PodSpec, mods ...func(*batchv1.Job)) *batchv1.Job {
+	j := &batchv1.Job{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: *spec}}}
+	for _, m := range mods {
+		m(j)
+	}
+	return j
+}
+
 const noNode = "no Ready, schedulable node matches the template"
 
 func TestFit(t *testing.T) {
@@ -105,8 +116,11 @@ func TestFit(t *testing.T) {
 			wantFit: 0, wantBinding: noNode, wantExcluded: "taint maintenance:NoExecute not tolerated"},
 		{name: "PreferNoSchedule taint ignored", spec: spec(),
 			snap: nodes(node("n1", taint(corev1.Taint{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}))), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
-		{name: "Gt toleration", spec: spec(tolerate(corev1.Toleration{Key: "level", Operator: corev1.TolerationOpGt, Value: "3"})),
-			snap: nodes(node("n1", taint(corev1.Taint{Key: "level", Value: "5", Effect: corev1.TaintEffectNoSchedule}))), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
+		// The hand-written copy compared Gt/Lt values; kube-scheduler 1.37 does only behind the alpha feature gate
+		// TaintTolerationComparisonOperators (off), so such a toleration tolerates nothing.
+		{name: "Gt toleration tolerates nothing while the feature gate is off", spec: spec(tolerate(corev1.Toleration{Key: "level", Operator: corev1.TolerationOpGt, Value: "3"})),
+			snap:    nodes(node("n1", taint(corev1.Taint{Key: "level", Value: "5", Effect: corev1.TaintEffectNoSchedule}))),
+			wantFit: 0, wantBinding: noNode, wantExcluded: "taint level=5:NoSchedule not tolerated"},
 
 		{name: "cordoned", spec: spec(), snap: nodes(node("n1", func(n *Node) { n.Unschedulable = true })),
 			wantFit: 0, wantBinding: noNode, wantExcluded: "cordoned"},
@@ -175,7 +189,7 @@ func TestFit(t *testing.T) {
 			snap:    withQuotas(nodes(node("n1")), quota("objects", rl("pods", "10"), rl("pods", "7"))),
 			wantFit: 1, wantBinding: "quota objects/pods: 1 more"},
 		{name: "quota count/jobs.batch is charged at creation: podless not subtracted", spec: spec(), podless: 2,
-			snap:    withQuotas(nodes(node("n1")), quota("objects", rl("count/jobs.batch", "10"), rl("count/jobs.batch", "8"))),
+			snap:    withQuotas(&Snapshot{Mode: ModeQuota}, quota("objects", rl("count/jobs.batch", "10"), rl("count/jobs.batch", "8"))),
 			wantFit: 2, wantBinding: "quota objects/count/jobs.batch: 2 more"},
 		{name: "quota limits.cpu from limits", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Limits = rl("cpu", "2") }),
 			snap:    withQuotas(nodes(node("n1", func(n *Node) { n.Allocatable = rl("cpu", "64", "memory", "64Gi", "pods", "110") })), quota("compute", rl("limits.cpu", "7"), rl("limits.cpu", "1"))),
@@ -183,6 +197,10 @@ func TestFit(t *testing.T) {
 		{name: "quota limits.memory without a limit counts 0 and warns", spec: spec(),
 			snap:    withQuotas(nodes(node("n1")), quota("compute", rl("limits.memory", "1Gi"), rl("limits.memory", "1Gi"))),
 			wantFit: 4, wantBinding: "cpu: 4 more fit on n1", wantWarning: "quota compute constrains limits.memory but the template sets none"},
+		{name: "quota limits.memory with a LimitRange default limit", spec: spec(),
+			snap: withLimitRanges(withQuotas(nodes(node("n1")), quota("compute", rl("limits.memory", "3Gi"), rl("limits.memory", "1Gi"))),
+				limitRange("defaults", nil, rl("memory", "1Gi"))),
+			wantFit: 2, wantBinding: "quota compute/limits.memory: 2 more"},
 		{name: "quota on an extended resource", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Limits = rl("nvidia.com/gpu", "1") }),
 			snap:    withQuotas(&Snapshot{Mode: ModeQuota}, quota("gpu", rl("requests.nvidia.com/gpu", "4"), rl("requests.nvidia.com/gpu", "4"))),
 			wantFit: 0, wantBinding: "quota gpu/requests.nvidia.com/gpu: 0 more"},
@@ -201,12 +219,12 @@ func TestFit(t *testing.T) {
 			wantFit: 6, wantBinding: "quota compute/requests.cpu: 6 more"},
 		{name: "mode quota without quotas", spec: spec(), snap: &Snapshot{Mode: ModeQuota}, wantFit: -1, wantBinding: "no node or quota limit applies"},
 		{name: "nodes forbidden: quota fallback warns", spec: spec(),
-			snap:    withQuotas(&Snapshot{Mode: ModeQuota, NodesForbidden: errors.New("capacity nodes needs list on nodes")}, quota("compute", rl("pods", "5"), nil)),
+			snap:    withQuotas(&Snapshot{Mode: ModeQuota, Warnings: []string{"capacity nodes needs list on nodes"}}, quota("compute", rl("pods", "5"), nil)),
 			wantFit: 5, wantBinding: "quota compute/pods: 5 more", wantWarning: "capacity nodes needs list on nodes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := Fit(tt.spec, tt.snap, tt.unbound, tt.podless)
+			r := Fit(job(tt.spec), tt.snap, tt.unbound, tt.podless)
 			if r.Fit != tt.wantFit || r.Binding != tt.wantBinding {
 				t.Errorf("Fit() = %d %q, want %d %q", r.Fit, r.Binding, tt.wantFit, tt.wantBinding)
 			}
@@ -227,17 +245,17 @@ func TestFit(t *testing.T) {
 // TestFitReport compares a whole Report, and its JSON form.
 func TestFitReport(t *testing.T) {
 	snap := withQuotas(nodes(
-		node("n2", func(n *Node) { n.Requested, n.Pods = rl("cpu", "1", "memory", "7Gi"), 3 }),
+		node("n2", func(n *Node) { n.Requested, n.Pods = rl("cpu", "1", "memory", "6Gi"), 3 }),
 		node("n1", taint(gpuTaint)),
 	), quota("compute", rl("requests.cpu", "10", "services", "5"), rl("requests.cpu", "2")))
-	got := Fit(spec(), snap, 0, 1)
+	got := Fit(job(spec()), snap, 0, 1)
 	want := Report{
 		Fit:     1,
-		Binding: "memory: 1 more fit on n2",
+		Binding: "memory: 1 more fit on n2, after 1 unbound",
 		Demand:  rl("cpu", "1", "memory", "1Gi"),
 		Nodes: []NodeFit{
 			{Name: "n1", Excluded: "taint dedicated=gpu:NoSchedule not tolerated"},
-			{Name: "n2", Fits: 1, Limit: "memory", Free: rl("cpu", "3", "memory", "1Gi", "pods", "107")},
+			{Name: "n2", Fits: 2, Limit: "memory", Free: rl("cpu", "3", "memory", "2Gi", "pods", "107")},
 		},
 		Quota: []QuotaFit{{Name: "compute", Resource: "requests.cpu", Fits: 7}},
 	}
@@ -248,11 +266,169 @@ func TestFitReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const wantJSON = `{"fit":1,"binding":"memory: 1 more fit on n2","demand":{"cpu":"1","memory":"1Gi"},` +
+	const wantJSON = `{"fit":1,"binding":"memory: 1 more fit on n2, after 1 unbound","demand":{"cpu":"1","memory":"1Gi"},` +
 		`"nodes":[{"name":"n1","fits":0,"excluded":"taint dedicated=gpu:NoSchedule not tolerated"},` +
-		`{"name":"n2","fits":1,"limit":"memory","free":{"cpu":"3","memory":"1Gi","pods":"107"}}],` +
+		`{"name":"n2","fits":2,"limit":"memory","free":{"cpu":"3","memory":"2Gi","pods":"107"}}],` +
 		`"quota":[{"name":"compute","resource":"requests.cpu","fits":7}]}`
 	if string(b) != wantJSON {
 		t.Errorf("JSON =\n%s\nwant\n%s", b, wantJSON)
+	}
+}
+
+// withTick keeps room for a tick pod of 50m cpu and 64Mi, changed by mods.
+func withTick(s *Snapshot, mods ...func(*corev1.PodSpec)) *Snapshot {
+	spec := &corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", "50m", "memory", "64Mi"), nil)}} // the CronJob's
+	for _, m := range mods {
+		m(spec)
+	}
+	s.Tick = &corev1.Pod{Spec: *spec}
+	return s
+}
+
+func pending(ns, name string, demand corev1.ResourceList, mods ...func(*corev1.PodSpec)) Pending {
+	p := Pending{Namespace: ns, Name: name, Demand: demand}
+	for _, m := range mods {
+		m(&p.Spec)
+	}
+	return p
+}
+
+func withPending(s *Snapshot, ps ...Pending) *Snapshot { s.Pending = ps; return s }
+
+// TestFitAdmission: the template is counted as the API server admits it, and in Jobs.
+func TestFitAdmission(t *testing.T) {
+	noRequests := &corev1.PodSpec{Containers: []corev1.Container{{Name: "worker"}}}
+	withSidecar := noRequests.DeepCopy()
+	withSidecar.InitContainers = []corev1.Container{sidecar(rl("cpu", "500m"))}
+	parallel := func(p int32) func(*batchv1.Job) { return func(j *batchv1.Job) { j.Spec.Parallelism = &p } }
+	tests := []struct {
+		name             string
+		job              *batchv1.Job
+		snap             *Snapshot
+		unbound, podless int
+		wantFit          int
+		wantBinding      string
+	}{
+		{name: "no requests and no LimitRange: the pod slots bind", job: job(noRequests),
+			snap: nodes(node("n1")), wantFit: 110, wantBinding: "pods: 110 more fit on n1"},
+		// The issue's measurement: one 4-CPU node, a LimitRange default of 1 CPU, a template without requests plus a
+		// 500m sidecar: 1.5 CPU per pod, so 2 fit (the hand-written copy counted 500m: 8).
+		{name: "LimitRange default and a restartable sidecar", job: job(withSidecar),
+			snap:    withLimitRanges(nodes(node("n1")), limitRange("defaults", rl("cpu", "1"), rl("cpu", "1"))),
+			wantFit: 2, wantBinding: "cpu: 2 more fit on n1"},
+		{name: "RuntimeClass overhead", job: job(spec()),
+			snap:    func() *Snapshot { s := nodes(node("n1")); s.RuntimeClass = runtimeClass(rl("cpu", "250m")); return s }(),
+			wantFit: 3, wantBinding: "cpu: 3 more fit on n1"},
+		{name: "Jobs of 2 pods on the nodes", job: job(spec(), parallel(2)),
+			snap: nodes(node("n1"), node("n2")), unbound: 1, podless: 2,
+			wantFit: 2, wantBinding: "nodes: 5 more fit on 2 nodes (limited by cpu on 2), after 3 unbound (2 Job(s) of 2 pods)"},
+		{name: "Jobs of 2 pods under a pods quota", job: job(spec(), parallel(2)),
+			snap:    withQuotas(&Snapshot{Mode: ModeQuota}, quota("objects", rl("pods", "10"), rl("pods", "3"))),
+			podless: 2, wantFit: 2, wantBinding: "quota objects/pods: 2 more"},
+		{name: "Jobs of 2 pods under a Job-count quota: counted in Jobs", job: job(spec(), parallel(2)),
+			snap:    withQuotas(&Snapshot{Mode: ModeQuota}, quota("objects", rl("count/jobs.batch", "10"), rl("count/jobs.batch", "7"))),
+			podless: 2, wantFit: 3, wantBinding: "quota objects/count/jobs.batch: 3 more"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Fit(tt.job, tt.snap, tt.unbound, tt.podless)
+			if r.Fit != tt.wantFit || r.Binding != tt.wantBinding {
+				t.Errorf("Fit() = %d %q, want %d %q", r.Fit, r.Binding, tt.wantFit, tt.wantBinding)
+			}
+		})
+	}
+}
+
+// TestFitTick: room for the next tick's pod is kept on the nodes it may use, whatever node kube-scheduler picks for
+// each of our pods.
+func TestFitTick(t *testing.T) {
+	gpuOnly := func(s *corev1.PodSpec) {
+		s.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+	}
+	tests := []struct {
+		name        string
+		spec        *corev1.PodSpec
+		snap        *Snapshot
+		unbound     int
+		wantFit     int
+		wantBinding string
+		wantTick    string
+	}{
+		{name: "one full node: one pod less", spec: spec(), snap: withTick(nodes(node("n1"))),
+			wantFit: 3, wantBinding: "tick: 3 more pod(s) fit on 1 node(s) with room kept for the next tick",
+			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 1 node(s)"},
+		{name: "two nodes: still only one pod less", spec: spec(), snap: withTick(nodes(node("n1"), node("n2"))),
+			wantFit: 7, wantBinding: "tick: 7 more pod(s) fit on 2 node(s) with room kept for the next tick",
+			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 2 node(s)"},
+		{name: "after our unbound pods", spec: spec(), snap: withTick(nodes(node("n1"), node("n2"))), unbound: 2,
+			wantFit: 5, wantBinding: "tick: 5 more pod(s) fit on 2 node(s) with room kept for the next tick, after 2 unbound",
+			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 2 node(s)"},
+		{name: "a node keeps room beside our pods anyway: nothing kept",
+			spec: spec(), snap: withTick(nodes(node("n1"), node("n2", func(n *Node) { n.Requested = rl("cpu", "500m") }))),
+			wantFit: 7, wantBinding: "nodes: 7 more fit on 2 nodes (limited by cpu on 2)",
+			wantTick: "the next tick (cpu=50m memory=64Mi) fits on n2 beside our pods"},
+		{name: "a tick larger than our pods costs more than one", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("cpu", "100m") }),
+			snap:    withTick(nodes(node("n1")), func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("cpu", "250m") }),
+			wantFit: 37, wantBinding: "tick: 37 more pod(s) fit on 1 node(s) with room kept for the next tick",
+			wantTick: "room kept for the next tick (cpu=250m) on one of 1 node(s)"},
+		{name: "the tick fits nowhere even now: nothing more", spec: spec(),
+			snap:    withTick(nodes(node("n1", func(n *Node) { n.Requested = rl("cpu", "3980m") }))),
+			wantFit: 0, wantBinding: "cpu: 0 more fit on n1",
+			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 1 node(s)"},
+		{name: "the tick may not use our nodes: nothing kept", spec: spec(gpuOnly),
+			snap:    withTick(nodes(node("n1", taint(gpuTaint)))),
+			wantFit: 4, wantBinding: "cpu: 4 more fit on n1",
+			wantTick: "the next tick runs on none of the template's nodes: no room kept"},
+		// kube-scheduler could put all our pods on n2: only what fits on n2 beside the tick is safe.
+		{name: "the tick pinned to one of our nodes: what fits beside it there", spec: spec(),
+			snap: withTick(nodes(node("n1"), node("n2")), func(s *corev1.PodSpec) {
+				s.NodeSelector = map[string]string{"kubernetes.io/hostname": "n2"}
+			}),
+			wantFit: 3, wantBinding: "tick: 3 more pod(s) fit on 2 node(s) with room kept for the next tick",
+			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 1 node(s)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Fit(job(tt.spec), tt.snap, tt.unbound, 0)
+			if r.Fit != tt.wantFit || r.Binding != tt.wantBinding || r.Tick != tt.wantTick {
+				t.Errorf("Fit() = %d %q tick %q, want %d %q tick %q", r.Fit, r.Binding, r.Tick, tt.wantFit, tt.wantBinding, tt.wantTick)
+			}
+		})
+	}
+}
+
+// TestFitPending: others' pods bound to no node yet take room on the nodes they could land on.
+func TestFitPending(t *testing.T) {
+	tests := []struct {
+		name        string
+		snap        *Snapshot
+		wantFit     int
+		wantPending []PendingFit
+	}{
+		{name: "takes its requests", snap: withPending(nodes(node("n1")), pending("other", "p", rl("cpu", "1500m"))),
+			wantFit: 2, wantPending: []PendingFit{{Pod: "other/p", Node: "n1", Costs: 2}}},
+		{name: "its nodeSelector matches none of our nodes", wantFit: 4,
+			snap: withPending(nodes(node("n1")), pending("other", "p", rl("cpu", "1500m"), func(s *corev1.PodSpec) {
+				s.NodeSelector = map[string]string{"zone": "b"}
+			}))},
+		{name: "its required affinity matches one of our nodes", wantFit: 6,
+			snap:        withPending(nodes(node("n1"), node("n2")), pending("other", "p", rl("cpu", "1500m"), affinity(expr("kubernetes.io/hostname", corev1.NodeSelectorOpIn, "n2")))),
+			wantPending: []PendingFit{{Pod: "other/p", Node: "n2", Costs: 2}}},
+		{name: "a taint it does not tolerate", snap: withPending(nodes(node("n1", taint(gpuTaint))), pending("other", "p", rl("cpu", "1")))},
+		{name: "too large for any of our nodes now", wantFit: 4, snap: withPending(nodes(node("n1")), pending("other", "p", rl("cpu", "5")))},
+		{name: "goes where it costs us the most", wantFit: 6,
+			snap:        withPending(nodes(node("n1"), node("n2", func(n *Node) { n.Requested = rl("cpu", "500m") })), pending("other", "p", rl("cpu", "500m"))),
+			wantPending: []PendingFit{{Pod: "other/p", Node: "n1", Costs: 1}}},
+		{name: "one after the other", wantFit: 1,
+			snap:        withPending(nodes(node("n1")), pending("other", "a", rl("cpu", "2")), pending("other", "b", rl("cpu", "1"))),
+			wantPending: []PendingFit{{Pod: "other/a", Node: "n1", Costs: 2}, {Pod: "other/b", Node: "n1", Costs: 1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Fit(job(spec()), tt.snap, 0, 0)
+			if r.Fit != tt.wantFit || !equality.Semantic.DeepEqual(r.Pending, tt.wantPending) {
+				t.Errorf("Fit() = %d, pending %+v; want %d, %+v (%s)", r.Fit, r.Pending, tt.wantFit, tt.wantPending, r.Binding)
+			}
+		})
 	}
 }

@@ -5,13 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
@@ -50,6 +55,10 @@ func clusterObjects() []runtime.Object {
 	deleting := kubePod("other", "deleting", "n2", corev1.PodRunning, rl("cpu", "2"))
 	deleting.DeletionTimestamp = &metav1.Time{}
 	deleting.Finalizers = []string{"example.com/hold"}
+	ours := kubePod("batch", "ours-unbound", "", corev1.PodPending, rl("cpu", "1")) // counted by the caller
+	ours.Labels = map[string]string{LabelScheduler: "e2e"}
+	tick := kubePod("batch", "tick-1", "n1", corev1.PodRunning, rl("cpu", "100m"))
+	tick.Spec.NodeSelector = map[string]string{"zone": "a"}
 	return []runtime.Object{
 		cordoned,
 		kubeNode("n1", corev1.ConditionTrue, rl("cpu", "4", "memory", "8Gi", "pods", "110")),
@@ -62,14 +71,19 @@ func clusterObjects() []runtime.Object {
 		kubePod("batch", "done", "n1", corev1.PodSucceeded, rl("cpu", "1")),
 		kubePod("batch", "failed", "n2", corev1.PodFailed, rl("cpu", "1")),
 		kubePod("batch", "elsewhere", "gone", corev1.PodRunning, rl("cpu", "1")),
+		ours,
+		tick,
 		kubeQuota("batch", "compute"),
 		kubeQuota("other", "not-ours"),
+		&corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: "batch", Name: "defaults"}},
+		&corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "not-ours"}},
+		&nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "kata"}, Handler: "kata"},
 	}
 }
 
 var wantNodes = []Node{
 	{Name: "n1", Labels: map[string]string{"zone": "a"}, Ready: true,
-		Allocatable: rl("cpu", "4", "memory", "8Gi", "pods", "110"), Requested: rl("cpu", "1500m", "memory", "1Gi"), Pods: 2},
+		Allocatable: rl("cpu", "4", "memory", "8Gi", "pods", "110"), Requested: rl("cpu", "1600m", "memory", "1Gi"), Pods: 3},
 	{Name: "n2", Labels: map[string]string{"zone": "a"}, Ready: true, Unschedulable: true, Taints: []corev1.Taint{gpuTaint},
 		Allocatable: rl("cpu", "8", "memory", "16Gi", "pods", "110"), Requested: rl("cpu", "2", "memory", "2Gi"), Pods: 2},
 	{Name: "n3", Labels: map[string]string{"zone": "a"}, Ready: false,
@@ -87,54 +101,138 @@ func failing(err error) k8stesting.ReactionFunc {
 	return func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, err }
 }
 
+// fieldFiltering makes the fake clientset apply the pod field selectors Observe uses (the fake ignores them; the
+// API server does not).
+func fieldFiltering(c *fake.Clientset) {
+	c.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sel, err := fields.ParseSelector(a.(k8stesting.ListActionImpl).GetListOptions().FieldSelector)
+		if err != nil {
+			return true, nil, err
+		}
+		obj, err := c.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), a.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		list := obj.(*corev1.PodList)
+		var kept []corev1.Pod
+		for _, p := range list.Items {
+			if sel.Matches(fields.Set{"metadata.name": p.Name, "spec.nodeName": p.Spec.NodeName, "status.phase": string(p.Status.Phase)}) {
+				kept = append(kept, p)
+			}
+		}
+		list.Items = kept
+		return true, list, nil
+	})
+}
+
+func template(mods ...func(*corev1.PodSpec)) *batchv1.Job {
+	return job(spec(mods...))
+}
+
 func TestObserve(t *testing.T) {
 	boom := apierrors.NewInternalError(errors.New("etcd down"))
+	allPods := "pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&limit=500"
+	kata := func(s *corev1.PodSpec) { s.RuntimeClassName = ptr("kata") }
 	tests := []struct {
-		name          string
-		mode          Mode
-		reactors      map[string]k8stesting.ReactionFunc // resource → list reactor
-		wantNodes     []Node
-		wantMode      Mode
-		wantQuotas    int
-		wantForbidden bool
-		wantErr       error
-		wantActions   []string // resource?options of each list call
+		name         string
+		opts         Options
+		reactors     map[string]k8stesting.ReactionFunc // "verb resource" → reactor
+		wantNodes    []Node
+		wantMode     Mode
+		wantQuotas   int
+		wantLRs      int
+		wantRC       bool
+		wantPending  []string
+		wantTick     *corev1.PodSpec
+		wantWarnings []string // substrings, one per warning
+		wantErr      error
+		wantActions  []string // verb resource?options of each call
 	}{
 		{
-			name: "nodes: aggregation per node", mode: ModeNodes, wantNodes: wantNodes, wantMode: ModeNodes, wantQuotas: 1,
-			wantActions: []string{"nodes?limit=500", "pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&limit=500", "resourcequotas"},
+			name: "nodes: aggregation per node", opts: Options{Mode: ModeNodes, Template: template(), Scheduler: "e2e"},
+			wantNodes: wantNodes, wantMode: ModeNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
+			wantActions: []string{"list limitranges", "list nodes?limit=500", "list " + allPods, "list resourcequotas"},
 		},
 		{
-			name: "quota: no node or pod list", mode: ModeQuota, wantMode: ModeQuota, wantQuotas: 1,
-			wantActions: []string{"resourcequotas"},
-		},
-		{name: "off: no calls", mode: ModeOff},
-		{
-			name: "nodes forbidden: quota fallback", mode: ModeNodes, reactors: map[string]k8stesting.ReactionFunc{"nodes": forbidden("nodes")},
-			wantMode: ModeQuota, wantQuotas: 1, wantForbidden: true,
-			wantActions: []string{"nodes?limit=500", "resourcequotas"},
+			name: "nodes: the tick is the pod the pass runs in", opts: Options{Mode: ModeNodes, Template: template(), Scheduler: "e2e", Self: "tick-1"},
+			wantNodes: wantNodes, wantMode: ModeNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
+			wantTick: &corev1.PodSpec{NodeSelector: map[string]string{"zone": "a"}, Containers: []corev1.Container{ctr(rl("cpu", "100m"), nil)}},
+			wantActions: []string{"list limitranges", "list nodes?limit=500", "list pods?fieldSelector=metadata.name%3Dtick-1",
+				"list " + allPods, "list resourcequotas"},
 		},
 		{
-			name: "pods forbidden: quota fallback", mode: ModeNodes, reactors: map[string]k8stesting.ReactionFunc{"pods": forbidden("pods")},
-			wantMode: ModeQuota, wantQuotas: 1, wantForbidden: true,
-			wantActions: []string{"nodes?limit=500", "pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&limit=500", "resourcequotas"},
+			name: "nodes: our pod is not found: no tick, said", opts: Options{Mode: ModeNodes, Template: template(), Scheduler: "e2e", Self: "laptop"},
+			wantNodes: wantNodes, wantMode: ModeNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
+			wantWarnings: []string{`no pod "laptop" in batch`},
+			wantActions: []string{"list limitranges", "list nodes?limit=500", "list pods?fieldSelector=metadata.name%3Dlaptop",
+				"list " + allPods, "list resourcequotas"},
 		},
 		{
-			name: "pods error is returned", mode: ModeNodes, reactors: map[string]k8stesting.ReactionFunc{"pods": failing(boom)},
-			wantErr: boom,
+			name: "nodes: no tick asked", opts: Options{Mode: ModeNodes, Template: template(), Scheduler: "e2e", Self: "tick-1", NoTick: true},
+			wantNodes: wantNodes, wantMode: ModeNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
+			wantActions: []string{"list limitranges", "list nodes?limit=500", "list " + allPods, "list resourcequotas"},
 		},
 		{
-			name: "quota forbidden is returned", mode: ModeQuota, reactors: map[string]k8stesting.ReactionFunc{"resourcequotas": forbidden("resourcequotas")},
-			wantErr: apierrors.NewForbidden(schema.GroupResource{Resource: "resourcequotas"}, "", errors.New("x")),
+			name: "quota: no node or pod list", opts: Options{Mode: ModeQuota, Template: template()}, wantMode: ModeQuota, wantQuotas: 1, wantLRs: 1,
+			wantActions: []string{"list limitranges", "list resourcequotas"},
+		},
+		{
+			name: "quota: the template's RuntimeClass", opts: Options{Mode: ModeQuota, Template: template(kata)}, wantMode: ModeQuota, wantQuotas: 1, wantLRs: 1,
+			wantRC: true, wantActions: []string{"list limitranges", "get runtimeclasses/kata", "list resourcequotas"},
+		},
+		{name: "off: no calls", opts: Options{Mode: ModeOff}},
+		{
+			name: "nodes forbidden: quota fallback", opts: Options{Mode: ModeNodes, Template: template()},
+			reactors: map[string]k8stesting.ReactionFunc{"list nodes": forbidden("nodes")},
+			wantMode: ModeQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"using quota for this pass"},
+			wantActions: []string{"list limitranges", "list nodes?limit=500", "list resourcequotas"},
+		},
+		{
+			name: "pods forbidden: quota fallback", opts: Options{Mode: ModeNodes, Template: template(), NoTick: true},
+			reactors: map[string]k8stesting.ReactionFunc{"list pods": forbidden("pods")},
+			wantMode: ModeQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"using quota for this pass"},
+			wantActions: []string{"list limitranges", "list nodes?limit=500", "list " + allPods, "list resourcequotas"},
+		},
+		{
+			name: "limitranges forbidden: said, and the template is counted as written", opts: Options{Mode: ModeQuota, Template: template()},
+			reactors: map[string]k8stesting.ReactionFunc{"list limitranges": forbidden("limitranges")},
+			wantMode: ModeQuota, wantQuotas: 1, wantWarnings: []string{"the Role needs list on limitranges"},
+			wantActions: []string{"list limitranges", "list resourcequotas"},
+		},
+		{
+			name: "runtimeclass forbidden: said, and counted without overhead", opts: Options{Mode: ModeQuota, Template: template(kata)},
+			reactors: map[string]k8stesting.ReactionFunc{"get runtimeclasses": forbidden("runtimeclasses")},
+			wantMode: ModeQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"needs get on runtimeclasses"},
+			wantActions: []string{"list limitranges", "get runtimeclasses/kata", "list resourcequotas"},
+		},
+		{
+			name: "runtimeclass missing: said", opts: Options{Mode: ModeQuota, Template: template(func(s *corev1.PodSpec) { s.RuntimeClassName = ptr("gvisor") })},
+			wantMode: ModeQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"RuntimeClass gvisor does not exist"},
+			wantActions: []string{"list limitranges", "get runtimeclasses/gvisor", "list resourcequotas"},
+		},
+		{
+			name: "pods error is returned", opts: Options{Mode: ModeNodes, Template: template()},
+			reactors: map[string]k8stesting.ReactionFunc{"list pods": failing(boom)}, wantErr: boom,
+		},
+		{
+			name: "limitranges error is returned", opts: Options{Mode: ModeQuota, Template: template()},
+			reactors: map[string]k8stesting.ReactionFunc{"list limitranges": failing(boom)}, wantErr: boom,
+		},
+		{
+			name: "quota forbidden is returned", opts: Options{Mode: ModeQuota, Template: template()},
+			reactors: map[string]k8stesting.ReactionFunc{"list resourcequotas": forbidden("resourcequotas")},
+			wantErr:  apierrors.NewForbidden(schema.GroupResource{Resource: "resourcequotas"}, "", errors.New("x")),
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := fake.NewClientset(clusterObjects()...)
-			for res, r := range tt.reactors {
-				c.PrependReactor("list", res, r)
+			fieldFiltering(c)
+			for vr, r := range tt.reactors {
+				verb, res, _ := strings.Cut(vr, " ")
+				c.PrependReactor(verb, res, r)
 			}
-			snap, err := Observe(context.Background(), c, "batch", tt.mode)
+			snap, err := Observe(context.Background(), c, "batch", tt.opts)
 			if tt.wantErr != nil {
 				if err == nil || !errors.Is(err, tt.wantErr) && apierrors.ReasonForError(err) != apierrors.ReasonForError(tt.wantErr) {
 					t.Fatalf("Observe() error = %v, want %v", err, tt.wantErr)
@@ -144,33 +242,116 @@ func TestObserve(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Observe() error = %v", err)
 			}
-			var got []string
-			for _, a := range c.Actions() {
-				la := a.(k8stesting.ListActionImpl)
-				s := la.GetResource().Resource
-				if q := toQuery(la.GetListOptions()); q != "" {
-					s += "?" + q
-				}
-				got = append(got, s)
+			if got := actions(c); fmt.Sprint(got) != fmt.Sprint(tt.wantActions) {
+				t.Errorf("calls = %q, want %q", got, tt.wantActions)
 			}
-			if fmt.Sprint(got) != fmt.Sprint(tt.wantActions) {
-				t.Errorf("list calls = %q, want %q", got, tt.wantActions)
-			}
-			if tt.mode == ModeOff {
+			if tt.opts.Mode == ModeOff {
 				if snap != nil {
 					t.Errorf("Observe(off) = %+v, want nil", snap)
 				}
 				return
 			}
-			if snap.Mode != tt.wantMode || len(snap.Quotas) != tt.wantQuotas || !equality.Semantic.DeepEqual(snap.Nodes, tt.wantNodes) {
-				t.Errorf("Observe() = mode %s, %d quotas, nodes\n%+v\nwant mode %s, %d quotas, nodes\n%+v",
-					snap.Mode, len(snap.Quotas), snap.Nodes, tt.wantMode, tt.wantQuotas, tt.wantNodes)
+			if snap.Mode != tt.wantMode || len(snap.Quotas) != tt.wantQuotas || len(snap.LimitRanges) != tt.wantLRs ||
+				(snap.RuntimeClass != nil) != tt.wantRC || !equality.Semantic.DeepEqual(snap.Nodes, tt.wantNodes) {
+				t.Errorf("Observe() = mode %s, %d quotas, %d LimitRanges, RuntimeClass %v, nodes\n%+v\nwant mode %s, %d quotas, %d LimitRanges, RuntimeClass %v, nodes\n%+v",
+					snap.Mode, len(snap.Quotas), len(snap.LimitRanges), snap.RuntimeClass != nil, snap.Nodes,
+					tt.wantMode, tt.wantQuotas, tt.wantLRs, tt.wantRC, tt.wantNodes)
 			}
-			if forbidden := snap.NodesForbidden != nil; forbidden != tt.wantForbidden ||
-				forbidden && !apierrors.IsForbidden(snap.NodesForbidden) {
-				t.Errorf("NodesForbidden = %v, want forbidden %v", snap.NodesForbidden, tt.wantForbidden)
+			var pending []string
+			for _, p := range snap.Pending {
+				pending = append(pending, p.Namespace+"/"+p.Name)
+			}
+			if fmt.Sprint(pending) != fmt.Sprint(tt.wantPending) {
+				t.Errorf("Pending = %v, want %v", pending, tt.wantPending)
+			}
+			var tick *corev1.PodSpec
+			if snap.Tick != nil {
+				tick = &snap.Tick.Spec
+			}
+			if !equality.Semantic.DeepEqual(tick, tt.wantTick) {
+				t.Errorf("Tick = %+v, want %+v", tick, tt.wantTick)
+			}
+			if len(snap.Warnings) != len(tt.wantWarnings) {
+				t.Fatalf("Warnings = %q, want %d like %q", snap.Warnings, len(tt.wantWarnings), tt.wantWarnings)
+			}
+			for i, w := range tt.wantWarnings {
+				if !strings.Contains(snap.Warnings[i], w) {
+					t.Errorf("Warnings[%d] = %q, want it to contain %q", i, snap.Warnings[i], w)
+				}
 			}
 		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// actions are the client's calls as "verb resource[/name][?query]", the concurrent per-node LISTs sorted.
+func actions(c *fake.Clientset) []string {
+	var got []string
+	for _, a := range c.Actions() {
+		s := a.GetVerb() + " " + a.GetResource().Resource
+		switch a := a.(type) {
+		case k8stesting.ListActionImpl:
+			if q := toQuery(a.GetListOptions()); q != "" {
+				s += "?" + q
+			}
+		case k8stesting.GetActionImpl:
+			s += "/" + a.GetName()
+		}
+		got = append(got, s)
+	}
+	return got
+}
+
+// TestObservePerNode: when the template may use few of many nodes, the pods of those nodes are listed one node at a
+// time (and the unbound ones once), and the counts are those of the full listing.
+func TestObservePerNode(t *testing.T) {
+	objs := []runtime.Object{}
+	for i := range 20 {
+		n := kubeNode(fmt.Sprintf("n%02d", i), corev1.ConditionTrue, rl("cpu", "4", "memory", "8Gi", "pods", "110"))
+		if i < 2 {
+			n.Labels["pool"] = "gpu"
+		}
+		objs = append(objs, n, kubePod("other", fmt.Sprintf("p%02d", i), n.Name, corev1.PodRunning, rl("cpu", "1")))
+	}
+	objs = append(objs, kubePod("other", "waiting", "", corev1.PodPending, rl("cpu", "2")))
+	tpl := template(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "gpu"} })
+	observe := func(o Options) (*Snapshot, []string) {
+		c := fake.NewClientset(objs...)
+		fieldFiltering(c)
+		snap, err := Observe(context.Background(), c, "batch", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := actions(c)
+		slices.Sort(got)
+		return snap, got
+	}
+	snap, got := observe(Options{Mode: ModeNodes, Template: tpl, NoTick: true})
+	byNode := "list pods?fieldSelector=spec.nodeName%3D"
+	phases := "%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&limit=500"
+	want := []string{"list limitranges", "list nodes?limit=500", byNode + phases, byNode + "n00" + phases, byNode + "n01" + phases, "list resourcequotas"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("calls =\n%q\nwant\n%q", got, want)
+	}
+	if snap.Listed != "pods of 2 node(s)" {
+		t.Errorf("Listed = %q", snap.Listed)
+	}
+	all, _ := observe(Options{Mode: ModeNodes, Template: template(), NoTick: true})
+	if all.Listed != "all pods" {
+		t.Errorf("Listed = %q, want all pods", all.Listed)
+	}
+	for i := range 2 {
+		if !equality.Semantic.DeepEqual(snap.Nodes[i], all.Nodes[i]) {
+			t.Errorf("node %s per node = %+v, listing all = %+v", snap.Nodes[i].Name, snap.Nodes[i], all.Nodes[i])
+		}
+	}
+	if len(snap.Pending) != 1 || len(all.Pending) != 1 {
+		t.Errorf("Pending per node %v, listing all %v; want the one unbound pod in both", snap.Pending, all.Pending)
+	}
+	rep := Fit(tpl, snap, 0, 0)
+	if rep.Fit != 4 { // 2 nodes × (4 − 1 cpu) = 6 pods of 1 cpu, minus the 2-cpu unbound pod
+		t.Errorf("Fit() = %d (%s), want 4", rep.Fit, rep.Binding)
 	}
 }
 
@@ -205,7 +386,7 @@ func TestObservePaginates(t *testing.T) {
 		}
 		return true, list, nil
 	})
-	snap, err := Observe(context.Background(), c, "batch", ModeNodes)
+	snap, err := Observe(context.Background(), c, "batch", Options{Mode: ModeNodes, Template: template()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +402,7 @@ func TestObservePaginates(t *testing.T) {
 
 func TestObserveUnknownMode(t *testing.T) {
 	c := fake.NewClientset()
-	if _, err := Observe(context.Background(), c, "batch", "cluster"); err == nil {
+	if _, err := Observe(context.Background(), c, "batch", Options{Mode: "cluster"}); err == nil {
 		t.Error("Observe(cluster) error = nil, want an error")
 	}
 	if n := len(c.Actions()); n != 0 {
@@ -251,15 +432,15 @@ func BenchmarkObserve(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		ns := make([]Node, numNodes)
-		index := make(map[string]*Node, numNodes)
+		agg := &aggregator{index: make(map[string]*Node, numNodes)}
 		for i := range base {
 			ns[i] = base[i]
 			ns[i].Requested = corev1.ResourceList{}
-			index[ns[i].Name] = &ns[i]
+			agg.index[ns[i].Name] = &ns[i]
 		}
 		for range numPods / numNodes {
 			for _, page := range pages {
-				addPods(index, page)
+				agg.add(page)
 			}
 		}
 	}
