@@ -317,30 +317,40 @@ func takePending(pending []Pending, rooms []*room, demand corev1.ResourceList, n
 }
 
 // tickCap is the most pods of demand (ours, new and claimed) that may be placed on rooms so that, wherever
-// kube-scheduler puts them, one node the tick pod may use still has room for it; -1 when there is no cap.
+// kube-scheduler puts them, one node the next tick's pod may use still has room for it; -1 when there is no cap.
+// tick is the pod this pass runs in: the next one has its spec, and its own room (counted as taken, since our pods
+// may be placed while it still runs) is free again once it ends.
 //
-// Let T be the considered nodes the tick pod may use, c the pods that fit on a node and c' those that fit beside one
-// tick pod. If a node of T has c' = c, the tick fits there whatever we do. Otherwise kube-scheduler can leave no
-// room for the tick only by putting at least c'+1 of our pods on every node of T, so any number up to
-// Σ_T (c'+1) − 1 is safe, and one more is not. When T is empty the tick runs on nodes we do not use: no cap.
+// Let T be the considered nodes the next tick may use; on each, m the most of our pods it can hold (with this pass's
+// pod gone) and c' those that fit beside the next tick. If a node of T has c' = m, the tick fits there whatever we
+// do. Otherwise kube-scheduler can leave no room for it only by putting at least c'+1 of our pods on every node of
+// T, so any number up to Σ_T (c'+1) − 1 is safe, and one more is not. When T is empty the tick runs on nodes we do
+// not use: no cap.
 func tickCap(tick *corev1.Pod, rooms []*room, demand corev1.ResourceList, names []corev1.ResourceName) (int, string) {
 	if tick == nil {
 		return -1, ""
 	}
-	where := newPlacement(&tick.Spec)
-	td := Demand(tick)
+	next := &corev1.Pod{Spec: *tick.Spec.DeepCopy()}
+	next.Spec.NodeName = ""
+	where := newPlacement(&next.Spec)
+	td := Demand(next)
 	sum, usable := 0, 0
 	for _, rm := range rooms {
 		if where.excluded(rm.node) != "" {
 			continue
 		}
 		usable++
-		after, ok := minus(rm.free, td)
+		most := rm.free
+		if rm.node.Name == tick.Spec.NodeName {
+			most = plus(rm.free, td)
+		}
+		m, _ := fits(demand, names, most)
+		after, ok := minus(most, td)
 		if !ok {
-			continue // the tick does not fit here even now: c' = −1
+			continue // the tick does not fit here even with nothing more of ours: c' = −1
 		}
 		beside, _ := fits(demand, names, after)
-		if beside >= rm.fits {
+		if beside >= m {
 			return -1, fmt.Sprintf("the next tick (%s) fits on %s beside our pods", quantities(td), rm.node.Name)
 		}
 		sum += beside + 1
@@ -349,6 +359,14 @@ func tickCap(tick *corev1.Pod, rooms []*room, demand corev1.ResourceList, names 
 		return -1, "the next tick runs on none of the template's nodes: no room kept"
 	}
 	return max(sum-1, 0), fmt.Sprintf("room kept for the next tick (%s) on one of %d node(s)", quantities(td), usable)
+}
+
+// plus returns free + demand + one pod slot.
+func plus(free, demand corev1.ResourceList) corev1.ResourceList {
+	out := free.DeepCopy()
+	add(out, demand)
+	add(out, corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)})
+	return out
 }
 
 // quantities is a ResourceList in words, sorted: "cpu=50m memory=64Mi".

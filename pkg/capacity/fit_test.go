@@ -379,6 +379,18 @@ func TestFitTick(t *testing.T) {
 			snap:    withTick(nodes(node("n1", taint(gpuTaint)))),
 			wantFit: 4, wantBinding: "cpu: 4 more fit on n1",
 			wantTick: "the next tick runs on none of the template's nodes: no room kept"},
+		// This pass's pod holds 50m on n1 (counted); once it ends, a 4th pod of ours could take its room, so one
+		// node of 4 still holds only 3 (the same as with this pod counted: no pod is lost to the reservation).
+		{name: "this pass's pod on the node: its room comes back", spec: spec(),
+			snap: withTick(nodes(node("n1", func(n *Node) { n.Requested, n.Pods = rl("cpu", "50m", "memory", "64Mi"), 1 })),
+				func(s *corev1.PodSpec) { s.NodeName = "n1" }),
+			wantFit: 3, wantBinding: "cpu: 3 more fit on n1",
+			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 1 node(s)"},
+		{name: "this pass's pod on the node: its room is the next tick's", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("cpu", "1975m") }),
+			snap: withTick(nodes(node("n1", func(n *Node) { n.Requested, n.Pods = rl("cpu", "50m", "memory", "64Mi"), 1 })),
+				func(s *corev1.PodSpec) { s.NodeName = "n1" }),
+			wantFit: 2, wantBinding: "cpu: 2 more fit on n1",
+			wantTick: "the next tick (cpu=50m memory=64Mi) fits on n1 beside our pods"},
 		// kube-scheduler could put all our pods on n2: only what fits on n2 beside the tick is safe.
 		{name: "the tick pinned to one of our nodes: what fits beside it there", spec: spec(),
 			snap: withTick(nodes(node("n1"), node("n2")), func(s *corev1.PodSpec) {

@@ -82,7 +82,7 @@ type Snapshot struct {
 	// Pending are the non-terminal pods bound to no node, not this scheduler's, whose demand could take room on the
 	// template's nodes, sorted by namespace/name.
 	Pending []Pending
-	Tick    *corev1.Pod // the pod of the next tick, to keep room for; nil for none
+	Tick    *corev1.Pod // the pod this pass runs in (its spec): the next tick's is the same; nil for none
 	Listed  string      // which pods were listed: "all pods" or "pods of N nodes"
 	// Warnings say once what could not be read for lack of a permission, and what the pass did instead.
 	Warnings []string
@@ -201,7 +201,6 @@ func observeNodes(ctx context.Context, c kubernetes.Interface, namespace string,
 			for i := range list.Items {
 				if p := &list.Items[i]; p.Name == o.Self {
 					snap.Tick = &corev1.Pod{Spec: *p.Spec.DeepCopy()}
-					snap.Tick.Spec.NodeName = "" // the next tick's pod may go anywhere this one could
 				}
 			}
 		}

@@ -156,7 +156,7 @@ func TestObserve(t *testing.T) {
 		{
 			name: "nodes: the tick is the pod the pass runs in", opts: Options{Mode: ModeNodes, Template: template(), Scheduler: "e2e", Self: "tick-1"},
 			wantNodes: wantNodes, wantMode: ModeNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
-			wantTick: &corev1.PodSpec{NodeSelector: map[string]string{"zone": "a"}, Containers: []corev1.Container{ctr(rl("cpu", "100m"), nil)}},
+			wantTick: &corev1.PodSpec{NodeName: "n1", NodeSelector: map[string]string{"zone": "a"}, Containers: []corev1.Container{ctr(rl("cpu", "100m"), nil)}},
 			wantActions: []string{"list limitranges", "list nodes?limit=500", "list pods?fieldSelector=metadata.name%3Dtick-1",
 				"list " + allPods, "list resourcequotas"},
 		},
