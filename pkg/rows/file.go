@@ -17,75 +17,135 @@ import (
 // File holds rows read from JSON lines (one object a line, keys in column order), for dry-run without a database.
 type File struct {
 	rows []Row
-	// NullKeys counts the rows left out because their key was missing or null, as the SQL source leaves them out.
+	// NullKeys counts the rows left out because their key is null, as the SQL source leaves them out.
 	NullKeys int
+	// Duplicates are the rows left out because an earlier row has the same key, in the file's order: the first row
+	// of a key is the task, as a table with a unique key would have it.
+	Duplicates []Duplicate
 }
 
-// ReadFile reads a JSON-lines file. Values become text the way PostgreSQL rows do: strings as is, numbers and
-// booleans as written, null as NULL, objects and arrays as compact JSON.
+// Duplicate is a row whose key an earlier row already has.
+type Duplicate struct {
+	Key   string
+	Line  int // its line
+	First int // the line of the row that has the key
+}
+
+// MaxLine is the longest line ReadFile reads: one row.
+const MaxLine = 16 << 20
+
+// Stdin is the name that makes ReadFile read standard input.
+const Stdin = "-"
+
+// ReadFile reads a JSON-lines file, or standard input when name is "-". Values become text the way PostgreSQL rows
+// do: strings as is, numbers and booleans as written, null as NULL, objects and arrays as compact JSON. A row
+// without the key column is a configuration error (a query always returns its columns); a row whose key is null is
+// left out and counted in NullKeys; a row whose key an earlier row has is left out and listed in Duplicates.
 func ReadFile(name, key string) (*File, error) {
+	if name == Stdin {
+		return ReadFrom(os.Stdin, "standard input", key)
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, &config.Error{Err: fmt.Errorf("--rows: %w", err)}
 	}
 	defer f.Close()
+	return ReadFrom(f, name, key)
+}
+
+// ReadFrom reads JSON lines from r as ReadFile does; name says where they come from in errors.
+func ReadFrom(r io.Reader, name, key string) (*File, error) {
 	out := &File{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
-	for line := 1; sc.Scan(); line++ {
+	first := map[string]int{} // key → its line
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), MaxLine)
+	line := 0
+	for sc.Scan() {
+		line++
 		text := bytes.TrimSpace(sc.Bytes())
 		if len(text) == 0 {
 			continue
 		}
-		row, hasKey, err := parseObject(text, key)
+		row, keyCol, err := parseObject(text, key)
 		if err != nil {
 			return nil, &config.Error{Err: fmt.Errorf("--rows %s:%d: %w", name, line, err)}
 		}
-		if !hasKey {
+		switch {
+		case keyCol == keyMissing:
+			return nil, &config.Error{Err: fmt.Errorf("--rows %s:%d: the row has no column %q (source.key): every row "+
+				"needs the key column (a null key leaves the row out)", name, line, key)}
+		case keyCol == keyNull:
 			out.NullKeys++
 			continue
 		}
+		if at, ok := first[row.Key]; ok {
+			out.Duplicates = append(out.Duplicates, Duplicate{Key: row.Key, Line: line, First: at})
+			continue
+		}
+		first[row.Key] = line
 		out.rows = append(out.rows, row)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &config.Error{Err: fmt.Errorf("--rows %s: %w", name, err)}
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, &config.Error{Err: fmt.Errorf("--rows %s:%d: the line is longer than %d bytes, the limit of one row",
+				name, line+1, MaxLine)}
+		}
+		return nil, &config.Error{Err: fmt.Errorf("--rows %s:%d: %w", name, line+1, err)}
 	}
 	return out, nil
 }
 
-// parseObject decodes one JSON object keeping its keys' order; hasKey is false when the key column is missing or null.
-func parseObject(text []byte, key string) (row Row, hasKey bool, err error) {
+// What parseObject found of the key column.
+const (
+	keyMissing = iota
+	keyNull
+	keyPresent
+)
+
+// parseObject decodes one JSON object keeping its keys' order, and says whether the key column is there and not null.
+func parseObject(text []byte, key string) (row Row, keyCol int, err error) {
 	dec := json.NewDecoder(bytes.NewReader(text))
 	dec.UseNumber()
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return Row{}, false, errors.New("not a JSON object")
+		return Row{}, 0, errors.New("not a JSON object (one JSON object per line)")
 	}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return Row{}, false, err
+			return Row{}, 0, perLine(err)
 		}
 		name := tok.(string) // object keys are always strings
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return Row{}, false, fmt.Errorf("column %q: %w", name, err)
+			return Row{}, 0, fmt.Errorf("column %q: %w", name, perLine(err))
 		}
 		col, err := column(name, raw)
 		if err != nil {
-			return Row{}, false, err
+			return Row{}, 0, err
 		}
-		if name == key && !col.Null {
-			row.Key, hasKey = col.Value, true
+		if name == key {
+			keyCol = keyNull
+			if !col.Null {
+				row.Key, keyCol = col.Value, keyPresent
+			}
 		}
 		row.Columns = append(row.Columns, col)
 	}
 	if _, err := dec.Token(); err != nil {
-		return Row{}, false, err
+		return Row{}, 0, perLine(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return Row{}, false, errors.New("trailing data after the object")
+		return Row{}, 0, errors.New("trailing data after the object (one JSON object per line)")
 	}
-	return row, hasKey, nil
+	return row, keyCol, nil
+}
+
+// perLine explains an object cut short by the end of its line: a pretty-printed object spans several lines.
+func perLine(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return errors.New("the object does not end on its line: write one JSON object per line (not pretty-printed)")
+	}
+	return err
 }
 
 func column(name string, raw json.RawMessage) (Column, error) {
@@ -120,6 +180,15 @@ func (f *File) Select(_ context.Context, exclude []string, limit int) ([]Row, er
 		}
 	}
 	return out, nil
+}
+
+// Selected implements Source.
+func (f *File) Selected(_ context.Context, keys []string) ([]string, error) {
+	found := map[string]bool{}
+	for _, r := range f.rows {
+		found[r.Key] = true
+	}
+	return selectedInOrder(keys, found), nil
 }
 
 // Count implements Source.

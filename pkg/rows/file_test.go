@@ -38,7 +38,7 @@ func TestReadFileValues(t *testing.T) {
 {"id": 42, "n": -0.0}
 
   {"n": 1, "id": null}
-{"n": 2}
+{"n": 2, "id": null}
 {"id": true}
 {"id": {"k": [1, 2]}}
 {"z": "key last", "id": "c3"}` + "\r\n" +
@@ -88,7 +88,7 @@ func TestReadFileValues(t *testing.T) {
 		}
 	}
 	if f.NullKeys != 2 {
-		t.Errorf("NullKeys = %d, want 2 (one null key, one missing key)", f.NullKeys)
+		t.Errorf("NullKeys = %d, want 2", f.NullKeys)
 	}
 }
 
@@ -108,6 +108,8 @@ func TestReadFileErrors(t *testing.T) {
 		{"trailing garbage", `{"id": 1} x`},
 		{"bad value", `{"id": tru}`},
 		{"unquoted name", `{id: 1}`},
+		{"no key column", `{"n": 1}`},
+		{"key column in another case", `{"ID": 1}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,6 +182,120 @@ func TestFileSelectAndCount(t *testing.T) {
 			}
 			if n != tt.wantCount {
 				t.Errorf("Count = %d, want %d", n, tt.wantCount)
+			}
+		})
+	}
+}
+
+// TestReadFileProblems checks the errors a person meets first: each names the file, the line and what to do.
+func TestReadFileProblems(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		want    []string // every one must appear in the error
+	}{
+		{"the file lacks the key column", `{"n": 1}` + "\n" + `{"n": 2}` + "\n",
+			[]string{":1:", `no column "id"`, "source.key"}},
+		{"one row lacks the key column", `{"id": 1}` + "\n" + `{"n": 2}` + "\n",
+			[]string{":2:", `no column "id"`}},
+		{"a pretty-printed object", `{"id": 1}` + "\n" + "{\n  \"id\": 2,\n  \"n\": 3\n}\n",
+			[]string{":2:", "one JSON object per line"}},
+		{"a JSON array of objects", `[{"id": 1}, {"id": 2}]`, []string{":1:", "one JSON object per line"}},
+		{"a line over the limit", `{"id": 1}` + "\n" + `{"id": 2, "v": "` + strings.Repeat("x", rows.MaxLine) + `"}` + "\n",
+			[]string{":2:", fmt.Sprint(rows.MaxLine), "longer than"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := writeRows(t, tt.content)
+			_, err := rows.ReadFile(name, "id")
+			if err == nil {
+				t.Fatal("ReadFile succeeded")
+			}
+			if !config.IsConfigError(err) {
+				t.Errorf("%v is not a configuration error", err)
+			}
+			for _, w := range append(tt.want, name) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestReadFileDuplicates checks that the first row of a key is the task and every later one is left out and listed.
+func TestReadFileDuplicates(t *testing.T) {
+	content := `{"id": "a", "n": 1}
+{"id": "b", "n": 2}
+{"id": "a", "n": 3}
+{"id": 1}
+{"id": "1"}
+{"id": "a", "n": 4}
+`
+	f, err := rows.ReadFile(writeRows(t, content), "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.Select(context.Background(), nil, 100)
+	want := []rows.Row{
+		{Key: "a", Columns: []rows.Column{{Name: "id", Value: "a"}, {Name: "n", Value: "1"}}},
+		{Key: "b", Columns: []rows.Column{{Name: "id", Value: "b"}, {Name: "n", Value: "2"}}},
+		{Key: "1", Columns: []rows.Column{{Name: "id", Value: "1"}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Select = %+v, want %+v", got, want)
+	}
+	wantDup := []rows.Duplicate{{Key: "a", Line: 3, First: 1}, {Key: "1", Line: 5, First: 4}, {Key: "a", Line: 6, First: 1}}
+	if !reflect.DeepEqual(f.Duplicates, wantDup) {
+		t.Errorf("Duplicates = %+v, want %+v", f.Duplicates, wantDup)
+	}
+}
+
+// TestReadFileStdin checks that "-" reads standard input.
+func TestReadFileStdin(t *testing.T) {
+	name := writeRows(t, `{"id": "from-stdin"}`+"\n")
+	in, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	saved := os.Stdin
+	os.Stdin = in
+	defer func() { os.Stdin = saved }()
+	f, err := rows.ReadFile("-", "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.Select(context.Background(), nil, 10)
+	if !reflect.DeepEqual(fileKeys(got), []string{"from-stdin"}) {
+		t.Errorf("keys = %q, want [from-stdin]", fileKeys(got))
+	}
+}
+
+// TestFileSelected checks which keys the file has, in the order asked, each once.
+func TestFileSelected(t *testing.T) {
+	f, err := rows.ReadFile(writeRows(t, `{"id": "k1"}`+"\n"+`{"id": "k2"}`+"\n"+`{"id": null}`+"\n"+`{"id": "k3"}`+"\n"), "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		keys []string
+		want []string
+	}{
+		{"none asked", nil, nil},
+		{"some", []string{"k3", "nope", "k1"}, []string{"k3", "k1"}},
+		{"asked twice", []string{"k2", "k2"}, []string{"k2"}},
+		{"null is no key", []string{"", "null"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := f.Selected(context.Background(), tt.keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Selected(%q) = %q, want %q", tt.keys, got, tt.want)
 			}
 		})
 	}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -25,14 +26,35 @@ type Postgres struct {
 	key     string // quoted key column
 	keyName string
 	timeout time.Duration
+	guard   *connGuard
+	secrets []string // what of the DSN may be the password: never in an error
+
+	keyType string // the key column's database type name, learned by the first read
 }
 
-// OpenPostgres prepares a connection pool for dsn; nothing is contacted until the first call.
+// DefaultConnectTimeout bounds connecting (TCP and the startup handshake) when the DSN sets no connect_timeout (or
+// PGCONNECT_TIMEOUT): lib/pq would otherwise wait for ever on a host that does not answer.
+const DefaultConnectTimeout = 10 * time.Second
+
+// OpenPostgres prepares a connection pool for dsn; nothing is contacted until the first call. No error it or the
+// Postgres returns holds the DSN's password.
 func OpenPostgres(dsn string, src config.Source) (*Postgres, error) {
-	connector, err := pq.NewConnector(dsn)
+	cfg, err := pq.NewConfig(dsn)
+	if err == nil {
+		err = misreadURL(dsn)
+	}
 	if err != nil {
 		return nil, &config.Error{Err: fmt.Errorf("source: the PostgreSQL DSN is not valid: %s", dsnErrorText(err, dsn))}
 	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	connector, err := pq.NewConnectorConfig(cfg)
+	if err != nil {
+		return nil, &config.Error{Err: fmt.Errorf("source: the PostgreSQL DSN is not valid: %s", dsnErrorText(err, dsn))}
+	}
+	guard := &connGuard{conns: map[*guardedConn]struct{}{}}
+	connector.Dialer(guard)
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(1)
 	return &Postgres{
@@ -41,36 +63,83 @@ func OpenPostgres(dsn string, src config.Source) (*Postgres, error) {
 		key:     pq.QuoteIdentifier(src.Key),
 		keyName: src.Key,
 		timeout: src.Timeout.Duration,
+		guard:   guard,
+		secrets: dsnSecrets(dsn, cfg.Password),
 	}, nil
-}
-
-// dsnErrorText is why dsn is not valid, without the DSN: net/url's parse errors quote the whole URL, and lib/pq's
-// `missing "="` error quotes a whole word of a key=value DSN (all of a mistyped URL), either of which holds the password.
-func dsnErrorText(err error, dsn string) string {
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		return "not a valid URL: " + urlErr.Err.Error()
-	}
-	msg := err.Error()
-	for _, word := range strings.Fields(dsn) {
-		msg = strings.ReplaceAll(msg, word, "…")
-	}
-	return msg
 }
 
 // Close releases the pool.
 func (p *Postgres) Close() error { return p.db.Close() }
 
-// selectSQL wraps the query: the subquery keeps its ORDER BY, and the filter and LIMIT outside it do not reorder rows.
-// The key is compared in its own type (the array parameter takes the column's type), so an index on it can be used.
-func (p *Postgres) selectSQL() string {
-	return "SELECT * FROM (\n" + p.query + "\n) AS jobsched_q WHERE jobsched_q." + p.key +
-		" IS NOT NULL AND NOT (jobsched_q." + p.key + " = ANY($1)) LIMIT $2"
+// typedKeys are the key types compared as values of the type, so that an index on the key can serve Selected, and
+// because their rendered text (see render) is not always PostgreSQL's ::text of the value. A key that is not the
+// rendered text of a value of the type matches no row and is left out before the statement (it would fail it with
+// SQLSTATE 22P02). Every other type is compared as text (key::text), which never fails, whatever a Job's annotation
+// holds.
+var typedKeys = map[string]struct {
+	cast  string
+	parse func(string) (string, bool) // the key as input text of the type, and whether it is one
+}{
+	"INT2":        {"int2", parseInt(16)},
+	"INT4":        {"int4", parseInt(32)},
+	"INT8":        {"int8", parseInt(64)},
+	"UUID":        {"uuid", parseUUID},
+	"TIMESTAMPTZ": {"timestamptz", parseTime(time.RFC3339Nano)},
+	"TIMESTAMP":   {"timestamp", parseTime(time.RFC3339Nano)},
+	"TIMETZ":      {"timetz", parseTime("15:04:05.999999Z07:00")},
+	"BYTEA": {"bytea", func(s string) (string, bool) {
+		b, err := base64.StdEncoding.DecodeString(s)
+		return `\x` + hex.EncodeToString(b), err == nil
+	}},
 }
 
-func (p *Postgres) countSQL() string {
+func parseInt(bits int) func(string) (string, bool) {
+	return func(s string) (string, bool) {
+		_, err := strconv.ParseInt(s, 10, bits)
+		return s, err == nil
+	}
+}
+
+var uuidText = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+func parseUUID(s string) (string, bool) { return s, uuidText.MatchString(s) }
+
+func parseTime(layout string) func(string) (string, bool) {
+	return func(s string) (string, bool) {
+		_, err := time.Parse(layout, s)
+		return s, err == nil
+	}
+}
+
+// keyMatch is the condition "the key is one of $1" and the array to pass as $1.
+func (p *Postgres) keyMatch(keys []string) (string, any) {
+	col := "jobsched_q." + p.key
+	if t, ok := typedKeys[p.keyType]; ok {
+		vals := []string{}
+		for _, k := range keys {
+			if v, ok := t.parse(k); ok {
+				vals = append(vals, v)
+			}
+		}
+		return col + " = ANY($1::" + t.cast + "[])", pq.Array(vals)
+	}
+	return col + "::text = ANY($1::text[])", pq.Array(nonNil(keys))
+}
+
+// selectSQL wraps the query: the subquery keeps its ORDER BY, and the filter and LIMIT outside it do not reorder rows.
+func (p *Postgres) selectSQL(match string) string {
+	return "SELECT * FROM (\n" + p.query + "\n) AS jobsched_q WHERE jobsched_q." + p.key +
+		" IS NOT NULL AND NOT (" + match + ") LIMIT $2"
+}
+
+func (p *Postgres) countSQL(match string) string {
 	return "SELECT count(*) FROM (SELECT 1 FROM (\n" + p.query + "\n) AS jobsched_q WHERE jobsched_q." + p.key +
-		" IS NOT NULL AND NOT (jobsched_q." + p.key + " = ANY($1)) LIMIT $2) AS jobsched_c"
+		" IS NOT NULL AND NOT (" + match + ") LIMIT $2) AS jobsched_c"
+}
+
+func (p *Postgres) selectedSQL(match string) string {
+	return "SELECT jobsched_q." + p.key + " FROM (\n" + p.query + "\n) AS jobsched_q WHERE jobsched_q." + p.key +
+		" IS NOT NULL AND " + match
 }
 
 // Select implements Source.
@@ -80,7 +149,8 @@ func (p *Postgres) Select(ctx context.Context, exclude []string, limit int) ([]R
 	}
 	var out []Row
 	err := p.readOnly(ctx, func(tx *sql.Tx) error {
-		rs, err := tx.QueryContext(ctx, p.selectSQL(), pq.Array(nonNil(exclude)), limit)
+		match, arg := p.keyMatch(exclude)
+		rs, err := tx.QueryContext(ctx, p.selectSQL(match), arg, limit)
 		if err != nil {
 			return err
 		}
@@ -95,9 +165,53 @@ func (p *Postgres) Select(ctx context.Context, exclude []string, limit int) ([]R
 func (p *Postgres) Count(ctx context.Context, exclude []string, max int) (int, error) {
 	var n int
 	err := p.readOnly(ctx, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, p.countSQL(), pq.Array(nonNil(exclude)), max).Scan(&n)
+		match, arg := p.keyMatch(exclude)
+		return tx.QueryRowContext(ctx, p.countSQL(match), arg, max).Scan(&n)
 	})
 	return n, err
+}
+
+// Selected implements Source: the keys of keys that the query returns now, in the order of keys, each once.
+func (p *Postgres) Selected(ctx context.Context, keys []string) ([]string, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	found := map[string]bool{}
+	err := p.readOnly(ctx, func(tx *sql.Tx) error {
+		match, arg := p.keyMatch(keys)
+		rs, err := tx.QueryContext(ctx, p.selectedSQL(match), arg)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		types, err := rs.ColumnTypes()
+		if err != nil {
+			return err
+		}
+		for rs.Next() {
+			var v any
+			if err := rs.Scan(&v); err != nil {
+				return err
+			}
+			found[render(types[0].DatabaseTypeName(), v)] = true
+		}
+		return rs.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return selectedInOrder(keys, found), nil
+}
+
+func selectedInOrder(keys []string, found map[string]bool) []string {
+	var out []string
+	for _, k := range keys {
+		if found[k] {
+			out = append(out, k)
+			delete(found, k)
+		}
+	}
+	return out
 }
 
 func nonNil(s []string) []string {
@@ -107,22 +221,63 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// readOnly runs fn in a READ ONLY transaction with the statement timeout; it never commits anything.
-func (p *Postgres) readOnly(ctx context.Context, fn func(*sql.Tx) error) error {
+// readOnly runs fn in a READ ONLY transaction with the statement timeout; it never commits anything. When ctx ends
+// the connection's reads and writes fail at once, even on a server that accepted the connection and never answers
+// (lib/pq's own cancel request would wait on that server). The first read learns the key column's type.
+func (p *Postgres) readOnly(ctx context.Context, fn func(*sql.Tx) error) (err error) {
+	defer func() { err = ended(ctx, err) }()
+	if err := ctx.Err(); err != nil {
+		return p.redact(fmt.Errorf("connecting to PostgreSQL: %w", err))
+	}
+	stop := p.guard.watch(ctx)
+	defer stop()
 	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return classify("connecting to PostgreSQL", err)
+		return p.redact(classify("connecting to PostgreSQL", err))
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only: there is nothing to keep
 	if ms := p.timeout.Milliseconds(); ms > 0 {
 		if _, err := tx.ExecContext(ctx, "SET LOCAL statement_timeout = "+strconv.FormatInt(ms, 10)); err != nil {
-			return classify("setting statement_timeout", err)
+			return p.redact(classify("setting statement_timeout", err))
+		}
+	}
+	if p.keyType == "" {
+		if err := p.learnKeyType(ctx, tx); err != nil {
+			return p.redact(err)
 		}
 	}
 	if err := fn(tx); err != nil {
-		return classify("running source.query", err)
+		return p.redact(classify("running source.query", err))
 	}
 	return nil
+}
+
+// ended says that ctx ended a failed read: the error is then context.Canceled or context.DeadlineExceeded as well.
+func ended(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ctx.Err(), err)
+}
+
+// learnKeyType reads the key column's type from the query's result columns (LIMIT 0: no row is read).
+func (p *Postgres) learnKeyType(ctx context.Context, tx *sql.Tx) error {
+	rs, err := tx.QueryContext(ctx, "SELECT * FROM (\n"+p.query+"\n) AS jobsched_q LIMIT 0")
+	if err != nil {
+		return classify("running source.query", err)
+	}
+	defer rs.Close()
+	types, err := rs.ColumnTypes()
+	if err != nil {
+		return classify("running source.query", err)
+	}
+	for _, t := range types {
+		if t.Name() == p.keyName {
+			p.keyType = t.DatabaseTypeName()
+			return nil
+		}
+	}
+	return &config.Error{Err: fmt.Errorf("source.key: the query returns no column %q", p.keyName)}
 }
 
 // classify marks errors that say the query itself is wrong (syntax, unknown column, permission, an attempt to write

@@ -14,12 +14,14 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"net/url"
 	"os"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -423,6 +425,14 @@ func TestSelectExcludes(t *testing.T) {
 			[]string{"plain", "NULL", "", "a,b", `"quoted"`, "{brace}", `back\slash`, " spaced ", "ümlaut", "last"}},
 		{"uuid: some excluded", "by_uuid", []string{"00000000-0000-0000-0000-000000000003"}, 100,
 			[]string{"00000000-0000-0000-0000-000000000001", "00000000-0000-0000-0000-000000000004"}},
+		// Keys that are no value of the column's type (a Job made by hand, a changed column type) exclude nothing
+		// and fail nothing.
+		{"int: foreign keys", "by_int", []string{"not-a-number", "30", "", "1e3", "99999999999999999999", "4O", " 40"}, 100,
+			[]string{"10", "40", "60", "70"}},
+		{"uuid: foreign keys", "by_uuid", []string{"not-a-number", "00000000-0000-0000-0000-000000000003", "{}", "0000"}, 100,
+			[]string{"00000000-0000-0000-0000-000000000001", "00000000-0000-0000-0000-000000000004"}},
+		{"text: foreign keys", "by_text", []string{"not-a-number", "plain"}, 100,
+			[]string{"NULL", "", "a,b", `"quoted"`, "{brace}", `back\slash`, " spaced ", "ümlaut", "last"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -433,6 +443,13 @@ func TestSelectExcludes(t *testing.T) {
 			}
 			if !reflect.DeepEqual(keys(got), tt.want) {
 				t.Errorf("keys = %q, want %q", keys(got), tt.want)
+			}
+			n, err := p.Count(t.Context(), tt.exclude, tt.limit)
+			if err != nil {
+				t.Fatalf("Count: %v", err)
+			}
+			if n != len(tt.want) {
+				t.Errorf("Count = %d, want %d", n, len(tt.want))
 			}
 			for _, r := range got {
 				if r.Columns[0].Null {
@@ -526,8 +543,8 @@ func TestSelectPushdownAtScale(t *testing.T) {
 	// The plan of the very statement Select runs, with the same parameters, in the same READ ONLY transaction.
 	var plan string
 	err = p.readOnly(t.Context(), func(tx *sql.Tx) error {
-		return tx.QueryRowContext(t.Context(), "EXPLAIN (ANALYZE, FORMAT JSON) "+p.selectSQL(), pq.Array(exclude), limit).
-			Scan(&plan)
+		match, arg := p.keyMatch(exclude)
+		return tx.QueryRowContext(t.Context(), "EXPLAIN (ANALYZE, FORMAT JSON) "+p.selectSQL(match), arg, limit).Scan(&plan)
 	})
 	if err != nil {
 		t.Fatalf("EXPLAIN: %v", err)
@@ -791,4 +808,276 @@ func TestCount(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExcludeRenderedKeys checks that a key is excluded by the very text Select renders for it, for the key types
+// whose rendered text is not PostgreSQL's ::text (timestamps, bytea) and for the common ones.
+func TestExcludeRenderedKeys(t *testing.T) {
+	s := newSchema(t)
+	exec(t, "CREATE TABLE "+s+".k (seq int4, i2 int2, i4 int4, i8 int8, u uuid, t text, tstz timestamptz, ts timestamp, "+
+		"d date, ttz timetz, by bytea, num numeric, f8 float8, b bool)",
+		`INSERT INTO `+s+`.k VALUES
+		 (1, 1, 1, 1, '00000000-0000-0000-0000-000000000001', 'a', '2024-07-01 12:00:00.5+02', '2024-07-01 12:00:00.5',
+		  '2024-02-29', '12:00:00+01', '\x00ff', 1.50, 0.1, true),
+		 (2, 2, 2, 2, '00000000-0000-0000-0000-000000000002', 'b', '2024-07-02 00:00:00+00', '2024-07-02 00:00:00',
+		  '2024-03-01', '13:30:00.25-05', '\x01', 2, 1e20, false)`)
+	for _, col := range []string{"i2", "i4", "i8", "u", "t", "tstz", "ts", "d", "ttz", "by", "num", "f8", "b"} {
+		t.Run(col, func(t *testing.T) {
+			p := open(t, testDSN, "SELECT "+col+", seq FROM "+s+".k ORDER BY seq", col, 10*time.Second)
+			all, err := p.Select(t.Context(), nil, 10)
+			if err != nil || len(all) != 2 {
+				t.Fatalf("Select: %+v, %v", all, err)
+			}
+			first, second := all[0].Key, all[1].Key
+			got, err := p.Select(t.Context(), []string{first, "not-a-number"}, 10)
+			if err != nil {
+				t.Fatalf("Select excluding %q: %v", first, err)
+			}
+			if !reflect.DeepEqual(keys(got), []string{second}) {
+				t.Errorf("Select excluding %q = %q, want [%q]", first, keys(got), second)
+			}
+			sel, err := p.Selected(t.Context(), []string{"not-a-number", second, first})
+			if err != nil {
+				t.Fatalf("Selected: %v", err)
+			}
+			if !reflect.DeepEqual(sel, []string{second, first}) {
+				t.Errorf("Selected = %q, want [%q %q]", sel, second, first)
+			}
+		})
+	}
+}
+
+// TestSelected checks which of the keys asked the query returns now: NULL keys never, foreign keys never fail it,
+// each key once in the order asked, and the key is compared in the query's result (a row its WHERE leaves out is not
+// selected).
+func TestSelected(t *testing.T) {
+	s := newSchema(t)
+	exec(t, "CREATE TABLE "+s+".t (id int8, status text)",
+		"INSERT INTO "+s+".t VALUES (1, 'waiting'), (2, 'done'), (3, 'waiting'), (NULL, 'waiting'), (3, 'waiting')")
+	p := open(t, testDSN, "SELECT id, status FROM "+s+".t WHERE status = 'waiting' ORDER BY id", "id", 10*time.Second)
+	tests := []struct {
+		name string
+		keys []string
+		want []string
+	}{
+		{"none asked", nil, nil},
+		{"the waiting ones", []string{"3", "2", "1"}, []string{"3", "1"}},
+		{"twice asked, twice returned", []string{"3", "3"}, []string{"3"}},
+		{"foreign keys", []string{"not-a-number", "", "NULL", "1"}, []string{"1"}},
+		{"none there", []string{"4", "2"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := p.Selected(t.Context(), tt.keys)
+			if err != nil {
+				t.Fatalf("Selected: %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Selected(%q) = %q, want %q", tt.keys, got, tt.want)
+			}
+		})
+	}
+	t.Run("text keys", func(t *testing.T) {
+		p := open(t, testDSN, "SELECT status AS k FROM "+s+".t", "k", 10*time.Second)
+		got, err := p.Selected(t.Context(), []string{"done", "gone", "waiting"})
+		if err != nil || !reflect.DeepEqual(got, []string{"done", "waiting"}) {
+			t.Errorf("Selected = %q, %v; want [done waiting]", got, err)
+		}
+	})
+}
+
+// silentServer accepts TCP connections and never answers, as a blackholed or hung database would.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never read or written
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String()
+}
+
+// TestSilentServer checks that a database that accepts the connection and never answers cannot hold a read past its
+// context's deadline, with or without a connect_timeout in the DSN, and that the error shows no password.
+func TestSilentServer(t *testing.T) {
+	const password = "s3cr3t-SILENT-pw"
+	addr := silentServer(t)
+	for _, dsn := range []string{
+		"postgres://app:" + password + "@" + addr + "/app?sslmode=disable",
+		"postgres://app:" + password + "@" + addr + "/app?sslmode=disable&connect_timeout=600",
+		"host=127.0.0.1 port=" + addr[strings.LastIndex(addr, ":")+1:] + " password=" + password + " sslmode=disable connect_timeout=0",
+	} {
+		for _, call := range []string{"Select", "Count", "Selected"} {
+			t.Run(call, func(t *testing.T) {
+				p := open(t, dsn, "SELECT 1 AS id", "id", 10*time.Second)
+				ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+				defer cancel()
+				start := time.Now()
+				var err error
+				switch call {
+				case "Select":
+					_, err = p.Select(ctx, nil, 10)
+				case "Count":
+					_, err = p.Count(ctx, nil, 10)
+				case "Selected":
+					_, err = p.Selected(ctx, []string{"1"})
+				}
+				elapsed := time.Since(start)
+				if err == nil {
+					t.Fatal("no error from a server that never answers")
+				}
+				if elapsed > 5*time.Second {
+					t.Errorf("%s took %v with a 2s deadline", call, elapsed)
+				}
+				if strings.Contains(err.Error(), password) {
+					t.Errorf("error %q shows the password", err)
+				}
+				if config.IsConfigError(err) {
+					t.Errorf("%v: a database that does not answer is a run-time error", err)
+				}
+				t.Logf("%s: %v after %v", call, err, elapsed.Round(time.Millisecond))
+			})
+		}
+	}
+}
+
+// TestConnectTimeout checks that without a context deadline a silent server costs DefaultConnectTimeout, not for ever.
+func TestConnectTimeout(t *testing.T) {
+	addr := silentServer(t)
+	p := open(t, "postgres://app:pw@"+addr+"/app?sslmode=disable", "SELECT 1 AS id", "id", 10*time.Second)
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Select(context.Background(), nil, 1)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("no error from a server that never answers")
+		}
+		t.Logf("%v after %v", err, time.Since(start).Round(time.Millisecond))
+	case <-time.After(DefaultConnectTimeout + 20*time.Second):
+		t.Fatalf("Select still waits after %v", time.Since(start))
+	}
+}
+
+// freezingProxy forwards TCP connections to target until freeze is called; from then on it holds every byte and
+// every new connection, as a database host that stops answering in the middle of a session would.
+func freezingProxy(t *testing.T, target string) (addr string, freeze func()) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	var conns []net.Conn
+	keep := func(c net.Conn) {
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+	}
+	pipe := func(dst, src net.Conn) {
+		buf := make([]byte, 32*1024)
+		for {
+			n, err := src.Read(buf)
+			select {
+			case <-frozen:
+				return // hold it: the bytes never arrive
+			default:
+			}
+			if n > 0 {
+				if _, err := dst.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			keep(c)
+			select {
+			case <-frozen:
+				continue
+			default:
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			keep(up)
+			go pipe(up, c)
+			go pipe(c, up)
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String(), func() { once.Do(func() { close(frozen) }) }
+}
+
+// TestServerStopsAnswering checks that a read on a connection that worked, to a server that then stops answering
+// (lib/pq's cancel request goes unanswered too), ends at its context's deadline.
+func TestServerStopsAnswering(t *testing.T) {
+	u, err := url.Parse(testDSN)
+	if err != nil || u.Host == "" {
+		t.Fatalf("%s is not a URL with a host", dsnEnv)
+	}
+	addr, freeze := freezingProxy(t, u.Host)
+	u.Host = addr
+	p := open(t, u.String(), "SELECT 1 AS id", "id", 10*time.Second)
+	if got, err := p.Select(t.Context(), nil, 1); err != nil || len(got) != 1 {
+		t.Fatalf("Select through the proxy: %+v, %v", got, err)
+	}
+	freeze()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = p.Select(ctx, nil, 1)
+	elapsed := time.Since(start)
+	if err == nil {
+		t.Fatal("no error from a server that stopped answering")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error %q does not say the deadline passed", err)
+	}
+	if elapsed > 5*time.Second {
+		t.Errorf("Select took %v with a 2s deadline", elapsed)
+	}
+	t.Logf("%v after %v", err, elapsed.Round(time.Millisecond))
 }

@@ -23,4 +23,7 @@ type Source interface {
 	Select(ctx context.Context, exclude []string, limit int) ([]Row, error)
 	// Count counts the rows Select would return with no limit, stopping at max (so the answer is at most max).
 	Count(ctx context.Context, exclude []string, max int) (int, error)
+	// Selected returns which of keys the query returns now (NULL keys never match), in the order of keys, each once:
+	// one read, whatever the backlog.
+	Selected(ctx context.Context, keys []string) ([]string, error)
 }
