@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Measures what `limits.capacity: nodes` costs per pass on a real API server holding BENCH_NODES nodes and BENCH_PODS
 # pods (default 5,000 and 150,000, the README's figures). It starts its own local cluster in a separate state dir
-# (so it never fills the one tests use), fills it, runs the benchmark and stops the cluster again.
+# (so it never fills the one tests use), fills it, runs the benchmarks and stops the cluster again:
+#   BenchmarkCapacityObserve   one pass listing every pod (time, allocations, peak heap);
+#   BenchmarkCapacityPool      side by side in the same run: a template that may use every node (all pods listed)
+#                              and one whose nodeSelector picks a pool of BENCH_POOL nodes (default 50; only those
+#                              nodes' pods listed, one LIST per node).
 #
-#   scripts/bench-capacity.sh                                  # 5,000 nodes, 150,000 pods
+#   scripts/bench-capacity.sh                                  # 5,000 nodes, 150,000 pods, a 50-node pool
 #   BENCH_NODES=500 BENCH_PODS=15000 scripts/bench-capacity.sh # smaller
+#   BENCH=BenchmarkCapacityPool scripts/bench-capacity.sh      # one of them
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export BENCH_NODES=${BENCH_NODES:-5000} BENCH_PODS=${BENCH_PODS:-150000}
+export BENCH_NODES=${BENCH_NODES:-5000} BENCH_PODS=${BENCH_PODS:-150000} BENCH_POOL=${BENCH_POOL:-50}
+BENCH=${BENCH:-'BenchmarkCapacity(Observe|Pool)$'}
 CACHE=${JOBSCHED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jobsched}
 export JOBSCHED_CLUSTER_DIR=${JOBSCHED_CLUSTER_DIR:-$CACHE/bench-cluster}
 trap 'scripts/cluster.sh down >&2 || true' EXIT
@@ -15,4 +21,4 @@ KUBECONFIG=$(NODES=0 scripts/cluster.sh up | tail -n 1)
 export KUBECONFIG
 # The benchmark needs no database, but the e2e package's TestMain wants the variable set.
 export JOBSCHED_TEST_DSN=${JOBSCHED_TEST_DSN:-unused}
-go test -tags integration -run '^$' -bench BenchmarkCapacityObserve -benchmem -benchtime 5x -timeout 60m -v ./pkg/e2e/
+go test -tags integration -run '^$' -bench "$BENCH" -benchmem -benchtime 5x -timeout 60m -v ./pkg/e2e/

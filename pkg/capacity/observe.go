@@ -210,18 +210,21 @@ func observeNodes(ctx context.Context, c kubernetes.Interface, namespace string,
 		}
 	}
 
+	// The nodes the template may use, Ready or not (readiness comes and goes; Fit checks it).
 	index := make(map[string]*Node, len(snap.Nodes))
 	var eligible []string
 	where := newPlacement(&tpl.Spec)
 	for i := range snap.Nodes {
 		n := &snap.Nodes[i]
 		index[n.Name] = n
-		if where.excluded(n) == "" {
+		ready := *n
+		ready.Ready = true
+		if where.excluded(&ready) == "" {
 			eligible = append(eligible, n.Name)
 		}
 	}
 	agg := &aggregator{index: index, namespace: namespace, scheduler: o.Scheduler}
-	if len(eligible) > maxNodeLists || len(eligible)*nodeListRatio > len(snap.Nodes) {
+	if o.Template == nil || len(eligible) > maxNodeLists || len(eligible)*nodeListRatio > len(snap.Nodes) {
 		snap.Listed = "all pods"
 		err = listPods(ctx, c, nonTerminal, "in all namespaces", agg)
 	} else {
