@@ -239,6 +239,9 @@ func (c *Config) Validate() []error {
 	for i, pat := range c.Env.Passthrough {
 		if _, err := path.Match(pat, ""); err != nil || pat == "" {
 			bad(fmt.Sprintf("env.passthrough[%d]", i), "%q is not a name or glob", pat)
+		} else if matchesAll(pat) {
+			bad(fmt.Sprintf("env.passthrough[%d]", i), "%q would copy every variable of jobsched's own environment "+
+				"(credentials included): name the variables, or a glob with a fixed part such as S3_*", pat)
 		}
 	}
 	if c.Limits.MaxActive != nil && *c.Limits.MaxActive < 0 {
@@ -310,6 +313,16 @@ func LoadTemplate(file string) (*batchv1.Job, error) {
 	}
 	if job.Spec.Selector != nil || job.Spec.ManualSelector != nil {
 		bad("spec.selector", "must be empty: the Job controller generates it")
+	}
+	if job.Spec.Suspend != nil && *job.Spec.Suspend {
+		bad("spec.suspend", "must not be true: a suspended Job never runs, and holds its task's slot and capacity until it is deleted")
+	}
+	if job.Spec.Parallelism != nil && *job.Spec.Parallelism == 0 {
+		bad("spec.parallelism", "must not be 0: such a Job runs no pod, and holds its task's slot and capacity until it is deleted")
+	}
+	if m := job.Spec.ManagedBy; m != nil && *m != "" && *m != batchv1.JobControllerName {
+		bad("spec.managedBy", fmt.Sprintf("must be empty or %s, not %q: jobsched counts and retires Jobs as the Job "+
+			"controller runs them, and a Job another controller manages may never finish", batchv1.JobControllerName, *m))
 	}
 	if job.Spec.TTLSecondsAfterFinished != nil {
 		bad("spec.ttlSecondsAfterFinished", "must be empty: gc.succeededRetention and gc.failedRetention decide when finished Jobs go (a Job deleted early lets its row be retried)")

@@ -1,69 +1,301 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"math"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
-	"sigs.k8s.io/yaml"
+	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// decodeStrict decodes YAML into out. unknown lists every key that out has no field for, each by its full path
-// (e.g. limits.maxActiv, spec.template.spec.containers[0].imag), which the plain decoder's error does not give; out
-// is still filled so that the other keys can be validated too. err is a document that cannot be decoded at all.
-func decodeStrict(data []byte, out any) (unknown, err error) {
-	var tree any
-	if err := yaml.Unmarshal(data, &tree); err != nil {
+// decodeStrict decodes one YAML document into out, reading every value against out's Go type. problems lists, each
+// by its full path (e.g. limits.maxActiv, spec.template.spec.containers[0].imag) and line, every key out has no
+// field for, every key written twice, and every value that is not of its field's type, in the words the file uses
+// (limits.maxActive: "ten" is not an integer); out is still filled with every other key, so that they can be
+// validated too. err is a file that cannot be read at all: not YAML, a second document, not a mapping.
+func decodeStrict(data []byte, out any) (problems, err error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("the file is empty")
+		}
 		return nil, err
 	}
-	if err := yaml.Unmarshal(data, out); err != nil {
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return nil, err
+	case !isEmptyDocument(&next):
+		return nil, fmt.Errorf("line %d: a second YAML document (after ---): the file must hold one", next.Line)
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	root = resolve(root)
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: the file must be a mapping (key: value lines), not %s", root.Line, shown(root))
+	}
+	d := &decoder{}
+	tree, _ := d.convert(root, reflect.TypeOf(out), "")
+	js, err := json.Marshal(tree)
+	if err != nil {
 		return nil, err
 	}
-	if keys := unknownKeys(tree, reflect.TypeOf(out), ""); len(keys) > 0 {
-		sort.Strings(keys)
-		return fmt.Errorf("unknown key(s): %s", strings.Join(keys, ", ")), nil
+	if err := json.Unmarshal(js, out); err != nil {
+		return nil, err // every value was checked against its type: a bug if it happens
 	}
-	return nil, nil
+	if len(d.unknown) > 0 {
+		sort.Strings(d.unknown)
+		d.problems = append([]error{fmt.Errorf("unknown key(s): %s", strings.Join(d.unknown, ", "))}, d.problems...)
+	}
+	return errors.Join(d.problems...), nil
+}
+
+// isEmptyDocument is what a trailing --- leaves.
+func isEmptyDocument(n *yaml.Node) bool {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	return n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null" && n.Value == ""
+}
+
+type decoder struct {
+	unknown  []string
+	problems []error
+}
+
+func (d *decoder) bad(n *yaml.Node, path, format string, args ...any) {
+	d.problems = append(d.problems, fmt.Errorf("%s: %s (line %d)", path, fmt.Sprintf(format, args...), n.Line))
 }
 
 var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
 
-func unknownKeys(v any, t reflect.Type, path string) []string {
+// typeNames say what a value of a type with its own decoding looks like.
+var typeNames = map[reflect.Type]string{
+	reflect.TypeFor[metav1.Duration]():   "a duration (e.g. 30s, 5m)",
+	reflect.TypeFor[resource.Quantity](): "a quantity (e.g. 500m, 2Gi)",
+	reflect.TypeFor[metav1.Time]():       "a time (RFC 3339, e.g. 2024-01-31T12:00:00Z)",
+}
+
+// convert turns n into the JSON value that t decodes, reporting each problem under path; ok is false when the value
+// is left out (null, or a problem).
+func (d *decoder) convert(n *yaml.Node, t reflect.Type, path string) (v any, ok bool) {
+	n = resolve(n)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, false
+	}
 	if reflect.PointerTo(t).Implements(unmarshaler) {
-		return nil // a type with its own decoding (durations, quantities, …) checks itself
-	}
-	var out []string
-	switch v := v.(type) {
-	case map[string]any:
-		switch t.Kind() {
-		case reflect.Map:
-			for k, child := range v {
-				out = append(out, unknownKeys(child, t.Elem(), join(path, k))...)
+		v := plain(n)
+		js, err := json.Marshal(v)
+		if err == nil {
+			err = reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON(js)
+		}
+		if err != nil {
+			if name, ok := typeNames[t]; ok {
+				d.bad(n, path, "%s is not %s", shown(n), name)
+			} else {
+				d.bad(n, path, "%s is not valid here: %v", shown(n), err)
 			}
-		case reflect.Struct:
-			fields := jsonFields(t)
-			for k, child := range v {
-				ft, ok := fields[k]
-				if !ok {
-					out = append(out, join(path, k))
-					continue
+			return nil, false
+		}
+		return v, true
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			d.bad(n, path, "must be a mapping (key: value lines), not %s", shown(n))
+			return nil, false
+		}
+		fields := jsonFields(t)
+		out := map[string]any{}
+		d.mapping(n, path, func(key string, kn, vn *yaml.Node) {
+			ft, ok := fields[key]
+			if !ok {
+				d.unknown = append(d.unknown, join(path, key))
+				return
+			}
+			if v, ok := d.convert(vn, ft, join(path, key)); ok {
+				out[key] = v
+			}
+		})
+		return out, true
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			d.bad(n, path, "must be a mapping (key: value lines), not %s", shown(n))
+			return nil, false
+		}
+		out := map[string]any{}
+		d.mapping(n, path, func(key string, kn, vn *yaml.Node) {
+			if v, ok := d.convert(vn, t.Elem(), join(path, key)); ok {
+				out[key] = v
+			}
+		})
+		return out, true
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 { // []byte: base64 text
+			return d.scalar(n, path, "a string", n.Tag == "!!str", n.Value)
+		}
+		if n.Kind != yaml.SequenceNode {
+			d.bad(n, path, "must be a list (- item lines), not %s", shown(n))
+			return nil, false
+		}
+		out := []any{}
+		for i, c := range n.Content {
+			if v, ok := d.convert(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); ok {
+				out = append(out, v)
+			}
+		}
+		return out, true
+	case reflect.String:
+		if n.Kind == yaml.ScalarNode && n.Tag != "!!str" && n.Tag != "!!timestamp" {
+			d.bad(n, path, "%s is not a string (quote it: %q)", shown(n), n.Value)
+			return nil, false
+		}
+		return d.scalar(n, path, "a string", true, n.Value)
+	case reflect.Bool:
+		switch strings.ToLower(n.Value) {
+		case "true", "yes", "on":
+			return d.scalar(n, path, "true or false", n.Tag != "!!str" || n.Style == 0, true)
+		case "false", "no", "off":
+			return d.scalar(n, path, "true or false", n.Tag != "!!str" || n.Style == 0, false)
+		}
+		return d.scalar(n, path, "true or false", false, nil)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		var i int64
+		ok := n.Kind == yaml.ScalarNode && n.Tag == "!!int" && n.Decode(&i) == nil
+		if ok && (i < -1<<(t.Bits()-1) || i > 1<<(t.Bits()-1)-1) {
+			d.bad(n, path, "%s is out of range", shown(n))
+			return nil, false
+		}
+		return d.scalar(n, path, "an integer", ok, i)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		var u uint64
+		ok := n.Kind == yaml.ScalarNode && n.Tag == "!!int" && n.Decode(&u) == nil
+		if ok && t.Bits() < 64 && u > 1<<t.Bits()-1 {
+			d.bad(n, path, "%s is out of range", shown(n))
+			return nil, false
+		}
+		return d.scalar(n, path, "a whole number", ok, u)
+	case reflect.Float32, reflect.Float64:
+		var f float64
+		ok := n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float") && n.Decode(&f) == nil &&
+			!math.IsInf(f, 0) && !math.IsNaN(f)
+		return d.scalar(n, path, "a number", ok, f)
+	}
+	return plain(n), true // interface{} and anything else: as written
+}
+
+// scalar is v when n is a scalar that is one (ok), else the problem "<n> is not <what>".
+func (d *decoder) scalar(n *yaml.Node, path, what string, ok bool, v any) (any, bool) {
+	if n.Kind != yaml.ScalarNode || !ok {
+		d.bad(n, path, "%s is not %s", shown(n), what)
+		return nil, false
+	}
+	return v, true
+}
+
+// mapping calls fn for each key of n, and reports a key written twice (YAML would keep the last silently).
+func (d *decoder) mapping(n *yaml.Node, path string, fn func(key string, kn, vn *yaml.Node)) {
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, vn := resolve(n.Content[i]), n.Content[i+1]
+		if kn.Kind == yaml.ScalarNode && kn.Tag == "!!merge" {
+			d.bad(kn, join(path, kn.Value), "merge keys (<<) are not supported: write the keys out")
+			continue
+		}
+		if kn.Kind != yaml.ScalarNode {
+			d.bad(kn, path, "a key must be a plain name, not %s", shown(kn))
+			continue
+		}
+		key := kn.Value
+		if first, ok := seen[key]; ok {
+			d.bad(kn, join(path, key), "the key is written twice (first on line %d): YAML would keep only the last", first)
+			continue
+		}
+		seen[key] = kn.Line
+		fn(key, kn, vn)
+	}
+}
+
+// plain is n as JSON without a Go type to guide it: scalars by their YAML tags.
+func plain(n *yaml.Node) any {
+	n = resolve(n)
+	switch n.Kind {
+	case yaml.MappingNode:
+		out := map[string]any{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			out[resolve(n.Content[i]).Value] = plain(n.Content[i+1])
+		}
+		return out
+	case yaml.SequenceNode:
+		out := []any{}
+		for _, c := range n.Content {
+			out = append(out, plain(c))
+		}
+		return out
+	}
+	switch n.Tag {
+	case "!!null":
+		return nil
+	case "!!bool":
+		var b bool
+		if n.Decode(&b) == nil {
+			return b
+		}
+	case "!!int", "!!float":
+		var f float64
+		if n.Decode(&f) == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			if n.Tag == "!!int" {
+				var i int64
+				if n.Decode(&i) == nil {
+					return json.Number(strconv.FormatInt(i, 10))
 				}
-				out = append(out, unknownKeys(child, ft, join(path, k))...)
 			}
-		}
-	case []any:
-		if t.Kind() == reflect.Slice {
-			for i, child := range v {
-				out = append(out, unknownKeys(child, t.Elem(), fmt.Sprintf("%s[%d]", path, i))...)
-			}
+			return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
 		}
 	}
-	return out
+	return n.Value
+}
+
+// resolve follows an alias (*name) to the node it names.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+// shown is n as the file writes it: a quoted or string scalar quoted, others as is, collections by their kind.
+func shown(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	v := n.Value
+	if len(v) > 80 {
+		v = v[:80] + "…"
+	}
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 || n.Tag == "!!str" && n.Style == 0 {
+		return strconv.Quote(v)
+	}
+	return v
 }
 
 // jsonFields maps the JSON names of t's fields to their types, flattening inline and embedded structs.
