@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
@@ -140,10 +141,10 @@ func TestDryRunOffline(t *testing.T) {
 	wantEnv := [][]corev1.EnvVar{
 		{{Name: "S3_BUCKET", Value: "bucket"}, {Name: "TASK_ID", Value: "1"}, {Name: "TASK_URL", Value: "https://example.com/1"},
 			{Name: "TASK_CREATED_AT", Value: "2026-01-01T00:00:00Z"}, {Name: "TASK_META", Value: `{"a":[1,2]}`},
-			{Name: "JOBSCHED_TASK_KEY", Value: "1"}, {Name: "JOBSCHED_SCHEDULER", Value: "reports"}},
+			{Name: "JOBSCHED_TASK_KEY", Value: "1"}, {Name: "JOBSCHED_SCHEDULER", Value: "reports"}, {Name: "JOBSCHED_ATTEMPT", Value: "1"}},
 		{{Name: "S3_BUCKET", Value: "bucket"}, {Name: "TASK_ID", Value: "Ünïcode / key"}, {Name: "TASK_URL", Value: "u2"},
 			{Name: "TASK_CREATED_AT", Value: "2026-01-01T00:00:01Z"},
-			{Name: "JOBSCHED_TASK_KEY", Value: "Ünïcode / key"}, {Name: "JOBSCHED_SCHEDULER", Value: "reports"}},
+			{Name: "JOBSCHED_TASK_KEY", Value: "Ünïcode / key"}, {Name: "JOBSCHED_SCHEDULER", Value: "reports"}, {Name: "JOBSCHED_ATTEMPT", Value: "1"}},
 	}
 	for i, c := range plan.Creates {
 		j := c.Job
@@ -225,6 +226,52 @@ func TestDryRunCommandWritesNothing(t *testing.T) {
 			}
 			if !tc.wantWrite && !strings.Contains(errOut.String(), `"dryRun":true,"wouldCreate":2`) {
 				t.Errorf("the pass done line does not say dryRun and wouldCreate:\n%s", errOut.String())
+			}
+		})
+	}
+}
+
+func TestRetryCommand(t *testing.T) {
+	dead := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: render.AttemptName("reports", "d", 3), Namespace: "batch", UID: "u-d",
+		Labels:      map[string]string{render.LabelScheduler: "reports", render.LabelAttempt: "3"},
+		Annotations: map[string]string{render.AnnotationTaskKey: "d"}},
+		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
+			Reason: "BackoffLimitExceeded", LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}}}
+	backoff := dead.DeepCopy()
+	backoff.Name, backoff.UID, backoff.Labels[render.LabelAttempt], backoff.Annotations[render.AnnotationTaskKey] = render.JobName("reports", "b"), "u-b", "1", "b"
+	backoff.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Now())
+	tests := []struct {
+		args        []string
+		code        int
+		wantDeletes []string
+		want        string // in stdout+stderr
+	}{
+		{[]string{"retry", "d"}, 0, []string{dead.Name}, "the next tick starts it again at attempt 1"},
+		{[]string{"retry", "--all-dead"}, 0, []string{dead.Name}, dead.Name},
+		{[]string{"retry", "--all-dead", "--dry-run"}, 0, nil, "would delete " + dead.Name},
+		{[]string{"retry", "d", "b"}, 2, nil, `not a dead task of this scheduler: "b"`},
+		{[]string{"retry"}, 2, nil, "give the keys of dead tasks, or --all-dead"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			client := fake.NewClientset(dead.DeepCopy(), backoff.DeepCopy())
+			newKube := func(kube.Options) (kubernetes.Interface, string, error) { return client, "default", nil }
+			var out, errOut bytes.Buffer
+			code := runWith(context.Background(), append(tc.args, "--config", "testdata/jobsched.yaml"), &out, &errOut, newKube)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d: %s", code, tc.code, errOut.String())
+			}
+			var deletes []string
+			for _, a := range client.Actions() {
+				if d, ok := a.(k8stesting.DeleteAction); ok {
+					deletes = append(deletes, d.GetName())
+				}
+			}
+			if diff := cmp.Diff(tc.wantDeletes, deletes); diff != "" {
+				t.Errorf("deletes (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(out.String()+errOut.String(), tc.want) {
+				t.Errorf("output lacks %q:\n%s%s", tc.want, out.String(), errOut.String())
 			}
 		})
 	}

@@ -1,14 +1,12 @@
 package cmd
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/scheduler"
@@ -79,33 +77,27 @@ func (o *dryRunOptions) validate() error {
 }
 
 func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(p)
-	case "yaml":
-		data, err := yaml.Marshal(p)
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(data)
-		return err
+	if format != "table" {
+		return printDoc(out, format, p)
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "Scheduler %s in namespace %s: %d unfinished, slots %d (bound by %s)\n", p.Scheduler, p.Namespace, p.Unfinished, p.Slots, p.Limit)
+	fmt.Fprintf(out, "Scheduler %s in namespace %s: %d unfinished, slots %d (bound by %s)\n", p.Scheduler, p.Namespace, p.Unfinished, p.Slots, p.Limit)
 	if p.Blocked != "" {
-		fmt.Fprintf(w, "Blocked: %s\n", p.Blocked)
+		fmt.Fprintf(out, "Blocked: %s\n", p.Blocked)
 	}
-	fmt.Fprintln(w, "ACTION\tJOB\tTASK\tWHY")
+	fmt.Fprintln(w, "ACTION\tJOB\tTASK\tATTEMPT\tWHY")
 	for _, d := range p.Deletes() {
-		fmt.Fprintf(w, "delete\t%s\t%q\t%s since %s\n", d.Name, d.Key, d.State, d.FinishedAt.Format("2006-01-02T15:04:05Z"))
+		fmt.Fprintf(w, "delete\t%s\t%q\t%d\t%s %s: %s\n", d.Name, d.Key, d.Attempt, d.State, stamp(d.FinishedAt), d.Delete)
 	}
 	for _, c := range p.Creates {
-		fmt.Fprintf(w, "create\t%s\t%q\tnew row\n", c.Job.Name, c.Key)
+		why := "new row"
+		if c.Supersedes != nil {
+			why = fmt.Sprintf("retry: attempt %d failed (%s)", c.Supersedes.Attempt, c.Supersedes.Reason)
+		}
+		fmt.Fprintf(w, "create\t%s\t%q\t%d\t%s\n", c.Job.Name, c.Key, c.Attempt, why)
 	}
 	for _, sk := range p.Skipped {
-		fmt.Fprintf(w, "skip\t-\t%q\t%s\n", sk.Key, sk.Reason)
+		fmt.Fprintf(w, "skip\t-\t%q\t-\t%s\n", sk.Key, sk.Reason)
 	}
 	return w.Flush()
 }

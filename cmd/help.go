@@ -45,6 +45,13 @@ var examples = map[string]string{
   # Let the API server validate and admit the planned Jobs (Pod Security, quota, webhooks) without storing them
   jobsched dry-run --config jobsched.yaml --server`,
 
+	"retry": `  # Start a dead task again at attempt 1 (its row must still be selected by the query)
+  jobsched retry --config jobsched.yaml task-42
+
+  # See first what it would delete, then retry every dead task
+  jobsched retry --config jobsched.yaml --all-dead --dry-run
+  jobsched retry --config jobsched.yaml --all-dead`,
+
 	"version": `  jobsched version
   jobsched version -o json
   jobsched --version`,
@@ -52,7 +59,7 @@ var examples = map[string]string{
 
 // outputFormats are the values each command's -o/--output takes, offered by shell completion.
 var outputFormats = map[string][]string{
-	"status":  {"table", "json"},
+	"status":  {"table", "json", "yaml"},
 	"dry-run": {"table", "json", "yaml"},
 	"version": versionOutputs,
 }

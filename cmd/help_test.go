@@ -93,8 +93,8 @@ func TestCompletion(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"status -o", []string{"status", "-o", ""}, []string{"table", "json"}},
-		{"status --output=", []string{"status", "--output", ""}, []string{"table", "json"}},
+		{"status -o", []string{"status", "-o", ""}, []string{"table", "json", "yaml"}},
+		{"status --output=", []string{"status", "--output", ""}, []string{"table", "json", "yaml"}},
 		{"dry-run -o", []string{"dry-run", "-o", ""}, []string{"table", "json", "yaml"}},
 		{"version -o", []string{"version", "-o", ""}, []string{"json", "yaml"}},
 		{"--log-level on a subcommand", []string{"tick", "--log-level", ""}, []string{"debug", "info", "warn", "error"}},

@@ -140,7 +140,7 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 	f.IntVar(&g.kube.Burst, "kube-burst", 100, "burst of queries to the API server")
 	f.DurationVar(&g.timeout, "timeout", DefaultTimeout, "a pass ends after this long, with its `pass done` line (keep it below the CronJob's activeDeadlineSeconds)")
 
-	cmd.AddCommand(newTickCmd(g), newGCCmd(g), newStatusCmd(g), newDryRunCmd(g), newVersionCmd(g))
+	cmd.AddCommand(newTickCmd(g), newGCCmd(g), newStatusCmd(g), newDryRunCmd(g), newRetryCmd(g), newVersionCmd(g))
 	addHelp(cmd) // --version, Examples, completion of flag values (help.go)
 	return cmd
 }

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/scheduler"
@@ -19,11 +22,11 @@ func newStatusCmd(g *globalOptions) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Read-only report: backlog, Jobs by state, slots, capacity and what the next tick would do",
+		Short: "Read-only report: backlog, Jobs by state, retries, slots, capacity and what the next tick would do",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "table" && output != "json" {
-				return usageError{fmt.Errorf("-o: %q is not table or json", output)}
+			if output != "table" && output != "json" && output != "yaml" {
+				return usageError{fmt.Errorf("-o: %q is not table, json or yaml", output)}
 			}
 			cfg, err := g.loadConfig()
 			if err != nil {
@@ -38,32 +41,57 @@ func newStatusCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if output == "json" {
-				enc := json.NewEncoder(g.out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+			if output == "table" {
+				return printStatus(g.out, st)
 			}
-			return printStatus(g.out, st)
+			return printDoc(g.out, output, st)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
 	return cmd
 }
 
+// printDoc prints v as an indented JSON or a YAML document.
+func printDoc(out io.Writer, format string, v any) error {
+	if format == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(data)
+	return err
+}
+
+// printStatus prints the report as aligned sections; each section is aligned on its own, so one long line does not
+// push every other value to the right.
 func printStatus(out io.Writer, st *scheduler.Status) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	backlog := strconv.Itoa(st.Backlog)
+	if st.BacklogCapped {
+		backlog += "+"
+	}
 	fmt.Fprintf(w, "Scheduler:\t%s (namespace %s)\n", st.Scheduler, st.Namespace)
-	fmt.Fprintf(w, "Backlog:\t%s row(s) without a Job\n", st.Backlog)
-	fmt.Fprintf(w, "Jobs:\t%d running, %d starting, %d unschedulable, %d succeeded (kept), %d failed (kept)\n",
+	fmt.Fprintf(w, "Backlog:\t%s row(s) without a Job\n", backlog)
+	fmt.Fprintf(w, "Jobs:\t%d running, %d starting, %d unschedulable, %d succeeded (kept), %d in backoff, %d dead\n",
 		st.States[scheduler.StateRunning], st.States[scheduler.StateStarting], st.States[scheduler.StateUnschedulable],
-		st.States[scheduler.StateSucceeded], st.States[scheduler.StateFailed])
+		st.States[scheduler.StateSucceeded], st.States[scheduler.StateBackoff], st.States[scheduler.StateDead])
+	fmt.Fprintf(w, "Retry:\t%d attempt(s) in all, backoff %s doubling to %s, dead kept %s\n", st.Retry.MaxAttempts,
+		st.Retry.Backoff, st.Retry.MaxBackoff, deadRetention(st.Retry.DeadRetention))
 	fmt.Fprintf(w, "Slots:\t%d (bound by %s)\n", st.Slots, st.Limit)
+	fmt.Fprintf(w, "Next tick:\t%s\n", st.Next)
+	if err := w.Flush(); err != nil {
+		return err
+	}
 	if c := st.Capacity; c != nil {
 		fit := "no limit"
 		if c.Fit >= 0 {
-			fit = fmt.Sprintf("%d more task pod(s)", c.Fit)
+			fit = fmt.Sprintf("%d more Job(s)", c.Fit)
 		}
-		fmt.Fprintf(w, "Capacity:\t%s; %s\n", fit, c.Binding)
+		fmt.Fprintf(out, "\nCapacity: %s; %s\n", fit, c.Binding)
 		printNodes(w, c.Nodes)
 		for _, q := range c.Quota {
 			fmt.Fprintf(w, "  quota %s %s:\t%d more\n", q.Name, q.Resource, q.Fits)
@@ -71,14 +99,58 @@ func printStatus(out io.Writer, st *scheduler.Status) error {
 		if c.Warning != "" {
 			fmt.Fprintf(w, "  warning:\t%s\n", c.Warning)
 		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(w, "Next tick:\t%s\n", st.Next)
+	var problems []scheduler.JobStatus
 	for _, j := range st.Jobs {
-		if j.State == scheduler.StateFailed || j.State == scheduler.StateUnschedulable {
-			fmt.Fprintf(w, "  %s %s:\ttask %q: %s\n", j.State, j.Name, j.Key, j.Reason)
+		if j.State == scheduler.StateUnschedulable {
+			problems = append(problems, j)
+		}
+	}
+	if len(problems) > 0 {
+		fmt.Fprintln(out, "\nUnschedulable:")
+		fmt.Fprintln(w, "  JOB\tTASK\tWHY")
+		for _, j := range problems {
+			fmt.Fprintf(w, "  %s\t%q\t%s\n", j.Name, j.Key, j.Reason)
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(st.Backoff) > 0 {
+		fmt.Fprintln(out, "\nIn backoff (the next attempt competes for a slot from its time on):")
+		fmt.Fprintln(w, "  TASK\tATTEMPT\tNEXT ATTEMPT AT\tJOB\tLAST FAILURE")
+		for _, t := range st.Backoff {
+			fmt.Fprintf(w, "  %q\t%d\t%s\t%s\t%s\n", t.Key, t.Attempt, stamp(t.RetryAt), t.Job, t.Reason)
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(st.Dead) > 0 {
+		fmt.Fprintln(out, "\nDead (no attempt left; `jobsched retry KEY` starts again at attempt 1):")
+		fmt.Fprintln(w, "  TASK\tATTEMPTS\tSINCE\tJOB\tLAST FAILURE")
+		for _, t := range st.Dead {
+			fmt.Fprintf(w, "  %q\t%d\t%s\t%s\t%s\n", t.Key, t.Attempt, stamp(t.Since), t.Job, t.Reason)
 		}
 	}
 	return w.Flush()
+}
+
+func stamp(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func deadRetention(d string) string {
+	if d == "0s" {
+		return "while its row is selected"
+	}
+	return d
 }
 
 // maxNodeLines bounds the per-node lines of the table; -o json has every node.

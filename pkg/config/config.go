@@ -33,6 +33,7 @@ type Config struct {
 	Env       Env    `json:"env"`
 	Limits    Limits `json:"limits"`
 	GC        GC     `json:"gc"`
+	Retry     Retry  `json:"retry"`
 
 	// File is the path the configuration was read from; Template is the parsed job.template.
 	File     string       `json:"-"`
@@ -87,7 +88,15 @@ func (c *Capacity) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// GC says how long finished Jobs are kept.
+// Retry says how often a failing task is tried, and how long jobsched waits between attempts.
+type Retry struct {
+	MaxAttempts   *int             `json:"maxAttempts,omitempty"`   // Jobs per task in all; 1 = never retry
+	Backoff       *metav1.Duration `json:"backoff,omitempty"`       // wait after attempt 1 failed; doubles per attempt
+	MaxBackoff    *metav1.Duration `json:"maxBackoff,omitempty"`    // the longest wait
+	DeadRetention metav1.Duration  `json:"deadRetention,omitempty"` // how long a dead task's last Job is kept; 0 = while its row is selected
+}
+
+// GC says how long finished Jobs are kept. FailedRetention is only read to say what replaced it (retry).
 type GC struct {
 	SucceededRetention metav1.Duration  `json:"succeededRetention,omitempty"`
 	FailedRetention    *metav1.Duration `json:"failedRetention,omitempty"`
@@ -99,7 +108,9 @@ const (
 	DefaultTimeout         = 30 * time.Second
 	DefaultMaxActive       = 10
 	DefaultMaxPerTick      = 10
-	DefaultFailedRetention = time.Hour
+	DefaultMaxAttempts     = 3
+	DefaultBackoff         = time.Minute
+	DefaultMaxBackoff      = time.Hour
 )
 
 // maxNamePrefix leaves room in a 63-character Job name for "-" and the key's hash.
@@ -188,8 +199,14 @@ func (c *Config) setDefaults() {
 	if c.Limits.Capacity == "" {
 		c.Limits.Capacity = CapacityNodes
 	}
-	if c.GC.FailedRetention == nil {
-		c.GC.FailedRetention = &metav1.Duration{Duration: DefaultFailedRetention}
+	if c.Retry.MaxAttempts == nil {
+		c.Retry.MaxAttempts = ptr(DefaultMaxAttempts)
+	}
+	if c.Retry.Backoff == nil {
+		c.Retry.Backoff = &metav1.Duration{Duration: DefaultBackoff}
+	}
+	if c.Retry.MaxBackoff == nil {
+		c.Retry.MaxBackoff = &metav1.Duration{Duration: max(DefaultMaxBackoff, c.Retry.Backoff.Duration)}
 	}
 }
 
@@ -258,8 +275,22 @@ func (c *Config) Validate() []error {
 	if c.GC.SucceededRetention.Duration < 0 {
 		bad("gc.succeededRetention", "must not be negative")
 	}
-	if c.GC.FailedRetention != nil && c.GC.FailedRetention.Duration < 0 {
-		bad("gc.failedRetention", "must not be negative")
+	if c.GC.FailedRetention != nil {
+		bad("gc.failedRetention", "was replaced by retry: a failed Job is kept while its task waits to be retried; "+
+			"remove gc.failedRetention and write, for example, retry: {maxAttempts: 3, backoff: 1m, maxBackoff: 1h} "+
+			"(maxAttempts: 1 never retries)")
+	}
+	if n := c.Retry.MaxAttempts; n != nil && *n < 1 {
+		bad("retry.maxAttempts", "must be at least 1 (1 = never retry), not %d", *n)
+	}
+	if b := c.Retry.Backoff; b != nil && b.Duration < 0 {
+		bad("retry.backoff", "must not be negative")
+	}
+	if b, m := c.Retry.Backoff, c.Retry.MaxBackoff; b != nil && m != nil && m.Duration < b.Duration {
+		bad("retry.maxBackoff", "%s is shorter than retry.backoff (%s)", m.Duration, b.Duration)
+	}
+	if c.Retry.DeadRetention.Duration < 0 {
+		bad("retry.deadRetention", "must not be negative")
 	}
 	return errs
 }
@@ -281,6 +312,18 @@ func (c *Config) templatePath() string {
 		return c.Job.Template
 	}
 	return filepath.Join(filepath.Dir(c.File), c.Job.Template)
+}
+
+// MaxAttempts is the defaulted retry.maxAttempts.
+func (c *Config) MaxAttempts() int { return *c.Retry.MaxAttempts }
+
+// BackoffAfter is how long a task waits after its attempt n failed: retry.backoff·2^(n-1), at most retry.maxBackoff.
+func (c *Config) BackoffAfter(n int) time.Duration {
+	d, limit := c.Retry.Backoff.Duration, c.Retry.MaxBackoff.Duration
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
 }
 
 // MaxActive, MaxPerTick and BlockOnUnschedulable read the defaulted limits.

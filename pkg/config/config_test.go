@@ -50,7 +50,8 @@ func TestLoadDefaults(t *testing.T) {
 		Source: Source{DSNEnv: "DATABASE_URL", Query: "SELECT id FROM tasks", Key: "id", Timeout: metav1.Duration{Duration: 30 * time.Second}},
 		Job:    Job{Template: "job.yaml", NamePrefix: "reports"},
 		Limits: Limits{MaxActive: ptr(10), MaxPerTick: ptr(10), BlockOnUnschedulable: ptr(true), Capacity: "nodes"},
-		GC:     GC{FailedRetention: &metav1.Duration{Duration: time.Hour}},
+		Retry: Retry{MaxAttempts: ptr(3), Backoff: &metav1.Duration{Duration: time.Minute},
+			MaxBackoff: &metav1.Duration{Duration: time.Hour}},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -69,7 +70,10 @@ func TestLoadErrors(t *testing.T) {
 		{"negative limits", minimal + "limits:\n  maxActive: -1\n  maxPerTick: -2\n", "", []string{"limits.maxActive: must not be negative", "limits.maxPerTick: must not be negative"}},
 		{"name not a DNS-1123 label", strings.Replace(minimal, "name: reports", "name: Reports_1", 1), "", []string{`name: "Reports_1" is not a DNS-1123 label`}},
 		{"bad capacity", minimal + "limits:\n  capacity: lots\n", "", []string{`limits.capacity: "lots" is not one of nodes, quota, off`}},
-		{"negative retention", minimal + "gc:\n  failedRetention: -1s\n", "", []string{"gc.failedRetention: must not be negative"}},
+		{"negative retention", minimal + "gc:\n  succeededRetention: -1s\n", "", []string{"gc.succeededRetention: must not be negative"}},
+		{"gc.failedRetention was replaced by retry", minimal + "gc:\n  failedRetention: 1h\n", "", []string{"gc.failedRetention: was replaced by retry", "retry: {maxAttempts: 3"}},
+		{"bad retry", minimal + "retry:\n  maxAttempts: 0\n  backoff: 10m\n  maxBackoff: 1m\n  deadRetention: -1s\n", "",
+			[]string{"retry.maxAttempts: must be at least 1", "retry.maxBackoff: 1m0s is shorter than retry.backoff (10m0s)", "retry.deadRetention: must not be negative"}},
 		{"both dsn sources", minimal + "  dsnEnv: X\n  dsnFile: /f\n", "", nil},
 		{"template missing", strings.Replace(minimal, "job.yaml", "nope.yaml", 1), "", []string{"job.template:", "nope.yaml"}},
 		{"template not a Job", minimal, "apiVersion: v1\nkind: Pod\n", []string{"must be batch/v1 Job", "at least one container", "restartPolicy"}},

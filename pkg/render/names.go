@@ -5,6 +5,7 @@ package render
 import (
 	"crypto/sha256"
 	"encoding/base32"
+	"strconv"
 	"strings"
 )
 
@@ -12,6 +13,7 @@ import (
 const (
 	LabelScheduler    = "jobsched.io/scheduler"
 	LabelTask         = "jobsched.io/task"
+	LabelAttempt      = "jobsched.io/attempt"
 	AnnotationTaskKey = "jobsched.io/task-key"
 )
 
@@ -61,6 +63,18 @@ func join(parts ...string) string {
 func JobName(prefix, key string) string {
 	room := 63 - len(prefix) - 1 - hashLen - 1
 	return join(prefix, readable(key, room), hash(key))
+}
+
+// AttemptName is the name of attempt n of a task: attempt 1 is JobName (so Jobs made before retries existed are
+// recognised), attempt n > 1 ends in "-a<n>" after the hash. A pure function of (prefix, key, n); no two (key, n)
+// share a name, since a hash never holds "-".
+func AttemptName(prefix, key string, attempt int) string {
+	if attempt <= 1 {
+		return JobName(prefix, key)
+	}
+	suffix := "a" + strconv.Itoa(attempt)
+	room := 63 - len(prefix) - 1 - hashLen - 1 - len(suffix) - 1
+	return join(prefix, readable(key, room), hash(key), suffix)
 }
 
 // TaskLabel is the value of the jobsched.io/task label: the readable form of the key and its hash, a valid label value.

@@ -90,3 +90,36 @@ func TestEnvName(t *testing.T) {
 		}
 	}
 }
+
+func TestAttemptName(t *testing.T) {
+	tests := []struct {
+		prefix, key string
+		attempt     int
+		want        string
+	}{
+		{"rep", "42", 0, JobName("rep", "42")},
+		{"rep", "42", 1, JobName("rep", "42")},
+		{"rep", "42", 2, JobName("rep", "42") + "-a2"},
+		{"rep", "42", 10, JobName("rep", "42") + "-a10"},
+	}
+	for _, tc := range tests {
+		if got := AttemptName(tc.prefix, tc.key, tc.attempt); got != tc.want {
+			t.Errorf("AttemptName(%q, %q, %d) = %q, want %q", tc.prefix, tc.key, tc.attempt, got, tc.want)
+		}
+	}
+	long := strings.Repeat("k", 200)
+	seen := map[string]string{}
+	for _, key := range []string{long, long + "x", "a", "a-a2", "b"} {
+		for n := 1; n <= 12; n++ {
+			name := AttemptName(strings.Repeat("p", 40), key, n)
+			if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
+				t.Errorf("AttemptName(…, %q, %d) = %q: %v", key, n, name, msgs)
+			}
+			id := fmt.Sprintf("%q/%d", key, n)
+			if other, dup := seen[name]; dup {
+				t.Errorf("%s and %s share the name %s", id, other, name)
+			}
+			seen[name] = id
+		}
+	}
+}

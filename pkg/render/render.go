@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -19,6 +20,7 @@ import (
 const (
 	EnvTaskKey   = "JOBSCHED_TASK_KEY"
 	EnvScheduler = "JOBSCHED_SCHEDULER"
+	EnvAttempt   = "JOBSCHED_ATTEMPT"
 )
 
 // Limits on what one row may put into a Job, well inside the API server's object size limit (about 1.5 MiB in etcd).
@@ -102,10 +104,11 @@ type RowError struct {
 
 func (e *RowError) Error() string { return fmt.Sprintf("task %q: %s", e.Key, e.Reason) }
 
-// Job renders the Job for row. A row that cannot make a valid Job is a *RowError; columns that map to one variable,
-// or env.columns naming a column the row lacks, are a *config.Error (every row would have it).
-func (r *Renderer) Job(row rows.Row) (*batchv1.Job, error) {
-	env, err := r.rowEnv(row)
+// Job renders attempt n of the Job for row. A row that cannot make a valid Job is a *RowError; columns that map to
+// one variable, or env.columns naming a column the row lacks, are a *config.Error (every row would have it).
+func (r *Renderer) Job(row rows.Row, attempt int) (*batchv1.Job, error) {
+	attempt = max(attempt, 1)
+	env, err := r.rowEnv(row, attempt)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +133,7 @@ func (r *Renderer) Job(row rows.Row) (*batchv1.Job, error) {
 
 	cfg := r.cfg
 	job := cfg.Template.DeepCopy()
-	job.Name = JobName(cfg.Job.NamePrefix, row.Key)
+	job.Name = AttemptName(cfg.Job.NamePrefix, row.Key, attempt)
 	job.Namespace = cfg.Namespace
 	for _, meta := range []*map[string]string{&job.Labels, &job.Spec.Template.Labels} {
 		if *meta == nil {
@@ -138,6 +141,7 @@ func (r *Renderer) Job(row rows.Row) (*batchv1.Job, error) {
 		}
 		(*meta)[LabelScheduler] = cfg.Name
 		(*meta)[LabelTask] = TaskLabel(row.Key)
+		(*meta)[LabelAttempt] = strconv.Itoa(attempt)
 	}
 	for _, meta := range []*map[string]string{&job.Annotations, &job.Spec.Template.Annotations} {
 		if *meta == nil {
@@ -157,12 +161,12 @@ func (r *Renderer) Job(row rows.Row) (*batchv1.Job, error) {
 	return job, nil
 }
 
-// rowEnv is the environment the row adds, in order: passthrough, the columns, then JOBSCHED_TASK_KEY and
-// JOBSCHED_SCHEDULER. NULL columns set nothing.
-func (r *Renderer) rowEnv(row rows.Row) ([]corev1.EnvVar, error) {
+// rowEnv is the environment the row adds, in order: passthrough, the columns, then JOBSCHED_TASK_KEY,
+// JOBSCHED_SCHEDULER and JOBSCHED_ATTEMPT. NULL columns set nothing.
+func (r *Renderer) rowEnv(row rows.Row, attempt int) ([]corev1.EnvVar, error) {
 	cfg := r.cfg
 	var env []corev1.EnvVar
-	from := map[string]string{EnvTaskKey: EnvTaskKey, EnvScheduler: EnvScheduler} // variable → column that set it
+	from := map[string]string{EnvTaskKey: EnvTaskKey, EnvScheduler: EnvScheduler, EnvAttempt: EnvAttempt} // variable → column that set it
 	add := func(col rows.Column) error {
 		name := EnvName(cfg.Env.Prefix, col.Name)
 		if other, taken := from[name]; taken {
@@ -197,7 +201,8 @@ func (r *Renderer) rowEnv(row rows.Row) ([]corev1.EnvVar, error) {
 			out = append(out, e)
 		}
 	}
-	return append(append(out, env...), envVar(EnvTaskKey, row.Key), envVar(EnvScheduler, cfg.Name)), nil
+	return append(append(out, env...), envVar(EnvTaskKey, row.Key), envVar(EnvScheduler, cfg.Name),
+		envVar(EnvAttempt, strconv.Itoa(attempt))), nil
 }
 
 func columnIndex(cols []rows.Column, name string) int {

@@ -54,10 +54,10 @@ func TestJob(t *testing.T) {
 		{Name: "DB_HOST", Value: "db"}, {Name: "S3_BUCKET", Value: "bucket"}, {Name: "S3_REGION", Value: "eu"},
 		{Name: "TASK_ID", Value: "42"}, {Name: "TASK_URL", Value: "https://example.com/a"},
 		{Name: "TASK_CREATED_AT", Value: "2024-01-02T03:04:05Z"},
-		{Name: "JOBSCHED_TASK_KEY", Value: "42"}, {Name: "JOBSCHED_SCHEDULER", Value: "reports"},
+		{Name: "JOBSCHED_TASK_KEY", Value: "42"}, {Name: "JOBSCHED_SCHEDULER", Value: "reports"}, {Name: "JOBSCHED_ATTEMPT", Value: "1"},
 	}
-	labels := map[string]string{"team": "data", LabelScheduler: "reports", LabelTask: TaskLabel("42")}
-	podLabels := map[string]string{LabelScheduler: "reports", LabelTask: TaskLabel("42")}
+	labels := map[string]string{"team": "data", LabelScheduler: "reports", LabelTask: TaskLabel("42"), LabelAttempt: "1"}
+	podLabels := map[string]string{LabelScheduler: "reports", LabelTask: TaskLabel("42"), LabelAttempt: "1"}
 	annotations := map[string]string{AnnotationTaskKey: "42"}
 	want := &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
@@ -76,12 +76,23 @@ func TestJob(t *testing.T) {
 	tests := []struct {
 		name      string
 		container string
+		attempt   int
 		want      *batchv1.Job
 	}{
-		{"all containers", "", want},
-		{"one container", "worker", func() *batchv1.Job {
+		{"all containers", "", 1, want},
+		{"one container", "worker", 1, func() *batchv1.Job {
 			w := want.DeepCopy()
 			w.Spec.Template.Spec.Containers[1].Env = nil
+			return w
+		}()},
+		{"attempt 3", "", 3, func() *batchv1.Job {
+			w := want.DeepCopy()
+			w.Name = AttemptName("rep", "42", 3)
+			w.Labels[LabelAttempt], w.Spec.Template.Labels[LabelAttempt] = "3", "3"
+			for i := range w.Spec.Template.Spec.Containers {
+				env := w.Spec.Template.Spec.Containers[i].Env
+				env[len(env)-1].Value = "3"
+			}
 			return w
 		}()},
 	}
@@ -90,7 +101,7 @@ func TestJob(t *testing.T) {
 			cfg := testConfig()
 			cfg.Job.Container = tc.container
 			tpl := cfg.Template.DeepCopy()
-			got, err := New(cfg, environ).Job(row)
+			got, err := New(cfg, environ).Job(row, tc.attempt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,12 +118,12 @@ func TestJob(t *testing.T) {
 func TestJobEnvColumns(t *testing.T) {
 	cfg := testConfig()
 	cfg.Env = config.Env{Columns: []string{"url"}}
-	got, err := New(cfg, nil).Job(rows.Row{Key: "k", Columns: []rows.Column{{Name: "id", Value: "k"}, {Name: "url", Value: "u"}}})
+	got, err := New(cfg, nil).Job(rows.Row{Key: "k", Columns: []rows.Column{{Name: "id", Value: "k"}, {Name: "url", Value: "u"}}}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []corev1.EnvVar{{Name: "MODE", Value: "fast"}, {Name: "TASK_URL", Value: "from-template"}, {Name: "URL", Value: "u"},
-		{Name: EnvTaskKey, Value: "k"}, {Name: EnvScheduler, Value: "reports"}}
+		{Name: EnvTaskKey, Value: "k"}, {Name: EnvScheduler, Value: "reports"}, {Name: EnvAttempt, Value: "1"}}
 	if env := got.Spec.Template.Spec.Containers[0].Env; !equality.Semantic.DeepEqual(env, want) {
 		t.Errorf("env = %v, want %v", env, want)
 	}
@@ -154,7 +165,7 @@ func TestJobErrors(t *testing.T) {
 				cfg.Env.Prefix = ""
 			}
 			cfg.Env.Columns = tc.columns
-			_, err := New(cfg, nil).Job(tc.row)
+			_, err := New(cfg, nil).Job(tc.row, 1)
 			var rowErr *RowError
 			switch {
 			case tc.wantConfig != "":
@@ -184,7 +195,7 @@ func TestEnvValuesAreEscaped(t *testing.T) {
 			cfg := testConfig()
 			cfg.Name = "reports"
 			cfg.Env.Passthrough = []string{"S3_TOKEN"}
-			got, err := New(cfg, []string{"S3_TOKEN=" + tc.in}).Job(rows.Row{Key: tc.in, Columns: []rows.Column{{Name: "url", Value: tc.in}}})
+			got, err := New(cfg, []string{"S3_TOKEN=" + tc.in}).Job(rows.Row{Key: tc.in, Columns: []rows.Column{{Name: "url", Value: tc.in}}}, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -263,12 +274,12 @@ func TestPassthroughNeverCopiesCredentials(t *testing.T) {
 
 func TestEnvValueOverArgLimitIsSkipped(t *testing.T) {
 	cfg := testConfig()
-	_, err := New(cfg, nil).Job(rows.Row{Key: "1", Columns: []rows.Column{{Name: "blob", Value: strings.Repeat("x", 128<<10)}}})
+	_, err := New(cfg, nil).Job(rows.Row{Key: "1", Columns: []rows.Column{{Name: "blob", Value: strings.Repeat("x", 128<<10)}}}, 1)
 	var rowErr *RowError
 	if !errors.As(err, &rowErr) || !strings.Contains(rowErr.Reason, "TASK_BLOB") || !strings.Contains(rowErr.Reason, "128 KiB") {
 		t.Fatalf("err = %v, want a row error naming TASK_BLOB and the 128 KiB limit", err)
 	}
-	if _, err := New(cfg, nil).Job(rows.Row{Key: "1", Columns: []rows.Column{{Name: "blob", Value: strings.Repeat("x", 100<<10)}}}); err != nil {
+	if _, err := New(cfg, nil).Job(rows.Row{Key: "1", Columns: []rows.Column{{Name: "blob", Value: strings.Repeat("x", 100<<10)}}}, 1); err != nil {
 		t.Fatalf("a 100 KiB value: %v", err)
 	}
 }

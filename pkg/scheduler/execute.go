@@ -26,10 +26,12 @@ type Summary struct {
 	Blocked        string `json:"blocked,omitempty"`
 	Deleted        int    `json:"deleted"`
 	Failed         int    `json:"failed"`
+	Retried        int    `json:"retried"` // attempts > 1 created
+	Dead           int    `json:"dead"`    // tasks with no attempt left whose record is kept
 }
 
 func (s *Summary) fromPlan(p *Plan) {
-	s.Selected, s.Skipped, s.Blocked = p.Selected, len(p.Skipped), p.Blocked
+	s.Selected, s.Skipped, s.Blocked, s.Dead = p.Selected, len(p.Skipped), p.Blocked, p.Count(StateDead)
 	if s.DryRun {
 		s.WouldCreate = len(p.Creates)
 	}
@@ -49,12 +51,12 @@ func (s Summary) Log(log *zerolog.Logger, d time.Duration) {
 	}
 	ev.Int("selected", s.Selected).Int("created", s.Created).Int("alreadyPresent", s.AlreadyPresent).
 		Int("skipped", s.Skipped).Str("blocked", s.Blocked).Int("deleted", s.Deleted).Int("failed", s.Failed).
+		Int("retried", s.Retried).Int("dead", s.Dead).
 		Int64("duration", d.Milliseconds()).Msg("pass done")
 }
 
-// executeDeletes deletes the finished Jobs p marks, concurrently; one failure does not stop the others.
-func (s *Scheduler) executeDeletes(ctx context.Context, p *Plan, sum *Summary, fail func(error)) {
-	deletes := p.Deletes()
+// executeDeletes deletes finished Jobs, concurrently; one failure does not stop the others.
+func (s *Scheduler) executeDeletes(ctx context.Context, deletes []JobStatus, sum *Summary, fail func(error)) {
 	var mu sync.Mutex
 	parallel(ctx, len(deletes), func(i int) {
 		err := s.delete(ctx, deletes[i])
@@ -75,7 +77,15 @@ func (s *Scheduler) executeDeletes(ctx context.Context, p *Plan, sum *Summary, f
 func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bool, sum *Summary, fail func(error)) {
 	var mu sync.Mutex
 	started := parallel(ctx, len(p.Creates), func(i int) {
-		res, err := s.create(ctx, p.Creates[i], serverDryRun)
+		c := p.Creates[i]
+		res, err := s.create(ctx, c, serverDryRun)
+		// The attempt a retry supersedes goes only once the retry exists: a pass killed in between loses no count.
+		var delErr error
+		if err == nil && res != collision && c.Supersedes != nil && !serverDryRun {
+			old := *c.Supersedes
+			old.Delete = DeleteRetried
+			delErr = s.delete(ctx, old)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
@@ -84,10 +94,19 @@ func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bo
 			fail(err)
 		case res == created:
 			sum.Created++
+			if c.Attempt > 1 {
+				sum.Retried++
+			}
 		case res == present:
 			sum.AlreadyPresent++
 		default:
 			sum.Skipped++
+		}
+		if delErr != nil {
+			sum.Failed++
+			fail(delErr)
+		} else if err == nil && res != collision && c.Supersedes != nil && !serverDryRun {
+			sum.Deleted++
 		}
 	})
 	if left := len(p.Creates) - started; left > 0 {
@@ -137,7 +156,7 @@ func (s *Scheduler) delete(ctx context.Context, j JobStatus) error {
 	})
 	switch {
 	case err == nil:
-		log.Info().Str("state", string(j.State)).Msg("deleted finished Job")
+		log.Info().Str("state", string(j.State)).Int("attempt", j.Attempt).Str("why", j.Delete).Msg("deleted finished Job")
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		log.Debug().Msg("finished Job already deleted by someone else")
 	default:

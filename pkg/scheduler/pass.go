@@ -88,9 +88,10 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (_ *Plan, sum Summary, _
 	}
 	p := Decide(s.Config, obs)
 	if mode.deletes() {
-		s.executeDeletes(ctx, p, &sum, fail)
+		s.executeDeletes(ctx, p.Deletes(), &sum, fail)
 	}
 	if mode == GC {
+		sum.fromPlan(p)
 		return p, sum, errors.Join(errs...)
 	}
 	if len(errs) > 0 { // without the pods the pass cannot tell what is unschedulable
@@ -108,15 +109,20 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (_ *Plan, sum Summary, _
 			}
 		}
 	}
-	if err := s.read(ctx, p); err != nil {
+	err := s.checkRows(ctx, p)
+	if err == nil {
+		if mode.deletes() {
+			s.executeDeletes(ctx, p.deletes(DeleteRowGone), &sum, fail)
+		}
+		err = s.read(ctx, p)
+	}
+	if err != nil {
 		if config.IsConfigError(err) {
 			sum.fromPlan(p)
 			return p, sum, err
 		}
 		p.block("reading rows failed")
 		fail(cause(ctx, err))
-	} else if err := s.checkSucceeded(ctx, p); err != nil {
-		fail(cause(ctx, err)) // only a warning is lost: the creates go ahead
 	}
 	sum.fromPlan(p)
 	for _, sk := range p.Skipped {
@@ -178,26 +184,39 @@ func (s *Scheduler) read(ctx context.Context, p *Plan) error {
 	return nil
 }
 
-// checkSucceeded asks the source, in one read, which keys of succeeded Jobs the query still selects: the worker did
-// not close those rows (a worker bug). They are excluded from the read, so they get no second Job; each is reported
-// as skipped, with its key.
-func (s *Scheduler) checkSucceeded(ctx context.Context, p *Plan) error {
-	if s.Source == nil || len(p.succeeded) == 0 {
+// checkRows asks the source, in one read pushed down like the others, which of the keys of succeeded, dead and
+// due-for-retry tasks the query still selects. A succeeded task whose row is still selected is a worker bug (the row
+// is excluded from the read, so it gets no second Job, and is reported as skipped with its key); a dead task or one
+// due for a retry whose row is gone (fixed or closed by someone) loses its Job.
+func (s *Scheduler) checkRows(ctx context.Context, p *Plan) error {
+	keys := append(append(append([]string(nil), p.succeeded...), p.dead...), p.due...)
+	if s.Source == nil || len(keys) == 0 {
 		return nil
 	}
-	left, err := s.Source.Selected(ctx, p.succeeded)
+	selected, err := s.Source.Selected(ctx, keys)
 	if err != nil {
 		return err
 	}
-	for _, key := range left {
-		p.Skipped = append(p.Skipped, Skip{Key: key, Reason: "worker bug: the row is still selected although its Job succeeded; no second Job is created"})
+	still := map[string]bool{}
+	for _, k := range selected {
+		still[k] = true
 	}
+	for _, key := range p.succeeded {
+		if still[key] {
+			p.Skipped = append(p.Skipped, Skip{Key: key, Reason: "worker bug: the row is still selected although its Job succeeded; no second Job is created"})
+		}
+	}
+	p.rowsGone(selected)
 	return nil
 }
 
 // admit renders row into a Create, or records why it is skipped. Only a configuration problem is an error.
 func (p *Plan) admit(r *render.Renderer, row rows.Row) (bool, error) {
-	job, err := r.Job(row)
+	attempt, last := 1, p.retry[row.Key]
+	if last != nil {
+		attempt = last.Attempt + 1
+	}
+	job, err := r.Job(row, attempt)
 	var rowErr *render.RowError
 	if errors.As(err, &rowErr) {
 		p.Skipped = append(p.Skipped, Skip{Key: rowErr.Key, Reason: "no Job: " + rowErr.Reason})
@@ -210,6 +229,6 @@ func (p *Plan) admit(r *render.Renderer, row rows.Row) (bool, error) {
 		p.Skipped = append(p.Skipped, Skip{Key: row.Key, Reason: fmt.Sprintf("name collision: Job %s exists for task %q", job.Name, other)})
 		return false, nil
 	}
-	p.Creates = append(p.Creates, Create{Key: row.Key, Job: job})
+	p.Creates = append(p.Creates, Create{Key: row.Key, Attempt: attempt, Job: job, Supersedes: last})
 	return true, nil
 }

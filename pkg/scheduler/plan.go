@@ -7,6 +7,7 @@ package scheduler
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,24 +30,42 @@ const (
 	StateStarting      State = "starting"      // no pod yet, or a pod waits for the scheduler or starts on its node
 	StateUnschedulable State = "unschedulable" // a pod is PodScheduled=False, reason Unschedulable
 	StateSucceeded     State = "succeeded"     // condition Complete
-	StateFailed        State = "failed"        // condition Failed
+	StateBackoff       State = "backoff"       // condition Failed, and the task has attempts left: it waits, then is retried
+	StateDead          State = "dead"          // condition Failed, no attempt left (or failed by its podFailurePolicy)
+	StateSuperseded    State = "superseded"    // finished, and a newer attempt of its task exists
+)
+
+// Why a Job is deleted.
+const (
+	DeleteRetention  = "gc.succeededRetention passed"
+	DeleteSuperseded = "a newer attempt exists"
+	DeleteDead       = "retry.deadRetention passed"
+	DeleteRowGone    = "the query no longer selects its row"
+	DeleteRetried    = "its next attempt was created"
 )
 
 // JobStatus is one of this scheduler's Jobs as the plan sees it.
 type JobStatus struct {
 	Name       string     `json:"name"`
 	Key        string     `json:"key"`
+	Attempt    int        `json:"attempt"`
 	State      State      `json:"state"`
 	Reason     string     `json:"reason,omitempty"`     // failure reason, or why a pod is unschedulable
 	FinishedAt *time.Time `json:"finishedAt,omitempty"` // the Complete/Failed condition's time
-	Delete     bool       `json:"delete,omitempty"`     // past its retention: this pass deletes it
-	UID        types.UID  `json:"-"`
+	// RetryAt is when a task in backoff may get its next attempt (it then competes for a slot like any row).
+	RetryAt *time.Time `json:"retryAt,omitempty"`
+	// Delete says this pass deletes the Job, and why.
+	Delete string    `json:"delete,omitempty"`
+	UID    types.UID `json:"-"`
 }
 
-// Create is a Job the plan creates for a row.
+// Create is a Job the plan creates for a row. Supersedes is the failed attempt it retries: deleted once this one
+// exists, never before (a pass killed in between loses no count).
 type Create struct {
-	Key string       `json:"key"`
-	Job *batchv1.Job `json:"job"`
+	Key        string       `json:"key"`
+	Attempt    int          `json:"attempt"`
+	Job        *batchv1.Job `json:"job"`
+	Supersedes *JobStatus   `json:"supersedes,omitempty"`
 }
 
 // Skip is a row that gets no Job this pass, and why.
@@ -72,34 +91,49 @@ type Plan struct {
 	Creates  []Create `json:"creates"`
 	Skipped  []Skip   `json:"skipped,omitempty"`
 
-	// exclude are the keys that must not be read again (a Job exists and is kept, or succeeded and is deleted by
-	// this pass); names maps each existing Job's name to its task key.
+	// exclude are the keys that must not be read (a Job exists and is kept, or succeeded and is deleted by this
+	// pass); names maps each existing Job's name to its task key.
 	exclude []string
 	names   map[string]string
-	// succeeded are the keys of succeeded Jobs (kept, or deleted by this pass): a row the query still selects for one
-	// is a worker bug.
-	succeeded []string
+	// retry maps the key of a task whose backoff has passed to its last failed attempt: its row gets the next one.
+	retry map[string]*JobStatus
+	// succeeded, dead and due are the keys this pass asks the source about in one read: a succeeded task whose row
+	// is still selected is a worker bug; a dead task, or one due for a retry, whose row is gone loses its Job.
+	succeeded, dead, due []string
 	// unboundPods are this scheduler's pods bound to no node yet, podlessJobs its unfinished Jobs with no pod yet:
 	// both will take room that the nodes still show as free.
 	unboundPods, podlessJobs int
 }
 
-// Deletes are the Jobs this pass deletes.
+// Deletes are the Jobs this pass deletes before it creates: past their retention, superseded, dead past
+// retry.deadRetention, or (once the source was asked) whose row is gone. A retried attempt is deleted only after
+// its next one exists: see Create.Supersedes.
 func (p *Plan) Deletes() []JobStatus {
 	var out []JobStatus
 	for _, j := range p.Jobs {
-		if j.Delete {
+		if j.Delete != "" {
 			out = append(out, j)
 		}
 	}
 	return out
 }
 
-// Count returns how many Jobs are in state s (kept ones only for finished states).
+// deletes are the Jobs this pass deletes for reason.
+func (p *Plan) deletes(reason string) []JobStatus {
+	var out []JobStatus
+	for _, j := range p.Jobs {
+		if j.Delete == reason {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// Count returns how many Jobs are in state s and kept.
 func (p *Plan) Count(s State) int {
 	n := 0
 	for _, j := range p.Jobs {
-		if j.State == s && !j.Delete {
+		if j.State == s && j.Delete == "" {
 			n++
 		}
 	}
@@ -107,12 +141,19 @@ func (p *Plan) Count(s State) int {
 }
 
 // Decide is the pure part of the pass: from the configuration and one observation it decides what to delete, which
-// keys to exclude from the read, how many Jobs may be created, and why not more.
+// keys to exclude from the read, which tasks are retried, how many Jobs may be created, and why not more.
+//
+// The Jobs of one task are its attempts. The newest decides: unfinished, it holds a slot and its key is excluded;
+// succeeded, it is kept for gc.succeededRetention and its key is excluded; failed with attempts left, the key is
+// excluded until backoff·2^(n-1) (at most maxBackoff) after the failure, then the row competes for a slot and gets
+// attempt n+1; failed with none left, or by its podFailurePolicy (FailJob), the task is dead: its Job is kept as
+// the record and its key excluded. Older finished attempts are deleted.
 func Decide(cfg *config.Config, obs *Observation) *Plan {
 	p := &Plan{
 		Scheduler: cfg.Name,
 		Namespace: cfg.Namespace,
 		names:     map[string]string{},
+		retry:     map[string]*JobStatus{},
 	}
 	podsByJob := map[types.UID][]corev1.Pod{}
 	for _, pod := range obs.Pods {
@@ -123,62 +164,129 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 			podsByJob[owner.UID] = append(podsByJob[owner.UID], pod)
 		}
 	}
+	newest := map[string]int{} // task key → its newest attempt
+	for _, job := range obs.Jobs {
+		if key := job.Annotations[render.AnnotationTaskKey]; key != "" {
+			newest[key] = max(newest[key], attemptOf(&job))
+		}
+	}
 	for _, job := range obs.Jobs {
 		key := job.Annotations[render.AnnotationTaskKey]
 		p.names[job.Name] = key
-		st := JobStatus{Name: job.Name, Key: key, UID: job.UID}
-		if cond, ok := finished(&job); ok {
-			t := cond.LastTransitionTime.UTC()
-			st.FinishedAt = &t
-			retention := cfg.GC.SucceededRetention.Duration
-			if cond.Type == batchv1.JobComplete {
-				st.State = StateSucceeded
-			} else {
-				st.State, st.Reason = StateFailed, strings.TrimSpace(cond.Reason+": "+cond.Message)
-				retention = cfg.GC.FailedRetention.Duration
-			}
-			st.Delete = job.DeletionTimestamp == nil && !obs.Now.Before(t.Add(retention))
-			// A kept Job's row is not read again: a failed one waits for its retention, and a succeeded one whose
-			// row is still selected is a worker bug that gets no second Job. A row whose succeeded Job this pass
-			// deletes is not read in this pass either.
-			if key != "" && (!st.Delete || st.State == StateSucceeded) {
+		st := JobStatus{Name: job.Name, Key: key, Attempt: attemptOf(&job), UID: job.UID}
+		gone := job.DeletionTimestamp != nil // being deleted already: never again
+		cond, done := finished(&job)
+		if !done {
+			p.unfinished(&st, &job, podsByJob[job.UID])
+			if key != "" {
 				p.exclude = append(p.exclude, key)
-			}
-			if key != "" && st.State == StateSucceeded {
-				p.succeeded = append(p.succeeded, key)
 			}
 			p.Jobs = append(p.Jobs, st)
 			continue
 		}
-		p.Unfinished++
-		if key != "" {
-			p.exclude = append(p.exclude, key)
-		}
-		pods := podsByJob[job.UID]
+		t := cond.LastTransitionTime.UTC()
+		st.FinishedAt = &t
 		switch {
-		case len(pods) > 0:
-			st.State = StateStarting // Pending: waiting for the scheduler, or pulling and starting on its node
-		case job.Status.Active > 0:
-			st.State = StateRunning
+		case cond.Type == batchv1.JobComplete:
+			st.State = StateSucceeded
+		case cond.Reason == batchv1.JobReasonPodFailurePolicy || st.Attempt >= cfg.MaxAttempts():
+			st.State, st.Reason = StateDead, strings.TrimSpace(cond.Reason+": "+cond.Message)
 		default:
-			st.State = StateStarting // the Job controller has not made its pods yet
-			p.podlessJobs++
+			st.State, st.Reason = StateBackoff, strings.TrimSpace(cond.Reason+": "+cond.Message)
+			at := t.Add(cfg.BackoffAfter(st.Attempt))
+			st.RetryAt = &at
 		}
-		for _, pod := range pods {
-			if pod.Spec.NodeName == "" {
-				p.unboundPods++
+		switch {
+		case gone:
+		case key != "" && st.Attempt < newest[key]:
+			st.State, st.Delete, st.RetryAt = StateSuperseded, DeleteSuperseded, nil
+		case st.State == StateSucceeded && !obs.Now.Before(t.Add(cfg.GC.SucceededRetention.Duration)):
+			st.Delete = DeleteRetention
+		case st.State == StateDead && cfg.Retry.DeadRetention.Duration > 0 && !obs.Now.Before(t.Add(cfg.Retry.DeadRetention.Duration)):
+			st.Delete = DeleteDead
+		case key == "" && st.State != StateSucceeded:
+			// A failed Job without a task key (made by hand) has no row to retry: it is kept for
+			// gc.succeededRetention like a succeeded one, then deleted.
+			if !obs.Now.Before(t.Add(cfg.GC.SucceededRetention.Duration)) {
+				st.Delete = DeleteRetention
 			}
-			if msg, ok := unschedulable(&pod); ok {
-				st.State, st.Reason = StateUnschedulable, msg
-				p.Unschedulable++
+		}
+		if key != "" && st.State != StateSuperseded {
+			switch {
+			case st.State == StateSucceeded:
+				p.succeeded = append(p.succeeded, key)
+				p.exclude = append(p.exclude, key) // kept or deleted now: never a second Job in this pass
+			case st.State == StateDead:
+				p.exclude = append(p.exclude, key)
+				if st.Delete == "" && !gone {
+					p.dead = append(p.dead, key)
+				}
+			case st.RetryAt.After(obs.Now) || gone:
+				p.exclude = append(p.exclude, key) // backoff: not yet
+			default:
+				p.due = append(p.due, key) // its row competes for a slot and gets the next attempt
+				p.retry[key] = &st
 			}
 		}
 		p.Jobs = append(p.Jobs, st)
 	}
 	sort.Slice(p.Jobs, func(i, j int) bool { return p.Jobs[i].Name < p.Jobs[j].Name })
-	sort.Strings(p.exclude)
+	for _, keys := range [][]string{p.exclude, p.succeeded, p.dead, p.due} {
+		sort.Strings(keys)
+	}
 	p.decideSlots(cfg, obs)
 	return p
+}
+
+// unfinished fills st for a Job with neither condition: it holds a slot.
+func (p *Plan) unfinished(st *JobStatus, job *batchv1.Job, pods []corev1.Pod) {
+	p.Unfinished++
+	switch {
+	case len(pods) > 0:
+		st.State = StateStarting // Pending: waiting for the scheduler, or pulling and starting on its node
+	case job.Status.Active > 0:
+		st.State = StateRunning
+	default:
+		st.State = StateStarting // the Job controller has not made its pods yet
+		p.podlessJobs++
+	}
+	for _, pod := range pods {
+		if pod.Spec.NodeName == "" {
+			p.unboundPods++
+		}
+		if msg, ok := unschedulable(&pod); ok {
+			st.State, st.Reason = StateUnschedulable, msg
+			p.Unschedulable++
+		}
+	}
+}
+
+// attemptOf reads the Job's jobsched.io/attempt label; a Job without one (made before retries existed) is attempt 1.
+func attemptOf(job *batchv1.Job) int {
+	n, err := strconv.Atoi(job.Labels[render.LabelAttempt])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// rowsGone marks for deletion the Job of every dead task, and of every task due for a retry, whose row the query no
+// longer selects (someone fixed or closed it); selected are the keys the query still returns.
+func (p *Plan) rowsGone(selected []string) {
+	still := map[string]bool{}
+	for _, k := range selected {
+		still[k] = true
+	}
+	gone := map[string]bool{}
+	for _, k := range append(append([]string(nil), p.dead...), p.due...) {
+		gone[k] = !still[k]
+	}
+	for i, j := range p.Jobs {
+		if gone[j.Key] && j.Delete == "" && (j.State == StateDead || j.State == StateBackoff) {
+			p.Jobs[i].Delete = DeleteRowGone
+			delete(p.retry, j.Key)
+		}
+	}
 }
 
 // decideSlots sets Slots = min(maxActive − unfinished, maxPerTick, what fits now) and says what bound it; when no

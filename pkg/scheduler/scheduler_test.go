@@ -37,7 +37,8 @@ func testConfig(t *testing.T, mutate func(*config.Config)) *config.Config {
 		Source: config.Source{Key: "id", Query: "q"},
 		Job:    config.Job{NamePrefix: "reports"},
 		Limits: config.Limits{MaxActive: ptr(10), MaxPerTick: ptr(10), BlockOnUnschedulable: ptr(true), Capacity: config.CapacityOff},
-		GC:     config.GC{SucceededRetention: metav1.Duration{}, FailedRetention: &metav1.Duration{Duration: time.Hour}},
+		Retry: config.Retry{MaxAttempts: ptr(3), Backoff: &metav1.Duration{Duration: time.Minute},
+			MaxBackoff: &metav1.Duration{Duration: time.Hour}},
 		Template: &batchv1.Job{
 			TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -126,18 +127,20 @@ func rowsFor(keys ...string) []rows.Row {
 	return out
 }
 
-// actions are the client's actions in compact form, in order, except that each run of creates or deletes (which
+// actions are the client's actions in compact form, in order, except that each run of writes (creates and deletes
 // run concurrently) is sorted.
 func actions(client *fake.Clientset) []string {
 	var got []string
-	from := 0
-	for i, a := range client.Actions() {
+	from := -1
+	for _, a := range client.Actions() {
 		got = append(got, action(a))
-		if i > 0 && a.GetVerb() != client.Actions()[i-1].GetVerb() {
-			from = i
-		}
 		if v := a.GetVerb(); v == "create" || v == "delete" {
+			if from < 0 {
+				from = len(got) - 1
+			}
 			slices.Sort(got[from:])
+		} else {
+			from = -1
 		}
 	}
 	return got
@@ -219,16 +222,16 @@ func TestPass(t *testing.T) {
 			},
 			objects: []runtime.Object{
 				job("old-ok", batchv1.JobComplete, 11*time.Minute), job("new-ok", batchv1.JobComplete, time.Minute),
-				job("old-bad", batchv1.JobFailed, 2*time.Hour), job("new-bad", batchv1.JobFailed, time.Minute),
+				job("old-bad", batchv1.JobFailed, 2*time.Hour), job("new-bad", batchv1.JobFailed, 30*time.Second),
 			},
 			rows: []string{"old-bad", "x"},
 			wantActions: []string{"list jobs", "list pods",
-				"delete jobs " + name("old-bad") + " Background uid=uid-old-bad",
-				"delete jobs " + name("old-ok") + " Background uid=uid-old-ok",
-				"create jobs " + name("old-bad"), "create jobs " + name("x")},
-			// a failed Job kept: its row is not retried meanwhile; succeeded Jobs, kept or deleted now, are not read
+				"create jobs " + render.AttemptName("reports", "old-bad", 2), "create jobs " + name("x"),
+				"delete jobs " + name("old-bad") + " Background uid=uid-old-bad", // only once attempt 2 exists (TestRetry)
+				"delete jobs " + name("old-ok") + " Background uid=uid-old-ok"},
+			// a failed Job in backoff: its row is not retried meanwhile; succeeded Jobs, kept or deleted now, are not read
 			wantExclude: []string{"new-bad", "new-ok", "old-ok"},
-			wantSum:     Summary{Selected: 2, Created: 2, Deleted: 2},
+			wantSum:     Summary{Selected: 2, Created: 2, Deleted: 2, Retried: 1},
 		},
 		{
 			name:        "a row still selected after its Job succeeded gets no second Job",
@@ -277,7 +280,7 @@ func TestPass(t *testing.T) {
 				},
 			}},
 			rows:        []string{"a", "b"},
-			wantActions: []string{"list jobs", "list pods", "list nodes", "list pods", "list resourcequotas", "create jobs " + name("a")},
+			wantActions: []string{"list jobs", "list pods", "list limitranges", "list nodes", "list pods", "list resourcequotas", "create jobs " + name("a")},
 			wantExclude: []string{},
 			wantSum:     Summary{Selected: 1, Created: 1},
 		},
@@ -336,7 +339,7 @@ func TestPass(t *testing.T) {
 // TestDryRunWritesNothing: a dry run is the whole pass without its writes.
 func TestDryRunWritesNothing(t *testing.T) {
 	cfg := testConfig(t, nil)
-	client := fake.NewClientset(job("old", batchv1.JobFailed, 3*time.Hour), job("run", "", 0))
+	client := fake.NewClientset(job("old", batchv1.JobComplete, 3*time.Hour), job("run", "", 0))
 	s := &Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	plan, sum, err := s.Run(context.Background(), DryRun)
 	if err != nil {
@@ -384,11 +387,11 @@ func TestPassFailures(t *testing.T) {
 			wantErr:     "syntax error", wantConfig: true},
 		{name: "capacity LIST fails: the deletes happen, nothing is created", mode: Tick, capacity: config.CapacityNodes,
 			source: &source{rows: rowsFor("a")}, failList: "nodes",
-			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old", "list nodes"},
+			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old", "list limitranges", "list nodes"},
 			wantErr:     "observing capacity", wantBlocked: "capacity unknown"},
 		{name: "quota LIST fails in quota mode", mode: Tick, capacity: config.CapacityQuota,
 			source: &source{rows: rowsFor("a")}, failList: "resourcequotas",
-			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old", "list resourcequotas"},
+			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old", "list limitranges", "list resourcequotas"},
 			wantErr:     "observing capacity", wantBlocked: "capacity unknown"},
 		{name: "Pending pods cannot be listed: the deletes happen, nothing is created", mode: Tick,
 			source: &source{rows: rowsFor("a")}, failList: "pods",
@@ -406,7 +409,7 @@ func TestPassFailures(t *testing.T) {
 					c.Limits.Capacity = tc.capacity
 				}
 			})
-			client := fake.NewClientset(job("old", batchv1.JobFailed, 3*time.Hour), job("run", "", 0))
+			client := fake.NewClientset(job("old", batchv1.JobComplete, 3*time.Hour), job("run", "", 0))
 			if tc.failList != "" {
 				client.PrependReactor("list", tc.failList, func(k8stesting.Action) (bool, runtime.Object, error) {
 					return true, nil, apierrors.NewServiceUnavailable("etcd is down")
@@ -468,4 +471,3 @@ func TestBadRowsDoNotStallTheQueue(t *testing.T) {
 		t.Errorf("%d reads for 51 rows, want the number of rows asked for to grow (at most 7 reads)", len(src.calls))
 	}
 }
-

@@ -3,19 +3,66 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"time"
+
+	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/config"
 )
 
 // BacklogCap is how far status counts the rows waiting for a Job.
 const BacklogCap = 10000
 
-// Status is the read-only report of `jobsched status`; its JSON form is a stable document for scripts.
+// StatusAPIVersion and StatusKind identify the status document.
+const (
+	StatusAPIVersion = "jobsched.io/v1alpha1"
+	StatusKind       = "Status"
+)
+
+// Status is the read-only report of `jobsched status`; its JSON and YAML forms are a stable document for scripts.
 type Status struct {
-	*Plan
-	// Backlog counts the rows the query selects that have no Job yet, up to BacklogCap ("10000+").
-	Backlog string        `json:"backlog"`
-	States  map[State]int `json:"states"`
-	Next    string        `json:"next"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Scheduler  string `json:"scheduler"`
+	Namespace  string `json:"namespace"`
+	// Backlog counts the rows the query selects that have no Job yet, up to BacklogCap; BacklogCapped says there
+	// are more.
+	Backlog       int              `json:"backlog"`
+	BacklogCapped bool             `json:"backlogCapped"`
+	States        map[State]int    `json:"states"`
+	Unfinished    int              `json:"unfinished"`
+	Slots         int              `json:"slots"`
+	Limit         string           `json:"limit"`
+	Blocked       string           `json:"blocked,omitempty"`
+	Capacity      *capacity.Report `json:"capacity,omitempty"`
+	Retry         RetryPolicy      `json:"retry"`
+	// Backoff are the tasks waiting for their next attempt, Dead those with none left.
+	Backoff []Task      `json:"backoff"`
+	Dead    []Task      `json:"dead"`
+	Jobs    []JobStatus `json:"jobs"`
+	Next    string      `json:"next"`
+}
+
+// RetryPolicy is the configuration's retry section, as status shows it.
+type RetryPolicy struct {
+	MaxAttempts   int    `json:"maxAttempts"`
+	Backoff       string `json:"backoff"`
+	MaxBackoff    string `json:"maxBackoff"`
+	DeadRetention string `json:"deadRetention"`
+}
+
+// Task is one task in backoff or dead: its last attempt.
+type Task struct {
+	Key     string     `json:"key"`
+	Attempt int        `json:"attempt"`
+	Job     string     `json:"job"`
+	Reason  string     `json:"reason,omitempty"`
+	Since   *time.Time `json:"since,omitempty"`   // when the last attempt failed
+	RetryAt *time.Time `json:"retryAt,omitempty"` // backoff: when the next attempt may start
+}
+
+func retryPolicy(cfg *config.Config) RetryPolicy {
+	return RetryPolicy{MaxAttempts: cfg.MaxAttempts(), Backoff: cfg.Retry.Backoff.Duration.String(),
+		MaxBackoff: cfg.Retry.MaxBackoff.Duration.String(), DeadRetention: cfg.Retry.DeadRetention.Duration.String()}
 }
 
 // Status observes the cluster, decides the pass and counts the backlog; it reads no row and writes nothing.
@@ -25,18 +72,28 @@ func (s *Scheduler) Status(ctx context.Context) (*Status, error) {
 		return nil, err
 	}
 	p := Decide(s.Config, obs)
-	st := &Status{Plan: p, States: map[State]int{}}
-	for _, state := range []State{StateRunning, StateStarting, StateUnschedulable, StateSucceeded, StateFailed} {
+	st := &Status{APIVersion: StatusAPIVersion, Kind: StatusKind, Scheduler: p.Scheduler, Namespace: p.Namespace,
+		States: map[State]int{}, Unfinished: p.Unfinished, Slots: p.Slots, Limit: p.Limit, Blocked: p.Blocked,
+		Capacity: p.Capacity, Retry: retryPolicy(s.Config), Backoff: []Task{}, Dead: []Task{}, Jobs: p.Jobs}
+	for _, state := range []State{StateRunning, StateStarting, StateUnschedulable, StateSucceeded, StateBackoff, StateDead} {
 		st.States[state] = p.Count(state)
+	}
+	for _, j := range p.Jobs {
+		t := Task{Key: j.Key, Attempt: j.Attempt, Job: j.Name, Reason: j.Reason, Since: j.FinishedAt, RetryAt: j.RetryAt}
+		switch {
+		case j.Delete != "":
+		case j.State == StateBackoff:
+			st.Backoff = append(st.Backoff, t)
+		case j.State == StateDead:
+			t.RetryAt = nil
+			st.Dead = append(st.Dead, t)
+		}
 	}
 	n, err := s.Source.Count(ctx, p.exclude, BacklogCap+1)
 	if err != nil {
 		return nil, err
 	}
-	st.Backlog = strconv.Itoa(n)
-	if n > BacklogCap {
-		st.Backlog = strconv.Itoa(BacklogCap) + "+"
-	}
+	st.Backlog, st.BacklogCapped = min(n, BacklogCap), n > BacklogCap
 	deletes := len(p.Deletes())
 	switch {
 	case p.Blocked != "":
