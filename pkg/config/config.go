@@ -104,13 +104,13 @@ type GC struct {
 
 // Defaults of the optional keys.
 const (
-	DefaultDSNEnv          = "DATABASE_URL"
-	DefaultTimeout         = 30 * time.Second
-	DefaultMaxActive       = 10
-	DefaultMaxPerTick      = 10
-	DefaultMaxAttempts     = 3
-	DefaultBackoff         = time.Minute
-	DefaultMaxBackoff      = time.Hour
+	DefaultDSNEnv      = "DATABASE_URL"
+	DefaultTimeout     = 30 * time.Second
+	DefaultMaxActive   = 10
+	DefaultMaxPerTick  = 10
+	DefaultMaxAttempts = 3
+	DefaultBackoff     = time.Minute
+	DefaultMaxBackoff  = time.Hour
 )
 
 // maxNamePrefix leaves room in a 63-character Job name for "-" and the key's hash.

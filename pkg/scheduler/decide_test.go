@@ -153,8 +153,11 @@ func TestDecide(t *testing.T) {
 			want: decided{Jobs: map[string]string{render.AttemptName("reports", "f", 2): "backoff 2 retry in 30s"}, Slots: 10,
 				Limit: "limits.maxPerTick: 10", Exclude: []string{"f"}}},
 		{name: "backoff is capped at maxBackoff",
-			mutate: func(c *config.Config) { c.Retry.MaxAttempts = ptr(9); c.Retry.MaxBackoff = &metav1.Duration{Duration: 5 * time.Minute} },
-			jobs:   []*batchv1.Job{attempt("f", 8, batchv1.JobFailed, 6*time.Minute, "")},
+			mutate: func(c *config.Config) {
+				c.Retry.MaxAttempts = ptr(9)
+				c.Retry.MaxBackoff = &metav1.Duration{Duration: 5 * time.Minute}
+			},
+			jobs: []*batchv1.Job{attempt("f", 8, batchv1.JobFailed, 6*time.Minute, "")},
 			want: decided{Jobs: map[string]string{render.AttemptName("reports", "f", 8): "backoff 8 retry in -1m0s"}, Slots: 10,
 				Limit: "limits.maxPerTick: 10", Due: []string{"f"}, Retry: map[string]int{"f": 9}}},
 		{name: "the last attempt failed: dead, kept as the record, excluded",
