@@ -283,6 +283,16 @@ func minus(free, demand corev1.ResourceList) (corev1.ResourceList, bool) {
 	return out, ok
 }
 
+// fitsIn says whether one pod of demand fits in free (without copying: this runs for every pending pod and node).
+func fitsIn(free, demand corev1.ResourceList) bool {
+	for k, v := range demand {
+		if f := free[k]; k != corev1.ResourcePods && f.Cmp(v) < 0 {
+			return false
+		}
+	}
+	return free.Pods().Value() >= 1
+}
+
 // takePending takes from rooms the room of others' unbound pods that could land there. Each goes, in order, to the
 // node among those it may use and fits on where it costs our pods the most (kube-scheduler may pick any of them; the
 // worst one is assumed); a pod that fits on none of them is not counted (it cannot take our room now).
@@ -295,13 +305,10 @@ func takePending(pending []Pending, rooms []*room, demand corev1.ResourceList, n
 		var bestFree corev1.ResourceList
 		bestCost := -1
 		for _, rm := range rooms {
-			if where.excluded(rm.node) != "" {
+			if !fitsIn(rm.free, p.Demand) || where.excluded(rm.node) != "" {
 				continue
 			}
-			after, ok := minus(rm.free, p.Demand)
-			if !ok {
-				continue
-			}
+			after, _ := minus(rm.free, p.Demand)
 			before, _ := fits(demand, names, rm.free)
 			now, _ := fits(demand, names, after)
 			if before-now > bestCost {
