@@ -453,8 +453,10 @@ func TestManifestsServerDryRun(t *testing.T) {
 	// The ClusterRoleBinding's subject follows the namespace (the component's comment promises it).
 	var crb rbacv1.ClusterRoleBinding
 	pickDoc(t, docs, "ClusterRoleBinding", &crb)
-	if len(crb.Subjects) != 1 || crb.Subjects[0].Namespace != e.ns || crb.Subjects[0].Name != "jobsched" {
-		t.Errorf("ClusterRoleBinding %s subjects %+v, want the ServiceAccount jobsched in %s", crb.Name, crb.Subjects, e.ns)
+	var sa corev1.ServiceAccount
+	pickDoc(t, docs, "ServiceAccount", &sa)
+	if len(crb.Subjects) != 1 || crb.Subjects[0].Namespace != e.ns || crb.Subjects[0].Name != sa.Name {
+		t.Errorf("ClusterRoleBinding %s subjects %+v, want the ServiceAccount %s in %s", crb.Name, crb.Subjects, sa.Name, e.ns)
 	}
 
 	ns, err := e.kube.CoreV1().Namespaces().Get(e.ctx, e.ns, metav1.GetOptions{})
