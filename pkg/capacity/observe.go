@@ -145,7 +145,7 @@ func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Op
 		rc, err := c.NodeV1().RuntimeClasses().Get(ctx, *name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsForbidden(err):
-			snap.Warnings = append(snap.Warnings, fmt.Sprintf("cannot get RuntimeClass %s (the ClusterRole jobsched-capacity "+
+			snap.Warnings = append(snap.Warnings, fmt.Sprintf("cannot get RuntimeClass %s (the ClusterRole of manifests/capacity "+
 				"needs get on runtimeclasses): counting the template without its overhead", *name))
 		case apierrors.IsNotFound(err):
 			snap.Warnings = append(snap.Warnings, fmt.Sprintf("RuntimeClass %s does not exist: the API server rejects the "+
@@ -162,7 +162,7 @@ func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Op
 		case apierrors.IsForbidden(err):
 			snap.Mode, snap.Nodes, snap.Pending, snap.Tick, snap.Listed = ModeQuota, nil, nil, nil, ""
 			snap.Warnings = append(snap.Warnings, fmt.Sprintf("capacity nodes needs list on nodes and pods cluster-wide "+
-				"(ClusterRole jobsched-capacity): %v; using quota for this pass", err))
+				"(the ClusterRole of manifests/capacity): %v; using quota for this pass", err))
 		case err != nil:
 			return nil, err
 		}

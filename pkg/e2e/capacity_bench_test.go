@@ -45,7 +45,7 @@ func BenchmarkCapacityPool(b *testing.B) {
 		_, err := admin.CoreV1().Nodes().Patch(ctx, fmt.Sprintf("bench-node-%d", i), types.MergePatchType, label, metav1.PatchOptions{})
 		return err
 	})
-	c, calls := countingClient(b) // jobsched's defaults: QPS 50, burst 100
+	var calls atomic.Int64
 	// The bench nodes have no kubelet: they turn NotReady and tainted; the templates tolerate that (capacity still
 	// lists the pods of NotReady nodes the template may use).
 	template := func(selector map[string]string) *batchv1.Job {
@@ -67,6 +67,8 @@ func BenchmarkCapacityPool(b *testing.B) {
 			calls.Store(0)
 			b.ReportAllocs()
 			for b.Loop() {
+				// A new client each pass, as each tick is a new process: its rate limiter starts with a full burst.
+				c := countingClient(b, &calls)
 				snap, err := capacity.Observe(ctx, c, "bench", capacity.Options{Mode: capacity.ModeNodes, Template: bc.template})
 				if err != nil {
 					b.Fatal(err)
@@ -80,8 +82,8 @@ func BenchmarkCapacityPool(b *testing.B) {
 	}
 }
 
-// countingClient is a client with jobsched's default QPS and burst that counts its requests.
-func countingClient(b *testing.B) (kubernetes.Interface, *atomic.Int64) {
+// countingClient is a client with jobsched's default QPS and burst that counts its requests in calls.
+func countingClient(b *testing.B, calls *atomic.Int64) kubernetes.Interface {
 	b.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -89,7 +91,6 @@ func countingClient(b *testing.B) (kubernetes.Interface, *atomic.Int64) {
 	}
 	cfg.QPS, cfg.Burst = 50, 100
 	cfg.AcceptContentTypes, cfg.ContentType = "application/vnd.kubernetes.protobuf,application/json", "application/vnd.kubernetes.protobuf" // as kube.NewClient
-	var calls atomic.Int64
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(r *http.Request) (*http.Response, error) {
 			calls.Add(1)
@@ -100,7 +101,7 @@ func countingClient(b *testing.B) (kubernetes.Interface, *atomic.Int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return c, &calls
+	return c
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)
