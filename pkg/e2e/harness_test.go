@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -201,6 +202,7 @@ type config struct {
 	cpu         string // each task pod's CPU request; default 100m
 	duration    string // how long a task pod runs (kwok); default 2s
 	fail        bool   // task pods fail
+	failFirst   bool   // only attempt 1 of a task fails (kwok-fail: "first")
 	containerNm string // the container's name; default worker
 	where       string // extra condition of the query's WHERE, e.g. "id LIKE 'fail-%'"
 	query       string // replaces the whole query
@@ -242,6 +244,10 @@ env:
 	if c.fail {
 		fail = `
         jobsched.io/kwok-fail: "true"`
+	}
+	if c.failFirst {
+		fail = `
+        jobsched.io/kwok-fail: "first"`
 	}
 	tpl := fmt.Sprintf(`apiVersion: batch/v1
 kind: Job
@@ -407,13 +413,16 @@ func (l *ledger) first(key string) *batchv1.Job {
 
 // worker stands in for the task's pod: as soon as a task pod runs, it marks the row done, as a real worker does
 // before it exits. It stops with the test.
-func (e *env) worker() {
+func (e *env) worker() { e.workerOn(corev1.PodRunning, corev1.PodSucceeded) }
+
+// workerOn marks a task's row done once one of its pods reaches one of phases.
+func (e *env) workerOn(phases ...corev1.PodPhase) {
 	go func() {
 		for e.ctx.Err() == nil {
 			pods, err := e.kube.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
 			if err == nil {
 				for _, p := range pods.Items {
-					if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded {
+					if slices.Contains(phases, p.Status.Phase) {
 						_, _ = e.db.ExecContext(e.ctx, `UPDATE `+e.table+` SET status = 'done' WHERE id = $1 AND status = 'waiting'`,
 							p.Annotations[render.AnnotationTaskKey])
 					}
