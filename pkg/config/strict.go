@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,15 +28,15 @@ func decodeStrict(data []byte, out any) (problems, err error) {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, errors.New("the file is empty")
+			return nil, errors.New("line 1: the file is empty")
 		}
-		return nil, err
+		return nil, withLine(err, data)
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		return nil, err
+		return nil, withLine(err, data)
 	case !isEmptyDocument(&next):
 		return nil, fmt.Errorf("line %d: a second YAML document (after ---): the file must hold one", next.Line)
 	}
@@ -63,6 +64,28 @@ func decodeStrict(data []byte, out any) (problems, err error) {
 	return errors.Join(d.problems...), nil
 }
 
+// withLine gives a YAML error that names no line (a bad tag, bad UTF-8, a control character) the first line where
+// the file, cut after it, fails to read (found by bisection: a file that fails cut after line n fails cut later).
+func withLine(err error, data []byte) error {
+	if lineNumber.MatchString(err.Error()) {
+		return err
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	fails := func(n int) bool {
+		dec := yaml.NewDecoder(bytes.NewReader(bytes.Join(lines[:n], nil)))
+		for {
+			var doc yaml.Node
+			if e := dec.Decode(&doc); e != nil {
+				return !errors.Is(e, io.EOF)
+			}
+		}
+	}
+	n := sort.Search(len(lines), func(i int) bool { return fails(i + 1) }) + 1
+	return fmt.Errorf("line %d: %w", min(n, len(lines)), err)
+}
+
+var lineNumber = regexp.MustCompile(`line \d+`)
+
 // isEmptyDocument is what a trailing --- leaves.
 func isEmptyDocument(n *yaml.Node) bool {
 	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
@@ -74,6 +97,35 @@ func isEmptyDocument(n *yaml.Node) bool {
 type decoder struct {
 	unknown  []string
 	problems []error
+	values   int                 // values converted, aliases expanded
+	active   map[*yaml.Node]bool // the targets of the aliases being converted
+}
+
+// maxValues bounds what aliases of aliases can expand a small file to.
+const maxValues = 1 << 17
+
+// enter counts n and follows an alias, refusing one inside its own target and a file that expands past maxValues;
+// leave is to be called when n is converted.
+func (d *decoder) enter(n *yaml.Node, path string) (target *yaml.Node, leave func(), ok bool) {
+	if d.values++; d.values > maxValues {
+		if d.values == maxValues+1 {
+			d.bad(n, path, "the file expands to more than %d values (aliases of aliases)", maxValues)
+		}
+		return nil, nil, false
+	}
+	if n.Kind != yaml.AliasNode {
+		return n, func() {}, true
+	}
+	target = resolve(n)
+	if d.active == nil {
+		d.active = map[*yaml.Node]bool{}
+	}
+	if d.active[target] {
+		d.bad(n, path, "the alias *%s is inside the value it names", n.Value)
+		return nil, nil, false
+	}
+	d.active[target] = true
+	return target, func() { delete(d.active, target) }, true
 }
 
 func (d *decoder) bad(n *yaml.Node, path, format string, args ...any) {
@@ -92,7 +144,11 @@ var typeNames = map[reflect.Type]string{
 // convert turns n into the JSON value that t decodes, reporting each problem under path; ok is false when the value
 // is left out (null, or a problem).
 func (d *decoder) convert(n *yaml.Node, t reflect.Type, path string) (v any, ok bool) {
-	n = resolve(n)
+	n, leave, ok := d.enter(n, path)
+	if !ok {
+		return nil, false
+	}
+	defer leave()
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -100,7 +156,7 @@ func (d *decoder) convert(n *yaml.Node, t reflect.Type, path string) (v any, ok 
 		return nil, false
 	}
 	if reflect.PointerTo(t).Implements(unmarshaler) {
-		v := plain(n)
+		v := d.plain(n, path)
 		js, err := json.Marshal(v)
 		if err == nil {
 			err = reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON(js)
@@ -197,7 +253,7 @@ func (d *decoder) convert(n *yaml.Node, t reflect.Type, path string) (v any, ok 
 			!math.IsInf(f, 0) && !math.IsNaN(f)
 		return d.scalar(n, path, "a number", ok, f)
 	}
-	return plain(n), true // interface{} and anything else: as written
+	return d.plain(n, path), true // interface{} and anything else: as written
 }
 
 // scalar is v when n is a scalar that is one (ok), else the problem "<n> is not <what>".
@@ -209,13 +265,15 @@ func (d *decoder) scalar(n *yaml.Node, path, what string, ok bool, v any) (any, 
 	return v, true
 }
 
-// mapping calls fn for each key of n, and reports a key written twice (YAML would keep the last silently).
+// mapping calls fn for each key of n, and reports a key written twice (YAML would keep the last silently). The keys
+// of a merge (<<: *anchor) come after n's own, which win.
 func (d *decoder) mapping(n *yaml.Node, path string, fn func(key string, kn, vn *yaml.Node)) {
 	seen := map[string]int{}
+	var merges []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		kn, vn := resolve(n.Content[i]), n.Content[i+1]
 		if kn.Kind == yaml.ScalarNode && kn.Tag == "!!merge" {
-			d.bad(kn, join(path, kn.Value), "merge keys (<<) are not supported: write the keys out")
+			merges = append(merges, vn)
 			continue
 		}
 		if kn.Kind != yaml.ScalarNode {
@@ -230,22 +288,50 @@ func (d *decoder) mapping(n *yaml.Node, path string, fn func(key string, kn, vn 
 		seen[key] = kn.Line
 		fn(key, kn, vn)
 	}
+	for _, m := range merges {
+		m = resolve(m)
+		sources := []*yaml.Node{m}
+		if m.Kind == yaml.SequenceNode {
+			sources = m.Content
+		}
+		for _, src := range sources {
+			src = resolve(src)
+			if src.Kind != yaml.MappingNode {
+				d.bad(src, join(path, "<<"), "merges a mapping, not %s", shown(src))
+				continue
+			}
+			for i := 0; i+1 < len(src.Content); i += 2 {
+				kn := resolve(src.Content[i])
+				if _, ok := seen[kn.Value]; ok || kn.Kind != yaml.ScalarNode || kn.Tag == "!!merge" {
+					continue
+				}
+				seen[kn.Value] = kn.Line
+				fn(kn.Value, kn, src.Content[i+1])
+			}
+		}
+	}
 }
 
 // plain is n as JSON without a Go type to guide it: scalars by their YAML tags.
-func plain(n *yaml.Node) any {
-	n = resolve(n)
+func (d *decoder) plain(n *yaml.Node, path string) any {
+	n, leave, ok := d.enter(n, path)
+	if !ok {
+		return nil
+	}
+	defer leave()
 	switch n.Kind {
 	case yaml.MappingNode:
 		out := map[string]any{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			out[resolve(n.Content[i]).Value] = plain(n.Content[i+1])
+			if k := resolve(n.Content[i]); k.Tag != "!!merge" {
+				out[k.Value] = d.plain(n.Content[i+1], join(path, k.Value))
+			}
 		}
 		return out
 	case yaml.SequenceNode:
 		out := []any{}
-		for _, c := range n.Content {
-			out = append(out, plain(c))
+		for i, c := range n.Content {
+			out = append(out, d.plain(c, fmt.Sprintf("%s[%d]", path, i)))
 		}
 		return out
 	}

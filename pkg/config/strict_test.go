@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -46,6 +47,14 @@ func TestLoadProblems(t *testing.T) {
 		{"list expected", minimal + "env:\n  columns: url\n", "", []string{`env.columns: must be a list`}},
 		{"the file is a list", "- a\n- b\n", "", []string{"must be a mapping", "line 1"}},
 		{"not YAML", "name: [\n", "", []string{"yaml: line"}},
+		{"aliases of aliases", minimal + "env:\n  columns: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + laughs(7) +
+			"limits:\n  capacity: *a7\n", "", []string{"limits.capacity", "the file expands to more than"}},
+		{"an alias inside its own value", minimal + "limits:\n  capacity: &a [x, *a]\n", "",
+			[]string{"limits.capacity[1][1]: the alias *a is inside the value it names"}},
+		{"an alias inside its own template value", minimal, strings.Replace(tpl(""), "image: worker:1\n",
+			"image: worker:1\n        resources:\n          limits: {cpu: &q [*q]}\n", 1),
+			[]string{"resources.limits.cpu[0][0]: the alias *q is inside"}},
+
 		{"every problem at once", minimal + "limits:\n  maxActive: ten\n  maxPerTick: -1\n  capacity: lots\n  maxActiv: 3\n" +
 			"gc:\n  succeededRetention: 5x\n", "",
 			[]string{`limits.maxActive: "ten" is not an integer`, "limits.maxPerTick: must not be negative",
@@ -111,6 +120,8 @@ func TestLoadAccepts(t *testing.T) {
 		{"quoted off", minimal + "limits:\n  capacity: \"off\"\n", ""},
 		{"null value is the default", minimal + "limits:\n  maxActive: null\n  maxPerTick: ~\n", ""},
 		{"anchors and aliases", minimal + "env:\n  columns: &cols [a, b]\n  passthrough: *cols\n", ""},
+		{"merge keys", minimal, strings.Replace(tpl(""), "kind: Job\n",
+			"kind: Job\nmetadata:\n  labels: &l {team: a, tier: b}\n  annotations:\n    <<: *l\n    tier: c\n", 1)},
 		{"a glob with a fixed part", minimal + "env:\n  passthrough: [S3_*, \"*_URL\", \"A?\"]\n", ""},
 		{"template: fields jobsched allows", minimal, tpl("  suspend: false\n  parallelism: 2\n  completions: 2\n" +
 			"  managedBy: kubernetes.io/job-controller\n  activeDeadlineSeconds: 600\n")},
@@ -146,4 +157,22 @@ func TestDecodeValues(t *testing.T) {
 	if len(c) != 1 || c[0].Name != "worker" || c[0].Image != "worker:1" {
 		t.Errorf("template containers %+v", c)
 	}
+}
+
+// laughs writes n levels of lists of ten aliases of the level below (10^n values from a few hundred bytes), under
+// gc, where lists are not expected: the decoder must stop counting long before it has expanded them.
+func laughs(n int) string {
+	var b strings.Builder
+	b.WriteString("gc:\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "  l%d: &a%d [", i, i)
+		for j := range 10 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "*a%d", i-1)
+		}
+		b.WriteString("]\n")
+	}
+	return b.String()
 }
