@@ -78,7 +78,7 @@ func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bo
 	var mu sync.Mutex
 	started := parallel(ctx, len(p.Creates), func(i int) {
 		c := p.Creates[i]
-		res, err := s.create(ctx, c, serverDryRun)
+		res, err := s.create(ctx, c, serverDryRun, p)
 		// The attempt a retry supersedes goes only once the retry exists: a pass killed in between loses no count.
 		var delErr error
 		if err == nil && res != collision && c.Supersedes != nil && !serverDryRun {
@@ -157,6 +157,9 @@ func (s *Scheduler) delete(ctx context.Context, j JobStatus) error {
 	switch {
 	case err == nil:
 		log.Info().Str("state", string(j.State)).Int("attempt", j.Attempt).Str("why", j.Delete).Msg("deleted finished Job")
+		if s.Events != nil {
+			s.Events.JobDeleted(j)
+		}
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		log.Debug().Msg("finished Job already deleted by someone else")
 	default:
@@ -176,16 +179,19 @@ const (
 
 // create creates one Job. AlreadyExists means another pass (or an earlier try) created it: the Job is already present,
 // unless it belongs to another task or scheduler, which is a name collision (logged and skipped).
-func (s *Scheduler) create(ctx context.Context, c Create, serverDryRun bool) (createResult, error) {
+func (s *Scheduler) create(ctx context.Context, c Create, serverDryRun bool, p *Plan) (createResult, error) {
 	log := zerolog.Ctx(ctx).With().Str("job", c.Job.Name).Str("task", c.Key).Logger()
 	jobs := s.Kube.BatchV1().Jobs(s.Config.Namespace)
 	opts := metav1.CreateOptions{FieldManager: "jobsched"}
 	if serverDryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	_, err := jobs.Create(ctx, c.Job, opts)
+	job, err := jobs.Create(ctx, c.Job, opts)
 	if err == nil {
-		log.Info().Bool("serverDryRun", serverDryRun).Msg("created Job")
+		log.Info().Bool("serverDryRun", serverDryRun).Int("attempt", c.Attempt).Msg("created Job")
+		if s.Events != nil && !serverDryRun {
+			s.Events.JobCreated(job, c, fmt.Sprintf("%d slot(s) this pass, bound by %s", p.Slots, p.Limit))
+		}
 		return created, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {

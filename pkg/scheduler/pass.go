@@ -47,6 +47,7 @@ type Scheduler struct {
 	Renderer *render.Renderer
 	Now      func() time.Time
 	Timeout  time.Duration
+	Events   Events // nil: none
 }
 
 // Run is one pass, whole, and always ends with its `pass done` line:
@@ -131,6 +132,9 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (_ *Plan, sum Summary, _
 	switch mode {
 	case Tick:
 		s.executeCreates(ctx, p, false, &sum, fail)
+		if p.Blocked != "" && s.Events != nil {
+			s.Events.PassBlocked(p.Blocked)
+		}
 	case ServerDryRun:
 		s.executeCreates(ctx, p, true, &sum, fail)
 	}
