@@ -27,7 +27,8 @@ type Postgres struct {
 	keyName string
 	timeout time.Duration
 	guard   *connGuard
-	secrets []string // what of the DSN may be the password: never in an error
+	secrets []string      // what of the DSN may be the password: never in an error
+	turn    chan struct{} // one read at a time: the pool has one connection, and the guard aborts all it has
 
 	keyType string // the key column's database type name, learned by the first read
 }
@@ -65,6 +66,7 @@ func OpenPostgres(dsn string, src config.Source) (*Postgres, error) {
 		timeout: src.Timeout.Duration,
 		guard:   guard,
 		secrets: dsnSecrets(dsn, cfg.Password),
+		turn:    make(chan struct{}, 1),
 	}, nil
 }
 
@@ -226,6 +228,12 @@ func nonNil(s []string) []string {
 // (lib/pq's own cancel request would wait on that server). The first read learns the key column's type.
 func (p *Postgres) readOnly(ctx context.Context, fn func(*sql.Tx) error) (err error) {
 	defer func() { err = ended(ctx, err) }()
+	select {
+	case p.turn <- struct{}{}:
+		defer func() { <-p.turn }()
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the previous read: %w", ctx.Err())
+	}
 	if err := ctx.Err(); err != nil {
 		return p.redact(fmt.Errorf("connecting to PostgreSQL: %w", err))
 	}
