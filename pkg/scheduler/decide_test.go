@@ -26,7 +26,7 @@ import (
 type decided struct {
 	Jobs                            map[string]string // name → "state attempt [delete: why] [retry at]"
 	Unfinished, Unschedulable       int
-	UnboundPods, PodlessJobs, Slots int
+	UnboundPods, PodlessPods, Slots int
 	Limit, Blocked                  string
 	Exclude, Succeeded, Dead, Due   []string
 	Retry                           map[string]int // key → the attempt its next Job gets
@@ -34,7 +34,7 @@ type decided struct {
 
 func view(p *Plan) decided {
 	d := decided{Jobs: map[string]string{}, Retry: map[string]int{}, Unfinished: p.Unfinished, Unschedulable: p.Unschedulable,
-		UnboundPods: p.unboundPods, PodlessJobs: p.podlessJobs, Slots: p.Slots, Limit: p.Limit, Blocked: p.Blocked,
+		UnboundPods: p.unboundPods, PodlessPods: p.podlessPods, Slots: p.Slots, Limit: p.Limit, Blocked: p.Blocked,
 		Exclude: p.exclude, Succeeded: p.succeeded, Dead: p.dead, Due: p.due}
 	for _, j := range p.Jobs {
 		v := string(j.State) + " " + strconv.Itoa(j.Attempt)
@@ -105,7 +105,7 @@ func TestDecide(t *testing.T) {
 				Limit: "limits.maxActive: 1 of 1 unfinished", Blocked: "limits.maxActive: 1 of 1 unfinished", Exclude: []string{"r"}}},
 		{name: "a Job without pods yet will take room: podless",
 			jobs: []*batchv1.Job{podless},
-			want: decided{Jobs: map[string]string{name("p"): "starting 1"}, Unfinished: 1, PodlessJobs: 1, Slots: 9,
+			want: decided{Jobs: map[string]string{name("p"): "starting 1"}, Unfinished: 1, PodlessPods: 1, Slots: 9,
 				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"p"}}},
 		{name: "an unbound Pending pod will take room",
 			jobs: []*batchv1.Job{running}, pods: withPod(running, func(*corev1.Pod) {}),
@@ -190,7 +190,7 @@ func TestDecide(t *testing.T) {
 				return j
 			}()},
 			want: decided{Jobs: map[string]string{render.AttemptName("reports", "f", 1): "superseded 1 delete: " + DeleteSuperseded,
-				render.AttemptName("reports", "f", 2): "starting 2"}, Unfinished: 1, PodlessJobs: 1, Slots: 9,
+				render.AttemptName("reports", "f", 2): "starting 2"}, Unfinished: 1, PodlessPods: 1, Slots: 9,
 				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"f"}}},
 	}
 	for _, tc := range tests {
@@ -198,10 +198,12 @@ func TestDecide(t *testing.T) {
 			cfg := testConfig(t, tc.mutate)
 			obs := &Observation{Now: now}
 			for _, j := range tc.jobs {
-				obs.Jobs = append(obs.Jobs, *j)
+				obs.Jobs = append(obs.Jobs, SummarizeJob(j))
 			}
 			for _, p := range tc.pods {
-				obs.Pods = append(obs.Pods, *p)
+				if sum, ok := SummarizePod(p); ok {
+					obs.Pods = append(obs.Pods, sum)
+				}
 			}
 			want := tc.want
 			if want.Jobs == nil {
@@ -217,24 +219,6 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-func TestPodsPerJob(t *testing.T) {
-	tests := []struct {
-		parallelism, completions *int32
-		want                     int
-	}{
-		{nil, nil, 1},
-		{ptr(int32(4)), nil, 4},
-		{ptr(int32(4)), ptr(int32(2)), 2},
-		{ptr(int32(2)), ptr(int32(4)), 2},
-		{nil, ptr(int32(5)), 1},
-	}
-	for _, tc := range tests {
-		j := &batchv1.Job{Spec: batchv1.JobSpec{Parallelism: tc.parallelism, Completions: tc.completions}}
-		if got := podsPerJob(j); got != tc.want {
-			t.Errorf("parallelism %v completions %v: %d pods per Job, want %d", tc.parallelism, tc.completions, got, tc.want)
-		}
-	}
-}
 
 // TestRetry: a due task's next attempt is created first and only then is the failed attempt deleted; a failed create
 // deletes nothing; a dead task, or one due, whose row the query no longer returns loses its Job.

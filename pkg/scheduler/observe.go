@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
@@ -20,8 +22,8 @@ import (
 // Observation is everything a pass knows about the cluster: read once, at the start.
 type Observation struct {
 	Now  time.Time
-	Jobs []batchv1.Job // this scheduler's Jobs (label selector)
-	Pods []corev1.Pod  // this scheduler's Pending pods (label and field selector)
+	Jobs []JobSummary // this scheduler's Jobs (label selector)
+	Pods []PodSummary // this scheduler's Pending pods that hold something (label and field selector)
 	// Capacity is what the nodes and quotas hold (nil when limits.capacity is off, the pass is offline, or it has
 	// not been observed yet).
 	Capacity *capacity.Snapshot
@@ -51,34 +53,39 @@ func (s *Scheduler) selector() string {
 	return labels.SelectorFromSet(labels.Set{render.LabelScheduler: s.Config.Name}).String()
 }
 
-// listJobs lists this scheduler's Jobs, page by page.
-func (s *Scheduler) listJobs(ctx context.Context) ([]batchv1.Job, error) {
+// listJobs lists this scheduler's Jobs, page by page, keeping a summary of each.
+func (s *Scheduler) listJobs(ctx context.Context) ([]JobSummary, error) {
 	ns, sel := s.Config.Namespace, s.selector()
-	var jobs []batchv1.Job
+	var jobs []JobSummary
 	err := kube.Paginate(metav1.ListOptions{LabelSelector: sel}, func(opts metav1.ListOptions) (string, error) {
 		list, err := s.Kube.BatchV1().Jobs(ns).List(ctx, opts)
 		if err != nil {
 			return "", fmt.Errorf("listing Jobs in %s with %s: %w", ns, sel, err)
 		}
-		jobs = append(jobs, list.Items...)
+		for i := range list.Items {
+			jobs = append(jobs, SummarizeJob(&list.Items[i]))
+		}
 		return list.Continue, nil
 	})
 	return jobs, err
 }
 
-// listPendingPods lists this scheduler's Pending pods, page by page.
-func (s *Scheduler) listPendingPods(ctx context.Context) ([]corev1.Pod, error) {
+// listPendingPods lists this scheduler's Pending pods, page by page, keeping a summary of each that holds something.
+func (s *Scheduler) listPendingPods(ctx context.Context) ([]PodSummary, error) {
 	ns, sel := s.Config.Namespace, s.selector()
 	pending := fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)).String()
-	var pods []corev1.Pod
+	var pods []PodSummary
 	err := kube.Paginate(metav1.ListOptions{LabelSelector: sel, FieldSelector: pending}, func(opts metav1.ListOptions) (string, error) {
 		list, err := s.Kube.CoreV1().Pods(ns).List(ctx, opts)
 		if err != nil {
 			return "", fmt.Errorf("listing Pending pods in %s with %s: %w", ns, sel, err)
 		}
-		for _, p := range list.Items {
-			if p.Status.Phase == corev1.PodPending { // the server filtered already; a fake client does not
-				pods = append(pods, p)
+		for i := range list.Items {
+			if list.Items[i].Status.Phase != corev1.PodPending { // the server filtered already; a fake client does not
+				continue
+			}
+			if sum, ok := SummarizePod(&list.Items[i]); ok {
+				pods = append(pods, sum)
 			}
 		}
 		return list.Continue, nil
@@ -96,4 +103,64 @@ func (s *Scheduler) observeCapacity(ctx context.Context) (*capacity.Snapshot, er
 		return nil, fmt.Errorf("observing capacity: %w", err)
 	}
 	return snap, nil
+}
+
+// JobSummary is what a pass keeps of one of its Jobs. Each LIST page is summarised as it arrives and then dropped,
+// so a pass holds a few hundred bytes per Job, not the Job with its pod template.
+type JobSummary struct {
+	Name       string
+	UID        types.UID
+	Key        string // annotation jobsched.io/task-key ("" on a Job made by hand)
+	Attempt    int    // label jobsched.io/attempt; 1 when absent (Jobs made before retries existed)
+	Deleting   bool   // it has a deletionTimestamp
+	Active     int32
+	PodsPerJob int        // min(parallelism, completions): the pods it runs at once
+	Finished   *Condition // its Complete or Failed condition, when True
+}
+
+// Condition is a Job's Complete or Failed condition.
+type Condition struct {
+	Type            batchv1.JobConditionType
+	Reason, Message string
+	At              time.Time // lastTransitionTime, UTC
+}
+
+// PodSummary is what a pass keeps of one of its Pending pods.
+type PodSummary struct {
+	Job           types.UID // its controlling Job
+	Bound         bool      // spec.nodeName is set
+	Unschedulable bool      // PodScheduled=False with reason Unschedulable (not SchedulingGated or any other)
+	Message       string    // the scheduler's message when Unschedulable
+}
+
+// SummarizeJob keeps what the plan needs of job.
+func SummarizeJob(job *batchv1.Job) JobSummary {
+	s := JobSummary{Name: job.Name, UID: job.UID, Key: job.Annotations[render.AnnotationTaskKey], Attempt: 1,
+		Deleting: job.DeletionTimestamp != nil, Active: job.Status.Active, PodsPerJob: capacity.PodsPerJob(job)}
+	if n, err := strconv.Atoi(job.Labels[render.LabelAttempt]); err == nil && n > 1 {
+		s.Attempt = n
+	}
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			s.Finished = &Condition{Type: c.Type, Reason: c.Reason, Message: c.Message, At: c.LastTransitionTime.UTC()}
+			break
+		}
+	}
+	return s
+}
+
+// SummarizePod keeps what the plan needs of a Pending pod; ok is false for a pod that holds nothing: being deleted
+// (its Job is gone or going) or controlled by no Job.
+func SummarizePod(pod *corev1.Pod) (s PodSummary, ok bool) {
+	owner := metav1.GetControllerOf(pod)
+	if pod.DeletionTimestamp != nil || owner == nil {
+		return PodSummary{}, false
+	}
+	s = PodSummary{Job: owner.UID, Bound: pod.Spec.NodeName != ""}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			s.Unschedulable, s.Message = true, c.Message
+		}
+	}
+	return s, true
 }

@@ -7,18 +7,14 @@ package scheduler
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
-	"github.com/jobsched/jobsched/pkg/render"
 )
 
 // State is where one of this scheduler's Jobs stands.
@@ -100,9 +96,9 @@ type Plan struct {
 	// succeeded, dead and due are the keys this pass asks the source about in one read: a succeeded task whose row
 	// is still selected is a worker bug; a dead task, or one due for a retry, whose row is gone loses its Job.
 	succeeded, dead, due []string
-	// unboundPods are this scheduler's pods bound to no node yet, podlessJobs its unfinished Jobs with no pod yet:
-	// both will take room that the nodes still show as free.
-	unboundPods, podlessJobs int
+	// unboundPods are this scheduler's pods bound to no node yet, podlessPods the pods its unfinished Jobs with no
+	// pod yet will make: both will take room that the nodes still show as free.
+	unboundPods, podlessPods int
 }
 
 // Deletes are the Jobs this pass deletes before it creates: past their retention, superseded, dead past
@@ -155,36 +151,31 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 		names:     map[string]string{},
 		retry:     map[string]*JobStatus{},
 	}
-	podsByJob := map[types.UID][]corev1.Pod{}
+	podsByJob := map[types.UID][]PodSummary{}
 	for _, pod := range obs.Pods {
-		if pod.DeletionTimestamp != nil {
-			continue // its Job is gone or going; it holds no slot
-		}
-		if owner := metav1.GetControllerOf(&pod); owner != nil {
-			podsByJob[owner.UID] = append(podsByJob[owner.UID], pod)
-		}
+		podsByJob[pod.Job] = append(podsByJob[pod.Job], pod)
 	}
 	newest := map[string]int{} // task key → its newest attempt
 	for _, job := range obs.Jobs {
-		if key := job.Annotations[render.AnnotationTaskKey]; key != "" {
-			newest[key] = max(newest[key], attemptOf(&job))
+		if job.Key != "" {
+			newest[job.Key] = max(newest[job.Key], job.Attempt)
 		}
 	}
 	for _, job := range obs.Jobs {
-		key := job.Annotations[render.AnnotationTaskKey]
+		key := job.Key
 		p.names[job.Name] = key
-		st := JobStatus{Name: job.Name, Key: key, Attempt: attemptOf(&job), UID: job.UID}
-		gone := job.DeletionTimestamp != nil // being deleted already: never again
-		cond, done := finished(&job)
-		if !done {
-			p.unfinished(&st, &job, podsByJob[job.UID])
+		st := JobStatus{Name: job.Name, Key: key, Attempt: job.Attempt, UID: job.UID}
+		gone := job.Deleting // being deleted already: never again
+		cond := job.Finished
+		if cond == nil {
+			p.unfinished(&st, job, podsByJob[job.UID])
 			if key != "" {
 				p.exclude = append(p.exclude, key)
 			}
 			p.Jobs = append(p.Jobs, st)
 			continue
 		}
-		t := cond.LastTransitionTime.UTC()
+		t := cond.At
 		st.FinishedAt = &t
 		switch {
 		case cond.Type == batchv1.JobComplete:
@@ -239,36 +230,28 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 }
 
 // unfinished fills st for a Job with neither condition: it holds a slot.
-func (p *Plan) unfinished(st *JobStatus, job *batchv1.Job, pods []corev1.Pod) {
+func (p *Plan) unfinished(st *JobStatus, job JobSummary, pods []PodSummary) {
 	p.Unfinished++
 	switch {
 	case len(pods) > 0:
 		st.State = StateStarting // Pending: waiting for the scheduler, or pulling and starting on its node
-	case job.Status.Active > 0:
+	case job.Active > 0:
 		st.State = StateRunning
 	default:
 		st.State = StateStarting // the Job controller has not made its pods yet
-		p.podlessJobs++
+		p.podlessPods += job.PodsPerJob
 	}
 	for _, pod := range pods {
-		if pod.Spec.NodeName == "" {
+		if !pod.Bound {
 			p.unboundPods++
 		}
-		if msg, ok := unschedulable(&pod); ok {
-			st.State, st.Reason = StateUnschedulable, msg
+		if pod.Unschedulable {
+			st.State, st.Reason = StateUnschedulable, pod.Message
 			p.Unschedulable++
 		}
 	}
 }
 
-// attemptOf reads the Job's jobsched.io/attempt label; a Job without one (made before retries existed) is attempt 1.
-func attemptOf(job *batchv1.Job) int {
-	n, err := strconv.Atoi(job.Labels[render.LabelAttempt])
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
-}
 
 // rowsGone marks for deletion the Job of every dead task, and of every task due for a retry, whose row the query no
 // longer selects (someone fixed or closed it); selected are the keys the query still returns.
@@ -304,7 +287,7 @@ func (p *Plan) decideSlots(cfg *config.Config, obs *Observation) {
 		p.Limit = fmt.Sprintf("limits.maxActive: %d of %d unfinished", p.Unfinished, cfg.MaxActive())
 	}
 	if cfg.Limits.Capacity != config.CapacityOff && obs.Capacity != nil {
-		rep := capacity.Fit(cfg.Template, obs.Capacity, p.unboundPods, p.podlessJobs*podsPerJob(cfg.Template)) // rep.Fit is in Jobs
+		rep := capacity.Fit(cfg.Template, obs.Capacity, p.unboundPods, p.podlessPods) // rep.Fit is in Jobs
 		p.Capacity = &rep
 		if rep.Fit >= 0 && rep.Fit < p.Slots {
 			p.Slots = rep.Fit
@@ -324,18 +307,6 @@ func (p *Plan) block(reason string) {
 	}
 }
 
-// podsPerJob is how many pods one Job of the template runs at once: min(parallelism, completions), parallelism
-// defaulting to 1 and completions unset meaning parallelism.
-func podsPerJob(tpl *batchv1.Job) int {
-	n := 1
-	if par := tpl.Spec.Parallelism; par != nil {
-		n = int(*par)
-	}
-	if c := tpl.Spec.Completions; c != nil && int(*c) < n {
-		n = int(*c)
-	}
-	return max(n, 1)
-}
 
 func (p *Plan) firstUnschedulable() string {
 	for _, j := range p.Jobs {
@@ -346,22 +317,4 @@ func (p *Plan) firstUnschedulable() string {
 	return ""
 }
 
-// finished returns the Job's Complete or Failed condition when it is True.
-func finished(job *batchv1.Job) (batchv1.JobCondition, bool) {
-	for _, c := range job.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			return c, true
-		}
-	}
-	return batchv1.JobCondition{}, false
-}
 
-// unschedulable reports whether the scheduler has marked the pod Unschedulable, with its message.
-func unschedulable(pod *corev1.Pod) (string, bool) {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return c.Message, true
-		}
-	}
-	return "", false
-}
