@@ -33,8 +33,8 @@ type Postgres struct {
 	keyType string // the key column's database type name, learned by the first read
 }
 
-// DefaultConnectTimeout bounds connecting (TCP and the startup handshake) when the DSN sets no connect_timeout (or
-// PGCONNECT_TIMEOUT): lib/pq would otherwise wait for ever on a host that does not answer.
+// DefaultConnectTimeout bounds connecting (TCP and the startup handshake) when neither the DSN's connect_timeout nor
+// PGCONNECT_TIMEOUT sets a positive one: lib/pq would otherwise wait for ever on a host that does not answer.
 const DefaultConnectTimeout = 10 * time.Second
 
 // OpenPostgres prepares a connection pool for dsn; nothing is contacted until the first call. No error it or the
