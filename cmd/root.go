@@ -71,6 +71,8 @@ type globalOptions struct {
 	timeout    time.Duration
 	out        io.Writer
 	errOut     io.Writer
+
+	pushgateway string // --pushgateway: overrides metrics.pushgateway
 }
 
 // DefaultTimeout bounds a pass: below the CronJob's activeDeadlineSeconds (150), so that a pass ends with its
@@ -114,6 +116,9 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 					return usageError{fmt.Errorf("-n/--namespace: %q is not a valid namespace: %s", g.namespace, strings.Join(msgs, "; "))}
 				}
 			}
+			if err := config.ValidatePushgateway(g.pushgateway); err != nil {
+				return usageError{fmt.Errorf("--pushgateway: %w", err)}
+			}
 			if g.timeout <= 0 {
 				return usageError{fmt.Errorf("--timeout: must be positive, not %s", g.timeout)}
 			}
@@ -136,8 +141,9 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 	f.StringVarP(&g.namespace, "namespace", "n", "", "namespace of the Jobs (overrides the config's namespace)")
 	f.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&g.logFormat, "log-format", "", "log format: json or console (default: console when stderr is a terminal, else json)")
-	f.Float32Var(&g.kube.QPS, "kube-qps", 50, "queries per second to the API server")
-	f.IntVar(&g.kube.Burst, "kube-burst", 100, "burst of queries to the API server")
+	f.Float32Var(&g.kube.QPS, "kube-qps", 0, "a client-side cap on queries per second to the API server; 0: none (the API server's Priority and Fairness paces jobsched, and its 429s are retried as it asks)")
+	f.IntVar(&g.kube.Burst, "kube-burst", 100, "burst of queries above --kube-qps (with --kube-qps > 0)")
+	f.StringVar(&g.pushgateway, "pushgateway", "", "tick and gc push each pass's metrics to this Prometheus Pushgateway URL (overrides metrics.pushgateway)")
 	f.DurationVar(&g.timeout, "timeout", DefaultTimeout, "a pass ends after this long, with its `pass done` line (keep it below the CronJob's activeDeadlineSeconds)")
 
 	cmd.AddCommand(newTickCmd(g), newGCCmd(g), newStatusCmd(g), newDryRunCmd(g), newRetryCmd(g), newVersionCmd(g))

@@ -15,7 +15,7 @@ import (
 type Options struct {
 	Kubeconfig string // --kubeconfig
 	Context    string // --context
-	QPS        float32
+	QPS        float32 // a client-side cap; 0: none
 	Burst      int
 }
 
@@ -41,7 +41,12 @@ func NewClient(o Options) (kubernetes.Interface, string, error) {
 	if err != nil || namespace == "" {
 		namespace = "default"
 	}
+	// No client-side limiter unless asked for: modern API servers protect themselves with Priority and Fairness and
+	// answer 429 with Retry-After, which client-go honours (up to 10 retries); a pass bounds its own concurrency.
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	if o.QPS <= 0 {
+		cfg.QPS = -1 // client-go: a negative QPS means no rate limiter (0 would mean its default of 5)
+	}
 	cfg.UserAgent = "jobsched/" + version.Get().Version
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
