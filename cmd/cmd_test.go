@@ -276,3 +276,37 @@ func TestRetryCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestDryRunRowsFile: rows from standard input; a key twice gets one Job and a skip line; a file without the key
+// column is exit 2 naming it.
+func TestDryRunRowsFile(t *testing.T) {
+	tests := []struct {
+		name, stdin string
+		code        int
+		want        []string // in stdout+stderr
+		creates     int
+	}{
+		{"a key twice", `{"id": "a", "url": "1"}` + "\n" + `{"id": "b", "url": "2"}` + "\n" + `{"id": "a", "url": "3"}` + "\n", 0,
+			[]string{"skip", `"a"`, "--rows line 3 repeats the key of line 1: no second Job"}, 2},
+		{"no key column", `{"url": "1"}` + "\n", 2, []string{`"id"`}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			root := newRoot(&out, &errOut, nil)
+			root.SetIn(strings.NewReader(tc.stdin))
+			code := runRoot(context.Background(), root, []string{"dry-run", "--offline", "--rows", "-", "--config", "testdata/jobsched.yaml", "-o", "table"}, &errOut)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d: %s", code, tc.code, errOut.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String()+errOut.String(), w) {
+					t.Errorf("output lacks %q:\n%s%s", w, out.String(), errOut.String())
+				}
+			}
+			if n := strings.Count(out.String(), "\ncreate "); n != tc.creates {
+				t.Errorf("%d creates, want %d:\n%s", n, tc.creates, out.String())
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -40,7 +41,7 @@ with dryRun=All, so the server validates the Jobs (admission included) without s
 			if o.offline {
 				cfg.Limits.Capacity = config.CapacityOff
 			}
-			s, closeFn, err := g.newScheduler(cfg, schedulerOptions{source: true, rowsFile: o.rowsFile, offline: o.offline})
+			s, closeFn, err := g.newScheduler(cfg, schedulerOptions{source: true, rowsFile: o.rowsFile, offline: o.offline, stdin: cmd.InOrStdin()})
 			if err != nil {
 				return err
 			}
@@ -53,12 +54,18 @@ with dryRun=All, so the server validates the Jobs (admission included) without s
 			if p == nil || config.IsConfigError(err) {
 				return err
 			}
+			if f, ok := s.Source.(*rows.File); ok {
+				for _, d := range f.Duplicates { // one Job per key: the first row of a key is the task
+					p.Skipped = append(p.Skipped, scheduler.Skip{Key: d.Key,
+						Reason: fmt.Sprintf("--rows line %d repeats the key of line %d: no second Job", d.Line, d.First)})
+				}
+			}
 			return errors.Join(err, printPlan(g.out, o.output, p))
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
-	f.StringVar(&o.rowsFile, "rows", "", "read rows from this JSON-lines file (one object per row) instead of the database")
+	f.StringVar(&o.rowsFile, "rows", "", "read rows from this JSON-lines file (one object per line; - for standard input) instead of the database")
 	f.BoolVar(&o.offline, "offline", false, "contact no cluster: it is taken as empty")
 	f.BoolVar(&o.server, "server", false, "send each planned create to the API server with dryRun=All")
 	return cmd

@@ -46,7 +46,11 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 type newKubeFunc func(kube.Options) (kubernetes.Interface, string, error)
 
 func runWith(ctx context.Context, args []string, out, errOut io.Writer, newKube newKubeFunc) int {
-	root := newRoot(out, errOut, newKube)
+	return runRoot(ctx, newRoot(out, errOut, newKube), args, errOut)
+}
+
+// runRoot runs root with args and returns the exit code; errors go to errOut.
+func runRoot(ctx context.Context, root *cobra.Command, args []string, errOut io.Writer) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -196,7 +200,8 @@ func (g *globalOptions) loadConfig() (*config.Config, error) {
 // schedulerOptions say which parts of a scheduler a subcommand needs.
 type schedulerOptions struct {
 	source   bool   // open the row source
-	rowsFile string // read rows from this JSON-lines file instead of PostgreSQL
+	rowsFile string    // read rows from this JSON-lines file instead of PostgreSQL ("-": stdin)
+	stdin    io.Reader // standard input, for --rows -
 	offline  bool   // contact no cluster: it is taken as empty
 }
 
@@ -207,7 +212,13 @@ func (g *globalOptions) newScheduler(cfg *config.Config, o schedulerOptions) (*s
 	closeFn := func() {}
 	if o.source {
 		if o.rowsFile != "" {
-			f, err := rows.ReadFile(o.rowsFile, cfg.Source.Key)
+			var f *rows.File
+			var err error
+			if o.rowsFile == rows.Stdin {
+				f, err = rows.ReadFrom(o.stdin, "standard input", cfg.Source.Key)
+			} else {
+				f, err = rows.ReadFile(o.rowsFile, cfg.Source.Key)
+			}
 			if err != nil {
 				return nil, nil, err
 			}
