@@ -143,28 +143,33 @@ type redactedError struct{ msg string }
 func (e *redactedError) Error() string { return e.msg }
 
 // connGuard is the pool's dialer: it keeps the connections it made, so that when a read's context ends every one of
-// them fails its blocked read or write at once. lib/pq alone would send a cancel request and go on waiting for a
-// server that may never answer.
+// them fails its blocked read or write at once. lib/pq alone sends a cancel request (on a new connection, which
+// this does not touch: a server that answers stops the statement) and goes on waiting for the server to answer,
+// which one that hangs never does. A connection made while the context ends is bounded by the connect timeout.
 type connGuard struct {
-	mu      sync.Mutex
-	conns   map[*guardedConn]struct{}
-	aborted bool // the current read's context has ended
-	dialer  net.Dialer
+	mu     sync.Mutex
+	conns  map[*guardedConn]struct{}
+	dialer net.Dialer
 }
 
-// watch makes the end of ctx abort the connections, until the returned stop is called.
+// watch makes the end of ctx abort the connections, until the returned stop is called; stop waits for an abort that
+// has begun, so that it cannot reach the next read's connection.
 func (g *connGuard) watch(ctx context.Context) (stop func()) {
-	g.mu.Lock()
-	g.aborted = false
-	g.mu.Unlock()
-	after := context.AfterFunc(ctx, g.abort)
-	return func() { after() }
+	done := make(chan struct{})
+	after := context.AfterFunc(ctx, func() {
+		defer close(done)
+		g.abort()
+	})
+	return func() {
+		if !after() {
+			<-done
+		}
+	}
 }
 
 func (g *connGuard) abort() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.aborted = true
 	for c := range g.conns {
 		_ = c.SetDeadline(time.Unix(1, 0))
 	}
@@ -190,9 +195,6 @@ func (g *connGuard) DialContext(ctx context.Context, network, address string) (n
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.conns[gc] = struct{}{}
-	if g.aborted {
-		_ = c.SetDeadline(time.Unix(1, 0))
-	}
 	return gc, nil
 }
 

@@ -1081,3 +1081,46 @@ func TestServerStopsAnswering(t *testing.T) {
 	}
 	t.Logf("%v after %v", err, elapsed.Round(time.Millisecond))
 }
+
+// TestReadAfterDeadline checks that a read cut by its context's deadline leaves the source usable (the next read gets
+// a working connection), and that the server was told to cancel the statement (lib/pq's cancel request still goes
+// out), so the query does not run on until its statement timeout.
+func TestReadAfterDeadline(t *testing.T) {
+	marker := fmt.Sprintf("jobsched-deadline-%d", time.Now().UnixNano())
+	p := open(t, testDSN, "SELECT pg_sleep(20)::text AS id, '"+marker+"' AS m", "id", 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := p.Select(ctx, nil, 1); err == nil {
+		t.Fatal("Select of pg_sleep(20) with a 500ms deadline succeeded")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Select took %v with a 500ms deadline", d)
+	}
+	// The statement is cancelled on the server: it does not run on.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		err := adminDB.QueryRowContext(t.Context(), "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "+
+			"AND query LIKE '%'||$1||'%' AND pid <> pg_backend_pid()", marker).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the statement still runs on the server %v after its read ended", time.Since(start))
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The next read, with a fresh context, works.
+	q := &Postgres{}
+	*q = *p
+	q.query = "SELECT 1 AS id"
+	got, err := q.Select(t.Context(), nil, 1)
+	if err != nil || !reflect.DeepEqual(keys(got), []string{"1"}) {
+		t.Errorf("the read after the cut one: %+v, %v", got, err)
+	}
+}
