@@ -199,10 +199,10 @@ func (g *globalOptions) loadConfig() (*config.Config, error) {
 
 // schedulerOptions say which parts of a scheduler a subcommand needs.
 type schedulerOptions struct {
-	source   bool   // open the row source
+	source   bool      // open the row source
 	rowsFile string    // read rows from this JSON-lines file instead of PostgreSQL ("-": stdin)
 	stdin    io.Reader // standard input, for --rows -
-	offline  bool   // contact no cluster: it is taken as empty
+	offline  bool      // contact no cluster: it is taken as empty
 }
 
 // newScheduler completes the options: config first (exit 2 before anything is contacted), then clients.
