@@ -21,8 +21,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/rows"
+	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
 func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -306,6 +309,65 @@ func TestDryRunRowsFile(t *testing.T) {
 			}
 			if n := strings.Count(out.String(), "\ncreate "); n != tc.creates {
 				t.Errorf("%d creates, want %d:\n%s", n, tc.creates, out.String())
+			}
+		})
+	}
+}
+
+// TestDryRunJobsList: -o jobs prints just the planned Jobs as a v1 List, each a complete batch/v1 Job.
+func TestDryRunJobsList(t *testing.T) {
+	code, out, stderr := runCmd(t, "dry-run", "--offline", "--rows", "testdata/rows.jsonl", "--config", "testdata/jobsched.yaml", "-o", "jobs")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var list struct {
+		APIVersion string        `json:"apiVersion"`
+		Kind       string        `json:"kind"`
+		Items      []batchv1.Job `json:"items"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(out), &list); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if list.APIVersion != "v1" || list.Kind != "List" || len(list.Items) != 2 {
+		t.Fatalf("%s %s with %d items, want a v1 List of 2 Jobs:\n%s", list.APIVersion, list.Kind, len(list.Items), out)
+	}
+	for _, j := range list.Items {
+		if j.APIVersion != "batch/v1" || j.Kind != "Job" || j.Name == "" || j.Namespace != "batch" {
+			t.Errorf("item %s %s %s/%s is not a complete Job", j.APIVersion, j.Kind, j.Namespace, j.Name)
+		}
+	}
+}
+
+// TestStatusWatch: -w reports again every interval until interrupted, and then exits cleanly.
+func TestStatusWatch(t *testing.T) {
+	cfg, err := config.Load("testdata/jobsched.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := rows.ReadFile("testdata/rows.jsonl", "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Limits.Capacity = config.CapacityOff
+	s := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(), Source: src, Renderer: render.New(cfg, nil), Now: time.Now}
+	for _, format := range []string{"table", "yaml"} {
+		t.Run(format, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+			defer cancel()
+			var out bytes.Buffer
+			o := &statusOptions{output: format, watch: true, interval: 50 * time.Millisecond}
+			if err := o.run(ctx, &out, s); err != nil {
+				t.Fatalf("watch ended with %v", err)
+			}
+			sep := "\n--- "
+			if format == "yaml" {
+				sep = "---\n"
+			}
+			if n := strings.Count(out.String(), sep); n < 2 {
+				t.Errorf("%d redraws in 250ms at a 50ms interval, want several:\n%s", n, out.String())
+			}
+			if n := strings.Count(out.String(), "Backlog:")+strings.Count(out.String(), "backlog:"); n < 3 {
+				t.Errorf("%d reports, want at least 3", n)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	batchv1 "k8s.io/api/batch/v1"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/rows"
@@ -64,7 +65,7 @@ with dryRun=All, so the server validates the Jobs (admission included) without s
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json, yaml (the plan), or jobs (just the Jobs, as a v1 List for kubectl)")
 	f.StringVar(&o.rowsFile, "rows", "", "read rows from this JSON-lines file (one object per line; - for standard input) instead of the database")
 	f.BoolVar(&o.offline, "offline", false, "contact no cluster: it is taken as empty")
 	f.BoolVar(&o.server, "server", false, "send each planned create to the API server with dryRun=All")
@@ -73,9 +74,9 @@ with dryRun=All, so the server validates the Jobs (admission included) without s
 
 func (o *dryRunOptions) validate() error {
 	switch o.output {
-	case "table", "json", "yaml":
+	case "table", "json", "yaml", "jobs":
 	default:
-		return usageError{fmt.Errorf("-o: %q is not table, json or yaml", o.output)}
+		return usageError{fmt.Errorf("-o: %q is not table, json, yaml or jobs", o.output)}
 	}
 	if o.server && o.offline {
 		return usageError{fmt.Errorf("--server and --offline cannot be used together")}
@@ -83,8 +84,22 @@ func (o *dryRunOptions) validate() error {
 	return nil
 }
 
+// jobList is the planned Jobs as a v1 List, which `kubectl apply --dry-run=server -f -` and `kubectl create -f -` take.
+type jobList struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Items      []*batchv1.Job `json:"items"`
+}
+
 func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
-	if format != "table" {
+	switch format {
+	case "jobs":
+		list := jobList{APIVersion: "v1", Kind: "List", Items: []*batchv1.Job{}}
+		for _, c := range p.Creates {
+			list.Items = append(list.Items, c.Job)
+		}
+		return printDoc(out, "yaml", list)
+	case "json", "yaml":
 		return printDoc(out, format, p)
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)

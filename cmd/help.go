@@ -43,7 +43,10 @@ var examples = map[string]string{
   jobsched dry-run --config jobsched.yaml --offline --rows sample-rows.jsonl -o yaml
 
   # Let the API server validate and admit the planned Jobs (Pod Security, quota, webhooks) without storing them
-  jobsched dry-run --config jobsched.yaml --server`,
+  jobsched dry-run --config jobsched.yaml --server
+
+  # Just the Jobs, as a v1 List that kubectl takes
+  jobsched dry-run --config jobsched.yaml -o jobs | kubectl apply --dry-run=server -f -`,
 
 	"retry": `  # Start a dead task again at attempt 1 (its row must still be selected by the query)
   jobsched retry --config jobsched.yaml task-42
@@ -60,7 +63,7 @@ var examples = map[string]string{
 // outputFormats are the values each command's -o/--output takes, offered by shell completion.
 var outputFormats = map[string][]string{
 	"status":  {"table", "json", "yaml"},
-	"dry-run": {"table", "json", "yaml"},
+	"dry-run": {"table", "json", "yaml", "jobs"},
 	"version": versionOutputs,
 }
 

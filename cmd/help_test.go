@@ -95,7 +95,7 @@ func TestCompletion(t *testing.T) {
 	}{
 		{"status -o", []string{"status", "-o", ""}, []string{"table", "json", "yaml"}},
 		{"status --output=", []string{"status", "--output", ""}, []string{"table", "json", "yaml"}},
-		{"dry-run -o", []string{"dry-run", "-o", ""}, []string{"table", "json", "yaml"}},
+		{"dry-run -o", []string{"dry-run", "-o", ""}, []string{"table", "json", "yaml", "jobs"}},
 		{"version -o", []string{"version", "-o", ""}, []string{"json", "yaml"}},
 		{"--log-level on a subcommand", []string{"tick", "--log-level", ""}, []string{"debug", "info", "warn", "error"}},
 		{"--log-level on the root", []string{"--log-level", ""}, []string{"debug", "info", "warn", "error"}},
@@ -154,7 +154,8 @@ func TestExamples(t *testing.T) {
 					continue
 				}
 				n++
-				args := strings.Fields(line)[1:]
+				command, _, _ := strings.Cut(line, " | ") // what a pipe feeds is another program's
+				args := strings.Fields(command)[1:]
 				// Each example is parsed by a fresh command tree, as the shell would run it.
 				r := newRootCmd(io.Discard, io.Discard)
 				r.InitDefaultVersionFlag() // cobra adds --version when it executes

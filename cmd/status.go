@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,15 +19,24 @@ import (
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
+type statusOptions struct {
+	output   string
+	watch    bool
+	interval time.Duration
+}
+
 func newStatusCmd(g *globalOptions) *cobra.Command {
-	var output string
+	o := &statusOptions{}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Read-only report: backlog, Jobs by state, retries, slots, capacity and what the next tick would do",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "table" && output != "json" && output != "yaml" {
-				return usageError{fmt.Errorf("-o: %q is not table, json or yaml", output)}
+			if o.output != "table" && o.output != "json" && o.output != "yaml" {
+				return usageError{fmt.Errorf("-o: %q is not table, json or yaml", o.output)}
+			}
+			if o.interval <= 0 {
+				return usageError{fmt.Errorf("--interval: must be positive, not %s", o.interval)}
 			}
 			cfg, err := g.loadConfig()
 			if err != nil {
@@ -37,18 +47,51 @@ func newStatusCmd(g *globalOptions) *cobra.Command {
 				return err
 			}
 			defer closeFn()
-			st, err := s.Status(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if output == "table" {
-				return printStatus(g.out, st)
-			}
-			return printDoc(g.out, output, st)
+			return o.run(cmd.Context(), g.out, s)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	cmd.Flags().BoolVarP(&o.watch, "watch", "w", false, "report again every --interval until interrupted")
+	cmd.Flags().DurationVar(&o.interval, "interval", 5*time.Second, "how often -w reports")
 	return cmd
+}
+
+// run reports once, or with -w again every interval until ctx ends (Ctrl-C): a table is redrawn in place on a
+// terminal, and separated by a line elsewhere; documents follow each other (a YAML stream with -o yaml).
+func (o *statusOptions) run(ctx context.Context, out io.Writer, s *scheduler.Scheduler) error {
+	for n := 0; ; n++ {
+		st, err := s.Status(ctx)
+		if err != nil {
+			if n > 0 && ctx.Err() != nil {
+				return nil // interrupted while watching
+			}
+			return err
+		}
+		switch {
+		case o.output != "table":
+			if n > 0 && o.output == "yaml" {
+				fmt.Fprintln(out, "---")
+			}
+			err = printDoc(out, o.output, st)
+		default:
+			if n > 0 {
+				if isTerminal(out) {
+					fmt.Fprint(out, "\033[H\033[2J") // home and clear: redraw in place
+				} else {
+					fmt.Fprintf(out, "\n--- %s\n", time.Now().UTC().Format(time.RFC3339))
+				}
+			}
+			err = printStatus(out, st)
+		}
+		if err != nil || !o.watch {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(o.interval):
+		}
+	}
 }
 
 // printDoc prints v as an indented JSON or a YAML document.
