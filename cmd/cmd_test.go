@@ -366,7 +366,7 @@ func TestStatusWatch(t *testing.T) {
 			if n := strings.Count(out.String(), sep); n < 2 {
 				t.Errorf("%d redraws in 250ms at a 50ms interval, want several:\n%s", n, out.String())
 			}
-			if n := strings.Count(out.String(), "Backlog:")+strings.Count(out.String(), "backlog:"); n < 3 {
+			if n := strings.Count(out.String(), "Backlog:") + strings.Count(out.String(), "backlog:"); n < 3 {
 				t.Errorf("%d reports, want at least 3", n)
 			}
 		})
