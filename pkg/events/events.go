@@ -1,0 +1,256 @@
+// Package events reports a pass where Kubernetes users look (`kubectl describe job`, `kubectl get events`): it is
+// scheduler.Events written with client-go's events library (k8s.io/client-go/tools/events), which sends
+// events.k8s.io/v1 Events as reporting controller "jobsched".
+//
+// What is reported:
+//   - Created (Normal), regarding each Job a pass creates: the task key, the attempt and why there was room;
+//   - Deleted (Normal), regarding each Job a pass deletes: the task key, the attempt, its state and why;
+//   - Blocked, once per pass that creates nothing for a reason other than an empty backlog: the reason. It is
+//     Normal when a limit or a full cluster bound the pass (limits.*, capacity: …) and Warning otherwise (Pending
+//     pods Unschedulable, capacity unknown, reading rows failed). It regards the jobsched pod when it runs in a pod
+//     (POD_NAME and POD_NAMESPACE from the downward API), else no object: the Event then carries only the
+//     namespace (the events library refuses a nil regarding object, but takes a reference with no kind and name,
+//     and the API server accepts it).
+//
+// Reporting never fails a pass: a write the API server refuses (no RBAC permission on events) is logged and
+// dropped. Created and Deleted Events are rate-limited by a token bucket per process (Burst at once, then QPS per
+// second; the rest are dropped and counted in one log line), because each tick is a new process and the events
+// library's own dedup (event series) only merges identical Events within one process; Blocked is at most one per
+// pass and not limited. Close waits, boundedly, for the Events in flight before the process exits.
+package events
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/rs/zerolog"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/jobsched/jobsched/pkg/scheduler"
+)
+
+// ReportingController is the reportingController of every Event jobsched writes.
+const ReportingController = "jobsched"
+
+// Reasons and actions of the Events.
+const (
+	ReasonCreated = "Created"
+	ReasonDeleted = "Deleted"
+	ReasonBlocked = "Blocked"
+
+	ActionCreate = "Create"
+	ActionDelete = "Delete"
+	ActionPass   = "Pass"
+)
+
+// Defaults of the rate limit of Created and Deleted Events.
+const (
+	DefaultQPS   = 1
+	DefaultBurst = 100
+)
+
+// noteLimit is the API server's limit on an Event's note (bytes).
+const noteLimit = 1024
+
+// Options say where the Events go.
+type Options struct {
+	Namespace string                  // the scheduler's namespace
+	Pod       *corev1.ObjectReference // the jobsched pod, regarded by Blocked (related to the others); nil: none
+	QPS       float32                 // rate limit of Created and Deleted (0: DefaultQPS)
+	Burst     int                     // (0: DefaultBurst)
+}
+
+// Recorder is scheduler.Events on the API server.
+type Recorder struct {
+	opts    Options
+	bc      events.EventBroadcaster
+	rec     events.EventRecorder
+	cancel  context.CancelFunc
+	sink    *sink
+	limiter flowcontrol.RateLimiter
+	log     zerolog.Logger
+
+	mu       sync.Mutex
+	recorded int // Events handed to the library
+	dropped  int // by the rate limit
+}
+
+var _ scheduler.Events = (*Recorder)(nil)
+
+// New starts a broadcaster that writes to the API server through client. The events library's own errors are
+// logged to the zerolog logger of ctx. Close it before the process exits.
+func New(ctx context.Context, client kubernetes.Interface, o Options) *Recorder {
+	if o.QPS == 0 {
+		o.QPS = DefaultQPS
+	}
+	if o.Burst == 0 {
+		o.Burst = DefaultBurst
+	}
+	log := zerolog.Ctx(ctx).With().Str("component", "events").Logger()
+	lg := logger(log)
+	s := &sink{EventSinkImpl: events.EventSinkImpl{Interface: client.EventsV1()}}
+	bc := events.NewBroadcaster(s)
+	// The library's goroutines live until Close, not as long as the pass's context: Events recorded at the end of
+	// a pass that ran out of time are still written.
+	rctx, cancel := context.WithCancel(logr.NewContext(context.WithoutCancel(ctx), lg))
+	r := &Recorder{opts: o, bc: bc, cancel: cancel, sink: s, log: log,
+		limiter: flowcontrol.NewTokenBucketRateLimiter(o.QPS, o.Burst)}
+	if err := bc.StartRecordingToSinkWithContext(rctx); err != nil {
+		log.Warn().Err(err).Msg("cannot report Events")
+		return r // rec stays nil: nothing is reported
+	}
+	r.rec = bc.NewRecorder(scheme.Scheme, ReportingController).WithLogger(lg)
+	return r
+}
+
+// logger is a logr.Logger writing the events library's messages to log.
+func logger(log zerolog.Logger) logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		log.Warn().Str("detail", args).Msg(strings.TrimSpace(prefix + " events library"))
+	}, funcr.Options{Verbosity: 0})
+}
+
+// PodFromEnv is the jobsched pod when it runs in one: POD_NAME and POD_NAMESPACE (and POD_UID, if set) from the
+// downward API. It is nil otherwise.
+func PodFromEnv(getenv func(string) string) *corev1.ObjectReference {
+	name, ns := getenv("POD_NAME"), getenv("POD_NAMESPACE")
+	if name == "" || ns == "" {
+		return nil
+	}
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: name, UID: types.UID(getenv("POD_UID"))}
+}
+
+// JobCreated implements scheduler.Events.
+func (r *Recorder) JobCreated(job *batchv1.Job, c scheduler.Create, room string) {
+	if !r.allow() {
+		return
+	}
+	r.event(job, corev1.EventTypeNormal, ReasonCreated, ActionCreate,
+		fmt.Sprintf("Created Job %s for task %q, attempt %d; room: %s", job.Name, c.Key, c.Attempt, room))
+}
+
+// JobDeleted implements scheduler.Events. The Job is referred to by name and UID: it is gone or going.
+func (r *Recorder) JobDeleted(j scheduler.JobStatus) {
+	if !r.allow() {
+		return
+	}
+	ref := &corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: r.opts.Namespace, Name: j.Name, UID: j.UID}
+	task := "no task key"
+	if j.Key != "" {
+		task = fmt.Sprintf("task %q", j.Key)
+	}
+	r.event(ref, corev1.EventTypeNormal, ReasonDeleted, ActionDelete,
+		fmt.Sprintf("Deleted Job %s of %s, attempt %d, %s: %s", j.Name, task, j.Attempt, j.State, j.Delete))
+}
+
+// PassBlocked implements scheduler.Events. It is not rate-limited: a pass reports it at most once.
+func (r *Recorder) PassBlocked(reason string) {
+	typ := corev1.EventTypeWarning
+	if strings.HasPrefix(reason, "limits.") || strings.HasPrefix(reason, "capacity: ") {
+		typ = corev1.EventTypeNormal // a limit, or a full cluster: the pass waits as configured
+	}
+	regarding := r.opts.Pod
+	if regarding == nil {
+		regarding = &corev1.ObjectReference{Namespace: r.opts.Namespace} // no object: see the package comment
+	}
+	r.event(regarding, typ, ReasonBlocked, ActionPass, "Created no Job: "+reason)
+}
+
+func (r *Recorder) allow() bool {
+	if r.limiter.TryAccept() {
+		return true
+	}
+	r.mu.Lock()
+	r.dropped++
+	r.mu.Unlock()
+	return false
+}
+
+// event records one Event; the related object is the jobsched pod, when there is one and it is not the regarding.
+func (r *Recorder) event(regarding runtime.Object, typ, reason, action, note string) {
+	if r.rec == nil {
+		return
+	}
+	var related runtime.Object // a nil *ObjectReference in it would not be nil
+	if r.opts.Pod != nil && regarding != runtime.Object(r.opts.Pod) {
+		related = r.opts.Pod
+	}
+	r.mu.Lock()
+	r.recorded++
+	r.mu.Unlock()
+	r.rec.Eventf(regarding, related, typ, reason, action, "%s", truncate(note))
+}
+
+// Close waits up to timeout for the Events recorded so far to be written (or refused), then stops the broadcaster.
+// It logs how many were not written and how many the rate limit dropped.
+func (r *Recorder) Close(timeout time.Duration) {
+	r.mu.Lock()
+	recorded, dropped := r.recorded, r.dropped
+	r.mu.Unlock()
+	deadline := time.Now().Add(timeout)
+	for r.sink.done.Load() < int64(recorded) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.cancel()
+	r.bc.Shutdown()
+	if n := int64(recorded) - r.sink.done.Load(); n > 0 {
+		r.log.Warn().Int64("events", n).Dur("waited", timeout).Msg("Events not written before exit")
+	}
+	if dropped > 0 {
+		r.log.Warn().Int("events", dropped).Msg("Events dropped by the rate limit")
+	}
+}
+
+func truncate(s string) string {
+	if len(s) <= noteLimit {
+		return s
+	}
+	s = s[:noteLimit-3]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1] // never cut a character in two
+	}
+	return s + "..."
+}
+
+// sink counts the writes that ended: written, or refused by the API server (no retry follows either). A write
+// that failed in transport is retried by the library and not counted until it ends.
+type sink struct {
+	events.EventSinkImpl
+	done atomic.Int64
+}
+
+func (s *sink) count(err error) {
+	if _, ok := err.(apierrors.APIStatus); err == nil || ok {
+		s.done.Add(1)
+	}
+}
+
+func (s *sink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	out, err := s.EventSinkImpl.Create(ctx, e)
+	s.count(err)
+	return out, err
+}
+
+func (s *sink) Patch(ctx context.Context, e *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
+	out, err := s.EventSinkImpl.Patch(ctx, e, data)
+	if !apierrors.IsNotFound(err) { // on NotFound the library creates the Event instead
+		s.count(err)
+	}
+	return out, err
+}

@@ -1,0 +1,186 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rs/zerolog"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/jobsched/jobsched/pkg/scheduler"
+)
+
+const ns = "batch"
+
+var pod = &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: "jobsched-29000000-abcde", UID: "pod-uid"}
+
+func createdJob() *batchv1.Job {
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "reports-k1", Namespace: ns, UID: "job-uid", ResourceVersion: "7"}}
+}
+
+// got is the part of an Event the tests compare.
+type got struct {
+	Type, Reason, Action, Note string
+	Regarding                  corev1.ObjectReference
+	Related                    *corev1.ObjectReference
+}
+
+func TestRecorder(t *testing.T) {
+	jobRef := corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: ns, Name: "reports-k1", UID: "job-uid", ResourceVersion: "7"}
+	deleted := scheduler.JobStatus{Name: "reports-k2", Key: "k2", Attempt: 3, State: scheduler.StateDead, Delete: scheduler.DeleteDead, UID: "uid-2"}
+	tests := []struct {
+		name   string
+		pod    *corev1.ObjectReference
+		report func(r *Recorder)
+		want   []got
+	}{
+		{
+			name: "created, in a pod: regarding the Job, related to the pod",
+			pod:  pod,
+			report: func(r *Recorder) {
+				r.JobCreated(createdJob(), scheduler.Create{Key: "k1", Attempt: 2}, "3 slot(s) this pass, bound by limits.maxPerTick: 3")
+			},
+			want: []got{{Type: "Normal", Reason: "Created", Action: "Create", Regarding: jobRef, Related: pod,
+				Note: `Created Job reports-k1 for task "k1", attempt 2; room: 3 slot(s) this pass, bound by limits.maxPerTick: 3`}},
+		},
+		{
+			name:   "deleted, outside a pod: regarding the Job by name and UID, nothing related",
+			report: func(r *Recorder) { r.JobDeleted(deleted) },
+			want: []got{{Type: "Normal", Reason: "Deleted", Action: "Delete",
+				Regarding: corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: ns, Name: "reports-k2", UID: "uid-2"},
+				Note:      `Deleted Job reports-k2 of task "k2", attempt 3, dead: retry.deadRetention passed`}},
+		},
+		{
+			name:   "blocked by a limit, in a pod: Normal, regarding the pod",
+			pod:    pod,
+			report: func(r *Recorder) { r.PassBlocked("limits.maxActive: 3 of 3 unfinished") },
+			want: []got{{Type: "Normal", Reason: "Blocked", Action: "Pass", Regarding: *pod,
+				Note: "Created no Job: limits.maxActive: 3 of 3 unfinished"}},
+		},
+		{
+			name:   "blocked by Unschedulable pods, outside a pod: Warning, regarding no object",
+			report: func(r *Recorder) { r.PassBlocked("1 pod(s) Unschedulable (reports-k1: 0/1 nodes are available)") },
+			want: []got{{Type: "Warning", Reason: "Blocked", Action: "Pass", Regarding: corev1.ObjectReference{Namespace: ns},
+				Note: "Created no Job: 1 pod(s) Unschedulable (reports-k1: 0/1 nodes are available)"}},
+		},
+		{
+			name:   "a note longer than the API server takes is cut",
+			report: func(r *Recorder) { r.PassBlocked("capacity unknown: " + strings.Repeat("é", 600)) },
+			want: []got{{Type: "Warning", Reason: "Blocked", Action: "Pass", Regarding: corev1.ObjectReference{Namespace: ns},
+				Note: "Created no Job: capacity unknown: " + strings.Repeat("é", (noteLimit-3-len("Created no Job: capacity unknown: "))/2) + "..."}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			r := New(context.Background(), client, Options{Namespace: ns, Pod: tt.pod})
+			tt.report(r)
+			r.Close(10 * time.Second)
+			if diff := cmp.Diff(tt.want, list(t, client)); diff != "" {
+				t.Errorf("Events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRateLimit: past the burst, Created and Deleted Events are dropped and counted; Blocked always goes out.
+func TestRateLimit(t *testing.T) {
+	client := fake.NewClientset()
+	var logs bytes.Buffer
+	ctx := zerolog.New(&logs).WithContext(context.Background())
+	r := New(ctx, client, Options{Namespace: ns, QPS: 0.001, Burst: 2})
+	for i := range 5 {
+		j := createdJob()
+		j.Name = j.Name + string(rune('a'+i))
+		r.JobCreated(j, scheduler.Create{Key: "k", Attempt: 1}, "room")
+	}
+	r.PassBlocked("limits.maxActive: 1 of 1 unfinished")
+	r.Close(10 * time.Second)
+	reasons := map[string]int{}
+	for _, e := range list(t, client) {
+		reasons[e.Reason]++
+	}
+	if want := map[string]int{"Created": 2, "Blocked": 1}; !cmp.Equal(want, reasons) {
+		t.Errorf("Events by reason %v, want %v", reasons, want)
+	}
+	if !strings.Contains(logs.String(), `"events":3,"message":"Events dropped by the rate limit"`) {
+		t.Errorf("no log line counting the 3 dropped Events:\n%s", logs.String())
+	}
+}
+
+// TestForbidden: an API server that refuses Events (no RBAC permission) costs a log line, and Close does not wait
+// for Events that will never be written.
+func TestForbidden(t *testing.T) {
+	client := fake.NewClientset()
+	client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "", nil)
+	})
+	var logs bytes.Buffer
+	ctx := zerolog.New(&logs).WithContext(context.Background())
+	r := New(ctx, client, Options{Namespace: ns})
+	r.JobCreated(createdJob(), scheduler.Create{Key: "k1", Attempt: 1}, "room")
+	r.PassBlocked("limits.maxActive: 1 of 1 unfinished")
+	r.Close(time.Hour) // returns once both writes were refused
+	if !strings.Contains(logs.String(), "forbidden") {
+		t.Errorf("the refusal is not logged:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), "not written before exit") {
+		t.Errorf("refused Events were waited for:\n%s", logs.String())
+	}
+}
+
+func TestPodFromEnv(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want *corev1.ObjectReference
+	}{
+		{"in a pod", map[string]string{"POD_NAME": pod.Name, "POD_NAMESPACE": ns, "POD_UID": "pod-uid"}, pod},
+		{"no uid", map[string]string{"POD_NAME": "p", "POD_NAMESPACE": ns},
+			&corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: "p"}},
+		{"no namespace", map[string]string{"POD_NAME": "p"}, nil},
+		{"outside a pod", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, PodFromEnv(func(k string) string { return tt.env[k] })); diff != "" {
+				t.Errorf("PodFromEnv (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// list returns the Events the fake API server holds in ns, every one by jobsched, sorted by note.
+func list(t *testing.T, client *fake.Clientset) []got {
+	t.Helper()
+	l, err := client.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []got
+	for _, e := range l.Items {
+		if e.ReportingController != ReportingController || !strings.HasPrefix(e.ReportingInstance, "jobsched-") {
+			t.Errorf("Event %s reported by %s/%s, want jobsched/jobsched-<host>", e.Name, e.ReportingController, e.ReportingInstance)
+		}
+		out = append(out, gotOf(&e))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Note < out[j].Note })
+	return out
+}
+
+func gotOf(e *eventsv1.Event) got {
+	return got{Type: e.Type, Reason: e.Reason, Action: e.Action, Note: e.Note, Regarding: e.Regarding, Related: e.Related}
+}

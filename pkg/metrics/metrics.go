@@ -1,0 +1,116 @@
+// Package metrics pushes what one pass did to a Prometheus Pushgateway, the Prometheus convention for a batch
+// process that is gone before anyone could scrape it. It uses client_golang's push package.
+//
+// Every pass pushes its group, /metrics/job/<job>/scheduler/<name>/namespace/<namespace>, where job is
+// "jobsched" for tick and "jobsched-gc" for gc (so that a gc CronJob never hides a tick that stalls). The push is
+// a POST: it replaces the metrics of the names it sends and keeps the others, so
+// jobsched_last_success_timestamp_seconds, which only a pass that did not fail sends, keeps the time of the last
+// good pass. A value that a pass could not learn is pushed as NaN, so that no stale value stays in the group.
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/push"
+
+	"github.com/jobsched/jobsched/pkg/scheduler"
+)
+
+// Job names of the groups (the Pushgateway's `job` label).
+const (
+	JobTick = "jobsched"
+	JobGC   = "jobsched-gc"
+)
+
+// States are the Job states pushed as jobsched_jobs{state}, as status counts them.
+var States = []scheduler.State{scheduler.StateRunning, scheduler.StateStarting, scheduler.StateUnschedulable,
+	scheduler.StateSucceeded, scheduler.StateBackoff, scheduler.StateDead}
+
+// Pass is what one pass pushes.
+type Pass struct {
+	Job       string // JobTick or JobGC
+	Scheduler string
+	Namespace string
+	Duration  time.Duration
+	Summary   scheduler.Summary
+	Plan      *scheduler.Plan // nil: the Jobs could not be listed
+	Backlog   *Backlog        // nil: not counted (gc, or the count failed); tick only
+	Failed    bool            // the pass returned an error: last success is not pushed
+	End       time.Time
+}
+
+// Backlog is the rows the query selects that have no Job, counted up to scheduler.BacklogCap.
+type Backlog struct {
+	Rows   int
+	Capped bool
+}
+
+// Push sends p to the Pushgateway at url. The caller bounds it with ctx.
+func Push(ctx context.Context, url string, p Pass) error {
+	reg := prometheus.NewRegistry()
+	gauge := func(name, help string, v float64) {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+		g.Set(v)
+		reg.MustRegister(g)
+	}
+	s := p.Summary
+	gauge("jobsched_pass_duration_seconds", "How long the last pass took.", p.Duration.Seconds())
+	gauge("jobsched_pass_failed", "1 when the last pass failed (exit 1 or 2), else 0.", boolean(p.Failed))
+	gauge("jobsched_pass_deleted_jobs", "Finished Jobs the last pass deleted.", float64(s.Deleted))
+	gauge("jobsched_pass_failed_writes", "Creates and deletes of the last pass that failed.", float64(s.Failed))
+
+	jobs := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "jobsched_jobs",
+		Help: "This scheduler's Jobs by state after the last pass (those it deleted not counted); NaN when they could not be listed."}, []string{"state"})
+	for _, st := range States {
+		v := math.NaN()
+		if p.Plan != nil {
+			v = float64(p.Plan.Count(st))
+		}
+		jobs.WithLabelValues(string(st)).Set(v)
+	}
+	reg.MustRegister(jobs)
+
+	if p.Job != JobGC {
+		gauge("jobsched_pass_selected_rows", "Rows the last pass read from the source.", float64(s.Selected))
+		gauge("jobsched_pass_created_jobs", "Jobs the last pass created.", float64(s.Created))
+		gauge("jobsched_pass_retried_jobs", "Jobs the last pass created for a further attempt of a failed task.", float64(s.Retried))
+		gauge("jobsched_pass_skipped_rows", "Rows the last pass read that got no Job (each logged with its reason).", float64(s.Skipped))
+		gauge("jobsched_pass_blocked", "1 when the last pass created nothing for a reason other than an empty backlog.", boolean(s.Blocked != ""))
+		slots, limit := math.NaN(), "unknown: the Jobs could not be listed"
+		if p.Plan != nil {
+			slots, limit = float64(p.Plan.Slots), p.Plan.Limit
+		}
+		gauge("jobsched_slots", "How many Jobs the last pass could create (its bound is in jobsched_slots_limit_info).", slots)
+		info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "jobsched_slots_limit_info",
+			Help: "Always 1; label limit says what bound the last pass's slots."}, []string{"limit"})
+		info.WithLabelValues(limit).Set(1)
+		reg.MustRegister(info)
+		rows, capped := math.NaN(), math.NaN()
+		if p.Backlog != nil {
+			rows, capped = float64(p.Backlog.Rows), boolean(p.Backlog.Capped)
+		}
+		gauge("jobsched_backlog_rows", fmt.Sprintf("Rows the query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", scheduler.BacklogCap), rows)
+		gauge("jobsched_backlog_capped", "1 when there are more rows than jobsched_backlog_rows counts.", capped)
+	}
+	if !p.Failed {
+		gauge("jobsched_last_success_timestamp_seconds", "When the last pass that did not fail ended (Unix time).", float64(p.End.UnixNano())/1e9)
+	}
+
+	err := push.New(url, p.Job).Grouping("scheduler", p.Scheduler).Grouping("namespace", p.Namespace).
+		Gatherer(reg).AddContext(ctx)
+	if err != nil {
+		return fmt.Errorf("pushing metrics: %w", err)
+	}
+	return nil
+}
+
+func boolean(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

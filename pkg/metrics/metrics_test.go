@@ -1,0 +1,204 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/jobsched/jobsched/pkg/scheduler"
+)
+
+// pushed is one request the Pushgateway got: method, grouping key and the samples, one "name{labels} value" line
+// each.
+type pushed struct {
+	Method, Group string
+	Samples       []string
+}
+
+// group is the grouping key of a push path, /metrics/job/J/l1/v1/l2/v2, as "job=J l1=v1 l2=v2" with the labels
+// sorted: the push package writes them in any order, and the Pushgateway reads them as a set.
+func group(path string) string {
+	parts := strings.Split(strings.TrimPrefix(path, "/metrics/"), "/")
+	var pairs []string
+	for i := 0; i+1 < len(parts); i += 2 {
+		pairs = append(pairs, parts[i]+"="+parts[i+1])
+	}
+	if len(pairs) > 1 {
+		sort.Strings(pairs[1:])
+	}
+	return strings.Join(pairs, " ")
+}
+
+func gateway(t *testing.T, status int) (*httptest.Server, *[]pushed) {
+	t.Helper()
+	var got []pushed
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := pushed{Method: r.Method, Group: group(r.URL.EscapedPath())}
+		dec := expfmt.NewDecoder(r.Body, expfmt.ResponseFormat(r.Header))
+		for {
+			var mf dto.MetricFamily
+			err := dec.Decode(&mf)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Errorf("decoding the pushed exposition (%s): %v", r.Header.Get("Content-Type"), err)
+				break
+			}
+			for _, m := range mf.GetMetric() {
+				var labels []string
+				for _, l := range m.GetLabel() {
+					labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+				}
+				p.Samples = append(p.Samples, fmt.Sprintf("%s{%s} %v", mf.GetName(), strings.Join(labels, ","), m.GetGauge().GetValue()))
+			}
+		}
+		sort.Strings(p.Samples)
+		got = append(got, p)
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &got
+}
+
+var end = time.Unix(1764417600, 500_000_000)
+
+func plan() *scheduler.Plan {
+	return &scheduler.Plan{Slots: 0, Limit: "limits.maxActive: 2 of 2 unfinished", Jobs: []scheduler.JobStatus{
+		{Name: "a", State: scheduler.StateRunning},
+		{Name: "b", State: scheduler.StateUnschedulable},
+		{Name: "c", State: scheduler.StateSucceeded},
+		{Name: "d", State: scheduler.StateSucceeded, Delete: scheduler.DeleteRetention}, // deleted: not counted
+	}}
+}
+
+func TestPush(t *testing.T) {
+	states := func(v string) []string {
+		var out []string
+		for _, s := range []string{"backoff", "dead", "running", "starting", "succeeded", "unschedulable"} {
+			out = append(out, fmt.Sprintf(`jobsched_jobs{state=%q} %s`, s, v))
+		}
+		return out
+	}
+	tick := []string{
+		"jobsched_backlog_capped{} 1",
+		"jobsched_backlog_rows{} 10000",
+		"jobsched_last_success_timestamp_seconds{} 1.7644176005e+09",
+		"jobsched_pass_blocked{} 1",
+		"jobsched_pass_created_jobs{} 3",
+		"jobsched_pass_deleted_jobs{} 1",
+		"jobsched_pass_duration_seconds{} 1.5",
+		"jobsched_pass_failed{} 0",
+		"jobsched_pass_failed_writes{} 2",
+		`jobsched_jobs{state="backoff"} 0`,
+		`jobsched_jobs{state="dead"} 0`,
+		`jobsched_jobs{state="running"} 1`,
+		`jobsched_jobs{state="starting"} 0`,
+		`jobsched_jobs{state="succeeded"} 1`,
+		`jobsched_jobs{state="unschedulable"} 1`,
+		"jobsched_pass_retried_jobs{} 1",
+		"jobsched_pass_selected_rows{} 4",
+		"jobsched_pass_skipped_rows{} 1",
+		"jobsched_slots{} 0",
+		`jobsched_slots_limit_info{limit="limits.maxActive: 2 of 2 unfinished"} 1`,
+	}
+	sum := scheduler.Summary{Selected: 4, Created: 3, Skipped: 1, Blocked: "limits.maxActive: 2 of 2 unfinished", Deleted: 1, Failed: 2, Retried: 1}
+	tests := []struct {
+		name string
+		pass Pass
+		want pushed
+	}{
+		{
+			name: "tick",
+			pass: Pass{Job: JobTick, Scheduler: "reports", Namespace: "batch", Duration: 1500 * time.Millisecond, Summary: sum,
+				Plan: plan(), Backlog: &Backlog{Rows: 10000, Capped: true}, End: end},
+			want: pushed{Method: "POST", Group: "job=jobsched namespace=batch scheduler=reports", Samples: tick},
+		},
+		{
+			name: "a failed tick that could not list Jobs: no last success, NaN for what it could not learn",
+			pass: Pass{Job: JobTick, Scheduler: "reports", Namespace: "batch", Duration: 1500 * time.Millisecond,
+				Summary: scheduler.Summary{Blocked: "cannot list Jobs"}, Failed: true, End: end},
+			want: pushed{Method: "POST", Group: "job=jobsched namespace=batch scheduler=reports", Samples: append(states("NaN"),
+				"jobsched_backlog_capped{} NaN",
+				"jobsched_backlog_rows{} NaN",
+				"jobsched_pass_blocked{} 1",
+				"jobsched_pass_created_jobs{} 0",
+				"jobsched_pass_deleted_jobs{} 0",
+				"jobsched_pass_duration_seconds{} 1.5",
+				"jobsched_pass_failed{} 1",
+				"jobsched_pass_failed_writes{} 0",
+				"jobsched_pass_retried_jobs{} 0",
+				"jobsched_pass_selected_rows{} 0",
+				"jobsched_pass_skipped_rows{} 0",
+				"jobsched_slots{} NaN",
+				`jobsched_slots_limit_info{limit="unknown: the Jobs could not be listed"} 1`,
+			)},
+		},
+		{
+			name: "gc: its own group, no slots, rows or creates",
+			pass: Pass{Job: JobGC, Scheduler: "reports", Namespace: "batch", Duration: 250 * time.Millisecond,
+				Summary: scheduler.Summary{Deleted: 1}, Plan: plan(), End: end},
+			want: pushed{Method: "POST", Group: "job=jobsched-gc namespace=batch scheduler=reports", Samples: []string{
+				"jobsched_last_success_timestamp_seconds{} 1.7644176005e+09",
+				"jobsched_pass_deleted_jobs{} 1",
+				"jobsched_pass_duration_seconds{} 0.25",
+				"jobsched_pass_failed{} 0",
+				"jobsched_pass_failed_writes{} 0",
+				`jobsched_jobs{state="backoff"} 0`,
+				`jobsched_jobs{state="dead"} 0`,
+				`jobsched_jobs{state="running"} 1`,
+				`jobsched_jobs{state="starting"} 0`,
+				`jobsched_jobs{state="succeeded"} 1`,
+				`jobsched_jobs{state="unschedulable"} 1`,
+			}},
+		},
+		{
+			name: "a namespace and name with characters a path segment cannot hold are encoded",
+			pass: Pass{Job: JobGC, Scheduler: "a/b", Namespace: "batch", Plan: plan(), End: end},
+			want: pushed{Method: "POST", Group: "job=jobsched-gc namespace=batch scheduler@base64=YS9i"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, got := gateway(t, http.StatusOK)
+			if err := Push(context.Background(), srv.URL, tt.pass); err != nil {
+				t.Fatal(err)
+			}
+			if len(*got) != 1 {
+				t.Fatalf("%d pushes, want 1", len(*got))
+			}
+			g := (*got)[0]
+			if tt.want.Samples == nil {
+				g.Samples = nil // only the grouping key is checked
+			} else {
+				sort.Strings(tt.want.Samples)
+			}
+			if diff := cmp.Diff(tt.want, g); diff != "" {
+				t.Errorf("push (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPushFailure: a Pushgateway that refuses the push is an error for the caller to log.
+func TestPushFailure(t *testing.T) {
+	srv, _ := gateway(t, http.StatusBadRequest)
+	err := Push(context.Background(), srv.URL, Pass{Job: JobTick, Scheduler: "reports", Namespace: "batch", End: end})
+	if err == nil || !strings.Contains(err.Error(), "400") {
+		t.Errorf("Push to a gateway answering 400: %v, want an error with the status", err)
+	}
+	if err := Push(context.Background(), "http://127.0.0.1:1", Pass{Job: JobTick, Scheduler: "reports", Namespace: "batch", End: end}); err == nil {
+		t.Error("Push to a closed port: no error")
+	}
+}
