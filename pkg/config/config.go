@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -34,6 +35,9 @@ type Config struct {
 	Limits    Limits `json:"limits"`
 	GC        GC     `json:"gc"`
 	Retry     Retry  `json:"retry"`
+
+	// Metrics says where each pass pushes its metrics.
+	Metrics Metrics `json:"metrics"`
 
 	// File is the path the configuration was read from; Template is the parsed job.template.
 	File     string       `json:"-"`
@@ -94,6 +98,11 @@ type Retry struct {
 	Backoff       *metav1.Duration `json:"backoff,omitempty"`       // wait after attempt 1 failed; doubles per attempt
 	MaxBackoff    *metav1.Duration `json:"maxBackoff,omitempty"`    // the longest wait
 	DeadRetention metav1.Duration  `json:"deadRetention,omitempty"` // how long a dead task's last Job is kept; 0 = while its row is selected
+}
+
+// Metrics says where each pass pushes its metrics (none when empty).
+type Metrics struct {
+	Pushgateway string `json:"pushgateway,omitempty"` // the Pushgateway's base URL, http(s)://host[:port][/path]
 }
 
 // GC says how long finished Jobs are kept. FailedRetention is only read to say what replaced it (retry).
@@ -292,7 +301,30 @@ func (c *Config) Validate() []error {
 	if c.Retry.DeadRetention.Duration < 0 {
 		bad("retry.deadRetention", "must not be negative")
 	}
+	if err := ValidatePushgateway(c.Metrics.Pushgateway); err != nil {
+		bad("metrics.pushgateway", "%v", err)
+	}
 	return errs
+}
+
+// ValidatePushgateway checks a Pushgateway URL (metrics.pushgateway, --pushgateway): empty, or http(s) with a host
+// and no query or fragment.
+func ValidatePushgateway(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not a URL", s)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("%q is not an http or https URL", s)
+	case u.Host == "":
+		return fmt.Errorf("%q has no host", s)
+	case u.RawQuery != "" || u.Fragment != "":
+		return fmt.Errorf("%q has a query or fragment: give the Pushgateway's base URL", s)
+	}
+	return nil
 }
 
 func (c *Config) validateContainer() []error {

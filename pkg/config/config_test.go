@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +123,40 @@ func TestCapacityOff(t *testing.T) {
 		if cfg.Limits.Capacity != CapacityOff {
 			t.Errorf("capacity: %s is %q, want off", v, cfg.Limits.Capacity)
 		}
+	}
+}
+
+// TestPushgateway: metrics.pushgateway is empty or the base URL of an http(s) Pushgateway.
+func TestPushgateway(t *testing.T) {
+	tests := []struct {
+		name, url string
+		wantErr   string // "" = valid
+	}{
+		{"unset", "", ""},
+		{"http", "http://pushgateway.monitoring:9091", ""},
+		{"https with a path", "https://metrics.example.com/pushgateway/", ""},
+		{"no scheme", "pushgateway:9091", "is not an http or https URL"},
+		{"other scheme", "ftp://pushgateway:9091", "is not an http or https URL"},
+		{"no host", "http:///metrics", "has no host"},
+		{"query", "http://pushgateway:9091/?x=1", "has a query or fragment"},
+		{"not a URL", "http://[::1", "is not a URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := write(t, map[string]string{"jobsched.yaml": minimal + "metrics:\n  pushgateway: " + strconv.Quote(tt.url) + "\n"})
+			cfg, err := Load(file, "")
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cfg.Metrics.Pushgateway != tt.url {
+					t.Errorf("metrics.pushgateway = %q, want %q", cfg.Metrics.Pushgateway, tt.url)
+				}
+				return
+			}
+			if err == nil || !IsConfigError(err) || !strings.Contains(err.Error(), "metrics.pushgateway: ") || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("error %v, want a config error on metrics.pushgateway: …%s", err, tt.wantErr)
+			}
+		})
 	}
 }

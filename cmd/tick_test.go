@@ -1,0 +1,92 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/render"
+)
+
+// TestPassReports: gc (the pass without a database) reports a Deleted Event for the Job it deletes and pushes its
+// metrics to --pushgateway; a Pushgateway that fails costs a log line, never the pass; a --pushgateway that is no
+// http(s) URL is exit 2.
+func TestPassReports(t *testing.T) {
+	old := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "reports-old", Namespace: "batch", UID: "u1",
+		Labels: map[string]string{render.LabelScheduler: "reports"}, Annotations: map[string]string{render.AnnotationTaskKey: "old"}},
+		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}}}
+	tests := []struct {
+		name       string
+		status     int    // the Pushgateway's answer
+		flag       string // --pushgateway; "gateway": the test server
+		code       int
+		wantPushes []string // method and path
+		wantLog    string
+		wantEvents []string // reasons
+	}{
+		{name: "pushed", status: http.StatusOK, flag: "gateway", code: 0,
+			wantPushes: []string{"POST /metrics/job/jobsched-gc/scheduler/reports/namespace/batch"}, wantEvents: []string{"Deleted"}},
+		{name: "the Pushgateway fails", status: http.StatusInternalServerError, flag: "gateway", code: 0,
+			wantPushes: []string{"POST /metrics/job/jobsched-gc/scheduler/reports/namespace/batch"},
+			wantLog:    "metrics not pushed", wantEvents: []string{"Deleted"}},
+		{name: "no Pushgateway", code: 0, wantEvents: []string{"Deleted"}},
+		{name: "not an http URL", flag: "pushgateway:9091", code: 2, wantLog: "--pushgateway:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var pushes []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				// The grouping labels come in any order (the push package ranges over a map).
+				path := strings.Replace(r.URL.Path, "/namespace/batch/scheduler/reports", "/scheduler/reports/namespace/batch", 1)
+				pushes = append(pushes, r.Method+" "+path)
+				mu.Unlock()
+				w.WriteHeader(tt.status)
+			}))
+			defer srv.Close()
+			client := fake.NewClientset(old.DeepCopy())
+			newKube := func(kube.Options) (kubernetes.Interface, string, error) { return client, "default", nil }
+			args := []string{"gc", "--config", "testdata/jobsched.yaml", "--log-format", "json"}
+			if tt.flag == "gateway" {
+				args = append(args, "--pushgateway", srv.URL)
+			} else if tt.flag != "" {
+				args = append(args, "--pushgateway", tt.flag)
+			}
+			var out, errOut bytes.Buffer
+			if code := runWith(context.Background(), args, &out, &errOut, newKube); code != tt.code {
+				t.Fatalf("exit %d, want %d: %s", code, tt.code, errOut.String())
+			}
+			if strings.Join(pushes, "\n") != strings.Join(tt.wantPushes, "\n") {
+				t.Errorf("pushes %q, want %q", pushes, tt.wantPushes)
+			}
+			if !strings.Contains(errOut.String(), tt.wantLog) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantLog, errOut.String())
+			}
+			evs, err := client.EventsV1().Events("batch").List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var reasons []string
+			for _, e := range evs.Items {
+				reasons = append(reasons, e.Reason)
+			}
+			if strings.Join(reasons, ",") != strings.Join(tt.wantEvents, ",") {
+				t.Errorf("Events %v, want %v", reasons, tt.wantEvents)
+			}
+		})
+	}
+}
