@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The test run: vet, unit tests, then PostgreSQL and end-to-end tests against a real PostgreSQL and a real local
-# control plane that this script starts (and builds once, cached outside the repo).
+# The test run: vet, unit tests, then PostgreSQL and end-to-end tests against a real PostgreSQL, a real Prometheus
+# Pushgateway and a real local control plane that this script starts (and builds once, cached outside the repo).
 #
 #   scripts/test.sh              everything
 #   scripts/test.sh -run Whole   extra arguments go to `go test` (e.g. one scenario)
 #
-# Environment: KEEP=1 leaves the cluster and PostgreSQL running afterwards (faster reruns); otherwise whatever this
-# script started it stops again, and whatever was already running it leaves alone.
+# Environment: KEEP=1 leaves the cluster, PostgreSQL and the Pushgateway running afterwards (faster reruns); otherwise
+# whatever this script started it stops again, and whatever was already running it leaves alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,9 +31,11 @@ trap cleanup EXIT
 
 if ! scripts/postgres.sh dsn >/dev/null 2>&1; then started+=(postgres); fi
 JOBSCHED_TEST_DSN=$(scripts/postgres.sh up | tail -n 1)
+if ! scripts/pushgateway.sh url >/dev/null 2>&1; then started+=(pushgateway); fi
+JOBSCHED_TEST_PUSHGATEWAY=$(scripts/pushgateway.sh up | tail -n 1)
 if ! scripts/cluster.sh kubeconfig >/dev/null 2>&1; then started+=(cluster); fi
 KUBECONFIG=$(scripts/cluster.sh up | tail -n 1)
-export JOBSCHED_TEST_DSN KUBECONFIG
+export JOBSCHED_TEST_DSN JOBSCHED_TEST_PUSHGATEWAY KUBECONFIG
 
 log "go test (unit, PostgreSQL and end-to-end)"
 go test -tags integration -count=1 -timeout 60m "$@" ./...
