@@ -356,7 +356,7 @@ func TestStatusWatch(t *testing.T) {
 			defer cancel()
 			var out bytes.Buffer
 			o := &statusOptions{output: format, watch: true, interval: 50 * time.Millisecond}
-			if err := o.run(ctx, &out, s); err != nil {
+			if err := o.run(ctx, &out, func(ctx context.Context) (any, error) { return s.Status(ctx) }); err != nil {
 				t.Fatalf("watch ended with %v", err)
 			}
 			sep := "\n--- "

@@ -34,7 +34,13 @@ var examples = map[string]string{
   jobsched status --config jobsched.yaml --context my-cluster
 
   # The same as a document for scripts
-  jobsched status --config jobsched.yaml -o json`,
+  jobsched status --config jobsched.yaml -o json
+
+  # One task: its Jobs and attempts, their pods, its row's variables, and why it waits
+  jobsched status --config jobsched.yaml task-42
+
+  # Redraw every 5 seconds until Ctrl-C
+  jobsched status --config jobsched.yaml -w`,
 
 	"dry-run": `  # The plan tick would carry out now, with no writes
   jobsched dry-run --config jobsched.yaml

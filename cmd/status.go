@@ -28,10 +28,18 @@ type statusOptions struct {
 func newStatusCmd(g *globalOptions) *cobra.Command {
 	o := &statusOptions{}
 	cmd := &cobra.Command{
-		Use:   "status",
-		Short: "Read-only report: backlog, Jobs by state, retries, slots, capacity and what the next tick would do",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Use:   "status [TASK-KEY]",
+		Short: "Read-only report: backlog, Jobs by state, retries, slots, capacity and what the next tick would do; or one task",
+		Long: `status reports on the scheduler: backlog, Jobs by state, the tasks in backoff and the dead ones, slots,
+capacity and what the next tick would do. With a task key it shows that task: its Jobs and attempts, their pods
+(phase, node, reason), the variables its row would get now, and why it waits. It writes nothing.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageError{fmt.Errorf("status takes at most one task key, not %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.output != "table" && o.output != "json" && o.output != "yaml" {
 				return usageError{fmt.Errorf("-o: %q is not table, json or yaml", o.output)}
 			}
@@ -47,7 +55,11 @@ func newStatusCmd(g *globalOptions) *cobra.Command {
 				return err
 			}
 			defer closeFn()
-			return o.run(cmd.Context(), g.out, s)
+			if len(args) == 1 {
+				key := args[0]
+				return o.run(cmd.Context(), g.out, func(ctx context.Context) (any, error) { return s.Task(ctx, key) })
+			}
+			return o.run(cmd.Context(), g.out, func(ctx context.Context) (any, error) { return s.Status(ctx) })
 		},
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
@@ -58,9 +70,9 @@ func newStatusCmd(g *globalOptions) *cobra.Command {
 
 // run reports once, or with -w again every interval until ctx ends (Ctrl-C): a table is redrawn in place on a
 // terminal, and separated by a line elsewhere; documents follow each other (a YAML stream with -o yaml).
-func (o *statusOptions) run(ctx context.Context, out io.Writer, s *scheduler.Scheduler) error {
+func (o *statusOptions) run(ctx context.Context, out io.Writer, report func(context.Context) (any, error)) error {
 	for n := 0; ; n++ {
-		st, err := s.Status(ctx)
+		st, err := report(ctx)
 		if err != nil {
 			if n > 0 && ctx.Err() != nil {
 				return nil // interrupted while watching
@@ -81,7 +93,12 @@ func (o *statusOptions) run(ctx context.Context, out io.Writer, s *scheduler.Sch
 					fmt.Fprintf(out, "\n--- %s\n", time.Now().UTC().Format(time.RFC3339))
 				}
 			}
-			err = printStatus(out, st)
+			switch st := st.(type) {
+			case *scheduler.Status:
+				err = printStatus(out, st)
+			case *scheduler.TaskView:
+				err = printTask(out, st)
+			}
 		}
 		if err != nil || !o.watch {
 			return err
@@ -177,6 +194,37 @@ func printStatus(out io.Writer, st *scheduler.Status) error {
 		fmt.Fprintln(w, "  TASK\tATTEMPTS\tSINCE\tJOB\tLAST FAILURE")
 		for _, t := range st.Dead {
 			fmt.Fprintf(w, "  %q\t%d\t%s\t%s\t%s\n", t.Key, t.Attempt, stamp(t.Since), t.Job, t.Reason)
+		}
+	}
+	return w.Flush()
+}
+
+// printTask prints one task: where it stands, its attempts and their pods, and its row's variables.
+func printTask(out io.Writer, v *scheduler.TaskView) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "Task:\t%q (scheduler %s, namespace %s)\n", v.Key, v.Scheduler, v.Namespace)
+	fmt.Fprintf(w, "State:\t%s\n", v.State)
+	fmt.Fprintf(w, "Why:\t%s\n", v.Why)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if len(v.Attempts) > 0 {
+		fmt.Fprintln(out, "\nAttempts:")
+		fmt.Fprintln(w, "  ATTEMPT\tJOB\tSTATE\tFINISHED\tREASON")
+		for _, a := range v.Attempts {
+			fmt.Fprintf(w, "  %d\t%s\t%s\t%s\t%s\n", a.Attempt, a.Name, a.State, stamp(a.FinishedAt), a.Reason)
+			for _, p := range a.Pods {
+				fmt.Fprintf(w, "    pod %s\t%s\t%s\t\t%s\n", p.Name, p.Phase, p.Node, p.Reason)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	if v.Env != nil {
+		fmt.Fprintln(out, "\nIts row now, as the Job's variables (as the process sees them):")
+		for _, e := range v.Env {
+			fmt.Fprintf(w, "  %s\t%s\n", e.Name, e.Value)
 		}
 	}
 	return w.Flush()

@@ -13,8 +13,8 @@ import (
 
 // Options say how to reach the cluster.
 type Options struct {
-	Kubeconfig string // --kubeconfig
-	Context    string // --context
+	Kubeconfig string  // --kubeconfig
+	Context    string  // --context
 	QPS        float32 // a client-side cap; 0: none
 	Burst      int
 }

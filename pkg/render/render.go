@@ -161,6 +161,11 @@ func (r *Renderer) Job(row rows.Row, attempt int) (*batchv1.Job, error) {
 	return job, nil
 }
 
+// Env is the environment a Job for attempt n of row gets from jobsched (as written into the Job: every $ doubled).
+func (r *Renderer) Env(row rows.Row, attempt int) ([]corev1.EnvVar, error) {
+	return r.rowEnv(row, max(attempt, 1))
+}
+
 // rowEnv is the environment the row adds, in order: passthrough, the columns, then JOBSCHED_TASK_KEY,
 // JOBSCHED_SCHEDULER and JOBSCHED_ATTEMPT. NULL columns set nothing.
 func (r *Renderer) rowEnv(row rows.Row, attempt int) ([]corev1.EnvVar, error) {

@@ -191,6 +191,17 @@ func (f *File) Selected(_ context.Context, keys []string) ([]string, error) {
 	return selectedInOrder(keys, found), nil
 }
 
+// Lookup implements Source.
+func (f *File) Lookup(_ context.Context, keys []string) ([]Row, error) {
+	var out []Row
+	for _, r := range f.rows {
+		if slices.Contains(keys, r.Key) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
 // Count implements Source.
 func (f *File) Count(ctx context.Context, exclude []string, max int) (int, error) {
 	rows, err := f.Select(ctx, exclude, max)

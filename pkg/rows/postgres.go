@@ -205,6 +205,26 @@ func (p *Postgres) Selected(ctx context.Context, keys []string) ([]string, error
 	return selectedInOrder(keys, found), nil
 }
 
+// Lookup implements Source.
+func (p *Postgres) Lookup(ctx context.Context, keys []string) ([]Row, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	var out []Row
+	err := p.readOnly(ctx, func(tx *sql.Tx) error {
+		match, arg := p.keyMatch(keys)
+		rs, err := tx.QueryContext(ctx, "SELECT * FROM (\n"+p.query+"\n) AS jobsched_q WHERE jobsched_q."+p.key+
+			" IS NOT NULL AND "+match, arg)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		out, err = p.scan(rs)
+		return err
+	})
+	return out, err
+}
+
 func selectedInOrder(keys []string, found map[string]bool) []string {
 	var out []string
 	for _, k := range keys {

@@ -886,6 +886,27 @@ func TestSelected(t *testing.T) {
 	})
 }
 
+func TestLookup(t *testing.T) {
+	s := newSchema(t)
+	exec(t, "CREATE TABLE "+s+".t (id int8, url text, status text)",
+		"INSERT INTO "+s+".t VALUES (1, 'u1', 'waiting'), (2, 'u2', 'done'), (3, NULL, 'waiting')")
+	p := open(t, testDSN, "SELECT id, url FROM "+s+".t WHERE status = 'waiting' ORDER BY id DESC", "id", 10*time.Second)
+	got, err := p.Lookup(t.Context(), []string{"1", "2", "3", "not-a-number"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Row{
+		{Key: "3", Columns: []Column{{Name: "id", Value: "3"}, {Name: "url", Null: true}}},
+		{Key: "1", Columns: []Column{{Name: "id", Value: "1"}, {Name: "url", Value: "u1"}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Lookup = %+v, want %+v (the query's rows of those keys, in its order)", got, want)
+	}
+	if got, err := p.Lookup(t.Context(), nil); err != nil || got != nil {
+		t.Errorf("Lookup(nil) = %v, %v; want nothing asked", got, err)
+	}
+}
+
 // silentServer accepts TCP connections and never answers, as a blackholed or hung database would.
 func silentServer(t *testing.T) string {
 	t.Helper()

@@ -26,4 +26,6 @@ type Source interface {
 	// Selected returns which of keys the query returns now (NULL keys never match), in the order of keys, each once:
 	// one read, whatever the backlog.
 	Selected(ctx context.Context, keys []string) ([]string, error)
+	// Lookup returns the rows of keys that the query returns now, in its order: one read, pushed down like Selected.
+	Lookup(ctx context.Context, keys []string) ([]Row, error)
 }

@@ -219,7 +219,6 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-
 // TestRetry: a due task's next attempt is created first and only then is the failed attempt deleted; a failed create
 // deletes nothing; a dead task, or one due, whose row the query no longer returns loses its Job.
 func TestRetry(t *testing.T) {

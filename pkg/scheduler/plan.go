@@ -252,7 +252,6 @@ func (p *Plan) unfinished(st *JobStatus, job JobSummary, pods []PodSummary) {
 	}
 }
 
-
 // rowsGone marks for deletion the Job of every dead task, and of every task due for a retry, whose row the query no
 // longer selects (someone fixed or closed it); selected are the keys the query still returns.
 func (p *Plan) rowsGone(selected []string) {
@@ -307,7 +306,6 @@ func (p *Plan) block(reason string) {
 	}
 }
 
-
 func (p *Plan) firstUnschedulable() string {
 	for _, j := range p.Jobs {
 		if j.State == StateUnschedulable {
@@ -316,5 +314,3 @@ func (p *Plan) firstUnschedulable() string {
 	}
 	return ""
 }
-
-

@@ -119,6 +119,16 @@ func (s *source) Selected(_ context.Context, keys []string) ([]string, error) {
 	return out, nil
 }
 
+func (s *source) Lookup(_ context.Context, keys []string) ([]rows.Row, error) {
+	var out []rows.Row
+	for _, r := range s.rows {
+		if slices.Contains(keys, r.Key) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
 func rowsFor(keys ...string) []rows.Row {
 	var out []rows.Row
 	for _, k := range keys {
@@ -362,6 +372,7 @@ type failingSource struct{ err error }
 func (f failingSource) Select(context.Context, []string, int) ([]rows.Row, error) { return nil, f.err }
 func (f failingSource) Count(context.Context, []string, int) (int, error)         { return 0, f.err }
 func (f failingSource) Selected(context.Context, []string) ([]string, error)      { return nil, f.err }
+func (f failingSource) Lookup(context.Context, []string) ([]rows.Row, error)      { return nil, f.err }
 
 // TestPassFailures: the deletes never wait on the database or the capacity LISTs; a failure there means "create
 // nothing this pass" and a run-time error (exit 1); a query the database rejects as wrong is a configuration error.

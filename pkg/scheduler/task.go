@@ -1,0 +1,188 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/render"
+)
+
+// TaskKind is the kind of the `status KEY` document.
+const TaskKind = "Task"
+
+// TaskView is `jobsched status KEY`: one task, its Jobs and their pods, its row as the query returns it now, and
+// why it waits.
+type TaskView struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Scheduler  string `json:"scheduler"`
+	Namespace  string `json:"namespace"`
+	Key        string `json:"key"`
+	// State is the newest attempt's state, or "waiting" (selected, no Job yet) or "not selected".
+	State string `json:"state"`
+	Why   string `json:"why"`
+	// Attempts are the task's Jobs, oldest first.
+	Attempts []TaskAttempt `json:"attempts"`
+	// Env is what a Job of the row would get from jobsched now, as the process sees it; nil when the query does not
+	// return the row.
+	Env []corev1.EnvVar `json:"env"`
+}
+
+// TaskAttempt is one of the task's Jobs and its pods.
+type TaskAttempt struct {
+	JobStatus
+	Pods []TaskPod `json:"pods"`
+}
+
+// TaskPod is one pod of an attempt.
+type TaskPod struct {
+	Name   string `json:"name"`
+	Phase  string `json:"phase"`
+	Node   string `json:"node,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Task describes one task. It lists this scheduler's Jobs (as a pass does), the task's pods (label jobsched.io/task)
+// and reads the task's row (one read); it writes nothing.
+func (s *Scheduler) Task(ctx context.Context, key string) (*TaskView, error) {
+	obs, err := s.Observe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := Decide(s.Config, obs)
+	v := &TaskView{APIVersion: StatusAPIVersion, Kind: TaskKind, Scheduler: p.Scheduler, Namespace: p.Namespace, Key: key,
+		Attempts: []TaskAttempt{}}
+	pods, err := s.taskPods(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	var newest *JobStatus
+	for _, j := range p.Jobs {
+		if j.Key != key {
+			continue
+		}
+		v.Attempts = append(v.Attempts, TaskAttempt{JobStatus: j, Pods: pods[j.Name]})
+		if newest == nil || j.Attempt > newest.Attempt {
+			newest = &j
+		}
+	}
+	sort.Slice(v.Attempts, func(i, j int) bool { return v.Attempts[i].Attempt < v.Attempts[j].Attempt })
+	selected := false
+	if s.Source != nil {
+		rows, err := s.Source.Lookup(ctx, []string{key})
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) > 0 {
+			selected = true
+			attempt := 1
+			if newest != nil {
+				attempt = newest.Attempt + 1
+				if newest.State != StateBackoff {
+					attempt = newest.Attempt
+				}
+			}
+			env, err := s.Renderer.Env(rows[0], attempt)
+			if err != nil {
+				return nil, err
+			}
+			for i := range env {
+				env[i].Value = strings.ReplaceAll(env[i].Value, "$$", "$") // as the process sees it
+			}
+			v.Env = env
+		}
+	}
+	v.State, v.Why = taskWhy(s, p, obs.Now, newest, selected)
+	return v, nil
+}
+
+// taskWhy says in words where the task stands and what it waits for.
+func taskWhy(s *Scheduler, p *Plan, now time.Time, newest *JobStatus, selected bool) (string, string) {
+	if newest == nil {
+		switch {
+		case !selected:
+			return "not selected", "the query does not return this key (done, closed, or never there), and it has no Job"
+		case p.Blocked != "":
+			return "waiting", "its row waits for a Job; the next tick creates nothing: " + p.Blocked
+		default:
+			return "waiting", fmt.Sprintf("its row waits for a Job: the next tick has %d slot(s) (bound by %s) for the first rows in query order", p.Slots, p.Limit)
+		}
+	}
+	j := *newest
+	at := func(t *time.Time) string { return t.UTC().Format(time.RFC3339) }
+	switch j.State {
+	case StateRunning, StateStarting:
+		return string(j.State), fmt.Sprintf("attempt %d (Job %s) is %s", j.Attempt, j.Name, j.State)
+	case StateUnschedulable:
+		return string(j.State), fmt.Sprintf("attempt %d (Job %s) waits for room: %s", j.Attempt, j.Name, j.Reason)
+	case StateSucceeded:
+		if selected {
+			return string(j.State), fmt.Sprintf("attempt %d succeeded, but the query still selects the row: the worker did not close it (a worker bug)", j.Attempt)
+		}
+		return string(j.State), fmt.Sprintf("attempt %d succeeded at %s", j.Attempt, at(j.FinishedAt))
+	case StateBackoff:
+		if j.RetryAt.After(now) {
+			return string(j.State), fmt.Sprintf("attempt %d of %d failed (%s); the next attempt may start at %s", j.Attempt, s.Config.MaxAttempts(), j.Reason, at(j.RetryAt))
+		}
+		if !selected {
+			return string(j.State), fmt.Sprintf("attempt %d failed, and the query no longer selects the row: the next pass deletes its Job", j.Attempt)
+		}
+		return string(j.State), fmt.Sprintf("attempt %d failed (%s); its backoff has passed: attempt %d is created when it gets a slot", j.Attempt, j.Reason, j.Attempt+1)
+	case StateDead:
+		return string(j.State), fmt.Sprintf("no attempt left (%d of %d; last: %s) since %s; `jobsched retry %q` starts it again at attempt 1", j.Attempt, s.Config.MaxAttempts(), j.Reason, at(j.FinishedAt), j.Key)
+	}
+	return string(j.State), ""
+}
+
+// taskPods lists the task's pods (every phase), by Job name.
+func (s *Scheduler) taskPods(ctx context.Context, key string) (map[string][]TaskPod, error) {
+	out := map[string][]TaskPod{}
+	if s.Kube == nil {
+		return out, nil
+	}
+	sel := labels.SelectorFromSet(labels.Set{render.LabelScheduler: s.Config.Name, render.LabelTask: render.TaskLabel(key)}).String()
+	err := kube.Paginate(metav1.ListOptions{LabelSelector: sel}, func(opts metav1.ListOptions) (string, error) {
+		list, err := s.Kube.CoreV1().Pods(s.Config.Namespace).List(ctx, opts)
+		if err != nil {
+			return "", fmt.Errorf("listing the pods of task %q: %w", key, err)
+		}
+		for _, pod := range list.Items {
+			if pod.Annotations[render.AnnotationTaskKey] != key {
+				continue // another key with the same label (a hash collision)
+			}
+			job := ""
+			if owner := metav1.GetControllerOf(&pod); owner != nil {
+				job = owner.Name
+			}
+			out[job] = append(out[job], TaskPod{Name: pod.Name, Phase: string(pod.Status.Phase), Node: pod.Spec.NodeName, Reason: podReason(&pod)})
+		}
+		return list.Continue, nil
+	})
+	return out, err
+}
+
+// podReason is why a pod is where it is: the scheduler's word while it waits, else a container's.
+func podReason(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return strings.TrimSpace(c.Reason + ": " + c.Message)
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		switch {
+		case cs.State.Waiting != nil:
+			return strings.TrimSpace(cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message)
+		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0:
+			return fmt.Sprintf("%s (exit %d) %s", cs.State.Terminated.Reason, cs.State.Terminated.ExitCode, cs.State.Terminated.Message)
+		}
+	}
+	return pod.Status.Reason
+}
