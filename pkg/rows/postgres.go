@@ -361,7 +361,7 @@ func (p *Postgres) scan(rs *sql.Rows) ([]Row, error) {
 	return out, rs.Err()
 }
 
-// render gives a column value the text the SPEC promises: text as is, numbers and booleans in their SQL text form,
+// render gives a column value the text the README promises: text as is, numbers and booleans in their SQL text form,
 // timestamps RFC 3339 in UTC, json/jsonb as JSON text, bytea base64. Other types (numeric, uuid, arrays, intervals…)
 // arrive from lib/pq as their PostgreSQL text form and are kept as is.
 func render(dbType string, v any) string {

@@ -131,7 +131,7 @@ func keys(rs []Row) []string {
 	return out
 }
 
-// TestSelectRendersColumnTypes checks the exact Row of every column type the SPEC names, in several session time
+// TestSelectRendersColumnTypes checks the exact Row of every column type the README names, in several session time
 // zones: numbers and booleans in PostgreSQL's own ::text form, timestamps RFC 3339 in UTC, bytea standard base64,
 // json/jsonb as the database's JSON text, NULL as Null, column names as the query spells them.
 func TestSelectRendersColumnTypes(t *testing.T) {
