@@ -14,6 +14,8 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+
+	"github.com/jobsched/jobsched/pkg/render"
 )
 
 // blackhole is a TCP listener that accepts connections and never answers: a database host that hangs.
@@ -161,5 +163,24 @@ func TestDeletesNeverWaitOnTheDatabase(t *testing.T) {
 				t.Errorf("%d Jobs left, want the 2 finished ones deleted and none created", n)
 			}
 		})
+	}
+}
+
+// TestBadRowsAheadOfAGoodOne: 50 rows that cannot make a Job (a value over 128 KiB) ahead of one good row,
+// maxPerTick 1: the good row gets its Job in one pass, on the real database.
+func TestBadRowsAheadOfAGoodOne(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.addNode("n0", "8", "16Gi", 110, nil)
+	e.exec(`INSERT INTO ` + e.table + ` (id, url) SELECT 'bad-' || lpad(i::text, 2, '0'), repeat('x', 140000) FROM generate_series(1, 50) i`)
+	e.exec(`INSERT INTO ` + e.table + ` (id, url) VALUES ('good', 'https://example.com/good')`)
+	cfg := e.writeConfig(config{extra: "limits:\n  maxPerTick: 1\n  capacity: off\n"})
+	s := e.tick(cfg).summary(t)
+	if s.Created != 1 || s.Skipped != 50 {
+		t.Fatalf("created %d and skipped %d, want the good row's Job and 50 skipped", s.Created, s.Skipped)
+	}
+	jobs := e.jobs()
+	if len(jobs) != 1 || jobs[0].Annotations[render.AnnotationTaskKey] != "good" {
+		t.Errorf("Jobs %v, want exactly the good row's", jobs)
 	}
 }
