@@ -168,6 +168,18 @@ func TestObserveTick(t *testing.T) {
 		}
 	}
 
+	// What a user sees: kubectl describe job lists the Created Event, from jobsched.
+	name := created[0].Regarding.Name
+	describe := exec.CommandContext(e.ctx, "kubectl", "describe", "job", "-n", e.ns, name, "--kubeconfig", kubeconfig)
+	out, err := describe.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl describe job: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "Created") || !strings.Contains(string(out), "jobsched") ||
+		!strings.Contains(string(out), fmt.Sprintf("task %q", jobs[name].Annotations["jobsched.io/task-key"])) {
+		t.Errorf("kubectl describe job %s shows no Created Event from jobsched:\n%s", name, out)
+	}
+
 	// Metrics of tick 1.
 	m := e.pushed("e2e")
 	want := map[string]float64{
@@ -223,6 +235,11 @@ func TestObserveTick(t *testing.T) {
 	blocked = e.eventsWith("Blocked")
 	if len(blocked) != 2 || blocked[1].Regarding != (corev1.ObjectReference{Namespace: e.ns}) || blocked[1].Related != nil {
 		t.Fatalf("Blocked Events after tick 3 (outside a pod): %+v", blocked)
+	}
+	// The README's selector, on the core Events API that kubectl get events reads.
+	core, err := e.kube.CoreV1().Events(e.ns).List(e.ctx, metav1.ListOptions{FieldSelector: "reportingComponent=jobsched,reason=Blocked"})
+	if err != nil || len(core.Items) != 2 {
+		t.Errorf("core Events with reportingComponent=jobsched,reason=Blocked: %v (err %v), want the 2 Blocked", core, err)
 	}
 	success3 := e.pushed("e2e")[`jobsched_last_success_timestamp_seconds{job="jobsched"}`]
 
