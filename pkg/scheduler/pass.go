@@ -75,6 +75,7 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (_ *Plan, sum Summary, _
 	defer func() { sum.Log(&log, time.Since(start)) }()
 
 	obs := &Observation{Now: s.Now().UTC()}
+	var podsErr error
 	if s.Kube != nil {
 		var err error
 		if obs.Jobs, err = s.listJobs(ctx); err != nil {
@@ -82,9 +83,7 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (_ *Plan, sum Summary, _
 			return nil, sum, cause(ctx, err)
 		}
 		if mode != GC {
-			if obs.Pods, err = s.listPendingPods(ctx); err != nil {
-				fail(cause(ctx, err))
-			}
+			obs.Pods, podsErr = s.listPendingPods(ctx)
 		}
 	}
 	p := Decide(s.Config, obs)
@@ -95,8 +94,9 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (_ *Plan, sum Summary, _
 		sum.fromPlan(p)
 		return p, sum, errors.Join(errs...)
 	}
-	if len(errs) > 0 { // without the pods the pass cannot tell what is unschedulable
+	if podsErr != nil { // without the pods the pass cannot tell what is unschedulable
 		p.block("cannot list Pending pods")
+		fail(cause(ctx, podsErr))
 	}
 	if p.Slots > 0 {
 		if snap, err := s.observeCapacity(ctx); err != nil {

@@ -384,6 +384,7 @@ func TestPassFailures(t *testing.T) {
 		capacity    config.Capacity
 		source      rows.Source
 		failList    string // a resource whose LIST fails
+		failDelete  bool   // every delete fails
 		wantActions []string
 		wantErr     string
 		wantConfig  bool
@@ -410,6 +411,9 @@ func TestPassFailures(t *testing.T) {
 			wantErr:     "listing Pending pods", wantBlocked: "cannot list Pending pods"},
 		{name: "Jobs cannot be listed: nothing at all", mode: Tick, source: &source{rows: rowsFor("a")}, failList: "jobs",
 			wantActions: []string{"list jobs"}, wantErr: "listing Jobs"},
+		{name: "a delete fails: the pass still creates, and fails", mode: Tick, source: &source{rows: rowsFor("a")}, failDelete: true,
+			wantActions: []string{"list jobs", "list pods", "create jobs " + name("a"), "delete jobs " + name("old") + " Background uid=uid-old"},
+			wantErr:     "deleting Job " + name("old")},
 		{name: "gc lists only Jobs and reads no row", mode: GC, capacity: config.CapacityNodes,
 			wantActions: []string{"list jobs", "delete jobs " + name("old") + " Background uid=uid-old"}},
 	}
@@ -421,6 +425,11 @@ func TestPassFailures(t *testing.T) {
 				}
 			})
 			client := fake.NewClientset(job("old", batchv1.JobComplete, 3*time.Hour), job("run", "", 0))
+			if tc.failDelete {
+				client.PrependReactor("delete", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewInternalError(errors.New("etcd timeout"))
+				})
+			}
 			if tc.failList != "" {
 				client.PrependReactor("list", tc.failList, func(k8stesting.Action) (bool, runtime.Object, error) {
 					return true, nil, apierrors.NewServiceUnavailable("etcd is down")
@@ -439,7 +448,7 @@ func TestPassFailures(t *testing.T) {
 			if config.IsConfigError(err) != tc.wantConfig {
 				t.Errorf("IsConfigError(%v) = %v, want %v", err, !tc.wantConfig, tc.wantConfig)
 			}
-			if plan != nil && len(plan.Creates) > 0 && tc.wantErr != "" {
+			if plan != nil && len(plan.Creates) > 0 && tc.wantErr != "" && !tc.failDelete {
 				t.Errorf("a failed pass plans creates: %v", plan.Creates)
 			}
 			if plan != nil && !strings.Contains(plan.Blocked, tc.wantBlocked) {
