@@ -128,15 +128,34 @@ func (p *Postgres) keyMatch(keys []string) (string, any) {
 	return col + "::text = ANY($1::text[])", pq.Array(nonNil(keys))
 }
 
-// selectSQL wraps the query: the subquery keeps its ORDER BY, and the filter and LIMIT outside it do not reorder rows.
-func (p *Postgres) selectSQL(match string) string {
-	return "SELECT * FROM (\n" + p.query + "\n) AS jobsched_q WHERE jobsched_q." + p.key +
-		" IS NOT NULL AND NOT (" + match + ") LIMIT $2"
+// keyExcluded is the condition "the key is not one of $1" and the array to pass as $1. It is a NOT IN over the
+// unnested array, which PostgreSQL runs as one hashed subplan built once per read: `NOT (key = ANY($1))` is hashed
+// too, but the planner estimates it element by element, which made a read excluding 5,000 keys spend more time
+// planning than running (see BenchmarkSelectExcluded). A filter, unlike an anti-join, never reorders the rows.
+func (p *Postgres) keyExcluded(keys []string) (string, any) {
+	col := "jobsched_q." + p.key
+	if t, ok := typedKeys[p.keyType]; ok {
+		vals := []string{}
+		for _, k := range keys {
+			if v, ok := t.parse(k); ok {
+				vals = append(vals, v)
+			}
+		}
+		return col + " NOT IN (SELECT unnest($1::" + t.cast + "[]))", pq.Array(vals)
+	}
+	return col + "::text NOT IN (SELECT unnest($1::text[]))", pq.Array(nonNil(keys))
 }
 
-func (p *Postgres) countSQL(match string) string {
+// selectSQL wraps the query: the subquery keeps its ORDER BY, and the filter and LIMIT outside it do not reorder rows.
+// excluded is the condition of keyExcluded.
+func (p *Postgres) selectSQL(excluded string) string {
+	return "SELECT * FROM (\n" + p.query + "\n) AS jobsched_q WHERE jobsched_q." + p.key +
+		" IS NOT NULL AND " + excluded + " LIMIT $2"
+}
+
+func (p *Postgres) countSQL(excluded string) string {
 	return "SELECT count(*) FROM (SELECT 1 FROM (\n" + p.query + "\n) AS jobsched_q WHERE jobsched_q." + p.key +
-		" IS NOT NULL AND NOT (" + match + ") LIMIT $2) AS jobsched_c"
+		" IS NOT NULL AND " + excluded + " LIMIT $2) AS jobsched_c"
 }
 
 func (p *Postgres) selectedSQL(match string) string {
@@ -151,8 +170,8 @@ func (p *Postgres) Select(ctx context.Context, exclude []string, limit int) ([]R
 	}
 	var out []Row
 	err := p.readOnly(ctx, func(tx *sql.Tx) error {
-		match, arg := p.keyMatch(exclude)
-		rs, err := tx.QueryContext(ctx, p.selectSQL(match), arg, limit)
+		excluded, arg := p.keyExcluded(exclude)
+		rs, err := tx.QueryContext(ctx, p.selectSQL(excluded), arg, limit)
 		if err != nil {
 			return err
 		}
@@ -167,8 +186,8 @@ func (p *Postgres) Select(ctx context.Context, exclude []string, limit int) ([]R
 func (p *Postgres) Count(ctx context.Context, exclude []string, max int) (int, error) {
 	var n int
 	err := p.readOnly(ctx, func(tx *sql.Tx) error {
-		match, arg := p.keyMatch(exclude)
-		return tx.QueryRowContext(ctx, p.countSQL(match), arg, max).Scan(&n)
+		excluded, arg := p.keyExcluded(exclude)
+		return tx.QueryRowContext(ctx, p.countSQL(excluded), arg, max).Scan(&n)
 	})
 	return n, err
 }

@@ -543,8 +543,8 @@ func TestSelectPushdownAtScale(t *testing.T) {
 	// The plan of the very statement Select runs, with the same parameters, in the same READ ONLY transaction.
 	var plan string
 	err = p.readOnly(t.Context(), func(tx *sql.Tx) error {
-		match, arg := p.keyMatch(exclude)
-		return tx.QueryRowContext(t.Context(), "EXPLAIN (ANALYZE, FORMAT JSON) "+p.selectSQL(match), arg, limit).Scan(&plan)
+		excluded, arg := p.keyExcluded(exclude)
+		return tx.QueryRowContext(t.Context(), "EXPLAIN (ANALYZE, FORMAT JSON) "+p.selectSQL(excluded), arg, limit).Scan(&plan)
 	})
 	if err != nil {
 		t.Fatalf("EXPLAIN: %v", err)
