@@ -143,6 +143,9 @@ func printStatus(out io.Writer, st *scheduler.Status) error {
 		st.Retry.Backoff, st.Retry.MaxBackoff, deadRetention(st.Retry.DeadRetention))
 	fmt.Fprintf(w, "Slots:\t%d (bound by %s)\n", st.Slots, st.Limit)
 	fmt.Fprintf(w, "Next tick:\t%s\n", st.Next)
+	if st.Query != nil {
+		fmt.Fprintf(w, "Query:\t%s\n", st.Query)
+	}
 	if err := w.Flush(); err != nil {
 		return err
 	}

@@ -126,6 +126,9 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (_ *Plan, sum Summary, _
 		fail(cause(ctx, err))
 	}
 	sum.fromPlan(p)
+	if mode.dryRun() {
+		p.Query = s.explain(ctx, p)
+	}
 	for _, sk := range p.Skipped {
 		log.Warn().Str("task", sk.Key).Msg(sk.Reason)
 	}

@@ -86,6 +86,8 @@ type Plan struct {
 	Selected int      `json:"selected"` // rows read from the source
 	Creates  []Create `json:"creates"`
 	Skipped  []Skip   `json:"skipped,omitempty"`
+	// Query is what the query doctor says about the read (dry-run only; nil without a database).
+	Query *QueryFinding `json:"query,omitempty"`
 
 	// exclude are the keys that must not be read (a Job exists and is kept, or succeeded and is deleted by this
 	// pass); names maps each existing Job's name to its task key.

@@ -35,6 +35,8 @@ type Status struct {
 	Blocked       string           `json:"blocked,omitempty"`
 	Capacity      *capacity.Report `json:"capacity,omitempty"`
 	Retry         RetryPolicy      `json:"retry"`
+	// Query is what the query doctor says about the pass's read (EXPLAIN, never run); nil without a database.
+	Query *QueryFinding `json:"query,omitempty"`
 	// Backoff are the tasks waiting for their next attempt, Dead those with none left.
 	Backoff []Task      `json:"backoff"`
 	Dead    []Task      `json:"dead"`
@@ -94,6 +96,7 @@ func (s *Scheduler) Status(ctx context.Context) (*Status, error) {
 		return nil, err
 	}
 	st.Backlog, st.BacklogCapped = min(n, BacklogCap), n > BacklogCap
+	st.Query = s.explain(ctx, p)
 	deletes := len(p.Deletes())
 	switch {
 	case p.Blocked != "":
