@@ -11,6 +11,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/rows"
@@ -116,7 +117,7 @@ func (r *Renderer) Job(row rows.Row, attempt int) (*batchv1.Job, error) {
 		return nil, &RowError{Key: row.Key, Reason: "the key is empty"}
 	}
 	if len(row.Key) > MaxKeyBytes {
-		return nil, &RowError{Key: row.Key[:64] + "…", Reason: fmt.Sprintf("the key is longer than %d bytes", MaxKeyBytes)}
+		return nil, &RowError{Key: strings.ToValidUTF8(row.Key[:64], "") + "…", Reason: fmt.Sprintf("the key is longer than %d bytes", MaxKeyBytes)}
 	}
 	if !utf8.ValidString(row.Key) {
 		return nil, &RowError{Key: strings.ToValidUTF8(row.Key, "\uFFFD"), Reason: "the key is not valid UTF-8"}
@@ -174,6 +175,9 @@ func (r *Renderer) rowEnv(row rows.Row, attempt int) ([]corev1.EnvVar, error) {
 	from := map[string]string{EnvTaskKey: EnvTaskKey, EnvScheduler: EnvScheduler, EnvAttempt: EnvAttempt} // variable → column that set it
 	add := func(col rows.Column) error {
 		name := EnvName(cfg.Env.Prefix, col.Name)
+		if msgs := validation.IsEnvVarName(name); len(msgs) > 0 {
+			return &config.Error{Err: fmt.Errorf("%s: env: column %q maps to %q, not a valid environment variable name (%s): rename it in source.query or set env.prefix", cfg.File, col.Name, name, strings.Join(msgs, "; "))}
+		}
 		if other, taken := from[name]; taken {
 			return &config.Error{Err: fmt.Errorf("%s: env: columns %q and %q both map to %s (rename one in source.query or use env.columns)", cfg.File, other, col.Name, name)}
 		}
