@@ -37,11 +37,11 @@ func (s *Summary) fromPlan(p *Plan) {
 	}
 }
 
-// Log writes the summary line.
-func (s Summary) Log(log *zerolog.Logger, d time.Duration) {
+// Log writes the summary line: at level error when the pass failed (err), else info.
+func (s Summary) Log(log *zerolog.Logger, err error, d time.Duration) {
 	ev := log.Info()
-	if s.Failed > 0 {
-		ev = log.Error()
+	if err != nil {
+		ev = log.Error().Err(err)
 	}
 	if s.DryRun {
 		ev = ev.Bool("dryRun", true).Int("wouldCreate", s.WouldCreate)

@@ -60,7 +60,7 @@ type Scheduler struct {
 //
 // The returned error is a *config.Error when the configuration is wrong (the query, the columns); any other error
 // is a run-time failure. The plan is returned whenever the Jobs could be listed, and the summary always.
-func (s *Scheduler) Run(ctx context.Context, mode Mode) (_ *Plan, sum Summary, _ error) {
+func (s *Scheduler) Run(ctx context.Context, mode Mode) (_ *Plan, sum Summary, err error) {
 	start := time.Now()
 	log := zerolog.Ctx(ctx).With().Str("scheduler", s.Config.Name).Str("namespace", s.Config.Namespace).Logger()
 	ctx = log.WithContext(ctx)
@@ -72,12 +72,11 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (_ *Plan, sum Summary, _
 	sum.DryRun = mode.dryRun()
 	var errs []error
 	fail := func(err error) { errs = append(errs, err) }
-	defer func() { sum.Log(&log, time.Since(start)) }()
+	defer func() { sum.Log(&log, err, time.Since(start)) }()
 
 	obs := &Observation{Now: s.Now().UTC()}
 	var podsErr error
 	if s.Kube != nil {
-		var err error
 		if obs.Jobs, err = s.listJobs(ctx); err != nil {
 			sum.Blocked = "cannot list Jobs"
 			return nil, sum, cause(ctx, err)
@@ -110,7 +109,7 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (_ *Plan, sum Summary, _
 			}
 		}
 	}
-	err := s.checkRows(ctx, p)
+	err = s.checkRows(ctx, p)
 	if err == nil {
 		if mode.deletes() {
 			s.executeDeletes(ctx, p.deletes(DeleteRowGone), &sum, fail)

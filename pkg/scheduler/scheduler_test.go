@@ -457,7 +457,43 @@ func TestPassFailures(t *testing.T) {
 			if n := strings.Count(logs.String(), `"message":"pass done"`); n != 1 {
 				t.Errorf("%d pass done lines, want 1:\n%s", n, logs.String())
 			}
+			level := `"level":"info"`
+			if tc.wantErr != "" {
+				level = `"level":"error"`
+			}
+			if !strings.Contains(lastLine(logs.String()), level) {
+				t.Errorf("the pass done line is not at %s:\n%s", level, lastLine(logs.String()))
+			}
 		})
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestDeadlineLeavesCreatesForTheNextPass: creates not started when the pass's deadline has passed are not tried,
+// are counted as notCreated in the pass done line, and fail the pass.
+func TestDeadlineLeavesCreatesForTheNextPass(t *testing.T) {
+	cfg := testConfig(t, nil)
+	client := fake.NewClientset()
+	var logs bytes.Buffer
+	ctx := zerolog.New(&logs).WithContext(context.Background())
+	s := &Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
+		Now: func() time.Time { return now }, Timeout: time.Nanosecond} // the fake client and source ignore it
+	_, sum, err := s.Run(ctx, Tick)
+	if err == nil || !strings.Contains(err.Error(), "2 planned Job(s) not created") || !strings.Contains(err.Error(), "--timeout") {
+		t.Errorf("err = %v, want the 2 planned Jobs not created, naming --timeout", err)
+	}
+	if sum.NotCreated != 2 || sum.Created != 0 {
+		t.Errorf("summary %+v, want 2 not created", sum)
+	}
+	if diff := cmp.Diff([]string{"list jobs", "list pods"}, actions(client)); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+	if line := lastLine(logs.String()); !strings.Contains(line, `"notCreated":2`) || !strings.Contains(line, `"level":"error"`) {
+		t.Errorf("pass done line %s, want notCreated 2 at level error", line)
 	}
 }
 
