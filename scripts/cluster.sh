@@ -3,12 +3,14 @@
 # kube-scheduler built from source (no container engine or release download is available), plus kwok for fake
 # nodes and a pod lifecycle (scripts/kwok/stages.yaml). Everything listens on 127.0.0.1 on free ports.
 #
-# Usage: scripts/cluster.sh up | down | kubeconfig | status
+# Usage: scripts/cluster.sh up | down | kubeconfig | status | kill COMPONENT | start kube-apiserver
 #   up          build once (cached), start everything, create fake nodes; last stdout line = kubeconfig path.
 #               Safe to run again: a healthy cluster is reused (and its kwok-node-* count reconciled).
 #   down        stop exactly the processes `up` started and remove the state directory.
 #   kubeconfig  print the kubeconfig path (exit 1 if the cluster is not up).
 #   status      say what runs (exit 0 if everything is up, 1 otherwise).
+#   kill C      SIGKILL one component (etcd, kube-apiserver, …): a crash, for fault tests.
+#   start C     start kube-apiserver again after `kill`, with the arguments `up` gave it; waits until it is ready.
 #
 # Environment:
 #   JOBSCHED_CACHE        cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/jobsched); binaries are kept in
@@ -16,6 +18,7 @@
 #   JOBSCHED_CLUSTER_DIR  state directory: data, certs, logs, pids, kubeconfig (default $JOBSCHED_CACHE/cluster)
 #   NODES                 number of fake nodes kwok-node-0..N-1 (default 1)
 #   NODE_CPU NODE_MEM NODE_PODS   capacity and allocatable of each fake node (default 4, 8Gi, 110)
+#   JOBSCHED_AUDIT        1: the API server writes an audit log of every request on Jobs to $STATE/logs/audit.log
 #
 # Progress goes to stderr; stdout carries only results, so `KUBECONFIG=$(scripts/cluster.sh up | tail -n1)` works.
 set -euo pipefail
@@ -399,6 +402,75 @@ reconcile_nodes() {
 	done
 }
 
+# write_audit_policy: with JOBSCHED_AUDIT=1 the API server keeps an audit log of every request on Jobs (Metadata
+# level: user, verb, namespace, name, URI, response code) in $STATE/logs/audit.log; the chaos test reads it.
+write_audit_policy() {
+	cat >"$STATE/audit-policy.yaml" <<'EOF'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  resources:
+  - group: batch
+    resources: [jobs]
+- level: None
+EOF
+}
+
+# start_apiserver: kube-apiserver on the ports of ports.env (used by `up` and by `start kube-apiserver`).
+start_apiserver() {
+	# shellcheck source=/dev/null
+	source "$STATE/ports.env"
+	local audit=()
+	if [[ -f $STATE/audit-policy.yaml ]]; then
+		audit=(--audit-policy-file "$STATE/audit-policy.yaml" --audit-log-path "$STATE/logs/audit.log"
+			--audit-log-format json --audit-log-mode blocking)
+	fi
+	log "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
+	# --endpoint-reconciler-type none: otherwise it exits because 127.0.0.1 "may not be in the loopback range".
+	start kube-apiserver --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+		--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
+		--cert-dir "$STATE/certs" --tls-cert-file "$STATE/certs/apiserver.crt" \
+		--tls-private-key-file "$STATE/certs/apiserver.key" \
+		--endpoint-reconciler-type none --service-cluster-ip-range 10.96.0.0/16 \
+		--authorization-mode Node,RBAC --token-auth-file "$STATE/certs/tokens.csv" \
+		--service-account-issuer https://kubernetes.default.svc \
+		--service-account-key-file "$STATE/certs/sa.pub" \
+		--service-account-signing-key-file "$STATE/certs/sa.key" "${audit[@]}"
+}
+
+# cmd_kill COMPONENT: SIGKILL that one component (a crash, for fault tests); only its recorded pid, only while it
+# runs our binary. Returns once it is gone.
+cmd_kill() {
+	local name=${1:-} pid i
+	[[ " ${COMPONENTS[*]} " == *" $name "* ]] || die "kill: unknown component '$name' (one of: ${COMPONENTS[*]})"
+	pid=$(pid_of "$name") || die "kill: $name has no recorded pid"
+	is_ours "$name" "$pid" || die "kill: $name (pid $pid) is not running"
+	kill -KILL "$pid"
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	rm -f "$STATE/pids/$name.pid"
+}
+
+# cmd_start COMPONENT: start a component that `kill` stopped, with the arguments `up` gave it, and wait until it is
+# ready. Only kube-apiserver for now.
+cmd_start() {
+	local name=${1:-}
+	[[ $name == kube-apiserver ]] || die "start: only kube-apiserver can be started on its own, not '$name'"
+	[[ -f $STATE/ports.env ]] || die "start: no cluster in $STATE (run: $0 up)"
+	if component_alive kube-apiserver; then die "start: kube-apiserver is already running"; fi
+	start_apiserver
+	local deadline=$((SECONDS + 90))
+	until apiserver_ready 2>/dev/null; do
+		component_alive kube-apiserver || die "start: kube-apiserver exited; see $STATE/logs/kube-apiserver.log"
+		((SECONDS < deadline)) || die "start: kube-apiserver not ready after 90s; see $STATE/logs/kube-apiserver.log"
+		sleep 0.2
+	done
+}
+
 print_kubeconfig() {
 	echo "$KUBECONFIG_FILE"
 }
@@ -448,17 +520,8 @@ EOF
 		--initial-cluster "default=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync
 	wait_for etcd 30 curl -fs --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
 
-	log "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
-	# --endpoint-reconciler-type none: otherwise it exits because 127.0.0.1 "may not be in the loopback range".
-	start kube-apiserver --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-		--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
-		--cert-dir "$STATE/certs" --tls-cert-file "$STATE/certs/apiserver.crt" \
-		--tls-private-key-file "$STATE/certs/apiserver.key" \
-		--endpoint-reconciler-type none --service-cluster-ip-range 10.96.0.0/16 \
-		--authorization-mode Node,RBAC --token-auth-file "$STATE/certs/tokens.csv" \
-		--service-account-issuer https://kubernetes.default.svc \
-		--service-account-key-file "$STATE/certs/sa.pub" \
-		--service-account-signing-key-file "$STATE/certs/sa.key"
+	if [[ ${JOBSCHED_AUDIT:-} == 1 ]]; then write_audit_policy; fi
+	start_apiserver
 	write_kubeconfig
 	wait_for kube-apiserver 90 apiserver_ready
 	log "kube-apiserver ready after $((SECONDS - t0))s"
@@ -547,8 +610,10 @@ main() {
 	down) cmd_down ;;
 	kubeconfig) cmd_kubeconfig ;;
 	status) cmd_status ;;
+	kill) cmd_kill "${2:-}" ;;
+	start) cmd_start "${2:-}" ;;
 	*)
-		echo "usage: $0 up|down|kubeconfig|status" >&2
+		echo "usage: $0 up|down|kubeconfig|status|kill COMPONENT|start kube-apiserver" >&2
 		exit 2
 		;;
 	esac
