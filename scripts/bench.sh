@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One benchmark, one table: jobsched measured on the local control plane and PostgreSQL, each figure beside its
+# reference from the same run (scripts/bench/main.go does the measuring):
+#   API calls per pass     apiserver_request_total from /metrics before and after one tick creating 10 Jobs;
+#   pass time vs backlog   a pass over 100 and over 1,000,000 waiting rows (indexed query);
+#   creates per second     `jobsched tick` with default flags vs a bare client-go (16 workers, no client-side
+#                          limit, plain POSTs of the same Jobs), at 10 / 1,000 / 10,000 creates;
+#   peak RSS vs Jobs       `jobsched dry-run` under /usr/bin/time -v with 1,000 / 10,000 / 100,000 Jobs of its
+#                          scheduler (made directly by a bare client), without and with GOMEMLIMIT as the CronJob
+#                          sets it;
+#   read vs excluded keys  the pass's read with 10 and with 5,000 keys excluded.
+# It starts its own cluster in its own state dir (never the one tests use) and stops it at the end; the cluster's
+# controller-manager is stopped first, so that the Jobs make no pods and the cluster stays quiet. The tables it
+# makes in the shared PostgreSQL are dropped at the end.
+#
+#   scripts/bench.sh > table.md                      # the README's table (about 30 minutes on 2 cores)
+#   BENCH_JOBS=1000,10000 BENCH_CREATES=10,1000 scripts/bench.sh   # smaller
+#   BENCH_ONLY=RSS KEEP=1 scripts/bench.sh           # one part; KEEP=1 keeps the cluster, its Jobs and the tables
+#
+# Environment: BENCH_JOBS, BENCH_CREATES (comma-separated sizes), BENCH_BACKLOG (default 1000000),
+# BENCH_CREATE_BUDGET (seconds that making the RSS rows' Jobs may take, default 900: past it the row is measured at
+# what was made, and says so), BENCH_ONLY (a part of a row name), KEEP=1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CACHE=${JOBSCHED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jobsched}
+export JOBSCHED_CLUSTER_DIR=${JOBSCHED_CLUSTER_DIR:-$CACHE/cluster-bench}
+work=$(mktemp -d)
+cleanup() {
+	rm -rf "$work"
+	if [[ ${KEEP:-} != 1 ]]; then scripts/cluster.sh down >&2 || true; fi
+}
+trap cleanup EXIT
+
+KUBECONFIG=$(NODES=0 scripts/cluster.sh up | tail -n 1)
+export KUBECONFIG
+pidfile=$JOBSCHED_CLUSTER_DIR/pids/kube-controller-manager.pid
+if [[ -f $pidfile ]] && pid=$(cat "$pidfile") && [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == */kube-controller-manager ]]; then
+	kill -TERM "$pid"
+	echo "[bench] stopped the controller-manager (pid $pid): the Jobs make no pods" >&2
+fi
+JOBSCHED_BENCH_DSN=$(scripts/postgres.sh up | tail -n 1)
+export JOBSCHED_BENCH_DSN
+go build -o "$work/jobsched" .
+go build -o "$work/bench" ./scripts/bench
+export JOBSCHED_BIN=$work/jobsched
+
+pg=$("$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/postgres" --version 2>/dev/null || echo "PostgreSQL ?")
+echo "Machine: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo);" \
+	"$(go version | cut -d' ' -f3), kube-apiserver $("$CACHE"/k8s-v1.37.2/kube-apiserver --version | cut -d' ' -f2), $pg;" \
+	"everything on the same machine; $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD)."
+echo
+"$work/bench"

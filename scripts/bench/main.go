@@ -1,0 +1,705 @@
+// Command bench measures jobsched on a real local control plane and PostgreSQL and prints one Markdown table:
+// API calls per pass, pass time against the backlog, creates per second against a bare concurrent client, peak RSS
+// of dry-run against the Jobs of one scheduler, and the read against the keys it excludes. scripts/bench.sh starts
+// what it needs and runs it; see there for the environment.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	_ "github.com/lib/pq"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/rows"
+	"github.com/jobsched/jobsched/pkg/scheduler"
+)
+
+const dsnEnv = "JOBSCHED_BENCH_DSN" // the variable the benchmark's configs name in source.dsnEnv
+
+type bench struct {
+	ctx    context.Context
+	kcfg   string
+	bin    string
+	dir    string
+	db     *sql.DB
+	admin  kubernetes.Interface
+	rows   []row
+	budget time.Duration // the most that creating Jobs for the RSS rows may take
+}
+
+// row is one line of the table.
+type row struct{ what, jobsched, reference, ratio, load string }
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	b := &bench{ctx: context.Background(), kcfg: os.Getenv("KUBECONFIG"), bin: os.Getenv("JOBSCHED_BIN")}
+	dsn := os.Getenv(dsnEnv)
+	if b.kcfg == "" || dsn == "" || b.bin == "" {
+		return fmt.Errorf("KUBECONFIG, %s and JOBSCHED_BIN must be set: run scripts/bench.sh", dsnEnv)
+	}
+	b.budget = time.Duration(envInt("BENCH_CREATE_BUDGET", 900)) * time.Second
+	var err error
+	if b.dir, err = os.MkdirTemp("", "jobsched-bench-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(b.dir)
+	if b.db, err = sql.Open("postgres", dsn); err != nil {
+		return err
+	}
+	defer b.db.Close()
+	if b.admin, _, err = kube.NewClient(kube.Options{Kubeconfig: b.kcfg}); err != nil {
+		return err
+	}
+	if os.Getenv("KEEP") != "1" { // the database is shared: leave none of the benchmark's tables behind
+		defer func() {
+			for _, t := range []string{"bench_calls", "bench_creates", "bench_backlog_100", fmt.Sprintf("bench_backlog_%d", envInt("BENCH_BACKLOG", 1000000))} {
+				_, _ = b.db.ExecContext(b.ctx, "DROP TABLE IF EXISTS "+t)
+			}
+		}()
+	}
+	steps := []struct {
+		name string
+		fn   func() error
+	}{
+		{"API calls per pass", b.apiCalls},
+		{"pass time vs backlog", b.backlog},
+		{"creates per second", b.creates},
+		{"peak RSS vs Jobs", b.rss},
+		{"read vs excluded keys", b.excluded},
+	}
+	only := os.Getenv("BENCH_ONLY")
+	var errs []error
+	for _, s := range steps {
+		if only != "" && !strings.Contains(s.name, only) {
+			continue
+		}
+		progress("%s…", s.name)
+		if err := s.fn(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.name, err))
+			b.add(row{what: s.name, jobsched: "failed: " + err.Error()})
+		}
+	}
+	fmt.Println("| measure | jobsched | reference, same run | ratio | load avg (1 min) |")
+	fmt.Println("|---|--:|--:|--:|--:|")
+	for _, r := range b.rows {
+		fmt.Printf("| %s | %s | %s | %s | %s |\n", r.what, r.jobsched, r.reference, r.ratio, r.load)
+	}
+	return errors.Join(errs...)
+}
+
+func (b *bench) add(r row) {
+	if r.load == "" {
+		r.load = loadAvg()
+	}
+	b.rows = append(b.rows, r)
+	progress("  %s: %s | %s | %s", r.what, r.jobsched, r.reference, r.ratio)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// API calls per pass: apiserver_request_total before and after one `jobsched tick` that creates 10 Jobs.
+
+func (b *bench) apiCalls() error {
+	const n = 10
+	cfg, err := b.scenario("calls", "bench-calls", "bench_calls", n, n)
+	if err != nil {
+		return err
+	}
+	if err := b.fillTable("bench_calls", n); err != nil {
+		return err
+	}
+	if err := b.clearJobs("bench-calls"); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second) // let the cluster settle: a quiet cluster
+	before, err := b.requests()
+	if err != nil {
+		return err
+	}
+	sum, err := b.tick(cfg)
+	if err != nil {
+		return err
+	}
+	after, err := b.requests()
+	if err != nil {
+		return err
+	}
+	var calls []string
+	total := 0
+	for k, v := range after {
+		if d := v - before[k]; d > 0 && !strings.HasPrefix(k, "WATCH ") && k != "GET /metrics" {
+			calls = append(calls, fmt.Sprintf("%s %d", k, int(d)))
+			total += int(d)
+		}
+	}
+	slices.Sort(calls)
+	b.add(row{what: fmt.Sprintf("API calls, one tick creating %d Jobs (all clients, WATCH excluded)", sum.Created),
+		jobsched: strings.Join(calls, ", "), reference: fmt.Sprintf("the least possible: LIST jobs 1, LIST pods 1, POST jobs %d", n),
+		ratio: fmt.Sprintf("%.2f", float64(total)/float64(n+2))})
+	return nil
+}
+
+var requestLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
+var label = regexp.MustCompile(`(\w+)="([^"]*)"`)
+
+// requests reads apiserver_request_total as "VERB resource[/subresource]" → count.
+func (b *bench) requests() (map[string]float64, error) {
+	data, err := b.admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(b.ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := requestLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		l := map[string]string{}
+		for _, kv := range label.FindAllStringSubmatch(m[1], -1) {
+			l[kv[1]] = kv[2]
+		}
+		res := l["resource"]
+		if res == "" {
+			res = "/metrics"
+		}
+		if l["subresource"] != "" {
+			res += "/" + l["subresource"]
+		}
+		v, _ := strconv.ParseFloat(m[2], 64)
+		out[l["verb"]+" "+res] += v
+	}
+	return out, sc.Err()
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Pass time vs backlog: a dry-run pass (the tick's pass without its writes) over 100 and over 1,000,000 waiting
+// rows, with an index matching the query; the median of several passes, each with a new client and connection as
+// each tick is a new process.
+
+func (b *bench) backlog() error {
+	big := envInt("BENCH_BACKLOG", 1000000)
+	var base time.Duration
+	for _, n := range []int{100, big} {
+		table := fmt.Sprintf("bench_backlog_%d", n)
+		if err := b.fillTable(table, n); err != nil {
+			return err
+		}
+		cfg, err := b.scenario("backlog", "bench-backlog", table, 10, 10)
+		if err != nil {
+			return err
+		}
+		d, err := b.medianPass(cfg, 9)
+		if err != nil {
+			return err
+		}
+		r := row{what: fmt.Sprintf("pass time, %s waiting rows (maxPerTick 10, indexed query)", thousands(n)), jobsched: ms(d)}
+		if base == 0 {
+			base = d
+		} else {
+			r.reference, r.ratio = ms(base)+" (100 rows)", fmt.Sprintf("%.2f", float64(d)/float64(base))
+		}
+		b.add(r)
+	}
+	return nil
+}
+
+func (b *bench) medianPass(cfgFile string, n int) (time.Duration, error) {
+	cfg, err := config.Load(cfgFile, "")
+	if err != nil {
+		return 0, err
+	}
+	var ds []time.Duration
+	for i := 0; i <= n; i++ {
+		c, _, err := kube.NewClient(kube.Options{Kubeconfig: b.kcfg, Burst: 100}) // the CLI's defaults
+		if err != nil {
+			return 0, err
+		}
+		src, err := rows.OpenPostgres(os.Getenv(dsnEnv), cfg.Source)
+		if err != nil {
+			return 0, err
+		}
+		s := &scheduler.Scheduler{Config: cfg, Kube: c, Source: src, Renderer: render.New(cfg, nil), Now: time.Now}
+		start := time.Now()
+		p, _, err := s.Run(b.ctx, scheduler.DryRun)
+		d := time.Since(start)
+		src.Close()
+		if err != nil {
+			return 0, err
+		}
+		if len(p.Creates) != 10 {
+			return 0, fmt.Errorf("the pass planned %d creates, want 10", len(p.Creates))
+		}
+		if i > 0 { // the first warms the server's caches
+			ds = append(ds, d)
+		}
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], nil
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Creates per second: `jobsched tick` with its default flags against a bare client (16 workers, client-go with no
+// client-side limit, plain POSTs of the same Jobs), side by side.
+
+func (b *bench) creates() error {
+	for _, n := range ints(os.Getenv("BENCH_CREATES"), []int{10, 1000, 10000}) {
+		table := "bench_creates"
+		if err := b.fillTable(table, n); err != nil {
+			return err
+		}
+		cfgFile, err := b.scenario("creates", "bench-creates", table, n, n)
+		if err != nil {
+			return err
+		}
+		cfg, err := config.Load(cfgFile, "")
+		if err != nil {
+			return err
+		}
+		jobs := make([]*batchv1.Job, n)
+		r := render.New(cfg, nil)
+		for i := range jobs {
+			if jobs[i], err = r.Job(taskRow(i), 1); err != nil {
+				return err
+			}
+		}
+		if err := b.clearJobs("bench-creates"); err != nil {
+			return err
+		}
+		ref, err := b.bareCreate("bench-creates", jobs)
+		if err != nil {
+			return err
+		}
+		if err := b.clearJobs("bench-creates"); err != nil {
+			return err
+		}
+		sum, err := b.tick(cfgFile)
+		if err != nil {
+			return err
+		}
+		if sum.Created != n {
+			return fmt.Errorf("the tick created %d Jobs, want %d", sum.Created, n)
+		}
+		d := time.Duration(sum.Duration) * time.Millisecond
+		mine, theirs := float64(n)/d.Seconds(), float64(n)/ref.Seconds()
+		b.add(row{what: fmt.Sprintf("creates, %s Jobs in one tick (default flags; its whole pass)", thousands(n)),
+			jobsched: fmt.Sprintf("%.0f/s (%s)", mine, ms(d)), reference: fmt.Sprintf("%.0f/s (%s)", theirs, ms(ref)),
+			ratio: fmt.Sprintf("%.2f", mine/theirs)})
+		if err := b.clearJobs("bench-creates"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bareCreate POSTs jobs with 16 workers and a client with no client-side limit, and says how long it took.
+func (b *bench) bareCreate(ns string, jobs []*batchv1.Job) (time.Duration, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", b.kcfg)
+	if err != nil {
+		return 0, err
+	}
+	cfg.QPS = -1
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	err = parallel(16, len(jobs), func(i int) error {
+		_, err := c.BatchV1().Jobs(ns).Create(b.ctx, jobs[i], metav1.CreateOptions{})
+		return err
+	})
+	return time.Since(start), err
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Peak RSS vs Jobs: the Jobs of one scheduler, made directly by a bare client (the exact Jobs jobsched renders; the
+// controller-manager is stopped, so they make no pods), then `jobsched dry-run` under /usr/bin/time -v.
+
+func (b *bench) rss() error {
+	const ns = "bench-rss"
+	cfgFile, err := b.scenario("rss", ns, "bench_calls", 10, 10)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(cfgFile, "")
+	if err != nil {
+		return err
+	}
+	r := render.New(cfg, nil)
+	have, err := b.countJobs(ns)
+	if err != nil {
+		return err
+	}
+	for _, n := range ints(os.Getenv("BENCH_JOBS"), []int{1000, 10000, 100000}) {
+		if have < n {
+			start := time.Now()
+			err := parallel(32, n-have, func(i int) error {
+				if time.Since(start) > b.budget {
+					return errBudget
+				}
+				j, err := r.Job(taskRow(have+i), 1)
+				if err != nil {
+					return err
+				}
+				_, err = b.admin.BatchV1().Jobs(ns).Create(b.ctx, j, metav1.CreateOptions{})
+				if apierrors.IsAlreadyExists(err) {
+					return nil
+				}
+				return err
+			})
+			if errors.Is(err, errBudget) {
+				made, err := b.countJobs(ns)
+				if err != nil {
+					return err
+				}
+				rate := float64(made-have) / time.Since(start).Seconds()
+				b.add(row{what: fmt.Sprintf("peak RSS, %s Jobs: not measured", thousands(n)),
+					jobsched: fmt.Sprintf("creating them ran past BENCH_CREATE_BUDGET (%s) at %.0f Jobs/s: measured at %s Jobs instead (next row)", b.budget, rate, thousands(made))})
+				n = made
+			} else if err != nil {
+				return err
+			}
+			progress("  %d Jobs in %s made in %s", n, ns, time.Since(start).Round(time.Second))
+			have = n
+		}
+		plain, err := b.peakRSS(cfgFile, nil)
+		if err != nil {
+			return err
+		}
+		limited, err := b.peakRSS(cfgFile, []string{"GOMEMLIMIT=268435456"})
+		if err != nil {
+			return err
+		}
+		ref := ""
+		switch n {
+		case 10000:
+			ref = "target ≤ 48 MB"
+		case 100000:
+			ref = "limit 256 MiB = 268 MB"
+		}
+		b.add(row{what: fmt.Sprintf("peak RSS of `dry-run`, %s Jobs of its scheduler", thousands(n)),
+			jobsched: fmt.Sprintf("%.0f MB (GOMEMLIMIT=256MiB as in the CronJob: %.0f MB)", plain, limited), reference: ref})
+	}
+	return nil
+}
+
+var errBudget = errors.New("out of time budget")
+
+// peakRSS runs jobsched dry-run (table output, discarded) and returns its maximum resident set size in MB.
+func (b *bench) peakRSS(cfgFile string, env []string) (float64, error) {
+	cmd := exec.Command("/usr/bin/time", "-v", b.bin, "--config", cfgFile, "--kubeconfig", b.kcfg, "--log-format", "json", "dry-run")
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("%v: %s", err, tail(stderr.String()))
+	}
+	m := regexp.MustCompile(`Maximum resident set size \(kbytes\): (\d+)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		return 0, fmt.Errorf("no maximum resident set size in: %s", tail(stderr.String()))
+	}
+	kb, _ := strconv.Atoi(m[1])
+	return float64(kb) * 1024 / 1e6, nil
+}
+
+func (b *bench) countJobs(ns string) (int, error) {
+	n := 0
+	err := kube.Paginate(metav1.ListOptions{}, func(opts metav1.ListOptions) (string, error) {
+		opts.Limit = 5000
+		l, err := b.admin.BatchV1().Jobs(ns).List(b.ctx, opts)
+		if err != nil {
+			return "", err
+		}
+		n += len(l.Items)
+		return l.Continue, nil
+	})
+	return n, err
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The read against excluded keys: the pass's read (Select, its whole READ ONLY transaction) over the 1,000,000-row
+// backlog with 10 and with 5,000 keys excluded, alternating, median of many. The excluded keys are the oldest rows,
+// as they are while their Jobs run: the read walks past them in the index, which no form of the exclusion avoids.
+
+func (b *bench) excluded() error {
+	big := envInt("BENCH_BACKLOG", 1000000)
+	table := fmt.Sprintf("bench_backlog_%d", big)
+	if err := b.fillTable(table, big); err != nil {
+		return err
+	}
+	src, err := rows.OpenPostgres(os.Getenv(dsnEnv), config.Source{Key: "id",
+		Query: "SELECT id, created_at FROM " + table + " WHERE status = 'waiting' ORDER BY created_at"})
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	keys := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = taskRow(i).Key
+		}
+		return out
+	}
+	few, many := keys(10), keys(5000)
+	var dFew, dMany []time.Duration
+	for i := 0; i <= 30; i++ {
+		for _, c := range []struct {
+			keys []string
+			d    *[]time.Duration
+		}{{few, &dFew}, {many, &dMany}} {
+			start := time.Now()
+			got, err := src.Select(b.ctx, c.keys, 10)
+			d := time.Since(start)
+			if err != nil {
+				return err
+			}
+			if len(got) != 10 || got[0].Key != taskRow(len(c.keys)).Key {
+				return fmt.Errorf("Select returned %d rows from %v, want 10 from the first row not excluded", len(got), got)
+			}
+			if i > 0 {
+				*c.d = append(*c.d, d)
+			}
+		}
+	}
+	slices.Sort(dFew)
+	slices.Sort(dMany)
+	f, m := dFew[len(dFew)/2], dMany[len(dMany)/2]
+	b.add(row{what: fmt.Sprintf("the pass's read, 10 keys excluded (%s waiting rows)", thousands(big)), jobsched: ms(f)})
+	b.add(row{what: "the pass's read, 5,000 keys excluded (the oldest rows: their Jobs run)", jobsched: ms(m),
+		reference: ms(f) + " (10 keys)", ratio: fmt.Sprintf("%.2f", float64(m)/float64(f))})
+	return nil
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Helpers.
+
+// scenario writes a config for scheduler name in ns reading table, and its template (pods that could never be
+// scheduled, should a controller make them), and returns the config's path.
+func (b *bench) scenario(name, ns, table string, maxActive, maxPerTick int) (string, error) {
+	if _, err := b.admin.CoreV1().Namespaces().Create(b.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	dir := filepath.Join(b.dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tpl := `apiVersion: batch/v1
+kind: Job
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      nodeSelector:
+        jobsched.io/bench: nowhere
+      containers:
+      - name: worker
+        image: registry.example/worker:1.0
+        command: ["/worker", "--task", "$(TASK_ID)"]
+        resources:
+          requests: {cpu: 100m, memory: 128Mi}
+`
+	cfg := fmt.Sprintf(`name: %s
+namespace: %s
+source:
+  dsnEnv: %s
+  query: SELECT id, created_at FROM %s WHERE status = 'waiting' ORDER BY created_at
+  key: id
+job:
+  template: job.yaml
+env:
+  prefix: TASK_
+limits:
+  maxActive: %d
+  maxPerTick: %d
+  capacity: "off"
+`, name, ns, dsnEnv, table, maxActive, maxPerTick)
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(tpl), 0o644); err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, "jobsched.yaml")
+	return file, os.WriteFile(file, []byte(cfg), 0o644)
+}
+
+func taskRow(i int) rows.Row {
+	key := fmt.Sprintf("task-%07d", i)
+	return rows.Row{Key: key, Columns: []rows.Column{{Name: "id", Value: key},
+		{Name: "created_at", Value: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second).Format(time.RFC3339)}}}
+}
+
+// fillTable makes table hold exactly n waiting rows task-0000000… in created_at order, indexed for the query
+// (kept between runs when it already does).
+func (b *bench) fillTable(table string, n int) error {
+	var have int
+	if err := b.db.QueryRowContext(b.ctx, "SELECT count(*) FROM "+table).Scan(&have); err == nil && have == n {
+		return nil
+	}
+	start := time.Now()
+	for _, s := range []string{
+		"DROP TABLE IF EXISTS " + table,
+		"CREATE TABLE " + table + " (id text PRIMARY KEY, status text NOT NULL, created_at timestamptz NOT NULL)",
+		fmt.Sprintf(`INSERT INTO %s SELECT 'task-' || lpad(g::text, 7, '0'), 'waiting',
+			'2026-01-01 00:00:00+00'::timestamptz + g * interval '1 second' FROM generate_series(0, %d) AS g`, table, n-1),
+		"CREATE INDEX ON " + table + " (created_at) WHERE status = 'waiting'",
+		"ANALYZE " + table,
+	} {
+		if _, err := b.db.ExecContext(b.ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	progress("  table %s: %d rows in %s", table, n, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// clearJobs deletes every Job in ns and waits until none is left.
+func (b *bench) clearJobs(ns string) error {
+	bg := metav1.DeletePropagationBackground
+	if err := b.admin.BatchV1().Jobs(ns).DeleteCollection(b.ctx, metav1.DeleteOptions{PropagationPolicy: &bg}, metav1.ListOptions{}); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		l, err := b.admin.BatchV1().Jobs(ns).List(b.ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(l.Items) == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("Jobs in %s still there after 5 minutes", ns)
+}
+
+// summary is the pass done line of a tick.
+type summary struct {
+	Created  int    `json:"created"`
+	Failed   int    `json:"failed"`
+	Duration int64  `json:"duration"`
+	Message  string `json:"message"`
+}
+
+// tick runs `jobsched tick` with its default flags and returns its pass done line.
+func (b *bench) tick(cfgFile string) (summary, error) {
+	cmd := exec.Command(b.bin, "--config", cfgFile, "--kubeconfig", b.kcfg, "--log-format", "json", "tick")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return summary{}, fmt.Errorf("jobsched tick: %v: %s", err, tail(stderr.String()))
+	}
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		var s summary
+		if json.Unmarshal([]byte(line), &s) == nil && s.Message == "pass done" {
+			return s, nil
+		}
+	}
+	return summary{}, fmt.Errorf("no pass done line in: %s", tail(stderr.String()))
+}
+
+// parallel runs fn(i) for i < n with workers goroutines; it stops at the first error.
+func parallel(workers, n int, fn func(i int) error) error {
+	var next atomic.Int64
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					next.Store(int64(n))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(data))[0]
+}
+
+func ms(d time.Duration) string {
+	if d >= 10*time.Second {
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+	return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
+}
+
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// ints reads a comma-separated list of numbers, or returns def when s is empty.
+func ints(s string, def []int) []int {
+	if s == "" {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func tail(s string) string {
+	if len(s) > 2000 {
+		return "…" + s[len(s)-2000:]
+	}
+	return s
+}
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[bench] "+format+"\n", args...)
+}
