@@ -72,6 +72,7 @@ type Limits struct {
 	MaxActive            *int     `json:"maxActive,omitempty"`
 	MaxPerTick           *int     `json:"maxPerTick,omitempty"`
 	BlockOnUnschedulable *bool    `json:"blockOnUnschedulable,omitempty"`
+	ReserveForTick       *bool    `json:"reserveForTick,omitempty"`
 	Capacity             Capacity `json:"capacity,omitempty"`
 }
 
@@ -204,6 +205,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Limits.BlockOnUnschedulable == nil {
 		c.Limits.BlockOnUnschedulable = ptr(true)
+	}
+	if c.Limits.ReserveForTick == nil {
+		c.Limits.ReserveForTick = ptr(true)
 	}
 	if c.Limits.Capacity == "" {
 		c.Limits.Capacity = CapacityNodes
@@ -362,6 +366,9 @@ func (c *Config) BackoffAfter(n int) time.Duration {
 func (c *Config) MaxActive() int             { return *c.Limits.MaxActive }
 func (c *Config) MaxPerTick() int            { return *c.Limits.MaxPerTick }
 func (c *Config) BlockOnUnschedulable() bool { return *c.Limits.BlockOnUnschedulable }
+
+// ReserveForTick is the defaulted limits.reserveForTick.
+func (c *Config) ReserveForTick() bool { return *c.Limits.ReserveForTick }
 
 // LoadTemplate reads a batch/v1 Job manifest and checks what jobsched relies on; the API server checks the rest
 // (see dry-run --server).

@@ -50,7 +50,7 @@ func TestLoadDefaults(t *testing.T) {
 		Name: "reports", Namespace: "override", File: file,
 		Source: Source{DSNEnv: "DATABASE_URL", Query: "SELECT id FROM tasks", Key: "id", Timeout: metav1.Duration{Duration: 30 * time.Second}},
 		Job:    Job{Template: "job.yaml", NamePrefix: "reports"},
-		Limits: Limits{MaxActive: ptr(10), MaxPerTick: ptr(10), BlockOnUnschedulable: ptr(true), Capacity: "nodes"},
+		Limits: Limits{MaxActive: ptr(10), MaxPerTick: ptr(10), BlockOnUnschedulable: ptr(true), ReserveForTick: ptr(true), Capacity: "nodes"},
 		Retry: Retry{MaxAttempts: ptr(3), Backoff: &metav1.Duration{Duration: time.Minute},
 			MaxBackoff: &metav1.Duration{Duration: time.Hour}},
 	}
@@ -73,6 +73,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad capacity", minimal + "limits:\n  capacity: lots\n", "", []string{`limits.capacity: "lots" is not one of nodes, quota, off`}},
 		{"negative retention", minimal + "gc:\n  succeededRetention: -1s\n", "", []string{"gc.succeededRetention: must not be negative"}},
 		{"gc.failedRetention was replaced by retry", minimal + "gc:\n  failedRetention: 1h\n", "", []string{"gc.failedRetention: was replaced by retry", "retry: {maxAttempts: 3"}},
+		{"reserveForTick not a boolean", minimal + "limits:\n  reserveForTick: sometimes\n", "", []string{"limits.reserveForTick"}},
 		{"bad retry", minimal + "retry:\n  maxAttempts: 0\n  backoff: 10m\n  maxBackoff: 1m\n  deadRetention: -1s\n", "",
 			[]string{"retry.maxAttempts: must be at least 1", "retry.maxBackoff: 1m0s is shorter than retry.backoff (10m0s)", "retry.deadRetention: must not be negative"}},
 		{"both dsn sources", minimal + "  dsnEnv: X\n  dsnFile: /f\n", "", nil},

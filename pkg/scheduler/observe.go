@@ -98,7 +98,7 @@ func (s *Scheduler) observeCapacity(ctx context.Context) (*capacity.Snapshot, er
 	if s.Kube == nil || s.Config.Limits.Capacity == config.CapacityOff {
 		return nil, nil
 	}
-	snap, err := capacity.Observe(ctx, s.Kube, s.Config.Namespace, capacity.Options{Mode: capacity.Mode(s.Config.Limits.Capacity), Template: s.Config.Template, Scheduler: s.Config.Name, Self: capacity.SelfPod()})
+	snap, err := capacity.Observe(ctx, s.Kube, s.Config.Namespace, capacity.Options{Mode: capacity.Mode(s.Config.Limits.Capacity), Template: s.Config.Template, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoTick: !s.Config.ReserveForTick()})
 	if err != nil {
 		return nil, fmt.Errorf("observing capacity: %w", err)
 	}

@@ -36,7 +36,7 @@ func testConfig(t *testing.T, mutate func(*config.Config)) *config.Config {
 		Name: "reports", Namespace: "batch", File: "jobsched.yaml",
 		Source: config.Source{Key: "id", Query: "q"},
 		Job:    config.Job{NamePrefix: "reports"},
-		Limits: config.Limits{MaxActive: ptr(10), MaxPerTick: ptr(10), BlockOnUnschedulable: ptr(true), Capacity: config.CapacityOff},
+		Limits: config.Limits{MaxActive: ptr(10), MaxPerTick: ptr(10), BlockOnUnschedulable: ptr(true), ReserveForTick: ptr(true), Capacity: config.CapacityOff},
 		Retry: config.Retry{MaxAttempts: ptr(3), Backoff: &metav1.Duration{Duration: time.Minute},
 			MaxBackoff: &metav1.Duration{Duration: time.Hour}},
 		Template: &batchv1.Job{
