@@ -159,6 +159,15 @@ func printStatus(out io.Writer, st *scheduler.Status) error {
 		for _, q := range c.Quota {
 			fmt.Fprintf(w, "  quota %s %s:\t%d more\n", q.Name, q.Resource, q.Fits)
 		}
+		if c.Tick != "" {
+			fmt.Fprintf(w, "  next tick:\t%s\n", c.Tick)
+		}
+		if len(c.Pending) > 0 {
+			fmt.Fprintf(w, "  others' pods:\t%d unbound pod(s) of other workloads counted as taking room (e.g. %s on %s)\n", len(c.Pending), c.Pending[0].Pod, c.Pending[0].Node)
+		}
+		if c.Listed != "" {
+			fmt.Fprintf(w, "  listed:\t%s\n", c.Listed)
+		}
 		if c.Warning != "" {
 			fmt.Fprintf(w, "  warning:\t%s\n", c.Warning)
 		}
