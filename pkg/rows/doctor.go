@@ -41,7 +41,7 @@ func (f *Finding) String() string {
 	case f.Unchecked != "":
 		return "not checked: " + f.Unchecked
 	case len(f.Problems) == 0:
-		return "the read neither scans nor sorts a whole table (EXPLAIN)"
+		return "ok: EXPLAIN shows no whole-table scan or sort in the read"
 	}
 	var parts []string
 	for _, p := range f.Problems {
