@@ -12,8 +12,8 @@
 //     namespace (the events library refuses a nil regarding object, but takes a reference with no kind and name,
 //     and the API server accepts it).
 //
-// Reporting never fails a pass: a write the API server refuses (no RBAC permission on events) is logged and
-// dropped. Created and Deleted Events are rate-limited by a token bucket per process (Burst at once, then QPS per
+// Reporting never fails a pass: writes the API server refuses (no RBAC permission on events) are dropped and
+// summed up in one log line. Created and Deleted Events are rate-limited by a token bucket per process (Burst at once, then QPS per
 // second; the rest are dropped and counted in one log line), because each tick is a new process and the events
 // library's own dedup (event series) only merges identical Events within one process; Blocked is at most one per
 // pass and not limited. Close waits, boundedly, for the Events in flight before the process exits.
@@ -133,7 +133,7 @@ func (s *logSink) Info(_ int, msg string, kv ...any) {
 	s.write(s.log.Debug(), msg, kv)
 }
 func (s *logSink) Error(err error, msg string, kv ...any) {
-	s.write(s.log.Warn().Err(err), msg, kv)
+	s.write(s.log.Debug().Err(err), msg, kv) // refusals are summed up by Close, in one line
 }
 func (s *logSink) WithValues(kv ...any) logr.LogSink {
 	return &logSink{log: s.log, kv: append(append([]any(nil), s.kv...), kv...)}
@@ -239,6 +239,12 @@ func (r *Recorder) Close(timeout time.Duration) {
 	}
 	r.cancel()
 	r.bc.Shutdown()
+	r.sink.mu.Lock()
+	refused, firstErr := r.sink.refused, r.sink.firstErr
+	r.sink.mu.Unlock()
+	if refused > 0 {
+		r.log.Warn().Err(firstErr).Int("events", refused).Msg("Events refused by the API server (the first error is shown)")
+	}
 	if n := int64(recorded) - r.sink.done.Load(); n > 0 {
 		r.log.Warn().Int64("events", n).Dur("waited", timeout).Msg("Events not written before exit")
 	}
@@ -258,15 +264,28 @@ func truncate(s string) string {
 	return s + "..."
 }
 
-// sink counts the writes that ended: written, or refused by the API server (no retry follows either). A write
-// that failed in transport is retried by the library and not counted until it ends.
+// sink counts the writes that ended: written, or refused by the API server (no retry follows either), and keeps
+// the first refusal for Close to log. A write that failed in transport is retried by the library and not counted
+// until it ends.
 type sink struct {
 	events.EventSinkImpl
 	done atomic.Int64
+
+	mu       sync.Mutex
+	refused  int
+	firstErr error
 }
 
 func (s *sink) count(err error) {
-	if _, ok := err.(apierrors.APIStatus); err == nil || ok {
+	_, refused := err.(apierrors.APIStatus)
+	if refused {
+		s.mu.Lock()
+		if s.refused++; s.firstErr == nil {
+			s.firstErr = err
+		}
+		s.mu.Unlock()
+	}
+	if err == nil || refused {
 		s.done.Add(1)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,24 @@ import (
 const ns = "batch"
 
 var pod = &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: "jobsched-29000000-abcde", UID: "pod-uid"}
+
+// syncBuffer is a log destination for the library's goroutines and the test at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 func createdJob() *batchv1.Job {
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "reports-k1", Namespace: ns, UID: "job-uid", ResourceVersion: "7"}}
@@ -99,7 +118,7 @@ func TestRecorder(t *testing.T) {
 // TestRateLimit: past the burst, Created and Deleted Events are dropped and counted; Blocked always goes out.
 func TestRateLimit(t *testing.T) {
 	client := fake.NewClientset()
-	var logs bytes.Buffer
+	var logs syncBuffer
 	ctx := zerolog.New(&logs).WithContext(context.Background())
 	r := New(ctx, client, Options{Namespace: ns, QPS: 0.001, Burst: 2})
 	for i := range 5 {
@@ -121,21 +140,22 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
-// TestForbidden: an API server that refuses Events (no RBAC permission) costs a log line, and Close does not wait
-// for Events that will never be written.
+// TestForbidden: an API server that refuses Events (no RBAC permission) costs one log line, and Close does not
+// wait for Events that will never be written.
 func TestForbidden(t *testing.T) {
 	client := fake.NewClientset()
 	client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "", nil)
 	})
-	var logs bytes.Buffer
+	var logs syncBuffer
 	ctx := zerolog.New(&logs).WithContext(context.Background())
 	r := New(ctx, client, Options{Namespace: ns})
 	r.JobCreated(createdJob(), scheduler.Create{Key: "k1", Attempt: 1}, "room")
 	r.PassBlocked("limits.maxActive: 1 of 1 unfinished")
 	r.Close(time.Hour) // returns once both writes were refused
-	if !strings.Contains(logs.String(), "forbidden") {
-		t.Errorf("the refusal is not logged:\n%s", logs.String())
+	if !strings.Contains(logs.String(), `"level":"warn","component":"events","error":"events.events.k8s.io is forbidden`) ||
+		!strings.Contains(logs.String(), `"events":2,"message":"Events refused by the API server`) {
+		t.Errorf("the refusals are not logged in one warning:\n%s", logs.String())
 	}
 	if strings.Contains(logs.String(), "not written before exit") {
 		t.Errorf("refused Events were waited for:\n%s", logs.String())
