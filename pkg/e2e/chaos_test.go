@@ -126,23 +126,24 @@ type chaos struct {
 	suffix  string
 	secrets map[string]string // what must never be printed → what it is
 
-	mu         sync.Mutex
-	jobs       map[types.UID]*chaosJob
-	byAttempt  map[string]types.UID          // ns/sched/key/attempt → the Job's UID
-	byKey      map[string]map[types.UID]bool // ns/sched/key → every Job ever seen for it
-	checks     map[string]int
-	violations []string
-	nviol      int
-	faultUntil time.Time // a fault is in progress (or settling) until then
-	faultSeq   int       // fault episodes so far
-	apiDown    bool
-	dbDown     bool
-	passes     []*chaosPass
-	gaps       int
-	workerUpd  atomic.Int64
-	producerIn atomic.Int64
-	keyN       atomic.Int64
-	figures    map[string]int
+	mu          sync.Mutex
+	jobs        map[types.UID]*chaosJob
+	byAttempt   map[string]types.UID          // ns/sched/key/attempt → the Job's UID
+	byKey       map[string]map[types.UID]bool // ns/sched/key → every Job ever seen for it
+	checks      map[string]int
+	violByCheck map[string]int
+	violations  []string
+	nviol       int
+	faultUntil  time.Time // a fault is in progress (or settling) until then
+	faultSeq    int       // fault episodes so far
+	apiDown     bool
+	dbDown      bool
+	passes      []*chaosPass
+	gaps        int
+	workerUpd   atomic.Int64
+	producerIn  atomic.Int64
+	keyN        atomic.Int64
+	figures     map[string]int
 }
 
 type chaosJob struct {
@@ -183,7 +184,7 @@ func newChaos(t *testing.T, p chaosParams) *chaos {
 	}
 	c := &chaos{t: t, p: p, ctx: ctx, root: root, suffix: randHex(3),
 		jobs: map[types.UID]*chaosJob{}, byAttempt: map[string]types.UID{}, byKey: map[string]map[types.UID]bool{},
-		checks: map[string]int{}, figures: map[string]int{}, secrets: map[string]string{}}
+		checks: map[string]int{}, violByCheck: map[string]int{}, figures: map[string]int{}, secrets: map[string]string{}}
 	c.dir = p.out
 	if c.dir == "" {
 		c.dir = t.TempDir()
@@ -438,6 +439,7 @@ func (c *chaos) violate(format string, args ...any) {
 func (c *chaos) check(name string, ok bool, format string, args ...any) {
 	c.checks[name]++
 	if !ok {
+		c.violByCheck[name]++
 		c.violate(name+": "+format, args...)
 	}
 }
@@ -769,16 +771,19 @@ func (c *chaos) passesSnapshot() []*chaosPass {
 	return c.passes
 }
 
-// faults: the API server and PostgreSQL, SIGKILLed and restarted.
-func (c *chaos) setFault(api, db bool) {
+// Faults: the API server and PostgreSQL, SIGKILLed and restarted. beginFault, before the kill, marks every pass
+// that runs from then until clearFault (the server is back, plus 2 s for clients to reconnect) as touched by a fault;
+// setDown marks the window in which the server is surely down: from the moment the kill has returned (the process
+// is gone) to the moment its restart is invoked.
+func (c *chaos) setDown(api, db bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if api {
-		c.apiDown = true
-	}
-	if db {
-		c.dbDown = true
-	}
+	c.apiDown, c.dbDown = api, db
+}
+
+func (c *chaos) beginFault() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.faultUntil = time.Now().Add(time.Hour)
 	c.faultSeq++
 	for _, p := range c.passes {
@@ -796,11 +801,13 @@ func (c *chaos) clearFault() {
 }
 
 func (c *chaos) restartAPIServer() error {
-	c.setFault(true, false)
+	c.beginFault()
 	if _, err := c.scriptErr(nil, "cluster.sh", "kill", "kube-apiserver"); err != nil {
 		return err
 	}
+	c.setDown(true, false)
 	time.Sleep(time.Duration(mathrand.IntN(3000)) * time.Millisecond)
+	c.setDown(false, false)
 	_, err := c.scriptErr(nil, "cluster.sh", "start", "kube-apiserver")
 	c.clearFault()
 	return err
@@ -897,11 +904,12 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // restartPostgres: SIGKILL, then after a pause (or, with blackhole, a while with a listener on its port that
 // accepts connections and never answers) start it again.
 func (c *chaos) restartPostgres(blackholeFor time.Duration) error {
-	c.setFault(false, true)
+	c.beginFault()
 	defer c.clearFault()
 	if err := c.killPostgres(); err != nil {
 		return err
 	}
+	c.setDown(false, true)
 	if blackholeFor > 0 {
 		ln, err := net.Listen("tcp", "127.0.0.1:"+c.pgPort)
 		if err != nil {
@@ -930,6 +938,7 @@ func (c *chaos) restartPostgres(blackholeFor time.Duration) error {
 	} else {
 		time.Sleep(time.Duration(mathrand.IntN(3000)) * time.Millisecond)
 	}
+	c.setDown(false, false)
 	var err error
 	for range 5 {
 		if err = c.startPostgres(); err == nil {
@@ -1422,7 +1431,11 @@ func (c *chaos) report(chaosDur, total time.Duration) {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		fmt.Fprintf(&b, "  %-58s %d\n", k, c.checks[k])
+		if v := c.violByCheck[k]; v > 0 {
+			fmt.Fprintf(&b, "  %-58s %d  (%d VIOLATED)\n", k, c.checks[k], v)
+		} else {
+			fmt.Fprintf(&b, "  %-58s %d\n", k, c.checks[k])
+		}
 	}
 	fmt.Fprintf(&b, "  %-58s %d\n", "all checks", total2)
 	fmt.Fprintf(&b, "violations: %d\n", c.nviol)
