@@ -83,6 +83,7 @@ func TestEnvName(t *testing.T) {
 		{"", "1st", "1ST"},
 		{"TASK_", "a.b-c", "TASK_A_B_C"},
 		{"", "日本", "__"},
+		{"", "az09_@[/:`{", "AZ09_______"}, // each end of each kept range, and the characters just outside them
 	}
 	for _, tc := range tests {
 		if got := EnvName(tc.prefix, tc.column); got != tc.want {
@@ -120,6 +121,22 @@ func TestAttemptName(t *testing.T) {
 				t.Errorf("%s and %s share the name %s", id, other, name)
 			}
 			seen[name] = id
+		}
+	}
+}
+
+// TestReadable pins each end of the kept ranges [a-z] and [0-9] and the characters just outside them.
+func TestReadable(t *testing.T) {
+	tests := []struct{ key, want string }{
+		{"`az{", "az"},
+		{"/09:", "09"},
+		{"AZ", "az"},
+		{"a`z", "a-z"},
+		{"0/9", "0-9"},
+	}
+	for _, tc := range tests {
+		if got := readable(tc.key, 63); got != tc.want {
+			t.Errorf("readable(%q) = %q, want %q", tc.key, got, tc.want)
 		}
 	}
 }

@@ -283,3 +283,45 @@ func TestEnvValueOverArgLimitIsSkipped(t *testing.T) {
 		t.Fatalf("a 100 KiB value: %v", err)
 	}
 }
+
+// TestLimitsAtTheirBoundaries: a key of exactly MaxKeyBytes and a variable of exactly MaxEnvBytes (with its name, "="
+// and NUL) make a Job; one byte more does not.
+func TestLimitsAtTheirBoundaries(t *testing.T) {
+	cfg := testConfig()
+	cfg.Env = config.Env{Columns: []string{"blob"}}
+	r := New(cfg, nil)
+	const name = "BLOB" // env.columns without a prefix
+	fits := MaxEnvBytes - len(name) - 2
+	tests := []struct {
+		name    string
+		row     rows.Row
+		wantErr string
+	}{
+		{"key of MaxKeyBytes", rows.Row{Key: strings.Repeat("k", MaxKeyBytes), Columns: []rows.Column{{Name: "blob", Value: "v"}}}, ""},
+		{"key of MaxKeyBytes+1", rows.Row{Key: strings.Repeat("k", MaxKeyBytes+1), Columns: []rows.Column{{Name: "blob", Value: "v"}}}, "key is longer"},
+		{"variable of MaxEnvBytes", rows.Row{Key: "1", Columns: []rows.Column{{Name: "blob", Value: strings.Repeat("x", fits)}}}, ""},
+		{"variable of MaxEnvBytes+1", rows.Row{Key: "1", Columns: []rows.Column{{Name: "blob", Value: strings.Repeat("x", fits+1)}}}, "128 KiB"},
+		{"$ counts once, as the process sees it", rows.Row{Key: "1", Columns: []rows.Column{{Name: "blob", Value: strings.Repeat("$", fits)}}}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := r.Job(tc.row, 1)
+			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("err = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestEnvColumnsFirstColumn: env.columns may name the row's first column.
+func TestEnvColumnsFirstColumn(t *testing.T) {
+	cfg := testConfig()
+	cfg.Env = config.Env{Columns: []string{"id"}}
+	job, err := New(cfg, nil).Job(rows.Row{Key: "k", Columns: []rows.Column{{Name: "id", Value: "k"}, {Name: "url", Value: "u"}}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := job.Spec.Template.Spec.Containers[1].Env; len(env) != 4 || env[0] != (corev1.EnvVar{Name: "ID", Value: "k"}) {
+		t.Errorf("env = %v, want ID first", env)
+	}
+}
