@@ -15,11 +15,11 @@
 #
 #   scripts/bench.sh > table.md                      # the README's table (about 30 minutes on 2 cores)
 #   BENCH_JOBS=1000,10000 BENCH_CREATES=10,1000 scripts/bench.sh   # smaller
-#   BENCH_ONLY=RSS KEEP=1 scripts/bench.sh           # one part; KEEP=1 keeps the cluster, its Jobs and the tables
+#   BENCH_ONLY=backlog,excluded KEEP=1 scripts/bench.sh   # some parts; KEEP=1 keeps the cluster, its Jobs, the tables
 #
 # Environment: BENCH_JOBS, BENCH_CREATES (comma-separated sizes), BENCH_BACKLOG (default 1000000),
 # BENCH_CREATE_BUDGET (seconds that making the RSS rows' Jobs may take, default 900: past it the row is measured at
-# what was made, and says so), BENCH_ONLY (a part of a row name), KEEP=1.
+# what was made, and says so), BENCH_ONLY (parts of part names, comma-separated: calls, backlog, creates, RSS, excluded), KEEP=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE=${JOBSCHED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jobsched}
