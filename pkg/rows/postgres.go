@@ -130,8 +130,9 @@ func (p *Postgres) keyMatch(keys []string) (string, any) {
 
 // keyExcluded is the condition "the key is not one of $1" and the array to pass as $1. It is a NOT IN over the
 // unnested array, which PostgreSQL runs as one hashed subplan built once per read: `NOT (key = ANY($1))` is hashed
-// too, but the planner estimates it element by element, which made a read excluding 5,000 keys spend more time
-// planning than running (see BenchmarkSelectExcluded). A filter, unlike an anti-join, never reorders the rows.
+// too, but the planner estimates it element by element (at 5,000 keys about as long as the read runs); the NOT IN
+// read is 10-20% faster there (BenchmarkSelectExcluded, scripts/bench.sh). It stays a filter: an anti-join may
+// reorder the rows.
 func (p *Postgres) keyExcluded(keys []string) (string, any) {
 	col := "jobsched_q." + p.key
 	if t, ok := typedKeys[p.keyType]; ok {
