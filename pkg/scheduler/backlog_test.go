@@ -34,6 +34,7 @@ func TestBacklog(t *testing.T) {
 			[]string{"wait", "due", "a"}, 0, 2, false},
 		{"nothing left", nil, []string{"a", "b"}, 10, 0, false},
 		{"capped", nil, many, 1, BacklogCap, true},
+		{"exactly the cap is not capped", nil, many[:BacklogCap+1], 1, BacklogCap, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

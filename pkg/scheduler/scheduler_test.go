@@ -438,7 +438,7 @@ func TestPassFailures(t *testing.T) {
 			var logs bytes.Buffer
 			ctx := zerolog.New(&logs).WithContext(context.Background())
 			s := &Scheduler{Config: cfg, Kube: client, Source: tc.source, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-			plan, _, err := s.Run(ctx, tc.mode)
+			plan, sum, err := s.Run(ctx, tc.mode)
 			if diff := cmp.Diff(tc.wantActions, actions(client)); diff != "" {
 				t.Errorf("actions (-want +got):\n%s", diff)
 			}
@@ -463,6 +463,12 @@ func TestPassFailures(t *testing.T) {
 			}
 			if !strings.Contains(lastLine(logs.String()), level) {
 				t.Errorf("the pass done line is not at %s:\n%s", level, lastLine(logs.String()))
+			}
+			if strings.Contains(lastLine(logs.String()), "notCreated") {
+				t.Errorf("the pass done line says notCreated though every planned create was tried:\n%s", lastLine(logs.String()))
+			}
+			if tc.failDelete && sum.Failed != 1 {
+				t.Errorf("failed = %d, want the failed delete counted", sum.Failed)
 			}
 		})
 	}
