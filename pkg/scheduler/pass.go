@@ -48,6 +48,8 @@ type Scheduler struct {
 	Now      func() time.Time
 	Timeout  time.Duration
 	Events   Events // nil: none
+
+	maxSkipped int // MaxSkippedRows unless a test sets it
 }
 
 // Run is one pass, whole, and always ends with its `pass done` line:
@@ -159,17 +161,20 @@ func (s *Scheduler) read(ctx context.Context, p *Plan) error {
 		return nil
 	}
 	exclude := append([]string(nil), p.exclude...)
-	need := p.Slots
-	for need > 0 && len(p.Skipped) < MaxSkippedRows {
-		ask := min(need+len(p.Skipped), need+MaxSkippedRows-len(p.Skipped))
+	need, budget := p.Slots, MaxSkippedRows
+	if s.maxSkipped > 0 {
+		budget = s.maxSkipped
+	}
+	for need > 0 && len(p.Skipped) < budget {
+		ask := min(need+len(p.Skipped), need+budget-len(p.Skipped))
 		got, err := s.Source.Select(ctx, exclude, ask)
 		if err != nil {
 			return err
 		}
 		for _, row := range got {
 			exclude = append(exclude, row.Key)
-			if need == 0 {
-				break // read ahead for rows that were not needed after all
+			if need == 0 || len(p.Skipped) == budget {
+				break // read ahead for rows that were not needed after all, or past the budget
 			}
 			p.Selected++
 			ok, err := p.admit(s.Renderer, row)
@@ -184,7 +189,7 @@ func (s *Scheduler) read(ctx context.Context, p *Plan) error {
 			break
 		}
 	}
-	if need > 0 && len(p.Skipped) >= MaxSkippedRows {
+	if need > 0 && len(p.Skipped) >= budget {
 		zerolog.Ctx(ctx).Warn().Int("skipped", len(p.Skipped)).Msg("stopped reading: too many selected rows in a row could not get a Job; the next pass reads on")
 	}
 	return nil

@@ -533,3 +533,118 @@ func TestBadRowsDoNotStallTheQueue(t *testing.T) {
 		t.Errorf("%d reads for 51 rows, want the number of rows asked for to grow (at most 7 reads)", len(src.calls))
 	}
 }
+
+// TestSkipBudget: a pass skips at most its budget of rows, then stops reading and says so; the rows behind wait for
+// the next pass.
+func TestSkipBudget(t *testing.T) {
+	bad := func(n int) []rows.Row {
+		var out []rows.Row
+		for i := range n {
+			out = append(out, rows.Row{Key: fmt.Sprintf("bad-%d", i), Columns: []rows.Column{{Name: "v", Value: "\xff"}}})
+		}
+		return out
+	}
+	tests := []struct {
+		name                     string
+		rows                     []rows.Row
+		wantCreated, wantSkipped int
+		wantWarning              bool
+	}{
+		{"4 bad rows within a budget of 5", append(bad(4), rowsFor("good")...), 1, 4, false},
+		{"5 bad rows use up a budget of 5", append(bad(5), rowsFor("good")...), 0, 5, true},
+		{"7 bad rows past a budget of 5", append(bad(7), rowsFor("good")...), 0, 5, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr(1) })
+			var logs bytes.Buffer
+			ctx := zerolog.New(&logs).WithContext(context.Background())
+			s := &Scheduler{Config: cfg, Kube: fake.NewClientset(), Source: &source{rows: tc.rows}, Renderer: render.New(cfg, nil),
+				Now: func() time.Time { return now }, maxSkipped: 5}
+			_, sum, err := s.Run(ctx, Tick)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Created != tc.wantCreated || sum.Skipped != tc.wantSkipped {
+				t.Errorf("created %d, skipped %d; want %d, %d", sum.Created, sum.Skipped, tc.wantCreated, tc.wantSkipped)
+			}
+			if got := strings.Contains(logs.String(), "stopped reading"); got != tc.wantWarning {
+				t.Errorf("warned %v, want %v:\n%s", got, tc.wantWarning, logs.String())
+			}
+		})
+	}
+}
+
+// recorder is an Events that records what it was told.
+type recorder struct{ created, deleted, blocked []string }
+
+func (r *recorder) JobCreated(job *batchv1.Job, c Create, room string) {
+	r.created = append(r.created, fmt.Sprintf("%s %s %d %s", job.Name, c.Key, c.Attempt, room))
+}
+func (r *recorder) JobDeleted(j JobStatus)     { r.deleted = append(r.deleted, j.Name+" "+j.Delete) }
+func (r *recorder) PassBlocked(reason string) { r.blocked = append(r.blocked, reason) }
+
+// TestEventsAndCapacityLists: a pass reports each create and delete and, when it creates nothing for a reason, that
+// reason once; a pass with no slots makes no capacity LIST.
+func TestEventsAndCapacityLists(t *testing.T) {
+	tests := []struct {
+		name        string
+		maxActive   int
+		wantActions []string
+		want        recorder
+	}{
+		{name: "room for one", maxActive: 2,
+			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old",
+				"list limitranges", "list nodes", "list pods", "list resourcequotas", "create jobs " + name("a")},
+			want: recorder{created: []string{name("a") + " a 1 1 slot(s) this pass, bound by limits.maxActive: 1 of 2 unfinished"},
+				deleted: []string{name("old") + " " + DeleteRetention}}},
+		{name: "no slots: no capacity LIST, one Blocked", maxActive: 1,
+			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old"},
+			want: recorder{deleted: []string{name("old") + " " + DeleteRetention},
+				blocked: []string{"limits.maxActive: 1 of 1 unfinished"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) {
+				c.Limits.MaxActive, c.Limits.Capacity = ptr(tc.maxActive), config.CapacityNodes
+			})
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{
+				Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10"), corev1.ResourceCPU: resource.MustParse("4")},
+				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+			client := fake.NewClientset(job("old", batchv1.JobComplete, time.Hour), job("run", "", 0), node)
+			ev := &recorder{}
+			var logs bytes.Buffer
+			ctx := zerolog.New(&logs).WithContext(context.Background())
+			s := &Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
+				Now: func() time.Time { return now }, Events: ev}
+			if _, _, err := s.Run(ctx, Tick); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantActions, actions(client)); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, *ev, cmp.AllowUnexported(recorder{})); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			if strings.Contains(logs.String(), `"level":"warn","message":""`) || strings.Contains(logs.String(), `"message":""`) {
+				t.Errorf("an empty warning was logged:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// TestCause: an error that happened because the pass's deadline passed says so, once.
+func TestCause(t *testing.T) {
+	deadline := errors.New("the pass ran out of its --timeout of 1s")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	if err := cause(ctx, errors.New("boom")); err.Error() != "boom" {
+		t.Errorf("cause before the deadline = %q, want the error as is", err)
+	}
+	cancel(deadline)
+	if err := cause(ctx, errors.New("boom")); err.Error() != "boom (the pass ran out of its --timeout of 1s)" {
+		t.Errorf("cause = %q, want the deadline named", err)
+	}
+	if err := cause(ctx, fmt.Errorf("listing: %w", deadline)); strings.Count(err.Error(), "--timeout") != 1 {
+		t.Errorf("cause = %q, want the deadline named once", err)
+	}
+}
