@@ -13,13 +13,14 @@
 # controller-manager is stopped first, so that the Jobs make no pods and the cluster stays quiet. The tables it
 # makes in the shared PostgreSQL are dropped at the end.
 #
-#   scripts/bench.sh > table.md                      # the README's table (about 30 minutes on 2 cores)
+#   scripts/bench.sh > table.md                      # the README's table (about 35 minutes on 2 cores)
 #   BENCH_JOBS=1000,10000 BENCH_CREATES=10,1000 scripts/bench.sh   # smaller
 #   BENCH_ONLY=backlog,excluded KEEP=1 scripts/bench.sh   # some parts; KEEP=1 keeps the cluster, its Jobs, the tables
 #
-# Environment: BENCH_JOBS, BENCH_CREATES (comma-separated sizes), BENCH_BACKLOG (default 1000000),
-# BENCH_CREATE_BUDGET (seconds that making the RSS rows' Jobs may take, default 900: past it the row is measured at
-# what was made, and says so), BENCH_ONLY (parts of part names, comma-separated: calls, backlog, creates, RSS, excluded), KEEP=1.
+# Environment: BENCH_JOBS, BENCH_CREATES (comma-separated sizes), BENCH_BACKLOG (default 1000000), BENCH_ROUNDS
+# (alternating rounds of each create size, default 3), BENCH_CREATE_BUDGET (seconds that making the RSS rows' Jobs
+# may take, default 900: past it the row is measured at what was made, and says so), BENCH_ONLY (parts, comma-
+# separated: calls, backlog, creates, RSS, excluded), KEEP=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE=${JOBSCHED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jobsched}

@@ -301,10 +301,7 @@ func (b *bench) creates() error {
 			}
 		}
 		// Alternating rounds (the machine is shared, its load moves), the median of each side.
-		rounds := 3
-		if n >= 10000 {
-			rounds = 1
-		}
+		rounds := envInt("BENCH_ROUNDS", 3)
 		var refs, mines []time.Duration
 		for i := range rounds {
 			order := []bool{true, false} // reference first, then jobsched; swapped every other round
