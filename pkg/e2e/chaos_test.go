@@ -204,22 +204,17 @@ func newChaos(t *testing.T, p chaosParams) *chaos {
 	if c.pgdir == "" {
 		c.pgdir = filepath.Join(cache, "postgres-chaos-test-"+c.suffix)
 	}
+	if c.cluster == filepath.Join(cache, "cluster") || c.pgdir == filepath.Join(cache, "postgres") {
+		t.Fatalf("TestChaos kills its control plane and PostgreSQL: it needs its own, not the shared %s or %s", c.cluster, c.pgdir)
+	}
 	start := time.Now()
 	c.kcfg = strings.TrimSpace(lastLine(c.script(map[string]string{"JOBSCHED_AUDIT": "1", "NODES": "2"}, "cluster.sh", "up")))
-	if own {
-		t.Cleanup(func() {
-			if os.Getenv("KEEP") != "1" {
-				c.script(nil, "cluster.sh", "down")
-			}
-		})
+	if own { // a directory of this run's own: never reused, so always taken down (KEEP=1 or not)
+		t.Cleanup(func() { c.script(nil, "cluster.sh", "down") })
 	}
 	c.adminDS = strings.TrimSpace(lastLine(c.script(nil, "postgres.sh", "up")))
 	if p.pgDir == "" {
-		t.Cleanup(func() {
-			if os.Getenv("KEEP") != "1" {
-				c.script(nil, "postgres.sh", "down") // our own instance (JOBSCHED_PG_DIR), never the shared one
-			}
-		})
+		t.Cleanup(func() { c.script(nil, "postgres.sh", "down") }) // our own instance (JOBSCHED_PG_DIR), never the shared one
 	}
 	t.Logf("own control plane and PostgreSQL up in %s (%s, %s)", time.Since(start).Round(time.Second), c.cluster, c.pgdir)
 	if _, err := os.Stat(filepath.Join(c.cluster, "audit-policy.yaml")); err != nil {
@@ -991,7 +986,9 @@ func (c *chaos) run() {
 	go func() { c.worker(wctx, workerDB); close(workerDone) }()
 	c.produce(c.ctx, 60, 0)
 	pctx, stopProducer := context.WithCancel(c.ctx)
+	producerDone := make(chan struct{})
 	go func() {
+		defer close(producerDone)
 		for pctx.Err() == nil {
 			c.produce(pctx, 2+mathrand.IntN(3), 40)
 			time.Sleep(time.Second)
@@ -1121,8 +1118,14 @@ func (c *chaos) run() {
 
 	// After the faults: clean passes until every row is done or dead, then past the retention.
 	stopProducer()
+	<-producerDone
 	t.Logf("faults over after %s; clean passes", chaosDur.Round(time.Second))
-	// pg_stat_user_tables from here on: the worker's backends exit (their counts flushed) before each reading.
+	// pg_stat_user_tables from here on: the backends of the setup and the worker exit (their counts flushed) before
+	// each reading.
+	c.admin.Close()
+	if c.admin, err = sql.Open("postgres", c.adminDS+"&connect_timeout=3"); err != nil {
+		t.Fatal(err)
+	}
 	stopWorker()
 	<-workerDone
 	workerDB.Close()
