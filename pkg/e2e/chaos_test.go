@@ -144,6 +144,7 @@ type chaos struct {
 	workerUpd   atomic.Int64
 	producerIn  atomic.Int64
 	keyN        atomic.Int64
+	passN       atomic.Int64 // numbers each pass's output file
 	figures     map[string]int
 }
 
@@ -706,7 +707,7 @@ func (c *chaos) produce(ctx context.Context, n, backlog int) {
 // SIGKILLs it the moment it logs its first created or deleted Job (the others of its 16 in flight then).
 func (c *chaos) runPass(s *chaosSched, killAfter time.Duration, atFirstWrite bool, args ...string) *chaosPass {
 	p := &chaosPass{sched: s, cmd: args[0]}
-	p.out = filepath.Join(c.dir, "passes", fmt.Sprintf("%06d-%s-%s-%s.log", len(c.passesSnapshot()), s.ns, s.name, args[0]))
+	p.out = filepath.Join(c.dir, "passes", fmt.Sprintf("%06d-%s-%s-%s.log", c.passN.Add(1), s.ns, s.name, args[0]))
 	f, err := os.Create(p.out)
 	if err != nil {
 		c.t.Fatal(err)
@@ -782,12 +783,6 @@ func (k *killOnWrite) Write(p []byte) (int, error) {
 		k.once.Do(k.kill)
 	}
 	return n, err
-}
-
-func (c *chaos) passesSnapshot() []*chaosPass {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.passes
 }
 
 // Faults: the API server and PostgreSQL, SIGKILLed and restarted. beginFault, before the kill, marks every pass
