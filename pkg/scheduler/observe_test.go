@@ -90,6 +90,7 @@ func TestTask(t *testing.T) {
 	pod.Annotations = map[string]string{render.AnnotationTaskKey: "f"}
 	pod.Status.Phase = corev1.PodFailed
 	dead := attempt("d", 3, batchv1.JobFailed, time.Hour, "")
+	g1, g2 := attempt("g", 1, batchv1.JobFailed, time.Hour, ""), attempt("g", 2, "", 0, "")
 	tests := []struct {
 		key, wantState, wantWhy string
 		wantAttempts            int
@@ -98,14 +99,15 @@ func TestTask(t *testing.T) {
 	}{
 		{"f", "backoff", "attempt 1 of 3 failed (BackoffLimitExceeded: Job has reached the specified backoff limit); the next attempt may start at", 1, 1, true},
 		{"d", "dead", "no attempt left (3 of 3;", 1, 0, true},
-		{"w", "waiting", "its row waits for a Job: the next tick has 10 slot(s)", 0, 0, true},
+		{"w", "waiting", "its row waits for a Job: the next tick has 9 slot(s)", 0, 0, true},
+		{"g", "running", "attempt 2 (Job " + render.AttemptName("reports", "g", 2) + ") is running", 2, 0, true},
 		{"gone", "not selected", "the query does not return this key", 0, 0, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.key, func(t *testing.T) {
 			cfg := testConfig(t, nil)
-			client := fake.NewClientset(failed, pod, dead)
-			s := &Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor("f", "d", "w")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			client := fake.NewClientset(failed, pod, dead, g1, g2)
+			s := &Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor("f", "d", "w", "g")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			v, err := s.Task(context.Background(), tc.key)
 			if err != nil {
 				t.Fatal(err)

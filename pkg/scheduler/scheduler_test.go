@@ -648,3 +648,69 @@ func TestCause(t *testing.T) {
 		t.Errorf("cause = %q, want the deadline named once", err)
 	}
 }
+
+// TestCapacityBoundsTheSlots: what fits bounds the slots only when it is fewer; none fitting blocks.
+func TestCapacityBoundsTheSlots(t *testing.T) {
+	tests := []struct {
+		pods      string // the node's allocatable pods
+		wantSlots int
+		wantLimit string
+	}{
+		{"3", 2, "limits.maxPerTick: 2"},
+		{"2", 2, "limits.maxPerTick: 2"}, // as many fit as maxPerTick allows: maxPerTick binds
+		{"1", 1, "capacity: "},
+		{"0", 0, "capacity: "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.pods+" pods allocatable", func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick, c.Limits.Capacity = ptr(2), config.CapacityNodes })
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{
+				Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(tc.pods), corev1.ResourceCPU: resource.MustParse("4")},
+				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+			s := &Scheduler{Config: cfg, Kube: fake.NewClientset(node), Source: &source{rows: rowsFor("a", "b", "c")},
+				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			p, _, err := s.Run(context.Background(), DryRun)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Slots != tc.wantSlots || !strings.HasPrefix(p.Limit, tc.wantLimit) || (p.Slots == 0) != (p.Blocked != "") {
+				t.Errorf("slots %d, limit %q, blocked %q; want %d, %q…", p.Slots, p.Limit, p.Blocked, tc.wantSlots, tc.wantLimit)
+			}
+		})
+	}
+}
+
+// TestStatusCounts: status counts kept Jobs by state (not those this pass deletes) and caps the backlog.
+func TestStatusCounts(t *testing.T) {
+	many := make([]string, BacklogCap+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("r%05d", i)
+	}
+	tests := []struct {
+		name        string
+		rows        []string
+		wantBacklog int
+		wantCapped  bool
+	}{
+		{"exactly the cap", many[:BacklogCap], BacklogCap, false},
+		{"one more", many, BacklogCap, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, nil)
+			client := fake.NewClientset(job("old", batchv1.JobComplete, time.Hour), job("run", "", 0), attempt("d", 3, batchv1.JobFailed, time.Hour, ""))
+			s := &Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			st, err := s.Status(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[State]int{StateRunning: 1, StateStarting: 0, StateUnschedulable: 0, StateSucceeded: 0, StateBackoff: 0, StateDead: 1}
+			if diff := cmp.Diff(want, st.States); diff != "" {
+				t.Errorf("states (-want +got):\n%s", diff)
+			}
+			if st.Backlog != tc.wantBacklog || st.BacklogCapped != tc.wantCapped || len(st.Dead) != 1 {
+				t.Errorf("backlog %d capped %v, %d dead; want %d, %v, 1", st.Backlog, st.BacklogCapped, len(st.Dead), tc.wantBacklog, tc.wantCapped)
+			}
+		})
+	}
+}
