@@ -125,6 +125,11 @@ func TestTask(t *testing.T) {
 			if (v.Env != nil) != tc.wantEnv {
 				t.Errorf("env %v, want one: %v", v.Env, tc.wantEnv)
 			}
+			for i := 1; i < len(v.Attempts); i++ {
+				if v.Attempts[i-1].Attempt >= v.Attempts[i].Attempt {
+					t.Errorf("attempts not in order: %d before %d", v.Attempts[i-1].Attempt, v.Attempts[i].Attempt)
+				}
+			}
 			for _, e := range v.Env {
 				if e.Name == render.EnvAttempt && tc.key == "f" && e.Value != "2" {
 					t.Errorf("%s = %s, want the next attempt, 2", e.Name, e.Value)

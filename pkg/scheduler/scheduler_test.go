@@ -264,6 +264,19 @@ func TestPass(t *testing.T) {
 			wantSum:     Summary{Selected: 1, AlreadyPresent: 1},
 		},
 		{
+			name: "a Job of this row's name made for another key is a collision: skipped, not created",
+			objects: []runtime.Object{func() *batchv1.Job {
+				j := job("other", batchv1.JobComplete, time.Minute)
+				j.Name = name("mine")
+				return j
+			}()},
+			mutate:      func(c *config.Config) { c.GC.SucceededRetention = metav1.Duration{Duration: time.Hour} },
+			rows:        []string{"mine", "next"},
+			wantActions: []string{"list jobs", "list pods", "create jobs " + name("next")},
+			wantExclude: []string{"other"},
+			wantSum:     Summary{Selected: 2, Created: 1, Skipped: 1},
+		},
+		{
 			name:        "maxPerTick bounds the creates",
 			mutate:      func(c *config.Config) { c.Limits.MaxPerTick = ptr(2) },
 			rows:        []string{"a", "b", "c"},
@@ -626,8 +639,10 @@ func TestEventsAndCapacityLists(t *testing.T) {
 			if diff := cmp.Diff(tc.want, *ev, cmp.AllowUnexported(recorder{})); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
-			if strings.Contains(logs.String(), `"level":"warn","message":""`) || strings.Contains(logs.String(), `"message":""`) {
-				t.Errorf("an empty warning was logged:\n%s", logs.String())
+			for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+				if strings.Contains(line, `"level":"warn"`) && !strings.Contains(line, `"message":"`) {
+					t.Errorf("a warning without a message was logged: %s", line)
+				}
 			}
 		})
 	}
@@ -707,6 +722,9 @@ func TestStatusCounts(t *testing.T) {
 			want := map[State]int{StateRunning: 1, StateStarting: 0, StateUnschedulable: 0, StateSucceeded: 0, StateBackoff: 0, StateDead: 1}
 			if diff := cmp.Diff(want, st.States); diff != "" {
 				t.Errorf("states (-want +got):\n%s", diff)
+			}
+			if !slices.IsSortedFunc(st.Jobs, func(a, b JobStatus) int { return strings.Compare(a.Name, b.Name) }) {
+				t.Errorf("jobs are not sorted by name: %v", st.Jobs)
 			}
 			if st.Backlog != tc.wantBacklog || st.BacklogCapped != tc.wantCapped || len(st.Dead) != 1 {
 				t.Errorf("backlog %d capped %v, %d dead; want %d, %v, 1", st.Backlog, st.BacklogCapped, len(st.Dead), tc.wantBacklog, tc.wantCapped)
