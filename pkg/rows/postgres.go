@@ -113,19 +113,27 @@ func parseTime(layout string) func(string) (string, bool) {
 	}
 }
 
+// keyArray is the key column as compared with $1, its array type, and the array of keys to pass as $1: typed keys
+// that parse as the column's type (a key that does not is dropped: it can match nothing), else the keys as text.
+func (p *Postgres) keyArray(keys []string) (col, arrayType string, arg any) {
+	col = "jobsched_q." + p.key
+	t, ok := typedKeys[p.keyType]
+	if !ok {
+		return col + "::text", "text[]", pq.Array(nonNil(keys))
+	}
+	vals := []string{}
+	for _, k := range keys {
+		if v, ok := t.parse(k); ok {
+			vals = append(vals, v)
+		}
+	}
+	return col, t.cast + "[]", pq.Array(vals)
+}
+
 // keyMatch is the condition "the key is one of $1" and the array to pass as $1.
 func (p *Postgres) keyMatch(keys []string) (string, any) {
-	col := "jobsched_q." + p.key
-	if t, ok := typedKeys[p.keyType]; ok {
-		vals := []string{}
-		for _, k := range keys {
-			if v, ok := t.parse(k); ok {
-				vals = append(vals, v)
-			}
-		}
-		return col + " = ANY($1::" + t.cast + "[])", pq.Array(vals)
-	}
-	return col + "::text = ANY($1::text[])", pq.Array(nonNil(keys))
+	col, arrayType, arg := p.keyArray(keys)
+	return col + " = ANY($1::" + arrayType + ")", arg
 }
 
 // keyExcluded is the condition "the key is not one of $1" and the array to pass as $1. It is a NOT IN over the
@@ -134,17 +142,8 @@ func (p *Postgres) keyMatch(keys []string) (string, any) {
 // read is 10-20% faster there (BenchmarkSelectExcluded, scripts/bench.sh). It stays a filter: an anti-join may
 // reorder the rows.
 func (p *Postgres) keyExcluded(keys []string) (string, any) {
-	col := "jobsched_q." + p.key
-	if t, ok := typedKeys[p.keyType]; ok {
-		vals := []string{}
-		for _, k := range keys {
-			if v, ok := t.parse(k); ok {
-				vals = append(vals, v)
-			}
-		}
-		return col + " NOT IN (SELECT unnest($1::" + t.cast + "[]))", pq.Array(vals)
-	}
-	return col + "::text NOT IN (SELECT unnest($1::text[]))", pq.Array(nonNil(keys))
+	col, arrayType, arg := p.keyArray(keys)
+	return col + " NOT IN (SELECT unnest($1::" + arrayType + "))", arg
 }
 
 // selectSQL wraps the query: the subquery keeps its ORDER BY, and the filter and LIMIT outside it do not reorder rows.
