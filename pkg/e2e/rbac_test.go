@@ -281,7 +281,8 @@ func TestRBACMissingVerb(t *testing.T) {
 	}
 	cases := []struct {
 		name                    string
-		group, resource, verb   string
+		group, resource         string
+		verbs                   []string                    // removed from the shipped Role
 		setup                   func(e *env, keys []string) // as admin, before the binding (may be nil)
 		before                  func(e *env, cfg string)    // as the ServiceAccount, before the checks (may be nil)
 		checks                  []check
@@ -289,12 +290,13 @@ func TestRBACMissingVerb(t *testing.T) {
 		wantSummaryFailedOnTick int                                  // when > 0: tick's summary line says so
 	}{
 		{
-			name: "jobs create", group: "batch", resource: "jobs", verb: "create",
+			name: "jobs create", group: "batch", resource: "jobs", verbs: []string{"create"},
 			checks:                  []check{{[]string{"tick"}, `cannot create resource "jobs"`}},
 			wantSummaryFailedOnTick: 2,
 		},
 		{
-			name: "jobs list", group: "batch", resource: "jobs", verb: "list",
+			// The pass streams its list (watch) and lists page by page where it cannot: without both it cannot read.
+			name: "jobs list and watch", group: "batch", resource: "jobs", verbs: []string{"list", "watch"},
 			checks: []check{
 				{[]string{"tick"}, `cannot list resource "jobs"`},
 				{[]string{"gc"}, `cannot list resource "jobs"`},
@@ -302,15 +304,15 @@ func TestRBACMissingVerb(t *testing.T) {
 			},
 		},
 		{
-			name: "pods list", group: "", resource: "pods", verb: "list",
+			name: "pods list and watch", group: "", resource: "pods", verbs: []string{"list", "watch"},
 			checks: []check{{[]string{"tick"}, `cannot list resource "pods"`}},
 		},
 		{
-			name: "resourcequotas list", group: "", resource: "resourcequotas", verb: "list",
+			name: "resourcequotas list", group: "", resource: "resourcequotas", verbs: []string{"list"},
 			checks: []check{{[]string{"tick"}, `cannot list resource "resourcequotas"`}},
 		},
 		{
-			name: "jobs delete", group: "batch", resource: "jobs", verb: "delete",
+			name: "jobs delete", group: "batch", resource: "jobs", verbs: []string{"delete"},
 			before: func(e *env, cfg string) {
 				// The ServiceAccount may create: a Job per row, which finish.
 				if s := e.tick(cfg).summary(e.t); s.Created != 2 {
@@ -326,7 +328,7 @@ func TestRBACMissingVerb(t *testing.T) {
 			wantJobs: func(_ *env, keys []string) []string { return expectedNames("e2e", keys) },
 		},
 		{
-			name: "jobs get", group: "batch", resource: "jobs", verb: "get",
+			name: "jobs get", group: "batch", resource: "jobs", verbs: []string{"get"},
 			setup: func(e *env, keys []string) {
 				// A Job with the name jobsched gives keys[0], without the scheduler label: the pass does not list it,
 				// plans a create, gets AlreadyExists and must read the Job to see whose it is.
@@ -354,7 +356,7 @@ func TestRBACMissingVerb(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			if tc.verb == "delete" {
+			if tc.verbs[0] == "delete" {
 				e.addNode("n0", "8", "16Gi", 110, nil)
 			}
 			keys := e.insert("task", 2)
@@ -366,7 +368,11 @@ func TestRBACMissingVerb(t *testing.T) {
 			for _, j := range e.jobs() {
 				before[j.Name] = j.UID
 			}
-			rules := withoutVerb(t, shipped, tc.group, tc.resource, tc.verb)
+			rules := shipped
+			for _, verb := range tc.verbs {
+				rules = withoutVerb(t, rules, tc.group, tc.resource, verb)
+			}
+			verb := strings.Join(tc.verbs, " and ")
 			e.kcfg = e.asServiceAccount("jobsched", rules, nil)
 			e.waitAllowed(e.kcfg, rules, false)
 			if tc.before != nil {
@@ -385,10 +391,10 @@ func TestRBACMissingVerb(t *testing.T) {
 					}
 				}
 				if r.code != 1 {
-					t.Errorf("%s without %s on %s: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", what, tc.verb, tc.resource, r.code, r.stdout, r.stderr)
+					t.Errorf("%s without %s on %s: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", what, verb, tc.resource, r.code, r.stdout, r.stderr)
 				}
 				if !strings.Contains(r.stderr, "forbidden") || !strings.Contains(r.stderr, c.want) {
-					t.Errorf("%s without %s on %s: stderr lacks \"forbidden\" and %s:\n%s", what, tc.verb, tc.resource, c.want, r.stderr)
+					t.Errorf("%s without %s on %s: stderr lacks \"forbidden\" and %s:\n%s", what, verb, tc.resource, c.want, r.stderr)
 				}
 				if what == "tick" && tc.wantSummaryFailedOnTick > 0 {
 					if s := r.summary(t); s.Failed != tc.wantSummaryFailedOnTick || s.Created != 0 {
@@ -413,13 +419,36 @@ func TestRBACMissingVerb(t *testing.T) {
 					t.Errorf("Job %s is being deleted", j.Name)
 				}
 			}
-			if tc.verb == "get" {
+			if verb == "get" {
 				other, err := e.kube.BatchV1().Jobs(e.ns).Get(e.ctx, render.JobName("e2e", keys[0]), metav1.GetOptions{})
 				if err != nil || other.Labels[render.LabelScheduler] != "" || other.Spec.Template.Spec.Containers[0].Name != "other" {
 					t.Errorf("the pre-existing Job %s was changed or lost (err %v)", render.JobName("e2e", keys[0]), err)
 				}
 			}
 		})
+	}
+}
+
+// TestRBACWithoutWatch: an install whose Role lacks watch (an older Role, or a cluster that refuses it) cannot stream
+// its lists; the pass lists page by page instead and does its work.
+func TestRBACWithoutWatch(t *testing.T) {
+	t.Parallel()
+	shipped, _ := shippedRules(t)
+	e := newEnv(t)
+	keys := e.insert("task", 3)
+	cfg := e.writeConfig(config{extra: "limits:\n  capacity: quota\n"})
+	rules := withoutVerb(t, withoutVerb(t, shipped, "batch", "jobs", "watch"), "", "pods", "watch")
+	e.kcfg = e.asServiceAccount("jobsched", rules, nil)
+	e.waitAllowed(e.kcfg, rules, false)
+	if s := e.tick(cfg).summary(t); s.Created != len(keys) || s.Failed != 0 {
+		t.Fatalf("tick without watch: created %d, failed %d; want %d created", s.Created, s.Failed, len(keys))
+	}
+	// The second pass must see them (page by page) and create nothing more.
+	if s := e.tick(cfg).summary(t); s.Created != 0 || s.AlreadyPresent != 0 || s.Failed != 0 {
+		t.Errorf("second tick without watch: %+v, want nothing to do", s)
+	}
+	if got := e.jobNames(); !slices.Equal(got, expectedNames("e2e", keys)) {
+		t.Errorf("Jobs %v, want %v", got, expectedNames("e2e", keys))
 	}
 }
 

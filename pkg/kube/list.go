@@ -2,7 +2,8 @@ package kube
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-// PageSize bounds each LIST response: jobsched lists once per pass, page by page, and never holds more than a page.
+// PageSize bounds each LIST response: where a streaming list is not possible (see Each) a pass lists page by page and
+// holds one page at a time.
 const PageSize = 500
 
 // Paginate calls page with opts (Limit PageSize) and then with each continue token page returns, until it returns "".

@@ -53,44 +53,38 @@ func (s *Scheduler) selector() string {
 	return labels.SelectorFromSet(labels.Set{render.LabelScheduler: s.Config.Name}).String()
 }
 
-// listJobs lists this scheduler's Jobs, page by page, keeping a summary of each.
+// listJobs lists this scheduler's Jobs, keeping a summary of each.
 func (s *Scheduler) listJobs(ctx context.Context) ([]JobSummary, error) {
 	ns, sel := s.Config.Namespace, s.selector()
 	var jobs []JobSummary
-	err := kube.Paginate(metav1.ListOptions{LabelSelector: sel}, func(opts metav1.ListOptions) (string, error) {
-		list, err := s.Kube.BatchV1().Jobs(ns).List(ctx, opts)
-		if err != nil {
-			return "", fmt.Errorf("listing Jobs in %s with %s: %w", ns, sel, err)
-		}
-		for i := range list.Items {
-			jobs = append(jobs, SummarizeJob(&list.Items[i]))
-		}
-		return list.Continue, nil
-	})
-	return jobs, err
+	err := kube.Each(ctx, s.Kube, s.Kube.BatchV1().Jobs(ns), metav1.ListOptions{LabelSelector: sel},
+		func(l *batchv1.JobList) []batchv1.Job { return l.Items },
+		func(job *batchv1.Job) { jobs = append(jobs, SummarizeJob(job)) })
+	if err != nil {
+		return nil, fmt.Errorf("listing Jobs in %s with %s: %w", ns, sel, err)
+	}
+	return jobs, nil
 }
 
-// listPendingPods lists this scheduler's Pending pods, page by page, keeping a summary of each that holds something.
+// listPendingPods lists this scheduler's Pending pods, keeping a summary of each that holds something.
 func (s *Scheduler) listPendingPods(ctx context.Context) ([]PodSummary, error) {
 	ns, sel := s.Config.Namespace, s.selector()
 	pending := fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)).String()
 	var pods []PodSummary
-	err := kube.Paginate(metav1.ListOptions{LabelSelector: sel, FieldSelector: pending}, func(opts metav1.ListOptions) (string, error) {
-		list, err := s.Kube.CoreV1().Pods(ns).List(ctx, opts)
-		if err != nil {
-			return "", fmt.Errorf("listing Pending pods in %s with %s: %w", ns, sel, err)
-		}
-		for i := range list.Items {
-			if list.Items[i].Status.Phase != corev1.PodPending { // the server filtered already; a fake client does not
-				continue
+	err := kube.Each(ctx, s.Kube, s.Kube.CoreV1().Pods(ns), metav1.ListOptions{LabelSelector: sel, FieldSelector: pending},
+		func(l *corev1.PodList) []corev1.Pod { return l.Items },
+		func(pod *corev1.Pod) {
+			if pod.Status.Phase != corev1.PodPending { // the server filtered already; a fake client does not
+				return
 			}
-			if sum, ok := SummarizePod(&list.Items[i]); ok {
+			if sum, ok := SummarizePod(pod); ok {
 				pods = append(pods, sum)
 			}
-		}
-		return list.Continue, nil
-	})
-	return pods, err
+		})
+	if err != nil {
+		return nil, fmt.Errorf("listing Pending pods in %s with %s: %w", ns, sel, err)
+	}
+	return pods, nil
 }
 
 // observeCapacity reads what limits.capacity needs (nil when it is off or the pass is offline).

@@ -88,6 +88,7 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (_ *Plan, sum Summary, e
 		}
 	}
 	p := Decide(s.Config, obs)
+	obs.Jobs = nil // the plan keeps what it needs of them
 	if mode.deletes() {
 		s.executeDeletes(ctx, p.Deletes(), &sum, fail)
 	}
@@ -236,8 +237,8 @@ func (p *Plan) admit(r *render.Renderer, row rows.Row) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if other, ok := p.names[job.Name]; ok && other != row.Key {
-		p.Skipped = append(p.Skipped, Skip{Key: row.Key, Reason: fmt.Sprintf("name collision: Job %s exists for task %q", job.Name, other)})
+	if other, ok := p.job(job.Name); ok && other.Key != row.Key {
+		p.Skipped = append(p.Skipped, Skip{Key: row.Key, Reason: fmt.Sprintf("name collision: Job %s exists for task %q", job.Name, other.Key)})
 		return false, nil
 	}
 	p.Creates = append(p.Creates, Create{Key: row.Key, Attempt: attempt, Job: job, Supersedes: last})

@@ -6,6 +6,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -90,9 +91,8 @@ type Plan struct {
 	Query *QueryFinding `json:"query,omitempty"`
 
 	// exclude are the keys that must not be read (a Job exists and is kept, or succeeded and is deleted by this
-	// pass); names maps each existing Job's name to its task key.
+	// pass).
 	exclude []string
-	names   map[string]string
 	// retry maps the key of a task whose backoff has passed to its last failed attempt: its row gets the next one.
 	retry map[string]*JobStatus
 	// succeeded, dead and due are the keys this pass asks the source about in one read: a succeeded task whose row
@@ -101,6 +101,15 @@ type Plan struct {
 	// unboundPods are this scheduler's pods bound to no node yet, podlessPods the pods its unfinished Jobs with no
 	// pod yet will make: both will take room that the nodes still show as free.
 	unboundPods, podlessPods int
+}
+
+// job finds an existing Job by name (p.Jobs is sorted by name).
+func (p *Plan) job(name string) (JobStatus, bool) {
+	i, ok := slices.BinarySearchFunc(p.Jobs, name, func(j JobStatus, name string) int { return strings.Compare(j.Name, name) })
+	if !ok {
+		return JobStatus{}, false
+	}
+	return p.Jobs[i], true
 }
 
 // Deletes are the Jobs this pass deletes before it creates: past their retention, superseded, dead past
@@ -150,22 +159,21 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 	p := &Plan{
 		Scheduler: cfg.Name,
 		Namespace: cfg.Namespace,
-		names:     map[string]string{},
+		Jobs:      make([]JobStatus, 0, len(obs.Jobs)),
 		retry:     map[string]*JobStatus{},
 	}
 	podsByJob := map[types.UID][]PodSummary{}
 	for _, pod := range obs.Pods {
 		podsByJob[pod.Job] = append(podsByJob[pod.Job], pod)
 	}
-	newest := map[string]int{} // task key → its newest attempt
+	newest := map[string]int{} // task key → its newest attempt, for the tasks retried at least once
 	for _, job := range obs.Jobs {
-		if job.Key != "" {
+		if job.Key != "" && job.Attempt > 1 {
 			newest[job.Key] = max(newest[job.Key], job.Attempt)
 		}
 	}
 	for _, job := range obs.Jobs {
 		key := job.Key
-		p.names[job.Name] = key
 		st := JobStatus{Name: job.Name, Key: key, Attempt: job.Attempt, UID: job.UID}
 		gone := job.Deleting // being deleted already: never again
 		cond := job.Finished
@@ -223,7 +231,7 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 		}
 		p.Jobs = append(p.Jobs, st)
 	}
-	sort.Slice(p.Jobs, func(i, j int) bool { return p.Jobs[i].Name < p.Jobs[j].Name })
+	slices.SortFunc(p.Jobs, func(a, b JobStatus) int { return strings.Compare(a.Name, b.Name) })
 	for _, keys := range [][]string{p.exclude, p.succeeded, p.dead, p.due} {
 		sort.Strings(keys)
 	}
