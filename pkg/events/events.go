@@ -16,7 +16,11 @@
 // summed up in one log line. Created and Deleted Events are rate-limited by a token bucket per process (Burst at once, then QPS per
 // second; the rest are dropped and counted in one log line), because each tick is a new process and the events
 // library's own dedup (event series) only merges identical Events within one process; Blocked is at most one per
-// pass and not limited. Close waits, boundedly, for the Events in flight before the process exits.
+// pass and not limited.
+//
+// The Events of a pass are held and written when it ends (Close), after its creates and deletes: they are a report,
+// and written during the pass they would compete with its writes (with 100 Created Events among 1,000 creates, the
+// creates took about 15% longer). Close waits, boundedly, for them to be written before the process exits.
 package events
 
 import (
@@ -86,8 +90,15 @@ type Recorder struct {
 	log     zerolog.Logger
 
 	mu       sync.Mutex
-	recorded int // Events handed to the library
-	dropped  int // by the rate limit
+	held     []heldEvent // recorded during the pass, written by Close
+	recorded int         // Events handed to the library
+	dropped  int         // by the rate limit
+}
+
+// heldEvent is one Event waiting for the end of the pass.
+type heldEvent struct {
+	regarding, related        runtime.Object
+	typ, reason, action, note string
 }
 
 var _ scheduler.Events = (*Recorder)(nil)
@@ -171,7 +182,9 @@ func (r *Recorder) JobCreated(job *batchv1.Job, c scheduler.Create, room string)
 	if !r.allow() {
 		return
 	}
-	r.event(job, corev1.EventTypeNormal, ReasonCreated, ActionCreate,
+	ref := &corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: job.Namespace, Name: job.Name, UID: job.UID,
+		ResourceVersion: job.ResourceVersion}
+	r.event(ref, corev1.EventTypeNormal, ReasonCreated, ActionCreate,
 		fmt.Sprintf("Created Job %s for task %q, attempt %d; room: %s", job.Name, c.Key, c.Attempt, room))
 }
 
@@ -212,7 +225,8 @@ func (r *Recorder) allow() bool {
 	return false
 }
 
-// event records one Event; the related object is the jobsched pod, when there is one and it is not the regarding.
+// event holds one Event for Close; the related object is the jobsched pod, when there is one and it is not the
+// regarding.
 func (r *Recorder) event(regarding runtime.Object, typ, reason, action, note string) {
 	if r.rec == nil {
 		return
@@ -222,17 +236,22 @@ func (r *Recorder) event(regarding runtime.Object, typ, reason, action, note str
 		related = r.opts.Pod
 	}
 	r.mu.Lock()
-	r.recorded++
-	r.mu.Unlock()
-	r.rec.Eventf(regarding, related, typ, reason, action, "%s", truncate(note))
+	defer r.mu.Unlock()
+	r.held = append(r.held, heldEvent{regarding, related, typ, reason, action, truncate(note)})
 }
 
-// Close waits up to timeout for the Events recorded so far to be written (or refused), then stops the broadcaster.
-// It logs how many were not written and how many the rate limit dropped.
+// Close writes the Events held and waits up to timeout for them to be written (or refused), then stops the
+// broadcaster. It logs how many were not written and how many the rate limit dropped.
 func (r *Recorder) Close(timeout time.Duration) {
 	r.mu.Lock()
+	held := r.held
+	r.held = nil
+	r.recorded += len(held)
 	recorded, dropped := r.recorded, r.dropped
 	r.mu.Unlock()
+	for _, e := range held {
+		r.rec.Eventf(e.regarding, e.related, e.typ, e.reason, e.action, "%s", e.note)
+	}
 	deadline := time.Now().Add(timeout)
 	for r.sink.done.Load() < int64(recorded) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)

@@ -115,6 +115,22 @@ func TestRecorder(t *testing.T) {
 	}
 }
 
+// TestHeldUntilClose: a pass's Events go to the API server when it ends, not among its creates.
+func TestHeldUntilClose(t *testing.T) {
+	client := fake.NewClientset()
+	r := New(context.Background(), client, Options{Namespace: ns})
+	r.JobCreated(createdJob(), scheduler.Create{Key: "k1", Attempt: 1}, "1 slot(s)")
+	r.PassBlocked("limits.maxActive: 1 of 1 unfinished")
+	time.Sleep(200 * time.Millisecond) // time enough for the library's goroutine to write what it was given
+	if n := len(list(t, client)); n != 0 {
+		t.Fatalf("%d Event(s) written before Close, want none", n)
+	}
+	r.Close(10 * time.Second)
+	if n := len(list(t, client)); n != 2 {
+		t.Errorf("%d Event(s) after Close, want 2", n)
+	}
+}
+
 // TestRateLimit: past the burst, Created and Deleted Events are dropped and counted; Blocked always goes out.
 func TestRateLimit(t *testing.T) {
 	client := fake.NewClientset()
