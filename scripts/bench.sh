@@ -18,7 +18,7 @@
 #   BENCH_ONLY=backlog,excluded KEEP=1 scripts/bench.sh   # some parts; KEEP=1 keeps the cluster, its Jobs, the tables
 #
 # Environment: BENCH_JOBS, BENCH_CREATES (comma-separated sizes), BENCH_BACKLOG (default 1000000), BENCH_ROUNDS
-# (alternating rounds of each create size, default 3), BENCH_CREATE_BUDGET (seconds that making the RSS rows' Jobs
+# (alternating rounds of each create size, default 5), BENCH_CREATE_BUDGET (seconds that making the RSS rows' Jobs
 # may take, default 900: past it the row is measured at what was made, and says so), BENCH_ONLY (parts, comma-
 # separated: calls, backlog, creates, RSS, excluded), KEEP=1.
 set -euo pipefail

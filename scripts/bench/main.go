@@ -305,7 +305,7 @@ func (b *bench) creates() error {
 			}
 		}
 		// Alternating rounds (the machine is shared, its load moves), the median of each side.
-		rounds := envInt("BENCH_ROUNDS", 3)
+		rounds := envInt("BENCH_ROUNDS", 5)
 		var refs, mines, walls []time.Duration
 		for i := range rounds {
 			order := []bool{true, false} // reference first, then jobsched; swapped every other round
