@@ -12,6 +12,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	neturl "net/url"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -103,9 +105,25 @@ func Push(ctx context.Context, url string, p Pass) error {
 	err := push.New(url, p.Job).Grouping("scheduler", p.Scheduler).Grouping("namespace", p.Namespace).
 		Gatherer(reg).AddContext(ctx)
 	if err != nil {
-		return fmt.Errorf("pushing metrics: %w", err)
+		return fmt.Errorf("pushing metrics: %s", hidePassword(err.Error(), url))
 	}
 	return nil
+}
+
+// hidePassword replaces the password of a URL with basic-auth credentials wherever msg quotes it: the push
+// library's errors quote the URL whole.
+func hidePassword(msg, rawURL string) string {
+	u, err := neturl.Parse(rawURL)
+	if err != nil || u.User == nil {
+		return msg
+	}
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		if esc := neturl.PathEscape(pw); esc != pw {
+			msg = strings.ReplaceAll(msg, esc, "xxxxx")
+		}
+	}
+	return msg
 }
 
 func boolean(b bool) float64 {

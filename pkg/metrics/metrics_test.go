@@ -202,3 +202,21 @@ func TestPushFailure(t *testing.T) {
 		t.Error("Push to a closed port: no error")
 	}
 }
+
+// TestPushFailureHidesPassword: a Pushgateway URL with basic-auth credentials never shows its password in the error
+// (which the pass logs).
+func TestPushFailureHidesPassword(t *testing.T) {
+	srv, _ := gateway(t, http.StatusBadRequest)
+	for _, url := range []string{
+		strings.Replace(srv.URL, "http://", "http://pusher:s3cret-pw@", 1), // the gateway answers 400
+		"http://pusher:s3cret-pw@127.0.0.1:1",                              // nothing listens
+	} {
+		err := Push(context.Background(), url, Pass{Job: JobTick, Scheduler: "reports", Namespace: "batch", End: end})
+		if err == nil {
+			t.Fatalf("Push to %s: no error", url)
+		}
+		if strings.Contains(err.Error(), "s3cret-pw") {
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
+}
