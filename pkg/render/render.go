@@ -126,6 +126,9 @@ func (r *Renderer) Job(row rows.Row, attempt int) (*batchv1.Job, error) {
 		if !utf8.ValidString(e.Value) {
 			return nil, &RowError{Key: row.Key, Reason: fmt.Sprintf("the value of %s is not valid UTF-8", e.Name)}
 		}
+		if strings.IndexByte(e.Value, 0) >= 0 { // PostgreSQL text cannot hold one; a rows file can
+			return nil, &RowError{Key: row.Key, Reason: fmt.Sprintf("the value of %s holds a NUL byte, which no process environment can carry", e.Name)}
+		}
 		// The process gets the unescaped value: "NAME=value" and its NUL must fit in MAX_ARG_STRLEN.
 		if n := len(e.Name) + 1 + len(strings.ReplaceAll(e.Value, "$$", "$")) + 1; n > MaxEnvBytes {
 			return nil, &RowError{Key: row.Key, Reason: fmt.Sprintf("the value of %s is %d bytes; a variable may hold at most 128 KiB (Linux MAX_ARG_STRLEN), or the container cannot start", e.Name, n)}

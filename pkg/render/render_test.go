@@ -149,6 +149,7 @@ func TestJobErrors(t *testing.T) {
 			wantConfig: `env.columns: the query returns no column "nope"`},
 		{name: "empty key", row: rows.Row{Key: "", Columns: []rows.Column{{Name: "id", Value: ""}}}, wantRow: "the key is empty"},
 		{name: "bad UTF-8 value", row: rows.Row{Key: "1", Columns: []rows.Column{{Name: "v", Value: "a\xffb"}}}, wantRow: "TASK_V is not valid UTF-8"},
+		{name: "NUL in a value", row: rows.Row{Key: "1", Columns: []rows.Column{{Name: "v", Value: "a\x00b"}}}, wantRow: "TASK_V holds a NUL byte"},
 		{name: "bad UTF-8 key", row: rows.Row{Key: "a\xff", Columns: []rows.Column{{Name: "id", Value: "a\xff"}}}, wantRow: "key is not valid UTF-8"},
 		{name: "key too long", row: rows.Row{Key: strings.Repeat("k", MaxKeyBytes+1)}, wantRow: "key is longer than"},
 		{name: "Job too large", row: rows.Row{Key: "1", Columns: func() (cols []rows.Column) {
