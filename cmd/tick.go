@@ -42,6 +42,9 @@ func (g *globalOptions) executePass(ctx context.Context, gcOnly bool) error {
 		return err
 	}
 	defer closeFn()
+	if _, set := os.LookupEnv("GOGC"); !set {
+		s.CreateGCPercent = 100 // main sets 25 for the listing; the creates collect at Go's default
+	}
 	rec := events.New(ctx, s.Kube, events.Options{Namespace: cfg.Namespace, Pod: events.PodFromEnv(os.Getenv)})
 	s.Events = rec
 	defer rec.Close(eventsFlush)

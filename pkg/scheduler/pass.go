@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -48,6 +49,8 @@ type Scheduler struct {
 	Now      func() time.Time
 	Timeout  time.Duration
 	Events   Events // nil: none
+	// CreateGCPercent, when > 0, is the collector's GOGC from the creates on (jobsched lists at a low GOGC: see main).
+	CreateGCPercent int
 
 	maxSkipped int // MaxSkippedRows unless a test sets it
 }
@@ -133,6 +136,9 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (_ *Plan, sum Summary, e
 	}
 	for _, sk := range p.Skipped {
 		log.Warn().Str("task", sk.Key).Msg(sk.Reason)
+	}
+	if s.CreateGCPercent > 0 && len(p.Creates) > 0 && (mode == Tick || mode == ServerDryRun) {
+		debug.SetGCPercent(s.CreateGCPercent)
 	}
 	switch mode {
 	case Tick:
