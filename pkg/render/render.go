@@ -1,7 +1,6 @@
 package render
 
 import (
-	"encoding/json"
 	"fmt"
 	"path"
 	"sort"
@@ -159,8 +158,9 @@ func (r *Renderer) Job(row rows.Row, attempt int) (*batchv1.Job, error) {
 			containers[i].Env = merge(containers[i].Env, env)
 		}
 	}
-	if size, err := json.Marshal(job); err != nil || len(size) > MaxJobBytes {
-		return nil, &RowError{Key: row.Key, Reason: fmt.Sprintf("the Job would be larger than %d bytes", MaxJobBytes)}
+	// Its size as etcd stores it (protobuf), computed without encoding it: a tick renders thousands of Jobs.
+	if size := job.Size(); size > MaxJobBytes {
+		return nil, &RowError{Key: row.Key, Reason: fmt.Sprintf("the Job would be %d bytes; etcd takes at most about %d", size, MaxJobBytes)}
 	}
 	return job, nil
 }

@@ -157,7 +157,7 @@ func TestJobErrors(t *testing.T) {
 				cols = append(cols, rows.Column{Name: fmt.Sprintf("blob%d", i), Value: strings.Repeat("x", 120<<10)})
 			}
 			return cols
-		}()}, wantRow: "larger than"},
+		}()}, wantRow: "etcd takes at most"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
