@@ -751,10 +751,10 @@ func (b *bench) clearJobs(ns string) error {
 
 // summary is the pass done line of a tick.
 type summary struct {
-	Created  int    `json:"created"`
-	Failed   int    `json:"failed"`
-	Duration int64  `json:"duration"`
-	Message  string `json:"message"`
+	Created  int           `json:"created"`
+	Failed   int           `json:"failed"`
+	Duration int64         `json:"duration"`
+	Message  string        `json:"message"`
 	wall     time.Duration // the whole process: start-up, the pass, then its Events and exit
 }
 
