@@ -43,6 +43,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/reference"
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/jobsched/jobsched/pkg/scheduler"
@@ -182,8 +183,12 @@ func (r *Recorder) JobCreated(job *batchv1.Job, c scheduler.Create, room string)
 	if !r.allow() {
 		return
 	}
-	ref := &corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: job.Namespace, Name: job.Name, UID: job.UID,
-		ResourceVersion: job.ResourceVersion}
+	// A reference, not the Job: the Event waits for Close, the Job need not.
+	ref, err := reference.GetReference(scheme.Scheme, job)
+	if err != nil {
+		r.log.Debug().Err(err).Str("job", job.Name).Msg("no Event for this Job")
+		return
+	}
 	r.event(ref, corev1.EventTypeNormal, ReasonCreated, ActionCreate,
 		fmt.Sprintf("Created Job %s for task %q, attempt %d; room: %s", job.Name, c.Key, c.Attempt, room))
 }
