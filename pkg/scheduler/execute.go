@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -75,6 +76,9 @@ func (s *Scheduler) executeDeletes(ctx context.Context, deletes []JobStatus, sum
 // they go to the API server with dryRun=All: it validates and admits them and stores nothing. Creates not started
 // when the pass's context ends are left for the next pass, and counted.
 func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bool, sum *Summary, fail func(error)) {
+	if s.CreateGCPercent > 0 && len(p.Creates) > 0 {
+		debug.SetGCPercent(s.CreateGCPercent)
+	}
 	var mu sync.Mutex
 	started := parallel(ctx, len(p.Creates), func(i int) {
 		c := p.Creates[i]

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -136,9 +135,6 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (_ *Plan, sum Summary, e
 	}
 	for _, sk := range p.Skipped {
 		log.Warn().Str("task", sk.Key).Msg(sk.Reason)
-	}
-	if s.CreateGCPercent > 0 && len(p.Creates) > 0 && (mode == Tick || mode == ServerDryRun) {
-		debug.SetGCPercent(s.CreateGCPercent)
 	}
 	switch mode {
 	case Tick:
