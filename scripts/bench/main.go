@@ -228,18 +228,9 @@ func (b *bench) backlog() error {
 			return err
 		}
 	}
-	// Alternating, so that both sizes see the same load; the first round warms the server's caches.
-	ds := make([][]time.Duration, len(sizes))
-	for round := 0; round <= 9; round++ {
-		for i, cfg := range cfgs {
-			d, err := b.pass(cfg)
-			if err != nil {
-				return err
-			}
-			if round > 0 {
-				ds[i] = append(ds[i], d)
-			}
-		}
+	ds, err := b.alternatePasses(cfgs)
+	if err != nil {
+		return err
 	}
 	small, large := median(ds[0]), median(ds[1])
 	b.add(row{what: "pass time, 100 waiting rows (maxPerTick 10, indexed query; median of 9)", jobsched: ms(small)})
@@ -250,6 +241,24 @@ func (b *bench) backlog() error {
 
 // pass is one dry-run pass (the tick's pass without its writes) with a new client and connection, as each tick is
 // a new process.
+// alternatePasses times 10 rounds of one dry-run pass per config, alternating so that every config sees the same
+// load, and returns the times of the last 9 per config (the first round warms the server's caches).
+func (b *bench) alternatePasses(cfgs []*config.Config) ([][]time.Duration, error) {
+	ds := make([][]time.Duration, len(cfgs))
+	for round := 0; round <= 9; round++ {
+		for i, cfg := range cfgs {
+			d, err := b.pass(cfg)
+			if err != nil {
+				return nil, err
+			}
+			if round > 0 {
+				ds[i] = append(ds[i], d)
+			}
+		}
+	}
+	return ds, nil
+}
+
 func (b *bench) pass(cfg *config.Config) (time.Duration, error) {
 	c, _, err := kube.NewClient(kube.Options{Kubeconfig: b.kcfg, Burst: 100}) // the CLI's defaults
 	if err != nil {
@@ -579,17 +588,9 @@ func (b *bench) excluded() error {
 			return err
 		}
 	}
-	passes := make([][]time.Duration, 2)
-	for round := 0; round <= 9; round++ {
-		for i, cfg := range cfgs {
-			d, err := b.pass(cfg)
-			if err != nil {
-				return err
-			}
-			if round > 0 {
-				passes[i] = append(passes[i], d)
-			}
-		}
+	passes, err := b.alternatePasses(cfgs)
+	if err != nil {
+		return err
 	}
 	pf, pm := median(passes[0]), median(passes[1])
 	b.add(row{what: "pass time, 10 unfinished Jobs: 10 keys excluded (median of 9)", jobsched: ms(pf)})
