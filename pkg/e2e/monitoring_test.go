@@ -401,7 +401,8 @@ func TestMonitoringPrometheus(t *testing.T) {
 	proxy, cut := dbProxy(t, u.Host)
 	u.Host = proxy
 	dbDSN := u.String()
-	cfg := e.writeConfig(config{duration: "3s", extra: "limits:\n  maxActive: 2\n  capacity: quota\nmetrics:\n  pushgateway: " + pushgateway + "\n"})
+	// Room for every row: a pass that a limit blocks reads no rows, so it would not notice the database is gone.
+	cfg := e.writeConfig(config{duration: "3s", extra: "limits:\n  maxActive: 50\n  capacity: quota\nmetrics:\n  pushgateway: " + pushgateway + "\n"})
 	e.insert("t", 6)
 	e.worker()
 	tick := func() result {
