@@ -193,6 +193,26 @@ func TestChartDefaults(t *testing.T) {
 	if cfg["namespace"] != "batch" || cfg["name"] != "nightly" || cfg["job"].(map[string]any)["template"] != "job.yaml" {
 		t.Errorf("jobsched.yaml %v: want namespace batch, name nightly, job.template job.yaml", cfg)
 	}
+	// jobsched itself accepts the files the chart mounts: a dry run of one row plans its Job.
+	dir := t.TempDir()
+	for f, data := range cm.Data {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rows.jsonl"), []byte(`{"id": "a"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dry := exec.Command(binary, "dry-run", "--offline", "--config", filepath.Join(dir, "jobsched.yaml"), "--rows", filepath.Join(dir, "rows.jsonl"), "-o", "yaml")
+	var stderr bytes.Buffer
+	dry.Stderr = &stderr
+	out, err := dry.Output()
+	if err != nil {
+		t.Fatalf("jobsched dry-run --offline of the chart's default config: %v\n%s", err, stderr.String())
+	}
+	if got, want := planJobNames(t, string(out)), expectedNames("nightly", []string{"a"}); !slices.Equal(got, want) {
+		t.Errorf("the dry run plans Jobs %v, want %v", got, want)
+	}
 	var crb rbacv1.ClusterRoleBinding
 	find(t, objs, "ClusterRoleBinding", "", &crb)
 	if want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "jobsched-nightly", Namespace: "batch"}}; !reflect.DeepEqual(crb.Subjects, want) {
