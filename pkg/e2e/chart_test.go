@@ -705,3 +705,32 @@ func mustNames(t *testing.T, e *env, ns, scheduler string) []string {
 	names, _ := schedulerJobs(t, e.kube, ns, scheduler)
 	return names
 }
+
+// TestChartCapacityNameClash: the cluster-scoped names join release and namespace with "-", so release r-s in
+// namespace N and release r in namespace s-N would share jobsched-capacity-r-s-N. helm refuses the second install
+// (the object belongs to another release) rather than taking over the first one's binding.
+func TestChartCapacityNameClash(t *testing.T) {
+	needHelm(t)
+	e := newEnv(t)
+	other := "s-" + e.ns
+	if _, err := e.kube.CoreV1().Namespaces().Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = runHelm(t, "uninstall", "r-s", "-n", e.ns, "--ignore-not-found")
+		_, _ = runHelm(t, "uninstall", "r", "-n", other, "--ignore-not-found")
+		_ = e.kube.CoreV1().Namespaces().Delete(context.Background(), other, metav1.DeleteOptions{})
+	})
+	mustHelm(t, "install", "r-s", chartDir, "-n", e.ns, "--set", "suspend=true")
+	_, err := runHelm(t, "install", "r", chartDir, "-n", other, "--set", "suspend=true")
+	if err == nil || !strings.Contains(err.Error(), "cannot be imported into the current release") {
+		t.Fatalf("installing release r in %s: %v; want helm's refusal of the other release's ClusterRole", other, err)
+	}
+	crb, err := e.kube.RbacV1().ClusterRoleBindings().Get(e.ctx, "jobsched-capacity-r-s-"+e.ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "jobsched-r-s", Namespace: e.ns}}; !reflect.DeepEqual(crb.Subjects, want) {
+		t.Errorf("after the refused install the binding's subjects are %+v, want %+v", crb.Subjects, want)
+	}
+}
