@@ -380,17 +380,29 @@ func TestMonitoringPrometheus(t *testing.T) {
 	rules := replaceOnce(t, string(data),
 		"expr: time() - jobsched_last_success_timestamp_seconds{job=\"jobsched\"} > 600\n        for: 5m\n",
 		fmt.Sprintf("expr: time() - jobsched_last_success_timestamp_seconds{job=\"jobsched\"} > %d\n        for: 2s\n", threshold))
-	if err := os.WriteFile(filepath.Join(prometheusRules, "jobsched.rules.yaml"), []byte(rules), 0o644); err != nil {
+	load := func(rules string) error {
+		if err := os.WriteFile(filepath.Join(prometheusRules, "jobsched.rules.yaml"), []byte(rules), 0o644); err != nil {
+			return err
+		}
+		resp, err := http.Post(prometheusURL+"/-/reload", "", nil)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("reloading Prometheus: %s", resp.Status)
+		}
+		return nil
+	}
+	if err := load(rules); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post(prometheusURL+"/-/reload", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("reloading Prometheus: %s", resp.Status)
-	}
+	// A Prometheus left running (KEEP=1) goes back to the shipped rules.
+	t.Cleanup(func() {
+		if err := load(string(data)); err != nil {
+			t.Error(err)
+		}
+	})
 
 	e := newEnv(t)
 	e.addNode("n1", "4", "8Gi", 110, nil)
