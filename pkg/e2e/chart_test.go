@@ -146,6 +146,7 @@ func find(t *testing.T, objs []object, kind, name string, out any) {
 }
 
 func TestChartLint(t *testing.T) {
+	t.Parallel()
 	mustHelm(t, "lint", "--strict", chartDir)
 	mustHelm(t, append([]string{"lint", "--strict", chartDir, "-n", "batch"}, exampleArgs()...)...)
 	mustHelm(t, "lint", "--strict", chartDir, "--set", "prometheusRule.enabled=true,dashboard.enabled=true,capacity=false")
@@ -154,6 +155,7 @@ func TestChartLint(t *testing.T) {
 // TestChartDefaults: with no values the chart renders the kustomize base's objects, named after the release, the
 // image of its appVersion, and a jobsched.yaml completed with the release's namespace and name.
 func TestChartDefaults(t *testing.T) {
+	t.Parallel()
 	objs := helmTemplate(t, "nightly", "batch")
 	want := []string{
 		"ClusterRole jobsched-capacity-nightly-batch", "ClusterRoleBinding jobsched-capacity-nightly-batch",
@@ -224,6 +226,7 @@ func ptrTo[T any](v T) *T { return &v }
 
 // TestChartValues: each conventional value reaches the field it names.
 func TestChartValues(t *testing.T) {
+	t.Parallel()
 	values := `
 image: {registry: registry.example.com, repository: team/jobsched, tag: v0.2.0, pullPolicy: Always}
 imagePullSecrets: [{name: regcred}]
@@ -344,6 +347,7 @@ extraEnv: [{name: HTTPS_PROXY, value: "http://proxy:3128"}]
 // TestChartRejects: a wrong value fails at `helm install`/`template` (the values schema, or the chart's checks of
 // jobsched.yaml), naming what is wrong, instead of at the first tick.
 func TestChartRejects(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var files int
 	file := func(content string) string {
@@ -390,6 +394,7 @@ func TestChartRejects(t *testing.T) {
 
 // TestChartMonitoring: the toggles ship manifests/monitoring's rules and dashboard unchanged.
 func TestChartMonitoring(t *testing.T) {
+	t.Parallel()
 	objs := helmTemplate(t, "reports", "batch")
 	for _, o := range objs {
 		if o["kind"] == "PrometheusRule" || strings.HasSuffix(kindName(o), "-dashboard") {
@@ -479,6 +484,7 @@ func normalize(t *testing.T, objs []object) map[string]object {
 // `kubectl kustomize` of manifests/examples/reports render the same objects, field for field, but for what each tool
 // adds (see normalize). The ConfigMap's files are the example's, byte for byte.
 func TestChartMatchesKustomize(t *testing.T) {
+	t.Parallel()
 	needHelm(t)
 	helmObjs := normalize(t, helmTemplate(t, "reports", "batch", exampleArgs()...))
 	cmd := exec.Command("kubectl", "kustomize", filepath.Join(repoRoot, "manifests", "examples", "reports"))
@@ -510,6 +516,7 @@ func TestChartMatchesKustomize(t *testing.T) {
 // TestChartReleasesDoNotCollide: releases of the chart in one namespace and across namespaces render no object
 // name twice and, by default, different schedulers (the jobsched.io/scheduler label and the Jobs' name prefix).
 func TestChartReleasesDoNotCollide(t *testing.T) {
+	t.Parallel()
 	seen := map[string]string{}
 	schedulers := map[string]string{}
 	for _, r := range [][2]string{{"reports", "batch"}, {"exports", "batch"}, {"reports", "etl"}} {
@@ -641,6 +648,7 @@ func (e *env) releaseObjects(ns, release string) []string {
 // capacity ClusterRoleBinding) with the config its release mounts, and creates its own Jobs only; `helm uninstall`
 // of one release leaves nothing of it and all of the others.
 func TestChartInstall(t *testing.T) {
+	t.Parallel()
 	needHelm(t)
 	e := newEnv(t)
 	e.addNode("n1", "8", "16Gi", 110, nil)
@@ -710,6 +718,7 @@ func mustNames(t *testing.T, e *env, ns, scheduler string) []string {
 // namespace N and release r in namespace s-N would share jobsched-capacity-r-s-N. helm refuses the second install
 // (the object belongs to another release) rather than taking over the first one's binding.
 func TestChartCapacityNameClash(t *testing.T) {
+	t.Parallel()
 	needHelm(t)
 	e := newEnv(t)
 	other := "s-" + e.ns

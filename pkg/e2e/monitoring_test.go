@@ -71,6 +71,7 @@ func rulesFileGroups(t *testing.T) []any {
 // TestAlertRules: the rules file is valid (promtool check rules) and its unit tests pass (promtool test rules), and
 // every alert has a test where it fires and one where it stays quiet.
 func TestAlertRules(t *testing.T) {
+	t.Parallel()
 	runPromtool(t, monitoringDir, "check", "rules", "jobsched.rules.yaml")
 	runPromtool(t, monitoringDir, "test", "rules", "jobsched.rules.test.yaml")
 
@@ -128,6 +129,7 @@ func TestAlertRules(t *testing.T) {
 // TestAlertRulesPrometheusRule: the PrometheusRule and the kustomize component ship the rules file's groups and the
 // dashboard unchanged.
 func TestAlertRulesPrometheusRule(t *testing.T) {
+	t.Parallel()
 	var pr struct {
 		Kind string `json:"kind"`
 		Spec struct {
@@ -242,6 +244,7 @@ func dashboardQueries(t *testing.T, namespace, scheduler string) []panelQuery {
 // TestDashboardQueries: every query of the dashboard parses (promtool check rules on a file with one recording rule
 // per query: promtool 2.42 has no query parser of its own), and the panels the README lists are there.
 func TestDashboardQueries(t *testing.T) {
+	t.Parallel()
 	qs := dashboardQueries(t, "batch", "reports")
 	var b strings.Builder
 	b.WriteString("groups:\n  - name: dashboard\n    rules:\n")
@@ -368,6 +371,7 @@ func replaceOnce(t *testing.T, s, old, new string) string {
 // is unreachable the stalled-scheduler rule fires (in the test's copy of the rules, its threshold and `for` are
 // seconds, not minutes).
 func TestMonitoringPrometheus(t *testing.T) {
+	t.Parallel()
 	needPushgateway(t)
 	if prometheusURL == "" || prometheusRules == "" {
 		t.Fatal("JOBSCHED_TEST_PROMETHEUS and JOBSCHED_TEST_PROMETHEUS_RULES must be set: run scripts/test.sh (scripts/prometheus.sh up)")
