@@ -6,7 +6,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +71,45 @@ func TestWalkthroughHelm(t *testing.T) {
 		t.Fatalf("after the tick, scheduler reports has Jobs %v, want %v", got, expectedNames("reports", keys))
 	}
 
+	// Pause, resume, run a pass now: line by line, checking what each did.
+	operate := commandLines(readmeBlock(t, "README.md", "helm-operate"))
+	if len(operate) != 3 {
+		t.Fatalf("the README's helm-operate block has %d commands, want pause, resume, run now:\n%q", len(operate), operate)
+	}
+	suspended := func() bool {
+		t.Helper()
+		cj, err := kube.BatchV1().CronJobs(ns).Get(ctx, "jobsched-reports", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cj.Spec.Suspend != nil && *cj.Spec.Suspend
+	}
+	shell(t, clone, operate[0], path)
+	if !suspended() {
+		t.Errorf("after %q the CronJob is not suspended", operate[0])
+	}
+	shell(t, clone, operate[1], path)
+	if suspended() {
+		t.Errorf("after %q the CronJob is still suspended", operate[1])
+	}
+	if got, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "jobsched-reports-config", metav1.GetOptions{}); err != nil || !reflect.DeepEqual(got.Data, cm.Data) {
+		t.Errorf("after the upgrades with --reuse-values the ConfigMap is not the installed one (err %v)", err)
+	}
+	shell(t, clone, operate[2], path)
+	jobs, err := kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=reports"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var manual int
+	for _, j := range jobs.Items {
+		if strings.HasPrefix(j.Name, "jobsched-reports-now-") && j.Spec.Template.Spec.ServiceAccountName == sa {
+			manual++
+		}
+	}
+	if manual != 1 {
+		t.Errorf("after %q: %d Jobs jobsched-reports-now-* running as the release's ServiceAccount, want 1", operate[2], manual)
+	}
+
 	shell(t, clone, readmeBlock(t, "README.md", "helm-remove"), path)
 	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=reports"}
 	left := func() []string {
@@ -93,6 +134,10 @@ func TestWalkthroughHelm(t *testing.T) {
 		}
 		if _, err := kube.RbacV1().ClusterRoleBindings().Get(ctx, "jobsched-capacity-reports-batch", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			out = append(out, "ClusterRoleBinding")
+		}
+		// The CronJob's Jobs (the pass run now): the garbage collector deletes them with it.
+		if l, err := kube.BatchV1().Jobs(ns).List(ctx, sel); err != nil || len(l.Items) > 0 {
+			out = append(out, "the CronJob's Jobs")
 		}
 		if names, _ := schedulerJobs(t, kube, ns, "reports"); len(names) > 0 {
 			out = append(out, "task Jobs")
