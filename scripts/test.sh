@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The test run: vet, unit tests, then PostgreSQL and end-to-end tests against a real PostgreSQL, a real Prometheus
-# Pushgateway and a real local control plane that this script starts (and builds once, cached outside the repo).
+# Pushgateway, a real Prometheus scraping it and a real local control plane that this script starts (and builds
+# once, cached outside the repo), with helm (built once, cached) and promtool for the chart and the alert rules.
 #
 #   scripts/test.sh              everything
 #   scripts/test.sh -run Whole   extra arguments go to `go test` (e.g. one scenario)
 #
-# Environment: KEEP=1 leaves the cluster, PostgreSQL and the Pushgateway running afterwards (faster reruns); otherwise
+# Environment: KEEP=1 leaves the cluster, PostgreSQL, the Pushgateway and Prometheus running afterwards (faster reruns); otherwise
 # whatever this script started it stops again, and whatever was already running it leaves alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,9 +34,15 @@ if ! scripts/postgres.sh dsn >/dev/null 2>&1; then started+=(postgres); fi
 JOBSCHED_TEST_DSN=$(scripts/postgres.sh up | tail -n 1)
 if ! scripts/pushgateway.sh url >/dev/null 2>&1; then started+=(pushgateway); fi
 JOBSCHED_TEST_PUSHGATEWAY=$(scripts/pushgateway.sh up | tail -n 1)
+if ! scripts/prometheus.sh url >/dev/null 2>&1; then started+=(prometheus); fi
+JOBSCHED_TEST_PROMETHEUS=$(JOBSCHED_PROM_PUSHGATEWAY=$JOBSCHED_TEST_PUSHGATEWAY scripts/prometheus.sh up | tail -n 1)
+JOBSCHED_TEST_PROMETHEUS_RULES=$(scripts/prometheus.sh rules-dir)
+JOBSCHED_TEST_PROMTOOL=$(scripts/prometheus.sh promtool | tail -n 1)
+JOBSCHED_TEST_HELM=$(scripts/helm.sh path | tail -n 1)
 if ! scripts/cluster.sh kubeconfig >/dev/null 2>&1; then started+=(cluster); fi
 KUBECONFIG=$(scripts/cluster.sh up | tail -n 1)
-export JOBSCHED_TEST_DSN JOBSCHED_TEST_PUSHGATEWAY KUBECONFIG
+export JOBSCHED_TEST_DSN JOBSCHED_TEST_PUSHGATEWAY JOBSCHED_TEST_PROMETHEUS JOBSCHED_TEST_PROMETHEUS_RULES \
+	JOBSCHED_TEST_PROMTOOL JOBSCHED_TEST_HELM KUBECONFIG
 
 log "go test (unit, PostgreSQL and end-to-end)"
 go test -tags integration -count=1 -timeout 60m "$@" ./...

@@ -1,0 +1,155 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// TestWalkthroughHelm follows the README's "Install with Helm" on the local control plane: its install block as
+// written in a clone (with helm on PATH), then one `jobsched tick` as the release's ServiceAccount with its token and
+// the files its ConfigMap mounts, against a real table in the shape of the example's query; then its remove block,
+// after which nothing of the release is left.
+//
+// Like TestWalkthroughDeploy it uses the README's namespace, batch, and does not run in parallel.
+func TestWalkthroughHelm(t *testing.T) {
+	needHelm(t)
+	const ns = "batch"
+	kube := adminClient(t)
+	ctx := context.Background()
+	freshNamespace(t, kube, ns)
+	addClusterNode(t, kube, "walkthrough-helm")
+	clone := cloneWithManifests(t)
+	path := "PATH=" + filepath.Dir(helmBinary) + string(os.PathListSeparator) + filepath.Dir(binary) + string(os.PathListSeparator) + os.Getenv("PATH")
+	t.Cleanup(func() { _, _ = runHelm(t, "uninstall", "reports", "-n", ns, "--ignore-not-found") })
+
+	shell(t, clone, readmeBlock(t, "README.md", "helm-install"), path)
+
+	cj, err := kube.BatchV1().CronJobs(ns).Get(ctx, "jobsched-reports", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the CronJob the README names: %v", err)
+	}
+	sa := cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName
+	crb, err := kube.RbacV1().ClusterRoleBindings().Get(ctx, "jobsched-capacity-reports-batch", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the release's ClusterRoleBinding: %v", err)
+	}
+	if want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}; !slices.Equal(crb.Subjects, want) {
+		t.Errorf("ClusterRoleBinding subjects %+v, want %+v", crb.Subjects, want)
+	}
+
+	// The CronJob's pod: the files of the release's ConfigMap, the ServiceAccount's token.
+	cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "jobsched-reports-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for f, data := range cm.Data {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dbDSN, db := database(t, "tasks")
+	keys := insertRows(t, db, "tasks", "report", 2)
+	kcfg := tokenKubeconfig(t, ns, sa)
+	if s := tickAs(t, dir, kcfg, dbDSN); s.Created != len(keys) || s.Failed != 0 {
+		t.Errorf("tick as the ServiceAccount: created %d, failed %d; want %d and 0", s.Created, s.Failed, len(keys))
+	}
+	if got, _ := schedulerJobs(t, kube, ns, "reports"); !slices.Equal(got, expectedNames("reports", keys)) {
+		t.Fatalf("after the tick, scheduler reports has Jobs %v, want %v", got, expectedNames("reports", keys))
+	}
+
+	// Pause, resume, run a pass now: line by line, checking what each did.
+	operate := commandLines(readmeBlock(t, "README.md", "helm-operate"))
+	if len(operate) != 3 {
+		t.Fatalf("the README's helm-operate block has %d commands, want pause, resume, run now:\n%q", len(operate), operate)
+	}
+	suspended := func() bool {
+		t.Helper()
+		cj, err := kube.BatchV1().CronJobs(ns).Get(ctx, "jobsched-reports", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cj.Spec.Suspend != nil && *cj.Spec.Suspend
+	}
+	shell(t, clone, operate[0], path)
+	if !suspended() {
+		t.Errorf("after %q the CronJob is not suspended", operate[0])
+	}
+	shell(t, clone, operate[1], path)
+	if suspended() {
+		t.Errorf("after %q the CronJob is still suspended", operate[1])
+	}
+	if got, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "jobsched-reports-config", metav1.GetOptions{}); err != nil || !reflect.DeepEqual(got.Data, cm.Data) {
+		t.Errorf("after the upgrades with --reuse-values the ConfigMap is not the installed one (err %v)", err)
+	}
+	shell(t, clone, operate[2], path)
+	jobs, err := kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=reports"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var manual int
+	for _, j := range jobs.Items {
+		if strings.HasPrefix(j.Name, "jobsched-reports-now-") && j.Spec.Template.Spec.ServiceAccountName == sa {
+			manual++
+		}
+	}
+	if manual != 1 {
+		t.Errorf("after %q: %d Jobs jobsched-reports-now-* running as the release's ServiceAccount, want 1", operate[2], manual)
+	}
+
+	shell(t, clone, readmeBlock(t, "README.md", "helm-remove"), path)
+	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=reports"}
+	left := func() []string {
+		var out []string
+		if l, err := kube.CoreV1().ServiceAccounts(ns).List(ctx, sel); err != nil || len(l.Items) > 0 {
+			out = append(out, "ServiceAccount")
+		}
+		if l, err := kube.CoreV1().ConfigMaps(ns).List(ctx, sel); err != nil || len(l.Items) > 0 {
+			out = append(out, "ConfigMap")
+		}
+		if l, err := kube.BatchV1().CronJobs(ns).List(ctx, sel); err != nil || len(l.Items) > 0 {
+			out = append(out, "CronJob")
+		}
+		if l, err := kube.RbacV1().Roles(ns).List(ctx, sel); err != nil || len(l.Items) > 0 {
+			out = append(out, "Role")
+		}
+		if l, err := kube.RbacV1().RoleBindings(ns).List(ctx, sel); err != nil || len(l.Items) > 0 {
+			out = append(out, "RoleBinding")
+		}
+		if _, err := kube.RbacV1().ClusterRoles().Get(ctx, "jobsched-capacity-reports-batch", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			out = append(out, "ClusterRole")
+		}
+		if _, err := kube.RbacV1().ClusterRoleBindings().Get(ctx, "jobsched-capacity-reports-batch", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			out = append(out, "ClusterRoleBinding")
+		}
+		// The CronJob's Jobs (the pass run now): the garbage collector deletes them with it.
+		if l, err := kube.BatchV1().Jobs(ns).List(ctx, sel); err != nil || len(l.Items) > 0 {
+			out = append(out, "the CronJob's Jobs")
+		}
+		if names, _ := schedulerJobs(t, kube, ns, "reports"); len(names) > 0 {
+			out = append(out, "task Jobs")
+		}
+		return out
+	}
+	var got []string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		got = left()
+		return len(got) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("after the README's remove block, the release left %v", got)
+	}
+}
