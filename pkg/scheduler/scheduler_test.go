@@ -137,21 +137,12 @@ func rowsFor(keys ...string) []rows.Row {
 	return out
 }
 
-// actions are the client's actions in compact form, in order, except that each run of writes (creates and deletes
-// run concurrently) is sorted.
+// actions are the client's actions in compact form, in the order the pass made them: the tests run the pass with one
+// worker, so its writes are in plan order too, and the order is part of what they pin.
 func actions(client *fake.Clientset) []string {
 	var got []string
-	from := -1
 	for _, a := range client.Actions() {
 		got = append(got, action(a))
-		if v := a.GetVerb(); v == "create" || v == "delete" {
-			if from < 0 {
-				from = len(got) - 1
-			}
-			slices.Sort(got[from:])
-		} else {
-			from = -1
-		}
 	}
 	return got
 }
@@ -236,9 +227,10 @@ func TestPass(t *testing.T) {
 			},
 			rows: []string{"old-bad", "x"},
 			wantActions: []string{"list jobs", "list pods",
-				"create jobs " + render.AttemptName("reports", "old-bad", 2), "create jobs " + name("x"),
-				"delete jobs " + name("old-bad") + " Background uid=uid-old-bad", // only once attempt 2 exists (TestRetry)
-				"delete jobs " + name("old-ok") + " Background uid=uid-old-ok"},
+				"delete jobs " + name("old-ok") + " Background uid=uid-old-ok", // first: before anything that may fail
+				"create jobs " + render.AttemptName("reports", "old-bad", 2),
+				"delete jobs " + name("old-bad") + " Background uid=uid-old-bad", // only once attempt 2 exists (TestNextAttempt)
+				"create jobs " + name("x")},
 			// a failed Job in backoff: its row is not retried meanwhile; succeeded Jobs, kept or deleted now, are not read
 			wantExclude: []string{"new-bad", "new-ok", "old-ok"},
 			wantSum:     Summary{Selected: 2, Created: 2, Deleted: 2, Retried: 1},
@@ -330,8 +322,9 @@ func TestPass(t *testing.T) {
 				client.PrependReactor("create", "jobs", tc.reactor)
 			}
 			src := &source{rows: rowsFor(tc.rows...)}
-			s := &Scheduler{Config: cfg, Kube: client, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-			plan, sum, err := s.Run(context.Background(), Tick)
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			res, err := s.Run(context.Background(), Execute)
+			plan, sum := res.Plan, res.Summary
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -363,8 +356,9 @@ func TestPass(t *testing.T) {
 func TestDryRunWritesNothing(t *testing.T) {
 	cfg := testConfig(t, nil)
 	client := fake.NewClientset(job("old", batchv1.JobComplete, 3*time.Hour), job("run", "", 0))
-	s := &Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-	plan, sum, err := s.Run(context.Background(), DryRun)
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	res, err := s.Run(context.Background(), DryRun)
+	plan, sum := res.Plan, res.Summary
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,31 +397,31 @@ func TestPassFailures(t *testing.T) {
 		wantConfig  bool
 		wantBlocked string
 	}{
-		{name: "database down: the deletes happen, nothing is created", mode: Tick, source: failingSource{boom},
+		{name: "database down: the deletes happen, nothing is created", mode: Execute, source: failingSource{boom},
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old"},
 			wantErr:     "connection refused", wantBlocked: "reading rows failed"},
-		{name: "a query the database rejects: configuration error, nothing created", mode: Tick,
+		{name: "a query the database rejects: configuration error, nothing created", mode: Execute,
 			source:      failingSource{&config.Error{Err: errors.New("source.query: syntax error")}},
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old"},
 			wantErr:     "syntax error", wantConfig: true},
-		{name: "capacity LIST fails: the deletes happen, nothing is created", mode: Tick, capacity: config.CapacityNodes,
+		{name: "capacity LIST fails: the deletes happen, nothing is created", mode: Execute, capacity: config.CapacityNodes,
 			source: &source{rows: rowsFor("a")}, failList: "nodes",
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old", "list limitranges", "list nodes"},
 			wantErr:     "observing capacity", wantBlocked: "capacity unknown"},
-		{name: "quota LIST fails in quota mode", mode: Tick, capacity: config.CapacityQuota,
+		{name: "quota LIST fails in quota mode", mode: Execute, capacity: config.CapacityQuota,
 			source: &source{rows: rowsFor("a")}, failList: "resourcequotas",
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old", "list limitranges", "list resourcequotas"},
 			wantErr:     "observing capacity", wantBlocked: "capacity unknown"},
-		{name: "Pending pods cannot be listed: the deletes happen, nothing is created", mode: Tick,
+		{name: "Pending pods cannot be listed: the deletes happen, nothing is created", mode: Execute,
 			source: &source{rows: rowsFor("a")}, failList: "pods",
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old"},
 			wantErr:     "listing Pending pods", wantBlocked: "cannot list Pending pods"},
-		{name: "Jobs cannot be listed: nothing at all", mode: Tick, source: &source{rows: rowsFor("a")}, failList: "jobs",
+		{name: "Jobs cannot be listed: nothing at all", mode: Execute, source: &source{rows: rowsFor("a")}, failList: "jobs",
 			wantActions: []string{"list jobs"}, wantErr: "listing Jobs"},
-		{name: "a delete fails: the pass still creates, and fails", mode: Tick, source: &source{rows: rowsFor("a")}, failDelete: true,
-			wantActions: []string{"list jobs", "list pods", "create jobs " + name("a"), "delete jobs " + name("old") + " Background uid=uid-old"},
+		{name: "a delete fails: the pass still creates, and fails", mode: Execute, source: &source{rows: rowsFor("a")}, failDelete: true,
+			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old", "create jobs " + name("a")},
 			wantErr:     "deleting Job " + name("old")},
-		{name: "gc lists only Jobs and reads no row", mode: GC, capacity: config.CapacityNodes,
+		{name: "gc lists only Jobs and reads no row", mode: DeleteOnly, capacity: config.CapacityNodes,
 			wantActions: []string{"list jobs", "delete jobs " + name("old") + " Background uid=uid-old"}},
 	}
 	for _, tc := range tests {
@@ -450,8 +444,9 @@ func TestPassFailures(t *testing.T) {
 			}
 			var logs bytes.Buffer
 			ctx := zerolog.New(&logs).WithContext(context.Background())
-			s := &Scheduler{Config: cfg, Kube: client, Source: tc.source, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-			plan, sum, err := s.Run(ctx, tc.mode)
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: tc.source, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			res, err := s.Run(ctx, tc.mode)
+			plan, sum := res.Plan, res.Summary
 			if diff := cmp.Diff(tc.wantActions, actions(client)); diff != "" {
 				t.Errorf("actions (-want +got):\n%s", diff)
 			}
@@ -499,9 +494,10 @@ func TestDeadlineLeavesCreatesForTheNextPass(t *testing.T) {
 	client := fake.NewClientset()
 	var logs bytes.Buffer
 	ctx := zerolog.New(&logs).WithContext(context.Background())
-	s := &Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
 		Now: func() time.Time { return now }, Timeout: time.Nanosecond} // the fake client and source ignore it
-	_, sum, err := s.Run(ctx, Tick)
+	res, err := s.Run(ctx, Execute)
+	sum := res.Summary
 	if err == nil || !strings.Contains(err.Error(), "2 planned Job(s) not created") || !strings.Contains(err.Error(), "--timeout") {
 		t.Errorf("err = %v, want the 2 planned Jobs not created, naming --timeout", err)
 	}
@@ -531,8 +527,9 @@ func TestBadRowsDoNotStallTheQueue(t *testing.T) {
 	all = append(all, rowsFor("good")...)
 	src := &source{rows: all}
 	client := fake.NewClientset()
-	s := &Scheduler{Config: cfg, Kube: client, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-	plan, sum, err := s.Run(context.Background(), Tick)
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	res, err := s.Run(context.Background(), Execute)
+	plan, sum := res.Plan, res.Summary
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,9 +569,10 @@ func TestSkipBudget(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr(1) })
 			var logs bytes.Buffer
 			ctx := zerolog.New(&logs).WithContext(context.Background())
-			s := &Scheduler{Config: cfg, Kube: fake.NewClientset(), Source: &source{rows: tc.rows}, Renderer: render.New(cfg, nil),
+			s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(), Source: &source{rows: tc.rows}, Renderer: render.New(cfg, nil),
 				Now: func() time.Time { return now }, maxSkipped: 5}
-			_, sum, err := s.Run(ctx, Tick)
+			res, err := s.Run(ctx, Execute)
+			sum := res.Summary
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -628,9 +626,9 @@ func TestEventsAndCapacityLists(t *testing.T) {
 			ev := &recorder{}
 			var logs bytes.Buffer
 			ctx := zerolog.New(&logs).WithContext(context.Background())
-			s := &Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
 				Now: func() time.Time { return now }, Events: ev}
-			if _, _, err := s.Run(ctx, Tick); err != nil {
+			if _, err := s.Run(ctx, Execute); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.wantActions, actions(client)); diff != "" {
@@ -682,52 +680,15 @@ func TestCapacityBoundsTheSlots(t *testing.T) {
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{
 				Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(tc.pods), corev1.ResourceCPU: resource.MustParse("4")},
 				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
-			s := &Scheduler{Config: cfg, Kube: fake.NewClientset(node), Source: &source{rows: rowsFor("a", "b", "c")},
+			s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(node), Source: &source{rows: rowsFor("a", "b", "c")},
 				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-			p, _, err := s.Run(context.Background(), DryRun)
+			res, err := s.Run(context.Background(), DryRun)
+			p := res.Plan
 			if err != nil {
 				t.Fatal(err)
 			}
 			if p.Slots != tc.wantSlots || !strings.HasPrefix(p.Limit, tc.wantLimit) || (p.Slots == 0) != (p.Blocked != "") {
 				t.Errorf("slots %d, limit %q, blocked %q; want %d, %q…", p.Slots, p.Limit, p.Blocked, tc.wantSlots, tc.wantLimit)
-			}
-		})
-	}
-}
-
-// TestStatusCounts: status counts kept Jobs by state (not those this pass deletes) and caps the backlog.
-func TestStatusCounts(t *testing.T) {
-	many := make([]string, BacklogCap+1)
-	for i := range many {
-		many[i] = fmt.Sprintf("r%05d", i)
-	}
-	tests := []struct {
-		name        string
-		rows        []string
-		wantBacklog int
-		wantCapped  bool
-	}{
-		{"exactly the cap", many[:BacklogCap], BacklogCap, false},
-		{"one more", many, BacklogCap, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig(t, nil)
-			client := fake.NewClientset(job("old", batchv1.JobComplete, time.Hour), job("run", "", 0), attempt("d", 3, batchv1.JobFailed, time.Hour, ""))
-			s := &Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-			st, err := s.Status(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := map[State]int{StateRunning: 1, StateStarting: 0, StateUnschedulable: 0, StateSucceeded: 0, StateBackoff: 0, StateDead: 1}
-			if diff := cmp.Diff(want, st.States); diff != "" {
-				t.Errorf("states (-want +got):\n%s", diff)
-			}
-			if !slices.IsSortedFunc(st.Jobs, func(a, b JobStatus) int { return strings.Compare(a.Name, b.Name) }) {
-				t.Errorf("jobs are not sorted by name: %v", st.Jobs)
-			}
-			if st.Backlog != tc.wantBacklog || st.BacklogCapped != tc.wantCapped || len(st.Dead) != 1 {
-				t.Errorf("backlog %d capped %v, %d dead; want %d, %v, 1", st.Backlog, st.BacklogCapped, len(st.Dead), tc.wantBacklog, tc.wantCapped)
 			}
 		})
 	}
