@@ -72,6 +72,15 @@ func (x *execution) fail(errs ...error) {
 	}
 }
 
+// fitted takes the plan after Fit: it fails the pass for what could not be observed and logs capacity's warning.
+func (x *execution) fitted(p *Plan, obs *Observation) *Plan {
+	x.fail(obs.PodsErr, obs.CapacityErr)
+	if p.Capacity != nil && p.Capacity.Warning != "" {
+		x.log.Warn().Msg(p.Capacity.Warning)
+	}
+	return p
+}
+
 // rows takes the plan after a step that read the source and that step's error: a configuration error stops the
 // pass (returned), any other blocks the creates of this pass and fails it.
 func (x *execution) rows(p *Plan, err error) (*Plan, error) {

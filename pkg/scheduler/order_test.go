@@ -1,15 +1,22 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rs/zerolog"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -194,5 +201,25 @@ func TestResult(t *testing.T) {
 					res.RowsWait, res.Limit(), res.Blocked(), res.JobsResourceVersion, tc.wantRowsWait, tc.wantLimit, tc.wantBlock)
 			}
 		})
+	}
+}
+
+// TestCapacityWarningIsLogged: what capacity could not see (here LimitRanges, forbidden) is warned in the pass's log.
+func TestCapacityWarningIsLogged(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) { c.Limits.Capacity = config.CapacityNodes })
+	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Status: corev1.NodeStatus{
+		Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")},
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}})
+	client.PrependReactor("list", "limitranges", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "limitranges"}, "", errors.New("no"))
+	})
+	var logs bytes.Buffer
+	ctx := zerolog.New(&logs).WithContext(context.Background())
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	if _, err := s.Run(ctx, DryRun); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), `"message":"cannot list LimitRanges`) {
+		t.Errorf("no capacity warning in the log:\n%s", logs.String())
 	}
 }

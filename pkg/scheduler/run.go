@@ -119,8 +119,7 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 		return x.done(p, obs, Admission{}, nil)
 	}
 	obs = s.observeCapacity(ctx, obs, p) // 4
-	p = p.Fit(s.Config, obs)
-	x.fail(obs.PodsErr, obs.CapacityErr)
+	p = x.fitted(p.Fit(s.Config, obs), obs)
 	rc, err := s.checkRows(ctx, p) // 5
 	if p, err = x.rows(p.checked(rc), err); err != nil {
 		return x.done(p, obs, Admission{}, err)
