@@ -1,85 +1,552 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rs/zerolog"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/rows"
 )
 
-// TestNextAttempt: a due task's next attempt is created first and only then is the failed attempt deleted; a failed create
-// deletes nothing; a dead task, or one due, whose row the query no longer returns loses its Job.
-func TestNextAttempt(t *testing.T) {
-	a2 := render.AttemptName("reports", "f", 2)
+func TestPass(t *testing.T) {
 	tests := []struct {
 		name        string
-		jobs        []runtime.Object
+		mutate      func(*config.Config)
+		objects     []runtime.Object
 		rows        []string
-		createErr   error
+		reactor     k8stesting.ReactionFunc // on create jobs
 		wantActions []string
+		wantExclude []string // of the first Select; nil = no Select
 		wantSum     Summary
+		wantBlocked string
 	}{
-		{name: "due: attempt 2, then attempt 1 goes",
-			jobs: []runtime.Object{job("f", batchv1.JobFailed, time.Hour)}, rows: []string{"f"},
-			wantActions: []string{"list jobs", "list pods", "create jobs " + a2, "delete jobs " + name("f") + " Background uid=uid-f"},
-			wantSum:     Summary{Selected: 1, Created: 1, Retried: 1, Deleted: 1}},
-		{name: "the create fails: attempt 1 stays",
-			jobs: []runtime.Object{job("f", batchv1.JobFailed, time.Hour)}, rows: []string{"f"},
-			createErr:   apierrors.NewInternalError(fmt.Errorf("etcd down")),
-			wantActions: []string{"list jobs", "list pods", "create jobs " + a2},
-			wantSum:     Summary{Selected: 1, Failed: 1}},
-		{name: "another pass created attempt 2: attempt 1 goes all the same",
-			jobs: []runtime.Object{job("f", batchv1.JobFailed, time.Hour)}, rows: []string{"f"},
-			createErr:   apierrors.NewAlreadyExists(schema.GroupResource{Group: "batch", Resource: "jobs"}, a2),
-			wantActions: []string{"list jobs", "list pods", "create jobs " + a2, "get jobs " + a2, "delete jobs " + name("f") + " Background uid=uid-f"},
-			wantSum:     Summary{Selected: 1, AlreadyPresent: 1, Deleted: 1}},
-		{name: "dead tasks: the one whose row is gone loses its record, the other is kept",
-			jobs: []runtime.Object{attempt("gone", 3, batchv1.JobFailed, time.Hour, ""), attempt("still", 3, batchv1.JobFailed, time.Hour, "")},
-			rows: []string{"still"},
+		{
+			name:        "maxActive 3 with 2 unfinished creates exactly one",
+			mutate:      func(c *config.Config) { c.Limits.MaxActive = ptr(3) },
+			objects:     []runtime.Object{job("a", "", 0), job("b", "", 0)},
+			rows:        []string{"c", "d", "e"},
+			wantActions: []string{"list jobs", "list pods", "create jobs " + name("c")},
+			wantExclude: []string{"a", "b"},
+			wantSum:     Summary{Selected: 1, Created: 1},
+		},
+		{
+			name:        "an Unschedulable pod blocks every create",
+			objects:     []runtime.Object{job("a", "", 0), pendingPod(job("a", "", 0), true)},
+			rows:        []string{"c"},
+			wantActions: []string{"list jobs", "list pods"},
+			wantSum:     Summary{Blocked: "1 pod(s) Unschedulable (" + name("a") + ": 0/1 nodes are available: 1 Insufficient cpu.)"},
+			wantBlocked: "Unschedulable",
+		},
+		{
+			name:        "a pod that is scheduled but starting does not block, and counts as active",
+			mutate:      func(c *config.Config) { c.Limits.MaxActive = ptr(2) },
+			objects:     []runtime.Object{job("a", "", 0), pendingPod(job("a", "", 0), false)},
+			rows:        []string{"c", "d"},
+			wantActions: []string{"list jobs", "list pods", "create jobs " + name("c")},
+			wantExclude: []string{"a"},
+			wantSum:     Summary{Selected: 1, Created: 1},
+		},
+		{
+			name:        "blockOnUnschedulable false lets the pass create",
+			mutate:      func(c *config.Config) { c.Limits.BlockOnUnschedulable = ptr(false) },
+			objects:     []runtime.Object{job("a", "", 0), pendingPod(job("a", "", 0), true)},
+			rows:        []string{"c"},
+			wantActions: []string{"list jobs", "list pods", "create jobs " + name("c")},
+			wantExclude: []string{"a"},
+			wantSum:     Summary{Selected: 1, Created: 1},
+		},
+		{
+			name: "finished Jobs past retention are deleted first, with their pods, and only those",
+			mutate: func(c *config.Config) {
+				c.GC.SucceededRetention = metav1.Duration{Duration: 10 * time.Minute}
+			},
+			objects: []runtime.Object{
+				job("old-ok", batchv1.JobComplete, 11*time.Minute), job("new-ok", batchv1.JobComplete, time.Minute),
+				job("old-bad", batchv1.JobFailed, 2*time.Hour), job("new-bad", batchv1.JobFailed, 30*time.Second),
+			},
+			rows: []string{"old-bad", "x"},
 			wantActions: []string{"list jobs", "list pods",
-				"delete jobs " + render.AttemptName("reports", "gone", 3) + " Background uid=uid-gone-3"},
-			wantSum: Summary{Deleted: 1, Dead: 1}},
-		{name: "due, and its row is gone: the failed Job goes, no retry",
-			jobs: []runtime.Object{job("f", batchv1.JobFailed, time.Hour)}, rows: []string{"other"},
-			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("f") + " Background uid=uid-f",
-				"create jobs " + name("other")},
-			wantSum: Summary{Selected: 1, Created: 1, Deleted: 1}},
+				"delete jobs " + name("old-ok") + " Background uid=uid-old-ok", // first: before anything that may fail
+				"create jobs " + render.AttemptName("reports", "old-bad", 2),
+				"delete jobs " + name("old-bad") + " Background uid=uid-old-bad", // only once attempt 2 exists (TestNextAttempt)
+				"create jobs " + name("x")},
+			// a failed Job in backoff: its row is not retried meanwhile; succeeded Jobs, kept or deleted now, are not read
+			wantExclude: []string{"new-bad", "new-ok", "old-ok"},
+			wantSum:     Summary{Selected: 2, Created: 2, Deleted: 2, Retried: 1},
+		},
+		{
+			name:        "a row still selected after its Job succeeded gets no second Job",
+			mutate:      func(c *config.Config) { c.GC.SucceededRetention = metav1.Duration{Duration: time.Hour} },
+			objects:     []runtime.Object{job("done", batchv1.JobComplete, time.Minute)},
+			rows:        []string{"done", "next"},
+			wantActions: []string{"list jobs", "list pods", "create jobs " + name("next")},
+			wantExclude: []string{"done"},
+			wantSum:     Summary{Selected: 1, Created: 1, Skipped: 1}, // skipped: the worker bug, said with its key
+		},
+		{
+			name:    "AlreadyExists from a concurrent pass is already present",
+			rows:    []string{"c"},
+			objects: []runtime.Object{},
+			reactor: func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewAlreadyExists(schema.GroupResource{Group: "batch", Resource: "jobs"}, name("c"))
+			},
+			wantActions: []string{"list jobs", "list pods", "create jobs " + name("c"), "get jobs " + name("c")},
+			wantExclude: []string{},
+			wantSum:     Summary{Selected: 1, AlreadyPresent: 1},
+		},
+		{
+			name: "a Job of this row's name made for another key is a collision: skipped, not created",
+			objects: []runtime.Object{func() *batchv1.Job {
+				j := job("other", batchv1.JobComplete, time.Minute)
+				j.Name = name("mine")
+				return j
+			}()},
+			mutate:      func(c *config.Config) { c.GC.SucceededRetention = metav1.Duration{Duration: time.Hour} },
+			rows:        []string{"mine", "next"},
+			wantActions: []string{"list jobs", "list pods", "create jobs " + name("next")},
+			wantExclude: []string{"other"},
+			wantSum:     Summary{Selected: 2, Created: 1, Skipped: 1},
+		},
+		{
+			name:        "maxPerTick bounds the creates",
+			mutate:      func(c *config.Config) { c.Limits.MaxPerTick = ptr(2) },
+			rows:        []string{"a", "b", "c"},
+			wantActions: []string{"list jobs", "list pods", "create jobs " + name("a"), "create jobs " + name("b")},
+			wantExclude: []string{},
+			wantSum:     Summary{Selected: 2, Created: 2},
+		},
+		{
+			name:        "a row that cannot make a Job is skipped and another row is read in its place",
+			mutate:      func(c *config.Config) { c.Limits.MaxPerTick = ptr(1) },
+			rows:        []string{"", "b", "c"},
+			wantActions: []string{"list jobs", "list pods", "create jobs " + name("b")},
+			wantExclude: []string{},
+			wantSum:     Summary{Selected: 2, Created: 1, Skipped: 1},
+		},
+		{
+			name:   "capacity nodes: one more LIST each of nodes, pods cluster-wide and quotas; what fits bounds the creates",
+			mutate: func(c *config.Config) { c.Limits.Capacity = config.CapacityNodes },
+			objects: []runtime.Object{&corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: "node-0"},
+				Status: corev1.NodeStatus{
+					Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")},
+					Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+				},
+			}},
+			rows:        []string{"a", "b"},
+			wantActions: []string{"list jobs", "list pods", "list limitranges", "list nodes", "list pods", "list resourcequotas", "create jobs " + name("a")},
+			wantExclude: []string{},
+			wantSum:     Summary{Selected: 1, Created: 1},
+		},
+		{
+			name:        "no slots, no read",
+			mutate:      func(c *config.Config) { c.Limits.MaxActive = ptr(1) },
+			objects:     []runtime.Object{job("a", "", 0)},
+			rows:        []string{"b"},
+			wantActions: []string{"list jobs", "list pods"},
+			wantSum:     Summary{Blocked: "limits.maxActive: 1 of 1 unfinished"},
+			wantBlocked: "maxActive",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig(t, nil)
-			client := fake.NewClientset(tc.jobs...)
-			if tc.createErr != nil {
-				client.PrependReactor("create", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
-					if apierrors.IsAlreadyExists(tc.createErr) {
-						obj := a.(k8stesting.CreateAction).GetObject().(*batchv1.Job).DeepCopy()
-						_ = client.Tracker().Add(obj)
-					}
-					return true, nil, tc.createErr
+			cfg := testConfig(t, tc.mutate)
+			client := fake.NewClientset(tc.objects...)
+			if tc.reactor != nil {
+				existing := job("c", "", 0)
+				client = fake.NewClientset(existing)
+				client.PrependReactor("list", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, &batchv1.JobList{}, nil // listed before the other pass created it
 				})
+				client.PrependReactor("create", "jobs", tc.reactor)
 			}
-			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-			res, _ := s.Run(context.Background(), Execute)
-			sum := res.Summary
-			var got []string
-			for _, a := range client.Actions() {
-				got = append(got, action(a)) // in order: the delete must follow the create
+			src := &source{rows: rowsFor(tc.rows...)}
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			res, err := s.Run(context.Background(), Execute)
+			plan, sum := res.Plan, res.Summary
+			if err != nil {
+				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.wantActions, got); diff != "" {
+			if !strings.Contains(plan.Blocked, tc.wantBlocked) || (tc.wantBlocked == "") != (plan.Blocked == "") {
+				t.Errorf("Blocked = %q, want it to mention %q", plan.Blocked, tc.wantBlocked)
+			}
+			if diff := cmp.Diff(tc.wantActions, actions(client)); diff != "" {
 				t.Errorf("actions (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tc.wantSum, sum); diff != "" {
 				t.Errorf("summary (-want +got):\n%s", diff)
+			}
+			var firstExclude []string
+			if len(src.calls) > 0 {
+				firstExclude = src.calls[0]
+				slices.Sort(firstExclude)
+			}
+			if tc.wantExclude == nil && len(src.calls) > 0 && len(firstExclude) > 0 {
+				t.Errorf("Select excluded %v, want nothing", firstExclude)
+			}
+			if tc.wantExclude != nil && !slices.Equal(tc.wantExclude, firstExclude) {
+				t.Errorf("Select excluded %v, want %v", firstExclude, tc.wantExclude)
+			}
+		})
+	}
+}
+
+// TestDryRunWritesNothing: a dry run is the whole pass without its writes.
+func TestDryRunWritesNothing(t *testing.T) {
+	cfg := testConfig(t, nil)
+	client := fake.NewClientset(job("old", batchv1.JobComplete, 3*time.Hour), job("run", "", 0))
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	res, err := s.Run(context.Background(), DryRun)
+	plan, sum := res.Plan, res.Summary
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Creates) != 2 || len(plan.Deletes()) != 1 {
+		t.Fatalf("plan has %d creates and %d deletes, want 2 and 1", len(plan.Creates), len(plan.Deletes()))
+	}
+	if diff := cmp.Diff([]string{"list jobs", "list pods"}, actions(client)); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+	if want := (Summary{DryRun: true, Selected: 2, WouldCreate: 2}); sum != want {
+		t.Errorf("summary = %+v, want %+v", sum, want)
+	}
+}
+
+// failingSource fails every read, like a database that is down.
+type failingSource struct{ err error }
+
+func (f failingSource) Select(context.Context, []string, int) ([]rows.Row, error) { return nil, f.err }
+func (f failingSource) Count(context.Context, []string, int) (int, error)         { return 0, f.err }
+func (f failingSource) Selected(context.Context, []string) ([]string, error)      { return nil, f.err }
+func (f failingSource) Lookup(context.Context, []string) ([]rows.Row, error)      { return nil, f.err }
+
+// TestPassFailures: the deletes never wait on the database or the capacity LISTs; a failure there means "create
+// nothing this pass" and a run-time error (exit 1); a query the database rejects as wrong is a configuration error.
+func TestPassFailures(t *testing.T) {
+	boom := errors.New("connection refused")
+	tests := []struct {
+		name        string
+		mode        Mode
+		capacity    config.Capacity
+		source      rows.Source
+		failList    string // a resource whose LIST fails
+		failDelete  bool   // every delete fails
+		wantActions []string
+		wantErr     string
+		wantConfig  bool
+		wantBlocked string
+	}{
+		{name: "database down: the deletes happen, nothing is created", mode: Execute, source: failingSource{boom},
+			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old"},
+			wantErr:     "connection refused", wantBlocked: "reading rows failed"},
+		{name: "a query the database rejects: configuration error, nothing created", mode: Execute,
+			source:      failingSource{&config.Error{Err: errors.New("source.query: syntax error")}},
+			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old"},
+			wantErr:     "syntax error", wantConfig: true},
+		{name: "capacity LIST fails: the deletes happen, nothing is created", mode: Execute, capacity: config.CapacityNodes,
+			source: &source{rows: rowsFor("a")}, failList: "nodes",
+			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old", "list limitranges", "list nodes"},
+			wantErr:     "observing capacity", wantBlocked: "capacity unknown"},
+		{name: "quota LIST fails in quota mode", mode: Execute, capacity: config.CapacityQuota,
+			source: &source{rows: rowsFor("a")}, failList: "resourcequotas",
+			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old", "list limitranges", "list resourcequotas"},
+			wantErr:     "observing capacity", wantBlocked: "capacity unknown"},
+		{name: "Pending pods cannot be listed: the deletes happen, nothing is created", mode: Execute,
+			source: &source{rows: rowsFor("a")}, failList: "pods",
+			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old"},
+			wantErr:     "listing Pending pods", wantBlocked: "cannot list Pending pods"},
+		{name: "Jobs cannot be listed: nothing at all", mode: Execute, source: &source{rows: rowsFor("a")}, failList: "jobs",
+			wantActions: []string{"list jobs"}, wantErr: "listing Jobs"},
+		{name: "a delete fails: the pass still creates, and fails", mode: Execute, source: &source{rows: rowsFor("a")}, failDelete: true,
+			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old", "create jobs " + name("a")},
+			wantErr:     "deleting Job " + name("old")},
+		{name: "gc lists only Jobs and reads no row", mode: DeleteOnly, capacity: config.CapacityNodes,
+			wantActions: []string{"list jobs", "delete jobs " + name("old") + " Background uid=uid-old"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) {
+				if tc.capacity != "" {
+					c.Limits.Capacity = tc.capacity
+				}
+			})
+			client := fake.NewClientset(job("old", batchv1.JobComplete, 3*time.Hour), job("run", "", 0))
+			if tc.failDelete {
+				client.PrependReactor("delete", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewInternalError(errors.New("etcd timeout"))
+				})
+			}
+			if tc.failList != "" {
+				client.PrependReactor("list", tc.failList, func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewServiceUnavailable("etcd is down")
+				})
+			}
+			var logs bytes.Buffer
+			ctx := zerolog.New(&logs).WithContext(context.Background())
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: tc.source, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			res, err := s.Run(ctx, tc.mode)
+			plan, sum := res.Plan, res.Summary
+			if diff := cmp.Diff(tc.wantActions, actions(client)); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("err = %v, want one containing %q", err, tc.wantErr)
+			}
+			if config.IsConfigError(err) != tc.wantConfig {
+				t.Errorf("IsConfigError(%v) = %v, want %v", err, !tc.wantConfig, tc.wantConfig)
+			}
+			if plan != nil && len(plan.Creates) > 0 && tc.wantErr != "" && !tc.failDelete {
+				t.Errorf("a failed pass plans creates: %v", plan.Creates)
+			}
+			if plan != nil && !strings.Contains(plan.Blocked, tc.wantBlocked) {
+				t.Errorf("Blocked = %q, want it to mention %q", plan.Blocked, tc.wantBlocked)
+			}
+			if n := strings.Count(logs.String(), `"message":"pass done"`); n != 1 {
+				t.Errorf("%d pass done lines, want 1:\n%s", n, logs.String())
+			}
+			level := `"level":"info"`
+			if tc.wantErr != "" {
+				level = `"level":"error"`
+			}
+			if !strings.Contains(lastLine(logs.String()), level) {
+				t.Errorf("the pass done line is not at %s:\n%s", level, lastLine(logs.String()))
+			}
+			if strings.Contains(lastLine(logs.String()), "notCreated") {
+				t.Errorf("the pass done line says notCreated though every planned create was tried:\n%s", lastLine(logs.String()))
+			}
+			if tc.failDelete && sum.Failed != 1 {
+				t.Errorf("failed = %d, want the failed delete counted", sum.Failed)
+			}
+		})
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestDeadlineLeavesCreatesForTheNextPass: creates not started when the pass's deadline has passed are not tried,
+// are counted as notCreated in the pass done line, and fail the pass.
+func TestDeadlineLeavesCreatesForTheNextPass(t *testing.T) {
+	cfg := testConfig(t, nil)
+	client := fake.NewClientset()
+	var logs bytes.Buffer
+	ctx := zerolog.New(&logs).WithContext(context.Background())
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
+		Now: func() time.Time { return now }, Timeout: time.Nanosecond} // the fake client and source ignore it
+	res, err := s.Run(ctx, Execute)
+	sum := res.Summary
+	if err == nil || !strings.Contains(err.Error(), "2 planned Job(s) not created") || !strings.Contains(err.Error(), "--timeout") {
+		t.Errorf("err = %v, want the 2 planned Jobs not created, naming --timeout", err)
+	}
+	if sum.NotCreated != 2 || sum.Created != 0 {
+		t.Errorf("summary %+v, want 2 not created", sum)
+	}
+	if diff := cmp.Diff([]string{"list jobs", "list pods"}, actions(client)); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+	if line := lastLine(logs.String()); !strings.Contains(line, `"notCreated":2`) || !strings.Contains(line, `"level":"error"`) {
+		t.Errorf("pass done line %s, want notCreated 2 at level error", line)
+	}
+}
+
+// TestBadRowsDoNotStallTheQueue: 50 rows that cannot make a Job ahead of one good row, one slot: the good row gets
+// its Job in one pass, and the source is asked for a growing number of rows, not the same head each time.
+func TestBadRowsDoNotStallTheQueue(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr(1) })
+	var all []rows.Row
+	for i := range 50 {
+		bad := rows.Row{Key: fmt.Sprintf("bad-%02d", i), Columns: []rows.Column{{Name: "v", Value: "\xff"}}}
+		if i%2 == 1 {
+			bad.Columns[0].Value = strings.Repeat("x", render.MaxEnvBytes)
+		}
+		all = append(all, bad)
+	}
+	all = append(all, rowsFor("good")...)
+	src := &source{rows: all}
+	client := fake.NewClientset()
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	res, err := s.Run(context.Background(), Execute)
+	plan, sum := res.Plan, res.Summary
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"list jobs", "list pods", "create jobs " + name("good")}, actions(client)); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+	if sum.Created != 1 || sum.Skipped != 50 || len(plan.Skipped) != 50 {
+		t.Errorf("summary %+v, want 1 created and 50 skipped", sum)
+	}
+	if len(src.calls) > 7 {
+		t.Errorf("%d reads for 51 rows, want the number of rows asked for to grow (at most 7 reads)", len(src.calls))
+	}
+}
+
+// TestSkipBudget: a pass skips at most its budget of rows, then stops reading and says so; the rows behind wait for
+// the next pass.
+func TestSkipBudget(t *testing.T) {
+	bad := func(n int) []rows.Row {
+		var out []rows.Row
+		for i := range n {
+			out = append(out, rows.Row{Key: fmt.Sprintf("bad-%d", i), Columns: []rows.Column{{Name: "v", Value: "\xff"}}})
+		}
+		return out
+	}
+	tests := []struct {
+		name                     string
+		rows                     []rows.Row
+		wantCreated, wantSkipped int
+		wantWarning              bool
+	}{
+		{"4 bad rows within a budget of 5", append(bad(4), rowsFor("good")...), 1, 4, false},
+		{"5 bad rows use up a budget of 5", append(bad(5), rowsFor("good")...), 0, 5, true},
+		{"7 bad rows past a budget of 5", append(bad(7), rowsFor("good")...), 0, 5, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr(1) })
+			var logs bytes.Buffer
+			ctx := zerolog.New(&logs).WithContext(context.Background())
+			s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(), Source: &source{rows: tc.rows}, Renderer: render.New(cfg, nil),
+				Now: func() time.Time { return now }, maxSkipped: 5}
+			res, err := s.Run(ctx, Execute)
+			sum := res.Summary
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Created != tc.wantCreated || sum.Skipped != tc.wantSkipped {
+				t.Errorf("created %d, skipped %d; want %d, %d", sum.Created, sum.Skipped, tc.wantCreated, tc.wantSkipped)
+			}
+			if got := strings.Contains(logs.String(), "stopped reading"); got != tc.wantWarning {
+				t.Errorf("warned %v, want %v:\n%s", got, tc.wantWarning, logs.String())
+			}
+		})
+	}
+}
+
+// recorder is an Events that records what it was told.
+type recorder struct{ created, deleted, blocked []string }
+
+func (r *recorder) JobCreated(job *batchv1.Job, c Create, room string) {
+	r.created = append(r.created, fmt.Sprintf("%s %s %d %s", job.Name, c.Key, c.Attempt, room))
+}
+func (r *recorder) JobDeleted(j JobStatus)    { r.deleted = append(r.deleted, j.Name+" "+j.Delete) }
+func (r *recorder) PassBlocked(reason string) { r.blocked = append(r.blocked, reason) }
+
+// TestEventsAndCapacityLists: a pass reports each create and delete and, when it creates nothing for a reason, that
+// reason once; a pass with no slots makes no capacity LIST.
+func TestEventsAndCapacityLists(t *testing.T) {
+	tests := []struct {
+		name        string
+		maxActive   int
+		wantActions []string
+		want        recorder
+	}{
+		{name: "room for one", maxActive: 2,
+			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old",
+				"list limitranges", "list nodes", "list pods", "list resourcequotas", "create jobs " + name("a")},
+			want: recorder{created: []string{name("a") + " a 1 1 slot(s) this pass, bound by limits.maxActive: 1 of 2 unfinished"},
+				deleted: []string{name("old") + " " + DeleteRetention}}},
+		{name: "no slots: no capacity LIST, one Blocked", maxActive: 1,
+			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old"},
+			want: recorder{deleted: []string{name("old") + " " + DeleteRetention},
+				blocked: []string{"limits.maxActive: 1 of 1 unfinished"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) {
+				c.Limits.MaxActive, c.Limits.Capacity = ptr(tc.maxActive), config.CapacityNodes
+			})
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{
+				Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10"), corev1.ResourceCPU: resource.MustParse("4")},
+				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+			client := fake.NewClientset(job("old", batchv1.JobComplete, time.Hour), job("run", "", 0), node)
+			ev := &recorder{}
+			var logs bytes.Buffer
+			ctx := zerolog.New(&logs).WithContext(context.Background())
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
+				Now: func() time.Time { return now }, Events: ev}
+			if _, err := s.Run(ctx, Execute); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantActions, actions(client)); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, *ev, cmp.AllowUnexported(recorder{})); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+				if strings.Contains(line, `"level":"warn"`) && !strings.Contains(line, `"message":"`) {
+					t.Errorf("a warning without a message was logged: %s", line)
+				}
+			}
+		})
+	}
+}
+
+// TestCause: an error that happened because the pass's deadline passed says so, once.
+func TestCause(t *testing.T) {
+	deadline := errors.New("the pass ran out of its --timeout of 1s")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	if err := cause(ctx, errors.New("boom")); err.Error() != "boom" {
+		t.Errorf("cause before the deadline = %q, want the error as is", err)
+	}
+	cancel(deadline)
+	if err := cause(ctx, errors.New("boom")); err.Error() != "boom (the pass ran out of its --timeout of 1s)" {
+		t.Errorf("cause = %q, want the deadline named", err)
+	}
+	if err := cause(ctx, fmt.Errorf("listing: %w", deadline)); strings.Count(err.Error(), "--timeout") != 1 {
+		t.Errorf("cause = %q, want the deadline named once", err)
+	}
+}
+
+// TestCapacityBoundsTheSlots: what fits bounds the slots only when it is fewer; none fitting blocks.
+func TestCapacityBoundsTheSlots(t *testing.T) {
+	tests := []struct {
+		pods      string // the node's allocatable pods
+		wantSlots int
+		wantLimit string
+	}{
+		{"3", 2, "limits.maxPerTick: 2"},
+		{"2", 2, "limits.maxPerTick: 2"}, // as many fit as maxPerTick allows: maxPerTick binds
+		{"1", 1, "capacity: "},
+		{"0", 0, "capacity: "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.pods+" pods allocatable", func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick, c.Limits.Capacity = ptr(2), config.CapacityNodes })
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{
+				Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(tc.pods), corev1.ResourceCPU: resource.MustParse("4")},
+				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+			s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(node), Source: &source{rows: rowsFor("a", "b", "c")},
+				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			res, err := s.Run(context.Background(), DryRun)
+			p := res.Plan
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Slots != tc.wantSlots || !strings.HasPrefix(p.Limit, tc.wantLimit) || (p.Slots == 0) != (p.Blocked != "") {
+				t.Errorf("slots %d, limit %q, blocked %q; want %d, %q…", p.Slots, p.Limit, p.Blocked, tc.wantSlots, tc.wantLimit)
 			}
 		})
 	}
