@@ -26,6 +26,7 @@ func TestNextAttempt(t *testing.T) {
 		jobs        []runtime.Object
 		rows        []string
 		createErr   error
+		deleteErr   error
 		wantActions []string
 		wantSum     Summary
 	}{
@@ -33,6 +34,11 @@ func TestNextAttempt(t *testing.T) {
 			jobs: []runtime.Object{job("f", batchv1.JobFailed, time.Hour)}, rows: []string{"f"},
 			wantActions: []string{"list jobs", "list pods", "create jobs " + a2, "delete jobs " + name("f") + " Background uid=uid-f"},
 			wantSum:     Summary{Selected: 1, Created: 1, Retried: 1, Deleted: 1}},
+		{name: "attempt 2 exists, deleting attempt 1 fails: counted as failed, not deleted",
+			jobs: []runtime.Object{job("f", batchv1.JobFailed, time.Hour)}, rows: []string{"f"},
+			deleteErr:   apierrors.NewInternalError(fmt.Errorf("etcd down")),
+			wantActions: []string{"list jobs", "list pods", "create jobs " + a2, "delete jobs " + name("f") + " Background uid=uid-f"},
+			wantSum:     Summary{Selected: 1, Created: 1, Retried: 1, Failed: 1}},
 		{name: "the create fails: attempt 1 stays",
 			jobs: []runtime.Object{job("f", batchv1.JobFailed, time.Hour)}, rows: []string{"f"},
 			createErr:   apierrors.NewInternalError(fmt.Errorf("etcd down")),
@@ -68,6 +74,9 @@ func TestNextAttempt(t *testing.T) {
 					return true, nil, tc.createErr
 				})
 			}
+			if tc.deleteErr != nil {
+				client.PrependReactor("delete", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, tc.deleteErr })
+			}
 			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			res, _ := s.Run(context.Background(), Execute)
 			sum := res.Summary
@@ -80,6 +89,35 @@ func TestNextAttempt(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantSum, sum); diff != "" {
 				t.Errorf("summary (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestBeforeCreates: the command's hook runs once, before the first create, and only in a pass that creates.
+func TestBeforeCreates(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		rows      []string
+		wantCalls int
+	}{
+		{name: "creates", rows: []string{"a", "b"}, wantCalls: 1},
+		{name: "nothing to create", wantCalls: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, nil)
+			client := fake.NewClientset()
+			calls, createsBefore := 0, -1
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil),
+				Now: func() time.Time { return now }, BeforeCreates: func() {
+					calls++
+					createsBefore = len(client.Actions()) - 2 // after list jobs, list pods
+				}}
+			if _, err := s.Run(context.Background(), Execute); err != nil {
+				t.Fatal(err)
+			}
+			if calls != tc.wantCalls || (calls > 0 && createsBefore != 0) {
+				t.Errorf("called %d times with %d writes before; want %d, before any", calls, createsBefore, tc.wantCalls)
 			}
 		})
 	}
