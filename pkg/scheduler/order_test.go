@@ -223,3 +223,22 @@ func TestCapacityWarningIsLogged(t *testing.T) {
 		t.Errorf("no capacity warning in the log:\n%s", logs.String())
 	}
 }
+
+// TestRowsFileDuplicates: the rows a --rows file left out as repeated keys are skips of the plan the pass made,
+// counted in its summary, not added to it afterwards.
+func TestRowsFileDuplicates(t *testing.T) {
+	f, err := rows.ReadFrom(strings.NewReader(`{"id": "a"}`+"\n"+`{"id": "a"}`+"\n"), "standard input", "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, nil)
+	s := &Scheduler{workers: 1, Config: cfg, Source: f, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	res, err := s.Run(context.Background(), DryRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Skip{{Key: "a", Reason: "--rows line 2 repeats the key of line 1: no second Job"}}
+	if diff := cmp.Diff(want, res.Plan.Skipped); diff != "" || res.Summary.Skipped != 1 || len(res.Plan.Creates) != 1 {
+		t.Errorf("skipped %d, %d creates; skips (-want +got):\n%s", res.Summary.Skipped, len(res.Plan.Creates), diff)
+	}
+}
