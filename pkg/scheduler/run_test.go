@@ -417,17 +417,19 @@ func TestSkipBudget(t *testing.T) {
 		rows                     []rows.Row
 		wantCreated, wantSkipped int
 		wantWarning              bool
+		wantReads                int // asking 1, then 1+1, then 1+3 capped by the budget: no read once it is spent
 	}{
-		{"4 bad rows within a budget of 5", append(bad(4), rowsFor("good")...), 1, 4, false},
-		{"5 bad rows use up a budget of 5", append(bad(5), rowsFor("good")...), 0, 5, true},
-		{"7 bad rows past a budget of 5", append(bad(7), rowsFor("good")...), 0, 5, true},
+		{"4 bad rows within a budget of 5", append(bad(4), rowsFor("good")...), 1, 4, false, 3},
+		{"5 bad rows use up a budget of 5", append(bad(5), rowsFor("good")...), 0, 5, true, 3},
+		{"7 bad rows past a budget of 5", append(bad(7), rowsFor("good")...), 0, 5, true, 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr(1) })
 			var logs bytes.Buffer
 			ctx := zerolog.New(&logs).WithContext(context.Background())
-			s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(), Source: &source{rows: tc.rows}, Renderer: render.New(cfg, nil),
+			src := &source{rows: tc.rows}
+			s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(), Source: src, Renderer: render.New(cfg, nil),
 				Now: func() time.Time { return now }, maxSkipped: 5}
 			res, err := s.Run(ctx, Execute)
 			sum := res.Summary
@@ -436,6 +438,9 @@ func TestSkipBudget(t *testing.T) {
 			}
 			if sum.Created != tc.wantCreated || sum.Skipped != tc.wantSkipped {
 				t.Errorf("created %d, skipped %d; want %d, %d", sum.Created, sum.Skipped, tc.wantCreated, tc.wantSkipped)
+			}
+			if len(src.calls) != tc.wantReads {
+				t.Errorf("%d reads, want %d", len(src.calls), tc.wantReads)
 			}
 			if got := strings.Contains(logs.String(), "stopped reading"); got != tc.wantWarning {
 				t.Errorf("warned %v, want %v:\n%s", got, tc.wantWarning, logs.String())
