@@ -24,6 +24,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
@@ -356,7 +357,7 @@ func TestStatusWatch(t *testing.T) {
 			defer cancel()
 			var out bytes.Buffer
 			o := &statusOptions{output: format, watch: true, interval: 50 * time.Millisecond}
-			if err := o.run(ctx, &out, func(ctx context.Context) (any, error) { return s.Status(ctx) }); err != nil {
+			if err := o.run(ctx, &out, func(ctx context.Context) (any, error) { return report.StatusOf(ctx, s) }); err != nil {
 				t.Fatalf("watch ended with %v", err)
 			}
 			sep := "\n--- "

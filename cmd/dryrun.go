@@ -10,7 +10,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 
 	"github.com/jobsched/jobsched/pkg/config"
-	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -51,17 +50,11 @@ with dryRun=All, so the server validates the Jobs (admission included) without s
 			if o.server {
 				mode = scheduler.ServerDryRun
 			}
-			p, _, err := s.Run(cmd.Context(), mode)
-			if p == nil || config.IsConfigError(err) {
+			res, err := s.Run(cmd.Context(), mode)
+			if res.Plan == nil || config.IsConfigError(err) {
 				return err
 			}
-			if f, ok := s.Source.(*rows.File); ok {
-				for _, d := range f.Duplicates { // one Job per key: the first row of a key is the task
-					p.Skipped = append(p.Skipped, scheduler.Skip{Key: d.Key,
-						Reason: fmt.Sprintf("--rows line %d repeats the key of line %d: no second Job", d.Line, d.First)})
-				}
-			}
-			return errors.Join(err, printPlan(g.out, o.output, p))
+			return errors.Join(err, printPlan(g.out, o.output, res.Plan)) // the plan as the pass made it, whole
 		},
 	}
 	f := cmd.Flags()

@@ -30,7 +30,7 @@ an error (exit 2) and nothing is deleted. --dry-run says what it would delete.`,
 				return err
 			}
 			defer closeFn()
-			records, err := s.Retry(cmd.Context(), keys, allDead, dryRun)
+			records, err := s.ResetDead(cmd.Context(), keys, allDead, dryRun)
 			var notDead *scheduler.NotDeadError
 			if errors.As(err, &notDead) {
 				return usageError{err}

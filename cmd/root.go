@@ -35,6 +35,7 @@ type usageError struct{ error }
 
 // Execute runs the command line and returns the process exit code. Only main exits.
 func Execute(ctx context.Context, args []string) int {
+	gcForListing()
 	return run(ctx, args, os.Stdout, os.Stderr)
 }
 

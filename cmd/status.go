@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -57,9 +58,9 @@ capacity and what the next tick would do. With a task key it shows that task: it
 			defer closeFn()
 			if len(args) == 1 {
 				key := args[0]
-				return o.run(cmd.Context(), g.out, func(ctx context.Context) (any, error) { return s.Task(ctx, key) })
+				return o.run(cmd.Context(), g.out, func(ctx context.Context) (any, error) { return report.TaskViewOf(ctx, s, key) })
 			}
-			return o.run(cmd.Context(), g.out, func(ctx context.Context) (any, error) { return s.Status(ctx) })
+			return o.run(cmd.Context(), g.out, func(ctx context.Context) (any, error) { return report.StatusOf(ctx, s) })
 		},
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
@@ -70,9 +71,9 @@ capacity and what the next tick would do. With a task key it shows that task: it
 
 // run reports once, or with -w again every interval until ctx ends (Ctrl-C): a table is redrawn in place on a
 // terminal, and separated by a line elsewhere; documents follow each other (a YAML stream with -o yaml).
-func (o *statusOptions) run(ctx context.Context, out io.Writer, report func(context.Context) (any, error)) error {
+func (o *statusOptions) run(ctx context.Context, out io.Writer, once func(context.Context) (any, error)) error {
 	for n := 0; ; n++ {
-		st, err := report(ctx)
+		st, err := once(ctx)
 		if err != nil {
 			if n > 0 && ctx.Err() != nil {
 				return nil // interrupted while watching
@@ -94,9 +95,9 @@ func (o *statusOptions) run(ctx context.Context, out io.Writer, report func(cont
 				}
 			}
 			switch st := st.(type) {
-			case *scheduler.Status:
+			case *report.Status:
 				err = printStatus(out, st)
-			case *scheduler.TaskView:
+			case *report.TaskView:
 				err = printTask(out, st)
 			}
 		}
@@ -128,7 +129,7 @@ func printDoc(out io.Writer, format string, v any) error {
 
 // printStatus prints the report as aligned sections; each section is aligned on its own, so one long line does not
 // push every other value to the right.
-func printStatus(out io.Writer, st *scheduler.Status) error {
+func printStatus(out io.Writer, st *report.Status) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	backlog := strconv.Itoa(st.Backlog)
 	if st.BacklogCapped {
@@ -212,7 +213,7 @@ func printStatus(out io.Writer, st *scheduler.Status) error {
 }
 
 // printTask prints one task: where it stands, its attempts and their pods, and its row's variables.
-func printTask(out io.Writer, v *scheduler.TaskView) error {
+func printTask(out io.Writer, v *report.TaskView) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "Task:\t%q (scheduler %s, namespace %s)\n", v.Key, v.Scheduler, v.Namespace)
 	fmt.Fprintf(w, "State:\t%s\n", v.State)

@@ -11,6 +11,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/events"
 	"github.com/jobsched/jobsched/pkg/metrics"
+	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -42,20 +43,18 @@ func (g *globalOptions) executePass(ctx context.Context, gcOnly bool) error {
 		return err
 	}
 	defer closeFn()
-	if _, set := os.LookupEnv("GOGC"); !set {
-		s.CreateGCPercent = 100 // main sets 25 for the listing; the creates collect at Go's default
-	}
+	s.BeforeCreates = gcForCreates()
 	rec := events.New(ctx, s.Kube, events.Options{Namespace: cfg.Namespace, Pod: events.PodFromEnv(os.Getenv)})
 	s.Events = rec
 	defer rec.Close(eventsFlush)
-	mode := scheduler.Tick
+	mode := scheduler.Execute
 	if gcOnly {
-		mode = scheduler.GC
+		mode = scheduler.DeleteOnly
 	}
 	start := time.Now()
-	plan, sum, err := s.Run(ctx, mode)
+	res, err := s.Run(ctx, mode)
 	if url := g.pushgatewayURL(cfg); url != "" {
-		pushMetrics(ctx, s, url, mode, plan, sum, err, time.Since(start))
+		pushMetrics(ctx, s, url, mode, res.Plan, res.Summary, err, time.Since(start))
 	}
 	return err
 }
@@ -74,11 +73,11 @@ func pushMetrics(ctx context.Context, s *scheduler.Scheduler, url string, mode s
 	log := zerolog.Ctx(ctx).With().Str("scheduler", s.Config.Name).Str("namespace", s.Config.Namespace).Logger()
 	p := metrics.Pass{Job: metrics.JobTick, Scheduler: s.Config.Name, Namespace: s.Config.Namespace, Duration: d,
 		Summary: sum, Plan: plan, Failed: passErr != nil, End: time.Now()}
-	if mode == scheduler.GC {
+	if mode == scheduler.DeleteOnly {
 		p.Job = metrics.JobGC
 	} else if plan != nil && s.Source != nil && ctx.Err() == nil {
 		bctx, cancel := context.WithTimeout(ctx, reportTimeout)
-		rows, capped, err := s.Backlog(bctx, plan)
+		rows, capped, err := report.Backlog(bctx, s, plan)
 		cancel()
 		if err != nil {
 			log.Warn().Err(err).Msg("cannot count the backlog for the metrics")

@@ -29,14 +29,25 @@ type Collection[L any] interface {
 //
 // client is the clientset (it tells whether it can stream); items takes the objects out of a LIST page.
 func Each[T any, L metav1.ListInterface](ctx context.Context, client any, c Collection[L], opts metav1.ListOptions, items func(L) []T, fn func(*T)) error {
-	streamed, err := stream(ctx, client, c, opts, fn)
+	_, err := EachAt(ctx, client, c, opts, items, fn)
+	return err
+}
+
+// EachAt is Each that also returns the resourceVersion the objects were read at: the streaming list's last bookmark,
+// or the first page's (every later page of a paginated list is served from the same snapshot). A caller can wait
+// for, or watch from, exactly that version.
+func EachAt[T any, L metav1.ListInterface](ctx context.Context, client any, c Collection[L], opts metav1.ListOptions, items func(L) []T, fn func(*T)) (string, error) {
+	streamed, rv, err := stream(ctx, client, c, opts, fn)
 	if err != nil || streamed {
-		return err
+		return rv, err
 	}
-	return Paginate(opts, func(opts metav1.ListOptions) (string, error) {
+	err = Paginate(opts, func(opts metav1.ListOptions) (string, error) {
 		list, err := c.List(ctx, opts)
 		if err != nil {
 			return "", err
+		}
+		if rv == "" {
+			rv = list.GetResourceVersion()
 		}
 		page := items(list)
 		for i := range page {
@@ -44,12 +55,14 @@ func Each[T any, L metav1.ListInterface](ctx context.Context, client any, c Coll
 		}
 		return list.GetContinue(), nil
 	})
+	return rv, err
 }
 
-// stream runs the streaming list; false with no error means "list page by page instead" (nothing was passed to fn).
-func stream[T any, L any](ctx context.Context, client any, c Collection[L], opts metav1.ListOptions, fn func(*T)) (bool, error) {
+// stream runs the streaming list and returns the resourceVersion of its closing bookmark; false with no error means
+// "list page by page instead" (nothing was passed to fn).
+func stream[T any, L any](ctx context.Context, client any, c Collection[L], opts metav1.ListOptions, fn func(*T)) (bool, string, error) {
 	if watchlist.DoesClientNotSupportWatchListSemantics(client) {
-		return false, nil
+		return false, "", nil
 	}
 	yes := true
 	opts.SendInitialEvents, opts.AllowWatchBookmarks = &yes, true
@@ -57,10 +70,10 @@ func stream[T any, L any](ctx context.Context, client any, c Collection[L], opts
 	w, err := c.Watch(ctx, opts)
 	if err != nil {
 		if ctx.Err() != nil {
-			return false, context.Cause(ctx)
+			return false, "", context.Cause(ctx)
 		}
 		zerolog.Ctx(ctx).Debug().Err(err).Msg("no streaming list here: listing page by page")
-		return false, nil
+		return false, "", nil
 	}
 	defer w.Stop()
 	for {
@@ -68,24 +81,24 @@ func stream[T any, L any](ctx context.Context, client any, c Collection[L], opts
 		var open bool
 		select {
 		case <-ctx.Done():
-			return false, context.Cause(ctx)
+			return false, "", context.Cause(ctx)
 		case ev, open = <-w.ResultChan():
 		}
 		switch {
 		case !open && ctx.Err() != nil:
-			return false, context.Cause(ctx)
+			return false, "", context.Cause(ctx)
 		case !open:
-			return false, errors.New("the API server ended the streaming list before its last object")
+			return false, "", errors.New("the API server ended the streaming list before its last object")
 		case ev.Type == watch.Error:
-			return false, apierrors.FromObject(ev.Object)
+			return false, "", apierrors.FromObject(ev.Object)
 		case ev.Type == watch.Bookmark:
 			if m, err := meta.Accessor(ev.Object); err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
-				return true, nil
+				return true, m.GetResourceVersion(), nil
 			}
 		case ev.Type == watch.Added:
 			obj, ok := any(ev.Object).(*T)
 			if !ok {
-				return false, fmt.Errorf("the streaming list sent a %T", ev.Object)
+				return false, "", fmt.Errorf("the streaming list sent a %T", ev.Object)
 			}
 			fn(obj)
 		}

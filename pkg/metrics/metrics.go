@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
 
+	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -29,8 +30,7 @@ const (
 )
 
 // States are the Job states pushed as jobsched_jobs{state}, as status counts them.
-var States = []scheduler.State{scheduler.StateRunning, scheduler.StateStarting, scheduler.StateUnschedulable,
-	scheduler.StateSucceeded, scheduler.StateBackoff, scheduler.StateDead}
+var States = report.States
 
 // Pass is what one pass pushes.
 type Pass struct {
@@ -45,7 +45,7 @@ type Pass struct {
 	End       time.Time
 }
 
-// Backlog is the rows the query selects that have no Job, counted up to scheduler.BacklogCap.
+// Backlog is the rows the query selects that have no Job, counted up to report.BacklogCap.
 type Backlog struct {
 	Rows   int
 	Capped bool
@@ -95,7 +95,7 @@ func Push(ctx context.Context, url string, p Pass) error {
 		if p.Backlog != nil {
 			rows, capped = float64(p.Backlog.Rows), boolean(p.Backlog.Capped)
 		}
-		gauge("jobsched_backlog_rows", fmt.Sprintf("Rows the query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", scheduler.BacklogCap), rows)
+		gauge("jobsched_backlog_rows", fmt.Sprintf("Rows the query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", report.BacklogCap), rows)
 		gauge("jobsched_backlog_capped", "1 when there are more rows than jobsched_backlog_rows counts.", capped)
 	}
 	if !p.Failed {

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"testing"
@@ -10,13 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
@@ -214,73 +208,6 @@ func TestDecide(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, view(Decide(cfg, obs))); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// TestRetry: a due task's next attempt is created first and only then is the failed attempt deleted; a failed create
-// deletes nothing; a dead task, or one due, whose row the query no longer returns loses its Job.
-func TestRetry(t *testing.T) {
-	a2 := render.AttemptName("reports", "f", 2)
-	tests := []struct {
-		name        string
-		jobs        []runtime.Object
-		rows        []string
-		createErr   error
-		wantActions []string
-		wantSum     Summary
-	}{
-		{name: "due: attempt 2, then attempt 1 goes",
-			jobs: []runtime.Object{job("f", batchv1.JobFailed, time.Hour)}, rows: []string{"f"},
-			wantActions: []string{"list jobs", "list pods", "create jobs " + a2, "delete jobs " + name("f") + " Background uid=uid-f"},
-			wantSum:     Summary{Selected: 1, Created: 1, Retried: 1, Deleted: 1}},
-		{name: "the create fails: attempt 1 stays",
-			jobs: []runtime.Object{job("f", batchv1.JobFailed, time.Hour)}, rows: []string{"f"},
-			createErr:   apierrors.NewInternalError(fmt.Errorf("etcd down")),
-			wantActions: []string{"list jobs", "list pods", "create jobs " + a2},
-			wantSum:     Summary{Selected: 1, Failed: 1}},
-		{name: "another pass created attempt 2: attempt 1 goes all the same",
-			jobs: []runtime.Object{job("f", batchv1.JobFailed, time.Hour)}, rows: []string{"f"},
-			createErr:   apierrors.NewAlreadyExists(schema.GroupResource{Group: "batch", Resource: "jobs"}, a2),
-			wantActions: []string{"list jobs", "list pods", "create jobs " + a2, "get jobs " + a2, "delete jobs " + name("f") + " Background uid=uid-f"},
-			wantSum:     Summary{Selected: 1, AlreadyPresent: 1, Deleted: 1}},
-		{name: "dead tasks: the one whose row is gone loses its record, the other is kept",
-			jobs: []runtime.Object{attempt("gone", 3, batchv1.JobFailed, time.Hour, ""), attempt("still", 3, batchv1.JobFailed, time.Hour, "")},
-			rows: []string{"still"},
-			wantActions: []string{"list jobs", "list pods",
-				"delete jobs " + render.AttemptName("reports", "gone", 3) + " Background uid=uid-gone-3"},
-			wantSum: Summary{Deleted: 1, Dead: 1}},
-		{name: "due, and its row is gone: the failed Job goes, no retry",
-			jobs: []runtime.Object{job("f", batchv1.JobFailed, time.Hour)}, rows: []string{"other"},
-			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("f") + " Background uid=uid-f",
-				"create jobs " + name("other")},
-			wantSum: Summary{Selected: 1, Created: 1, Deleted: 1}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig(t, nil)
-			client := fake.NewClientset(tc.jobs...)
-			if tc.createErr != nil {
-				client.PrependReactor("create", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
-					if apierrors.IsAlreadyExists(tc.createErr) {
-						obj := a.(k8stesting.CreateAction).GetObject().(*batchv1.Job).DeepCopy()
-						_ = client.Tracker().Add(obj)
-					}
-					return true, nil, tc.createErr
-				})
-			}
-			s := &Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-			_, sum, _ := s.Run(context.Background(), Tick)
-			var got []string
-			for _, a := range client.Actions() {
-				got = append(got, action(a)) // in order: the delete must follow the create
-			}
-			if diff := cmp.Diff(tc.wantActions, got); diff != "" {
-				t.Errorf("actions (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.wantSum, sum); diff != "" {
-				t.Errorf("summary (-want +got):\n%s", diff)
 			}
 		})
 	}

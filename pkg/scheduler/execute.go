@@ -1,9 +1,10 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -12,8 +13,133 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
 )
+
+// execution is one pass's writes and what they amount to: the execute steps of Run, the summary they count into,
+// the errors that fail the pass without stopping it, and its one `pass done` line.
+type execution struct {
+	s       *Scheduler
+	ctx     context.Context
+	held    context.Context // the creates run under it: the Guard's, else ctx
+	mode    Mode
+	log     zerolog.Logger
+	start   time.Time
+	sum     Summary
+	errs    []error
+	release func()
+	cancel  context.CancelFunc
+}
+
+// begin starts a pass: its logger, its --timeout.
+func (s *Scheduler) begin(ctx context.Context, mode Mode) (context.Context, *execution) {
+	x := &execution{s: s, mode: mode, start: time.Now(), release: func() {}, cancel: func() {}}
+	x.log = zerolog.Ctx(ctx).With().Str("scheduler", s.Config.Name).Str("namespace", s.Config.Namespace).Logger()
+	ctx = x.log.WithContext(ctx)
+	if s.Timeout > 0 {
+		ctx, x.cancel = context.WithTimeoutCause(ctx, s.Timeout, fmt.Errorf("the pass ran out of its --timeout of %s", s.Timeout))
+	}
+	x.ctx, x.held = ctx, ctx
+	x.sum.DryRun = mode.dryRun()
+	return ctx, x
+}
+
+func (x *execution) end() {
+	x.release()
+	x.cancel()
+}
+
+// hold takes g for an Execute pass; its refusal is returned for the observation (the plan then creates nothing).
+func (x *execution) hold(g Guard) error {
+	if g == nil || x.mode != Execute {
+		return nil
+	}
+	held, release, err := g.Take(x.ctx)
+	if err != nil {
+		return err
+	}
+	x.held, x.release = held, release
+	return nil
+}
+
+// fail records the run-time failures of steps that do not stop the pass.
+func (x *execution) fail(errs ...error) {
+	for _, err := range errs {
+		if err != nil {
+			x.errs = append(x.errs, cause(x.ctx, err))
+		}
+	}
+}
+
+// fitted takes the plan after Fit: it fails the pass for what could not be observed and logs capacity's warning.
+func (x *execution) fitted(p *Plan, obs *Observation) *Plan {
+	x.fail(obs.PodsErr, obs.CapacityErr)
+	if p.Capacity != nil && p.Capacity.Warning != "" {
+		x.log.Warn().Msg(p.Capacity.Warning)
+	}
+	return p
+}
+
+// rows takes the plan after a step that read the source and that step's error: a configuration error stops the
+// pass (returned), any other blocks the creates of this pass and fails it.
+func (x *execution) rows(p *Plan, err error) (*Plan, error) {
+	switch {
+	case err == nil:
+		return p, nil
+	case config.IsConfigError(err):
+		return p, err
+	}
+	q := *p
+	q.block("reading rows failed")
+	x.fail(err)
+	return &q, nil
+}
+
+// done ends the pass with p (nil: the Jobs could not be listed, and stop says why) and logs its summary line.
+func (x *execution) done(p *Plan, obs *Observation, a Admission, stop error) (Result, error) {
+	r := Result{Plan: p, RowsWait: a.RowsWait}
+	if p == nil {
+		x.sum.Blocked = "cannot list Jobs"
+	} else {
+		x.sum.fromPlan(p)
+	}
+	if obs != nil {
+		r.JobsResourceVersion = obs.JobsResourceVersion
+	}
+	err := stop
+	if err == nil {
+		err = errors.Join(x.errs...)
+	}
+	r.Summary = x.sum
+	x.sum.Log(&x.log, err, time.Since(x.start))
+	return r, err
+}
+
+// deletes is an execute step: it deletes js (in a mode that deletes).
+func (x *execution) deletes(js []JobStatus) {
+	if x.mode.deletes() {
+		x.s.executeDeletes(x.ctx, js, &x.sum, func(err error) { x.errs = append(x.errs, err) })
+	}
+}
+
+// creates is the last execute step: it logs p's skips and creates p's Jobs (Execute, under the Guard; ServerDryRun
+// with dryRun=All).
+func (x *execution) creates(p *Plan) {
+	for _, sk := range p.Skipped {
+		x.log.Warn().Str("task", sk.Key).Msg(sk.Reason)
+	}
+	fail := func(err error) { x.errs = append(x.errs, err) }
+	switch x.mode {
+	case Execute:
+		x.s.executeCreates(x.held, p, false, &x.sum, fail)
+		if p.Blocked != "" && x.s.Events != nil {
+			x.s.Events.PassBlocked(p.Blocked)
+		}
+	case ServerDryRun:
+		x.s.executeCreates(x.ctx, p, true, &x.sum, fail)
+	}
+}
 
 // Summary is what a pass did; every pass logs it as one line, `pass done`.
 type Summary struct {
@@ -59,7 +185,7 @@ func (s Summary) Log(log *zerolog.Logger, err error, d time.Duration) {
 // executeDeletes deletes finished Jobs, concurrently; one failure does not stop the others.
 func (s *Scheduler) executeDeletes(ctx context.Context, deletes []JobStatus, sum *Summary, fail func(error)) {
 	var mu sync.Mutex
-	parallel(ctx, len(deletes), func(i int) {
+	s.parallel(ctx, len(deletes), func(i int) {
 		err := s.delete(ctx, deletes[i])
 		mu.Lock()
 		defer mu.Unlock()
@@ -76,16 +202,17 @@ func (s *Scheduler) executeDeletes(ctx context.Context, deletes []JobStatus, sum
 // they go to the API server with dryRun=All: it validates and admits them and stores nothing. Creates not started
 // when the pass's context ends are left for the next pass, and counted.
 func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bool, sum *Summary, fail func(error)) {
-	if s.CreateGCPercent > 0 && len(p.Creates) > 0 {
-		debug.SetGCPercent(s.CreateGCPercent)
+	if s.BeforeCreates != nil && len(p.Creates) > 0 {
+		s.BeforeCreates()
 	}
 	var mu sync.Mutex
-	started := parallel(ctx, len(p.Creates), func(i int) {
+	started := s.parallel(ctx, len(p.Creates), func(i int) {
 		c := p.Creates[i]
 		res, err := s.create(ctx, c, serverDryRun, p)
 		// The attempt a retry supersedes goes only once the retry exists: a pass killed in between loses no count.
+		retire := err == nil && res != collision && c.Supersedes != nil && !serverDryRun
 		var delErr error
-		if err == nil && res != collision && c.Supersedes != nil && !serverDryRun {
+		if retire {
 			old := *c.Supersedes
 			old.Delete = DeleteRetried
 			delErr = s.delete(ctx, old)
@@ -106,10 +233,11 @@ func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bo
 		default:
 			sum.Skipped++
 		}
-		if delErr != nil {
+		switch {
+		case delErr != nil:
 			sum.Failed++
 			fail(delErr)
-		} else if err == nil && res != collision && c.Supersedes != nil && !serverDryRun {
+		case retire:
 			sum.Deleted++
 		}
 	})
@@ -122,9 +250,9 @@ func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bo
 
 // parallel runs fn(0..n-1) with at most workers in flight and starts no new one once ctx is done; it returns how
 // many it started.
-func parallel(ctx context.Context, n int, fn func(i int)) int {
+func (s *Scheduler) parallel(ctx context.Context, n int, fn func(i int)) int {
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, workers)
+	sem := make(chan struct{}, cmp.Or(s.workers, workers))
 	started := 0
 loop:
 	for i := range n {

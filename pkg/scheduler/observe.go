@@ -19,51 +19,83 @@ import (
 	"github.com/jobsched/jobsched/pkg/render"
 )
 
-// Observation is everything a pass knows about the cluster: read once, at the start.
+// Observation is everything a pass knows about the cluster, read in one place (this file) by the pass, by the reports
+// and by ResetDead. What could not be read is part of it (PodsErr, CapacityErr, Held): the decision says what that
+// means (create nothing), and the deletes still happen.
 type Observation struct {
 	Now  time.Time
 	Jobs []JobSummary // this scheduler's Jobs (label selector)
-	Pods []PodSummary // this scheduler's Pending pods that hold something (label and field selector)
+	// JobsResourceVersion is the resourceVersion Jobs were listed at ("" offline).
+	JobsResourceVersion string
+	Pods                []PodSummary // this scheduler's Pending pods that hold something (label and field selector)
+	PodsErr             error        // the Pending pods could not be listed
 	// Capacity is what the nodes and quotas hold (nil when limits.capacity is off, the pass is offline, or it has
-	// not been observed yet).
-	Capacity *capacity.Snapshot
+	// not been observed: a pass observes it only when the limits leave room).
+	Capacity    *capacity.Snapshot
+	CapacityErr error
+	// Held is the Guard's refusal, when a Guard is set and this pass did not get it.
+	Held error
 }
 
-// Observe reads the cluster once (this scheduler's Jobs, its Pending pods, then what capacity needs), or returns an
-// empty observation when offline. status uses it; a pass observes step by step (see Run).
+// Observe reads the cluster once, whole (this scheduler's Jobs, its Pending pods, then what capacity needs), or
+// returns an empty observation when offline. The reports use it; any part that cannot be read is an error here.
 func (s *Scheduler) Observe(ctx context.Context) (*Observation, error) {
+	obs, err := s.observe(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	if obs.PodsErr != nil {
+		return nil, obs.PodsErr
+	}
+	if obs.Capacity, obs.CapacityErr = s.readCapacity(ctx); obs.CapacityErr != nil {
+		return nil, obs.CapacityErr
+	}
+	return obs, nil
+}
+
+// observe lists this scheduler's Jobs and, with pods, its Pending pods. Only a failure to list the Jobs is an error:
+// without them nothing can be decided.
+func (s *Scheduler) observe(ctx context.Context, pods bool) (*Observation, error) {
 	obs := &Observation{Now: s.Now().UTC()}
 	if s.Kube == nil {
 		return obs, nil
 	}
 	var err error
-	if obs.Jobs, err = s.listJobs(ctx); err != nil {
+	if obs.Jobs, obs.JobsResourceVersion, err = s.listJobs(ctx); err != nil {
 		return nil, err
 	}
-	if obs.Pods, err = s.listPendingPods(ctx); err != nil {
-		return nil, err
-	}
-	if obs.Capacity, err = s.observeCapacity(ctx); err != nil {
-		return nil, err
+	if pods {
+		obs.Pods, obs.PodsErr = s.listPendingPods(ctx)
 	}
 	return obs, nil
+}
+
+// observeCapacity is the pass's capacity step: it reads what the nodes and quotas hold when the plan p has room by
+// its limits (a full or blocked pass costs no capacity LIST), into a copy of obs.
+func (s *Scheduler) observeCapacity(ctx context.Context, obs *Observation, p *Plan) *Observation {
+	if p.Slots <= 0 {
+		return obs
+	}
+	o := *obs
+	o.Capacity, o.CapacityErr = s.readCapacity(ctx)
+	return &o
 }
 
 func (s *Scheduler) selector() string {
 	return labels.SelectorFromSet(labels.Set{render.LabelScheduler: s.Config.Name}).String()
 }
 
-// listJobs lists this scheduler's Jobs, keeping a summary of each.
-func (s *Scheduler) listJobs(ctx context.Context) ([]JobSummary, error) {
+// listJobs lists this scheduler's Jobs, keeping a summary of each, and the resourceVersion of the list.
+func (s *Scheduler) listJobs(ctx context.Context) ([]JobSummary, string, error) {
 	ns, sel := s.Config.Namespace, s.selector()
 	var jobs []JobSummary
-	err := kube.Each(ctx, s.Kube, s.Kube.BatchV1().Jobs(ns), metav1.ListOptions{LabelSelector: sel},
+	rv, err := kube.EachAt(ctx, s.Kube, s.Kube.BatchV1().Jobs(ns), metav1.ListOptions{LabelSelector: sel},
 		func(l *batchv1.JobList) []batchv1.Job { return l.Items },
 		func(job *batchv1.Job) { jobs = append(jobs, SummarizeJob(job)) })
 	if err != nil {
-		return nil, fmt.Errorf("listing Jobs in %s with %s: %w", ns, sel, err)
+		return nil, "", fmt.Errorf("listing Jobs in %s with %s: %w", ns, sel, err)
 	}
-	return jobs, nil
+	return jobs, rv, nil
 }
 
 // listPendingPods lists this scheduler's Pending pods, keeping a summary of each that holds something.
@@ -87,8 +119,8 @@ func (s *Scheduler) listPendingPods(ctx context.Context) ([]PodSummary, error) {
 	return pods, nil
 }
 
-// observeCapacity reads what limits.capacity needs (nil when it is off or the pass is offline).
-func (s *Scheduler) observeCapacity(ctx context.Context) (*capacity.Snapshot, error) {
+// readCapacity reads what limits.capacity needs (nil when it is off or the pass is offline).
+func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error) {
 	if s.Kube == nil || s.Config.Limits.Capacity == config.CapacityOff {
 		return nil, nil
 	}

@@ -1,8 +1,6 @@
 package scheduler
 
 import (
-	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +8,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/render"
 )
@@ -83,58 +80,3 @@ func TestSummarizePod(t *testing.T) {
 }
 
 // TestTask: status KEY says where one task stands, with its attempts, their pods and its row's variables.
-func TestTask(t *testing.T) {
-	failed := job("f", batchv1.JobFailed, 30*time.Second)
-	pod := pendingPod(failed, false)
-	pod.Labels[render.LabelTask] = render.TaskLabel("f")
-	pod.Annotations = map[string]string{render.AnnotationTaskKey: "f"}
-	pod.Status.Phase = corev1.PodFailed
-	dead := attempt("d", 3, batchv1.JobFailed, time.Hour, "")
-	g1, g2 := attempt("g", 1, batchv1.JobFailed, time.Hour, ""), attempt("g", 2, "", 0, "")
-	tests := []struct {
-		key, wantState, wantWhy string
-		wantAttempts            int
-		wantPods                int
-		wantEnv                 bool
-	}{
-		{"f", "backoff", "attempt 1 of 3 failed (BackoffLimitExceeded: Job has reached the specified backoff limit); the next attempt may start at", 1, 1, true},
-		{"d", "dead", "no attempt left (3 of 3;", 1, 0, true},
-		{"w", "waiting", "its row waits for a Job: the next tick has 9 slot(s)", 0, 0, true},
-		{"g", "running", "attempt 2 (Job " + render.AttemptName("reports", "g", 2) + ") is running", 2, 0, true},
-		{"gone", "not selected", "the query does not return this key", 0, 0, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.key, func(t *testing.T) {
-			cfg := testConfig(t, nil)
-			client := fake.NewClientset(failed, pod, dead, g1, g2)
-			s := &Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor("f", "d", "w", "g")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-			v, err := s.Task(context.Background(), tc.key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if v.State != tc.wantState || !strings.HasPrefix(v.Why, tc.wantWhy) {
-				t.Errorf("state %q, why %q; want %q, %q…", v.State, v.Why, tc.wantState, tc.wantWhy)
-			}
-			pods := 0
-			for _, a := range v.Attempts {
-				pods += len(a.Pods)
-			}
-			if len(v.Attempts) != tc.wantAttempts || pods != tc.wantPods {
-				t.Errorf("%d attempts with %d pods, want %d with %d", len(v.Attempts), pods, tc.wantAttempts, tc.wantPods)
-			}
-			if (v.Env != nil) != tc.wantEnv {
-				t.Errorf("env %v, want one: %v", v.Env, tc.wantEnv)
-			}
-			for i := 1; i < len(v.Attempts); i++ {
-				if v.Attempts[i-1].Attempt >= v.Attempts[i].Attempt {
-					t.Errorf("attempts not in order: %d before %d", v.Attempts[i-1].Attempt, v.Attempts[i].Attempt)
-				}
-			}
-			for _, e := range v.Env {
-				if e.Name == render.EnvAttempt && tc.key == "f" && e.Value != "2" {
-					t.Errorf("%s = %s, want the next attempt, 2", e.Name, e.Value)
-				}
-			}
-		})
-	}
-}

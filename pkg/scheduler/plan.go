@@ -1,13 +1,7 @@
-// Package scheduler holds the pass. Decide turns one observation of the cluster into a plan (what to delete, how many
-// Jobs may be created and why not more); Run is the whole pass: it observes, decides, deletes, reads the rows there
-// is room for and creates their Jobs, as far as its Mode lets it. tick and gc execute the pass, dry-run prints its
-// plan, status describes it: one place decides, one place writes.
 package scheduler
 
 import (
-	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -15,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
-	"github.com/jobsched/jobsched/pkg/config"
 )
 
 // State is where one of this scheduler's Jobs stands.
@@ -39,6 +32,7 @@ const (
 	DeleteDead       = "retry.deadRetention passed"
 	DeleteRowGone    = "the query no longer selects its row"
 	DeleteRetried    = "its next attempt was created"
+	DeleteReset      = "retry" // `jobsched retry`: the dead task starts again at attempt 1
 )
 
 // JobStatus is one of this scheduler's Jobs as the plan sees it.
@@ -57,7 +51,7 @@ type JobStatus struct {
 }
 
 // Create is a Job the plan creates for a row. Supersedes is the failed attempt it retries: deleted once this one
-// exists, never before (a pass killed in between loses no count).
+// exists, never before (a pass killed in between loses no count). Attempt is NextAttempt(Supersedes).
 type Create struct {
 	Key        string       `json:"key"`
 	Attempt    int          `json:"attempt"`
@@ -101,6 +95,8 @@ type Plan struct {
 	// unboundPods are this scheduler's pods bound to no node yet, podlessPods the pods its unfinished Jobs with no
 	// pod yet will make: both will take room that the nodes still show as free.
 	unboundPods, podlessPods int
+	// hard says Blocked has a cause that capacity cannot change (see Fit).
+	hard bool
 }
 
 // job finds an existing Job by name (p.Jobs is sorted by name).
@@ -125,16 +121,9 @@ func (p *Plan) Deletes() []JobStatus {
 	return out
 }
 
-// deletes are the Jobs this pass deletes for reason.
-func (p *Plan) deletes(reason string) []JobStatus {
-	var out []JobStatus
-	for _, j := range p.Jobs {
-		if j.Delete == reason {
-			out = append(out, j)
-		}
-	}
-	return out
-}
+// Excluded are the keys the read leaves out: a Job exists for them and is kept, or succeeded (kept or deleted now),
+// or waits out its backoff. The reports count the backlog with them.
+func (p *Plan) Excluded() []string { return slices.Clone(p.exclude) }
 
 // Count returns how many Jobs are in state s and kept.
 func (p *Plan) Count(s State) int {
@@ -147,180 +136,18 @@ func (p *Plan) Count(s State) int {
 	return n
 }
 
-// Decide is the pure part of the pass: from the configuration and one observation it decides what to delete, which
-// keys to exclude from the read, which tasks are retried, how many Jobs may be created, and why not more.
-//
-// The Jobs of one task are its attempts. The newest decides: unfinished, it holds a slot and its key is excluded;
-// succeeded, it is kept for gc.succeededRetention and its key is excluded; failed with attempts left, the key is
-// excluded until backoff·2^(n-1) (at most maxBackoff) after the failure, then the row competes for a slot and gets
-// attempt n+1; failed with none left, or by its podFailurePolicy (FailJob), the task is dead: its Job is kept as
-// the record and its key excluded. Older finished attempts are deleted.
-func Decide(cfg *config.Config, obs *Observation) *Plan {
-	p := &Plan{
-		Scheduler: cfg.Name,
-		Namespace: cfg.Namespace,
-		Jobs:      make([]JobStatus, 0, len(obs.Jobs)),
-		retry:     map[string]*JobStatus{},
+// NextAttempt is the attempt a new Job of a task gets after last, its newest Job (nil: none, attempt 1). It is
+// computed here only: admit numbers the creates with it, and the task view the environment it shows.
+func NextAttempt(last *JobStatus) int {
+	if last == nil {
+		return 1
 	}
-	podsByJob := map[types.UID][]PodSummary{}
-	for _, pod := range obs.Pods {
-		podsByJob[pod.Job] = append(podsByJob[pod.Job], pod)
-	}
-	newest := map[string]int{} // task key → its newest attempt, for the tasks retried at least once
-	for _, job := range obs.Jobs {
-		if job.Key != "" && job.Attempt > 1 {
-			newest[job.Key] = max(newest[job.Key], job.Attempt)
-		}
-	}
-	for _, job := range obs.Jobs {
-		key := job.Key
-		st := JobStatus{Name: job.Name, Key: key, Attempt: job.Attempt, UID: job.UID}
-		gone := job.Deleting // being deleted already: never again
-		cond := job.Finished
-		if cond == nil {
-			p.unfinished(&st, job, podsByJob[job.UID])
-			if key != "" {
-				p.exclude = append(p.exclude, key)
-			}
-			p.Jobs = append(p.Jobs, st)
-			continue
-		}
-		t := cond.At
-		st.FinishedAt = &t
-		switch {
-		case cond.Type == batchv1.JobComplete:
-			st.State = StateSucceeded
-		case cond.Reason == batchv1.JobReasonPodFailurePolicy || st.Attempt >= cfg.MaxAttempts():
-			st.State, st.Reason = StateDead, strings.TrimSpace(cond.Reason+": "+cond.Message)
-		default:
-			st.State, st.Reason = StateBackoff, strings.TrimSpace(cond.Reason+": "+cond.Message)
-			at := t.Add(cfg.BackoffAfter(st.Attempt))
-			st.RetryAt = &at
-		}
-		switch {
-		case gone:
-		case key != "" && st.Attempt < newest[key]:
-			st.State, st.Delete, st.RetryAt = StateSuperseded, DeleteSuperseded, nil
-		case st.State == StateSucceeded && !obs.Now.Before(t.Add(cfg.GC.SucceededRetention.Duration)):
-			st.Delete = DeleteRetention
-		case st.State == StateDead && cfg.Retry.DeadRetention.Duration > 0 && !obs.Now.Before(t.Add(cfg.Retry.DeadRetention.Duration)):
-			st.Delete = DeleteDead
-		case key == "" && st.State != StateSucceeded:
-			// A failed Job without a task key (made by hand) has no row to retry: it is kept for
-			// gc.succeededRetention like a succeeded one, then deleted.
-			if !obs.Now.Before(t.Add(cfg.GC.SucceededRetention.Duration)) {
-				st.Delete = DeleteRetention
-			}
-		}
-		if key != "" && st.State != StateSuperseded {
-			switch {
-			case st.State == StateSucceeded:
-				p.succeeded = append(p.succeeded, key)
-				p.exclude = append(p.exclude, key) // kept or deleted now: never a second Job in this pass
-			case st.State == StateDead:
-				p.exclude = append(p.exclude, key)
-				if st.Delete == "" && !gone {
-					p.dead = append(p.dead, key)
-				}
-			case st.RetryAt.After(obs.Now) || gone:
-				p.exclude = append(p.exclude, key) // backoff: not yet
-			default:
-				p.due = append(p.due, key) // its row competes for a slot and gets the next attempt
-				p.retry[key] = &st
-			}
-		}
-		p.Jobs = append(p.Jobs, st)
-	}
-	slices.SortFunc(p.Jobs, func(a, b JobStatus) int { return strings.Compare(a.Name, b.Name) })
-	for _, keys := range [][]string{p.exclude, p.succeeded, p.dead, p.due} {
-		sort.Strings(keys)
-	}
-	p.decideSlots(cfg, obs)
-	return p
+	return last.Attempt + 1
 }
 
-// unfinished fills st for a Job with neither condition: it holds a slot.
-func (p *Plan) unfinished(st *JobStatus, job JobSummary, pods []PodSummary) {
-	p.Unfinished++
-	switch {
-	case len(pods) > 0:
-		st.State = StateStarting // Pending: waiting for the scheduler, or pulling and starting on its node
-	case job.Active > 0:
-		st.State = StateRunning
-	default:
-		st.State = StateStarting // the Job controller has not made its pods yet
-		p.podlessPods += job.PodsPerJob
-	}
-	for _, pod := range pods {
-		if !pod.Bound {
-			p.unboundPods++
-		}
-		if pod.Unschedulable {
-			st.State, st.Reason = StateUnschedulable, pod.Message
-			p.Unschedulable++
-		}
-	}
-}
-
-// rowsGone marks for deletion the Job of every dead task, and of every task due for a retry, whose row the query no
-// longer selects (someone fixed or closed it); selected are the keys the query still returns.
-func (p *Plan) rowsGone(selected []string) {
-	still := map[string]bool{}
-	for _, k := range selected {
-		still[k] = true
-	}
-	gone := map[string]bool{}
-	for _, k := range append(append([]string(nil), p.dead...), p.due...) {
-		gone[k] = !still[k]
-	}
-	for i, j := range p.Jobs {
-		if gone[j.Key] && j.Delete == "" && (j.State == StateDead || j.State == StateBackoff) {
-			p.Jobs[i].Delete = DeleteRowGone
-			delete(p.retry, j.Key)
-		}
-	}
-}
-
-// decideSlots sets Slots = min(maxActive − unfinished, maxPerTick, what fits now) and says what bound it; when no
-// Job may be created, Blocked says why.
-func (p *Plan) decideSlots(cfg *config.Config, obs *Observation) {
-	p.Slots, p.Blocked, p.Capacity = 0, "", nil
-	if cfg.BlockOnUnschedulable() && p.Unschedulable > 0 {
-		p.block(fmt.Sprintf("%d pod(s) Unschedulable (%s)", p.Unschedulable, p.firstUnschedulable()))
-		return
-	}
-	p.Slots = cfg.MaxPerTick()
-	p.Limit = fmt.Sprintf("limits.maxPerTick: %d", p.Slots)
-	if free := cfg.MaxActive() - p.Unfinished; free < p.Slots {
-		p.Slots = max(free, 0)
-		p.Limit = fmt.Sprintf("limits.maxActive: %d of %d unfinished", p.Unfinished, cfg.MaxActive())
-	}
-	if cfg.Limits.Capacity != config.CapacityOff && obs.Capacity != nil {
-		rep := capacity.Fit(cfg.Template, obs.Capacity, p.unboundPods, p.podlessPods) // rep.Fit is in Jobs
-		p.Capacity = &rep
-		if rep.Fit >= 0 && rep.Fit < p.Slots {
-			p.Slots = rep.Fit
-			p.Limit = "capacity: " + rep.Binding
-		}
-	}
-	if p.Slots <= 0 {
-		p.block(p.Limit)
-	}
-}
-
-// block makes the plan create nothing, for reason.
-func (p *Plan) block(reason string) {
-	p.Slots, p.Blocked = 0, reason
-	if p.Limit == "" {
-		p.Limit = reason
-	}
-}
-
-func (p *Plan) firstUnschedulable() string {
-	for _, j := range p.Jobs {
-		if j.State == StateUnschedulable {
-			return j.Name + ": " + j.Reason
-		}
-	}
-	return ""
+// explained is the plan with what the query doctor says about its read (dry-run).
+func (p *Plan) explained(f *QueryFinding) *Plan {
+	q := *p
+	q.Query = f
+	return &q
 }

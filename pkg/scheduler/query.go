@@ -9,10 +9,10 @@ import (
 // QueryFinding is what the query doctor says about the pass's read (see rows.Explainer): status and dry-run carry it.
 type QueryFinding = rows.Finding
 
-// explain asks the source's query doctor about the first read of this pass: the keys p excludes and its slots as
+// Explain asks the source's query doctor about the first read of this pass: the keys p excludes and its slots as
 // the LIMIT (maxPerTick when it has none, as the next pass with room would read). nil when the source has no doctor
 // (a rows file). A doctor that cannot check says so in the finding; it never fails the pass or the report.
-func (s *Scheduler) explain(ctx context.Context, p *Plan) *QueryFinding {
+func (s *Scheduler) Explain(ctx context.Context, p *Plan) *QueryFinding {
 	d, ok := s.Source.(rows.Explainer)
 	if !ok {
 		return nil

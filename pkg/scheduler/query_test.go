@@ -26,7 +26,7 @@ func (d *doctorSource) Explain(_ context.Context, exclude []string, limit int) *
 	return d.finding
 }
 
-// TestQueryFinding checks that status and a dry run carry the doctor's finding about the pass's first read (its
+// TestQueryFinding checks that a dry run carries the doctor's finding about the pass's first read (its
 // excluded keys, its slots as the LIMIT or maxPerTick when it has none), and that a source without a doctor adds none.
 func TestQueryFinding(t *testing.T) {
 	finding := &rows.Finding{Problems: []rows.Problem{{Kind: "sort", Table: "tasks", EstimatedRows: 200000,
@@ -49,18 +49,15 @@ func TestQueryFinding(t *testing.T) {
 			if tc.doctor {
 				s = src
 			}
-			sched := &Scheduler{Config: cfg, Kube: fake.NewClientset(job("running", "", 0)), Source: s,
+			sched := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(job("running", "", 0)), Source: s,
 				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-			st, err := sched.Status(t.Context())
+			res, err := sched.Run(t.Context(), DryRun)
+			p := res.Plan
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, _, err := sched.Run(t.Context(), DryRun)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st.Query != tc.wantFinding || p.Query != tc.wantFinding {
-				t.Errorf("status Query = %v, dry-run Query = %v, want %v", st.Query, p.Query, tc.wantFinding)
+			if p.Query != tc.wantFinding {
+				t.Errorf("dry-run Query = %v, want %v", p.Query, tc.wantFinding)
 			}
 			if tc.doctor && (src.limit != tc.wantLimit || !reflect.DeepEqual(src.exclude, []string{"running"})) {
 				t.Errorf("Explain(exclude %q, limit %d), want exclude [running], limit %d", src.exclude, src.limit, tc.wantLimit)

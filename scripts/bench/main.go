@@ -271,8 +271,9 @@ func (b *bench) pass(cfg *config.Config) (time.Duration, error) {
 	defer src.Close()
 	s := &scheduler.Scheduler{Config: cfg, Kube: c, Source: src, Renderer: render.New(cfg, nil), Now: time.Now}
 	start := time.Now()
-	p, _, err := s.Run(b.ctx, scheduler.DryRun)
+	res, err := s.Run(b.ctx, scheduler.DryRun)
 	d := time.Since(start)
+	p := res.Plan
 	if err != nil {
 		return 0, err
 	}

@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -27,156 +26,6 @@ import (
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
-
-var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-
-func testConfig(t *testing.T, mutate func(*config.Config)) *config.Config {
-	t.Helper()
-	cfg := &config.Config{
-		Name: "reports", Namespace: "batch", File: "jobsched.yaml",
-		Source: config.Source{Key: "id", Query: "q"},
-		Job:    config.Job{NamePrefix: "reports"},
-		Limits: config.Limits{MaxActive: ptr(10), MaxPerTick: ptr(10), BlockOnUnschedulable: ptr(true), ReserveForTick: ptr(true), Capacity: config.CapacityOff},
-		Retry: config.Retry{MaxAttempts: ptr(3), Backoff: &metav1.Duration{Duration: time.Minute},
-			MaxBackoff: &metav1.Duration{Duration: time.Hour}},
-		Template: &batchv1.Job{
-			TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers:    []corev1.Container{{Name: "worker", Image: "worker:1"}},
-			}}},
-		},
-	}
-	if mutate != nil {
-		mutate(cfg)
-	}
-	return cfg
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// job is one of the scheduler's Jobs for key; cond is "", "Complete" or "Failed", finished ago.
-func job(key string, cond batchv1.JobConditionType, ago time.Duration) *batchv1.Job {
-	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
-		Name: render.JobName("reports", key), Namespace: "batch", UID: types.UID("uid-" + key),
-		Labels:      map[string]string{render.LabelScheduler: "reports"},
-		Annotations: map[string]string{render.AnnotationTaskKey: key},
-	}}
-	if cond == "" {
-		j.Status.Active = 1
-		return j
-	}
-	j.Status.Conditions = []batchv1.JobCondition{{Type: cond, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded",
-		Message: "Job has reached the specified backoff limit", LastTransitionTime: metav1.NewTime(now.Add(-ago))}}
-	return j
-}
-
-func pendingPod(owner *batchv1.Job, unschedulable bool) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: owner.Name + "-abcde", Namespace: "batch",
-			Labels:          map[string]string{render.LabelScheduler: "reports"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: owner.Name, UID: owner.UID, Controller: ptr(true)}}},
-		Status: corev1.PodStatus{Phase: corev1.PodPending},
-	}
-	if unschedulable {
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
-			Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 Insufficient cpu."}}
-	} else {
-		p.Spec.NodeName = "node-0"
-	}
-	return p
-}
-
-// source is an in-memory rows.Source that records what it was asked.
-type source struct {
-	rows  []rows.Row
-	calls [][]string // the exclude list of each Select
-}
-
-func (s *source) Select(_ context.Context, exclude []string, limit int) ([]rows.Row, error) {
-	s.calls = append(s.calls, append([]string(nil), exclude...))
-	var out []rows.Row
-	for _, r := range s.rows {
-		if len(out) < limit && !slices.Contains(exclude, r.Key) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
-
-func (s *source) Count(ctx context.Context, exclude []string, max int) (int, error) {
-	got, err := s.Select(ctx, exclude, max)
-	return len(got), err
-}
-
-func (s *source) Selected(_ context.Context, keys []string) ([]string, error) {
-	var out []string
-	for _, k := range keys {
-		if !slices.Contains(out, k) && slices.ContainsFunc(s.rows, func(r rows.Row) bool { return r.Key == k }) {
-			out = append(out, k)
-		}
-	}
-	return out, nil
-}
-
-func (s *source) Lookup(_ context.Context, keys []string) ([]rows.Row, error) {
-	var out []rows.Row
-	for _, r := range s.rows {
-		if slices.Contains(keys, r.Key) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
-
-func rowsFor(keys ...string) []rows.Row {
-	var out []rows.Row
-	for _, k := range keys {
-		out = append(out, rows.Row{Key: k, Columns: []rows.Column{{Name: "id", Value: k}}})
-	}
-	return out
-}
-
-// actions are the client's actions in compact form, in order, except that each run of writes (creates and deletes
-// run concurrently) is sorted.
-func actions(client *fake.Clientset) []string {
-	var got []string
-	from := -1
-	for _, a := range client.Actions() {
-		got = append(got, action(a))
-		if v := a.GetVerb(); v == "create" || v == "delete" {
-			if from < 0 {
-				from = len(got) - 1
-			}
-			slices.Sort(got[from:])
-		} else {
-			from = -1
-		}
-	}
-	return got
-}
-
-// action is a compact form of a client action: "list jobs", "create jobs reports-x-…", "delete jobs …".
-func action(a k8stesting.Action) string {
-	s := a.GetVerb() + " " + a.GetResource().Resource
-	switch a := a.(type) {
-	case k8stesting.CreateAction:
-		s += " " + a.GetObject().(*batchv1.Job).Name
-	case k8stesting.DeleteAction:
-		s += " " + a.GetName()
-		if pp := a.GetDeleteOptions().PropagationPolicy; pp != nil {
-			s += " " + string(*pp)
-		}
-		if pc := a.GetDeleteOptions().Preconditions; pc != nil && pc.UID != nil {
-			s += " uid=" + string(*pc.UID)
-		}
-	case k8stesting.GetAction:
-		s += " " + a.GetName()
-	}
-	return s
-}
-
-func name(key string) string { return render.JobName("reports", key) }
 
 func TestPass(t *testing.T) {
 	tests := []struct {
@@ -236,9 +85,10 @@ func TestPass(t *testing.T) {
 			},
 			rows: []string{"old-bad", "x"},
 			wantActions: []string{"list jobs", "list pods",
-				"create jobs " + render.AttemptName("reports", "old-bad", 2), "create jobs " + name("x"),
-				"delete jobs " + name("old-bad") + " Background uid=uid-old-bad", // only once attempt 2 exists (TestRetry)
-				"delete jobs " + name("old-ok") + " Background uid=uid-old-ok"},
+				"delete jobs " + name("old-ok") + " Background uid=uid-old-ok", // first: before anything that may fail
+				"create jobs " + render.AttemptName("reports", "old-bad", 2),
+				"delete jobs " + name("old-bad") + " Background uid=uid-old-bad", // only once attempt 2 exists (TestNextAttempt)
+				"create jobs " + name("x")},
 			// a failed Job in backoff: its row is not retried meanwhile; succeeded Jobs, kept or deleted now, are not read
 			wantExclude: []string{"new-bad", "new-ok", "old-ok"},
 			wantSum:     Summary{Selected: 2, Created: 2, Deleted: 2, Retried: 1},
@@ -330,8 +180,9 @@ func TestPass(t *testing.T) {
 				client.PrependReactor("create", "jobs", tc.reactor)
 			}
 			src := &source{rows: rowsFor(tc.rows...)}
-			s := &Scheduler{Config: cfg, Kube: client, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-			plan, sum, err := s.Run(context.Background(), Tick)
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			res, err := s.Run(context.Background(), Execute)
+			plan, sum := res.Plan, res.Summary
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -363,8 +214,9 @@ func TestPass(t *testing.T) {
 func TestDryRunWritesNothing(t *testing.T) {
 	cfg := testConfig(t, nil)
 	client := fake.NewClientset(job("old", batchv1.JobComplete, 3*time.Hour), job("run", "", 0))
-	s := &Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-	plan, sum, err := s.Run(context.Background(), DryRun)
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	res, err := s.Run(context.Background(), DryRun)
+	plan, sum := res.Plan, res.Summary
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,31 +255,31 @@ func TestPassFailures(t *testing.T) {
 		wantConfig  bool
 		wantBlocked string
 	}{
-		{name: "database down: the deletes happen, nothing is created", mode: Tick, source: failingSource{boom},
+		{name: "database down: the deletes happen, nothing is created", mode: Execute, source: failingSource{boom},
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old"},
 			wantErr:     "connection refused", wantBlocked: "reading rows failed"},
-		{name: "a query the database rejects: configuration error, nothing created", mode: Tick,
+		{name: "a query the database rejects: configuration error, nothing created", mode: Execute,
 			source:      failingSource{&config.Error{Err: errors.New("source.query: syntax error")}},
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old"},
 			wantErr:     "syntax error", wantConfig: true},
-		{name: "capacity LIST fails: the deletes happen, nothing is created", mode: Tick, capacity: config.CapacityNodes,
+		{name: "capacity LIST fails: the deletes happen, nothing is created", mode: Execute, capacity: config.CapacityNodes,
 			source: &source{rows: rowsFor("a")}, failList: "nodes",
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old", "list limitranges", "list nodes"},
 			wantErr:     "observing capacity", wantBlocked: "capacity unknown"},
-		{name: "quota LIST fails in quota mode", mode: Tick, capacity: config.CapacityQuota,
+		{name: "quota LIST fails in quota mode", mode: Execute, capacity: config.CapacityQuota,
 			source: &source{rows: rowsFor("a")}, failList: "resourcequotas",
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old", "list limitranges", "list resourcequotas"},
 			wantErr:     "observing capacity", wantBlocked: "capacity unknown"},
-		{name: "Pending pods cannot be listed: the deletes happen, nothing is created", mode: Tick,
+		{name: "Pending pods cannot be listed: the deletes happen, nothing is created", mode: Execute,
 			source: &source{rows: rowsFor("a")}, failList: "pods",
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old"},
 			wantErr:     "listing Pending pods", wantBlocked: "cannot list Pending pods"},
-		{name: "Jobs cannot be listed: nothing at all", mode: Tick, source: &source{rows: rowsFor("a")}, failList: "jobs",
+		{name: "Jobs cannot be listed: nothing at all", mode: Execute, source: &source{rows: rowsFor("a")}, failList: "jobs",
 			wantActions: []string{"list jobs"}, wantErr: "listing Jobs"},
-		{name: "a delete fails: the pass still creates, and fails", mode: Tick, source: &source{rows: rowsFor("a")}, failDelete: true,
-			wantActions: []string{"list jobs", "list pods", "create jobs " + name("a"), "delete jobs " + name("old") + " Background uid=uid-old"},
+		{name: "a delete fails: the pass still creates, and fails", mode: Execute, source: &source{rows: rowsFor("a")}, failDelete: true,
+			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old", "create jobs " + name("a")},
 			wantErr:     "deleting Job " + name("old")},
-		{name: "gc lists only Jobs and reads no row", mode: GC, capacity: config.CapacityNodes,
+		{name: "gc lists only Jobs and reads no row", mode: DeleteOnly, capacity: config.CapacityNodes,
 			wantActions: []string{"list jobs", "delete jobs " + name("old") + " Background uid=uid-old"}},
 	}
 	for _, tc := range tests {
@@ -450,8 +302,9 @@ func TestPassFailures(t *testing.T) {
 			}
 			var logs bytes.Buffer
 			ctx := zerolog.New(&logs).WithContext(context.Background())
-			s := &Scheduler{Config: cfg, Kube: client, Source: tc.source, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-			plan, sum, err := s.Run(ctx, tc.mode)
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: tc.source, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			res, err := s.Run(ctx, tc.mode)
+			plan, sum := res.Plan, res.Summary
 			if diff := cmp.Diff(tc.wantActions, actions(client)); diff != "" {
 				t.Errorf("actions (-want +got):\n%s", diff)
 			}
@@ -499,9 +352,10 @@ func TestDeadlineLeavesCreatesForTheNextPass(t *testing.T) {
 	client := fake.NewClientset()
 	var logs bytes.Buffer
 	ctx := zerolog.New(&logs).WithContext(context.Background())
-	s := &Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
 		Now: func() time.Time { return now }, Timeout: time.Nanosecond} // the fake client and source ignore it
-	_, sum, err := s.Run(ctx, Tick)
+	res, err := s.Run(ctx, Execute)
+	sum := res.Summary
 	if err == nil || !strings.Contains(err.Error(), "2 planned Job(s) not created") || !strings.Contains(err.Error(), "--timeout") {
 		t.Errorf("err = %v, want the 2 planned Jobs not created, naming --timeout", err)
 	}
@@ -531,8 +385,9 @@ func TestBadRowsDoNotStallTheQueue(t *testing.T) {
 	all = append(all, rowsFor("good")...)
 	src := &source{rows: all}
 	client := fake.NewClientset()
-	s := &Scheduler{Config: cfg, Kube: client, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-	plan, sum, err := s.Run(context.Background(), Tick)
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	res, err := s.Run(context.Background(), Execute)
+	plan, sum := res.Plan, res.Summary
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -562,24 +417,30 @@ func TestSkipBudget(t *testing.T) {
 		rows                     []rows.Row
 		wantCreated, wantSkipped int
 		wantWarning              bool
+		wantReads                int // asking 1, then 1+1, then 1+3 capped by the budget: no read once it is spent
 	}{
-		{"4 bad rows within a budget of 5", append(bad(4), rowsFor("good")...), 1, 4, false},
-		{"5 bad rows use up a budget of 5", append(bad(5), rowsFor("good")...), 0, 5, true},
-		{"7 bad rows past a budget of 5", append(bad(7), rowsFor("good")...), 0, 5, true},
+		{"4 bad rows within a budget of 5", append(bad(4), rowsFor("good")...), 1, 4, false, 3},
+		{"5 bad rows use up a budget of 5", append(bad(5), rowsFor("good")...), 0, 5, true, 3},
+		{"7 bad rows past a budget of 5", append(bad(7), rowsFor("good")...), 0, 5, true, 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr(1) })
 			var logs bytes.Buffer
 			ctx := zerolog.New(&logs).WithContext(context.Background())
-			s := &Scheduler{Config: cfg, Kube: fake.NewClientset(), Source: &source{rows: tc.rows}, Renderer: render.New(cfg, nil),
+			src := &source{rows: tc.rows}
+			s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(), Source: src, Renderer: render.New(cfg, nil),
 				Now: func() time.Time { return now }, maxSkipped: 5}
-			_, sum, err := s.Run(ctx, Tick)
+			res, err := s.Run(ctx, Execute)
+			sum := res.Summary
 			if err != nil {
 				t.Fatal(err)
 			}
 			if sum.Created != tc.wantCreated || sum.Skipped != tc.wantSkipped {
 				t.Errorf("created %d, skipped %d; want %d, %d", sum.Created, sum.Skipped, tc.wantCreated, tc.wantSkipped)
+			}
+			if len(src.calls) != tc.wantReads {
+				t.Errorf("%d reads, want %d", len(src.calls), tc.wantReads)
 			}
 			if got := strings.Contains(logs.String(), "stopped reading"); got != tc.wantWarning {
 				t.Errorf("warned %v, want %v:\n%s", got, tc.wantWarning, logs.String())
@@ -628,9 +489,9 @@ func TestEventsAndCapacityLists(t *testing.T) {
 			ev := &recorder{}
 			var logs bytes.Buffer
 			ctx := zerolog.New(&logs).WithContext(context.Background())
-			s := &Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
 				Now: func() time.Time { return now }, Events: ev}
-			if _, _, err := s.Run(ctx, Tick); err != nil {
+			if _, err := s.Run(ctx, Execute); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.wantActions, actions(client)); diff != "" {
@@ -682,52 +543,15 @@ func TestCapacityBoundsTheSlots(t *testing.T) {
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{
 				Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(tc.pods), corev1.ResourceCPU: resource.MustParse("4")},
 				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
-			s := &Scheduler{Config: cfg, Kube: fake.NewClientset(node), Source: &source{rows: rowsFor("a", "b", "c")},
+			s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(node), Source: &source{rows: rowsFor("a", "b", "c")},
 				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-			p, _, err := s.Run(context.Background(), DryRun)
+			res, err := s.Run(context.Background(), DryRun)
+			p := res.Plan
 			if err != nil {
 				t.Fatal(err)
 			}
 			if p.Slots != tc.wantSlots || !strings.HasPrefix(p.Limit, tc.wantLimit) || (p.Slots == 0) != (p.Blocked != "") {
 				t.Errorf("slots %d, limit %q, blocked %q; want %d, %q…", p.Slots, p.Limit, p.Blocked, tc.wantSlots, tc.wantLimit)
-			}
-		})
-	}
-}
-
-// TestStatusCounts: status counts kept Jobs by state (not those this pass deletes) and caps the backlog.
-func TestStatusCounts(t *testing.T) {
-	many := make([]string, BacklogCap+1)
-	for i := range many {
-		many[i] = fmt.Sprintf("r%05d", i)
-	}
-	tests := []struct {
-		name        string
-		rows        []string
-		wantBacklog int
-		wantCapped  bool
-	}{
-		{"exactly the cap", many[:BacklogCap], BacklogCap, false},
-		{"one more", many, BacklogCap, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig(t, nil)
-			client := fake.NewClientset(job("old", batchv1.JobComplete, time.Hour), job("run", "", 0), attempt("d", 3, batchv1.JobFailed, time.Hour, ""))
-			s := &Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-			st, err := s.Status(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := map[State]int{StateRunning: 1, StateStarting: 0, StateUnschedulable: 0, StateSucceeded: 0, StateBackoff: 0, StateDead: 1}
-			if diff := cmp.Diff(want, st.States); diff != "" {
-				t.Errorf("states (-want +got):\n%s", diff)
-			}
-			if !slices.IsSortedFunc(st.Jobs, func(a, b JobStatus) int { return strings.Compare(a.Name, b.Name) }) {
-				t.Errorf("jobs are not sorted by name: %v", st.Jobs)
-			}
-			if st.Backlog != tc.wantBacklog || st.BacklogCapped != tc.wantCapped || len(st.Dead) != 1 {
-				t.Errorf("backlog %d capped %v, %d dead; want %d, %v, 1", st.Backlog, st.BacklogCapped, len(st.Dead), tc.wantBacklog, tc.wantCapped)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package scheduler
+package report
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
 // TaskKind is the kind of the `status KEY` document.
@@ -50,17 +51,16 @@ type TaskPod struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Task describes one task. It lists this scheduler's Jobs (as a pass does), the task's pods (label jobsched.io/task)
+// TaskViewOf describes one task. It lists this scheduler's Jobs (as a pass does), the task's pods (label jobsched.io/task)
 // and reads the task's row (one read); it writes nothing.
-func (s *Scheduler) Task(ctx context.Context, key string) (*TaskView, error) {
-	obs, err := s.Observe(ctx)
+func TaskViewOf(ctx context.Context, s *scheduler.Scheduler, key string) (*TaskView, error) {
+	p, obs, err := decide(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	p := Decide(s.Config, obs)
 	v := &TaskView{APIVersion: StatusAPIVersion, Kind: TaskKind, Scheduler: p.Scheduler, Namespace: p.Namespace, Key: key,
 		Attempts: []TaskAttempt{}}
-	pods, err := s.taskPods(ctx, key)
+	pods, err := taskPods(ctx, s, key)
 	if err != nil {
 		return nil, err
 	}
@@ -83,12 +83,9 @@ func (s *Scheduler) Task(ctx context.Context, key string) (*TaskView, error) {
 		}
 		if len(rows) > 0 {
 			selected = true
-			attempt := 1
-			if newest != nil {
-				attempt = newest.Attempt + 1
-				if newest.State != StateBackoff {
-					attempt = newest.Attempt
-				}
+			attempt := scheduler.NextAttempt(newest) // a Job in backoff: the next attempt; else its own
+			if newest != nil && newest.State != scheduler.StateBackoff {
+				attempt = newest.Attempt
 			}
 			env, err := s.Renderer.Env(rows[0], attempt)
 			if err != nil {
@@ -105,7 +102,7 @@ func (s *Scheduler) Task(ctx context.Context, key string) (*TaskView, error) {
 }
 
 // taskWhy says in words where the task stands and what it waits for.
-func taskWhy(s *Scheduler, p *Plan, now time.Time, newest *JobStatus, selected bool) (string, string) {
+func taskWhy(s *scheduler.Scheduler, p *scheduler.Plan, now time.Time, newest *JobStatus, selected bool) (string, string) {
 	if newest == nil {
 		switch {
 		case !selected:
@@ -119,16 +116,16 @@ func taskWhy(s *Scheduler, p *Plan, now time.Time, newest *JobStatus, selected b
 	j := *newest
 	at := func(t *time.Time) string { return t.UTC().Format(time.RFC3339) }
 	switch j.State {
-	case StateRunning, StateStarting:
+	case scheduler.StateRunning, scheduler.StateStarting:
 		return string(j.State), fmt.Sprintf("attempt %d (Job %s) is %s", j.Attempt, j.Name, j.State)
-	case StateUnschedulable:
+	case scheduler.StateUnschedulable:
 		return string(j.State), fmt.Sprintf("attempt %d (Job %s) waits for room: %s", j.Attempt, j.Name, j.Reason)
-	case StateSucceeded:
+	case scheduler.StateSucceeded:
 		if selected {
 			return string(j.State), fmt.Sprintf("attempt %d succeeded, but the query still selects the row: the worker did not close it (a worker bug)", j.Attempt)
 		}
 		return string(j.State), fmt.Sprintf("attempt %d succeeded at %s", j.Attempt, at(j.FinishedAt))
-	case StateBackoff:
+	case scheduler.StateBackoff:
 		if j.RetryAt.After(now) {
 			return string(j.State), fmt.Sprintf("attempt %d of %d failed (%s); the next attempt may start at %s", j.Attempt, s.Config.MaxAttempts(), j.Reason, at(j.RetryAt))
 		}
@@ -136,14 +133,14 @@ func taskWhy(s *Scheduler, p *Plan, now time.Time, newest *JobStatus, selected b
 			return string(j.State), fmt.Sprintf("attempt %d failed, and the query no longer selects the row: the next pass deletes its Job", j.Attempt)
 		}
 		return string(j.State), fmt.Sprintf("attempt %d failed (%s); its backoff has passed: attempt %d is created when it gets a slot", j.Attempt, j.Reason, j.Attempt+1)
-	case StateDead:
+	case scheduler.StateDead:
 		return string(j.State), fmt.Sprintf("no attempt left (%d of %d; last: %s) since %s; `jobsched retry %q` starts it again at attempt 1", j.Attempt, s.Config.MaxAttempts(), j.Reason, at(j.FinishedAt), j.Key)
 	}
 	return string(j.State), ""
 }
 
 // taskPods lists the task's pods (every phase), by Job name.
-func (s *Scheduler) taskPods(ctx context.Context, key string) (map[string][]TaskPod, error) {
+func taskPods(ctx context.Context, s *scheduler.Scheduler, key string) (map[string][]TaskPod, error) {
 	out := map[string][]TaskPod{}
 	if s.Kube == nil {
 		return out, nil

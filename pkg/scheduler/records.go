@@ -10,22 +10,23 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// NotDeadError names the keys `retry` was given that are not dead tasks of this scheduler.
+// NotDeadError names the keys `jobsched retry` was given that are not dead tasks of this scheduler.
 type NotDeadError struct{ Keys []string }
 
 func (e *NotDeadError) Error() string {
 	return fmt.Sprintf("not a dead task of this scheduler: %q (see `jobsched status` for the dead tasks)", strings.Join(e.Keys, `", "`))
 }
 
-// Retry deletes the record (the last failed Job) of each dead task in keys, or of every dead task when allDead, so
-// the next pass starts it again at attempt 1 if the query still selects its row. With dryRun it only says what it
-// would delete. A key that is not a dead task is a *NotDeadError and nothing is deleted.
-func (s *Scheduler) Retry(ctx context.Context, keys []string, allDead, dryRun bool) ([]JobStatus, error) {
-	jobs, err := s.listJobs(ctx)
+// ResetDead is `jobsched retry`: it deletes the record (the last failed Job) of each dead task in keys, or of every
+// dead task when allDead, so the next pass starts it again at attempt 1 if the query still selects its row. With
+// dryRun it only says what it would delete. A key that is not a dead task is a *NotDeadError and nothing is deleted.
+// (A task's next attempt after a failure is not this: the pass makes it, see NextAttempt.)
+func (s *Scheduler) ResetDead(ctx context.Context, keys []string, allDead, dryRun bool) ([]JobStatus, error) {
+	obs, err := s.observe(ctx, false)
 	if err != nil {
 		return nil, err
 	}
-	p := Decide(s.Config, &Observation{Now: s.Now().UTC(), Jobs: jobs})
+	p := Decide(s.Config, obs)
 	dead := map[string]JobStatus{}
 	for _, j := range p.Jobs {
 		if j.State == StateDead && j.Delete == "" {
@@ -57,7 +58,7 @@ func (s *Scheduler) Retry(ctx context.Context, keys []string, allDead, dryRun bo
 			log.Info().Str("job", j.Name).Str("task", j.Key).Int("attempt", j.Attempt).Msg("would delete the dead task's record (dry run)")
 			continue
 		}
-		j.Delete = "retry"
+		j.Delete = DeleteReset
 		if err := s.delete(ctx, j); err != nil {
 			errs = append(errs, err)
 		}

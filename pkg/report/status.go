@@ -1,4 +1,7 @@
-package scheduler
+// Package report holds the read-only reports of a scheduler: `jobsched status` (Status), `jobsched status KEY` (the
+// task view) and the backlog the metrics push. Each is a versioned document for scripts. They observe and decide as
+// a pass does (scheduler.Observe, scheduler.Decide), read rows but never a page of them, and write nothing.
+package report
 
 import (
 	"context"
@@ -7,6 +10,14 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/scheduler"
+)
+
+// State, JobStatus and QueryFinding are the pass's: a report shows them as the pass decides them.
+type (
+	State        = scheduler.State
+	JobStatus    = scheduler.JobStatus
+	QueryFinding = scheduler.QueryFinding
 )
 
 // BacklogCap is how far status counts the rows waiting for a Job.
@@ -67,36 +78,48 @@ func retryPolicy(cfg *config.Config) RetryPolicy {
 		MaxBackoff: cfg.Retry.MaxBackoff.Duration.String(), DeadRetention: cfg.Retry.DeadRetention.Duration.String()}
 }
 
-// Status observes the cluster, decides the pass and counts the backlog; it reads no row and writes nothing.
-func (s *Scheduler) Status(ctx context.Context) (*Status, error) {
+// States are the states Status counts, in the order it shows them (superseded Jobs are deleted by the pass).
+var States = []State{scheduler.StateRunning, scheduler.StateStarting, scheduler.StateUnschedulable,
+	scheduler.StateSucceeded, scheduler.StateBackoff, scheduler.StateDead}
+
+// decide observes the cluster whole and decides as the next pass would (capacity fitted).
+func decide(ctx context.Context, s *scheduler.Scheduler) (*scheduler.Plan, *scheduler.Observation, error) {
 	obs, err := s.Observe(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return scheduler.Decide(s.Config, obs).Fit(s.Config, obs), obs, nil
+}
+
+// StatusOf observes the cluster, decides the pass and counts the backlog; it reads no row and writes nothing.
+func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
+	p, _, err := decide(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	p := Decide(s.Config, obs)
 	st := &Status{APIVersion: StatusAPIVersion, Kind: StatusKind, Scheduler: p.Scheduler, Namespace: p.Namespace,
 		States: map[State]int{}, Unfinished: p.Unfinished, Slots: p.Slots, Limit: p.Limit, Blocked: p.Blocked,
 		Capacity: p.Capacity, Retry: retryPolicy(s.Config), Backoff: []Task{}, Dead: []Task{}, Jobs: p.Jobs}
-	for _, state := range []State{StateRunning, StateStarting, StateUnschedulable, StateSucceeded, StateBackoff, StateDead} {
+	for _, state := range States {
 		st.States[state] = p.Count(state)
 	}
 	for _, j := range p.Jobs {
 		t := Task{Key: j.Key, Attempt: j.Attempt, Job: j.Name, Reason: j.Reason, Since: j.FinishedAt, RetryAt: j.RetryAt}
 		switch {
 		case j.Delete != "":
-		case j.State == StateBackoff:
+		case j.State == scheduler.StateBackoff:
 			st.Backoff = append(st.Backoff, t)
-		case j.State == StateDead:
+		case j.State == scheduler.StateDead:
 			t.RetryAt = nil
 			st.Dead = append(st.Dead, t)
 		}
 	}
-	n, err := s.Source.Count(ctx, p.exclude, BacklogCap+1)
+	n, err := s.Source.Count(ctx, p.Excluded(), BacklogCap+1)
 	if err != nil {
 		return nil, err
 	}
 	st.Backlog, st.BacklogCapped = min(n, BacklogCap), n > BacklogCap
-	st.Query = s.explain(ctx, p)
+	st.Query = s.Explain(ctx, p)
 	deletes := len(p.Deletes())
 	switch {
 	case p.Blocked != "":

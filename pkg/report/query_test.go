@@ -1,0 +1,67 @@
+package report
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/rows"
+	"github.com/jobsched/jobsched/pkg/scheduler"
+)
+
+// doctorSource is a source with a query doctor that records what it was asked.
+type doctorSource struct {
+	source
+	finding *rows.Finding
+	exclude []string
+	limit   int
+}
+
+func (d *doctorSource) Explain(_ context.Context, exclude []string, limit int) *rows.Finding {
+	d.exclude, d.limit = exclude, limit
+	return d.finding
+}
+
+// TestStatusQueryFinding checks that status carries the doctor's finding about the pass's first read (its
+// excluded keys, its slots as the LIMIT or maxPerTick when it has none), and that a source without a doctor adds none.
+func TestStatusQueryFinding(t *testing.T) {
+	finding := &rows.Finding{Problems: []rows.Problem{{Kind: "sort", Table: "tasks", EstimatedRows: 200000,
+		Message: "every pass sorts all ~200000 rows", Fix: "an index on tasks (created_at)"}}}
+	for _, tc := range []struct {
+		name        string
+		doctor      bool
+		maxActive   int
+		wantFinding *rows.Finding
+		wantLimit   int
+	}{
+		{name: "with slots: the read's LIMIT", doctor: true, maxActive: 10, wantFinding: finding, wantLimit: 9},
+		{name: "no slot: maxPerTick", doctor: true, maxActive: 1, wantFinding: finding, wantLimit: 10},
+		{name: "no doctor", doctor: false, maxActive: 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxActive = ptr(tc.maxActive) })
+			src := &doctorSource{source: source{rows: rowsFor("a", "b")}, finding: finding}
+			var s rows.Source = &src.source
+			if tc.doctor {
+				s = src
+			}
+			sched := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(job("running", "", 0)), Source: s,
+				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			st, err := StatusOf(t.Context(), sched)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Query != tc.wantFinding {
+				t.Errorf("status Query = %v, want %v", st.Query, tc.wantFinding)
+			}
+			if tc.doctor && (src.limit != tc.wantLimit || !reflect.DeepEqual(src.exclude, []string{"running"})) {
+				t.Errorf("Explain(exclude %q, limit %d), want exclude [running], limit %d", src.exclude, src.limit, tc.wantLimit)
+			}
+		})
+	}
+}

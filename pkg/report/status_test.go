@@ -1,0 +1,100 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/scheduler"
+)
+
+// TestStatusCounts: status counts kept Jobs by state (not those this pass deletes) and caps the backlog.
+func TestStatusCounts(t *testing.T) {
+	many := make([]string, BacklogCap+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("r%05d", i)
+	}
+	tests := []struct {
+		name        string
+		rows        []string
+		wantBacklog int
+		wantCapped  bool
+	}{
+		{"exactly the cap", many[:BacklogCap], BacklogCap, false},
+		{"one more", many, BacklogCap, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, nil)
+			client := fake.NewClientset(job("old", batchv1.JobComplete, time.Hour), job("run", "", 0), attempt("d", 3, batchv1.JobFailed, time.Hour, ""))
+			s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			st, err := StatusOf(context.Background(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[State]int{scheduler.StateRunning: 1, scheduler.StateStarting: 0, scheduler.StateUnschedulable: 0, scheduler.StateSucceeded: 0, scheduler.StateBackoff: 0, scheduler.StateDead: 1}
+			if diff := cmp.Diff(want, st.States); diff != "" {
+				t.Errorf("states (-want +got):\n%s", diff)
+			}
+			if !slices.IsSortedFunc(st.Jobs, func(a, b JobStatus) int { return strings.Compare(a.Name, b.Name) }) {
+				t.Errorf("jobs are not sorted by name: %v", st.Jobs)
+			}
+			if st.Backlog != tc.wantBacklog || st.BacklogCapped != tc.wantCapped || len(st.Dead) != 1 {
+				t.Errorf("backlog %d capped %v, %d dead; want %d, %v, 1", st.Backlog, st.BacklogCapped, len(st.Dead), tc.wantBacklog, tc.wantCapped)
+			}
+		})
+	}
+}
+
+// TestBacklog: after a tick, the backlog is the rows selected that have no Job: neither those with a Job kept by
+// the pass nor those it created; a task due for a retry is still backlog until its next attempt exists.
+func TestBacklog(t *testing.T) {
+	many := make([]string, BacklogCap+5)
+	for i := range many {
+		many[i] = fmt.Sprintf("r%05d", i)
+	}
+	tests := []struct {
+		name       string
+		jobs       []runtime.Object
+		rows       []string
+		maxPerTick int
+		wantRows   int
+		wantCapped bool
+	}{
+		{"running and created excluded", []runtime.Object{job("run", "", 0)}, []string{"run", "a", "b", "c", "d"}, 2, 2, false},
+		{"backoff not due excluded, due counted until created", []runtime.Object{job("wait", batchv1.JobFailed, time.Second), job("due", batchv1.JobFailed, time.Hour)},
+			[]string{"wait", "due", "a"}, 0, 2, false},
+		{"nothing left", nil, []string{"a", "b"}, 10, 0, false},
+		{"capped", nil, many, 1, BacklogCap, true},
+		{"exactly the cap is not capped", nil, many[:BacklogCap+1], 1, BacklogCap, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr(tt.maxPerTick) })
+			s := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(tt.jobs...), Source: &source{rows: rowsFor(tt.rows...)},
+				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			res, err := s.Run(context.Background(), scheduler.Execute)
+			p := res.Plan
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, capped, err := Backlog(context.Background(), s, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rows != tt.wantRows || capped != tt.wantCapped {
+				t.Errorf("Backlog = %d, capped %v; want %d, capped %v", rows, capped, tt.wantRows, tt.wantCapped)
+			}
+		})
+	}
+}

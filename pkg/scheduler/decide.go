@@ -1,0 +1,200 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/config"
+)
+
+// Decide is the pure part of the pass: from the configuration and one observation it decides what to delete, which
+// keys to exclude from the read, which tasks are retried, how many Jobs the limits leave room for, and why not more.
+// What the nodes and quotas hold narrows that room in a step of its own (Fit): a pass observes capacity only when
+// the limits leave room, after its deletes.
+//
+// The Jobs of one task are its attempts. The newest decides: unfinished, it holds a slot and its key is excluded;
+// succeeded, it is kept for gc.succeededRetention and its key is excluded; failed with attempts left, the key is
+// excluded until backoff·2^(n-1) (at most maxBackoff) after the failure, then the row competes for a slot and gets
+// attempt n+1; failed with none left, or by its podFailurePolicy (FailJob), the task is dead: its Job is kept as
+// the record and its key excluded. Older finished attempts are deleted.
+func Decide(cfg *config.Config, obs *Observation) *Plan {
+	p := &Plan{
+		Scheduler: cfg.Name,
+		Namespace: cfg.Namespace,
+		Jobs:      make([]JobStatus, 0, len(obs.Jobs)),
+		retry:     map[string]*JobStatus{},
+	}
+	podsByJob := map[types.UID][]PodSummary{}
+	for _, pod := range obs.Pods {
+		podsByJob[pod.Job] = append(podsByJob[pod.Job], pod)
+	}
+	newest := map[string]int{} // task key → its newest attempt, for the tasks retried at least once
+	for _, job := range obs.Jobs {
+		if job.Key != "" && job.Attempt > 1 {
+			newest[job.Key] = max(newest[job.Key], job.Attempt)
+		}
+	}
+	for _, job := range obs.Jobs {
+		key := job.Key
+		st := JobStatus{Name: job.Name, Key: key, Attempt: job.Attempt, UID: job.UID}
+		gone := job.Deleting // being deleted already: never again
+		cond := job.Finished
+		if cond == nil {
+			p.unfinished(&st, job, podsByJob[job.UID])
+			if key != "" {
+				p.exclude = append(p.exclude, key)
+			}
+			p.Jobs = append(p.Jobs, st)
+			continue
+		}
+		t := cond.At
+		st.FinishedAt = &t
+		switch {
+		case cond.Type == batchv1.JobComplete:
+			st.State = StateSucceeded
+		case cond.Reason == batchv1.JobReasonPodFailurePolicy || st.Attempt >= cfg.MaxAttempts():
+			st.State, st.Reason = StateDead, strings.TrimSpace(cond.Reason+": "+cond.Message)
+		default:
+			st.State, st.Reason = StateBackoff, strings.TrimSpace(cond.Reason+": "+cond.Message)
+			at := t.Add(cfg.BackoffAfter(st.Attempt))
+			st.RetryAt = &at
+		}
+		switch {
+		case gone:
+		case key != "" && st.Attempt < newest[key]:
+			st.State, st.Delete, st.RetryAt = StateSuperseded, DeleteSuperseded, nil
+		case st.State == StateSucceeded && !obs.Now.Before(t.Add(cfg.GC.SucceededRetention.Duration)):
+			st.Delete = DeleteRetention
+		case st.State == StateDead && cfg.Retry.DeadRetention.Duration > 0 && !obs.Now.Before(t.Add(cfg.Retry.DeadRetention.Duration)):
+			st.Delete = DeleteDead
+		case key == "" && st.State != StateSucceeded:
+			// A failed Job without a task key (made by hand) has no row to retry: it is kept for
+			// gc.succeededRetention like a succeeded one, then deleted.
+			if !obs.Now.Before(t.Add(cfg.GC.SucceededRetention.Duration)) {
+				st.Delete = DeleteRetention
+			}
+		}
+		if key != "" && st.State != StateSuperseded {
+			switch {
+			case st.State == StateSucceeded:
+				p.succeeded = append(p.succeeded, key)
+				p.exclude = append(p.exclude, key) // kept or deleted now: never a second Job in this pass
+			case st.State == StateDead:
+				p.exclude = append(p.exclude, key)
+				if st.Delete == "" && !gone {
+					p.dead = append(p.dead, key)
+				}
+			case st.RetryAt.After(obs.Now) || gone:
+				p.exclude = append(p.exclude, key) // backoff: not yet
+			default:
+				p.due = append(p.due, key) // its row competes for a slot and gets the next attempt
+				p.retry[key] = &st
+			}
+		}
+		p.Jobs = append(p.Jobs, st)
+	}
+	slices.SortFunc(p.Jobs, func(a, b JobStatus) int { return strings.Compare(a.Name, b.Name) })
+	for _, keys := range [][]string{p.exclude, p.succeeded, p.dead, p.due} {
+		sort.Strings(keys)
+	}
+	p.room(cfg, obs)
+	return p
+}
+
+// unfinished fills st for a Job with neither condition: it holds a slot.
+func (p *Plan) unfinished(st *JobStatus, job JobSummary, pods []PodSummary) {
+	p.Unfinished++
+	switch {
+	case len(pods) > 0:
+		st.State = StateStarting // Pending: waiting for the scheduler, or pulling and starting on its node
+	case job.Active > 0:
+		st.State = StateRunning
+	default:
+		st.State = StateStarting // the Job controller has not made its pods yet
+		p.podlessPods += job.PodsPerJob
+	}
+	for _, pod := range pods {
+		if !pod.Bound {
+			p.unboundPods++
+		}
+		if pod.Unschedulable {
+			st.State, st.Reason = StateUnschedulable, pod.Message
+			p.Unschedulable++
+		}
+	}
+}
+
+// room sets Slots = min(maxActive − unfinished, maxPerTick) and says what bound it; when no Job may be created,
+// Blocked says why.
+func (p *Plan) room(cfg *config.Config, obs *Observation) {
+	if cfg.BlockOnUnschedulable() && p.Unschedulable > 0 {
+		p.block(fmt.Sprintf("%d pod(s) Unschedulable (%s)", p.Unschedulable, p.firstUnschedulable()))
+		p.hard = true
+		return
+	}
+	p.Slots = cfg.MaxPerTick()
+	p.Limit = fmt.Sprintf("limits.maxPerTick: %d", p.Slots)
+	if free := cfg.MaxActive() - p.Unfinished; free < p.Slots {
+		p.Slots = max(free, 0)
+		p.Limit = fmt.Sprintf("limits.maxActive: %d of %d unfinished", p.Unfinished, cfg.MaxActive())
+	}
+	switch {
+	case obs.Held != nil: // another pass holds the guard (a Lease): this one creates nothing
+		p.block("not the holder: " + obs.Held.Error())
+		p.hard = true
+	case obs.PodsErr != nil: // without the pods the pass cannot tell what is unschedulable
+		p.block("cannot list Pending pods")
+		p.hard = true
+	case p.Slots <= 0:
+		p.block(p.Limit)
+	}
+}
+
+// Fit is the step after the deletes: it bounds p's slots by what fits on the nodes and in the quotas now, as obs
+// holds it, and returns the new plan (p is not changed). A plan blocked for a reason capacity cannot change (an
+// Unschedulable pod, pods or guard unknown) is returned as it is; capacity that could not be observed blocks it.
+func (p *Plan) Fit(cfg *config.Config, obs *Observation) *Plan {
+	if p.hard || cfg.Limits.Capacity == config.CapacityOff {
+		return p
+	}
+	q := *p
+	switch {
+	case obs.CapacityErr != nil:
+		q.block("capacity unknown: " + obs.CapacityErr.Error())
+		q.hard = true
+	case obs.Capacity != nil:
+		rep := capacity.Fit(cfg.Template, obs.Capacity, p.unboundPods, p.podlessPods) // rep.Fit is in Jobs
+		q.Capacity = &rep
+		if rep.Fit >= 0 && rep.Fit < q.Slots {
+			q.Slots = rep.Fit
+			q.Limit = "capacity: " + rep.Binding
+		}
+		if q.Slots <= 0 {
+			q.block(q.Limit)
+		}
+	}
+	return &q
+}
+
+// block makes the plan create nothing, for reason.
+func (p *Plan) block(reason string) {
+	p.Slots, p.Blocked = 0, reason
+	if p.Limit == "" {
+		p.Limit = reason
+	}
+}
+
+func (p *Plan) firstUnschedulable() string {
+	for _, j := range p.Jobs {
+		if j.State == StateUnschedulable {
+			return j.Name + ": " + j.Reason
+		}
+	}
+	return ""
+}

@@ -1,0 +1,244 @@
+package scheduler
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rs/zerolog"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/rows"
+)
+
+// write is one recorded write, whole: what a create sent (the Job as it went to the API server) or what a delete
+// named, with its options (like sample-controller's checkAction, which compares the object, not its name).
+type write struct {
+	Verb, Name string
+	Job        *batchv1.Job          // create
+	Options    *metav1.DeleteOptions // delete
+}
+
+// writes are the client's creates and deletes, in the order they were made.
+func writes(client *fake.Clientset) []write {
+	var out []write
+	for _, a := range client.Actions() {
+		switch a := a.(type) {
+		case k8stesting.CreateAction:
+			out = append(out, write{Verb: "create", Name: a.GetObject().(*batchv1.Job).Name, Job: a.GetObject().(*batchv1.Job)})
+		case k8stesting.DeleteAction:
+			opts := a.GetDeleteOptions()
+			out = append(out, write{Verb: "delete", Name: a.GetName(), Options: &opts})
+		}
+	}
+	return out
+}
+
+func deleteOf(name string, uid types.UID) write {
+	bg := metav1.DeletePropagationBackground
+	return write{Verb: "delete", Name: name, Options: &metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: &metav1.Preconditions{UID: &uid}}}
+}
+
+// TestPassOrder pins the order of the pass's writes, a promise of the design: the deletes the decision makes come
+// first, before any step that may fail (capacity, the database), then the deletes of the rows found gone, then each
+// create, a retry's failed attempt deleted right after its next one exists. The Jobs are compared whole.
+func TestPassOrder(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) { c.GC.SucceededRetention = metav1.Duration{Duration: 10 * time.Minute} })
+	gone := attempt("gone", 3, batchv1.JobFailed, time.Hour, "")
+	client := fake.NewClientset(job("old-ok", batchv1.JobComplete, 11*time.Minute), gone, job("f", batchv1.JobFailed, time.Hour))
+	src := &source{rows: rowsFor("f", "x")}
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	res, err := s.Run(context.Background(), Execute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered := func(row rows.Row, attempt int) *batchv1.Job {
+		j, err := render.New(cfg, nil).Job(row, attempt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	want := []write{
+		deleteOf(name("old-ok"), "uid-old-ok"), // 3: decided
+		deleteOf(gone.Name, gone.UID),          // 5: its row is gone
+		{Verb: "create", Name: render.AttemptName("reports", "f", 2), Job: rendered(src.rows[0], 2)}, // 7
+		deleteOf(name("f"), "uid-f"), // the attempt it supersedes
+		{Verb: "create", Name: name("x"), Job: rendered(src.rows[1], 1)},
+	}
+	if diff := cmp.Diff(want, writes(client)); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+	if want := (Summary{Selected: 2, Created: 2, Retried: 1, Deleted: 3}); res.Summary != want {
+		t.Errorf("summary %+v, want %+v", res.Summary, want)
+	}
+	// What the plan holds is what was written (the retried attempt is the create's Supersedes).
+	var planned []write
+	for _, rowGone := range []bool{false, true} { // decided first, then found gone
+		for _, d := range res.Plan.Deletes() {
+			if (d.Delete == DeleteRowGone) == rowGone {
+				planned = append(planned, deleteOf(d.Name, d.UID))
+			}
+		}
+	}
+	for _, c := range res.Plan.Creates {
+		planned = append(planned, write{Verb: "create", Name: c.Job.Name, Job: c.Job})
+		if c.Supersedes != nil {
+			planned = append(planned, deleteOf(c.Supersedes.Name, c.Supersedes.UID))
+		}
+	}
+	if diff := cmp.Diff(want, planned); diff != "" {
+		t.Errorf("the plan (-written +planned):\n%s", diff)
+	}
+}
+
+// guard is a Guard for tests: it refuses with err, or hands out held.
+type guard struct {
+	held     context.Context
+	err      error
+	released bool
+}
+
+func (g *guard) Take(ctx context.Context) (context.Context, func(), error) {
+	if g.err != nil {
+		return nil, nil, g.err
+	}
+	if g.held == nil {
+		g.held = ctx
+	}
+	return g.held, func() { g.released = true }, nil
+}
+
+// TestGuard: a Guard is taken before the Jobs are listed, only by a pass that creates; refused, the pass still
+// deletes and creates nothing; lost (its context ended), no create is started.
+func TestGuard(t *testing.T) {
+	lost, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("lease lost"))
+	tests := []struct {
+		name        string
+		mode        Mode
+		guard       *guard
+		wantCreates int
+		wantBlocked string
+		wantErr     bool
+	}{
+		{name: "held", mode: Execute, guard: &guard{}, wantCreates: 1},
+		{name: "refused: deletes, no create", mode: Execute, guard: &guard{err: errors.New("held by pod tick-2")},
+			wantBlocked: "not the holder: held by pod tick-2"},
+		{name: "lost: no create started", mode: Execute, guard: &guard{held: lost}, wantErr: true},
+		{name: "a dry run does not take it", mode: DryRun, guard: &guard{err: errors.New("held")}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, nil)
+			client := fake.NewClientset(job("old", batchv1.JobComplete, 3*time.Hour))
+			var order []string
+			client.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				order = append(order, a.GetVerb()+" "+a.GetResource().Resource)
+				return false, nil, nil
+			})
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a")}, Renderer: render.New(cfg, nil),
+				Now: func() time.Time { return now }, Guard: tc.guard}
+			res, err := s.Run(context.Background(), tc.mode)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want one: %v", err, tc.wantErr)
+			}
+			if res.Summary.Created != tc.wantCreates || res.Blocked() != tc.wantBlocked {
+				t.Errorf("created %d, blocked %q; want %d, %q", res.Summary.Created, res.Blocked(), tc.wantCreates, tc.wantBlocked)
+			}
+			if tc.mode == Execute && (order[2] != "delete jobs" || res.Summary.Deleted != 1) {
+				t.Errorf("writes %v, deleted %d: the finished Job must go whatever the guard says", order, res.Summary.Deleted)
+			}
+			if tc.mode == Execute && tc.guard.err == nil && !tc.guard.released {
+				t.Error("the guard was not released at the end of the pass")
+			}
+		})
+	}
+}
+
+// TestResult: what a caller deciding on another pass at once reads of a pass.
+func TestResult(t *testing.T) {
+	tests := []struct {
+		name                 string
+		maxPerTick           int
+		rows                 []string
+		wantRowsWait         bool
+		wantLimit, wantBlock string
+	}{
+		{name: "the slots were used up, rows wait", maxPerTick: 1, rows: []string{"a", "b"}, wantRowsWait: true, wantLimit: "limits.maxPerTick: 1"},
+		{name: "the source ran out", maxPerTick: 5, rows: []string{"a", "b"}, wantLimit: "limits.maxPerTick: 5"},
+		{name: "blocked: no read, nothing known to wait", maxPerTick: 0, rows: []string{"a"}, wantLimit: "limits.maxPerTick: 0", wantBlock: "limits.maxPerTick: 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr(tc.maxPerTick) })
+			client := fake.NewClientset()
+			client.PrependReactor("list", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, &batchv1.JobList{ListMeta: metav1.ListMeta{ResourceVersion: "4711"}}, nil
+			})
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			res, err := s.Run(context.Background(), Execute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.RowsWait != tc.wantRowsWait || res.Limit() != tc.wantLimit || res.Blocked() != tc.wantBlock || res.JobsResourceVersion != "4711" {
+				t.Errorf("rowsWait %v, limit %q, blocked %q, resourceVersion %q; want %v, %q, %q, 4711",
+					res.RowsWait, res.Limit(), res.Blocked(), res.JobsResourceVersion, tc.wantRowsWait, tc.wantLimit, tc.wantBlock)
+			}
+		})
+	}
+}
+
+// TestCapacityWarningIsLogged: what capacity could not see (here LimitRanges, forbidden) is warned in the pass's log.
+func TestCapacityWarningIsLogged(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) { c.Limits.Capacity = config.CapacityNodes })
+	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Status: corev1.NodeStatus{
+		Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")},
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}})
+	client.PrependReactor("list", "limitranges", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "limitranges"}, "", errors.New("no"))
+	})
+	var logs bytes.Buffer
+	ctx := zerolog.New(&logs).WithContext(context.Background())
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	if _, err := s.Run(ctx, DryRun); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), `"message":"cannot list LimitRanges`) {
+		t.Errorf("no capacity warning in the log:\n%s", logs.String())
+	}
+}
+
+// TestRowsFileDuplicates: the rows a --rows file left out as repeated keys are skips of the plan the pass made,
+// counted in its summary, not added to it afterwards.
+func TestRowsFileDuplicates(t *testing.T) {
+	f, err := rows.ReadFrom(strings.NewReader(`{"id": "a"}`+"\n"+`{"id": "a"}`+"\n"), "standard input", "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, nil)
+	s := &Scheduler{workers: 1, Config: cfg, Source: f, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	res, err := s.Run(context.Background(), DryRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Skip{{Key: "a", Reason: "--rows line 2 repeats the key of line 1: no second Job"}}
+	if diff := cmp.Diff(want, res.Plan.Skipped); diff != "" || res.Summary.Skipped != 1 || len(res.Plan.Creates) != 1 {
+		t.Errorf("skipped %d, %d creates; skips (-want +got):\n%s", res.Summary.Skipped, len(res.Plan.Creates), diff)
+	}
+}

@@ -1,0 +1,160 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/rs/zerolog"
+
+	"github.com/jobsched/jobsched/pkg/rows"
+)
+
+// RowCheck is what the source says about the rows of the finished tasks the plan asked about (succeeded, dead and
+// due for a retry): the step between the decision and the read, with a value of its own.
+type RowCheck struct {
+	// WorkerBugs are the succeeded tasks whose row the query still selects: the row is excluded from the read, so it
+	// gets no second Job, and is reported as skipped with its key.
+	WorkerBugs []Skip
+	// Gone are the Jobs of dead tasks, and of tasks due for a retry, whose row the query no longer selects (someone
+	// fixed or closed it): they are deleted, with Delete = DeleteRowGone, and the due ones are not retried.
+	Gone []JobStatus
+}
+
+// checkRows asks the source, in one read pushed down like the others, which of the plan's succeeded, dead and due
+// keys the query still selects.
+func (s *Scheduler) checkRows(ctx context.Context, p *Plan) (RowCheck, error) {
+	keys := append(append(append([]string(nil), p.succeeded...), p.dead...), p.due...)
+	if s.Source == nil || len(keys) == 0 {
+		return RowCheck{}, nil
+	}
+	selected, err := s.Source.Selected(ctx, keys)
+	if err != nil {
+		return RowCheck{}, err
+	}
+	return p.check(selected), nil
+}
+
+// check is the pure part of checkRows: selected are the keys the query still returns.
+func (p *Plan) check(selected []string) RowCheck {
+	still := map[string]bool{}
+	for _, k := range selected {
+		still[k] = true
+	}
+	var rc RowCheck
+	for _, key := range p.succeeded {
+		if still[key] {
+			rc.WorkerBugs = append(rc.WorkerBugs, Skip{Key: key, Reason: "worker bug: the row is still selected although its Job succeeded; no second Job is created"})
+		}
+	}
+	gone := map[string]bool{}
+	for _, k := range append(append([]string(nil), p.dead...), p.due...) {
+		gone[k] = !still[k]
+	}
+	for _, j := range p.Jobs {
+		if gone[j.Key] && j.Delete == "" && (j.State == StateDead || j.State == StateBackoff) {
+			j.Delete = DeleteRowGone
+			rc.Gone = append(rc.Gone, j)
+		}
+	}
+	return rc
+}
+
+// checked is the plan after the row check: its worker bugs skipped, its gone rows' Jobs deleted and not retried.
+func (p *Plan) checked(rc RowCheck) *Plan {
+	if len(rc.WorkerBugs) == 0 && len(rc.Gone) == 0 {
+		return p
+	}
+	q := *p
+	q.Skipped = append(slices.Clip(p.Skipped), rc.WorkerBugs...)
+	q.Jobs, q.retry = slices.Clone(p.Jobs), maps.Clone(p.retry)
+	for _, g := range rc.Gone {
+		for i := range q.Jobs {
+			if q.Jobs[i].UID == g.UID && q.Jobs[i].Name == g.Name {
+				q.Jobs[i].Delete = g.Delete
+			}
+		}
+		delete(q.retry, g.Key)
+	}
+	return &q
+}
+
+// Admission is the read step's value: the rows read and what each became, a Create or a Skip.
+type Admission struct {
+	Selected int // rows read and admitted or skipped (not the rows read ahead)
+	Creates  []Create
+	Skipped  []Skip
+	// RowsWait says the last read returned all it asked for: the source may hold more rows than the pass took.
+	RowsWait bool
+}
+
+// read reads the rows there is room for in p and admits each. The rows are read with the keys that have a Job
+// excluded; a row that cannot get a Job is skipped and more rows are read in its place, asking each time for what is
+// still needed plus as many as were skipped so far, so a head of bad rows costs a few reads, not a stalled queue.
+// The rows a --rows file left out as repeated keys are skipped too: the file is read with them.
+func (s *Scheduler) read(ctx context.Context, p *Plan) (a Admission, err error) {
+	if f, ok := s.Source.(*rows.File); ok {
+		defer func() { a.Skipped = append(a.Skipped, fileDuplicates(f)...) }()
+	}
+	if p.Slots == 0 || s.Source == nil {
+		return a, nil
+	}
+	exclude := append([]string(nil), p.exclude...)
+	need, budget := p.Slots, MaxSkippedRows
+	if s.maxSkipped > 0 {
+		budget = s.maxSkipped
+	}
+	skipped := len(p.Skipped) // the worker bugs count against the budget, as rows skipped this pass
+	for need > 0 && skipped < budget {
+		ask := min(need+skipped, need+budget-skipped)
+		var got []rows.Row
+		got, err = s.Source.Select(ctx, exclude, ask)
+		if err != nil {
+			return a, err
+		}
+		for _, row := range got {
+			exclude = append(exclude, row.Key)
+			if need == 0 || skipped == budget {
+				break // read ahead for rows that were not needed after all, or past the budget
+			}
+			a.Selected++
+			c, skip, err := p.admit(s.Renderer, row)
+			switch {
+			case err != nil:
+				return a, err
+			case skip != nil:
+				a.Skipped = append(a.Skipped, *skip)
+				skipped++
+			default:
+				a.Creates = append(a.Creates, c)
+				need--
+			}
+		}
+		a.RowsWait = len(got) == ask
+		if len(got) < ask { // the source has no more rows
+			break
+		}
+	}
+	if need > 0 && skipped >= budget {
+		zerolog.Ctx(ctx).Warn().Int("skipped", skipped).Msg("stopped reading: too many selected rows in a row could not get a Job; the next pass reads on")
+	}
+	return a, nil
+}
+
+// fileDuplicates are the skips of the rows a --rows file left out: one Job per key, the first row of a key is the task.
+func fileDuplicates(f *rows.File) []Skip {
+	var out []Skip
+	for _, d := range f.Duplicates {
+		out = append(out, Skip{Key: d.Key, Reason: fmt.Sprintf("--rows line %d repeats the key of line %d: no second Job", d.Line, d.First)})
+	}
+	return out
+}
+
+// admitted is the plan after the read: its creates and the rows it skipped.
+func (p *Plan) admitted(a Admission) *Plan {
+	q := *p
+	q.Selected, q.Creates = a.Selected, a.Creates
+	q.Skipped = append(slices.Clip(p.Skipped), a.Skipped...)
+	return &q
+}

@@ -1,0 +1,145 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/rows"
+)
+
+// MaxSkippedRows bounds the rows one pass reads past and skips (rows that cannot make a Job): the work of a pass is
+// bounded by rows read, not by rounds, and a queue with this many bad rows at its head still moves, a page a pass.
+const MaxSkippedRows = 10000
+
+// workers bounds the creates and deletes in flight.
+const workers = 16
+
+// Mode is what a command lets a pass do.
+type Mode int
+
+const (
+	// Execute deletes finished Jobs, then creates Jobs for the rows there is room for (the tick command).
+	Execute Mode = iota
+	// DeleteOnly only deletes finished Jobs: it lists Jobs and nothing else, and reads no row (the gc command).
+	DeleteOnly
+	// DryRun makes the whole plan and writes nothing.
+	DryRun
+	// ServerDryRun is DryRun that also sends each planned create to the API server with dryRun=All.
+	ServerDryRun
+)
+
+func (m Mode) deletes() bool { return m == Execute || m == DeleteOnly }
+func (m Mode) dryRun() bool  { return m == DryRun || m == ServerDryRun }
+
+// Guard is what a pass holds while it creates, taken before the observation that decides the creates (a Lease:
+// one pass at a time). Take returns a context that ends the moment the guard is lost, under which the creates run
+// (a lost guard stops them at once: none is started after), and a release for the end of the pass; an error means
+// another holder: the pass still deletes, and creates nothing (Blocked says why).
+type Guard interface {
+	Take(ctx context.Context) (held context.Context, release func(), err error)
+}
+
+// Scheduler runs passes for one configuration. Kube is nil when the pass is offline (the cluster is taken as empty);
+// Source is nil for gc. Timeout bounds a whole pass (0: no bound beyond the caller's context).
+type Scheduler struct {
+	Config   *config.Config
+	Kube     kubernetes.Interface
+	Source   rows.Source
+	Renderer *render.Renderer
+	Now      func() time.Time
+	Timeout  time.Duration
+	Events   Events // nil: none
+	Guard    Guard  // nil: none; taken by Execute passes only
+	// BeforeCreates, when set, is called once before the first create of a pass (the command sets its collector
+	// policy there: see cmd).
+	BeforeCreates func()
+
+	maxSkipped int // MaxSkippedRows unless a test sets it
+	workers    int // workers unless a test sets it (1: the writes in plan order)
+}
+
+// Result is what a pass decided and did. Beside the plan and the summary, it carries what a caller needs to decide
+// whether to run another pass at once (tick --fill-for): Limit (what bound the slots), Blocked, RowsWait and the
+// resourceVersion of the Jobs list.
+type Result struct {
+	Plan    *Plan // nil when the Jobs could not be listed
+	Summary Summary
+	// JobsResourceVersion is the resourceVersion this pass listed its Jobs at ("" offline, or when the list failed): a
+	// next pass can list at least that new, to see every Job this one created.
+	JobsResourceVersion string
+	// RowsWait says the read returned all it asked for, so rows may still wait for a Job; false when the source ran
+	// out or no row was read (Blocked, or no slots).
+	RowsWait bool
+}
+
+// Limit is what bound the pass's slots ("" when the Jobs could not be listed).
+func (r Result) Limit() string {
+	if r.Plan == nil {
+		return ""
+	}
+	return r.Plan.Limit
+}
+
+// Blocked is why the pass could create nothing ("" when it could).
+func (r Result) Blocked() string { return r.Summary.Blocked }
+
+// Run is one pass, whole, and always ends with its `pass done` line. It is a line of steps, each a function of the
+// value before it; only the execute steps write, and each writes what the plan holds at that point:
+//
+//  0. take the Guard, if any (Execute only);
+//  1. observe: this scheduler's Jobs and (unless DeleteOnly) its Pending pods;
+//  2. decide: the deletes, the exclusions, the room the limits leave;
+//  3. execute the deletes, before any step that may fail (capacity, the database);
+//  4. observe capacity when there is room; fit: the slots;
+//  5. check the finished tasks' rows: worker bugs skipped, the Jobs of gone rows deleted;
+//  6. read the rows there is room for, and admit each: creates and skips;
+//  7. execute the creates (Execute; ServerDryRun sends them with dryRun=All).
+//
+// The returned error is a *config.Error when the configuration is wrong (the query, the columns); any other error
+// is a run-time failure. The plan is returned whenever the Jobs could be listed, and the summary always.
+func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
+	ctx, x := s.begin(ctx, mode)
+	defer x.end()
+	held := x.hold(s.Guard)                        // 0
+	obs, err := s.observe(ctx, mode != DeleteOnly) // 1
+	if err != nil {
+		return x.done(nil, nil, Admission{}, cause(ctx, err))
+	}
+	obs.Held = held
+	p := Decide(s.Config, obs) // 2
+	obs.Jobs = nil             // the plan keeps what it needs of them
+	x.deletes(p.Deletes())     // 3
+	if mode == DeleteOnly {
+		return x.done(p, obs, Admission{}, nil)
+	}
+	obs = s.observeCapacity(ctx, obs, p) // 4
+	p = x.fitted(p.Fit(s.Config, obs), obs)
+	rc, err := s.checkRows(ctx, p) // 5
+	if p, err = x.rows(p.checked(rc), err); err != nil {
+		return x.done(p, obs, Admission{}, err)
+	}
+	x.deletes(rc.Gone)
+	a, err := s.read(ctx, p) // 6
+	if p, err = x.rows(p.admitted(a), err); err != nil {
+		return x.done(p, obs, a, err)
+	}
+	if mode.dryRun() {
+		p = p.explained(s.Explain(ctx, p))
+	}
+	x.creates(p) // 7
+	return x.done(p, obs, a, nil)
+}
+
+// cause names the pass's deadline or a signal when they are why err happened.
+func cause(ctx context.Context, err error) error {
+	if c := context.Cause(ctx); c != nil && !errors.Is(err, c) {
+		return fmt.Errorf("%w (%w)", err, c)
+	}
+	return err
+}
