@@ -28,6 +28,50 @@
 // list (JobsResourceVersion). Scheduler.BeforeCreates lets the command set process-wide policy (the collector's)
 // where the creates begin, without the library setting it.
 //
+// # The rules of a pass
+//
+//   - Finished means the Job's `Complete` or `Failed` condition is True; its age is that condition's
+//     `lastTransitionTime` (failed Jobs have no `completionTime`). Deletion uses `propagationPolicy: Background`
+//     (the garbage collector removes the pods) and a UID precondition, so a Job that a concurrent pass has just
+//     re-created under the same name is never deleted.
+//   - Unfinished Jobs count against `maxActive`: running, starting (no pod yet, waiting for the scheduler, pulling
+//     or starting on a node), or unschedulable. Pods that are scheduled but still starting do not block.
+//   - Excluded keys: every unfinished Job's, every kept failed Job's and every succeeded Job's key is excluded
+//     from the read, so a row is never given a second Job while its Job exists, and bad rows never take a slot. A
+//     row still selected while its Job has succeeded is a worker bug: it is warned with its key and gets no second
+//     Job in that pass (once the succeeded Job has been deleted, the row is a new task again). Keys are compared
+//     as typed values where they parse as the key column's type, and as text otherwise, so a Job whose key
+//     annotation does not parse never fails a pass. A failed task waits out its backoff with its key excluded;
+//     then its row, if still selected, competes for a slot and gets the next attempt (the README's Retries).
+//   - The read: the query is wrapped as `SELECT * FROM (<query>) q WHERE q.<key> IS NOT NULL AND q.<key> NOT IN
+//     (SELECT unnest($1)) LIMIT $2` (one hashed subplan) in a `READ ONLY` transaction with `statement_timeout`.
+//     The exclusion and the LIMIT are pushed into the statement, so with an index matching the query's WHERE and
+//     ORDER BY the database reads about `slots + excluded` rows whatever the backlog. A query that tries to write
+//     fails in the READ ONLY transaction (exit 2) and nothing is created.
+//   - Order and failures: the plan comes from one observation taken at the start. The deletes run first and never
+//     wait on anything that may fail: if the Pending pods, the capacity LISTs or the database fail (refused, or a
+//     host that never answers: connections time out and every read has `source.timeout`), the deletes still
+//     happen, nothing is created, the log says why and the pass exits 1. `gc` lists only the Jobs.
+//   - Concurrency: Job names are deterministic, so two passes running at once cannot create two Jobs for one row;
+//     the loser gets `AlreadyExists` and counts it as already present.
+//   - Cost per pass: one streaming list of Jobs and one of Pending pods (label and field selectors on the server),
+//     plus with `capacity: nodes` one LIST of nodes, one of non-terminal pods cluster-wide and one of
+//     ResourceQuotas (the README's Capacity); one pushed-down read of the keys of succeeded, dead and due tasks
+//     when there are any; then one call per create or delete. A streaming list is a WATCH with
+//     `sendInitialEvents=true` (streaming lists,
+//     https://kubernetes.io/docs/reference/using-api/api-concepts/#streaming-lists: the API server's `WatchList`
+//     feature, beta and on by default in v1.37, checked on the local control plane). The API server sends the
+//     objects one at a time from its watch cache, then a bookmark; jobsched keeps a summary of each as it arrives
+//     (name, UID, key, attempt, conditions, pods) and drops the rest, so a pass holds about 200 bytes per Job and
+//     never a page of them. Where the API server refuses it (older versions, the feature off, a Role without
+//     `watch`) the pass lists page by page (pages of 500) instead; the debug log says so. What a stream costs the
+//     API server, against a LIST: scripts/bench/README.md.
+//   - Pace: creates and deletes run concurrently, 16 in flight, with no client-side rate limit by default: the API
+//     server's Priority and Fairness protects it and answers 429 with `Retry-After`, which the client honours (up
+//     to 10 retries per call). `--kube-qps N` (with `--kube-burst`) puts a client-side cap back, for clusters that
+//     want one. What a pass could not create before its `--timeout` waits for the next pass; `pass done` says how
+//     many (`notCreated`).
+//
 // # Names
 //
 // A task is a row's key; its Jobs are its attempts, numbered by NextAttempt. The command `jobsched retry` is
