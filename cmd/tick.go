@@ -93,5 +93,5 @@ func pushMetrics(ctx context.Context, s *scheduler.Scheduler, url string, mode s
 		log.Warn().Err(err).Msg("metrics not pushed")
 		return
 	}
-	log.Debug().Str("pushgateway", url).Msg("metrics pushed")
+	log.Debug().Str("pushgateway", config.RedactURL(url)).Msg("metrics pushed")
 }
