@@ -448,4 +448,3 @@ func LoadTemplate(file string) (*batchv1.Job, error) {
 	}
 	return job, nil
 }
-

@@ -228,12 +228,20 @@ func TestPushFailureHidesPassword(t *testing.T) {
 // net/url, and fully percent-encoded.
 var pushgatewayShapes = []func(gw, pw string) string{
 	func(gw, pw string) string { return "http://metrics:" + pw + "@" + gw + "/" },
-	func(gw, pw string) string { return "http://" + url.UserPassword("metrics", pw).String() + "@" + gw + "/" },
+	func(gw, pw string) string {
+		return "http://" + url.UserPassword("metrics", pw).String() + "@" + gw + "/"
+	},
 	func(gw, pw string) string { return "http://metrics:" + hexEscape(pw) + "@" + gw + "/" },
-	func(gw, pw string) string { return "http://" + url.UserPassword("metrics", pw).String() + "@127.0.0.1:1/" },
+	func(gw, pw string) string {
+		return "http://" + url.UserPassword("metrics", pw).String() + "@127.0.0.1:1/"
+	},
 	func(gw, pw string) string { return "http://" + url.User(pw).String() + "@" + gw + "/" },
-	func(gw, pw string) string { return "http://" + url.UserPassword("metrics", pw).String() + "@" + gw + "/?a=b" },
-	func(gw, pw string) string { return "ftp://" + url.UserPassword("metrics", pw).String() + "@" + gw + "/" },
+	func(gw, pw string) string {
+		return "http://" + url.UserPassword("metrics", pw).String() + "@" + gw + "/?a=b"
+	},
+	func(gw, pw string) string {
+		return "ftp://" + url.UserPassword("metrics", pw).String() + "@" + gw + "/"
+	},
 	func(gw, pw string) string { return "http://metrics:" + pw + "@[::1/" },
 	func(gw, pw string) string { return "http://metrics:" + pw + "@" + gw + "/\x7f" },
 	func(gw, pw string) string { return "http://metrics:" + hexEscape(pw) + "@" + gw + ":x/" },
