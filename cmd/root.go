@@ -169,13 +169,16 @@ func (g *globalOptions) logger() (zerolog.Logger, error) {
 		return zerolog.Logger{}, usageError{fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", g.logLevel)}
 	}
 	var w io.Writer = g.errOut
+	// zerolog quotes the fields of a console line, not its message, which may hold a row's text (a skip reason).
+	console := zerolog.ConsoleWriter{Out: g.errOut, TimeFormat: time.TimeOnly,
+		FormatMessage: func(i any) string { return printable(fmt.Sprint(i)) }}
 	switch g.logFormat {
 	case "json":
 	case "console":
-		w = zerolog.ConsoleWriter{Out: g.errOut, TimeFormat: time.TimeOnly}
+		w = console
 	case "":
 		if isTerminal(g.errOut) {
-			w = zerolog.ConsoleWriter{Out: g.errOut, TimeFormat: time.TimeOnly}
+			w = console
 		}
 	default:
 		return zerolog.Logger{}, usageError{fmt.Errorf("--log-format: %q is not json or console", g.logFormat)}
