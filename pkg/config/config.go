@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -269,11 +268,8 @@ func (c *Config) Validate() []error {
 		bad("env.prefix", "%q may only hold A-Z, 0-9 and _", p)
 	}
 	for i, pat := range c.Env.Passthrough {
-		if _, err := path.Match(pat, ""); err != nil || pat == "" {
-			bad(fmt.Sprintf("env.passthrough[%d]", i), "%q is not a name or glob", pat)
-		} else if matchesAll(pat) {
-			bad(fmt.Sprintf("env.passthrough[%d]", i), "%q would copy every variable of jobsched's own environment "+
-				"(credentials included): name the variables, or a glob with a fixed part such as S3_*", pat)
+		if problem := passthroughProblem(pat); problem != "" {
+			bad(fmt.Sprintf("env.passthrough[%d]", i), "%q %s", pat, problem)
 		}
 	}
 	if c.Limits.MaxActive != nil && *c.Limits.MaxActive < 0 {

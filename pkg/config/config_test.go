@@ -83,6 +83,10 @@ func TestLoadErrors(t *testing.T) {
 		{"template with ttl", minimal, "apiVersion: batch/v1\nkind: Job\nspec:\n  ttlSecondsAfterFinished: 5\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: w, image: i}]\n", []string{"spec.ttlSecondsAfterFinished: must be empty"}},
 		{"unknown container", minimal + "  container: nope\n", "", []string{`job.container: the template has no container named "nope"`}},
 		{"bad env prefix", minimal + "env:\n  prefix: task-\n", "", []string{`env.prefix: "task-" may only hold A-Z, 0-9 and _`}},
+		{"passthrough glob that matches nearly everything", minimal + "env:\n  passthrough: [\"?*_*\", \"*_KEY\"]\n", "",
+			[]string{`env.passthrough[0]: "?*_*" must begin with a letter or _`, `env.passthrough[1]: "*_KEY" must begin`}},
+		{"passthrough not a portable name", minimal + "env:\n  passthrough: [\"SP ACE\", \"A-B*\"]\n", "",
+			[]string{`env.passthrough[0]: "SP ACE" is not a portable variable name`, `env.passthrough[1]: "A-B*" is not`}},
 		{"long prefix", minimal + "  namePrefix: " + strings.Repeat("a", 41) + "\n", "", []string{"job.namePrefix:", "longer than 40"}},
 	}
 	for _, tc := range tests {

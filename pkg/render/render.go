@@ -45,7 +45,7 @@ func New(cfg *config.Config, environ []string) *Renderer {
 	r := &Renderer{cfg: cfg}
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || neverPassed(name, cfg.Source.DSNEnv) {
+		if !ok || !portableName(name) || neverPassed(name, cfg.Source.DSNEnv) {
 			continue
 		}
 		for _, pat := range cfg.Env.Passthrough {
@@ -61,9 +61,11 @@ func New(cfg *config.Config, environ []string) *Renderer {
 
 // neverPassed: the cluster's and the shell's own variables, jobsched's own, and every database credential: the DSN's
 // variable, DATABASE_URL (the default one) and the PG* variables lib/pq reads (PGPASSWORD, PGSERVICEFILE, …).
+// The list ignores letter case: lib/pq reads only PGPASSWORD, but a Job's process may read pgpassword.
 func neverPassed(name, dsnEnv string) bool {
+	name = strings.ToUpper(name)
 	switch name {
-	case "HOSTNAME", "HOME", "PATH", "DATABASE_URL", dsnEnv:
+	case "HOSTNAME", "HOME", "PATH", "DATABASE_URL", strings.ToUpper(dsnEnv):
 		return true
 	}
 	for _, prefix := range []string{"KUBERNETES_", "JOBSCHED_", "PG"} {
@@ -72,6 +74,17 @@ func neverPassed(name, dsnEnv string) bool {
 		}
 	}
 	return false
+}
+
+// portableName says whether name is a portable variable name, as a column's variable is: letters, digits and _,
+// not beginning with a digit.
+func portableName(name string) bool {
+	for i, r := range name {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return name != ""
 }
 
 // envVar is a variable whose value reaches the process exactly as given: the kubelet expands $(NAME) in env values

@@ -273,6 +273,24 @@ func TestPassthroughNeverCopiesCredentials(t *testing.T) {
 	}
 }
 
+// TestPassthroughBlockListIgnoresCase: the credentials' variables are never copied under another letter case (lib/pq
+// reads only the upper-case ones, but a Job's process may read any), and a variable whose name is not a portable
+// name (letters, digits, _, not starting with a digit) is never copied.
+func TestPassthroughBlockListIgnoresCase(t *testing.T) {
+	environ := []string{"pgpassword=pw", "Pgpassword=pw", "database_url=postgres://u:pw@h/db", "my_dsn=postgres://u:pw@h/db",
+		"kubernetes_token=t", "Jobsched_x=1", "home=/root", "SP ACE=x", "S-3=x", "SVC_ok=1", "s3_bucket=b", "dbhost=h"}
+	cfg := testConfig()
+	cfg.Source = config.Source{DSNEnv: "MY_DSN"}
+	cfg.Env.Passthrough = []string{"p*", "P*", "d*", "m*", "k*", "J*", "h*", "S*", "s*"}
+	var got []string
+	for _, e := range New(cfg, environ).passthrough {
+		got = append(got, e.Name)
+	}
+	if diff := cmp.Diff([]string{"SVC_ok", "dbhost", "s3_bucket"}, got); diff != "" {
+		t.Errorf("passed through (-want +got):\n%s", diff)
+	}
+}
+
 func TestEnvValueOverArgLimitIsSkipped(t *testing.T) {
 	cfg := testConfig()
 	_, err := New(cfg, nil).Job(rows.Row{Key: "1", Columns: []rows.Column{{Name: "blob", Value: strings.Repeat("x", 128<<10)}}}, 1)
