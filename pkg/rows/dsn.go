@@ -118,10 +118,13 @@ func dsnSecrets(dsn, password string) []string {
 }
 
 // redact returns err, or when its text holds a secret of the DSN, an error with that text redacted (a configuration
-// error stays one). The redacted error does not unwrap: nothing can print the original.
+// error stays one). The redacted error does not unwrap: nothing can print the original. The server's own errors
+// are left alone: they never held the DSN (the password goes in a message of its own, which no error echoes), and
+// redacting a user name equal to the password would tell the reader the password.
 func (p *Postgres) redact(err error) error {
-	if err == nil {
-		return nil
+	var pqErr *pq.Error
+	if err == nil || errors.As(err, &pqErr) {
+		return err
 	}
 	msg := err.Error()
 	red := msg

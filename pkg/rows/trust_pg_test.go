@@ -227,3 +227,19 @@ func TestPermissionDenied(t *testing.T) {
 		t.Errorf("Select: %v; want the database's permission denied", err)
 	}
 }
+
+// TestPasswordEqualToUserName: when the password is also the user name, the server's "password authentication
+// failed for user" keeps the user name: it never held the DSN, and hiding it would tell the reader the password.
+func TestPasswordEqualToUserName(t *testing.T) {
+	u, err := url.Parse(testDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const same = "jobsched_same_name"
+	u.User = url.UserPassword(same, same)
+	p := open(t, u.String(), "SELECT 1 AS id", "id", 10*time.Second)
+	_, err = p.Select(t.Context(), nil, 1)
+	if err == nil || !strings.Contains(err.Error(), `password authentication failed for user "`+same+`"`) {
+		t.Errorf("Select: %v; want the server's message with the user name", err)
+	}
+}
