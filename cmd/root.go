@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -227,7 +228,7 @@ func (g *globalOptions) newScheduler(cfg *config.Config, o schedulerOptions) (*s
 			}
 			s.Source = f
 		} else {
-			dsn, err := readDSN(cfg.Source)
+			dsn, err := readDSN(cfg)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -255,16 +256,27 @@ func (g *globalOptions) newScheduler(cfg *config.Config, o schedulerOptions) (*s
 	return s, closeFn, nil
 }
 
-// readDSN reads the DSN from the variable or file the config names. It is never logged.
-func readDSN(src config.Source) (string, error) {
+// readDSN reads the DSN from the variable or file the config names, trimmed of surrounding white space (a Secret
+// made with --from-file ends in a newline). A relative source.dsnFile is read next to the config file, like
+// job.template. It is never logged.
+func readDSN(cfg *config.Config) (string, error) {
+	src := cfg.Source
 	if src.DSNFile != "" {
-		data, err := os.ReadFile(src.DSNFile)
+		file := src.DSNFile
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(filepath.Dir(cfg.File), file)
+		}
+		data, err := os.ReadFile(file)
 		if err != nil {
 			return "", &config.Error{Err: fmt.Errorf("source.dsnFile: %w", err)}
 		}
-		return strings.TrimSpace(string(data)), nil
+		dsn := strings.TrimSpace(string(data))
+		if dsn == "" {
+			return "", &config.Error{Err: fmt.Errorf("source.dsnFile: %s is empty: it must hold the PostgreSQL DSN, e.g. postgres://user:password@host:5432/db", file)}
+		}
+		return dsn, nil
 	}
-	dsn := os.Getenv(src.DSNEnv)
+	dsn := strings.TrimSpace(os.Getenv(src.DSNEnv))
 	if dsn == "" {
 		return "", &config.Error{Err: fmt.Errorf("source.dsnEnv: the environment variable %s is empty or not set", src.DSNEnv)}
 	}
