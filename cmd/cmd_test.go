@@ -292,6 +292,11 @@ func TestDryRunRowsFile(t *testing.T) {
 		{"a key twice", `{"id": "a", "url": "1"}` + "\n" + `{"id": "b", "url": "2"}` + "\n" + `{"id": "a", "url": "3"}` + "\n", 0,
 			[]string{"skip", `"a"`, "--rows line 3 repeats the key of line 1: no second Job"}, 2},
 		{"no key column", `{"url": "1"}` + "\n", 2, []string{`"id"`}, 0},
+		{"invalid UTF-8 is skipped with its line", `{"id": "a", "url": "1"}` + "\n" + `{"id": "b", "url": "x` + "\xff" + `y"}` + "\n" +
+			`{"id": "c", "url": "3"}` + "\n", 0, []string{"skip", `"b"`, "--rows line 2 is not valid UTF-8 (byte 22): no Job"}, 2},
+		{"a byte-order mark", "\ufeff" + `{"id": "a", "url": "1"}` + "\n", 0, nil, 1},
+		{"a column twice in one object", `{"id": "a", "url": "1", "url": "2"}` + "\n", 2,
+			[]string{`--rows standard input:1: column "url" appears twice in the object`}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

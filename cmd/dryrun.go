@@ -56,6 +56,10 @@ with dryRun=All, so the server validates the Jobs (admission included) without s
 				return err
 			}
 			if f, ok := s.Source.(*rows.File); ok {
+				for _, inv := range f.Invalid {
+					p.Skipped = append(p.Skipped, scheduler.Skip{Key: inv.Key,
+						Reason: fmt.Sprintf("--rows line %d %s: no Job", inv.Line, inv.Reason)})
+				}
 				for _, d := range f.Duplicates { // one Job per key: the first row of a key is the task
 					p.Skipped = append(p.Skipped, scheduler.Skip{Key: d.Key,
 						Reason: fmt.Sprintf("--rows line %d repeats the key of line %d: no second Job", d.Line, d.First)})

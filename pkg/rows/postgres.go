@@ -391,6 +391,11 @@ func (p *Postgres) inQuery(stmt string, err error) error {
 		return err
 	}
 	qe := &queryError{pq: pqErr}
+	if pqErr.Code == "22021" {
+		qe.hint = "a value the query returns is not valid UTF-8 (in a SQL_ASCII database any byte can be stored), " +
+			"and every read fails until the query changes: convert the column in source.query, e.g. " +
+			"convert_from(name::bytea, 'LATIN1') AS name, or encode(name::bytea, 'escape') AS name"
+	}
 	if pqErr.Code == "42601" && (strings.Contains(pqErr.Message, "multiple commands") || strings.Contains(pqErr.Message, `near ";"`)) {
 		qe.hint = "source.query must be one SELECT statement, without a ';' inside it"
 	}
@@ -419,14 +424,16 @@ func (p *Postgres) inQuery(stmt string, err error) error {
 }
 
 // classify marks errors that say the query itself is wrong (syntax, unknown column, permission, an attempt to write
-// in the READ ONLY transaction, a feature not supported there such as a data-modifying WITH) as configuration errors;
+// in the READ ONLY transaction, a feature not supported there such as a data-modifying WITH, a value the query must
+// convert: 22021) as configuration errors;
 // everything else is a run-time error.
 func classify(what string, err error) error {
 	var pqErr *pq.Error
 	if errors.As(err, &pqErr) {
 		code := string(pqErr.Code)
 		// 25001: the query tries to change the transaction (set_config('transaction_read_only', ...)); 2D000: to end it.
-		if strings.HasPrefix(code, "42") || code == "25006" || code == "25001" || code == "2D000" || code == "0A000" {
+		if strings.HasPrefix(code, "42") || code == "25006" || code == "25001" || code == "2D000" || code == "0A000" ||
+			code == "22021" {
 			return &config.Error{Err: fmt.Errorf("source.query: %s: %w", what, err)}
 		}
 	}

@@ -4,6 +4,7 @@ package rows
 
 import (
 	"bufio"
+	"database/sql"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -241,5 +242,38 @@ func TestPasswordEqualToUserName(t *testing.T) {
 	_, err = p.Select(t.Context(), nil, 1)
 	if err == nil || !strings.Contains(err.Error(), `password authentication failed for user "`+same+`"`) {
 		t.Errorf("Select: %v; want the server's message with the user name", err)
+	}
+}
+
+// TestSQLASCIIInvalidByte: in a SQL_ASCII database a value that is not valid UTF-8 fails the read (SQLSTATE 22021,
+// every pass, whatever the row): the error says what it is and how to fix the query.
+func TestSQLASCIIInvalidByte(t *testing.T) {
+	db := fmt.Sprintf("jobsched_ascii_%d", time.Now().UnixNano())
+	exec(t, "CREATE DATABASE "+db+" ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+	t.Cleanup(func() { _, _ = adminDB.Exec("DROP DATABASE " + db + " WITH (FORCE)") })
+	u, err := url.Parse(testDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + db
+	conn, err := sql.Open("postgres", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, s := range []string{"CREATE TABLE t (id int8, name text)", `INSERT INTO t VALUES (1, 'ok'), (2, E'caf\xe9')`} {
+		if _, err := conn.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	p := open(t, u.String(), "SELECT id, name FROM t ORDER BY id", "id", 10*time.Second)
+	_, err = p.Select(t.Context(), nil, 10)
+	if err == nil {
+		t.Fatal("Select of a value that is not valid UTF-8 succeeded")
+	}
+	for _, want := range []string{"22021", "not valid UTF-8", "convert_from(", "encode("} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
 	}
 }
