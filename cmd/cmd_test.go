@@ -68,7 +68,6 @@ func TestExitCodes(t *testing.T) {
 		{"bad config names the key and file", []string{"tick", "--config", bad}, 2, "limits.maxActive: must not be negative"},
 		{"missing config", []string{"status", "--config", filepath.Join(dir, "none.yaml")}, 2, "none.yaml"},
 		{"unknown flag", []string{"tick", "--nope"}, 2, "unknown flag: --nope"},
-		{"extra argument", []string{"tick", "extra"}, 2, `unknown command "extra"`},
 		{"bad output", []string{"dry-run", "-o", "xml", "--offline", "--config", "testdata/jobsched.yaml"}, 2, `-o: "xml"`},
 		{"bad log format", []string{"version", "--log-format", "xml"}, 2, "--log-format"},
 		{"DSN not set", []string{"dry-run", "--offline", "--config", "testdata/jobsched.yaml"}, 2, "DATABASE_URL is empty or not set"},
@@ -76,6 +75,10 @@ func TestExitCodes(t *testing.T) {
 		{"version", []string{"version"}, 0, ""},
 		{"unknown command is bad usage", []string{"dryrun"}, 2, `unknown command "dryrun" for "jobsched"; did you mean dry-run?`},
 		{"bad namespace", []string{"dry-run", "--offline", "-n", "Bad_NS", "--config", "testdata/jobsched.yaml"}, 2, `-n/--namespace: "Bad_NS" is not a valid namespace`},
+		{"tick takes no arguments", []string{"tick", "extra"}, 2, `tick takes no arguments, not "extra"`},
+		{"completion of an unknown shell", []string{"completion", "nosuch"}, 2, `completion: "nosuch" is not one of bash, fish, powershell, zsh`},
+		{"completion with an extra argument", []string{"completion", "bash", "extra"}, 2, "completion takes one shell"},
+		{"help of an unknown command", []string{"help", "nosuch"}, 2, `help: unknown command "nosuch"`},
 		{"zero timeout", []string{"gc", "--timeout", "0s", "--config", "testdata/jobsched.yaml"}, 2, "--timeout: must be positive"},
 	}
 	t.Setenv("DATABASE_URL", "")

@@ -149,7 +149,7 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 	f.Float32Var(&g.kube.QPS, "kube-qps", 0, "a client-side cap on queries per second to the API server; 0: none (the API server's Priority and Fairness paces jobsched, and its 429s are retried as it asks)")
 	f.IntVar(&g.kube.Burst, "kube-burst", 100, "burst of queries above --kube-qps (with --kube-qps > 0)")
 	f.StringVar(&g.pushgateway, "pushgateway", "", "tick and gc push each pass's metrics to this Prometheus Pushgateway URL (overrides metrics.pushgateway)")
-	f.DurationVar(&g.timeout, "timeout", DefaultTimeout, "a pass ends after this long, with its `pass done` line (keep it below the CronJob's activeDeadlineSeconds)")
+	f.DurationVar(&g.timeout, "timeout", DefaultTimeout, "a pass ends after this long, with its \"pass done\" line (keep it below the CronJob's activeDeadlineSeconds)")
 
 	cmd.AddCommand(newTickCmd(g), newGCCmd(g), newStatusCmd(g), newDryRunCmd(g), newRetryCmd(g), newVersionCmd(g))
 	addHelp(cmd) // --version, Examples, completion of flag values (help.go)
@@ -158,8 +158,8 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 
 // noArgs is cobra.NoArgs as a usage error.
 func noArgs(cmd *cobra.Command, args []string) error {
-	if err := cobra.NoArgs(cmd, args); err != nil {
-		return usageError{err}
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("%s takes no arguments, not %q", cmd.Name(), strings.Join(args, " "))}
 	}
 	return nil
 }

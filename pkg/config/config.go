@@ -266,6 +266,8 @@ func (c *Config) Validate() []error {
 	}
 	if p := c.Env.Prefix; p != "" && strings.Trim(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
 		bad("env.prefix", "%q may only hold A-Z, 0-9 and _", p)
+	} else if p != "" && p[0] >= '0' && p[0] <= '9' {
+		bad("env.prefix", "%q must begin with a letter or _: a variable name cannot begin with a digit (e.g. TASK_)", p)
 	}
 	for i, pat := range c.Env.Passthrough {
 		if problem := passthroughProblem(pat); problem != "" {
@@ -425,12 +427,15 @@ func LoadTemplate(file string) (*batchv1.Job, error) {
 	if job.Spec.Parallelism != nil && *job.Spec.Parallelism == 0 {
 		bad("spec.parallelism", "must not be 0: such a Job runs no pod, and holds its task's slot and capacity until it is deleted")
 	}
+	if job.Spec.Completions != nil && *job.Spec.Completions == 0 {
+		bad("spec.completions", "must not be 0: such a Job does none of the task's work, and holds its task's slot until it is deleted")
+	}
 	if m := job.Spec.ManagedBy; m != nil && *m != "" && *m != batchv1.JobControllerName {
 		bad("spec.managedBy", fmt.Sprintf("must be empty or %s, not %q: jobsched counts and retires Jobs as the Job "+
 			"controller runs them, and a Job another controller manages may never finish", batchv1.JobControllerName, *m))
 	}
 	if job.Spec.TTLSecondsAfterFinished != nil {
-		bad("spec.ttlSecondsAfterFinished", "must be empty: gc.succeededRetention and gc.failedRetention decide when finished Jobs go (a Job deleted early lets its row be retried)")
+		bad("spec.ttlSecondsAfterFinished", "must be empty: gc.succeededRetention and retry.deadRetention decide when finished Jobs go (a Job deleted early lets its row be retried)")
 	}
 	pod := job.Spec.Template.Spec
 	if len(pod.Containers) == 0 {

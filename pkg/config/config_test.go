@@ -87,6 +87,11 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`env.passthrough[0]: "?*_*" must begin with a letter or _`, `env.passthrough[1]: "*_KEY" must begin`}},
 		{"passthrough not a portable name", minimal + "env:\n  passthrough: [\"SP ACE\", \"A-B*\"]\n", "",
 			[]string{`env.passthrough[0]: "SP ACE" is not a portable variable name`, `env.passthrough[1]: "A-B*" is not`}},
+		{"env prefix starting with a digit", minimal + "env:\n  prefix: \"1_\"\n", "", []string{`env.prefix: "1_" must begin with a letter or _`}},
+		{"completions 0", minimal, "apiVersion: batch/v1\nkind: Job\nspec:\n  completions: 0\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: w, image: i}]\n",
+			[]string{"spec.completions: must not be 0"}},
+		{"template with ttl names retry", minimal, "apiVersion: batch/v1\nkind: Job\nspec:\n  ttlSecondsAfterFinished: 5\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: w, image: i}]\n",
+			[]string{"gc.succeededRetention and retry.deadRetention"}},
 		{"long prefix", minimal + "  namePrefix: " + strings.Repeat("a", 41) + "\n", "", []string{"job.namePrefix:", "longer than 40"}},
 	}
 	for _, tc := range tests {

@@ -36,6 +36,8 @@ const (
 type Renderer struct {
 	cfg         *config.Config
 	passthrough []corev1.EnvVar
+	// badPassthrough is a passthrough variable whose value is not valid UTF-8: every Job would be invalid.
+	badPassthrough string
 }
 
 // New prepares a Renderer. environ is the scheduler's own environment (os.Environ()); only the variables that
@@ -50,6 +52,9 @@ func New(cfg *config.Config, environ []string) *Renderer {
 		}
 		for _, pat := range cfg.Env.Passthrough {
 			if ok, _ := path.Match(pat, name); ok {
+				if !utf8.ValidString(value) && r.badPassthrough == "" {
+					r.badPassthrough = name
+				}
 				r.passthrough = append(r.passthrough, envVar(name, value))
 				break
 			}
@@ -187,6 +192,10 @@ func (r *Renderer) Env(row rows.Row, attempt int) ([]corev1.EnvVar, error) {
 // JOBSCHED_SCHEDULER and JOBSCHED_ATTEMPT. NULL columns set nothing.
 func (r *Renderer) rowEnv(row rows.Row, attempt int) ([]corev1.EnvVar, error) {
 	cfg := r.cfg
+	if r.badPassthrough != "" {
+		return nil, &config.Error{Err: fmt.Errorf("env.passthrough: the value of %s is not valid UTF-8, which no Job's variable "+
+			"may hold: fix the variable in jobsched's environment, or leave it out of env.passthrough", r.badPassthrough)}
+	}
 	var env []corev1.EnvVar
 	from := map[string]string{EnvTaskKey: EnvTaskKey, EnvScheduler: EnvScheduler, EnvAttempt: EnvAttempt} // variable → column that set it
 	add := func(col rows.Column) error {

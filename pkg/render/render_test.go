@@ -291,6 +291,17 @@ func TestPassthroughBlockListIgnoresCase(t *testing.T) {
 	}
 }
 
+// TestPassthroughValueNotUTF8: a passthrough variable whose value is not valid UTF-8 would make every row's Job
+// invalid: it is a configuration error (exit 2) naming the variable, not a skip of every row.
+func TestPassthroughValueNotUTF8(t *testing.T) {
+	cfg := testConfig()
+	cfg.Env.Passthrough = []string{"S3_*"}
+	_, err := New(cfg, []string{"S3_BUCKET=b\xffc"}).Job(rows.Row{Key: "1", Columns: []rows.Column{{Name: "id", Value: "1"}}}, 1)
+	if !config.IsConfigError(err) || !strings.Contains(err.Error(), "S3_BUCKET") || !strings.Contains(err.Error(), "UTF-8") {
+		t.Errorf("Job: %v; want a configuration error naming S3_BUCKET", err)
+	}
+}
+
 func TestEnvValueOverArgLimitIsSkipped(t *testing.T) {
 	cfg := testConfig()
 	_, err := New(cfg, nil).Job(rows.Row{Key: "1", Columns: []rows.Column{{Name: "blob", Value: strings.Repeat("x", 128<<10)}}}, 1)
