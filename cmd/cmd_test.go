@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,7 +33,20 @@ func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code = run(context.Background(), args, &out, &errOut)
-	return code, out.String(), errOut.String()
+	return code, out.String(), errorsOf(errOut.String())
+}
+
+// errorsOf is stderr with the error of each JSON log line appended as it reads, unescaped ("Error: ..."), so
+// that a test can look for a message with quotes in it whichever the log format.
+func errorsOf(stderr string) string {
+	out := stderr
+	for _, line := range strings.Split(stderr, "\n") {
+		var l struct{ Error string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Error != "" {
+			out += "\nError: " + l.Error
+		}
+	}
+	return out
 }
 
 func TestHelpListsSubcommands(t *testing.T) {
@@ -276,7 +290,7 @@ func TestRetryCommand(t *testing.T) {
 			if diff := cmp.Diff(tc.wantDeletes, deletes); diff != "" {
 				t.Errorf("deletes (-want +got):\n%s", diff)
 			}
-			if !strings.Contains(out.String()+errOut.String(), tc.want) {
+			if !strings.Contains(out.String()+errorsOf(errOut.String()), tc.want) {
 				t.Errorf("output lacks %q:\n%s%s", tc.want, out.String(), errOut.String())
 			}
 		})
@@ -311,7 +325,7 @@ func TestDryRunRowsFile(t *testing.T) {
 				t.Fatalf("exit %d, want %d: %s", code, tc.code, errOut.String())
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(out.String()+errOut.String(), w) {
+				if !strings.Contains(out.String()+errorsOf(errOut.String()), w) {
 					t.Errorf("output lacks %q:\n%s%s", w, out.String(), errOut.String())
 				}
 			}

@@ -52,6 +52,7 @@ with dryRun=All, so the server validates the Jobs (admission included) without s
 				mode = scheduler.ServerDryRun
 			}
 			p, _, err := s.Run(cmd.Context(), mode)
+			err = logged(err)
 			if p == nil || config.IsConfigError(err) {
 				return err
 			}

@@ -57,12 +57,47 @@ func runRoot(ctx context.Context, root *cobra.Command, args []string, errOut io.
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(errOut, "Error:", err)
+	if !errors.As(err, new(loggedError)) {
+		printError(root, errOut, err)
+	}
 	var ue usageError
 	if errors.As(err, &ue) || config.IsConfigError(err) {
 		return exitUsage
 	}
 	return exitFailed
+}
+
+// loggedError is an error the pass's `pass done` line already carries: it is not printed a second time.
+type loggedError struct{ error }
+
+func (e loggedError) Unwrap() error { return e.error }
+
+// logged marks the error of a pass (scheduler.Run logs it in its `pass done` line).
+func logged(err error) error {
+	if err == nil {
+		return nil
+	}
+	return loggedError{err}
+}
+
+// printError prints the command's error once, in the log format chosen: a JSON line (level error) when the logs are
+// JSON, so that a log shipper reads only JSON; else "Error: ..." with its control characters escaped line by line.
+func printError(root *cobra.Command, errOut io.Writer, err error) {
+	g := &globalOptions{logLevel: "error", errOut: errOut}
+	if f := root.PersistentFlags().Lookup("log-format"); f != nil {
+		g.logFormat = f.Value.String()
+	}
+	if g.logFormat == "json" || (g.logFormat == "" && !isTerminal(errOut)) {
+		if log, lerr := g.logger(); lerr == nil {
+			log.Error().Err(err).Msg("jobsched failed")
+			return
+		}
+	}
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = printable(l)
+	}
+	fmt.Fprintln(errOut, "Error:", strings.Join(lines, "\n"))
 }
 
 // globalOptions are the flags every subcommand shares (kubectl conventions).

@@ -2,6 +2,10 @@ package cmd
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -59,5 +63,45 @@ func TestConsoleLogQuotesControlCharacters(t *testing.T) {
 	if s := errOut.String(); strings.Contains(s, "\x1b[2J") || strings.Contains(s, "\x1b[31mFAKE") ||
 		strings.ContainsAny(s, "\r\u202e") || strings.Count(s, "\n") != 1 {
 		t.Errorf("the console line holds control characters raw:\n%s", s)
+	}
+}
+
+// TestErrorPrintedOnce: the final error appears once: in the `pass done` line when the pass ran, else as one line
+// of its own; under --log-format json every line of stderr is JSON.
+func TestErrorPrintedOnce(t *testing.T) {
+	dir := t.TempDir()
+	collide := filepath.Join(dir, "collide.jsonl")
+	if err := os.WriteFile(collide, []byte(`{"id": 1, "Created At": "a", "created_at": "b"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"the pass failed", []string{"dry-run", "--offline", "--rows", collide, "--config", "testdata/jobsched.yaml"}, "both map to TASK_CREATED_AT"},
+		{"the config is missing", []string{"status", "--config", filepath.Join(dir, "none.yaml")}, "none.yaml"},
+		{"a bad flag value", []string{"dry-run", "-o", "xml"}, "-o:"},
+	} {
+		for _, format := range []string{"json", "console"} {
+			t.Run(tc.name+" "+format, func(t *testing.T) {
+				var out, errOut bytes.Buffer
+				code := run(context.Background(), append(tc.args, "--log-format", format), &out, &errOut)
+				if code != exitUsage {
+					t.Errorf("exit %d, want %d", code, exitUsage)
+				}
+				if n := strings.Count(errOut.String(), tc.msg); n != 1 {
+					t.Errorf("the error appears %d times, want once:\n%s", n, errOut.String())
+				}
+				if format != "json" {
+					return
+				}
+				for _, line := range strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n") {
+					if !json.Valid([]byte(line)) {
+						t.Errorf("a line of stderr is not JSON: %q", line)
+					}
+				}
+			})
+		}
 	}
 }

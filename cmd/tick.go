@@ -57,7 +57,7 @@ func (g *globalOptions) executePass(ctx context.Context, gcOnly bool) error {
 	if url := g.pushgatewayURL(cfg); url != "" {
 		pushMetrics(ctx, s, url, mode, plan, sum, err, time.Since(start))
 	}
-	return err
+	return logged(err)
 }
 
 // pushgatewayURL is --pushgateway, else metrics.pushgateway.
