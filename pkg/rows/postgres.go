@@ -28,8 +28,14 @@ type Postgres struct {
 	keyName string
 	timeout time.Duration
 	guard   *connGuard
-	secrets []string      // what of the DSN may be the password: never in an error
-	turn    chan struct{} // one read at a time: the pool has one connection, and the guard aborts all it has
+	connect time.Duration // the connect timeout
+	// failed is the error of the last read that could not connect, and when it ended: a read within the connect
+	// timeout after it fails at once with it, so that a pass (its read, then the query doctor's) pays the timeout
+	// once, as the README says, not once per read.
+	failed   error
+	failedAt time.Time
+	secrets  []string      // what of the DSN may be the password: never in an error
+	turn     chan struct{} // one read at a time: the pool has one connection, and the guard aborts all it has
 
 	keyType string // the key column's database type name, learned by the first read
 }
@@ -67,6 +73,7 @@ func OpenPostgres(dsn string, src config.Source) (*Postgres, error) {
 		timeout: src.Timeout.Duration,
 		guard:   guard,
 		secrets: dsnSecrets(dsn, cfg.Password),
+		connect: cfg.ConnectTimeout,
 		turn:    make(chan struct{}, 1),
 	}, nil
 }
@@ -280,12 +287,20 @@ func (p *Postgres) readOnly(ctx context.Context, fn func(*sql.Tx) error) (err er
 	if err := ctx.Err(); err != nil {
 		return p.redact(fmt.Errorf("connecting to PostgreSQL: %w", err))
 	}
+	if p.failed != nil && time.Since(p.failedAt) < p.connect {
+		return p.failed
+	}
 	stop := p.guard.watch(ctx)
 	defer stop()
 	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return p.redact(classify("connecting to PostgreSQL", err))
+		err = p.redact(classify("connecting to PostgreSQL", err))
+		if ctx.Err() == nil {
+			p.failed, p.failedAt = err, time.Now()
+		}
+		return err
 	}
+	p.failed = nil
 	defer tx.Rollback() //nolint:errcheck // read-only: there is nothing to keep
 	if ms := p.timeout.Milliseconds(); ms > 0 {
 		// set_config(..., true) is SET LOCAL, with the value as a parameter (see learnKeyType).
