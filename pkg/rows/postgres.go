@@ -385,8 +385,12 @@ type queryError struct {
 	hint  string
 }
 
+// wrapperTail is jobsched's text after the query, where the server quotes the statement from a token on (an
+// unclosed comment or quote runs to its end).
+var wrapperTail = regexp.MustCompile(`(?s)\n\) AS jobsched_q.*?"`)
+
 func (e *queryError) Error() string {
-	msg := "pq: " + e.pq.Message
+	msg := "pq: " + wrapperTail.ReplaceAllString(e.pq.Message, `"`)
 	if e.where != "" {
 		msg += " " + e.where
 	}

@@ -319,3 +319,35 @@ func TestConnectTimeoutIsTheBound(t *testing.T) {
 		t.Errorf("the two reads connected %d times, each bounded by connect_timeout; want once", len(accepted))
 	}
 }
+
+// TestQueryErrorsInTheUsersWords: a syntax error's position is in the user's query (line and column), never in
+// jobsched's wrapper; an unclosed comment, quote or parenthesis is "at the end of source.query"; a key that differs
+// from the column in case says PostgreSQL folds unquoted names.
+func TestQueryErrorsInTheUsersWords(t *testing.T) {
+	for _, tc := range []struct {
+		name, query, key string
+		want             []string
+	}{
+		{"one line", "SELECT id,, 2 AS x", "id", []string{`syntax error at or near ","`, "at line 1, column 11 of source.query"}},
+		{"second line", "SELECT 1 AS id\nFROM nowhere_at_all", "id", []string{"nowhere_at_all", "at line 2, column 6 of source.query"}},
+		{"unclosed comment", "SELECT 1 AS id /* more", "id", []string{`unterminated /* comment at or near "/* more"`, "line 1, column 16"}},
+		{"unclosed parenthesis", "SELECT 1 AS id WHERE (true", "id", []string{"at the end of source.query", "left open"}},
+		{"key in another case", "SELECT 1 AS id", "ID", []string{`no column "ID"`, "folds unquoted names to lower case", "key: id"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := open(t, testDSN, tc.query, tc.key, 10*time.Second)
+			_, err := p.Select(t.Context(), nil, 1)
+			if err == nil || !config.IsConfigError(err) {
+				t.Fatalf("Select: %v; want a configuration error", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "jobsched_q") || strings.Contains(err.Error(), "position") {
+				t.Errorf("error %q shows jobsched's wrapper", err)
+			}
+		})
+	}
+}
