@@ -93,6 +93,11 @@ func TestExitCodes(t *testing.T) {
 		{"completion of an unknown shell", []string{"completion", "nosuch"}, 2, `completion: "nosuch" is not one of bash, fish, powershell, zsh`},
 		{"completion with an extra argument", []string{"completion", "bash", "extra"}, 2, "completion takes one shell"},
 		{"help of an unknown command", []string{"help", "nosuch"}, 2, `help: unknown command "nosuch"`},
+		{"a QPS that is no number", []string{"gc", "--kube-qps", "abc"}, 2, `--kube-qps: "abc" is not a number, e.g. --kube-qps 20`},
+		{"a timeout with an unknown unit", []string{"gc", "--timeout", "5x"}, 2, `--timeout: "5x" is not a duration, e.g. --timeout 90s`},
+		{"a negative QPS", []string{"gc", "--kube-qps", "-1", "--config", "testdata/jobsched.yaml"}, 2, "--kube-qps: must not be negative"},
+		{"no burst with a QPS", []string{"gc", "--kube-qps", "5", "--kube-burst", "0", "--config", "testdata/jobsched.yaml"}, 2,
+			"--kube-burst: must be at least 1 with --kube-qps"},
 		{"zero timeout", []string{"gc", "--timeout", "0s", "--config", "testdata/jobsched.yaml"}, 2, "--timeout: must be positive"},
 	}
 	t.Setenv("DATABASE_URL", "")

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -159,6 +160,12 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 			if err := config.ValidatePushgateway(g.pushgateway); err != nil {
 				return usageError{fmt.Errorf("--pushgateway: %w", err)}
 			}
+			if g.kube.QPS < 0 {
+				return usageError{fmt.Errorf("--kube-qps: must not be negative (0: no client-side cap), not %v", g.kube.QPS)}
+			}
+			if g.kube.QPS > 0 && g.kube.Burst < 1 {
+				return usageError{fmt.Errorf("--kube-burst: must be at least 1 with --kube-qps %v, e.g. --kube-burst 100", g.kube.QPS)}
+			}
 			if g.timeout <= 0 {
 				return usageError{fmt.Errorf("--timeout: must be positive, not %s", g.timeout)}
 			}
@@ -168,7 +175,7 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 	}
 	cmd.SetOut(out)
 	cmd.SetErr(errOut)
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{flagError(c, err)} })
 
 	defaultConfig := "jobsched.yaml"
 	if env := os.Getenv("JOBSCHED_CONFIG"); env != "" {
@@ -189,6 +196,35 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 	cmd.AddCommand(newTickCmd(g), newGCCmd(g), newStatusCmd(g), newDryRunCmd(g), newRetryCmd(g), newVersionCmd(g))
 	addHelp(cmd) // --version, Examples, completion of flag values (help.go)
 	return cmd
+}
+
+// pflagInvalid is pflag's error for a value its flag's type does not parse.
+var pflagInvalid = regexp.MustCompile(`^invalid argument ("(?:[^"\\]|\\.)*") for "(?:-[A-Za-z], )?(--[A-Za-z0-9-]+)" flag: `)
+
+// valueKinds say, by pflag type, what a flag's value must be and an example.
+var valueKinds = map[string]struct{ kind, example string }{
+	"float32":  {"a number", "20"},
+	"float64":  {"a number", "20"},
+	"int":      {"a whole number", "100"},
+	"duration": {"a duration", "90s"},
+	"bool":     {"true or false", "true"},
+}
+
+// flagError says in one sentence what is wrong with a flag's value (pflag's error names strconv or time).
+func flagError(c *cobra.Command, err error) error {
+	m := pflagInvalid.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	f := c.Flags().Lookup(strings.TrimPrefix(m[2], "--"))
+	if f == nil {
+		return err
+	}
+	k, ok := valueKinds[f.Value.Type()]
+	if !ok {
+		return err
+	}
+	return fmt.Errorf("%s: %s is not %s, e.g. %s %s", m[2], m[1], k.kind, m[2], k.example)
 }
 
 // noArgs is cobra.NoArgs as a usage error.
