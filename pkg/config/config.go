@@ -169,7 +169,12 @@ func Parse(file string, data []byte) (*Config, error) {
 	if unknown != nil {
 		errs = append(errs, unknown)
 	}
-	errs = append(errs, cfg.Validate()...)
+	for _, e := range cfg.Validate() {
+		// A value of the wrong type was left out, and reported: it is not also "required".
+		if key, _, ok := strings.Cut(e.Error(), ": "); !ok || unknown == nil || !strings.Contains(unknown.Error(), key+": ") {
+			errs = append(errs, e)
+		}
+	}
 	if cfg.Job.Template != "" {
 		tpl, err := LoadTemplate(cfg.templatePath())
 		if err != nil {
@@ -181,12 +186,26 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	if len(errs) > 0 {
 		for i, e := range errs {
-			errs[i] = fmt.Errorf("%s: %w", file, e)
+			// Every line names the file (a template's errors are one per line, after the first).
+			lines := strings.Split(e.Error(), "\n")
+			for j := 1; j < len(lines); j++ {
+				lines[j] = file + ": " + lines[j]
+			}
+			errs[i] = &lineError{msg: file + ": " + strings.Join(lines, "\n"), err: e}
 		}
 		return nil, &Error{errors.Join(errs...)}
 	}
 	return cfg, nil
 }
+
+// lineError is an error with its lines rewritten, which still unwraps to it.
+type lineError struct {
+	msg string
+	err error
+}
+
+func (e *lineError) Error() string { return e.msg }
+func (e *lineError) Unwrap() error { return e.err }
 
 func (c *Config) setDefaults() {
 	if c.Source.DSNEnv == "" && c.Source.DSNFile == "" {

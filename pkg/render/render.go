@@ -203,7 +203,9 @@ func (r *Renderer) rowEnv(row rows.Row, attempt int) ([]corev1.EnvVar, error) {
 		if msgs := validation.IsEnvVarName(name); len(msgs) > 0 {
 			return &config.Error{Err: fmt.Errorf("%s: env: column %q maps to %q, not a valid environment variable name (%s): rename it in source.query or set env.prefix", cfg.File, col.Name, name, strings.Join(msgs, "; "))}
 		}
-		if other, taken := from[name]; taken {
+		if other, taken := from[name]; taken && other == name && (name == EnvTaskKey || name == EnvScheduler || name == EnvAttempt) {
+			return &config.Error{Err: fmt.Errorf("%s: env: column %q maps to %s, which jobsched sets itself: rename it in source.query (AS) or set env.prefix", cfg.File, col.Name, name)}
+		} else if taken {
 			return &config.Error{Err: fmt.Errorf("%s: env: columns %q and %q both map to %s (rename one in source.query or use env.columns)", cfg.File, other, col.Name, name)}
 		}
 		from[name] = col.Name

@@ -143,7 +143,7 @@ func TestJobErrors(t *testing.T) {
 		{name: "a column maps to JOBSCHED_TASK_KEY",
 			row:        rows.Row{Key: "1", Columns: []rows.Column{{Name: "jobsched_task_key", Value: "a"}}},
 			columns:    nil,
-			wantConfig: "both map to"},
+			wantConfig: `column "jobsched_task_key" maps to JOBSCHED_TASK_KEY, which jobsched sets itself`},
 		{name: "env.columns names a missing column", columns: []string{"nope"},
 			row:        rows.Row{Key: "1", Columns: []rows.Column{{Name: "id", Value: "1"}}},
 			wantConfig: `env.columns: the query returns no column "nope"`},
