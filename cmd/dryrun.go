@@ -108,7 +108,11 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 		return printDoc(out, format, p)
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(out, "Scheduler %s in namespace %s: %d unfinished, slots %d (bound by %s)\n", p.Scheduler, p.Namespace, p.Unfinished, p.Slots, printable(p.Limit))
+	bound := "bound by " + p.Limit
+	if p.Blocked != "" && p.Slots == 0 {
+		bound = "blocked: " + p.Blocked // a limit did not bound them: the pass stopped before using them
+	}
+	fmt.Fprintf(out, "Scheduler %s in namespace %s: %d unfinished, slots %d (%s)\n", p.Scheduler, p.Namespace, p.Unfinished, p.Slots, printable(bound))
 	if p.Blocked != "" {
 		fmt.Fprintf(out, "Blocked: %s\n", printable(p.Blocked))
 	}

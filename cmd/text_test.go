@@ -105,3 +105,16 @@ func TestErrorPrintedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockedPlanSlots: a pass blocked before it could use its slots (the read failed) does not say its slots were
+// bound by a limit.
+func TestBlockedPlanSlots(t *testing.T) {
+	var out bytes.Buffer
+	p := &scheduler.Plan{Scheduler: "reports", Namespace: "batch", Limit: "limits.maxPerTick: 10", Blocked: "reading rows failed"}
+	if err := printPlan(&out, "table", p); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "bound by limits.maxPerTick") || !strings.Contains(out.String(), "slots 0 (blocked: reading rows failed)") {
+		t.Errorf("the plan's first line misstates its slots:\n%s", out.String())
+	}
+}
