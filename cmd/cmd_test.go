@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,7 +34,20 @@ func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code = run(context.Background(), args, &out, &errOut)
-	return code, out.String(), errOut.String()
+	return code, out.String(), errorsOf(errOut.String())
+}
+
+// errorsOf is stderr with the error of each JSON log line appended as it reads, unescaped ("Error: ..."), so
+// that a test can look for a message with quotes in it whichever the log format.
+func errorsOf(stderr string) string {
+	out := stderr
+	for _, line := range strings.Split(stderr, "\n") {
+		var l struct{ Error string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Error != "" {
+			out += "\nError: " + l.Error
+		}
+	}
+	return out
 }
 
 func TestHelpListsSubcommands(t *testing.T) {
@@ -69,7 +83,6 @@ func TestExitCodes(t *testing.T) {
 		{"bad config names the key and file", []string{"tick", "--config", bad}, 2, "limits.maxActive: must not be negative"},
 		{"missing config", []string{"status", "--config", filepath.Join(dir, "none.yaml")}, 2, "none.yaml"},
 		{"unknown flag", []string{"tick", "--nope"}, 2, "unknown flag: --nope"},
-		{"extra argument", []string{"tick", "extra"}, 2, `unknown command "extra"`},
 		{"bad output", []string{"dry-run", "-o", "xml", "--offline", "--config", "testdata/jobsched.yaml"}, 2, `-o: "xml"`},
 		{"bad log format", []string{"version", "--log-format", "xml"}, 2, "--log-format"},
 		{"DSN not set", []string{"dry-run", "--offline", "--config", "testdata/jobsched.yaml"}, 2, "DATABASE_URL is empty or not set"},
@@ -77,6 +90,15 @@ func TestExitCodes(t *testing.T) {
 		{"version", []string{"version"}, 0, ""},
 		{"unknown command is bad usage", []string{"dryrun"}, 2, `unknown command "dryrun" for "jobsched"; did you mean dry-run?`},
 		{"bad namespace", []string{"dry-run", "--offline", "-n", "Bad_NS", "--config", "testdata/jobsched.yaml"}, 2, `-n/--namespace: "Bad_NS" is not a valid namespace`},
+		{"tick takes no arguments", []string{"tick", "extra"}, 2, `tick takes no arguments, not "extra"`},
+		{"completion of an unknown shell", []string{"completion", "nosuch"}, 2, `completion: "nosuch" is not one of bash, fish, powershell, zsh`},
+		{"completion with an extra argument", []string{"completion", "bash", "extra"}, 2, "completion takes one shell"},
+		{"help of an unknown command", []string{"help", "nosuch"}, 2, `help: unknown command "nosuch"`},
+		{"a QPS that is no number", []string{"gc", "--kube-qps", "abc"}, 2, `--kube-qps: "abc" is not a number, e.g. --kube-qps 20`},
+		{"a timeout with an unknown unit", []string{"gc", "--timeout", "5x"}, 2, `--timeout: "5x" is not a duration, e.g. --timeout 90s`},
+		{"a negative QPS", []string{"gc", "--kube-qps", "-1", "--config", "testdata/jobsched.yaml"}, 2, "--kube-qps: must not be negative"},
+		{"no burst with a QPS", []string{"gc", "--kube-qps", "5", "--kube-burst", "0", "--config", "testdata/jobsched.yaml"}, 2,
+			"--kube-burst: must be at least 1 with --kube-qps"},
 		{"zero timeout", []string{"gc", "--timeout", "0s", "--config", "testdata/jobsched.yaml"}, 2, "--timeout: must be positive"},
 	}
 	t.Setenv("DATABASE_URL", "")
@@ -274,7 +296,7 @@ func TestRetryCommand(t *testing.T) {
 			if diff := cmp.Diff(tc.wantDeletes, deletes); diff != "" {
 				t.Errorf("deletes (-want +got):\n%s", diff)
 			}
-			if !strings.Contains(out.String()+errOut.String(), tc.want) {
+			if !strings.Contains(out.String()+errorsOf(errOut.String()), tc.want) {
 				t.Errorf("output lacks %q:\n%s%s", tc.want, out.String(), errOut.String())
 			}
 		})
@@ -293,6 +315,11 @@ func TestDryRunRowsFile(t *testing.T) {
 		{"a key twice", `{"id": "a", "url": "1"}` + "\n" + `{"id": "b", "url": "2"}` + "\n" + `{"id": "a", "url": "3"}` + "\n", 0,
 			[]string{"skip", `"a"`, "--rows line 3 repeats the key of line 1: no second Job"}, 2},
 		{"no key column", `{"url": "1"}` + "\n", 2, []string{`"id"`}, 0},
+		{"invalid UTF-8 is skipped with its line", `{"id": "a", "url": "1"}` + "\n" + `{"id": "b", "url": "x` + "\xff" + `y"}` + "\n" +
+			`{"id": "c", "url": "3"}` + "\n", 0, []string{"skip", `"b"`, "--rows line 2 is not valid UTF-8 (byte 22): no Job"}, 2},
+		{"a byte-order mark", "\ufeff" + `{"id": "a", "url": "1"}` + "\n", 0, nil, 1},
+		{"a column twice in one object", `{"id": "a", "url": "1", "url": "2"}` + "\n", 2,
+			[]string{`--rows standard input:1: column "url" appears twice in the object`}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -304,7 +331,7 @@ func TestDryRunRowsFile(t *testing.T) {
 				t.Fatalf("exit %d, want %d: %s", code, tc.code, errOut.String())
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(out.String()+errOut.String(), w) {
+				if !strings.Contains(out.String()+errorsOf(errOut.String()), w) {
 					t.Errorf("output lacks %q:\n%s%s", w, out.String(), errOut.String())
 				}
 			}

@@ -51,6 +51,7 @@ with dryRun=All, so the server validates the Jobs (admission included) without s
 				mode = scheduler.ServerDryRun
 			}
 			res, err := s.Run(cmd.Context(), mode)
+			err = logged(err)
 			if res.Plan == nil || config.IsConfigError(err) {
 				return err
 			}
@@ -96,23 +97,27 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 		return printDoc(out, format, p)
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(out, "Scheduler %s in namespace %s: %d unfinished, slots %d (bound by %s)\n", p.Scheduler, p.Namespace, p.Unfinished, p.Slots, p.Limit)
+	bound := "bound by " + p.Limit
+	if p.Blocked != "" && p.Slots == 0 {
+		bound = "blocked: " + p.Blocked // a limit did not bound them: the pass stopped before using them
+	}
+	fmt.Fprintf(out, "Scheduler %s in namespace %s: %d unfinished, slots %d (%s)\n", p.Scheduler, p.Namespace, p.Unfinished, p.Slots, printable(bound))
 	if p.Blocked != "" {
-		fmt.Fprintf(out, "Blocked: %s\n", p.Blocked)
+		fmt.Fprintf(out, "Blocked: %s\n", printable(p.Blocked))
 	}
 	fmt.Fprintln(w, "ACTION\tJOB\tTASK\tATTEMPT\tWHY")
 	for _, d := range p.Deletes() {
-		fmt.Fprintf(w, "delete\t%s\t%q\t%d\t%s %s: %s\n", d.Name, d.Key, d.Attempt, d.State, stamp(d.FinishedAt), d.Delete)
+		fmt.Fprintf(w, "delete\t%s\t%q\t%d\t%s %s: %s\n", d.Name, d.Key, d.Attempt, d.State, stamp(d.FinishedAt), printable(d.Delete))
 	}
 	for _, c := range p.Creates {
 		why := "new row"
 		if c.Supersedes != nil {
-			why = fmt.Sprintf("retry: attempt %d failed (%s)", c.Supersedes.Attempt, c.Supersedes.Reason)
+			why = fmt.Sprintf("retry: attempt %d failed (%s)", c.Supersedes.Attempt, printable(c.Supersedes.Reason))
 		}
 		fmt.Fprintf(w, "create\t%s\t%q\t%d\t%s\n", c.Job.Name, c.Key, c.Attempt, why)
 	}
 	for _, sk := range p.Skipped {
-		fmt.Fprintf(w, "skip\t-\t%q\t-\t%s\n", sk.Key, sk.Reason)
+		fmt.Fprintf(w, "skip\t-\t%q\t-\t%s\n", sk.Key, printable(sk.Reason))
 	}
 	return w.Flush()
 }

@@ -1,6 +1,9 @@
 package cmd
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/jobsched/jobsched/pkg/version"
@@ -82,6 +85,42 @@ var (
 // addHelp gives the root command its --version flag, every command its examples, and the flags with a fixed set of
 // values their shell completion. A command that already has an Example or a completion keeps it.
 func addHelp(root *cobra.Command) {
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			target, rest, err := c.Root().Find(args)
+			if err != nil || target == nil || len(rest) > 0 {
+				return usageError{fmt.Errorf("help: unknown command %q for %q; the commands are in jobsched --help",
+					strings.Join(args, " "), c.Root().Name())}
+			}
+			return target.Help()
+		},
+	})
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		shells := make([]string, 0, len(c.Commands()))
+		for _, sh := range c.Commands() {
+			shells = append(shells, sh.Name())
+			sh.Args = func(_ *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					return usageError{fmt.Errorf("completion takes one shell (%s), not %d arguments", strings.Join(shells, ", "), len(args)+1)}
+				}
+				return nil
+			}
+		}
+		c.Args = func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("completion: %q is not one of %s", args[0], strings.Join(shells, ", "))}
+			}
+			return nil
+		}
+		c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	}
 	root.Version = version.Get().String()
 	root.SetVersionTemplate("jobsched {{.Version}}\n")
 	for _, c := range append([]*cobra.Command{root}, root.Commands()...) {

@@ -174,3 +174,13 @@ func TestExamples(t *testing.T) {
 		})
 	}
 }
+
+// TestHelpFlagNames: no flag's help shows a back-quoted word as its value's name (pflag takes `word` as the name).
+func TestHelpFlagNames(t *testing.T) {
+	for _, sub := range []string{"tick", "gc", "status", "dry-run", "retry", "version"} {
+		code, out, _ := runCmd(t, sub, "--help")
+		if code != 0 || strings.Contains(out, "--timeout pass") {
+			t.Errorf("%s --help (exit %d) shows a value name taken from back quotes:\n%s", sub, code, out)
+		}
+	}
+}

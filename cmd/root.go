@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -57,12 +59,47 @@ func runRoot(ctx context.Context, root *cobra.Command, args []string, errOut io.
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(errOut, "Error:", err)
+	if !errors.As(err, new(loggedError)) {
+		printError(root, errOut, err)
+	}
 	var ue usageError
 	if errors.As(err, &ue) || config.IsConfigError(err) {
 		return exitUsage
 	}
 	return exitFailed
+}
+
+// loggedError is an error the pass's `pass done` line already carries: it is not printed a second time.
+type loggedError struct{ error }
+
+func (e loggedError) Unwrap() error { return e.error }
+
+// logged marks the error of a pass (scheduler.Run logs it in its `pass done` line).
+func logged(err error) error {
+	if err == nil {
+		return nil
+	}
+	return loggedError{err}
+}
+
+// printError prints the command's error once, in the log format chosen: a JSON line (level error) when the logs are
+// JSON, so that a log shipper reads only JSON; else "Error: ..." with its control characters escaped line by line.
+func printError(root *cobra.Command, errOut io.Writer, err error) {
+	g := &globalOptions{logLevel: "error", errOut: errOut}
+	if f := root.PersistentFlags().Lookup("log-format"); f != nil {
+		g.logFormat = f.Value.String()
+	}
+	if g.logFormat == "json" || (g.logFormat == "" && !isTerminal(errOut)) {
+		if log, lerr := g.logger(); lerr == nil {
+			log.Error().Err(err).Msg("jobsched failed")
+			return
+		}
+	}
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = printable(l)
+	}
+	fmt.Fprintln(errOut, "Error:", strings.Join(lines, "\n"))
 }
 
 // globalOptions are the flags every subcommand shares (kubectl conventions).
@@ -124,6 +161,12 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 			if err := config.ValidatePushgateway(g.pushgateway); err != nil {
 				return usageError{fmt.Errorf("--pushgateway: %w", err)}
 			}
+			if g.kube.QPS < 0 {
+				return usageError{fmt.Errorf("--kube-qps: must not be negative (0: no client-side cap), not %v", g.kube.QPS)}
+			}
+			if g.kube.QPS > 0 && g.kube.Burst < 1 {
+				return usageError{fmt.Errorf("--kube-burst: must be at least 1 with --kube-qps %v, e.g. --kube-burst 100", g.kube.QPS)}
+			}
 			if g.timeout <= 0 {
 				return usageError{fmt.Errorf("--timeout: must be positive, not %s", g.timeout)}
 			}
@@ -133,7 +176,7 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 	}
 	cmd.SetOut(out)
 	cmd.SetErr(errOut)
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{flagError(c, err)} })
 
 	defaultConfig := "jobsched.yaml"
 	if env := os.Getenv("JOBSCHED_CONFIG"); env != "" {
@@ -149,17 +192,46 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 	f.Float32Var(&g.kube.QPS, "kube-qps", 0, "a client-side cap on queries per second to the API server; 0: none (the API server's Priority and Fairness paces jobsched, and its 429s are retried as it asks)")
 	f.IntVar(&g.kube.Burst, "kube-burst", 100, "burst of queries above --kube-qps (with --kube-qps > 0)")
 	f.StringVar(&g.pushgateway, "pushgateway", "", "tick and gc push each pass's metrics to this Prometheus Pushgateway URL (overrides metrics.pushgateway)")
-	f.DurationVar(&g.timeout, "timeout", DefaultTimeout, "a pass ends after this long, with its `pass done` line (keep it below the CronJob's activeDeadlineSeconds)")
+	f.DurationVar(&g.timeout, "timeout", DefaultTimeout, "a pass ends after this long, with its \"pass done\" line (keep it below the CronJob's activeDeadlineSeconds)")
 
 	cmd.AddCommand(newTickCmd(g), newGCCmd(g), newStatusCmd(g), newDryRunCmd(g), newRetryCmd(g), newVersionCmd(g))
 	addHelp(cmd) // --version, Examples, completion of flag values (help.go)
 	return cmd
 }
 
+// pflagInvalid is pflag's error for a value its flag's type does not parse.
+var pflagInvalid = regexp.MustCompile(`^invalid argument ("(?:[^"\\]|\\.)*") for "(?:-[A-Za-z], )?(--[A-Za-z0-9-]+)" flag: `)
+
+// valueKinds say, by pflag type, what a flag's value must be and an example.
+var valueKinds = map[string]struct{ kind, example string }{
+	"float32":  {"a number", "20"},
+	"float64":  {"a number", "20"},
+	"int":      {"a whole number", "100"},
+	"duration": {"a duration", "90s"},
+	"bool":     {"true or false", "true"},
+}
+
+// flagError says in one sentence what is wrong with a flag's value (pflag's error names strconv or time).
+func flagError(c *cobra.Command, err error) error {
+	m := pflagInvalid.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	f := c.Flags().Lookup(strings.TrimPrefix(m[2], "--"))
+	if f == nil {
+		return err
+	}
+	k, ok := valueKinds[f.Value.Type()]
+	if !ok {
+		return err
+	}
+	return fmt.Errorf("%s: %s is not %s, e.g. %s %s", m[2], m[1], k.kind, m[2], k.example)
+}
+
 // noArgs is cobra.NoArgs as a usage error.
 func noArgs(cmd *cobra.Command, args []string) error {
-	if err := cobra.NoArgs(cmd, args); err != nil {
-		return usageError{err}
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("%s takes no arguments, not %q", cmd.Name(), strings.Join(args, " "))}
 	}
 	return nil
 }
@@ -170,13 +242,16 @@ func (g *globalOptions) logger() (zerolog.Logger, error) {
 		return zerolog.Logger{}, usageError{fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", g.logLevel)}
 	}
 	var w io.Writer = g.errOut
+	// zerolog quotes the fields of a console line, not its message, which may hold a row's text (a skip reason).
+	console := zerolog.ConsoleWriter{Out: g.errOut, TimeFormat: time.TimeOnly,
+		FormatMessage: func(i any) string { return printable(fmt.Sprint(i)) }}
 	switch g.logFormat {
 	case "json":
 	case "console":
-		w = zerolog.ConsoleWriter{Out: g.errOut, TimeFormat: time.TimeOnly}
+		w = console
 	case "":
 		if isTerminal(g.errOut) {
-			w = zerolog.ConsoleWriter{Out: g.errOut, TimeFormat: time.TimeOnly}
+			w = console
 		}
 	default:
 		return zerolog.Logger{}, usageError{fmt.Errorf("--log-format: %q is not json or console", g.logFormat)}
@@ -225,7 +300,7 @@ func (g *globalOptions) newScheduler(cfg *config.Config, o schedulerOptions) (*s
 			}
 			s.Source = f
 		} else {
-			dsn, err := readDSN(cfg.Source)
+			dsn, err := readDSN(cfg)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -253,16 +328,27 @@ func (g *globalOptions) newScheduler(cfg *config.Config, o schedulerOptions) (*s
 	return s, closeFn, nil
 }
 
-// readDSN reads the DSN from the variable or file the config names. It is never logged.
-func readDSN(src config.Source) (string, error) {
+// readDSN reads the DSN from the variable or file the config names, trimmed of surrounding white space (a Secret
+// made with --from-file ends in a newline). A relative source.dsnFile is read next to the config file, like
+// job.template. It is never logged.
+func readDSN(cfg *config.Config) (string, error) {
+	src := cfg.Source
 	if src.DSNFile != "" {
-		data, err := os.ReadFile(src.DSNFile)
+		file := src.DSNFile
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(filepath.Dir(cfg.File), file)
+		}
+		data, err := os.ReadFile(file)
 		if err != nil {
 			return "", &config.Error{Err: fmt.Errorf("source.dsnFile: %w", err)}
 		}
-		return strings.TrimSpace(string(data)), nil
+		dsn := strings.TrimSpace(string(data))
+		if dsn == "" {
+			return "", &config.Error{Err: fmt.Errorf("source.dsnFile: %s is empty: it must hold the PostgreSQL DSN, e.g. postgres://user:password@host:5432/db", file)}
+		}
+		return dsn, nil
 	}
-	dsn := os.Getenv(src.DSNEnv)
+	dsn := strings.TrimSpace(os.Getenv(src.DSNEnv))
 	if dsn == "" {
 		return "", &config.Error{Err: fmt.Errorf("source.dsnEnv: the environment variable %s is empty or not set", src.DSNEnv)}
 	}

@@ -142,10 +142,10 @@ func printStatus(out io.Writer, st *report.Status) error {
 		st.States[scheduler.StateSucceeded], st.States[scheduler.StateBackoff], st.States[scheduler.StateDead])
 	fmt.Fprintf(w, "Retry:\t%d attempt(s) in all, backoff %s doubling to %s, dead kept %s\n", st.Retry.MaxAttempts,
 		st.Retry.Backoff, st.Retry.MaxBackoff, deadRetention(st.Retry.DeadRetention))
-	fmt.Fprintf(w, "Slots:\t%d (bound by %s)\n", st.Slots, st.Limit)
-	fmt.Fprintf(w, "Next tick:\t%s\n", st.Next)
+	fmt.Fprintf(w, "Slots:\t%d (bound by %s)\n", st.Slots, printable(st.Limit))
+	fmt.Fprintf(w, "Next tick:\t%s\n", printable(st.Next))
 	if st.Query != nil {
-		fmt.Fprintf(w, "Query:\t%s\n", st.Query)
+		fmt.Fprintf(w, "Query:\t%s\n", printable(st.Query.String()))
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -155,22 +155,22 @@ func printStatus(out io.Writer, st *report.Status) error {
 		if c.Fit >= 0 {
 			fit = fmt.Sprintf("%d more Job(s)", c.Fit)
 		}
-		fmt.Fprintf(out, "\nCapacity: %s; %s\n", fit, c.Binding)
+		fmt.Fprintf(out, "\nCapacity: %s; %s\n", fit, printable(c.Binding))
 		printNodes(w, c.Nodes)
 		for _, q := range c.Quota {
-			fmt.Fprintf(w, "  quota %s %s:\t%d more\n", q.Name, q.Resource, q.Fits)
+			fmt.Fprintf(w, "  quota %s %s:\t%d more\n", printable(q.Name), q.Resource, q.Fits)
 		}
 		if c.Tick != "" {
-			fmt.Fprintf(w, "  next tick:\t%s\n", c.Tick)
+			fmt.Fprintf(w, "  next tick:\t%s\n", printable(c.Tick))
 		}
 		if len(c.Pending) > 0 {
-			fmt.Fprintf(w, "  others' pods:\t%d unbound pod(s) of other workloads counted as taking room (e.g. %s on %s)\n", len(c.Pending), c.Pending[0].Pod, c.Pending[0].Node)
+			fmt.Fprintf(w, "  others' pods:\t%d unbound pod(s) of other workloads counted as taking room (e.g. %s on %s)\n", len(c.Pending), printable(c.Pending[0].Pod), printable(c.Pending[0].Node))
 		}
 		if c.Listed != "" {
-			fmt.Fprintf(w, "  listed:\t%s\n", c.Listed)
+			fmt.Fprintf(w, "  listed:\t%s\n", printable(c.Listed))
 		}
 		if c.Warning != "" {
-			fmt.Fprintf(w, "  warning:\t%s\n", c.Warning)
+			fmt.Fprintf(w, "  warning:\t%s\n", printable(c.Warning))
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -186,7 +186,7 @@ func printStatus(out io.Writer, st *report.Status) error {
 		fmt.Fprintln(out, "\nUnschedulable:")
 		fmt.Fprintln(w, "  JOB\tTASK\tWHY")
 		for _, j := range problems {
-			fmt.Fprintf(w, "  %s\t%q\t%s\n", j.Name, j.Key, j.Reason)
+			fmt.Fprintf(w, "  %s\t%q\t%s\n", j.Name, j.Key, printable(j.Reason))
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -196,7 +196,7 @@ func printStatus(out io.Writer, st *report.Status) error {
 		fmt.Fprintln(out, "\nIn backoff (the next attempt competes for a slot from its time on):")
 		fmt.Fprintln(w, "  TASK\tATTEMPT\tNEXT ATTEMPT AT\tJOB\tLAST FAILURE")
 		for _, t := range st.Backoff {
-			fmt.Fprintf(w, "  %q\t%d\t%s\t%s\t%s\n", t.Key, t.Attempt, stamp(t.RetryAt), t.Job, t.Reason)
+			fmt.Fprintf(w, "  %q\t%d\t%s\t%s\t%s\n", t.Key, t.Attempt, stamp(t.RetryAt), t.Job, printable(t.Reason))
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -206,7 +206,7 @@ func printStatus(out io.Writer, st *report.Status) error {
 		fmt.Fprintln(out, "\nDead (no attempt left; `jobsched retry KEY` starts again at attempt 1):")
 		fmt.Fprintln(w, "  TASK\tATTEMPTS\tSINCE\tJOB\tLAST FAILURE")
 		for _, t := range st.Dead {
-			fmt.Fprintf(w, "  %q\t%d\t%s\t%s\t%s\n", t.Key, t.Attempt, stamp(t.Since), t.Job, t.Reason)
+			fmt.Fprintf(w, "  %q\t%d\t%s\t%s\t%s\n", t.Key, t.Attempt, stamp(t.Since), t.Job, printable(t.Reason))
 		}
 	}
 	return w.Flush()
@@ -216,8 +216,8 @@ func printStatus(out io.Writer, st *report.Status) error {
 func printTask(out io.Writer, v *report.TaskView) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "Task:\t%q (scheduler %s, namespace %s)\n", v.Key, v.Scheduler, v.Namespace)
-	fmt.Fprintf(w, "State:\t%s\n", v.State)
-	fmt.Fprintf(w, "Why:\t%s\n", v.Why)
+	fmt.Fprintf(w, "State:\t%s\n", printable(v.State))
+	fmt.Fprintf(w, "Why:\t%s\n", printable(v.Why))
 	if err := w.Flush(); err != nil {
 		return err
 	}
@@ -225,9 +225,9 @@ func printTask(out io.Writer, v *report.TaskView) error {
 		fmt.Fprintln(out, "\nAttempts:")
 		fmt.Fprintln(w, "  ATTEMPT\tJOB\tSTATE\tFINISHED\tREASON")
 		for _, a := range v.Attempts {
-			fmt.Fprintf(w, "  %d\t%s\t%s\t%s\t%s\n", a.Attempt, a.Name, a.State, stamp(a.FinishedAt), a.Reason)
+			fmt.Fprintf(w, "  %d\t%s\t%s\t%s\t%s\n", a.Attempt, a.Name, a.State, stamp(a.FinishedAt), printable(a.Reason))
 			for _, p := range a.Pods {
-				fmt.Fprintf(w, "    pod %s\t%s\t%s\t\t%s\n", p.Name, p.Phase, p.Node, p.Reason)
+				fmt.Fprintf(w, "    pod %s\t%s\t%s\t\t%s\n", p.Name, p.Phase, p.Node, printable(p.Reason))
 			}
 		}
 		if err := w.Flush(); err != nil {
@@ -237,7 +237,7 @@ func printTask(out io.Writer, v *report.TaskView) error {
 	if v.Env != nil {
 		fmt.Fprintln(out, "\nIts row now, as the Job's variables (as the process sees them):")
 		for _, e := range v.Env {
-			fmt.Fprintf(w, "  %s\t%s\n", e.Name, e.Value)
+			fmt.Fprintf(w, "  %s\t%s\n", e.Name, printable(e.Value))
 		}
 	}
 	return w.Flush()
@@ -277,7 +277,7 @@ func printNodes(w io.Writer, nodes []capacity.NodeFit) {
 			fmt.Fprintf(w, "  …\t%d more node(s) considered\n", len(considered)-i)
 			break
 		}
-		fmt.Fprintf(w, "  %s:\t%d more fit (bound by %s); free %s\n", n.Name, n.Fits, n.Limit, resources(n.Free))
+		fmt.Fprintf(w, "  %s:\t%d more fit (bound by %s); free %s\n", n.Name, n.Fits, printable(n.Limit), resources(n.Free))
 	}
 	reasons := make([]string, 0, len(excluded))
 	for r := range excluded {
@@ -285,7 +285,7 @@ func printNodes(w io.Writer, nodes []capacity.NodeFit) {
 	}
 	sort.Strings(reasons)
 	for _, r := range reasons {
-		fmt.Fprintf(w, "  excluded:\t%d node(s): %s\n", excluded[r], r)
+		fmt.Fprintf(w, "  excluded:\t%d node(s): %s\n", excluded[r], printable(r))
 	}
 }
 

@@ -56,7 +56,7 @@ func (g *globalOptions) executePass(ctx context.Context, gcOnly bool) error {
 	if url := g.pushgatewayURL(cfg); url != "" {
 		pushMetrics(ctx, s, url, mode, res.Plan, res.Summary, err, time.Since(start))
 	}
-	return err
+	return logged(err)
 }
 
 // pushgatewayURL is --pushgateway, else metrics.pushgateway.
@@ -92,5 +92,5 @@ func pushMetrics(ctx context.Context, s *scheduler.Scheduler, url string, mode s
 		log.Warn().Err(err).Msg("metrics not pushed")
 		return
 	}
-	log.Debug().Str("pushgateway", url).Msg("metrics pushed")
+	log.Debug().Str("pushgateway", config.RedactURL(url)).Msg("metrics pushed")
 }

@@ -5,6 +5,9 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -89,4 +92,65 @@ func TestPassReports(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPushgatewayPasswordNeverPrinted: the Pushgateway URL's password, plain or percent-encoded, shows in no log
+// line (debug included) and no error, whether the URL comes from --pushgateway or from metrics.pushgateway.
+func TestPushgatewayPasswordNeverPrinted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
+	defer srv.Close()
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadGateway) }))
+	defer failing.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, tc := range []struct {
+		name, url, secret string
+	}{
+		{"pushed, debug log", "http://metrics:PgwS3cret@" + host + "/", "PgwS3cret"},
+		{"percent-encoded, push fails", "http://metrics:p%40ss%2Fw0rd@" + strings.TrimPrefix(failing.URL, "http://") + "/", "ss%2Fw0rd"},
+		{"has a query", "http://metrics:PgwS3cret@" + host + "/?x=1", "PgwS3cret"},
+		{"not http", "ftp://metrics:PgwS3cret@" + host + "/", "PgwS3cret"},
+		{"not a URL", "http://metrics:PgwS3cret@[::1/", "PgwS3cret"},
+		{"a control character", "http://metrics:PgwS3cret@" + host + "/\n", "PgwS3cret"},
+	} {
+		for _, from := range []string{"flag", "config"} {
+			t.Run(tc.name+" from "+from, func(t *testing.T) {
+				args := []string{"gc", "--log-level", "debug", "--log-format", "json"}
+				if from == "flag" {
+					args = append(args, "--config", "testdata/jobsched.yaml", "--pushgateway", tc.url)
+				} else {
+					args = append(args, "--config", configWith(t, "metrics:\n  pushgateway: "+strconv.Quote(tc.url)+"\n"))
+				}
+				newKube := func(kube.Options) (kubernetes.Interface, string, error) { return fake.NewClientset(), "batch", nil }
+				var out, errOut bytes.Buffer
+				runWith(context.Background(), args, &out, &errOut, newKube)
+				for _, s := range []string{tc.secret, "p@ss", "PgwS3"} {
+					if strings.Contains(out.String()+errOut.String(), s) {
+						t.Errorf("the output shows %q:\n%s%s", s, out.String(), errOut.String())
+					}
+				}
+				if !strings.Contains(tc.name, "push fails") && !strings.Contains(errOut.String(), "metrics:xxxxx@") {
+					t.Errorf("the output does not show the URL redacted:\n%s", errOut.String())
+				}
+			})
+		}
+	}
+}
+
+// configWith is testdata/jobsched.yaml (its template copied beside it) with more YAML appended.
+func configWith(t *testing.T, more string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"jobsched.yaml", "job.yaml"} {
+		b, err := os.ReadFile(filepath.Join("testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "jobsched.yaml" {
+			b = append(b, more...)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "jobsched.yaml")
 }

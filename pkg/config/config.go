@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -168,7 +169,12 @@ func Parse(file string, data []byte) (*Config, error) {
 	if unknown != nil {
 		errs = append(errs, unknown)
 	}
-	errs = append(errs, cfg.Validate()...)
+	for _, e := range cfg.Validate() {
+		// A value of the wrong type was left out, and reported: it is not also "required".
+		if key, _, ok := strings.Cut(e.Error(), ": "); !ok || unknown == nil || !strings.Contains(unknown.Error(), key+": ") {
+			errs = append(errs, e)
+		}
+	}
 	if cfg.Job.Template != "" {
 		tpl, err := LoadTemplate(cfg.templatePath())
 		if err != nil {
@@ -180,12 +186,26 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	if len(errs) > 0 {
 		for i, e := range errs {
-			errs[i] = fmt.Errorf("%s: %w", file, e)
+			// Every line names the file (a template's errors are one per line, after the first).
+			lines := strings.Split(e.Error(), "\n")
+			for j := 1; j < len(lines); j++ {
+				lines[j] = file + ": " + lines[j]
+			}
+			errs[i] = &lineError{msg: file + ": " + strings.Join(lines, "\n"), err: e}
 		}
 		return nil, &Error{errors.Join(errs...)}
 	}
 	return cfg, nil
 }
+
+// lineError is an error with its lines rewritten, which still unwraps to it.
+type lineError struct {
+	msg string
+	err error
+}
+
+func (e *lineError) Error() string { return e.msg }
+func (e *lineError) Unwrap() error { return e.err }
 
 func (c *Config) setDefaults() {
 	if c.Source.DSNEnv == "" && c.Source.DSNFile == "" {
@@ -265,13 +285,12 @@ func (c *Config) Validate() []error {
 	}
 	if p := c.Env.Prefix; p != "" && strings.Trim(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
 		bad("env.prefix", "%q may only hold A-Z, 0-9 and _", p)
+	} else if p != "" && p[0] >= '0' && p[0] <= '9' {
+		bad("env.prefix", "%q must begin with a letter or _: a variable name cannot begin with a digit (e.g. TASK_)", p)
 	}
 	for i, pat := range c.Env.Passthrough {
-		if _, err := path.Match(pat, ""); err != nil || pat == "" {
-			bad(fmt.Sprintf("env.passthrough[%d]", i), "%q is not a name or glob", pat)
-		} else if matchesAll(pat) {
-			bad(fmt.Sprintf("env.passthrough[%d]", i), "%q would copy every variable of jobsched's own environment "+
-				"(credentials included): name the variables, or a glob with a fixed part such as S3_*", pat)
+		if problem := passthroughProblem(pat); problem != "" {
+			bad(fmt.Sprintf("env.passthrough[%d]", i), "%q %s", pat, problem)
 		}
 	}
 	if c.Limits.MaxActive != nil && *c.Limits.MaxActive < 0 {
@@ -312,23 +331,48 @@ func (c *Config) Validate() []error {
 }
 
 // ValidatePushgateway checks a Pushgateway URL (metrics.pushgateway, --pushgateway): empty, or http(s) with a host
-// and no query or fragment.
+// and no query or fragment. Its errors show the URL as RedactURL does.
 func ValidatePushgateway(s string) error {
 	if s == "" {
 		return nil
 	}
+	shown := strconv.Quote(RedactURL(s))
 	u, err := url.Parse(s)
 	switch {
+	case err != nil && strings.ContainsFunc(s, unicode.IsControl):
+		return fmt.Errorf("%s is not a URL: it holds a control character (a newline at the end?)", shown)
 	case err != nil:
-		return fmt.Errorf("%q is not a URL", s)
+		return fmt.Errorf("%s is not a URL, e.g. http://pushgateway:9091", shown)
 	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("%q is not an http or https URL", s)
+		return fmt.Errorf("%s is not an http or https URL, e.g. http://pushgateway:9091", shown)
 	case u.Host == "":
-		return fmt.Errorf("%q has no host", s)
-	case u.RawQuery != "" || u.Fragment != "":
-		return fmt.Errorf("%q has a query or fragment: give the Pushgateway's base URL", s)
+		return fmt.Errorf("%s has no host, e.g. http://pushgateway:9091", shown)
+	case strings.Contains(u.EscapedPath(), "@"):
+		// http://user:p@ss/word@host/ is host "ss": the password would go, in part, to the wrong host.
+		return fmt.Errorf("%s has an @ after its host: percent-encode the user name and password (@ as %%40, / as %%2F)", shown)
+	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		return fmt.Errorf("%s has a query or fragment: give the Pushgateway's base URL, e.g. http://pushgateway:9091", shown)
 	}
 	return nil
+}
+
+// RedactURL is the URL s as jobsched prints it: the user info (everything before the last @ of the authority, so
+// that a password with an unescaped / or @ is hidden whole) becomes user:xxxxx, or xxxxx when there is no password
+// (a user name alone is often a token). It holds no part of the user info, even when s is not a valid URL.
+func RedactURL(s string) string {
+	prefix := ""
+	if i := strings.Index(s, "://"); i >= 0 {
+		prefix, s = s[:i+3], s[i+3:]
+	}
+	at := strings.LastIndexByte(s, '@')
+	if at < 0 {
+		return prefix + s
+	}
+	userinfo := s[:at]
+	if i := strings.IndexByte(userinfo, ':'); i >= 0 && !strings.ContainsAny(userinfo[:i], "/?#") {
+		return prefix + userinfo[:i] + ":xxxxx" + s[at:]
+	}
+	return prefix + "xxxxx" + s[at:]
 }
 
 func (c *Config) validateContainer() []error {
@@ -402,12 +446,15 @@ func LoadTemplate(file string) (*batchv1.Job, error) {
 	if job.Spec.Parallelism != nil && *job.Spec.Parallelism == 0 {
 		bad("spec.parallelism", "must not be 0: such a Job runs no pod, and holds its task's slot and capacity until it is deleted")
 	}
+	if job.Spec.Completions != nil && *job.Spec.Completions == 0 {
+		bad("spec.completions", "must not be 0: such a Job does none of the task's work, and holds its task's slot until it is deleted")
+	}
 	if m := job.Spec.ManagedBy; m != nil && *m != "" && *m != batchv1.JobControllerName {
 		bad("spec.managedBy", fmt.Sprintf("must be empty or %s, not %q: jobsched counts and retires Jobs as the Job "+
 			"controller runs them, and a Job another controller manages may never finish", batchv1.JobControllerName, *m))
 	}
 	if job.Spec.TTLSecondsAfterFinished != nil {
-		bad("spec.ttlSecondsAfterFinished", "must be empty: gc.succeededRetention and gc.failedRetention decide when finished Jobs go (a Job deleted early lets its row be retried)")
+		bad("spec.ttlSecondsAfterFinished", "must be empty: gc.succeededRetention and retry.deadRetention decide when finished Jobs go (a Job deleted early lets its row be retried)")
 	}
 	pod := job.Spec.Template.Spec
 	if len(pod.Containers) == 0 {

@@ -83,6 +83,20 @@ func TestLoadErrors(t *testing.T) {
 		{"template with ttl", minimal, "apiVersion: batch/v1\nkind: Job\nspec:\n  ttlSecondsAfterFinished: 5\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: w, image: i}]\n", []string{"spec.ttlSecondsAfterFinished: must be empty"}},
 		{"unknown container", minimal + "  container: nope\n", "", []string{`job.container: the template has no container named "nope"`}},
 		{"bad env prefix", minimal + "env:\n  prefix: task-\n", "", []string{`env.prefix: "task-" may only hold A-Z, 0-9 and _`}},
+		{"passthrough glob that matches nearly everything", minimal + "env:\n  passthrough: [\"?*_*\", \"*_KEY\"]\n", "",
+			[]string{`env.passthrough[0]: "?*_*" must begin with a letter or _`, `env.passthrough[1]: "*_KEY" must begin`}},
+		{"passthrough not a portable name", minimal + "env:\n  passthrough: [\"SP ACE\", \"A-B*\"]\n", "",
+			[]string{`env.passthrough[0]: "SP ACE" is not a portable variable name`, `env.passthrough[1]: "A-B*" is not`}},
+		{"env prefix starting with a digit", minimal + "env:\n  prefix: \"1_\"\n", "", []string{`env.prefix: "1_" must begin with a letter or _`}},
+		{"completions 0", minimal, "apiVersion: batch/v1\nkind: Job\nspec:\n  completions: 0\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: w, image: i}]\n",
+			[]string{"spec.completions: must not be 0"}},
+		{"template with ttl names retry", minimal, "apiVersion: batch/v1\nkind: Job\nspec:\n  ttlSecondsAfterFinished: 5\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: w, image: i}]\n",
+			[]string{"gc.succeededRetention and retry.deadRetention"}},
+		{"unknown key with its line and a suggestion", minimal + "limits:\n  maxActiv: 3\n", "", []string{"limits.maxActiv (line 9; did you mean maxActive?)"}},
+		{"tab indentation", "name: reports\nsource:\n\tquery: q\n", "", []string{"line 3: tabs are not allowed for indentation"}},
+		{"a second document in the template keeps its other errors", minimal,
+			"apiVersion: batch/v1\nkind: Job\nspec:\n  completions: 0\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: w, image: i}]\n---\nkind: Job\n",
+			[]string{"a second YAML document", "spec.completions: must not be 0"}},
 		{"long prefix", minimal + "  namePrefix: " + strings.Repeat("a", 41) + "\n", "", []string{"job.namePrefix:", "longer than 40"}},
 	}
 	for _, tc := range tests {
@@ -114,6 +128,24 @@ func TestLoadErrors(t *testing.T) {
 }
 
 // TestCapacityOff: YAML 1.1 reads a bare `off` as false; it must still mean "off".
+// TestWrongTypeReportedOnce: a value of the wrong type is one problem, not also "required"; every line of the
+// error names the file.
+func TestWrongTypeReportedOnce(t *testing.T) {
+	file := write(t, map[string]string{"jobsched.yaml": "name: reports\nsource:\n  query: q\n  key: [12]\njob:\n  template: job.yaml\nlimits:\n  maxActive: -1\n"})
+	_, err := Load(file, "")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if strings.Contains(err.Error(), "source.key: required") || !strings.Contains(err.Error(), "source.key:") {
+		t.Errorf("error %q: want source.key's type problem once, not also required", err)
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if !strings.HasPrefix(line, file+": ") {
+			t.Errorf("a line of the error does not name the file: %q", line)
+		}
+	}
+}
+
 func TestCapacityOff(t *testing.T) {
 	for _, v := range []string{"off", `"off"`} {
 		file := write(t, map[string]string{"jobsched.yaml": minimal + "limits:\n  capacity: " + v + "\n"})

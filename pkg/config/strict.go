@@ -33,12 +33,13 @@ func decodeStrict(data []byte, out any) (problems, err error) {
 		return nil, withLine(err, data)
 	}
 	var next yaml.Node
+	var second error // reported with the first document's problems, which are still checked
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
 		return nil, withLine(err, data)
 	case !isEmptyDocument(&next):
-		return nil, fmt.Errorf("line %d: a second YAML document (after ---): the file must hold one", next.Line)
+		second = fmt.Errorf("line %d: a second YAML document (after ---): the file must hold one", next.Line)
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
@@ -49,6 +50,9 @@ func decodeStrict(data []byte, out any) (problems, err error) {
 		return nil, fmt.Errorf("line %d: the file must be a mapping (key: value lines), not %s", root.Line, shown(root))
 	}
 	d := &decoder{}
+	if second != nil {
+		d.problems = append(d.problems, second)
+	}
 	tree, _ := d.convert(root, reflect.TypeOf(out), "")
 	js, err := json.Marshal(tree)
 	if err != nil {
@@ -67,6 +71,12 @@ func decodeStrict(data []byte, out any) (problems, err error) {
 // withLine gives a YAML error that names no line (a bad tag, bad UTF-8, a control character) the first line where
 // the file, cut after it, fails to read (found by bisection: a file that fails cut after line n fails cut later).
 func withLine(err error, data []byte) error {
+	if m := tokenLine.FindStringSubmatch(err.Error()); m != nil {
+		lines := strings.Split(string(data), "\n")
+		if n, _ := strconv.Atoi(m[1]); n >= 1 && n <= len(lines) && strings.Contains(lines[n-1][:len(lines[n-1])-len(strings.TrimLeft(lines[n-1], " \t"))], "\t") {
+			return fmt.Errorf("line %d: tabs are not allowed for indentation in YAML: indent with spaces", n)
+		}
+	}
 	if lineNumber.MatchString(err.Error()) {
 		return err
 	}
@@ -85,6 +95,8 @@ func withLine(err error, data []byte) error {
 }
 
 var lineNumber = regexp.MustCompile(`line \d+`)
+
+var tokenLine = regexp.MustCompile(`line (\d+): found character that cannot start any token`)
 
 // isEmptyDocument is what a trailing --- leaves.
 func isEmptyDocument(n *yaml.Node) bool {
@@ -182,7 +194,7 @@ func (d *decoder) convert(n *yaml.Node, t reflect.Type, path string) (v any, ok 
 		d.mapping(n, path, func(key string, kn, vn *yaml.Node) {
 			ft, ok := fields[key]
 			if !ok {
-				d.unknown = append(d.unknown, join(path, key))
+				d.unknown = append(d.unknown, fmt.Sprintf("%s (line %d%s)", join(path, key), kn.Line, suggest(key, fields)))
 				return
 			}
 			if v, ok := d.convert(vn, ft, join(path, key)); ok {
@@ -413,4 +425,39 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
+}
+
+// suggest is "; did you mean K?" for the field name K nearest to key (by edits, at most 2 or a case change), or "".
+func suggest(key string, fields map[string]reflect.Type) string {
+	best, bestD := "", 3
+	for f := range fields {
+		d := editDistance(strings.ToLower(key), strings.ToLower(f))
+		if d < bestD || d == bestD && f < best {
+			best, bestD = f, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return "; did you mean " + best + "?"
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

@@ -122,7 +122,7 @@ func TestLoadAccepts(t *testing.T) {
 		{"anchors and aliases", minimal + "env:\n  columns: &cols [a, b]\n  passthrough: *cols\n", ""},
 		{"merge keys", minimal, strings.Replace(tpl(""), "kind: Job\n",
 			"kind: Job\nmetadata:\n  labels: &l {team: a, tier: b}\n  annotations:\n    <<: *l\n    tier: c\n", 1)},
-		{"a glob with a fixed part", minimal + "env:\n  passthrough: [S3_*, \"*_URL\", \"A?\"]\n", ""},
+		{"a glob with a fixed start", minimal + "env:\n  passthrough: [S3_*, \"A?\", \"_x[0-9]*\"]\n", ""},
 		{"template: fields jobsched allows", minimal, tpl("  suspend: false\n  parallelism: 2\n  completions: 2\n" +
 			"  managedBy: kubernetes.io/job-controller\n  activeDeadlineSeconds: 600\n")},
 		{"template: quantities and int-or-string", minimal, strings.Replace(tpl(""), "image: worker:1\n",

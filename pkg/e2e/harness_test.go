@@ -295,13 +295,27 @@ func (e *env) jobsched(args ...string) result {
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errOut.String()}
+	r := result{stdout: out.String(), stderr: withErrors(errOut.String())}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 	} else if err != nil {
 		e.t.Fatalf("running jobsched: %v", err)
 	}
 	return r
+}
+
+// withErrors is stderr with the error of each error-level JSON line (a failed pass's `pass done`, or "jobsched
+// failed": the command prints its error once, as JSON) appended as it reads, unescaped, so that a test can look for
+// a message with quotes in it.
+func withErrors(stderr string) string {
+	out := stderr
+	for _, line := range strings.Split(stderr, "\n") {
+		var l struct{ Level, Error string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Level == "error" && l.Error != "" {
+			out += "\nError: " + l.Error
+		}
+	}
+	return out
 }
 
 // tick runs one pass and fails the test unless it exits 0.

@@ -13,12 +13,12 @@ import (
 	"fmt"
 	"math"
 	neturl "net/url"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
 
+	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
@@ -102,28 +102,23 @@ func Push(ctx context.Context, url string, p Pass) error {
 		gauge("jobsched_last_success_timestamp_seconds", "When the last pass that did not fail ended (Unix time).", float64(p.End.UnixNano())/1e9)
 	}
 
-	err := push.New(url, p.Job).Grouping("scheduler", p.Scheduler).Grouping("namespace", p.Namespace).
-		Gatherer(reg).AddContext(ctx)
+	// The credentials go as basic auth, not in the URL: the push package's errors quote its URL whole.
+	u, err := neturl.Parse(url)
 	if err != nil {
-		return fmt.Errorf("pushing metrics: %s", hidePassword(err.Error(), url))
+		return fmt.Errorf("pushing metrics: %s", config.ValidatePushgateway(url))
+	}
+	user := u.User
+	u.User = nil
+	pusher := push.New(u.String(), p.Job)
+	if user != nil {
+		pw, _ := user.Password()
+		pusher = pusher.BasicAuth(user.Username(), pw)
+	}
+	err = pusher.Grouping("scheduler", p.Scheduler).Grouping("namespace", p.Namespace).Gatherer(reg).AddContext(ctx)
+	if err != nil {
+		return fmt.Errorf("pushing metrics: %w", err)
 	}
 	return nil
-}
-
-// hidePassword replaces the password of a URL with basic-auth credentials wherever msg quotes it: the push
-// library's errors quote the URL whole.
-func hidePassword(msg, rawURL string) string {
-	u, err := neturl.Parse(rawURL)
-	if err != nil || u.User == nil {
-		return msg
-	}
-	if pw, ok := u.User.Password(); ok && pw != "" {
-		msg = strings.ReplaceAll(msg, pw, "xxxxx")
-		if esc := neturl.PathEscape(pw); esc != pw {
-			msg = strings.ReplaceAll(msg, esc, "xxxxx")
-		}
-	}
-	return msg
 }
 
 func boolean(b bool) float64 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sort"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -219,4 +221,112 @@ func TestPushFailureHidesPassword(t *testing.T) {
 			t.Errorf("the error shows the password: %v", err)
 		}
 	}
+}
+
+// pushgatewayShapes are Pushgateway URLs around a password pw, each of a shape that fails somewhere: the gateway
+// (at gw, answering 400) refuses it, nothing listens, or validation refuses it. pw is given raw, percent-encoded by
+// net/url, and fully percent-encoded.
+var pushgatewayShapes = []func(gw, pw string) string{
+	func(gw, pw string) string { return "http://metrics:" + pw + "@" + gw + "/" },
+	func(gw, pw string) string {
+		return "http://" + url.UserPassword("metrics", pw).String() + "@" + gw + "/"
+	},
+	func(gw, pw string) string { return "http://metrics:" + hexEscape(pw) + "@" + gw + "/" },
+	func(gw, pw string) string {
+		return "http://" + url.UserPassword("metrics", pw).String() + "@127.0.0.1:1/"
+	},
+	func(gw, pw string) string { return "http://" + url.User(pw).String() + "@" + gw + "/" },
+	func(gw, pw string) string {
+		return "http://" + url.UserPassword("metrics", pw).String() + "@" + gw + "/?a=b"
+	},
+	func(gw, pw string) string {
+		return "ftp://" + url.UserPassword("metrics", pw).String() + "@" + gw + "/"
+	},
+	func(gw, pw string) string { return "http://metrics:" + pw + "@[::1/" },
+	func(gw, pw string) string { return "http://metrics:" + pw + "@" + gw + "/\x7f" },
+	func(gw, pw string) string { return "http://metrics:" + hexEscape(pw) + "@" + gw + ":x/" },
+	func(gw, pw string) string { return "metrics:" + pw + "@" + gw },
+}
+
+func hexEscape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		fmt.Fprintf(&b, "%%%02X", s[i])
+	}
+	return b.String()
+}
+
+// pushgatewayTexts is every text a Pushgateway URL reaches: its validation error, the URL as jobsched prints it,
+// and the push's error.
+func pushgatewayTexts(raw string) []string {
+	texts := []string{config.RedactURL(raw)}
+	if err := config.ValidatePushgateway(raw); err != nil {
+		return append(texts, err.Error())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := Push(ctx, raw, Pass{Job: JobTick, Scheduler: "reports", Namespace: "batch", End: end}); err != nil {
+		texts = append(texts, err.Error())
+	}
+	return texts
+}
+
+// checkPushgatewayRedacted fails when a text of the URL holds (part of) pw, which starts with J and ends with K: no
+// text holds either letter otherwise.
+func checkPushgatewayRedacted(t *testing.T, gw string, shape int, pw string) {
+	t.Helper()
+	raw := pushgatewayShapes[shape](gw, pw)
+	for _, msg := range pushgatewayTexts(raw) {
+		if strings.ContainsAny(msg, "JK") {
+			t.Errorf("shape %d: URL %q: a text shows (part of) the password %q:\n%s", shape, raw, pw, msg)
+		}
+	}
+}
+
+// TestPushgatewayURLRedacted checks every shape with the passwords of the issue: no validation error, printed URL or
+// push error shows them, raw or percent-encoded.
+func TestPushgatewayURLRedacted(t *testing.T) {
+	srv, _ := gateway(t, http.StatusBadRequest)
+	gw := strings.TrimPrefix(srv.URL, "http://")
+	for shape := range pushgatewayShapes {
+		for _, pw := range []string{"JPgwS3cretK", "Jp@ss/w0rdK", "Jp%40ss%2Fw0rdK", "J a:b K"} {
+			checkPushgatewayRedacted(t, gw, shape, pw)
+		}
+	}
+}
+
+// TestPushSendsCredentials checks that the credentials of the URL still reach the gateway, as basic auth.
+func TestPushSendsCredentials(t *testing.T) {
+	var user, pw string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pw, _ = r.BasicAuth()
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	raw := "http://" + url.UserPassword("metrics", "p@ss/w0rd").String() + "@" + strings.TrimPrefix(srv.URL, "http://") + "/"
+	if err := Push(context.Background(), raw, Pass{Job: JobTick, Scheduler: "reports", Namespace: "batch", End: end}); err != nil {
+		t.Fatal(err)
+	}
+	if user != "metrics" || pw != "p@ss/w0rd" {
+		t.Errorf("the gateway got basic auth %q:%q, want metrics:p@ss/w0rd", user, pw)
+	}
+}
+
+// FuzzPushgatewayURLRedaction builds Pushgateway URLs of every shape around a random password and checks that no
+// text jobsched makes of them shows it. The seed corpus runs with every go test; scripts/fuzz.sh searches further.
+func FuzzPushgatewayURLRedaction(f *testing.F) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	gw := strings.TrimPrefix(srv.URL, "http://")
+	f.Add(uint8(0), "PgwS3cret")
+	f.Add(uint8(2), "p@ss/w0rd")
+	f.Add(uint8(7), "a b")
+	f.Fuzz(func(t *testing.T, shape uint8, pw string) {
+		if len(pw) < 2 || strings.ContainsAny(pw, "JK\x00") {
+			t.Skip()
+		}
+		checkPushgatewayRedacted(t, gw, int(shape)%len(pushgatewayShapes), "J"+pw+"K")
+	})
 }

@@ -36,6 +36,8 @@ const (
 type Renderer struct {
 	cfg         *config.Config
 	passthrough []corev1.EnvVar
+	// badPassthrough is a passthrough variable whose value is not valid UTF-8: every Job would be invalid.
+	badPassthrough string
 }
 
 // New prepares a Renderer. environ is the scheduler's own environment (os.Environ()); only the variables that
@@ -45,11 +47,14 @@ func New(cfg *config.Config, environ []string) *Renderer {
 	r := &Renderer{cfg: cfg}
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || neverPassed(name, cfg.Source.DSNEnv) {
+		if !ok || !portableName(name) || neverPassed(name, cfg.Source.DSNEnv) {
 			continue
 		}
 		for _, pat := range cfg.Env.Passthrough {
 			if ok, _ := path.Match(pat, name); ok {
+				if !utf8.ValidString(value) && r.badPassthrough == "" {
+					r.badPassthrough = name
+				}
 				r.passthrough = append(r.passthrough, envVar(name, value))
 				break
 			}
@@ -61,9 +66,11 @@ func New(cfg *config.Config, environ []string) *Renderer {
 
 // neverPassed: the cluster's and the shell's own variables, jobsched's own, and every database credential: the DSN's
 // variable, DATABASE_URL (the default one) and the PG* variables lib/pq reads (PGPASSWORD, PGSERVICEFILE, …).
+// The list ignores letter case: lib/pq reads only PGPASSWORD, but a Job's process may read pgpassword.
 func neverPassed(name, dsnEnv string) bool {
+	name = strings.ToUpper(name)
 	switch name {
-	case "HOSTNAME", "HOME", "PATH", "DATABASE_URL", dsnEnv:
+	case "HOSTNAME", "HOME", "PATH", "DATABASE_URL", strings.ToUpper(dsnEnv):
 		return true
 	}
 	for _, prefix := range []string{"KUBERNETES_", "JOBSCHED_", "PG"} {
@@ -72,6 +79,17 @@ func neverPassed(name, dsnEnv string) bool {
 		}
 	}
 	return false
+}
+
+// portableName says whether name is a portable variable name, as a column's variable is: letters, digits and _,
+// not beginning with a digit.
+func portableName(name string) bool {
+	for i, r := range name {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return name != ""
 }
 
 // envVar is a variable whose value reaches the process exactly as given: the kubelet expands $(NAME) in env values
@@ -174,6 +192,10 @@ func (r *Renderer) Env(row rows.Row, attempt int) ([]corev1.EnvVar, error) {
 // JOBSCHED_SCHEDULER and JOBSCHED_ATTEMPT. NULL columns set nothing.
 func (r *Renderer) rowEnv(row rows.Row, attempt int) ([]corev1.EnvVar, error) {
 	cfg := r.cfg
+	if r.badPassthrough != "" {
+		return nil, &config.Error{Err: fmt.Errorf("env.passthrough: the value of %s is not valid UTF-8, which no Job's variable "+
+			"may hold: fix the variable in jobsched's environment, or leave it out of env.passthrough", r.badPassthrough)}
+	}
 	var env []corev1.EnvVar
 	from := map[string]string{EnvTaskKey: EnvTaskKey, EnvScheduler: EnvScheduler, EnvAttempt: EnvAttempt} // variable → column that set it
 	add := func(col rows.Column) error {
@@ -181,7 +203,9 @@ func (r *Renderer) rowEnv(row rows.Row, attempt int) ([]corev1.EnvVar, error) {
 		if msgs := validation.IsEnvVarName(name); len(msgs) > 0 {
 			return &config.Error{Err: fmt.Errorf("%s: env: column %q maps to %q, not a valid environment variable name (%s): rename it in source.query or set env.prefix", cfg.File, col.Name, name, strings.Join(msgs, "; "))}
 		}
-		if other, taken := from[name]; taken {
+		if other, taken := from[name]; taken && other == name && (name == EnvTaskKey || name == EnvScheduler || name == EnvAttempt) {
+			return &config.Error{Err: fmt.Errorf("%s: env: column %q maps to %s, which jobsched sets itself: rename it in source.query (AS) or set env.prefix", cfg.File, col.Name, name)}
+		} else if taken {
 			return &config.Error{Err: fmt.Errorf("%s: env: columns %q and %q both map to %s (rename one in source.query or use env.columns)", cfg.File, other, col.Name, name)}
 		}
 		from[name] = col.Name

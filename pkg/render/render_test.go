@@ -143,7 +143,7 @@ func TestJobErrors(t *testing.T) {
 		{name: "a column maps to JOBSCHED_TASK_KEY",
 			row:        rows.Row{Key: "1", Columns: []rows.Column{{Name: "jobsched_task_key", Value: "a"}}},
 			columns:    nil,
-			wantConfig: "both map to"},
+			wantConfig: `column "jobsched_task_key" maps to JOBSCHED_TASK_KEY, which jobsched sets itself`},
 		{name: "env.columns names a missing column", columns: []string{"nope"},
 			row:        rows.Row{Key: "1", Columns: []rows.Column{{Name: "id", Value: "1"}}},
 			wantConfig: `env.columns: the query returns no column "nope"`},
@@ -270,6 +270,35 @@ func TestPassthroughNeverCopiesCredentials(t *testing.T) {
 				t.Errorf("passed through (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPassthroughBlockListIgnoresCase: the credentials' variables are never copied under another letter case (lib/pq
+// reads only the upper-case ones, but a Job's process may read any), and a variable whose name is not a portable
+// name (letters, digits, _, not starting with a digit) is never copied.
+func TestPassthroughBlockListIgnoresCase(t *testing.T) {
+	environ := []string{"pgpassword=pw", "Pgpassword=pw", "database_url=postgres://u:pw@h/db", "my_dsn=postgres://u:pw@h/db",
+		"kubernetes_token=t", "Jobsched_x=1", "home=/root", "SP ACE=x", "S-3=x", "SVC_ok=1", "s3_bucket=b", "dbhost=h"}
+	cfg := testConfig()
+	cfg.Source = config.Source{DSNEnv: "MY_DSN"}
+	cfg.Env.Passthrough = []string{"p*", "P*", "d*", "m*", "k*", "J*", "h*", "S*", "s*"}
+	var got []string
+	for _, e := range New(cfg, environ).passthrough {
+		got = append(got, e.Name)
+	}
+	if diff := cmp.Diff([]string{"SVC_ok", "dbhost", "s3_bucket"}, got); diff != "" {
+		t.Errorf("passed through (-want +got):\n%s", diff)
+	}
+}
+
+// TestPassthroughValueNotUTF8: a passthrough variable whose value is not valid UTF-8 would make every row's Job
+// invalid: it is a configuration error (exit 2) naming the variable, not a skip of every row.
+func TestPassthroughValueNotUTF8(t *testing.T) {
+	cfg := testConfig()
+	cfg.Env.Passthrough = []string{"S3_*"}
+	_, err := New(cfg, []string{"S3_BUCKET=b\xffc"}).Job(rows.Row{Key: "1", Columns: []rows.Column{{Name: "id", Value: "1"}}}, 1)
+	if !config.IsConfigError(err) || !strings.Contains(err.Error(), "S3_BUCKET") || !strings.Contains(err.Error(), "UTF-8") {
+		t.Errorf("Job: %v; want a configuration error naming S3_BUCKET", err)
 	}
 }
 

@@ -80,8 +80,9 @@ func (p *Postgres) Explain(ctx context.Context, exclude []string, limit int) *Fi
 	err := p.readOnly(ctx, func(tx *sql.Tx) error {
 		excluded, arg := p.keyExcluded(exclude)
 		var doc string
-		if err := tx.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON, VERBOSE) "+p.selectSQL(excluded), arg, max(limit, 1)).Scan(&doc); err != nil {
-			return err
+		stmt := "EXPLAIN (FORMAT JSON, VERBOSE) " + p.selectSQL(excluded)
+		if err := tx.QueryRowContext(ctx, stmt, arg, max(limit, 1)).Scan(&doc); err != nil {
+			return p.inQuery(stmt, err)
 		}
 		var plans []struct {
 			Plan explainNode `json:"Plan"`

@@ -60,6 +60,9 @@ func dsnErrorText(err error, dsn string) string {
 		}
 		return "…"
 	})
+	for _, j := range dsnJargon {
+		msg = j.re.ReplaceAllString(msg, j.say)
+	}
 	form := keyValueForm
 	switch {
 	case strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://"):
@@ -68,6 +71,19 @@ func dsnErrorText(err error, dsn string) string {
 		form = "a URL must start with postgres:// or postgresql://; read as the " + keyValueForm
 	}
 	return msg + " (" + form + ")"
+}
+
+// dsnJargon turns the parsers' words (strconv, netip, net/url) into the user's.
+var dsnJargon = []struct {
+	re  *regexp.Regexp
+	say string
+}{
+	{regexp.MustCompile(`wrong value for "port": strconv\.Parse\w+: .*`), `"port" is not a port number (1-65535), e.g. port=5432`},
+	{regexp.MustCompile(`wrong value for ("\w+"): strconv\.Parse\w+: .*`), `$1 is not a number`},
+	{regexp.MustCompile(`wrong value for ("\w+"): ParseAddr\(.*`), `$1 is not an IP address, e.g. hostaddr=10.0.0.5`},
+	{regexp.MustCompile(`missing … after ("\w+") in connection info string`), `$1 has no value: write $1=value, or $1='' for an empty one`},
+	{regexp.MustCompile(`missing … after … in connection info string`), `a word has no = value`},
+	{regexp.MustCompile(`net/url: invalid control character in URL`), `the URL holds a control character (a newline inside it?)`},
 }
 
 // misreadURL is an error when a URL DSN parses, but not as its author meant: a / ? or # in the password ends the
@@ -118,10 +134,13 @@ func dsnSecrets(dsn, password string) []string {
 }
 
 // redact returns err, or when its text holds a secret of the DSN, an error with that text redacted (a configuration
-// error stays one). The redacted error does not unwrap: nothing can print the original.
+// error stays one). The redacted error does not unwrap: nothing can print the original. The server's own errors
+// are left alone: they never held the DSN (the password goes in a message of its own, which no error echoes), and
+// redacting a user name equal to the password would tell the reader the password.
 func (p *Postgres) redact(err error) error {
-	if err == nil {
-		return nil
+	var pqErr *pq.Error
+	if err == nil || errors.As(err, &pqErr) {
+		return err
 	}
 	msg := err.Error()
 	red := msg

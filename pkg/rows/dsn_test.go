@@ -85,6 +85,10 @@ func TestDSNErrorSaysWhatIsWrong(t *testing.T) {
 		{"host=db port=abc", []string{"DSN is not valid", `"port"`, "key=value form"}},
 		{"host=db password='abc", []string{"DSN is not valid", "unterminated", "single quotes"}},
 		{"postgress://u:pw@db/app", []string{"DSN is not valid", "must start with postgres://"}},
+		{"postgres://u:pw@db:99999/app", []string{`"port" is not a port number (1-65535)`}},
+		{"host=db hostaddr=notanip", []string{`"hostaddr" is not an IP address`}},
+		{"host=db password", []string{`"password" has no value`}},
+		{"postgres://u:pw@db/app\x01", []string{"holds a control character"}},
 	}
 	for _, tt := range tests {
 		_, err := OpenPostgres(tt.dsn, config.Source{Query: "SELECT 1 AS id", Key: "id"})
@@ -94,6 +98,11 @@ func TestDSNErrorSaysWhatIsWrong(t *testing.T) {
 		}
 		if !config.IsConfigError(err) {
 			t.Errorf("%v is not a configuration error", err)
+		}
+		for _, jargon := range []string{"strconv", "ParseAddr", "net/url", "connection info string"} {
+			if strings.Contains(err.Error(), jargon) {
+				t.Errorf("OpenPostgres(%q): error %q speaks a library's words (%s)", tt.dsn, err, jargon)
+			}
 		}
 		for _, w := range tt.want {
 			if !strings.Contains(err.Error(), w) {

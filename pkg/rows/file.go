@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/jobsched/jobsched/pkg/config"
 )
@@ -22,6 +23,16 @@ type File struct {
 	// Duplicates are the rows left out because an earlier row has the same key, in the file's order: the first row
 	// of a key is the task, as a table with a unique key would have it.
 	Duplicates []Duplicate
+	// Invalid are the rows left out because a value is not what a row can hold (not valid UTF-8), in the file's
+	// order: the pass skips them with their line, as it skips a row of the database that cannot make a Job.
+	Invalid []Invalid
+}
+
+// Invalid is a row left out, with why.
+type Invalid struct {
+	Key    string
+	Line   int
+	Reason string
 }
 
 // Duplicate is a row whose key an earlier row already has.
@@ -63,6 +74,9 @@ func ReadFrom(r io.Reader, name, key string) (*File, error) {
 	for sc.Scan() {
 		line++
 		text := bytes.TrimSpace(sc.Bytes())
+		if line == 1 {
+			text = bytes.TrimPrefix(text, []byte("\ufeff")) // a byte-order mark some editors write
+		}
 		if len(text) == 0 {
 			continue
 		}
@@ -76,6 +90,12 @@ func ReadFrom(r io.Reader, name, key string) (*File, error) {
 				"needs the key column (a null key leaves the row out)", name, line, key)}
 		case keyCol == keyNull:
 			out.NullKeys++
+			continue
+		}
+		if at := invalidUTF8(sc.Bytes()); at >= 0 {
+			// encoding/json would replace the bytes by U+FFFD and the Job get another value than the row's.
+			out.Invalid = append(out.Invalid, Invalid{Key: row.Key, Line: line,
+				Reason: fmt.Sprintf("is not valid UTF-8 (byte %d)", at+1)})
 			continue
 		}
 		if at, ok := first[row.Key]; ok {
@@ -93,6 +113,18 @@ func ReadFrom(r io.Reader, name, key string) (*File, error) {
 		return nil, &config.Error{Err: fmt.Errorf("--rows %s:%d: %w", name, line+1, err)}
 	}
 	return out, nil
+}
+
+// invalidUTF8 is the offset of the first byte of b that is not valid UTF-8, or -1.
+func invalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
 }
 
 // What parseObject found of the key column.
@@ -115,6 +147,9 @@ func parseObject(text []byte, key string) (row Row, keyCol int, err error) {
 			return Row{}, 0, perLine(err)
 		}
 		name := tok.(string) // object keys are always strings
+		if slices.ContainsFunc(row.Columns, func(c Column) bool { return c.Name == name }) {
+			return Row{}, 0, fmt.Errorf("column %q appears twice in the object", name)
+		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
 			return Row{}, 0, fmt.Errorf("column %q: %w", name, perLine(err))

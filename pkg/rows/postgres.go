@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lib/pq"
 
@@ -27,8 +28,14 @@ type Postgres struct {
 	keyName string
 	timeout time.Duration
 	guard   *connGuard
-	secrets []string      // what of the DSN may be the password: never in an error
-	turn    chan struct{} // one read at a time: the pool has one connection, and the guard aborts all it has
+	connect time.Duration // the connect timeout
+	// failed is the error of the last read that could not connect, and when it ended: a read within the connect
+	// timeout after it fails at once with it, so that a pass (its read, then the query doctor's) pays the timeout
+	// once, as the README says, not once per read.
+	failed   error
+	failedAt time.Time
+	secrets  []string      // what of the DSN may be the password: never in an error
+	turn     chan struct{} // one read at a time: the pool has one connection, and the guard aborts all it has
 
 	keyType string // the key column's database type name, learned by the first read
 }
@@ -66,6 +73,7 @@ func OpenPostgres(dsn string, src config.Source) (*Postgres, error) {
 		timeout: src.Timeout.Duration,
 		guard:   guard,
 		secrets: dsnSecrets(dsn, cfg.Password),
+		connect: cfg.ConnectTimeout,
 		turn:    make(chan struct{}, 1),
 	}, nil
 }
@@ -171,13 +179,14 @@ func (p *Postgres) Select(ctx context.Context, exclude []string, limit int) ([]R
 	var out []Row
 	err := p.readOnly(ctx, func(tx *sql.Tx) error {
 		excluded, arg := p.keyExcluded(exclude)
-		rs, err := tx.QueryContext(ctx, p.selectSQL(excluded), arg, limit)
+		stmt := p.selectSQL(excluded)
+		rs, err := tx.QueryContext(ctx, stmt, arg, limit)
 		if err != nil {
-			return err
+			return p.inQuery(stmt, err)
 		}
 		defer rs.Close()
 		out, err = p.scan(rs)
-		return err
+		return p.inQuery(stmt, err)
 	})
 	return out, err
 }
@@ -187,7 +196,8 @@ func (p *Postgres) Count(ctx context.Context, exclude []string, max int) (int, e
 	var n int
 	err := p.readOnly(ctx, func(tx *sql.Tx) error {
 		excluded, arg := p.keyExcluded(exclude)
-		return tx.QueryRowContext(ctx, p.countSQL(excluded), arg, max).Scan(&n)
+		stmt := p.countSQL(excluded)
+		return p.inQuery(stmt, tx.QueryRowContext(ctx, stmt, arg, max).Scan(&n))
 	})
 	return n, err
 }
@@ -200,9 +210,10 @@ func (p *Postgres) Selected(ctx context.Context, keys []string) ([]string, error
 	found := map[string]bool{}
 	err := p.readOnly(ctx, func(tx *sql.Tx) error {
 		match, arg := p.keyMatch(keys)
-		rs, err := tx.QueryContext(ctx, p.selectedSQL(match), arg)
+		stmt := p.selectedSQL(match)
+		rs, err := tx.QueryContext(ctx, stmt, arg)
 		if err != nil {
-			return err
+			return p.inQuery(stmt, err)
 		}
 		defer rs.Close()
 		types, err := rs.ColumnTypes()
@@ -216,7 +227,7 @@ func (p *Postgres) Selected(ctx context.Context, keys []string) ([]string, error
 			}
 			found[render(types[0].DatabaseTypeName(), v)] = true
 		}
-		return rs.Err()
+		return p.inQuery(stmt, rs.Err())
 	})
 	if err != nil {
 		return nil, err
@@ -232,14 +243,14 @@ func (p *Postgres) Lookup(ctx context.Context, keys []string) ([]Row, error) {
 	var out []Row
 	err := p.readOnly(ctx, func(tx *sql.Tx) error {
 		match, arg := p.keyMatch(keys)
-		rs, err := tx.QueryContext(ctx, "SELECT * FROM (\n"+p.query+"\n) AS jobsched_q WHERE jobsched_q."+p.key+
-			" IS NOT NULL AND "+match, arg)
+		stmt := "SELECT * FROM (\n" + p.query + "\n) AS jobsched_q WHERE jobsched_q." + p.key + " IS NOT NULL AND " + match
+		rs, err := tx.QueryContext(ctx, stmt, arg)
 		if err != nil {
-			return err
+			return p.inQuery(stmt, err)
 		}
 		defer rs.Close()
 		out, err = p.scan(rs)
-		return err
+		return p.inQuery(stmt, err)
 	})
 	return out, err
 }
@@ -276,15 +287,24 @@ func (p *Postgres) readOnly(ctx context.Context, fn func(*sql.Tx) error) (err er
 	if err := ctx.Err(); err != nil {
 		return p.redact(fmt.Errorf("connecting to PostgreSQL: %w", err))
 	}
+	if p.failed != nil && time.Since(p.failedAt) < p.connect {
+		return p.failed
+	}
 	stop := p.guard.watch(ctx)
 	defer stop()
 	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return p.redact(classify("connecting to PostgreSQL", err))
+		err = p.redact(classify("connecting to PostgreSQL", err))
+		if ctx.Err() == nil {
+			p.failed, p.failedAt = err, time.Now()
+		}
+		return err
 	}
+	p.failed = nil
 	defer tx.Rollback() //nolint:errcheck // read-only: there is nothing to keep
 	if ms := p.timeout.Milliseconds(); ms > 0 {
-		if _, err := tx.ExecContext(ctx, "SET LOCAL statement_timeout = "+strconv.FormatInt(ms, 10)); err != nil {
+		// set_config(..., true) is SET LOCAL, with the value as a parameter (see learnKeyType).
+		if _, err := tx.ExecContext(ctx, "SELECT set_config('statement_timeout', $1, true)", strconv.FormatInt(ms, 10)); err != nil {
 			return p.redact(classify("setting statement_timeout", err))
 		}
 	}
@@ -307,34 +327,132 @@ func ended(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", ctx.Err(), err)
 }
 
-// learnKeyType reads the key column's type from the query's result columns (LIMIT 0: no row is read).
+// learnKeyType reads the key column's type from the query's result columns (LIMIT 0: no row is read). Like every
+// statement jobsched sends, it has a parameter: lib/pq sends a statement without one in the simple-query protocol,
+// which runs every statement of the text, and a query could then end the READ ONLY transaction (COMMIT; ...) and
+// write. With the extended protocol the server parses the text as one statement, or refuses it.
 func (p *Postgres) learnKeyType(ctx context.Context, tx *sql.Tx) error {
-	rs, err := tx.QueryContext(ctx, "SELECT * FROM (\n"+p.query+"\n) AS jobsched_q LIMIT 0")
+	stmt := "SELECT * FROM (\n" + p.query + "\n) AS jobsched_q LIMIT $1"
+	rs, err := tx.QueryContext(ctx, stmt, 0)
 	if err != nil {
-		return classify("running source.query", err)
+		return classify("running source.query", p.inQuery(stmt, err))
 	}
 	defer rs.Close()
 	types, err := rs.ColumnTypes()
 	if err != nil {
 		return classify("running source.query", err)
 	}
+	var names []string
 	for _, t := range types {
 		if t.Name() == p.keyName {
 			p.keyType = t.DatabaseTypeName()
 			return nil
 		}
+		names = append(names, t.Name())
 	}
-	return &config.Error{Err: fmt.Errorf("source.key: the query returns no column %q", p.keyName)}
+	return p.noKeyColumn(names)
+}
+
+// noKeyColumn is the error of a query that returns no column named source.key.
+func (p *Postgres) noKeyColumn(names []string) error {
+	msg := fmt.Sprintf("source.key: the query returns no column %q (it returns %s)", p.keyName, quoteList(names))
+	for _, n := range names {
+		if n == strings.ToLower(p.keyName) && n != p.keyName {
+			msg += fmt.Sprintf("; PostgreSQL folds unquoted names to lower case: set key: %s, or quote the name in the query (AS %s)",
+				n, pq.QuoteIdentifier(p.keyName))
+			break
+		}
+	}
+	return &config.Error{Err: errors.New(msg)}
+}
+
+func quoteList(names []string) string {
+	if len(names) == 0 {
+		return "no columns"
+	}
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// queryError is the database's error about a statement jobsched built around source.query: its position is given
+// in the user's query (jobsched's wrapper never shows), and known mistakes get a hint.
+type queryError struct {
+	pq    *pq.Error
+	where string // "at line L, column C of source.query", or "" when the server gave no position
+	hint  string
+}
+
+// wrapperTail is jobsched's text after the query, where the server quotes the statement from a token on (an
+// unclosed comment or quote runs to its end).
+var wrapperTail = regexp.MustCompile(`(?s)\n\) AS jobsched_q.*?"`)
+
+func (e *queryError) Error() string {
+	msg := "pq: " + wrapperTail.ReplaceAllString(e.pq.Message, `"`)
+	if e.where != "" {
+		msg += " " + e.where
+	}
+	msg += " (" + string(e.pq.Code) + ")"
+	if e.hint != "" {
+		msg += "; " + e.hint
+	}
+	return msg
+}
+
+func (e *queryError) Unwrap() error { return e.pq }
+
+// inQuery makes a database error about stmt, which holds p.query between "(\n" and "\n)", a queryError.
+func (p *Postgres) inQuery(stmt string, err error) error {
+	var pqErr *pq.Error
+	if !errors.As(err, &pqErr) {
+		return err
+	}
+	qe := &queryError{pq: pqErr}
+	if pqErr.Code == "22021" {
+		qe.hint = "a value the query returns is not valid UTF-8 (in a SQL_ASCII database any byte can be stored), " +
+			"and every read fails until the query changes: convert the column in source.query, e.g. " +
+			"convert_from(name::bytea, 'LATIN1') AS name, or encode(name::bytea, 'escape') AS name"
+	}
+	if pqErr.Code == "42601" && (strings.Contains(pqErr.Message, "multiple commands") || strings.Contains(pqErr.Message, `near ";"`)) {
+		qe.hint = "source.query must be one SELECT statement, without a ';' inside it"
+	}
+	pos, perr := strconv.Atoi(pqErr.Position)
+	at := strings.Index(stmt, "(\n"+p.query+"\n)")
+	if perr != nil || pos <= 0 || at < 0 {
+		return qe
+	}
+	start := utf8.RuneCountInString(stmt[:at+2]) // runes before the query; Position counts runes from 1
+	rel := pos - start
+	queryRunes := []rune(p.query)
+	switch {
+	case rel < 1:
+	case rel > len(queryRunes):
+		qe.where = "at the end of source.query"
+		if qe.hint == "" {
+			qe.hint = "is a quote, a /* comment or a parenthesis left open?"
+		}
+	default:
+		before := string(queryRunes[:rel-1])
+		line := strings.Count(before, "\n") + 1
+		col := utf8.RuneCountInString(before[strings.LastIndexByte(before, '\n')+1:]) + 1
+		qe.where = fmt.Sprintf("at line %d, column %d of source.query", line, col)
+	}
+	return qe
 }
 
 // classify marks errors that say the query itself is wrong (syntax, unknown column, permission, an attempt to write
-// in the READ ONLY transaction, a feature not supported there such as a data-modifying WITH) as configuration errors;
+// in the READ ONLY transaction, a feature not supported there such as a data-modifying WITH, a value the query must
+// convert: 22021) as configuration errors;
 // everything else is a run-time error.
 func classify(what string, err error) error {
 	var pqErr *pq.Error
 	if errors.As(err, &pqErr) {
 		code := string(pqErr.Code)
-		if strings.HasPrefix(code, "42") || code == "25006" || code == "0A000" {
+		// 25001: the query tries to change the transaction (set_config('transaction_read_only', ...)); 2D000: to end it.
+		if strings.HasPrefix(code, "42") || code == "25006" || code == "25001" || code == "2D000" || code == "0A000" ||
+			code == "22021" {
 			return &config.Error{Err: fmt.Errorf("source.query: %s: %w", what, err)}
 		}
 	}
@@ -353,7 +471,11 @@ func (p *Postgres) scan(rs *sql.Rows) ([]Row, error) {
 		}
 	}
 	if keyAt < 0 {
-		return nil, &config.Error{Err: fmt.Errorf("source.key: the query returns no column %q", p.keyName)}
+		names := make([]string, len(types))
+		for i, t := range types {
+			names[i] = t.Name()
+		}
+		return nil, p.noKeyColumn(names)
 	}
 	vals := make([]any, len(types))
 	ptrs := make([]any, len(types))

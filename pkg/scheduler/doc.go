@@ -40,14 +40,16 @@
 //     from the read, so a row is never given a second Job while its Job exists, and bad rows never take a slot. A
 //     row still selected while its Job has succeeded is a worker bug: it is warned with its key and gets no second
 //     Job in that pass (once the succeeded Job has been deleted, the row is a new task again). Keys are compared
-//     as typed values where they parse as the key column's type, and as text otherwise, so a Job whose key
-//     annotation does not parse never fails a pass. A failed task waits out its backoff with its key excluded;
+//     as values of the key column's type where it has one jobsched renders (integers, uuid, timestamps, bytea), so
+//     an index on the key serves the read, and as text otherwise; a Job whose key annotation does not parse as
+//     that type matches no row and never fails a pass. A failed task waits out its backoff with its key excluded;
 //     then its row, if still selected, competes for a slot and gets the next attempt (the README's Retries).
-//   - The read: the query is wrapped as `SELECT * FROM (<query>) q WHERE q.<key> IS NOT NULL AND q.<key> NOT IN
-//     (SELECT unnest($1)) LIMIT $2` (one hashed subplan) in a `READ ONLY` transaction with `statement_timeout`.
-//     The exclusion and the LIMIT are pushed into the statement, so with an index matching the query's WHERE and
-//     ORDER BY the database reads about `slots + excluded` rows whatever the backlog. A query that tries to write
-//     fails in the READ ONLY transaction (exit 2) and nothing is created.
+//   - The read: the query is wrapped as `SELECT * FROM (<query>) AS jobsched_q WHERE jobsched_q.<key> IS NOT NULL
+//     AND jobsched_q.<key> NOT IN (SELECT unnest($1::<type>[])) LIMIT $2` in a `READ ONLY` transaction with
+//     `statement_timeout`. Every statement jobsched sends has bound parameters, so PostgreSQL parses it as one
+//     statement (the README's Trust model). The exclusion and the LIMIT are pushed into the statement, so with an
+//     index matching the query's WHERE and ORDER BY the database reads about `slots + excluded` rows whatever the
+//     backlog. A query that tries to write fails in the READ ONLY transaction (exit 2) and nothing is created.
 //   - Order and failures: the plan comes from one observation taken at the start. The deletes run first and never
 //     wait on anything that may fail: if the Pending pods, the capacity LISTs or the database fail (refused, or a
 //     host that never answers: connections time out and every read has `source.timeout`), the deletes still

@@ -95,7 +95,7 @@ type Admission struct {
 // The rows a --rows file left out as repeated keys are skipped too: the file is read with them.
 func (s *Scheduler) read(ctx context.Context, p *Plan) (a Admission, err error) {
 	if f, ok := s.Source.(*rows.File); ok {
-		defer func() { a.Skipped = append(a.Skipped, fileDuplicates(f)...) }()
+		defer func() { a.Skipped = append(a.Skipped, fileSkips(f)...) }()
 	}
 	if p.Slots == 0 || s.Source == nil {
 		return a, nil
@@ -142,9 +142,13 @@ func (s *Scheduler) read(ctx context.Context, p *Plan) (a Admission, err error) 
 	return a, nil
 }
 
-// fileDuplicates are the skips of the rows a --rows file left out: one Job per key, the first row of a key is the task.
-func fileDuplicates(f *rows.File) []Skip {
+// fileSkips are the skips of the rows a --rows file left out: a value no row can hold (not valid UTF-8), and a
+// repeated key (one Job per key: the first row of a key is the task).
+func fileSkips(f *rows.File) []Skip {
 	var out []Skip
+	for _, inv := range f.Invalid {
+		out = append(out, Skip{Key: inv.Key, Reason: fmt.Sprintf("--rows line %d %s: no Job", inv.Line, inv.Reason)})
+	}
 	for _, d := range f.Duplicates {
 		out = append(out, Skip{Key: d.Key, Reason: fmt.Sprintf("--rows line %d repeats the key of line %d: no second Job", d.Line, d.First)})
 	}

@@ -1,0 +1,113 @@
+//go:build integration
+
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/jobsched/jobsched/pkg/kube"
+)
+
+// testDB is the database of scripts/test.sh (JOBSCHED_TEST_DSN, a superuser: a role that may write), with a
+// schema of the test's own, dropped when it ends.
+func testDB(t *testing.T) (dsn string, db *sql.DB, schema string) {
+	t.Helper()
+	dsn = os.Getenv("JOBSCHED_TEST_DSN")
+	if dsn == "" {
+		t.Fatal("JOBSCHED_TEST_DSN is empty: run scripts/test.sh, or scripts/postgres.sh up and export its DSN")
+	}
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema = fmt.Sprintf("jobsched_cmd_%d", time.Now().UnixNano())
+	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := db.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
+			t.Errorf("dropping %s: %v", schema, err)
+		}
+		db.Close()
+	})
+	return dsn, db, schema
+}
+
+// TestCommandsCannotWrite runs dry-run, status and tick with queries that end jobsched's READ ONLY transaction
+// inside their text and then write: each command fails as a configuration error (exit 2), and the table is
+// untouched.
+func TestCommandsCannotWrite(t *testing.T) {
+	dsn, db, s := testDB(t)
+	for _, stmt := range []string{"CREATE TABLE " + s + ".tasks (id int8 PRIMARY KEY)", "INSERT INTO " + s + ".tasks VALUES (1)",
+		"CREATE TABLE " + s + ".audit (note text)"} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("DATABASE_URL", dsn)
+	ins := "INSERT INTO " + s + ".audit VALUES ('escaped')"
+	escape := func(middle string) string {
+		return "SELECT id FROM " + s + ".tasks) AS x; " + middle + "; SELECT * FROM (SELECT id FROM " + s + ".tasks"
+	}
+	queries := map[string]string{
+		"COMMIT":           escape("COMMIT; " + ins),
+		"END":              escape("END; " + ins),
+		"ROLLBACK":         escape("ROLLBACK; " + ins),
+		"ABORT":            escape("ABORT; " + ins),
+		"COMMIT AND CHAIN": escape("COMMIT AND CHAIN; SET TRANSACTION READ WRITE; " + ins),
+		"SET TRANSACTION":  escape("COMMIT; SET TRANSACTION READ WRITE; " + ins),
+		"DO block":         escape("COMMIT; DO $$BEGIN " + ins + "; END$$"),
+	}
+	dir := t.TempDir()
+	tpl, err := os.ReadFile("testdata/job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), tpl, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, query := range queries {
+		t.Run(name, func(t *testing.T) {
+			cfg := filepath.Join(dir, "jobsched.yaml")
+			body := fmt.Sprintf("name: reports\nnamespace: batch\nsource:\n  key: id\n  query: %q\njob:\n  template: job.yaml\n", query)
+			if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range [][]string{{"dry-run", "--offline"}, {"status"}, {"tick"}} {
+				node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Status: corev1.NodeStatus{
+					Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")},
+					Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+				newKube := func(kube.Options) (kubernetes.Interface, string, error) { return fake.NewClientset(node), "batch", nil }
+				var out, errOut bytes.Buffer
+				code := runWith(context.Background(), append(args, "--config", cfg, "--log-format", "json"), &out, &errOut, newKube)
+				if code != exitUsage {
+					t.Errorf("%s: exit %d, want %d; stderr:\n%s", args[0], code, exitUsage, errOut.String())
+				}
+				if !strings.Contains(errOut.String(), "one SELECT statement") {
+					t.Errorf("%s: stderr does not say the query must be one statement:\n%s", args[0], errOut.String())
+				}
+				var n int
+				if err := db.QueryRow("SELECT count(*) FROM " + s + ".audit").Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				if n != 0 {
+					t.Fatalf("%s wrote %d row(s) to the audit table; stderr:\n%s", args[0], n, errOut.String())
+				}
+			}
+		})
+	}
+}

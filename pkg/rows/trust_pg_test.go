@@ -1,0 +1,353 @@
+//go:build integration
+
+package rows
+
+import (
+	"bufio"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jobsched/jobsched/pkg/config"
+)
+
+// EscapingQueries are source.query texts that try to leave jobsched's READ ONLY transaction and write to table
+// audit (which the caller's role may write), each in another way of ending or changing a transaction. %[1]s is the
+// schema. cmd's integration test runs the same texts through dry-run, status and tick.
+func EscapingQueries(schema string) map[string]string {
+	ins := "INSERT INTO " + schema + ".audit VALUES ('escaped')"
+	// The first part closes jobsched's wrapper, the last reopens it, so that the whole text parses.
+	wrap := func(middle string) string {
+		return "SELECT id FROM " + schema + ".tasks) AS x; " + middle + "; SELECT * FROM (SELECT id FROM " + schema + ".tasks"
+	}
+	return map[string]string{
+		"COMMIT":                    wrap("COMMIT; " + ins),
+		"END":                       wrap("END; " + ins),
+		"ROLLBACK":                  wrap("ROLLBACK; " + ins),
+		"ABORT":                     wrap("ABORT; " + ins),
+		"COMMIT AND CHAIN":          wrap("COMMIT AND CHAIN; SET TRANSACTION READ WRITE; " + ins),
+		"SET TRANSACTION":           wrap("SET TRANSACTION READ WRITE; " + ins),
+		"SET SESSION":               wrap("COMMIT; SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE; " + ins),
+		"BEGIN READ WRITE":          wrap("ROLLBACK; BEGIN READ WRITE; " + ins + "; COMMIT"),
+		"DO block after COMMIT":     wrap("COMMIT; DO $$BEGIN " + ins + "; END$$"),
+		"DO block that commits":     wrap("DO $$BEGIN COMMIT; " + ins + "; END$$"),
+		"DO block as the query":     "DO $$BEGIN " + ins + "; END$$",
+		"set_config read write":     "SELECT id FROM " + schema + ".tasks WHERE set_config('transaction_read_only', 'off', true) IS NOT NULL",
+		"COMMIT, no closing reopen": "SELECT id FROM " + schema + ".tasks) AS x; COMMIT; " + ins + "; SELECT (1",
+	}
+}
+
+// TestQueryCannotWrite runs every call of the source with queries that try to end the READ ONLY transaction and
+// write, as a role that may write (the test's superuser): each call fails as a configuration error, and the table
+// is untouched.
+func TestQueryCannotWrite(t *testing.T) {
+	s := newSchema(t)
+	exec(t, "CREATE TABLE "+s+".tasks (id int8 PRIMARY KEY)", "INSERT INTO "+s+".tasks VALUES (1), (2)",
+		"CREATE TABLE "+s+".audit (note text)")
+	calls := map[string]func(p *Postgres) error{
+		"Select":   func(p *Postgres) error { _, err := p.Select(t.Context(), []string{"1"}, 10); return err },
+		"Count":    func(p *Postgres) error { _, err := p.Count(t.Context(), nil, 10); return err },
+		"Selected": func(p *Postgres) error { _, err := p.Selected(t.Context(), []string{"1"}); return err },
+		"Lookup":   func(p *Postgres) error { _, err := p.Lookup(t.Context(), []string{"1"}); return err },
+	}
+	explain := func(p *Postgres) error { p.Explain(t.Context(), nil, 10); return nil } // never fails: only no write
+	calls["Explain"] = explain
+	for name, query := range EscapingQueries(s) {
+		t.Run(name, func(t *testing.T) {
+			for call, fn := range calls {
+				exec(t, "TRUNCATE "+s+".audit")
+				p := open(t, testDSN, query, "id", 10*time.Second)
+				err := fn(p)
+				if call == "Explain" {
+				} else if err == nil {
+					t.Errorf("%s succeeded, want an error", call)
+				} else if !config.IsConfigError(err) {
+					t.Errorf("%s: %v is not a configuration error", call, err)
+				}
+				var n int
+				if err := adminDB.QueryRowContext(t.Context(), "SELECT count(*) FROM "+s+".audit").Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				if n != 0 {
+					t.Fatalf("%s wrote %d row(s) to the audit table (error: %v)", call, n, err)
+				}
+			}
+		})
+	}
+}
+
+// TestOneStatementErrorSaysWhy checks the error of a query of several statements: it says so, in the user's words.
+func TestOneStatementErrorSaysWhy(t *testing.T) {
+	for _, query := range []string{
+		"SELECT 1 AS id; SELECT 2 AS id",
+		"SELECT 1 AS id) AS x; SELECT * FROM (SELECT 2 AS id",
+	} {
+		p := open(t, testDSN, query, "id", 10*time.Second)
+		_, err := p.Select(t.Context(), nil, 10)
+		if err == nil || !config.IsConfigError(err) || !strings.Contains(err.Error(), "one SELECT statement") {
+			t.Errorf("Select of %q: %v; want a configuration error saying the query must be one SELECT statement", query, err)
+		}
+	}
+}
+
+// simpleQueryProxy forwards TCP connections to target and records the text of every simple-query ('Q') message the
+// client sends: the protocol that runs each statement of a text.
+func simpleQueryProxy(t *testing.T, target string) (addr string, simple func() []string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	record := func(client io.Reader, up io.Writer) {
+		r := bufio.NewReader(io.TeeReader(client, up))
+		head := make([]byte, 4) // the startup message: length, then payload, no type byte
+		if _, err := io.ReadFull(r, head); err != nil {
+			return
+		}
+		if _, err := io.CopyN(io.Discard, r, int64(binary.BigEndian.Uint32(head))-4); err != nil {
+			return
+		}
+		for {
+			typ, err := r.ReadByte()
+			if err != nil {
+				return
+			}
+			if _, err := io.ReadFull(r, head); err != nil {
+				return
+			}
+			body := make([]byte, int(binary.BigEndian.Uint32(head))-4)
+			if _, err := io.ReadFull(r, body); err != nil {
+				return
+			}
+			if typ == 'Q' {
+				mu.Lock()
+				seen = append(seen, strings.TrimRight(string(body), "\x00"))
+				mu.Unlock()
+			}
+		}
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			t.Cleanup(func() { c.Close(); up.Close() })
+			go func() { _, _ = io.Copy(c, up) }()
+			go record(c, up)
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().String(), func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+// TestOnlyFixedSimpleQueries watches the wire: the only statements jobsched sends in the simple-query protocol are
+// the driver's own BEGIN READ ONLY and ROLLBACK; every statement with the user's text, and the statement timeout, go
+// as one statement with bound parameters.
+func TestOnlyFixedSimpleQueries(t *testing.T) {
+	s := newSchema(t)
+	exec(t, "CREATE TABLE "+s+".tasks (id int8 PRIMARY KEY)", "INSERT INTO "+s+".tasks VALUES (1), (2)")
+	u, err := url.Parse(testDSN)
+	if err != nil || u.Host == "" {
+		t.Fatalf("%s is not a URL with a host", dsnEnv)
+	}
+	addr, simple := simpleQueryProxy(t, u.Host)
+	u.Host = addr
+	p := open(t, u.String(), "SELECT id FROM "+s+".tasks ORDER BY id", "id", 10*time.Second)
+	if _, err := p.Select(t.Context(), []string{"1"}, 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Count(t.Context(), nil, 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Selected(t.Context(), []string{"1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Lookup(t.Context(), []string{"1"}); err != nil {
+		t.Fatal(err)
+	}
+	if f := p.Explain(t.Context(), nil, 10); f.Unchecked != "" {
+		t.Fatal(f.Unchecked)
+	}
+	got := simple()
+	if len(got) == 0 {
+		t.Fatal("the proxy saw no simple query at all (not even BEGIN): is it in the path?")
+	}
+	for _, q := range got {
+		if q != "BEGIN READ ONLY" && q != "ROLLBACK" {
+			t.Errorf("sent in the simple-query protocol: %q", q)
+		}
+	}
+}
+
+// TestPermissionDenied checks that the database's refusal, for a role that may only SELECT some tables, is reported
+// as a configuration error with the database's words, not swallowed or taken as no rows.
+func TestPermissionDenied(t *testing.T) {
+	role := fmt.Sprintf("jobsched_reader_%d", time.Now().UnixNano())
+	exec(t, "CREATE ROLE "+role+" LOGIN PASSWORD 'reader-pw'")
+	t.Cleanup(func() { _, _ = adminDB.Exec("DROP ROLE " + role) })
+	s := newSchema(t)
+	exec(t, "CREATE TABLE "+s+".tasks (id int8)", "CREATE TABLE "+s+".secret (id int8)",
+		"GRANT USAGE ON SCHEMA "+s+" TO "+role, "GRANT SELECT ON "+s+".tasks TO "+role)
+	u, err := url.Parse(testDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, "reader-pw")
+	for _, query := range []string{
+		"SELECT id FROM " + s + ".secret",
+		"SELECT id FROM " + s + ".tasks) AS x; COMMIT; INSERT INTO " + s + ".tasks VALUES (1); SELECT * FROM (SELECT 1 AS id",
+	} {
+		p := open(t, u.String(), query, "id", 10*time.Second)
+		_, err := p.Select(t.Context(), nil, 10)
+		if err == nil || !config.IsConfigError(err) {
+			t.Errorf("Select of %q: %v; want a configuration error", query, err)
+		}
+		t.Logf("%v", err)
+	}
+	p := open(t, u.String(), "SELECT id FROM "+s+".secret", "id", 10*time.Second)
+	if _, err := p.Select(t.Context(), nil, 10); err == nil || !strings.Contains(err.Error(), "permission denied for table secret") {
+		t.Errorf("Select: %v; want the database's permission denied", err)
+	}
+}
+
+// TestPasswordEqualToUserName: when the password is also the user name, the server's "password authentication
+// failed for user" keeps the user name: it never held the DSN, and hiding it would tell the reader the password.
+func TestPasswordEqualToUserName(t *testing.T) {
+	u, err := url.Parse(testDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const same = "jobsched_same_name"
+	u.User = url.UserPassword(same, same)
+	p := open(t, u.String(), "SELECT 1 AS id", "id", 10*time.Second)
+	_, err = p.Select(t.Context(), nil, 1)
+	if err == nil || !strings.Contains(err.Error(), `password authentication failed for user "`+same+`"`) {
+		t.Errorf("Select: %v; want the server's message with the user name", err)
+	}
+}
+
+// TestSQLASCIIInvalidByte: in a SQL_ASCII database a value that is not valid UTF-8 fails the read (SQLSTATE 22021,
+// every pass, whatever the row): the error says what it is and how to fix the query.
+func TestSQLASCIIInvalidByte(t *testing.T) {
+	db := fmt.Sprintf("jobsched_ascii_%d", time.Now().UnixNano())
+	exec(t, "CREATE DATABASE "+db+" ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+	t.Cleanup(func() { _, _ = adminDB.Exec("DROP DATABASE " + db + " WITH (FORCE)") })
+	u, err := url.Parse(testDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + db
+	conn, err := sql.Open("postgres", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, s := range []string{"CREATE TABLE t (id int8, name text)", `INSERT INTO t VALUES (1, 'ok'), (2, E'caf\xe9')`} {
+		if _, err := conn.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	p := open(t, u.String(), "SELECT id, name FROM t ORDER BY id", "id", 10*time.Second)
+	_, err = p.Select(t.Context(), nil, 10)
+	if err == nil {
+		t.Fatal("Select of a value that is not valid UTF-8 succeeded")
+	}
+	for _, want := range []string{"22021", "not valid UTF-8", "convert_from(", "encode("} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
+
+// TestConnectTimeoutIsTheBound: a pass pays the connect timeout once. It reads, then asks the query doctor (another
+// read): each connected again, so a silent server cost a pass twice the documented 10 s. The server here counts the
+// connections it accepts: a read within the timeout after a failed connect fails at once with the same error.
+func TestConnectTimeoutIsTheBound(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var accepted []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			accepted = append(accepted, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range accepted {
+			c.Close()
+		}
+	})
+	p := open(t, "postgres://app:pw@"+l.Addr().String()+"/app?sslmode=disable&connect_timeout=1", "SELECT 1 AS id", "id", 10*time.Second)
+	_, selErr := p.Select(t.Context(), nil, 1)
+	f := p.Explain(t.Context(), nil, 1)
+	if selErr == nil || f.Unchecked == "" || !strings.Contains(f.Unchecked, "i/o timeout") {
+		t.Fatalf("Select: %v; Explain: %+v; want both to fail connecting", selErr, f)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(accepted) != 1 {
+		t.Errorf("the two reads connected %d times, each bounded by connect_timeout; want once", len(accepted))
+	}
+}
+
+// TestQueryErrorsInTheUsersWords: a syntax error's position is in the user's query (line and column), never in
+// jobsched's wrapper; an unclosed comment, quote or parenthesis is "at the end of source.query"; a key that differs
+// from the column in case says PostgreSQL folds unquoted names.
+func TestQueryErrorsInTheUsersWords(t *testing.T) {
+	for _, tc := range []struct {
+		name, query, key string
+		want             []string
+	}{
+		{"one line", "SELECT id,, 2 AS x", "id", []string{`syntax error at or near ","`, "at line 1, column 11 of source.query"}},
+		{"second line", "SELECT 1 AS id\nFROM nowhere_at_all", "id", []string{"nowhere_at_all", "at line 2, column 6 of source.query"}},
+		{"unclosed comment", "SELECT 1 AS id /* more", "id", []string{`unterminated /* comment at or near "/* more"`, "line 1, column 16"}},
+		{"unclosed parenthesis", "SELECT 1 AS id WHERE (true", "id", []string{"at the end of source.query", "left open"}},
+		{"key in another case", "SELECT 1 AS id", "ID", []string{`no column "ID"`, "folds unquoted names to lower case", "key: id"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := open(t, testDSN, tc.query, tc.key, 10*time.Second)
+			_, err := p.Select(t.Context(), nil, 1)
+			if err == nil || !config.IsConfigError(err) {
+				t.Fatalf("Select: %v; want a configuration error", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "jobsched_q") || strings.Contains(err.Error(), "position") {
+				t.Errorf("error %q shows jobsched's wrapper", err)
+			}
+		})
+	}
+}
