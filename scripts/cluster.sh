@@ -4,7 +4,7 @@
 # nodes and a pod lifecycle (scripts/kwok/stages.yaml). Everything listens on 127.0.0.1 on free ports.
 # With KUEUE=1 it also runs Kueue's manager (sigs.k8s.io/kueue, built from scripts/kueue) against it.
 #
-# Usage: scripts/cluster.sh up | down | kubeconfig | status | kill COMPONENT | start kube-apiserver
+# Usage: scripts/cluster.sh up | down | kubeconfig | status | kill COMPONENT | start kube-apiserver | build
 #   up          build once (cached), start everything, create fake nodes; last stdout line = kubeconfig path.
 #               Safe to run again: a healthy cluster is reused (and its kwok-node-* count reconciled).
 #   down        stop exactly the processes `up` started and remove the state directory.
@@ -12,6 +12,7 @@
 #   status      say what runs (exit 0 if everything is up, 1 otherwise).
 #   kill C      SIGKILL one component (etcd, kube-apiserver, …, kueue): a crash, for fault tests.
 #   start C     start kube-apiserver again after `kill`, with the arguments `up` gave it; waits until it is ready.
+#   build       only build (and cache) what `up` runs, Kueue too with KUEUE=1; starts nothing.
 #
 # Environment:
 #   JOBSCHED_CACHE        cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/jobsched); binaries are kept in
@@ -796,8 +797,9 @@ main() {
 	status) cmd_status ;;
 	kill) cmd_kill "${2:-}" ;;
 	start) cmd_start "${2:-}" ;;
+	build) build_all ;;
 	*)
-		echo "usage: $0 up|down|kubeconfig|status|kill COMPONENT|start kube-apiserver" >&2
+		echo "usage: $0 up|down|kubeconfig|status|kill COMPONENT|start kube-apiserver|build" >&2
 		exit 2
 		;;
 	esac
