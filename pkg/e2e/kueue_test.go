@@ -17,6 +17,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,6 +39,7 @@ func TestKueue(t *testing.T) {
 	t.Run("bounded", func(t *testing.T) { testKueueBounded(t, kcfg) })
 	t.Run("priority", func(t *testing.T) { testKueuePriority(t, kcfg) })
 	t.Run("eviction", func(t *testing.T) { testKueueEviction(t, kcfg) })
+	t.Run("rbac", func(t *testing.T) { testKueueRBAC(t, kcfg) })
 }
 
 // kueueCluster starts the test's own control plane with Kueue and returns its kubeconfig.
@@ -493,6 +495,30 @@ func testKueueEviction(t *testing.T, kcfg string) {
 		}
 		return false
 	})
+	// status KEY shows the attempt's Workload with its Evicted condition.
+	r := k.jobsched("status", "--config", cfg, "-o", "json", "low-0")
+	var task struct {
+		State    string `json:"state"`
+		Attempts []struct {
+			Attempt  int `json:"attempt"`
+			Workload *struct {
+				Name       string `json:"name"`
+				Conditions []struct{ Type, Status, Reason string }
+			} `json:"kueueWorkload"`
+		} `json:"attempts"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &task); err != nil || r.code != 0 {
+		t.Fatalf("status low-0: exit %d, %v:\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	evictedSeen := false
+	if len(task.Attempts) == 1 && task.Attempts[0].Workload != nil {
+		for _, c := range task.Attempts[0].Workload.Conditions {
+			evictedSeen = evictedSeen || c.Type == "Evicted" && c.Status == "True"
+		}
+	}
+	if task.State != "queued" || !evictedSeen {
+		t.Errorf("status low-0: %s, want one attempt, queued, with its Workload's Evicted condition", r.stdout)
+	}
 	k.drain(cfg, 2, func(s summary) {
 		if s.Failed != 0 {
 			t.Errorf("a pass failed: %+v", s)
@@ -516,4 +542,33 @@ func testKueueEviction(t *testing.T, kcfg string) {
 	if admittedLow != 2 {
 		t.Errorf("the low row's Job was admitted %d times, want 2 (before and after its eviction); order %v", admittedLow, w.admitted)
 	}
+}
+
+// testKueueRBAC: the pass needs only the base Role (it counts queued Jobs from the Jobs); status with the base Role
+// alone says it cannot read Kueue's objects and still counts the suspended Job as queued; with the Role of
+// manifests/kueue added it gives Kueue's reason and the LocalQueue's counts.
+func testKueueRBAC(t *testing.T, kcfg string) {
+	k := newKueueEnv(t, kcfg, 1, false)
+	k.insert("row", 3)
+	cfg := k.config(config{duration: "30s"}, "  maxQueued: 2\n", "")
+	base, _ := shippedRules(t)
+	var kueueRole rbacv1.Role
+	pickDoc(t, kustomizeDocs(t, filepath.Join(manifestsDir, "kueue")), "Role", &kueueRole)
+
+	k.kcfg = k.asServiceAccount("base", base, nil)
+	if s := k.tick(cfg).summary(t); s.Created != 2 || s.Failed != 0 {
+		t.Fatalf("a tick with the base Role only: %+v, want 2 created (maxQueued: 2)", s)
+	}
+	k.eventually("one admitted, one queued, seen without Kueue's objects", time.Minute, func() bool {
+		st := k.status(cfg)
+		return st.States["queued"] == 1 && st.States["running"]+st.States["starting"] == 1 && st.Kueue != nil &&
+			strings.Contains(st.Kueue.Unavailable, "cannot list workloads") && queuedReason(st, "cannot be read")
+	})
+	k.kcfg = k.asServiceAccount("with-kueue", append(base, kueueRole.Rules...), nil)
+	// The LocalQueue's counts are Kueue's, updated by it a moment after it admits.
+	k.eventually("status with the Role of manifests/kueue: Kueue's reason and the LocalQueue's counts", time.Minute, func() bool {
+		st := k.status(cfg)
+		return st.Kueue != nil && st.Kueue.Unavailable == "" && st.Kueue.LocalQueue != nil && st.Kueue.LocalQueue.Found &&
+			st.Kueue.LocalQueue.Pending == 1 && st.Kueue.LocalQueue.Admitted == 1 && queuedReason(st, "no quota reserved")
+	})
 }
