@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
@@ -40,16 +41,23 @@ func TestKueue(t *testing.T) {
 	t.Run("priority", func(t *testing.T) { testKueuePriority(t, kcfg) })
 	t.Run("eviction", func(t *testing.T) { testKueueEviction(t, kcfg) })
 	t.Run("rbac", func(t *testing.T) { testKueueRBAC(t, kcfg) })
+	t.Run("multikueue", func(t *testing.T) { testMultiKueue(t, kcfg) })
 }
 
 // kueueCluster starts the test's own control plane with Kueue and returns its kubeconfig.
 func kueueCluster(t *testing.T) string {
 	t.Helper()
+	return kueueClusterIn(t, "JOBSCHED_KUEUE_CLUSTER_DIR", "cluster-kueue-test-")
+}
+
+// kueueClusterIn is kueueCluster with the state directory from variable env, else a new one named prefix-….
+func kueueClusterIn(t *testing.T, env, prefix string) string {
+	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := os.Getenv("JOBSCHED_KUEUE_CLUSTER_DIR")
+	dir := os.Getenv(env)
 	own := dir == ""
 	if own {
 		cache := os.Getenv("JOBSCHED_CACHE")
@@ -57,7 +65,7 @@ func kueueCluster(t *testing.T) string {
 			base, _ := os.UserCacheDir()
 			cache = filepath.Join(base, "jobsched")
 		}
-		dir = filepath.Join(cache, "cluster-kueue-test-"+randHex(3))
+		dir = filepath.Join(cache, prefix+randHex(3))
 	}
 	script := func(args ...string) string {
 		t.Helper()
@@ -572,3 +580,102 @@ func testKueueRBAC(t *testing.T, kcfg string) {
 			st.Kueue.LocalQueue.Pending == 1 && st.Kueue.LocalQueue.Admitted == 1 && queuedReason(st, "no quota reserved")
 	})
 }
+
+// testMultiKueue: jobsched runs against a MultiKueue manager; a second control plane with Kueue is its worker. The
+// manager's ClusterQueue has a MultiKueue AdmissionCheck, so Kueue's webhook gives each Job managedBy
+// kueue.x-k8s.io/multikueue and Kueue runs a copy on the worker (where its pod runs), mirroring its status back.
+// jobsched sees the manager's Job finish and deletes it; Kueue removes the worker's copy. Each row gets exactly one
+// Job on each cluster.
+func testMultiKueue(t *testing.T, kcfg string) {
+	workerKcfg := kueueClusterIn(t, "JOBSCHED_KUEUE_WORKER_CLUSTER_DIR", "cluster-kueue-worker-test-")
+	m := newKueueEnv(t, kcfg, 2, false)
+	// The worker: the same namespace and LocalQueue name (the Job is copied with its labels), quota, a node.
+	w := &kueueEnv{env: &env{t: t, ctx: m.ctx, db: m.db, ns: m.ns, pool: m.pool, table: m.table, dir: m.dir, kcfg: workerKcfg},
+		cq: m.cq, lq: m.lq, rf: m.rf}
+	wcfg, err := clientcmd.BuildConfigFromFlags("", workerKcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.kube, w.dyn = kubernetes.NewForConfigOrDie(wcfg), dynamic.NewForConfigOrDie(wcfg)
+	if _, err := w.kube.CoreV1().Namespaces().Create(m.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: m.ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.kube.CoreV1().Namespaces().Delete(context.Background(), m.ns, metav1.DeleteOptions{}) })
+	w.addNode("n0", "4", "8Gi", 110, nil)
+	w.create(gvrResourceFlavor, fmt.Sprintf("{apiVersion: kueue.x-k8s.io/v1beta2, kind: ResourceFlavor, metadata: {name: %s}}", w.rf))
+	w.create(gvrClusterQueue, fmt.Sprintf(`{apiVersion: kueue.x-k8s.io/v1beta2, kind: ClusterQueue, metadata: {name: %s}, spec: {namespaceSelector: {},
+  resourceGroups: [{coveredResources: [cpu, memory], flavors: [{name: %s, resources: [{name: cpu, nominalQuota: 200m}, {name: memory, nominalQuota: 128Mi}]}]}]}}`, w.cq, w.rf))
+	w.create(gvrLocalQueue, fmt.Sprintf("{apiVersion: kueue.x-k8s.io/v1beta2, kind: LocalQueue, metadata: {name: %s, namespace: %s}, spec: {clusterQueue: %s}}", w.lq, w.ns, w.cq))
+
+	// The manager: the worker's kubeconfig in a Secret in Kueue's namespace, the MultiKueue objects, and its
+	// ClusterQueue made to require the MultiKueue AdmissionCheck.
+	raw, err := os.ReadFile(workerKcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := m.pool + "-worker"
+	if _, err := m.kube.CoreV1().Secrets("kueue-system").Create(m.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret},
+		Data: map[string][]byte{"kubeconfig": raw}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = m.kube.CoreV1().Secrets("kueue-system").Delete(context.Background(), secret, metav1.DeleteOptions{})
+	})
+	m.create(gvrMultiKueueCluster, fmt.Sprintf("{apiVersion: kueue.x-k8s.io/v1beta2, kind: MultiKueueCluster, metadata: {name: %s}, spec: {clusterSource: {kubeConfig: {locationType: Secret, location: %s}}}}", m.pool, secret))
+	m.create(gvrMultiKueueConfig, fmt.Sprintf("{apiVersion: kueue.x-k8s.io/v1beta2, kind: MultiKueueConfig, metadata: {name: %s}, spec: {clusters: [%s]}}", m.pool, m.pool))
+	m.create(gvrAdmissionCheck, fmt.Sprintf("{apiVersion: kueue.x-k8s.io/v1beta2, kind: AdmissionCheck, metadata: {name: %s}, spec: {controllerName: kueue.x-k8s.io/multikueue, parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: %s}}}", m.pool, m.pool))
+	patch := fmt.Sprintf(`{"spec":{"admissionChecksStrategy":{"admissionChecks":[{"name":%q}]}}}`, m.pool)
+	if _, err := m.dyn.Resource(gvrClusterQueue).Patch(m.ctx, m.cq, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m.eventually("the MultiKueue AdmissionCheck Active", 2*time.Minute, func() bool {
+		ac, err := m.dyn.Resource(gvrAdmissionCheck).Get(m.ctx, m.pool, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		conds, _, _ := unstructured.NestedSlice(ac.Object, "status", "conditions")
+		for _, c := range conds {
+			if c, ok := c.(map[string]any); ok && c["type"] == "Active" && c["status"] == "True" {
+				return true
+			}
+		}
+		return false
+	})
+
+	keys := m.insert("row", 3)
+	cfg := m.config(config{duration: "2s"}, "  maxQueued: 3\n", "")
+	managerJobs, workerJobs := m.ledger(), w.ledger()
+	// The row's pod runs on the worker: that is where the stand-in worker looks.
+	w.worker()
+	m.drain(cfg, 3, func(s summary) {
+		if s.Failed != 0 {
+			t.Errorf("a pass failed: %+v", s)
+		}
+	})
+	for _, key := range keys {
+		mj, wj := managerJobs.first(key), workerJobs.first(key)
+		if n := managerJobs.created()[key]; n != 1 {
+			t.Errorf("row %s got %d Jobs on the manager, want 1", key, n)
+		}
+		if n := workerJobs.created()[key]; n != 1 {
+			t.Errorf("row %s got %d Jobs on the worker, want 1", key, n)
+		}
+		if mj == nil || mj.Spec.ManagedBy == nil || *mj.Spec.ManagedBy != "kueue.x-k8s.io/multikueue" {
+			t.Errorf("row %s: the manager's Job %v is not managed by MultiKueue", key, mj)
+		}
+		if mj != nil && wj != nil && mj.Name != wj.Name {
+			t.Errorf("row %s: the worker's Job is %s, the manager's %s", key, wj.Name, mj.Name)
+		}
+	}
+	// jobsched deleted the manager's finished Jobs; Kueue removes the worker's copies.
+	w.eventually("the worker's copies removed", 2*time.Minute, func() bool { return len(w.jobs()) == 0 })
+	for _, p := range m.pods() {
+		t.Errorf("pod %s ran on the manager; every pod belongs on the worker", p.Name)
+	}
+}
+
+var (
+	gvrMultiKueueCluster = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "multikueueclusters"}
+	gvrMultiKueueConfig  = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "multikueueconfigs"}
+	gvrAdmissionCheck    = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "admissionchecks"}
+)
