@@ -137,8 +137,12 @@ func printStatus(out io.Writer, st *report.Status) error {
 	}
 	fmt.Fprintf(w, "Scheduler:\t%s (namespace %s)\n", st.Scheduler, st.Namespace)
 	fmt.Fprintf(w, "Backlog:\t%s row(s) without a Job\n", backlog)
-	fmt.Fprintf(w, "Jobs:\t%d running, %d starting, %d unschedulable, %d succeeded (kept), %d in backoff, %d dead\n",
-		st.States[scheduler.StateRunning], st.States[scheduler.StateStarting], st.States[scheduler.StateUnschedulable],
+	queuedCount := ""
+	if n := st.States[scheduler.StateQueued]; n > 0 || st.Kueue != nil {
+		queuedCount = fmt.Sprintf(", %d queued", n)
+	}
+	fmt.Fprintf(w, "Jobs:\t%d running, %d starting, %d unschedulable%s, %d succeeded (kept), %d in backoff, %d dead\n",
+		st.States[scheduler.StateRunning], st.States[scheduler.StateStarting], st.States[scheduler.StateUnschedulable], queuedCount,
 		st.States[scheduler.StateSucceeded], st.States[scheduler.StateBackoff], st.States[scheduler.StateDead])
 	if k := st.Kueue; k != nil {
 		fmt.Fprintf(w, "Kueue:\t%d queued (limits.maxQueued %d)%s\n", k.Queued, k.MaxQueued, localQueue(k))

@@ -20,7 +20,7 @@ func TestPrintStatusKueue(t *testing.T) {
 		want []string
 	}{
 		{"counts", &report.KueueStatus{MaxQueued: 3, Queued: 1, LocalQueue: &kueue.LocalQueue{Name: "team-a", Found: true, ClusterQueue: "cq", Pending: 1, Admitted: 2}},
-			[]string{"1 queued (limits.maxQueued 3); LocalQueue team-a (ClusterQueue cq): 1 pending, 0 reserving, 2 admitted",
+			[]string{"0 unschedulable, 1 queued, 0 succeeded", "1 queued (limits.maxQueued 3); LocalQueue team-a (ClusterQueue cq): 1 pending, 0 reserving, 2 admitted",
 				"Queued in Kueue", `r-a-1  "a"   no quota reserved (Pending: insufficient unused quota for cpu in flavor default)`}},
 		{"no LocalQueue", &report.KueueStatus{MaxQueued: 3, Queued: 1, LocalQueue: &kueue.LocalQueue{Name: "team-a"}},
 			[]string{"LocalQueue team-a does not exist: Kueue admits none of the Jobs"}},
