@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jobsched/jobsched/pkg/config"
@@ -107,6 +108,8 @@ type globalOptions struct {
 	configFile string
 	kube       kube.Options
 	newKube    newKubeFunc
+	// newDynamic builds the client for Kueue's objects (limits.capacity: kueue); nil: none.
+	newDynamic func(kube.Options) (dynamic.Interface, error)
 	namespace  string
 	logLevel   string
 	logFormat  string
@@ -126,7 +129,7 @@ func newRootCmd(out, errOut io.Writer) *cobra.Command {
 }
 
 func newRoot(out, errOut io.Writer, newKube newKubeFunc) *cobra.Command {
-	g := &globalOptions{out: out, errOut: errOut, newKube: newKube}
+	g := &globalOptions{out: out, errOut: errOut, newKube: newKube, newDynamic: kube.NewDynamic}
 	cmd := &cobra.Command{
 		Use:   "jobsched",
 		Short: "Turn rows in a PostgreSQL table into Kubernetes Jobs, one Job per row, in one stateless pass",
@@ -321,6 +324,12 @@ func (g *globalOptions) newScheduler(cfg *config.Config, o schedulerOptions) (*s
 		s.Kube = c
 		if cfg.Namespace == "" {
 			cfg.Namespace = ns
+		}
+		if cfg.KueueMode() && g.newDynamic != nil {
+			if s.Dynamic, err = g.newDynamic(g.kube); err != nil {
+				closeFn()
+				return nil, nil, &config.Error{Err: err}
+			}
 		}
 	} else if cfg.Namespace == "" {
 		cfg.Namespace = "default"

@@ -137,9 +137,16 @@ func printStatus(out io.Writer, st *report.Status) error {
 	}
 	fmt.Fprintf(w, "Scheduler:\t%s (namespace %s)\n", st.Scheduler, st.Namespace)
 	fmt.Fprintf(w, "Backlog:\t%s row(s) without a Job\n", backlog)
-	fmt.Fprintf(w, "Jobs:\t%d running, %d starting, %d unschedulable, %d succeeded (kept), %d in backoff, %d dead\n",
-		st.States[scheduler.StateRunning], st.States[scheduler.StateStarting], st.States[scheduler.StateUnschedulable],
+	queuedCount := ""
+	if n := st.States[scheduler.StateQueued]; n > 0 || st.Kueue != nil {
+		queuedCount = fmt.Sprintf(", %d queued", n)
+	}
+	fmt.Fprintf(w, "Jobs:\t%d running, %d starting, %d unschedulable%s, %d succeeded (kept), %d in backoff, %d dead\n",
+		st.States[scheduler.StateRunning], st.States[scheduler.StateStarting], st.States[scheduler.StateUnschedulable], queuedCount,
 		st.States[scheduler.StateSucceeded], st.States[scheduler.StateBackoff], st.States[scheduler.StateDead])
+	if k := st.Kueue; k != nil {
+		fmt.Fprintf(w, "Kueue:\t%d queued (limits.maxQueued %d)%s\n", k.Queued, k.MaxQueued, localQueue(k))
+	}
 	fmt.Fprintf(w, "Retry:\t%d attempt(s) in all, backoff %s doubling to %s, dead kept %s\n", st.Retry.MaxAttempts,
 		st.Retry.Backoff, st.Retry.MaxBackoff, deadRetention(st.Retry.DeadRetention))
 	fmt.Fprintf(w, "Slots:\t%d (bound by %s)\n", st.Slots, printable(st.Limit))
@@ -176,10 +183,23 @@ func printStatus(out io.Writer, st *report.Status) error {
 			return err
 		}
 	}
-	var problems []scheduler.JobStatus
+	var problems, queued []scheduler.JobStatus
 	for _, j := range st.Jobs {
-		if j.State == scheduler.StateUnschedulable {
+		switch j.State {
+		case scheduler.StateUnschedulable:
 			problems = append(problems, j)
+		case scheduler.StateQueued:
+			queued = append(queued, j)
+		}
+	}
+	if len(queued) > 0 {
+		fmt.Fprintln(out, "\nQueued in Kueue (suspended until their Workload is admitted):")
+		fmt.Fprintln(w, "  JOB\tTASK\tWHY")
+		for _, j := range queued {
+			fmt.Fprintf(w, "  %s\t%q\t%s\n", j.Name, j.Key, j.Reason)
+		}
+		if err := w.Flush(); err != nil {
+			return err
 		}
 	}
 	if len(problems) > 0 {
@@ -241,6 +261,20 @@ func printTask(out io.Writer, v *report.TaskView) error {
 		}
 	}
 	return w.Flush()
+}
+
+// localQueue describes the LocalQueue's counts for the Kueue line.
+func localQueue(k *report.KueueStatus) string {
+	switch q := k.LocalQueue; {
+	case k.Unavailable != "":
+		return "; " + k.Unavailable
+	case q == nil:
+		return ""
+	case !q.Found:
+		return fmt.Sprintf("; LocalQueue %s does not exist: Kueue admits none of the Jobs", q.Name)
+	default:
+		return fmt.Sprintf("; LocalQueue %s (ClusterQueue %s): %d pending, %d reserving, %d admitted", q.Name, q.ClusterQueue, q.Pending, q.Reserving, q.Admitted)
+	}
 }
 
 func stamp(t *time.Time) string {

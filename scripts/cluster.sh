@@ -2,15 +2,17 @@
 # A real, local Kubernetes control plane for jobsched's tests: etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler built from source (no container engine or release download is available), plus kwok for fake
 # nodes and a pod lifecycle (scripts/kwok/stages.yaml). Everything listens on 127.0.0.1 on free ports.
+# With KUEUE=1 it also runs Kueue's manager (sigs.k8s.io/kueue, built from scripts/kueue) against it.
 #
-# Usage: scripts/cluster.sh up | down | kubeconfig | status | kill COMPONENT | start kube-apiserver
+# Usage: scripts/cluster.sh up | down | kubeconfig | status | kill COMPONENT | start kube-apiserver | build
 #   up          build once (cached), start everything, create fake nodes; last stdout line = kubeconfig path.
 #               Safe to run again: a healthy cluster is reused (and its kwok-node-* count reconciled).
 #   down        stop exactly the processes `up` started and remove the state directory.
 #   kubeconfig  print the kubeconfig path (exit 1 if the cluster is not up).
 #   status      say what runs (exit 0 if everything is up, 1 otherwise).
-#   kill C      SIGKILL one component (etcd, kube-apiserver, …): a crash, for fault tests.
+#   kill C      SIGKILL one component (etcd, kube-apiserver, …, kueue): a crash, for fault tests.
 #   start C     start kube-apiserver again after `kill`, with the arguments `up` gave it; waits until it is ready.
+#   build       only build (and cache) what `up` runs, Kueue too with KUEUE=1; starts nothing.
 #
 # Environment:
 #   JOBSCHED_CACHE        cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/jobsched); binaries are kept in
@@ -19,13 +21,20 @@
 #   NODES                 number of fake nodes kwok-node-0..N-1 (default 1)
 #   NODE_CPU NODE_MEM NODE_PODS   capacity and allocatable of each fake node (default 4, 8Gi, 110)
 #   JOBSCHED_AUDIT        1: the API server writes an audit log of every request on Jobs to $STATE/logs/audit.log
+#   KUEUE                 1: also build (cached in $JOBSCHED_CACHE/kueue-v0.19.2/) and start Kueue's manager: its
+#                         CRDs, its webhooks (served on 127.0.0.1, certificates made here) and the batch/job
+#                         integration; `up` returns once its webhooks answer. Unset: no Kueue is built or started
+#                         (a Kueue that an earlier KUEUE=1 `up` started is left running; `down` stops it).
 #
 # Progress goes to stderr; stdout carries only results, so `KUBECONFIG=$(scripts/cluster.sh up | tail -n1)` works.
 set -euo pipefail
 
 readonly K8S_VERSION=v1.37.2
 readonly KWOK_VERSION=v0.8.0
+readonly KUEUE_VERSION=v0.19.2
 readonly COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+# Components started only on request (KUEUE=1), so not part of "the cluster is running".
+readonly OPTIONAL_COMPONENTS=(kueue)
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 readonly SCRIPT_DIR
@@ -33,11 +42,13 @@ CACHE=${JOBSCHED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jobsched}
 readonly CACHE
 readonly K8S_BIN=$CACHE/k8s-$K8S_VERSION
 readonly KWOK_BIN=$CACHE/kwok-$KWOK_VERSION
+readonly KUEUE_BIN=$CACHE/kueue-$KUEUE_VERSION
 STATE=${JOBSCHED_CLUSTER_DIR:-$CACHE/cluster}
 readonly STATE
 readonly KUBECONFIG_FILE=$STATE/kubeconfig
 
 NODES=${NODES:-1}
+KUEUE=${KUEUE:-}
 NODE_CPU=${NODE_CPU:-4}
 NODE_MEM=${NODE_MEM:-8Gi}
 NODE_PODS=${NODE_PODS:-110}
@@ -49,6 +60,7 @@ die() { log "ERROR: $*"; exit 1; }
 binary_of() {
 	case $1 in
 	kwok) echo "$KWOK_BIN/kwok" ;;
+	kueue) echo "$KUEUE_BIN/kueue" ;;
 	*) echo "$K8S_BIN/$1" ;;
 	esac
 }
@@ -136,6 +148,31 @@ build_kwok() {
 	mv -f "$tmp/bin/kwok" "$KWOK_BIN/kwok"
 }
 
+# build_kueue: Kueue's manager from the tools module in scripts/kueue (Kueue's own go.mod decides the Kubernetes
+# libraries), plus the manifests `up` applies (CRDs, webhook configurations) copied out of the same module, so that
+# `up` needs no Go once the cache is filled.
+build_kueue() {
+	[[ -x $KUEUE_BIN/kueue && -f $KUEUE_BIN/config/components/webhook/manifests.yaml ]] && return 0
+	local tmp dir
+	mkdir -p "$KUEUE_BIN"
+	tmp=$(mktemp -d "$CACHE/.build-kueue.XXXXXX")
+	# shellcheck disable=SC2064 # expand $tmp now: it is local to this function.
+	trap "rm -rf '$tmp'; trap - RETURN" RETURN
+	log "building kueue $KUEUE_VERSION (sigs.k8s.io/kueue/cmd/kueue) into $KUEUE_BIN (~10 min the first time)"
+	(cd "$SCRIPT_DIR/kueue" && run_with_progress "kueue $KUEUE_VERSION" "$tmp/kueue.log" \
+		env GOWORK=off go build -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
+		-o "$tmp/kueue" sigs.k8s.io/kueue/cmd/kueue)
+	dir=$(cd "$SCRIPT_DIR/kueue" && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
+	[[ -d $dir/config/components/crd/bases ]] || die "no CRDs in the kueue module at $dir"
+	mkdir -p "$tmp/config/components/crd" "$tmp/config/components/webhook"
+	cp -r "$dir/config/components/crd/bases" "$tmp/config/components/crd/"
+	cp "$dir/config/components/webhook/manifests.yaml" "$tmp/config/components/webhook/"
+	chmod -R u+w "$tmp/config"
+	rm -rf "$KUEUE_BIN/config"
+	mv -f "$tmp/config" "$KUEUE_BIN/config"
+	mv -f "$tmp/kueue" "$KUEUE_BIN/kueue"
+}
+
 build_all() {
 	command -v go >/dev/null || die "go is not on PATH (needed once, to build the control plane)"
 	mkdir -p "$CACHE"
@@ -143,9 +180,10 @@ build_all() {
 	exec 8>"$CACHE/.build.lock"
 	flock -w 1800 8 || die "another build has held $CACHE/.build.lock for 30 min"
 	# Leftovers of an interrupted build (never trusted, only removed).
-	rm -rf "$CACHE"/.build-k8s.* "$CACHE"/.build-kwok.*
+	rm -rf "$CACHE"/.build-k8s.* "$CACHE"/.build-kwok.* "$CACHE"/.build-kueue.*
 	build_k8s
 	build_kwok
+	if [[ $KUEUE == 1 ]]; then build_kueue; fi
 	flock -u 8
 }
 
@@ -216,20 +254,28 @@ stop() {
 stop_all() {
 	[[ -d $STATE/pids ]] || return 0
 	# Clients first, then the apiserver, then etcd: nothing loses its server while it is still shutting down.
-	stop kwok kube-scheduler kube-controller-manager
+	stop kueue kwok kube-scheduler kube-controller-manager
 	stop kube-apiserver
 	stop etcd
 }
 
 # fail_component NAME MESSAGE: the clear error `up` ends with: what failed and the tail of its log. The processes
-# already started are stopped (the logs stay in $STATE/logs for a look; the next `up` starts clean).
+# already started are stopped (the logs stay in $STATE/logs for a look; the next `up` starts clean); a failing
+# Kueue stops only Kueue.
 fail_component() {
 	log "ERROR: $2"
 	if [[ -f $STATE/logs/$1.log ]]; then
 		log "last lines of $STATE/logs/$1.log:"
 		tail -n 25 "$STATE/logs/$1.log" >&2 || true
 	fi
-	stop_all
+	if [[ $1 == kueue ]]; then
+		# Only Kueue: the cluster stays usable, without webhooks that nothing answers.
+		stop kueue
+		kc delete mutatingwebhookconfiguration kueue-mutating-webhook-configuration --ignore-not-found >/dev/null 2>&1 || true
+		kc delete validatingwebhookconfiguration kueue-validating-webhook-configuration --ignore-not-found >/dev/null 2>&1 || true
+	else
+		stop_all
+	fi
 	exit 1
 }
 
@@ -440,11 +486,140 @@ start_apiserver() {
 		--service-account-signing-key-file "$STATE/certs/sa.key" "${audit[@]}"
 }
 
+# ---------------------------------------------------------------------------------------------------------------
+# Kueue (KUEUE=1). Its manager runs outside the cluster like the other components, so Kueue's own certificate
+# management (a certificate for the in-cluster Service kueue-webhook-service.kueue-system.svc, patched into the
+# webhook configurations) is off: the serving certificate for 127.0.0.1 is signed here by the cluster's CA, and each
+# webhook's clientConfig.url points at 127.0.0.1 with that CA as its caBundle (scripts/kueue/manifests.py).
+
+kueue_ready() {
+	[[ -f $STATE/kueue/ports.env ]] || return 1
+	# shellcheck source=/dev/null
+	source "$STATE/kueue/ports.env"
+	curl -fs --max-time 2 -o /dev/null "http://127.0.0.1:$KUEUE_HEALTH_PORT/readyz"
+}
+
+# kueue_webhooks_answer: the API server reaches Kueue's webhooks (a server-side dry run goes through them).
+kueue_webhooks_answer() {
+	kc create --dry-run=server -o name -f - <<'EOF'
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: cluster-sh-webhook-probe
+EOF
+}
+
+kueue_running() { component_alive kueue && kueue_ready; }
+
+# make_kueue_certs: the webhook's serving certificate for 127.0.0.1, signed by the cluster's CA. The manager also
+# insists on a metrics certificate at the fixed path /etc/kueue/metrics/certs when its own certificate management
+# is off; that path is provided inside its own mount namespace (start_kueue), so nothing is written to /etc.
+make_kueue_certs() {
+	local d=$STATE/kueue/certs m=$STATE/kueue/etc-upper/kueue/metrics/certs
+	mkdir -p "$d" "$m"
+	openssl req -newkey rsa:2048 -nodes -subj "/CN=kueue-webhook" -keyout "$d/tls.key" -out "$d/tls.csr" 2>/dev/null
+	cat >"$d/tls.ext" <<'EOF'
+basicConstraints=CA:FALSE
+keyUsage=digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,DNS:localhost
+EOF
+	openssl x509 -req -in "$d/tls.csr" -CA "$STATE/certs/ca.crt" -CAkey "$STATE/certs/ca.key" -CAcreateserial \
+		-days 3650 -extfile "$d/tls.ext" -out "$d/tls.crt" 2>/dev/null
+	chmod 600 "$d/tls.key"
+	cp -p "$d/tls.crt" "$d/tls.key" "$m/"
+}
+
+write_kueue_config() {
+	cat >"$STATE/kueue/config.yaml" <<EOF
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: kueue-system
+health:
+  healthProbeBindAddress: 127.0.0.1:$KUEUE_HEALTH_PORT
+metrics:
+  bindAddress: 127.0.0.1:$KUEUE_METRICS_PORT
+webhook:
+  host: 127.0.0.1
+  port: $KUEUE_WEBHOOK_PORT
+  certDir: $STATE/kueue/certs
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+clientConnection:
+  qps: 300
+  burst: 500
+integrations:
+  frameworks:
+  - batch/job
+featureGates:
+  # The on-demand visibility API is an aggregated API server (a Service behind an APIService): not served here.
+  VisibilityOnDemand: false
+EOF
+}
+
+# start_kueue: the manager detached like `start`, in a mount namespace of its own where /etc is an overlay holding
+# the metrics certificate at the path the manager hard-codes. unshare and sh exec into the manager, so the recorded
+# pid is the manager's; this returns once that exec happened.
+start_kueue() {
+	mkdir -p "$STATE/kueue/etc-work"
+	# shellcheck disable=SC2016 # $1.. are expanded by the inner sh.
+	KUBECONFIG=$KUBECONFIG_FILE setsid unshare --mount sh -c \
+		'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1,workdir=$2" /etc && shift 2 && exec "$@"' \
+		sh "$STATE/kueue/etc-upper" "$STATE/kueue/etc-work" "$KUEUE_BIN/kueue" --config "$STATE/kueue/config.yaml" \
+		</dev/null >>"$STATE/logs/kueue.log" 2>&1 8>&- 9>&- &
+	local pid=$! i
+	echo "$pid" >"$STATE/pids/kueue.pid"
+	for ((i = 0; i < 100; i++)); do
+		is_ours kueue "$pid" && return 0
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	fail_component kueue "kueue did not start (are 'unshare --mount' and an overlay mount of /etc allowed here?)"
+}
+
+# up_kueue: Kueue on the running cluster (unless it already runs): CRDs, the manager, then its webhooks. The
+# webhook configurations go in only once the manager is ready, since with failurePolicy Fail they would reject
+# every Job and Kueue object until it answers. Returns once the API server reaches the webhooks.
+up_kueue() {
+	if kueue_running; then
+		log "kueue already running"
+		return 0
+	fi
+	stop kueue
+	rm -rf "$STATE/kueue"
+	mkdir -p "$STATE/kueue"
+	local t0=$SECONDS KUEUE_WEBHOOK_PORT KUEUE_HEALTH_PORT KUEUE_METRICS_PORT
+	read -r KUEUE_WEBHOOK_PORT KUEUE_HEALTH_PORT KUEUE_METRICS_PORT < <(free_ports 3)
+	cat >"$STATE/kueue/ports.env" <<EOF
+KUEUE_WEBHOOK_PORT=$KUEUE_WEBHOOK_PORT
+KUEUE_HEALTH_PORT=$KUEUE_HEALTH_PORT
+KUEUE_METRICS_PORT=$KUEUE_METRICS_PORT
+EOF
+	make_kueue_certs
+	write_kueue_config
+	python3 "$SCRIPT_DIR/kueue/manifests.py" "$KUEUE_BIN" "https://127.0.0.1:$KUEUE_WEBHOOK_PORT" \
+		"$STATE/certs/ca.crt" "$STATE/kueue" || die "writing Kueue's manifests failed"
+	log "applying Kueue $KUEUE_VERSION CRDs"
+	# Server-side: the Workload CRD is larger than client-side apply's last-applied annotation allows.
+	kc apply --server-side --force-conflicts --field-manager cluster-sh -f "$STATE/kueue/crds.yaml" >/dev/null
+	kc wait --for=condition=Established --timeout=60s -f "$STATE/kueue/crds.yaml" >/dev/null
+	kc get namespace kueue-system >/dev/null 2>&1 || kc create namespace kueue-system >/dev/null
+	log "starting kueue (webhooks on https://127.0.0.1:$KUEUE_WEBHOOK_PORT)"
+	start_kueue
+	wait_for kueue 120 kueue_ready
+	kc apply --server-side --force-conflicts --field-manager cluster-sh -f "$STATE/kueue/webhooks.yaml" >/dev/null
+	wait_for kueue 60 kueue_webhooks_answer
+	log "kueue ready after $((SECONDS - t0))s"
+}
+
 # cmd_kill COMPONENT: SIGKILL that one component (a crash, for fault tests); only its recorded pid, only while it
 # runs our binary. Returns once it is gone.
 cmd_kill() {
 	local name=${1:-} pid i
-	[[ " ${COMPONENTS[*]} " == *" $name "* ]] || die "kill: unknown component '$name' (one of: ${COMPONENTS[*]})"
+	[[ " ${COMPONENTS[*]} ${OPTIONAL_COMPONENTS[*]} " == *" $name "* ]] ||
+		die "kill: unknown component '$name' (one of: ${COMPONENTS[*]} ${OPTIONAL_COMPONENTS[*]})"
 	pid=$(pid_of "$name") || die "kill: $name has no recorded pid"
 	is_ours "$name" "$pid" || die "kill: $name (pid $pid) is not running"
 	kill -KILL "$pid"
@@ -486,6 +661,7 @@ cmd_up() {
 	if cluster_running; then
 		log "cluster already running (state in $STATE)"
 		reconcile_nodes
+		if [[ $KUEUE == 1 ]]; then up_kueue; fi
 		print_kubeconfig
 		return 0
 	fi
@@ -547,6 +723,7 @@ EOF
 	component_alive kwok || fail_component kwok "kwok exited during startup"
 	reconcile_nodes
 	component_alive kwok || fail_component kwok "kwok exited during startup"
+	if [[ $KUEUE == 1 ]]; then up_kueue; fi
 	log "cluster up in $((SECONDS - t0))s; export KUBECONFIG=$KUBECONFIG_FILE"
 	print_kubeconfig
 }
@@ -593,6 +770,14 @@ cmd_status() {
 		source "$STATE/ports.env"
 		echo "ports: etcd $ETCD_PORT, apiserver $APISERVER_PORT, controller-manager $KCM_PORT, scheduler $SCHED_PORT, kwok $KWOK_PORT"
 	fi
+	if [[ $KUEUE == 1 || -f $STATE/pids/kueue.pid ]]; then
+		if kueue_running; then
+			echo "kueue: running (pid $(pid_of kueue), webhooks on https://127.0.0.1:$KUEUE_WEBHOOK_PORT)"
+		else
+			echo "kueue: NOT running"
+			ok=1
+		fi
+	fi
 	if apiserver_ready; then
 		echo "apiserver: ready (https://127.0.0.1:$APISERVER_PORT)"
 		echo "kubeconfig: $KUBECONFIG_FILE"
@@ -612,8 +797,9 @@ main() {
 	status) cmd_status ;;
 	kill) cmd_kill "${2:-}" ;;
 	start) cmd_start "${2:-}" ;;
+	build) build_all ;;
 	*)
-		echo "usage: $0 up|down|kubeconfig|status|kill COMPONENT|start kube-apiserver" >&2
+		echo "usage: $0 up|down|kubeconfig|status|kill COMPONENT|start kube-apiserver|build" >&2
 		exit 2
 		;;
 	esac

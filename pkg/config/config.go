@@ -24,6 +24,17 @@ const (
 	CapacityNodes Capacity = "nodes"
 	CapacityQuota Capacity = "quota"
 	CapacityOff   Capacity = "off"
+	// CapacityKueue leaves admission to Kueue: every Job carries kueue.localQueue's queue-name label, Kueue's
+	// webhook suspends it and Kueue admits it when its ClusterQueue has quota; jobsched bounds the Jobs that wait
+	// (limits.maxQueued) instead of fitting them onto nodes itself.
+	CapacityKueue Capacity = "kueue"
+)
+
+// Kueue's labels and the managedBy of its MultiKueue controller.
+const (
+	KueueQueueLabel    = "kueue.x-k8s.io/queue-name"
+	KueuePriorityLabel = "kueue.x-k8s.io/priority-class"
+	KueueMultiKueue    = "kueue.x-k8s.io/multikueue"
 )
 
 // Config is jobsched.yaml.
@@ -36,6 +47,8 @@ type Config struct {
 	Limits    Limits `json:"limits"`
 	GC        GC     `json:"gc"`
 	Retry     Retry  `json:"retry"`
+	// Kueue is read with limits.capacity: kueue only.
+	Kueue *Kueue `json:"kueue,omitempty"`
 
 	// Metrics says where each pass pushes its metrics.
 	Metrics Metrics `json:"metrics"`
@@ -75,6 +88,17 @@ type Limits struct {
 	BlockOnUnschedulable *bool    `json:"blockOnUnschedulable,omitempty"`
 	ReserveForTick       *bool    `json:"reserveForTick,omitempty"`
 	Capacity             Capacity `json:"capacity,omitempty"`
+	// MaxQueued bounds the Jobs Kueue holds suspended (limits.capacity: kueue); default maxPerTick.
+	MaxQueued *int `json:"maxQueued,omitempty"`
+}
+
+// Kueue says which Kueue LocalQueue the Jobs go to, and at which WorkloadPriorityClass.
+type Kueue struct {
+	LocalQueue string `json:"localQueue"`
+	// PriorityClass is the WorkloadPriorityClass of every Job; PriorityColumn, when set, names a column whose
+	// value is the row's own (an empty or NULL value falls back to PriorityClass).
+	PriorityClass  string `json:"priorityClass,omitempty"`
+	PriorityColumn string `json:"priorityColumn,omitempty"`
 }
 
 // Capacity is limits.capacity. YAML 1.1 reads a bare `off` as the boolean false, so false is taken as "off".
@@ -176,7 +200,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		}
 	}
 	if cfg.Job.Template != "" {
-		tpl, err := LoadTemplate(cfg.templatePath())
+		tpl, err := loadTemplate(cfg.templatePath(), cfg.KueueMode())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("job.template: %w", err))
 		} else {
@@ -300,10 +324,11 @@ func (c *Config) Validate() []error {
 		bad("limits.maxPerTick", "must not be negative")
 	}
 	switch c.Limits.Capacity {
-	case CapacityNodes, CapacityQuota, CapacityOff:
+	case CapacityNodes, CapacityQuota, CapacityOff, CapacityKueue:
 	default:
-		bad("limits.capacity", "%q is not one of nodes, quota, off", c.Limits.Capacity)
+		bad("limits.capacity", "%q is not one of nodes, quota, off, kueue", c.Limits.Capacity)
 	}
+	errs = append(errs, c.validateKueue()...)
 	if c.GC.SucceededRetention.Duration < 0 {
 		bad("gc.succeededRetention", "must not be negative")
 	}
@@ -375,6 +400,55 @@ func RedactURL(s string) string {
 	return prefix + "xxxxx" + s[at:]
 }
 
+// validateKueue checks the keys of limits.capacity: kueue: a LocalQueue is required, names must be label values,
+// and neither kueue.* nor limits.maxQueued means anything in another mode.
+func (c *Config) validateKueue() []error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if c.Limits.Capacity != CapacityKueue {
+		if c.Kueue != nil {
+			bad("kueue", "is read only with limits.capacity: kueue (it is %s)", c.Limits.Capacity)
+		}
+		if c.Limits.MaxQueued != nil {
+			bad("limits.maxQueued", "is read only with limits.capacity: kueue (it is %s)", c.Limits.Capacity)
+		}
+		return errs
+	}
+	if n := c.Limits.MaxQueued; n != nil && *n < 0 {
+		bad("limits.maxQueued", "must not be negative")
+	}
+	if c.Kueue == nil || c.Kueue.LocalQueue == "" {
+		bad("kueue.localQueue", "required with limits.capacity: kueue: the LocalQueue (in the Jobs' namespace) Kueue admits them from")
+		return errs
+	}
+	labelValue := func(key, v string) {
+		if v == "" {
+			return
+		}
+		if msgs := validation.IsDNS1123Subdomain(v); len(msgs) > 0 {
+			bad(key, "%q is not a valid name: %s", v, strings.Join(msgs, "; "))
+		} else if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+			bad(key, "%q is not a valid label value: %s", v, strings.Join(msgs, "; "))
+		}
+	}
+	labelValue("kueue.localQueue", c.Kueue.LocalQueue)
+	labelValue("kueue.priorityClass", c.Kueue.PriorityClass)
+	return errs
+}
+
+// KueueMode reports limits.capacity: kueue.
+func (c *Config) KueueMode() bool { return c.Limits.Capacity == CapacityKueue }
+
+// MaxQueued is limits.maxQueued, defaulting to limits.maxPerTick.
+func (c *Config) MaxQueued() int {
+	if c.Limits.MaxQueued != nil {
+		return *c.Limits.MaxQueued
+	}
+	return c.MaxPerTick()
+}
+
 func (c *Config) validateContainer() []error {
 	if c.Job.Container == "" {
 		return nil
@@ -416,7 +490,11 @@ func (c *Config) ReserveForTick() bool { return *c.Limits.ReserveForTick }
 
 // LoadTemplate reads a batch/v1 Job manifest and checks what jobsched relies on; the API server checks the rest
 // (see dry-run --server).
-func LoadTemplate(file string) (*batchv1.Job, error) {
+func LoadTemplate(file string) (*batchv1.Job, error) { return loadTemplate(file, false) }
+
+// loadTemplate is LoadTemplate; with kueue (limits.capacity: kueue) a suspended template and MultiKueue's managedBy
+// are accepted, since Kueue unsuspends the Jobs it admits and MultiKueue mirrors a worker's Job status back.
+func loadTemplate(file string, kueue bool) (*batchv1.Job, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
@@ -440,7 +518,7 @@ func LoadTemplate(file string) (*batchv1.Job, error) {
 	if job.Spec.Selector != nil || job.Spec.ManualSelector != nil {
 		bad("spec.selector", "must be empty: the Job controller generates it")
 	}
-	if job.Spec.Suspend != nil && *job.Spec.Suspend {
+	if job.Spec.Suspend != nil && *job.Spec.Suspend && !kueue {
 		bad("spec.suspend", "must not be true: a suspended Job never runs, and holds its task's slot and capacity until it is deleted")
 	}
 	if job.Spec.Parallelism != nil && *job.Spec.Parallelism == 0 {
@@ -449,9 +527,16 @@ func LoadTemplate(file string) (*batchv1.Job, error) {
 	if job.Spec.Completions != nil && *job.Spec.Completions == 0 {
 		bad("spec.completions", "must not be 0: such a Job does none of the task's work, and holds its task's slot until it is deleted")
 	}
-	if m := job.Spec.ManagedBy; m != nil && *m != "" && *m != batchv1.JobControllerName {
+	if m := job.Spec.ManagedBy; m != nil && *m != "" && *m != batchv1.JobControllerName && !(kueue && *m == KueueMultiKueue) {
 		bad("spec.managedBy", fmt.Sprintf("must be empty or %s, not %q: jobsched counts and retires Jobs as the Job "+
 			"controller runs them, and a Job another controller manages may never finish", batchv1.JobControllerName, *m))
+	}
+	for _, labels := range []map[string]string{job.Labels, job.Spec.Template.Labels} {
+		if _, ok := labels[KueueQueueLabel]; ok {
+			bad("metadata.labels", fmt.Sprintf("must not set %s: with limits.capacity: kueue jobsched sets it from "+
+				"kueue.localQueue; in another mode Kueue would hold the Jobs while jobsched counts them as starting", KueueQueueLabel))
+			break
+		}
 	}
 	if job.Spec.TTLSecondsAfterFinished != nil {
 		bad("spec.ttlSecondsAfterFinished", "must be empty: gc.succeededRetention and retry.deadRetention decide when finished Jobs go (a Job deleted early lets its row be retried)")

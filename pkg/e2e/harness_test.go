@@ -74,9 +74,15 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvOn(t, kubeconfig)
+}
+
+// newEnvOn is newEnv on the cluster of kubeconfig kcfg (a test's own control plane).
+func newEnvOn(t *testing.T, kcfg string) *env {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +98,7 @@ func newEnv(t *testing.T) *env {
 		id = id[len(id)-50:]
 	}
 	id = strings.Trim(id, "-")
-	e := &env{t: t, ctx: ctx, kube: kube, db: db, ns: "e2e-" + id, pool: id, table: "tasks_" + strings.ReplaceAll(id, "-", "_"), dir: t.TempDir(), kcfg: kubeconfig}
+	e := &env{t: t, ctx: ctx, kube: kube, db: db, ns: "e2e-" + id, pool: id, table: "tasks_" + strings.ReplaceAll(id, "-", "_"), dir: t.TempDir(), kcfg: kcfg}
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

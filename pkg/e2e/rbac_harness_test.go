@@ -44,7 +44,7 @@ func (e *env) asServiceAccount(name string, rules, clusterRules []rbacv1.PolicyR
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	admin, err := clientcmd.LoadFromFile(kubeconfig)
+	admin, err := clientcmd.LoadFromFile(e.kcfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}

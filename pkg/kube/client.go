@@ -4,6 +4,7 @@ package kube
 import (
 	"fmt"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -23,6 +24,35 @@ type Options struct {
 // --context given) it uses the pod's service account; otherwise --kubeconfig, else $KUBECONFIG, else ~/.kube/config.
 // Lists are asked for as protobuf, which is smaller and cheaper to decode than JSON.
 func NewClient(o Options) (kubernetes.Interface, string, error) {
+	cfg, namespace, err := restConfig(o)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	return c, namespace, nil
+}
+
+// NewDynamic returns a client for objects jobsched has no Go types for (Kueue's), found the way NewClient finds
+// the cluster. Custom resources are served as JSON only.
+func NewDynamic(o Options) (dynamic.Interface, error) {
+	cfg, _, err := restConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	c, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the dynamic Kubernetes client: %w", err)
+	}
+	return c, nil
+}
+
+// restConfig is the client configuration and the namespace of its context.
+func restConfig(o Options) (*rest.Config, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.Kubeconfig
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context})
@@ -48,11 +78,5 @@ func NewClient(o Options) (kubernetes.Interface, string, error) {
 		cfg.QPS = -1 // client-go: a negative QPS means no rate limiter (0 would mean its default of 5)
 	}
 	cfg.UserAgent = "jobsched/" + version.Get().Version
-	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, "", fmt.Errorf("building the Kubernetes client: %w", err)
-	}
-	return c, namespace, nil
+	return cfg, namespace, nil
 }

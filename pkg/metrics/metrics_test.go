@@ -88,7 +88,7 @@ func plan() *scheduler.Plan {
 func TestPush(t *testing.T) {
 	states := func(v string) []string {
 		var out []string
-		for _, s := range []string{"backoff", "dead", "running", "starting", "succeeded", "unschedulable"} {
+		for _, s := range []string{"backoff", "dead", "queued", "running", "starting", "succeeded", "unschedulable"} {
 			out = append(out, fmt.Sprintf(`jobsched_jobs{state=%q} %s`, s, v))
 		}
 		return out
@@ -105,6 +105,7 @@ func TestPush(t *testing.T) {
 		"jobsched_pass_failed_writes{} 2",
 		`jobsched_jobs{state="backoff"} 0`,
 		`jobsched_jobs{state="dead"} 0`,
+		`jobsched_jobs{state="queued"} 0`,
 		`jobsched_jobs{state="running"} 1`,
 		`jobsched_jobs{state="starting"} 0`,
 		`jobsched_jobs{state="succeeded"} 1`,
@@ -159,6 +160,7 @@ func TestPush(t *testing.T) {
 				"jobsched_pass_failed_writes{} 0",
 				`jobsched_jobs{state="backoff"} 0`,
 				`jobsched_jobs{state="dead"} 0`,
+				`jobsched_jobs{state="queued"} 0`,
 				`jobsched_jobs{state="running"} 1`,
 				`jobsched_jobs{state="starting"} 0`,
 				`jobsched_jobs{state="succeeded"} 1`,

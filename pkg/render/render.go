@@ -164,6 +164,9 @@ func (r *Renderer) Job(row rows.Row, attempt int) (*batchv1.Job, error) {
 		(*meta)[LabelTask] = TaskLabel(row.Key)
 		(*meta)[LabelAttempt] = strconv.Itoa(attempt)
 	}
+	if err := kueueLabels(cfg, row, job); err != nil {
+		return nil, err
+	}
 	for _, meta := range []*map[string]string{&job.Annotations, &job.Spec.Template.Annotations} {
 		if *meta == nil {
 			*meta = map[string]string{}
@@ -181,6 +184,32 @@ func (r *Renderer) Job(row rows.Row, attempt int) (*batchv1.Job, error) {
 		return nil, &RowError{Key: row.Key, Reason: fmt.Sprintf("the Job would be %d bytes; etcd takes at most about %d", size, MaxJobBytes)}
 	}
 	return job, nil
+}
+
+// kueueLabels puts the Job into kueue.localQueue (limits.capacity: kueue), at the row's WorkloadPriorityClass
+// (kueue.priorityColumn) or else kueue.priorityClass. Kueue reads both labels from the Job itself.
+func kueueLabels(cfg *config.Config, row rows.Row, job *batchv1.Job) error {
+	if !cfg.KueueMode() || cfg.Kueue == nil {
+		return nil
+	}
+	job.Labels[config.KueueQueueLabel] = cfg.Kueue.LocalQueue
+	class := cfg.Kueue.PriorityClass
+	if col := cfg.Kueue.PriorityColumn; col != "" {
+		i := columnIndex(row.Columns, col)
+		if i < 0 {
+			return &config.Error{Err: fmt.Errorf("%s: kueue.priorityColumn: the query returns no column %q", cfg.File, col)}
+		}
+		if c := row.Columns[i]; !c.Null && c.Value != "" {
+			if msgs := append(validation.IsDNS1123Subdomain(c.Value), validation.IsValidLabelValue(c.Value)...); len(msgs) > 0 {
+				return &RowError{Key: row.Key, Reason: fmt.Sprintf("kueue.priorityColumn %q: %q is not a WorkloadPriorityClass name (%s)", col, c.Value, strings.Join(msgs, "; "))}
+			}
+			class = c.Value
+		}
+	}
+	if class != "" {
+		job.Labels[config.KueuePriorityLabel] = class
+	}
+	return nil
 }
 
 // Env is the environment a Job for attempt n of row gets from jobsched (as written into the Job: every $ doubled).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/kueue"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -45,7 +46,9 @@ type Status struct {
 	Limit         string           `json:"limit"`
 	Blocked       string           `json:"blocked,omitempty"`
 	Capacity      *capacity.Report `json:"capacity,omitempty"`
-	Retry         RetryPolicy      `json:"retry"`
+	// Kueue is the Kueue mode's view: Jobs queued against limits.maxQueued and the LocalQueue's counts.
+	Kueue *KueueStatus `json:"kueue,omitempty"`
+	Retry RetryPolicy  `json:"retry"`
 	// Query is what the query doctor says about the pass's read (EXPLAIN, never run); nil without a database.
 	Query *QueryFinding `json:"query,omitempty"`
 	// Backoff are the tasks waiting for their next attempt, Dead those with none left.
@@ -80,7 +83,28 @@ func retryPolicy(cfg *config.Config) RetryPolicy {
 
 // States are the states Status counts, in the order it shows them (superseded Jobs are deleted by the pass).
 var States = []State{scheduler.StateRunning, scheduler.StateStarting, scheduler.StateUnschedulable,
-	scheduler.StateSucceeded, scheduler.StateBackoff, scheduler.StateDead}
+	scheduler.StateQueued, scheduler.StateSucceeded, scheduler.StateBackoff, scheduler.StateDead}
+
+// KueueStatus is what status shows of Kueue (limits.capacity: kueue): how many Jobs wait in it against
+// limits.maxQueued, the LocalQueue's own counts, and why Kueue's objects could not be read, if so.
+type KueueStatus struct {
+	MaxQueued   int               `json:"maxQueued"`
+	Queued      int               `json:"queued"`
+	LocalQueue  *kueue.LocalQueue `json:"localQueue,omitempty"`
+	Unavailable string            `json:"unavailable,omitempty"`
+}
+
+// kueueStatus is the Kueue section of status (nil outside the Kueue mode).
+func kueueStatus(cfg *config.Config, p *scheduler.Plan, obs *scheduler.Observation) *KueueStatus {
+	if !cfg.KueueMode() {
+		return nil
+	}
+	ks := &KueueStatus{MaxQueued: cfg.MaxQueued(), Queued: p.Queued()}
+	if obs.Kueue != nil {
+		ks.LocalQueue, ks.Unavailable = obs.Kueue.LocalQueue, obs.Kueue.Unavailable
+	}
+	return ks
+}
 
 // decide observes the cluster whole and decides as the next pass would (capacity fitted).
 func decide(ctx context.Context, s *scheduler.Scheduler) (*scheduler.Plan, *scheduler.Observation, error) {
@@ -93,13 +117,13 @@ func decide(ctx context.Context, s *scheduler.Scheduler) (*scheduler.Plan, *sche
 
 // StatusOf observes the cluster, decides the pass and counts the backlog; it reads no row and writes nothing.
 func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
-	p, _, err := decide(ctx, s)
+	p, obs, err := decide(ctx, s)
 	if err != nil {
 		return nil, err
 	}
 	st := &Status{APIVersion: StatusAPIVersion, Kind: StatusKind, Scheduler: p.Scheduler, Namespace: p.Namespace,
 		States: map[State]int{}, Unfinished: p.Unfinished, Slots: p.Slots, Limit: p.Limit, Blocked: p.Blocked,
-		Capacity: p.Capacity, Retry: retryPolicy(s.Config), Backoff: []Task{}, Dead: []Task{}, Jobs: p.Jobs}
+		Capacity: p.Capacity, Kueue: kueueStatus(s.Config, p, obs), Retry: retryPolicy(s.Config), Backoff: []Task{}, Dead: []Task{}, Jobs: p.Jobs}
 	for _, state := range States {
 		st.States[state] = p.Count(state)
 	}

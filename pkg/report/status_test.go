@@ -42,7 +42,7 @@ func TestStatusCounts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := map[State]int{scheduler.StateRunning: 1, scheduler.StateStarting: 0, scheduler.StateUnschedulable: 0, scheduler.StateSucceeded: 0, scheduler.StateBackoff: 0, scheduler.StateDead: 1}
+			want := map[State]int{scheduler.StateRunning: 1, scheduler.StateStarting: 0, scheduler.StateUnschedulable: 0, scheduler.StateQueued: 0, scheduler.StateSucceeded: 0, scheduler.StateBackoff: 0, scheduler.StateDead: 1}
 			if diff := cmp.Diff(want, st.States); diff != "" {
 				t.Errorf("states (-want +got):\n%s", diff)
 			}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/kueue"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
@@ -41,6 +42,8 @@ type TaskView struct {
 type TaskAttempt struct {
 	JobStatus
 	Pods []TaskPod `json:"pods"`
+	// Workload is the attempt's Kueue Workload and its conditions (limits.capacity: kueue).
+	Workload *kueue.Workload `json:"kueueWorkload,omitempty"`
 }
 
 // TaskPod is one pod of an attempt.
@@ -69,7 +72,11 @@ func TaskViewOf(ctx context.Context, s *scheduler.Scheduler, key string) (*TaskV
 		if j.Key != key {
 			continue
 		}
-		v.Attempts = append(v.Attempts, TaskAttempt{JobStatus: j, Pods: pods[j.Name]})
+		a := TaskAttempt{JobStatus: j, Pods: pods[j.Name]}
+		if obs.Kueue != nil {
+			a.Workload = obs.Kueue.Workloads[j.UID]
+		}
+		v.Attempts = append(v.Attempts, a)
 		if newest == nil || j.Attempt > newest.Attempt {
 			newest = &j
 		}
@@ -120,6 +127,8 @@ func taskWhy(s *scheduler.Scheduler, p *scheduler.Plan, now time.Time, newest *J
 		return string(j.State), fmt.Sprintf("attempt %d (Job %s) is %s", j.Attempt, j.Name, j.State)
 	case scheduler.StateUnschedulable:
 		return string(j.State), fmt.Sprintf("attempt %d (Job %s) waits for room: %s", j.Attempt, j.Name, j.Reason)
+	case scheduler.StateQueued:
+		return string(j.State), fmt.Sprintf("attempt %d (Job %s) waits in Kueue: %s", j.Attempt, j.Name, j.Reason)
 	case scheduler.StateSucceeded:
 		if selected {
 			return string(j.State), fmt.Sprintf("attempt %d succeeded, but the query still selects the row: the worker did not close it (a worker bug)", j.Attempt)

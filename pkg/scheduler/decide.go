@@ -46,7 +46,7 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 		gone := job.Deleting // being deleted already: never again
 		cond := job.Finished
 		if cond == nil {
-			p.unfinished(&st, job, podsByJob[job.UID])
+			p.unfinished(&st, job, podsByJob[job.UID], obs)
 			if key != "" {
 				p.exclude = append(p.exclude, key)
 			}
@@ -108,8 +108,12 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 }
 
 // unfinished fills st for a Job with neither condition: it holds a slot.
-func (p *Plan) unfinished(st *JobStatus, job JobSummary, pods []PodSummary) {
+func (p *Plan) unfinished(st *JobStatus, job JobSummary, pods []PodSummary, obs *Observation) {
 	p.Unfinished++
+	if job.Suspended {
+		p.queue(st, job, obs)
+		return
+	}
 	switch {
 	case len(pods) > 0:
 		st.State = StateStarting // Pending: waiting for the scheduler, or pulling and starting on its node
@@ -130,7 +134,7 @@ func (p *Plan) unfinished(st *JobStatus, job JobSummary, pods []PodSummary) {
 	}
 }
 
-// room sets Slots = min(maxActive − unfinished, maxPerTick) and says what bound it; when no Job may be created,
+// room sets Slots = min(maxActive − unfinished, maxPerTick, and with Kueue maxQueued − queued) and says what bound it; when no Job may be created,
 // Blocked says why.
 func (p *Plan) room(cfg *config.Config, obs *Observation) {
 	if cfg.BlockOnUnschedulable() && p.Unschedulable > 0 {
@@ -144,6 +148,7 @@ func (p *Plan) room(cfg *config.Config, obs *Observation) {
 		p.Slots = max(free, 0)
 		p.Limit = fmt.Sprintf("limits.maxActive: %d of %d unfinished", p.Unfinished, cfg.MaxActive())
 	}
+	p.boundByQueue(cfg)
 	switch {
 	case obs.Held != nil: // another pass holds the guard (a Lease): this one creates nothing
 		p.block("not the holder: " + obs.Held.Error())
@@ -160,7 +165,7 @@ func (p *Plan) room(cfg *config.Config, obs *Observation) {
 // holds it, and returns the new plan (p is not changed). A plan blocked for a reason capacity cannot change (an
 // Unschedulable pod, pods or guard unknown) is returned as it is; capacity that could not be observed blocks it.
 func (p *Plan) Fit(cfg *config.Config, obs *Observation) *Plan {
-	if p.hard || cfg.Limits.Capacity == config.CapacityOff {
+	if p.hard || cfg.Limits.Capacity == config.CapacityOff || cfg.KueueMode() { // with Kueue, Kueue decides what fits
 		return p
 	}
 	q := *p

@@ -35,7 +35,10 @@
 //     (the garbage collector removes the pods) and a UID precondition, so a Job that a concurrent pass has just
 //     re-created under the same name is never deleted.
 //   - Unfinished Jobs count against `maxActive`: running, starting (no pod yet, waiting for the scheduler, pulling
-//     or starting on a node), or unschedulable. Pods that are scheduled but still starting do not block.
+//     or starting on a node), unschedulable, or queued (suspended: Kueue holds it; an evicted and requeued Job is
+//     queued again, not failed, and costs no attempt). Pods that are scheduled but still starting do not block.
+//   - With limits.capacity: kueue the room is also bounded by maxQueued − queued, and capacity is not fitted (Kueue's
+//     quota decides what runs); blockOnUnschedulable still applies to the pods of admitted Jobs.
 //   - Excluded keys: every unfinished Job's, every kept failed Job's and every succeeded Job's key is excluded
 //     from the read, so a row is never given a second Job while its Job exists, and bad rows never take a slot. A
 //     row still selected while its Job has succeeded is a worker bug: it is warned with its key and gets no second

@@ -16,6 +16,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/kueue"
 	"github.com/jobsched/jobsched/pkg/render"
 )
 
@@ -35,6 +36,9 @@ type Observation struct {
 	CapacityErr error
 	// Held is the Guard's refusal, when a Guard is set and this pass did not get it.
 	Held error
+	// Kueue is what Kueue says of the Jobs (limits.capacity: kueue): read by the reports, never by a pass, which
+	// decides from the Jobs alone (a Job Kueue holds is suspended).
+	Kueue *kueue.Snapshot
 }
 
 // Observe reads the cluster once, whole (this scheduler's Jobs, its Pending pods, then what capacity needs), or
@@ -49,6 +53,9 @@ func (s *Scheduler) Observe(ctx context.Context) (*Observation, error) {
 	}
 	if obs.Capacity, obs.CapacityErr = s.readCapacity(ctx); obs.CapacityErr != nil {
 		return nil, obs.CapacityErr
+	}
+	if obs.Kueue, err = s.readKueue(ctx); err != nil {
+		return nil, err
 	}
 	return obs, nil
 }
@@ -121,7 +128,7 @@ func (s *Scheduler) listPendingPods(ctx context.Context) ([]PodSummary, error) {
 
 // readCapacity reads what limits.capacity needs (nil when it is off or the pass is offline).
 func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error) {
-	if s.Kube == nil || s.Config.Limits.Capacity == config.CapacityOff {
+	if s.Kube == nil || s.Config.Limits.Capacity == config.CapacityOff || s.Config.KueueMode() {
 		return nil, nil
 	}
 	snap, err := capacity.Observe(ctx, s.Kube, s.Config.Namespace, capacity.Options{Mode: capacity.Mode(s.Config.Limits.Capacity), Template: s.Config.Template, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoTick: !s.Config.ReserveForTick()})
@@ -139,6 +146,7 @@ type JobSummary struct {
 	Key        string // annotation jobsched.io/task-key ("" on a Job made by hand)
 	Attempt    int    // label jobsched.io/attempt; 1 when absent (Jobs made before retries existed)
 	Deleting   bool   // it has a deletionTimestamp
+	Suspended  bool   // spec.suspend: Kueue holds it (or, in another mode, whoever suspended it)
 	Active     int32
 	PodsPerJob int        // min(parallelism, completions): the pods it runs at once
 	Finished   *Condition // its Complete or Failed condition, when True
@@ -162,7 +170,8 @@ type PodSummary struct {
 // SummarizeJob keeps what the plan needs of job.
 func SummarizeJob(job *batchv1.Job) JobSummary {
 	s := JobSummary{Name: job.Name, UID: job.UID, Key: job.Annotations[render.AnnotationTaskKey], Attempt: 1,
-		Deleting: job.DeletionTimestamp != nil, Active: job.Status.Active, PodsPerJob: capacity.PodsPerJob(job)}
+		Deleting: job.DeletionTimestamp != nil, Suspended: job.Spec.Suspend != nil && *job.Spec.Suspend,
+		Active: job.Status.Active, PodsPerJob: capacity.PodsPerJob(job)}
 	if n, err := strconv.Atoi(job.Labels[render.LabelAttempt]); err == nil && n > 1 {
 		s.Attempt = n
 	}

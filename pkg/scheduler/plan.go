@@ -19,6 +19,7 @@ const (
 	StateRunning       State = "running"       // a pod runs
 	StateStarting      State = "starting"      // no pod yet, or a pod waits for the scheduler or starts on its node
 	StateUnschedulable State = "unschedulable" // a pod is PodScheduled=False, reason Unschedulable
+	StateQueued        State = "queued"        // suspended: Kueue holds it until its Workload is admitted (or again, evicted)
 	StateSucceeded     State = "succeeded"     // condition Complete
 	StateBackoff       State = "backoff"       // condition Failed, and the task has attempts left: it waits, then is retried
 	StateDead          State = "dead"          // condition Failed, no attempt left (or failed by its podFailurePolicy)
@@ -46,8 +47,10 @@ type JobStatus struct {
 	// RetryAt is when a task in backoff may get its next attempt (it then competes for a slot like any row).
 	RetryAt *time.Time `json:"retryAt,omitempty"`
 	// Delete says this pass deletes the Job, and why.
-	Delete string    `json:"delete,omitempty"`
-	UID    types.UID `json:"-"`
+	Delete string `json:"delete,omitempty"`
+	// Workload is the Kueue Workload of a queued Job, when the reports could read it.
+	Workload string    `json:"workload,omitempty"`
+	UID      types.UID `json:"-"`
 }
 
 // Create is a Job the plan creates for a row. Supersedes is the failed attempt it retries: deleted once this one
@@ -92,6 +95,8 @@ type Plan struct {
 	// succeeded, dead and due are the keys this pass asks the source about in one read: a succeeded task whose row
 	// is still selected is a worker bug; a dead task, or one due for a retry, whose row is gone loses its Job.
 	succeeded, dead, due []string
+	// queued counts the unfinished Jobs that are suspended (StateQueued).
+	queued int
 	// unboundPods are this scheduler's pods bound to no node yet, podlessPods the pods its unfinished Jobs with no
 	// pod yet will make: both will take room that the nodes still show as free.
 	unboundPods, podlessPods int

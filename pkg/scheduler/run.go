@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jobsched/jobsched/pkg/config"
@@ -48,8 +49,11 @@ type Guard interface {
 // Scheduler runs passes for one configuration. Kube is nil when the pass is offline (the cluster is taken as empty);
 // Source is nil for gc. Timeout bounds a whole pass (0: no bound beyond the caller's context).
 type Scheduler struct {
-	Config   *config.Config
-	Kube     kubernetes.Interface
+	Config *config.Config
+	Kube   kubernetes.Interface
+	// Dynamic reads Kueue's objects for the reports (limits.capacity: kueue); nil: they cannot say why Kueue holds
+	// a Job.
+	Dynamic  dynamic.Interface
 	Source   rows.Source
 	Renderer *render.Renderer
 	Now      func() time.Time
