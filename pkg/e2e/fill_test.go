@@ -3,10 +3,16 @@
 package e2e
 
 import (
+	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // The end of a `tick --fill-for` invocation: one log line, "fill ended", says why.
@@ -241,4 +247,43 @@ func TestFillRacing(t *testing.T) {
 		t.Errorf("%d Jobs were unfinished at once, want at most 2 × maxActive = %d", p, 2*maxActive)
 	}
 	t.Logf("peak unfinished Jobs: %d (maxActive %d)", l.peakUnfinished(), maxActive)
+}
+
+// TestCronJobCoversTheSchedule: the shipped CronJob runs tick with --fill-for, and its activeDeadlineSeconds lies
+// above what a run may last (--fill-for, then a last pass of at most --timeout, then its reports: the backlog count
+// and the metrics push, 10 s each, and the Events, 5 s) and below the schedule's period, so that a run ends before
+// the next is due.
+func TestCronJobCoversTheSchedule(t *testing.T) {
+	data, err := os.ReadFile("../../manifests/base/cronjob.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cj batchv1.CronJob
+	if err := yaml.UnmarshalStrict(data, &cj); err != nil {
+		t.Fatal(err)
+	}
+	args := cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args
+	flag := func(name string) time.Duration {
+		i := slices.Index(args, name)
+		if i < 0 || i+1 == len(args) {
+			t.Fatalf("the CronJob's args %v lack %s", args, name)
+		}
+		d, err := time.ParseDuration(args[i+1])
+		if err != nil {
+			t.Fatalf("%s %q: %v", name, args[i+1], err)
+		}
+		return d
+	}
+	fill, timeout := flag("--fill-for"), flag("--timeout")
+	var every int
+	if _, err := fmt.Sscanf(cj.Spec.Schedule, "*/%d * * * *", &every); err != nil {
+		t.Fatalf("schedule %q is not */N * * * *: %v", cj.Spec.Schedule, err)
+	}
+	period := time.Duration(every) * time.Minute
+	const reports = 25 * time.Second
+	deadline := time.Duration(*cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds) * time.Second
+	if fill <= 0 || deadline <= fill+timeout+reports || deadline >= period {
+		t.Errorf("activeDeadlineSeconds %s: want above --fill-for %s + --timeout %s + reports %s and below the schedule's %s",
+			deadline, fill, timeout, reports, period)
+	}
 }
