@@ -70,7 +70,8 @@ type invocation struct {
 	passes     int
 	created    int
 	code       int
-	lastPass   string // its last pass done line (refill, blocked)
+	lastPass   string  // its last pass done line (refill, blocked)
+	rssMB      float64 // its peak resident set (getrusage ru_maxrss)
 }
 
 func (b *bench) drain() error {
@@ -271,6 +272,9 @@ func (b *bench) drainTick(cfgFile string, args []string, t0 time.Time) (*exec.Cm
 	go func() {
 		err := cmd.Wait()
 		inv.end = time.Since(t0)
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			inv.rssMB = float64(ru.Maxrss) * 1024 / 1e6 // kilobytes on Linux
+		}
 		if ee, ok := err.(*exec.ExitError); ok {
 			inv.code = ee.ExitCode()
 		}
@@ -429,10 +433,10 @@ func (b *bench) writeDrainResults(runs []drainRun, rows int, dur, every, ideal t
 	}
 	for _, r := range runs {
 		fmt.Fprintf(&w, "\n%s, each invocation (seconds from the first tick's start):\n\n", r.variant.what)
-		fmt.Fprintln(&w, "| started | ended | exit | passes | Jobs created | its last pass |")
-		fmt.Fprintln(&w, "|--:|--:|--:|--:|--:|---|")
+		fmt.Fprintln(&w, "| started | ended | exit | passes | Jobs created | peak RSS | its last pass |")
+		fmt.Fprintln(&w, "|--:|--:|--:|--:|--:|--:|---|")
 		for _, inv := range r.invocations {
-			fmt.Fprintf(&w, "| %.1f | %.1f | %d | %d | %d | %s |\n", inv.start.Seconds(), inv.end.Seconds(), inv.code, inv.passes, inv.created, inv.lastPass)
+			fmt.Fprintf(&w, "| %.1f | %.1f | %d | %d | %d | %.1f MB | %s |\n", inv.start.Seconds(), inv.end.Seconds(), inv.code, inv.passes, inv.created, inv.rssMB, inv.lastPass)
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
