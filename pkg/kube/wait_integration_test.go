@@ -4,7 +4,6 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -62,7 +61,8 @@ func complete(t *testing.T, ctx context.Context, c kubernetes.Interface, job *ba
 
 // TestWaitJobEndRealServer: on a real API server, a wait from a list's resourceVersion sleeps through a new Job,
 // a change to and the delete of a Job that had finished when listed, and wakes when a listed Job completes; a Job
-// deleted unfinished wakes it too; a resourceVersion the server no longer keeps is ErrExpired.
+// deleted unfinished wakes it too. (A 410 Gone is TestWaitJobEnd's: on a young cluster etcd still keeps every
+// revision, so no resourceVersion is reliably expired here.)
 func TestWaitJobEndRealServer(t *testing.T) {
 	c, ns := realCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -117,10 +117,5 @@ func TestWaitJobEndRealServer(t *testing.T) {
 	}
 	if r := <-woke; r.err != nil || r.name != "added" {
 		t.Fatalf("woke with %q, %v; want added (deleted unfinished)", r.name, r.err)
-	}
-
-	// resourceVersion 1 is long gone from the API server's watch cache: 410 Gone.
-	if _, err := WaitJobEnd(ctx, jobs, sel, "1", nil); !errors.Is(err, ErrExpired) {
-		t.Fatalf("a wait from resourceVersion 1: %v, want ErrExpired", err)
 	}
 }
