@@ -143,6 +143,7 @@ func (p *Plan) room(cfg *config.Config, obs *Observation) {
 	if free := cfg.MaxActive() - p.Unfinished; free < p.Slots {
 		p.Slots = max(free, 0)
 		p.Limit = fmt.Sprintf("limits.maxActive: %d of %d unfinished", p.Unfinished, cfg.MaxActive())
+		p.roomBound = true
 	}
 	switch {
 	case obs.Held != nil: // another pass holds the guard (a Lease): this one creates nothing
@@ -174,6 +175,7 @@ func (p *Plan) Fit(cfg *config.Config, obs *Observation) *Plan {
 		if rep.Fit >= 0 && rep.Fit < q.Slots {
 			q.Slots = rep.Fit
 			q.Limit = "capacity: " + rep.Binding
+			q.roomBound = true
 		}
 		if q.Slots <= 0 {
 			q.block(q.Limit)

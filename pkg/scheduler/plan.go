@@ -97,6 +97,8 @@ type Plan struct {
 	unboundPods, podlessPods int
 	// hard says Blocked has a cause that capacity cannot change (see Fit).
 	hard bool
+	// roomBound says the slots were bound by room a finishing Job frees: limits.maxActive, the nodes or the quota.
+	roomBound bool
 }
 
 // job finds an existing Job by name (p.Jobs is sorted by name).
