@@ -199,9 +199,15 @@ func (b *bench) drainOnce(v drainVariant, rows int, dur, every time.Duration) (d
 	r.makespan = lastComplete.Sub(t0)
 	mu.Unlock()
 	r.load = loadAvg()
-	if proc != nil { // the last invocation may still wait for rows that are gone: the CronJob's deadline would end it
-		_ = proc.Process.Signal(syscall.SIGTERM)
-		r.invocations = append(r.invocations, <-procDone)
+	if proc != nil { // the last invocation ends by itself once a pass finds the backlog empty; past its schedule, SIGTERM
+		select {
+		case inv := <-procDone:
+			r.invocations = append(r.invocations, inv)
+		case <-time.After(every):
+			progress("    the last invocation still runs a schedule after the drain: SIGTERM")
+			_ = proc.Process.Signal(syscall.SIGTERM)
+			r.invocations = append(r.invocations, <-procDone)
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -237,6 +243,9 @@ func follow[L metav1.ListInterface, T any](ctx context.Context, c kube.Collectio
 				continue
 			}
 			for ev := range w.ResultChan() {
+				if ev.Type == watch.Error && ctx.Err() != nil {
+					return // the variant is over
+				}
 				if ev.Type == watch.Error { // expired, most likely: on from now (the bench misses what happened since)
 					if l, err := c.List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
 						rv = l.GetResourceVersion()
