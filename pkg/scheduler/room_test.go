@@ -41,7 +41,9 @@ func TestResultRoom(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxActive, c.Limits.MaxPerTick = ptr(tc.maxActive), ptr(tc.maxPerTick) })
+			cfg := testConfig(t, func(c *config.Config) {
+				c.Limits.MaxActive, c.Limits.MaxPerTick = ptr(tc.maxActive), ptr(tc.maxPerTick)
+			})
 			client := fake.NewClientset(tc.objs...)
 			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			res, err := s.Run(context.Background(), Execute)
