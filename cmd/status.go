@@ -137,6 +137,7 @@ func printStatus(out io.Writer, st *report.Status) error {
 	}
 	fmt.Fprintf(w, "Scheduler:\t%s (namespace %s)\n", st.Scheduler, st.Namespace)
 	fmt.Fprintf(w, "Backlog:\t%s row(s) without a Job\n", backlog)
+	fmt.Fprintf(w, "Drain:\t%s\n", st.Drain.Message)
 	fmt.Fprintf(w, "Jobs:\t%d running, %d starting, %d unschedulable, %d succeeded (kept), %d in backoff, %d dead\n",
 		st.States[scheduler.StateRunning], st.States[scheduler.StateStarting], st.States[scheduler.StateUnschedulable],
 		st.States[scheduler.StateSucceeded], st.States[scheduler.StateBackoff], st.States[scheduler.StateDead])

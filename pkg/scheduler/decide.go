@@ -42,7 +42,7 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 	}
 	for _, job := range obs.Jobs {
 		key := job.Key
-		st := JobStatus{Name: job.Name, Key: key, Attempt: job.Attempt, UID: job.UID}
+		st := JobStatus{Name: job.Name, Key: key, Attempt: job.Attempt, UID: job.UID, StartedAt: job.StartedAt}
 		gone := job.Deleting // being deleted already: never again
 		cond := job.Finished
 		if cond == nil {

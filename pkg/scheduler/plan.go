@@ -42,6 +42,7 @@ type JobStatus struct {
 	Attempt    int        `json:"attempt"`
 	State      State      `json:"state"`
 	Reason     string     `json:"reason,omitempty"`     // failure reason, or why a pod is unschedulable
+	StartedAt  *time.Time `json:"startedAt,omitempty"`  // status.startTime
 	FinishedAt *time.Time `json:"finishedAt,omitempty"` // the Complete/Failed condition's time
 	// RetryAt is when a task in backoff may get its next attempt (it then competes for a slot like any row).
 	RetryAt *time.Time `json:"retryAt,omitempty"`
