@@ -21,8 +21,8 @@ var examples = map[string]string{
 	"tick": `  # One pass with ./jobsched.yaml against the current kubeconfig context; the DSN from $DATABASE_URL
   jobsched tick
 
-  # As the CronJob runs it: the mounted config, JSON logs
-  jobsched tick --config /etc/jobsched/jobsched.yaml --log-format json
+  # As the CronJob runs it: the mounted config, JSON logs, refilling the room its Jobs free for 2 minutes
+  jobsched tick --config /etc/jobsched/jobsched.yaml --log-format json --fill-for 2m --timeout 20s
 
   # Another cluster and namespace
   jobsched tick --config jobsched.yaml --context prod -n batch`,

@@ -137,6 +137,7 @@ func printStatus(out io.Writer, st *report.Status) error {
 	}
 	fmt.Fprintf(w, "Scheduler:\t%s (namespace %s)\n", st.Scheduler, st.Namespace)
 	fmt.Fprintf(w, "Backlog:\t%s row(s) without a Job\n", backlog)
+	fmt.Fprintf(w, "Drain:\t%s\n", st.Drain.Message)
 	queuedCount := ""
 	if n := st.States[scheduler.StateQueued]; n > 0 || st.Kueue != nil {
 		queuedCount = fmt.Sprintf(", %d queued", n)

@@ -2,15 +2,20 @@ package cmd
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/events"
+	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/metrics"
+	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
@@ -23,12 +28,86 @@ const (
 )
 
 func newTickCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	var fillFor time.Duration
+	cmd := &cobra.Command{
 		Use:   "tick",
 		Short: "One full pass: delete finished Jobs, then create a Job for each new row there is room for",
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return g.executePass(cmd.Context(), false) },
+		Long: `tick runs one full pass: it deletes finished Jobs, then creates a Job for each new row there is room for.
+With --fill-for, while a pass was bound by room (capacity, the quota, limits.maxActive) and rows still wait, it
+waits for one of its Jobs to finish and runs the next pass, until that time has passed, the backlog is empty, a pass
+is blocked (an Unschedulable pod) or it is told to stop.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if fillFor < 0 {
+				return usageError{fmt.Errorf("--fill-for: must not be negative, not %s", fillFor)}
+			}
+			return g.executeTick(cmd.Context(), fillFor)
+		},
 	}
+	cmd.Flags().DurationVar(&fillFor, "fill-for", 0, "after a pass bound by room, wait for a Job to finish and refill, for this long (0: one pass)")
+	return cmd
+}
+
+// executeTick is tick: one pass, or with fillFor the passes of a filler, each one whole (its deletes, observation,
+// pass done line, Events and metrics push), with one client, database pool and Events recorder for them all.
+func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) error {
+	if fillFor == 0 {
+		return g.executePass(ctx, false)
+	}
+	cfg, err := g.loadConfig()
+	if err != nil {
+		return err
+	}
+	s, closeFn, err := g.newScheduler(cfg, schedulerOptions{source: true})
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	s.BeforeCreates = gcForCreates()
+	rec := events.New(ctx, s.Kube, events.Options{Namespace: cfg.Namespace, Pod: events.PodFromEnv(os.Getenv)})
+	s.Events = rec
+	defer rec.Close(eventsFlush)
+	jobs := s.Kube.BatchV1().Jobs(cfg.Namespace)
+	sel := labels.SelectorFromSet(labels.Set{render.LabelScheduler: cfg.Name}).String()
+	f := filler{fillFor: fillFor, now: time.Now,
+		pass: func(ctx context.Context, refill int) fillPass {
+			if refill > 0 {
+				gcForListing() // the creates of the pass before collect at their own pace
+			}
+			log := zerolog.Ctx(ctx).With().Int("refill", refill).Logger()
+			ctx = log.WithContext(ctx)
+			start := time.Now()
+			res, err := s.Run(ctx, scheduler.Execute)
+			if url := g.pushgatewayURL(cfg); url != "" {
+				pushMetrics(ctx, s, url, scheduler.Execute, res.Plan, res.Summary, err, time.Since(start))
+			}
+			return fillPassOf(res, err)
+		},
+		wait: func(ctx context.Context, rv string, finished map[types.UID]bool) (string, error) {
+			return kube.WaitJobEnd(ctx, jobs, sel, rv, finished)
+		},
+	}
+	return f.run(ctx)
+}
+
+// fillPassOf is what the fill loop needs of a pass's result.
+func fillPassOf(res scheduler.Result, err error) fillPass {
+	p := fillPass{err: err, rv: res.JobsResourceVersion, limit: res.Limit(), room: res.RoomBound(),
+		rowsWait: res.RowsWait, finished: map[types.UID]bool{}}
+	if res.HardBlocked() || (res.Plan == nil && res.Blocked() != "") {
+		p.blocked = res.Blocked()
+	}
+	if res.Plan == nil {
+		return p
+	}
+	// A pass with no room read no row: whether rows wait, the pass after a Job's end tells.
+	p.rowsWait = p.rowsWait || (p.room && res.Plan.Slots == 0)
+	for _, j := range res.Plan.Jobs {
+		if j.FinishedAt != nil {
+			p.finished[j.UID] = true
+		}
+	}
+	return p
 }
 
 // executePass is tick, and gc when gcOnly: the pass with its writes. gc opens no database and lists only Jobs.

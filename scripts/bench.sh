@@ -8,19 +8,24 @@
 #   peak RSS vs Jobs       `jobsched dry-run` (built as the Dockerfile builds it) under /usr/bin/time -v with 1,000 /
 #                          10,000 / 100,000 Jobs of its scheduler (made directly by a bare client), without and with
 #                          GOMEMLIMIT as the CronJob sets it, the median of 3 runs;
-#   read vs excluded keys  the pass's read with 10 and with 5,000 keys excluded.
-# It starts its own cluster in its own state dir (never the one tests use) and stops it at the end; the cluster's
-# controller-manager is stopped first, so that the Jobs make no pods and the cluster stays quiet. The tables it
-# makes in the shared PostgreSQL are dropped at the end.
+#   read vs excluded keys  the pass's read with 10 and with 5,000 keys excluded;
+#   the drain              12 rows through a node that fits 2 pods of 20 s, a tick every 60 s as a */1 CronJob
+#                          (Forbid) would start them: one pass per tick, and --fill-for 50s, against the ideal
+#                          makespan; written to scripts/bench/results/drain.md (BENCH_DRAIN_RESULTS) as well.
+# It starts its own cluster in its own state dir (never the one tests use) and stops it at the end. The drain runs
+# first, with the whole cluster; then the controller-manager is stopped, so that the Jobs of the other parts make no
+# pods and the cluster stays quiet. The tables it makes in the shared PostgreSQL are dropped at the end.
 #
 #   scripts/bench.sh > table.md                      # the README's table (about 35 minutes on 2 cores)
 #   BENCH_JOBS=1000,10000 BENCH_CREATES=10,1000 scripts/bench.sh   # smaller
 #   BENCH_ONLY=backlog,excluded KEEP=1 scripts/bench.sh   # some parts; KEEP=1 keeps the cluster, its Jobs, the tables
+#   BENCH_ONLY=drain scripts/bench.sh                # the drain alone (about 8 minutes)
 #
 # Environment: BENCH_JOBS, BENCH_CREATES (comma-separated sizes), BENCH_BACKLOG (default 1000000), BENCH_ROUNDS
 # (alternating rounds of each create size, default 5), BENCH_CREATE_BUDGET (seconds that making the RSS rows' Jobs
 # may take, default 900: past it the row is measured at what was made, and says so), BENCH_ONLY (parts, comma-
-# separated: calls, backlog, creates, RSS, excluded), KEEP=1.
+# separated: calls, backlog, creates, RSS, excluded, drain), BENCH_DRAIN_ROWS (12), BENCH_DRAIN_TASK_SECONDS (20),
+# BENCH_DRAIN_SCHEDULE_SECONDS (60), BENCH_DRAIN_FILL_SECONDS (50), BENCH_DRAIN_RESULTS, KEEP=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE=${JOBSCHED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jobsched}
@@ -34,11 +39,6 @@ trap cleanup EXIT
 
 KUBECONFIG=$(NODES=0 scripts/cluster.sh up | tail -n 1)
 export KUBECONFIG
-pidfile=$JOBSCHED_CLUSTER_DIR/pids/kube-controller-manager.pid
-if [[ -f $pidfile ]] && pid=$(cat "$pidfile") && [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == */kube-controller-manager ]]; then
-	kill -TERM "$pid"
-	echo "[bench] stopped the controller-manager (pid $pid): the Jobs make no pods" >&2
-fi
 JOBSCHED_BENCH_DSN=$(scripts/postgres.sh up | tail -n 1)
 export JOBSCHED_BENCH_DSN
 # Built as the Dockerfile builds it (static, stripped): the RSS rows measure the binary that ships.
@@ -47,8 +47,26 @@ go build -o "$work/bench" ./scripts/bench
 export JOBSCHED_BIN=$work/jobsched
 
 pg=$("$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/postgres" --version 2>/dev/null || echo "PostgreSQL ?")
-echo "Machine: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo);" \
-	"$(go version | cut -d' ' -f3), kube-apiserver $("$CACHE"/k8s-v1.37.2/kube-apiserver --version | cut -d' ' -f2), $pg;" \
-	"everything on the same machine; $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD)."
+commit=$(git rev-parse --short HEAD)
+if [[ -n $(git status --porcelain --untracked-files=no) ]]; then commit="$commit with uncommitted changes"; fi
+BENCH_MACHINE="Machine: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo);\
+ $(go version | cut -d' ' -f3), kube-apiserver $("$CACHE"/k8s-v1.37.2/kube-apiserver --version | cut -d' ' -f2), $pg;\
+ everything on the same machine; $(date -u +%Y-%m-%d), commit $commit."
+export BENCH_MACHINE
+echo "$BENCH_MACHINE"
 echo
+
+# The drain first: its Jobs must make pods, so it runs while the controller-manager does.
+only=${BENCH_ONLY:-}
+if [[ -z $only || ,$only, == *,drain,* ]]; then
+	"$work/bench" drain
+	echo
+fi
+if [[ -n $only && $only == drain ]]; then exit 0; fi
+
+pidfile=$JOBSCHED_CLUSTER_DIR/pids/kube-controller-manager.pid
+if [[ -f $pidfile ]] && pid=$(cat "$pidfile") && [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == */kube-controller-manager ]]; then
+	kill -TERM "$pid"
+	echo "[bench] stopped the controller-manager (pid $pid): the Jobs make no pods" >&2
+fi
 "$work/bench"

@@ -172,7 +172,7 @@ func TestChartDefaults(t *testing.T) {
 		t.Errorf("image %q, want %q (the chart's appVersion)", got, want)
 	}
 	if cj.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || *cj.Spec.StartingDeadlineSeconds != 60 || *cj.Spec.JobTemplate.Spec.BackoffLimit != 0 ||
-		*cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds != 150 || *cj.Spec.JobTemplate.Spec.TTLSecondsAfterFinished != 3600 || pod.RestartPolicy != corev1.RestartPolicyNever {
+		*cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds != 170 || *cj.Spec.JobTemplate.Spec.TTLSecondsAfterFinished != 3600 || pod.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("the CronJob's policies differ from the kustomize base's: %+v", cj.Spec)
 	}
 	// Hardened by default: the restricted Pod Security Standard.

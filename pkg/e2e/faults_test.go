@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"net"
 	"os"
 	"os/exec"
@@ -73,7 +72,7 @@ func (e *env) finished(config string, n int) {
 }
 
 // start runs jobsched with DATABASE_URL set to dsn, in the background.
-func (e *env) start(dsn string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+func (e *env) start(dsn string, args ...string) (*exec.Cmd, *lockedBuffer) {
 	e.t.Helper()
 	cmd := exec.Command(binary, append([]string{"--kubeconfig", e.kcfg, "--log-format", "json"}, args...)...)
 	var env []string
@@ -83,13 +82,13 @@ func (e *env) start(dsn string, args ...string) (*exec.Cmd, *bytes.Buffer) {
 		}
 	}
 	cmd.Env = append(env, "DATABASE_URL="+dsn)
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
+	errOut := &lockedBuffer{}
+	cmd.Stderr = errOut
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { _ = cmd.Process.Kill() })
-	return cmd, &errOut
+	return cmd, errOut
 }
 
 func exitCode(err error) int {

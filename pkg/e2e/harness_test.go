@@ -372,15 +372,18 @@ func unschedulable(p *corev1.Pod) bool {
 	return false
 }
 
-// ledger records every Job ever created in the namespace, from a watch started before the first tick.
+// ledger records every Job ever created in the namespace, from a watch started before the first tick, and the
+// most Jobs that were unfinished at once.
 type ledger struct {
-	mu    sync.Mutex
-	byKey map[string][]*batchv1.Job // task key → every Job created for it
+	mu         sync.Mutex
+	byKey      map[string][]*batchv1.Job // task key → every Job created for it
+	unfinished map[string]bool           // Job names without a Complete or Failed condition, now
+	peak       int                       // the most unfinished Jobs at once
 }
 
 func (e *env) ledger() *ledger {
 	e.t.Helper()
-	l := &ledger{byKey: map[string][]*batchv1.Job{}}
+	l := &ledger{byKey: map[string][]*batchv1.Job{}, unfinished: map[string]bool{}}
 	list, err := e.kube.BatchV1().Jobs(e.ns).List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
@@ -399,12 +402,18 @@ func (e *env) ledger() *ledger {
 					continue
 				}
 				rv = job.ResourceVersion
+				l.mu.Lock()
 				if ev.Type == watch.Added {
-					l.mu.Lock()
 					key := job.Annotations[render.AnnotationTaskKey]
 					l.byKey[key] = append(l.byKey[key], job)
-					l.mu.Unlock()
 				}
+				if ev.Type == watch.Deleted || jobFinished(job) {
+					delete(l.unfinished, job.Name)
+				} else if ev.Type == watch.Added || ev.Type == watch.Modified {
+					l.unfinished[job.Name] = true
+					l.peak = max(l.peak, len(l.unfinished))
+				}
+				l.mu.Unlock()
 			}
 		}
 	}()
@@ -420,6 +429,51 @@ func (l *ledger) created() map[string]int {
 		out[k] = len(jobs)
 	}
 	return out
+}
+
+// peakUnfinished is the most Jobs that were unfinished at once.
+func (l *ledger) peakUnfinished() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.peak
+}
+
+// unschedulableEver watches the namespace's pods from now on and returns how many were ever Unschedulable so far.
+func (e *env) unschedulableEver() func() int {
+	e.t.Helper()
+	list, err := e.kube.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	rv := list.ResourceVersion
+	go func() {
+		for e.ctx.Err() == nil {
+			w, err := e.kube.CoreV1().Pods(e.ns).Watch(e.ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+			if err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			for ev := range w.ResultChan() {
+				pod, ok := ev.Object.(*corev1.Pod)
+				if !ok {
+					continue
+				}
+				rv = pod.ResourceVersion
+				if unschedulable(pod) {
+					mu.Lock()
+					seen[pod.Name] = true
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen)
+	}
 }
 
 func (l *ledger) first(key string) *batchv1.Job {
@@ -468,6 +522,7 @@ func (e *env) dump() {
 
 // summary is the pass's closing log line.
 type summary struct {
+	Refill         int    `json:"refill"` // tick --fill-for: 0 for the first pass, then 1, 2, …
 	Selected       int    `json:"selected"`
 	Created        int    `json:"created"`
 	AlreadyPresent int    `json:"alreadyPresent"`
@@ -490,6 +545,60 @@ func (r result) summary(t *testing.T) summary {
 	}
 	t.Fatalf("no summary line in:\n%s", r.stderr)
 	return summary{}
+}
+
+// summaries are all the pass done lines, in order.
+func (r result) summaries(t *testing.T) []summary {
+	t.Helper()
+	var out []summary
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if strings.Contains(line, `"message":"pass done"`) {
+			var s summary
+			if err := json.Unmarshal([]byte(line), &s); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// logLine is the first log line with message msg, decoded, or nil.
+func (r result) logLine(t *testing.T, msg string) map[string]any {
+	t.Helper()
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if strings.Contains(line, `"message":`+strconvQuote(msg)) {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+	}
+	return nil
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// lockedBuffer is a process's stderr that a test may read while the process still writes it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // waitJobs waits until n of the namespace's Jobs have condition cond (Complete or Failed).

@@ -56,6 +56,8 @@ type Status struct {
 	Dead    []Task      `json:"dead"`
 	Jobs    []JobStatus `json:"jobs"`
 	Next    string      `json:"next"`
+	// Drain is how long the backlog will take at the rate this scheduler's Jobs have been succeeding.
+	Drain scheduler.DrainEstimate `json:"drain"`
 }
 
 // RetryPolicy is the configuration's retry section, as status shows it.
@@ -143,6 +145,13 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 		return nil, err
 	}
 	st.Backlog, st.BacklogCapped = min(n, BacklogCap), n > BacklogCap
+	var runs []scheduler.Run
+	for _, j := range p.Jobs {
+		if j.State == scheduler.StateSucceeded && j.StartedAt != nil && j.FinishedAt != nil {
+			runs = append(runs, scheduler.Run{Start: *j.StartedAt, End: *j.FinishedAt})
+		}
+	}
+	st.Drain = scheduler.EstimateDrain(st.Backlog, st.BacklogCapped, s.Now().UTC(), runs)
 	st.Query = s.Explain(ctx, p)
 	deletes := len(p.Deletes())
 	switch {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -96,5 +97,30 @@ func TestBacklog(t *testing.T) {
 				t.Errorf("Backlog = %d, capped %v; want %d, capped %v", rows, capped, tt.wantRows, tt.wantCapped)
 			}
 		})
+	}
+}
+
+// TestStatusDrain: status estimates the backlog's drain from the succeeded Jobs it lists (their startTime and
+// Complete condition): two that each ran 10 minutes and ended 5 and 15 minutes ago, started 25 minutes ago at the
+// earliest, make 2 in 25 minutes; 6 rows then take 75 minutes. A failed Job does not count.
+func TestStatusDrain(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) { c.GC.SucceededRetention = metav1.Duration{Duration: time.Hour} })
+	ran := func(key string, cond batchv1.JobConditionType, ended time.Duration) *batchv1.Job {
+		j := job(key, cond, ended)
+		start := metav1.NewTime(now.Add(-ended - 10*time.Minute))
+		j.Status.StartTime = &start
+		return j
+	}
+	client := fake.NewClientset(ran("a", batchv1.JobComplete, 5*time.Minute), ran("b", batchv1.JobComplete, 15*time.Minute),
+		ran("f", batchv1.JobFailed, time.Minute))
+	s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor("r1", "r2", "r3", "r4", "r5", "r6")},
+		Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	st, err := StatusOf(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "backlog 6 rows, about 75 min at the rate of the last 25 min (2 Jobs succeeded, 5 an hour)"
+	if st.Drain.Message != want || st.Drain.Succeeded != 2 || st.Drain.Seconds == nil || *st.Drain.Seconds != 75*60 {
+		t.Errorf("drain %+v, want %q", st.Drain, want)
 	}
 }

@@ -42,7 +42,7 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 	}
 	for _, job := range obs.Jobs {
 		key := job.Key
-		st := JobStatus{Name: job.Name, Key: key, Attempt: job.Attempt, UID: job.UID}
+		st := JobStatus{Name: job.Name, Key: key, Attempt: job.Attempt, UID: job.UID, StartedAt: job.StartedAt}
 		gone := job.Deleting // being deleted already: never again
 		cond := job.Finished
 		if cond == nil {
@@ -147,6 +147,7 @@ func (p *Plan) room(cfg *config.Config, obs *Observation) {
 	if free := cfg.MaxActive() - p.Unfinished; free < p.Slots {
 		p.Slots = max(free, 0)
 		p.Limit = fmt.Sprintf("limits.maxActive: %d of %d unfinished", p.Unfinished, cfg.MaxActive())
+		p.roomBound = true
 	}
 	p.boundByQueue(cfg)
 	switch {
@@ -179,6 +180,7 @@ func (p *Plan) Fit(cfg *config.Config, obs *Observation) *Plan {
 		if rep.Fit >= 0 && rep.Fit < q.Slots {
 			q.Slots = rep.Fit
 			q.Limit = "capacity: " + rep.Binding
+			q.roomBound = true
 		}
 		if q.Slots <= 0 {
 			q.block(q.Limit)

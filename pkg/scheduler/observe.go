@@ -150,6 +150,7 @@ type JobSummary struct {
 	Active     int32
 	PodsPerJob int        // min(parallelism, completions): the pods it runs at once
 	Finished   *Condition // its Complete or Failed condition, when True
+	StartedAt  *time.Time // status.startTime, UTC (nil before the Job controller starts it)
 }
 
 // Condition is a Job's Complete or Failed condition.
@@ -174,6 +175,10 @@ func SummarizeJob(job *batchv1.Job) JobSummary {
 		Active: job.Status.Active, PodsPerJob: capacity.PodsPerJob(job)}
 	if n, err := strconv.Atoi(job.Labels[render.LabelAttempt]); err == nil && n > 1 {
 		s.Attempt = n
+	}
+	if st := job.Status.StartTime; st != nil {
+		t := st.UTC()
+		s.StartedAt = &t
 	}
 	for _, c := range job.Status.Conditions {
 		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {

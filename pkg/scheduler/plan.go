@@ -43,6 +43,7 @@ type JobStatus struct {
 	Attempt    int        `json:"attempt"`
 	State      State      `json:"state"`
 	Reason     string     `json:"reason,omitempty"`     // failure reason, or why a pod is unschedulable
+	StartedAt  *time.Time `json:"startedAt,omitempty"`  // status.startTime
 	FinishedAt *time.Time `json:"finishedAt,omitempty"` // the Complete/Failed condition's time
 	// RetryAt is when a task in backoff may get its next attempt (it then competes for a slot like any row).
 	RetryAt *time.Time `json:"retryAt,omitempty"`
@@ -102,6 +103,8 @@ type Plan struct {
 	unboundPods, podlessPods int
 	// hard says Blocked has a cause that capacity cannot change (see Fit).
 	hard bool
+	// roomBound says the slots were bound by room a finishing Job frees: limits.maxActive, the nodes or the quota.
+	roomBound bool
 }
 
 // job finds an existing Job by name (p.Jobs is sorted by name).

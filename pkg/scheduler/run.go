@@ -93,6 +93,14 @@ func (r Result) Limit() string {
 // Blocked is why the pass could create nothing ("" when it could).
 func (r Result) Blocked() string { return r.Summary.Blocked }
 
+// RoomBound says the slots were bound by room that a finishing Job frees (limits.maxActive, the nodes, the quota),
+// not by limits.maxPerTick or the backlog.
+func (r Result) RoomBound() bool { return r.Plan != nil && r.Plan.roomBound }
+
+// HardBlocked says the pass was blocked for a reason a finishing Job does not change: an Unschedulable pod, another
+// holder of the guard, pods or capacity that could not be observed.
+func (r Result) HardBlocked() bool { return r.Plan != nil && r.Plan.hard }
+
 // Run is one pass, whole, and always ends with its `pass done` line. It is a line of steps, each a function of the
 // value before it; only the execute steps write, and each writes what the plan holds at that point:
 //

@@ -82,7 +82,7 @@ func run() error {
 	}
 	if os.Getenv("KEEP") != "1" { // the database is shared: leave none of the benchmark's tables behind
 		defer func() {
-			for _, t := range []string{"bench_calls", "bench_creates", "bench_backlog_100", fmt.Sprintf("bench_backlog_%d", envInt("BENCH_BACKLOG", 1000000))} {
+			for _, t := range []string{"bench_calls", "bench_creates", "bench_backlog_100", "bench_drain_once", "bench_drain_fill", fmt.Sprintf("bench_backlog_%d", envInt("BENCH_BACKLOG", 1000000))} {
 				_, _ = b.db.ExecContext(b.ctx, "DROP TABLE IF EXISTS "+t)
 			}
 		}()
@@ -98,6 +98,13 @@ func run() error {
 		{"pass and read vs excluded keys", b.excluded},
 	}
 	only := os.Getenv("BENCH_ONLY")
+	if len(os.Args) > 1 && os.Args[1] == "drain" { // the drain needs the controller-manager, which bench.sh stops after it
+		steps, only = steps[:0], ""
+		steps = append(steps, struct {
+			name string
+			fn   func() error
+		}{"drain", b.drain})
+	}
 	var errs []error
 	for _, s := range steps {
 		if only != "" && !slices.ContainsFunc(strings.Split(only, ","), func(o string) bool { return strings.Contains(s.name, o) }) {

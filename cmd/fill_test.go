@@ -1,0 +1,163 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/jobsched/jobsched/pkg/kube"
+)
+
+// TestFiller: which pass follows which, and why the invocation ends. Each case scripts the passes and what each wait
+// returns; the clock is the test's (a wait may move it).
+func TestFiller(t *testing.T) {
+	room := func(rv string) fillPass {
+		return fillPass{room: true, rowsWait: true, limit: "capacity: 2 fit", rv: rv, finished: map[types.UID]bool{"u-" + types.UID(rv): true}}
+	}
+	failed := errors.New("the database is down")
+	type wait struct {
+		advance time.Duration // the clock moves this much during the wait
+		err     error         // what the wait returns; block: until its context ends
+		block   bool
+	}
+	tests := []struct {
+		name       string
+		passes     []fillPass
+		waits      []wait
+		terminate  bool // SIGTERM during the first wait
+		wantPasses int
+		wantReason string
+		wantErr    error
+		wantRVs    []string // the resourceVersion of each wait
+	}{
+		{name: "the backlog is empty", passes: []fillPass{{room: true, limit: "capacity: 2 fit", rv: "1"}},
+			wantPasses: 1, wantReason: endBacklogEmpty},
+		{name: "blocked by an Unschedulable pod", passes: []fillPass{{blocked: "1 pod(s) Unschedulable", rowsWait: true, rv: "1"}},
+			wantPasses: 1, wantReason: endBlocked + "1 pod(s) Unschedulable"},
+		{name: "bound by maxPerTick, not by room", passes: []fillPass{{rowsWait: true, limit: "limits.maxPerTick: 10", rv: "1"}},
+			wantPasses: 1, wantReason: endNotRoom + "limits.maxPerTick: 10"},
+		{name: "the pass failed", passes: []fillPass{{err: failed, room: true, rowsWait: true, rv: "1"}},
+			wantPasses: 1, wantReason: endFailed, wantErr: failed},
+		{name: "a Job ends: the next pass, until the backlog is empty", passes: []fillPass{room("1"), room("7"), {room: true, rv: "9"}},
+			waits: []wait{{advance: 20 * time.Second}, {advance: 20 * time.Second}}, wantPasses: 3, wantReason: endBacklogEmpty, wantRVs: []string{"1", "7"}},
+		{name: "the refill fails: its error is the invocation's", passes: []fillPass{room("1"), {err: failed}},
+			waits: []wait{{}}, wantPasses: 2, wantReason: endFailed, wantErr: failed, wantRVs: []string{"1"}},
+		{name: "an expired resourceVersion: the next pass at once", passes: []fillPass{room("1"), {room: true, rv: "2"}},
+			waits: []wait{{err: fmt.Errorf("watching: %w", kube.ErrExpired)}}, wantPasses: 2, wantReason: endBacklogEmpty, wantRVs: []string{"1"}},
+		{name: "the wait fails otherwise: the end", passes: []fillPass{room("1")},
+			waits: []wait{{err: errors.New("forbidden")}}, wantPasses: 1, wantReason: endCannotWait + "forbidden", wantRVs: []string{"1"}},
+		{name: "no Job ends within --fill-for", passes: []fillPass{room("1")},
+			waits: []wait{{block: true}}, wantPasses: 1, wantReason: endTime, wantRVs: []string{"1"}},
+		{name: "a Job ends after --fill-for: no pass is started", passes: []fillPass{room("1")},
+			waits: []wait{{advance: time.Minute}}, wantPasses: 1, wantReason: endTime, wantRVs: []string{"1"}},
+		{name: "SIGTERM during the wait", passes: []fillPass{room("1")}, terminate: true,
+			waits: []wait{{block: true}}, wantPasses: 1, wantReason: endTerminated, wantRVs: []string{"1"}},
+		{name: "no resourceVersion to watch from", passes: []fillPass{{room: true, rowsWait: true}},
+			wantPasses: 1, wantReason: endCannotWait + "the pass has no resourceVersion of its Jobs to watch from"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			log := zerolog.New(&logs)
+			ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
+			defer cancel()
+			now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+			var refills []int
+			var rvs []string
+			f := filler{
+				fillFor: 50 * time.Second,
+				now:     func() time.Time { return now },
+				pass: func(_ context.Context, refill int) fillPass {
+					refills = append(refills, refill)
+					if len(refills) > len(tt.passes) {
+						t.Fatalf("pass %d: the script has %d", len(refills), len(tt.passes))
+					}
+					return tt.passes[len(refills)-1]
+				},
+				wait: func(wctx context.Context, rv string, finished map[types.UID]bool) (string, error) {
+					rvs = append(rvs, rv)
+					if want := tt.passes[len(refills)-1].finished; !reflect.DeepEqual(finished, want) {
+						t.Errorf("wait %d: finished %v, want the pass's %v", len(rvs), finished, want)
+					}
+					w := tt.waits[len(rvs)-1]
+					now = now.Add(w.advance)
+					if tt.terminate {
+						cancel()
+					}
+					if w.block {
+						if tt.terminate {
+							<-wctx.Done()
+							return "", context.Cause(wctx)
+						}
+						// The deadline is the rest of --fill-for on the test's clock: let it pass at once.
+						now = now.Add(time.Hour)
+						return "", errFillOver
+					}
+					return "job-a", w.err
+				},
+			}
+			err := f.run(ctx)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Errorf("error %v, want %v", err, tt.wantErr)
+			}
+			if len(refills) != tt.wantPasses {
+				t.Errorf("%d passes, want %d", len(refills), tt.wantPasses)
+			}
+			for i, r := range refills {
+				if r != i {
+					t.Errorf("pass %d ran as refill %d", i, r)
+				}
+			}
+			if strings.Join(rvs, ",") != strings.Join(tt.wantRVs, ",") {
+				t.Errorf("waits from %v, want %v", rvs, tt.wantRVs)
+			}
+			var end struct {
+				Reason string `json:"reason"`
+				Passes int    `json:"passes"`
+			}
+			for _, line := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(line, `"message":"fill ended"`) {
+					if err := json.Unmarshal([]byte(line), &end); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if end.Reason != tt.wantReason || end.Passes != tt.wantPasses {
+				t.Errorf("fill ended with reason %q after %d passes, want %q after %d:\n%s", end.Reason, end.Passes, tt.wantReason, tt.wantPasses, logs.String())
+			}
+		})
+	}
+}
+
+// TestFillerDeadline: the wait's context ends when --fill-for has passed on the real clock, with errFillOver as
+// its cause, and the invocation ends there.
+func TestFillerDeadline(t *testing.T) {
+	var logs bytes.Buffer
+	log := zerolog.New(&logs)
+	passes := 0
+	f := filler{fillFor: 50 * time.Millisecond, now: time.Now,
+		pass: func(context.Context, int) fillPass {
+			passes++
+			return fillPass{room: true, rowsWait: true, rv: "1"}
+		},
+		wait: func(ctx context.Context, _ string, _ map[types.UID]bool) (string, error) {
+			<-ctx.Done()
+			return "", context.Cause(ctx)
+		},
+	}
+	if err := f.run(log.WithContext(context.Background())); err != nil || passes != 1 {
+		t.Fatalf("error %v after %d passes, want none after 1", err, passes)
+	}
+	if !strings.Contains(logs.String(), `"reason":"`+endTime+`"`) {
+		t.Errorf("the end is not %q:\n%s", endTime, logs.String())
+	}
+}

@@ -1,0 +1,456 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/jobsched/jobsched/pkg/kube"
+
+	"github.com/jobsched/jobsched/pkg/render"
+)
+
+// ---------------------------------------------------------------------------------------------------------------
+// The drain: the seed's scenario scaled to test time. A backlog of BENCH_DRAIN_ROWS rows (12), one kwok node of 6 CPU
+// and task pods of 2500m (2 fit at once) that run 20 s (annotation jobsched.io/kwok-duration), and an invocation of
+// `jobsched tick` started every 60 s as a `*/1` CronJob with concurrencyPolicy Forbid starts them (one still running
+// at its time: that tick is skipped). A stand-in worker marks a row done once its pod runs. Side by side in one run:
+// one pass per tick, and `--fill-for 50s` (with --timeout 8s, so that 50 s + 8 s stays below the schedule, as the
+// CronJob's activeDeadlineSeconds must). Measured: the makespan (the first tick's start to the last Job's Complete
+// as the bench's watch sees it) against the ideal (rows × duration / pods that fit), the pods that were ever
+// Unschedulable, and the Jobs ever created per task (more than one is a duplicate). It needs the controller-manager
+// (the Jobs make pods), so bench.sh runs it before it stops that. The results go to BENCH_DRAIN_RESULTS (default
+// scripts/bench/results/drain.md) and to the table.
+
+const (
+	drainFit     = 2
+	drainCPU     = "6"
+	drainTaskCPU = "2500m"
+)
+
+type drainVariant struct {
+	name string
+	args []string // the tick's flags
+	what string
+}
+
+// drainRun is what one variant measured.
+type drainRun struct {
+	variant        drainVariant
+	makespan       time.Duration
+	created        int
+	duplicates     int
+	unschedulable  int
+	ticks, skipped int // invocations started; ticks skipped because the previous one still ran (Forbid)
+	passes         int
+	invocations    []invocation
+	load           string
+}
+
+// invocation is one `jobsched tick` process of a drain.
+type invocation struct {
+	start, end time.Duration // from the first tick's start
+	passes     int
+	created    int
+	code       int
+	lastPass   string  // its last pass done line (refill, blocked)
+	rssMB      float64 // its peak resident set (getrusage ru_maxrss)
+}
+
+func (b *bench) drain() error {
+	rows := envInt("BENCH_DRAIN_ROWS", 12)
+	dur := time.Duration(envInt("BENCH_DRAIN_TASK_SECONDS", 20)) * time.Second
+	every := time.Duration(envInt("BENCH_DRAIN_SCHEDULE_SECONDS", 60)) * time.Second
+	fill := time.Duration(envInt("BENCH_DRAIN_FILL_SECONDS", 50)) * time.Second
+	ideal := time.Duration(rows) * dur / drainFit
+	variants := []drainVariant{
+		{name: "once", what: "one pass per tick (today)", args: []string{"--timeout", "8s"}},
+		{name: "fill", what: fmt.Sprintf("`--fill-for %s`", fill), args: []string{"--timeout", "8s", "--fill-for", fill.String()}},
+	}
+	var runs []drainRun
+	for _, v := range variants {
+		progress("  drain, %s…", v.what)
+		r, err := b.drainOnce(v, rows, dur, every)
+		if err != nil {
+			return fmt.Errorf("%s: %w", v.what, err)
+		}
+		runs = append(runs, r)
+		b.add(row{what: fmt.Sprintf("drain: %d rows, %d fit, %s tasks, a tick every %s; %s (%d ticks, %d passes, %d Unschedulable pods, %d duplicate Jobs)",
+			rows, drainFit, dur, every, v.what, r.ticks, r.passes, r.unschedulable, r.duplicates),
+			jobsched: fmt.Sprintf("makespan %.0f s", r.makespan.Seconds()), reference: fmt.Sprintf("ideal %.0f s (rows × duration / pods that fit)", ideal.Seconds()),
+			ratio: fmt.Sprintf("%.2f", r.makespan.Seconds()/ideal.Seconds()), load: r.load})
+	}
+	return b.writeDrainResults(runs, rows, dur, every, ideal)
+}
+
+// drainOnce drains a fresh backlog through a fresh node with the variant's ticks.
+func (b *bench) drainOnce(v drainVariant, rows int, dur, every time.Duration) (drainRun, error) {
+	r := drainRun{variant: v}
+	ns, table, pool := "bench-drain-"+v.name, "bench_drain_"+v.name, "drain-"+v.name
+	if err := b.drainReset(ns, table, pool, rows); err != nil {
+		return r, err
+	}
+	cfgFile, err := b.drainScenario(v.name, ns, table, pool, dur)
+	if err != nil {
+		return r, err
+	}
+
+	// What the cluster does, from informers started before the first tick.
+	var mu sync.Mutex
+	perKey := map[string]int{}
+	complete := map[string]time.Time{} // Job name → when the bench saw it Complete
+	unsched := map[string]bool{}
+	running := map[string]bool{}
+	var lastComplete time.Time
+	allDone := make(chan struct{})
+	var closeOnce sync.Once
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	onJob := func(typ watch.EventType, job *batchv1.Job) {
+		added := typ == watch.Added
+		mu.Lock()
+		defer mu.Unlock()
+		if added {
+			perKey[job.Annotations[render.AnnotationTaskKey]]++
+		}
+		for _, c := range job.Status.Conditions {
+			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+				if _, seen := complete[job.Name]; !seen {
+					complete[job.Name] = time.Now()
+					lastComplete = time.Now()
+				}
+			}
+		}
+		if len(complete) >= rows {
+			closeOnce.Do(func() { close(allDone) })
+		}
+	}
+	if err := follow(ctx, b.admin.BatchV1().Jobs(ns), onJob); err != nil {
+		return r, err
+	}
+	onPod := func(_ watch.EventType, pod *corev1.Pod) {
+		key := pod.Annotations[render.AnnotationTaskKey]
+		mu.Lock()
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				unsched[pod.Name] = true
+			}
+		}
+		mark := pod.Status.Phase == corev1.PodRunning && !running[key]
+		running[key] = running[key] || mark
+		mu.Unlock()
+		if mark { // the worker's update of its row, before it exits
+			if _, err := b.db.ExecContext(b.ctx, "UPDATE "+table+" SET status = 'done' WHERE id = $1", key); err != nil {
+				progress("    marking %s done: %v", key, err)
+			}
+		}
+	}
+	if err := follow(ctx, b.admin.CoreV1().Pods(ns), onPod); err != nil {
+		return r, err
+	}
+
+	// The CronJob: a tick every `every`, skipped while the previous one runs (Forbid).
+	t0 := time.Now()
+	var proc *exec.Cmd
+	var procDone chan invocation
+	deadline := t0.Add(15 * time.Minute)
+	for i := 0; ; i++ {
+		if proc != nil {
+			select {
+			case inv := <-procDone:
+				r.invocations, proc = append(r.invocations, inv), nil
+			default:
+			}
+		}
+		if proc == nil {
+			r.ticks++
+			proc, procDone = b.drainTick(cfgFile, v.args, t0)
+		} else {
+			r.skipped++
+		}
+		select {
+		case <-allDone:
+		case <-time.After(time.Until(t0.Add(time.Duration(i+1) * every))):
+			if time.Now().Before(deadline) {
+				continue
+			}
+			progress("    not drained after 15 minutes")
+		}
+		break
+	}
+	mu.Lock()
+	r.makespan = lastComplete.Sub(t0)
+	mu.Unlock()
+	r.load = loadAvg()
+	if proc != nil { // the last invocation ends by itself once a pass finds the backlog empty; past its schedule, SIGTERM
+		select {
+		case inv := <-procDone:
+			r.invocations = append(r.invocations, inv)
+		case <-time.After(every):
+			progress("    the last invocation still runs a schedule after the drain: SIGTERM")
+			_ = proc.Process.Signal(syscall.SIGTERM)
+			r.invocations = append(r.invocations, <-procDone)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, n := range perKey {
+		r.created += n
+		if n > 1 {
+			r.duplicates += n - 1
+		}
+	}
+	r.unschedulable = len(unsched)
+	for _, inv := range r.invocations {
+		r.passes += inv.passes
+	}
+	if len(complete) < rows {
+		return r, fmt.Errorf("%d of %d Jobs completed", len(complete), rows)
+	}
+	return r, nil
+}
+
+// follow watches the collection c from now on and calls fn with each change, until ctx ends; a watch that closes or
+// fails is opened again from the last resourceVersion seen (the drain's namespaces are fresh: nothing is missed).
+func follow[L metav1.ListInterface, T any](ctx context.Context, c kube.Collection[L], fn func(watch.EventType, *T)) error {
+	l, err := c.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return err
+	}
+	rv := l.GetResourceVersion()
+	go func() {
+		for ctx.Err() == nil {
+			w, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+			if err != nil {
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Error && ctx.Err() != nil {
+					return // the variant is over
+				}
+				if ev.Type == watch.Error { // expired, most likely: on from now (the bench misses what happened since)
+					if l, err := c.List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+						rv = l.GetResourceVersion()
+					}
+					progress("    the watch failed (%v): watching on from now", apierrors.FromObject(ev.Object))
+					continue
+				}
+				if m, err := meta.Accessor(ev.Object); err == nil && m.GetResourceVersion() != "" {
+					rv = m.GetResourceVersion()
+				}
+				if obj, ok := any(ev.Object).(*T); ok && ev.Type != watch.Bookmark {
+					fn(ev.Type, obj)
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	return nil
+}
+
+// drainTick starts one invocation; its channel gets what it did once it exits.
+func (b *bench) drainTick(cfgFile string, args []string, t0 time.Time) (*exec.Cmd, chan invocation) {
+	cmd := exec.Command(b.bin, append([]string{"--config", cfgFile, "--kubeconfig", b.kcfg, "--log-format", "json", "tick"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	done := make(chan invocation, 1)
+	inv := invocation{start: time.Since(t0)}
+	if err := cmd.Start(); err != nil {
+		inv.code = -1
+		done <- inv
+		return cmd, done
+	}
+	go func() {
+		err := cmd.Wait()
+		inv.end = time.Since(t0)
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			inv.rssMB = float64(ru.Maxrss) * 1024 / 1e6 // kilobytes on Linux
+		}
+		if ee, ok := err.(*exec.ExitError); ok {
+			inv.code = ee.ExitCode()
+		}
+		sc := bufio.NewScanner(&stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var s struct {
+				Message string `json:"message"`
+				Created int    `json:"created"`
+				Refill  *int   `json:"refill"`
+				Blocked string `json:"blocked"`
+			}
+			if json.Unmarshal(sc.Bytes(), &s) == nil && s.Message == "pass done" {
+				inv.passes++
+				inv.created += s.Created
+				inv.lastPass = fmt.Sprintf("created %d", s.Created)
+				if s.Refill != nil {
+					inv.lastPass += fmt.Sprintf(", refill %d", *s.Refill)
+				}
+				if s.Blocked != "" {
+					inv.lastPass += ", blocked: " + s.Blocked
+				}
+			}
+		}
+		if inv.code != 0 {
+			progress("    tick exited %d: %s", inv.code, tail(stderr.String()))
+		}
+		done <- inv
+	}()
+	return cmd, done
+}
+
+// drainReset makes the variant's namespace, table and node afresh.
+func (b *bench) drainReset(ns, table, pool string, rows int) error {
+	if _, err := b.admin.CoreV1().Namespaces().Create(b.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := b.clearJobs(ns); err != nil {
+		return err
+	}
+	if err := b.fillTableFresh(table, rows); err != nil {
+		return err
+	}
+	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(drainCPU), corev1.ResourceMemory: resource.MustParse("16Gi"),
+		corev1.ResourcePods: resource.MustParse("110")}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-" + pool, Labels: map[string]string{"jobsched.io/bench-pool": pool, "type": "kwok"},
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
+		Status: corev1.NodeStatus{Capacity: rl, Allocatable: rl},
+	}
+	if _, err := b.admin.CoreV1().Nodes().Create(b.ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	// Ready, and untainted by the node lifecycle controller: until then neither kube-scheduler nor capacity uses it.
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		n, err := b.admin.CoreV1().Nodes().Get(b.ctx, node.Name, metav1.GetOptions{})
+		if err == nil && nodeUsable(n) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s not Ready and untainted after 2 minutes", node.Name)
+		}
+	}
+}
+
+func nodeUsable(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			return false
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// fillTableFresh makes table with n waiting rows, even when one of that size exists (the drain marks rows done).
+func (b *bench) fillTableFresh(table string, n int) error {
+	if _, err := b.db.ExecContext(b.ctx, "DROP TABLE IF EXISTS "+table); err != nil {
+		return err
+	}
+	return b.fillTable(table, n)
+}
+
+// drainScenario writes the drain's config: capacity nodes (the bench runs jobsched outside a pod: no room kept for
+// a tick pod), finished Jobs deleted at once, task pods of 2500m on the variant's node that run dur.
+func (b *bench) drainScenario(name, ns, table, pool string, dur time.Duration) (string, error) {
+	dir := filepath.Join(b.dir, "drain-"+name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tpl := fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      annotations:
+        jobsched.io/kwok-duration: %q
+    spec:
+      restartPolicy: Never
+      nodeSelector:
+        jobsched.io/bench-pool: %s
+      containers:
+      - name: worker
+        image: registry.example/worker:1.0
+        resources:
+          requests: {cpu: %s, memory: 128Mi}
+`, dur.String(), pool, drainTaskCPU)
+	cfg := fmt.Sprintf(`name: drain
+namespace: %s
+source:
+  dsnEnv: %s
+  query: SELECT id, created_at FROM %s WHERE status = 'waiting' ORDER BY created_at
+  key: id
+job:
+  template: job.yaml
+env:
+  prefix: TASK_
+limits:
+  maxActive: 10
+  maxPerTick: 10
+  capacity: nodes
+  reserveForTick: false
+gc:
+  succeededRetention: 0s
+`, ns, dsnEnv, table)
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(tpl), 0o644); err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, "jobsched.yaml")
+	return file, os.WriteFile(file, []byte(cfg), 0o644)
+}
+
+// writeDrainResults writes the drain's results file: the figures, then each invocation of each variant.
+func (b *bench) writeDrainResults(runs []drainRun, rows int, dur, every, ideal time.Duration) error {
+	path := os.Getenv("BENCH_DRAIN_RESULTS")
+	if path == "" {
+		path = "scripts/bench/results/drain.md"
+	}
+	var w strings.Builder
+	fmt.Fprintf(&w, "# The drain (written by `BENCH_ONLY=drain scripts/bench.sh`; do not edit)\n\n")
+	fmt.Fprintf(&w, "%s\n\n", os.Getenv("BENCH_MACHINE"))
+	fmt.Fprintf(&w, "%d rows, one kwok node of %s CPU, task pods of %s (%d fit at once) that run %s, a tick every %s "+
+		"(concurrencyPolicy Forbid: a tick whose predecessor still runs is skipped). Ideal makespan: rows × duration / pods that fit = %.0f s. "+
+		"Makespan: from the first tick's start to the last Job's Complete condition as the bench's watch saw it.\n\n",
+		rows, drainCPU, drainTaskCPU, drainFit, dur, every, ideal.Seconds())
+	fmt.Fprintln(&w, "| ticks | makespan | × ideal | ticks started (skipped) | passes | Jobs created | duplicate Jobs | Unschedulable pods | load avg (1 min) |")
+	fmt.Fprintln(&w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+	for _, r := range runs {
+		fmt.Fprintf(&w, "| %s | %.0f s | %.2f | %d (%d) | %d | %d | %d | %d | %s |\n", r.variant.what, r.makespan.Seconds(),
+			r.makespan.Seconds()/ideal.Seconds(), r.ticks, r.skipped, r.passes, r.created, r.duplicates, r.unschedulable, r.load)
+	}
+	for _, r := range runs {
+		fmt.Fprintf(&w, "\n%s, each invocation (seconds from the first tick's start):\n\n", r.variant.what)
+		fmt.Fprintln(&w, "| started | ended | exit | passes | Jobs created | peak RSS | its last pass |")
+		fmt.Fprintln(&w, "|--:|--:|--:|--:|--:|--:|---|")
+		for _, inv := range r.invocations {
+			fmt.Fprintf(&w, "| %.1f | %.1f | %d | %d | %d | %.1f MB | %s |\n", inv.start.Seconds(), inv.end.Seconds(), inv.code, inv.passes, inv.created, inv.rssMB, inv.lastPass)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	progress("  drain results: %s", path)
+	return os.WriteFile(path, []byte(w.String()), 0o644)
+}
