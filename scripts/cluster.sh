@@ -218,7 +218,15 @@ start() {
 	bin=$(binary_of "$name")
 	# 8>&- 9>&-: it must not inherit the lock descriptors, or it would hold the locks for its whole life.
 	setsid "$bin" "$@" </dev/null >>"$STATE/logs/$name.log" 2>&1 8>&- 9>&- &
-	echo $! >"$STATE/pids/$name.pid"
+	local pid=$! i exe
+	echo "$pid" >"$STATE/pids/$name.pid"
+	# Until the child has exec'd, /proc/PID/exe is setsid's or bash's, and is_ours would take the component for
+	# gone ("exited during startup", seen on a loaded machine): wait for the exec (or the process's end), 5 s at most.
+	for ((i = 0; i < 100; i++)); do
+		exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || break
+		[[ ${exe% (deleted)} == "$bin" ]] && break
+		sleep 0.05
+	done
 }
 
 # stop COMPONENT...: TERM to each, wait up to 15 s for all, then KILL what is left; only ever the recorded pids,
