@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/jobsched/jobsched/pkg/kube"
 )
@@ -257,31 +258,17 @@ func listPods(ctx context.Context, c kubernetes.Interface, selector, what string
 func listPodsOf(ctx context.Context, c kubernetes.Interface, nodes []string, agg *aggregator) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	names := make(chan string)
-	errs := make([]error, listWorkers)
-	var wg sync.WaitGroup
-	for w := range listWorkers {
-		wg.Go(func() {
-			for name := range names {
-				sel := fields.OneTermEqualSelector("spec.nodeName", name).String() + "," + nonTerminal
-				if err := listPods(ctx, c, sel, "on node "+name, agg); err != nil {
-					if ctx.Err() == nil { // the first error; the others only saw it cancel their LIST
-						errs[w] = err
-					}
-					cancel()
-					return
-				}
+	names := append(slices.Clone(nodes), "")
+	errs := make([]error, len(names))
+	workqueue.ParallelizeUntil(ctx, listWorkers, len(names), func(i int) {
+		sel := fields.OneTermEqualSelector("spec.nodeName", names[i]).String() + "," + nonTerminal
+		if err := listPods(ctx, c, sel, "on node "+names[i], agg); err != nil {
+			if ctx.Err() == nil { // the first error; the others only saw it cancel their LIST
+				errs[i] = err
 			}
-		})
-	}
-	for _, name := range append(slices.Clone(nodes), "") {
-		select {
-		case names <- name:
-		case <-ctx.Done():
+			cancel()
 		}
-	}
-	close(names)
-	wg.Wait()
+	})
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

@@ -19,8 +19,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lib/pq"
@@ -30,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
@@ -789,27 +788,14 @@ func (b *bench) tick(cfgFile string) (summary, error) {
 
 // parallel runs fn(i) for i < n with workers goroutines; it stops at the first error.
 func parallel(workers, n int, fn func(i int) error) error {
-	var next atomic.Int64
-	var mu sync.Mutex
-	var first error
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				if err := fn(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-					next.Store(int64(n))
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return first
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	workqueue.ParallelizeUntil(ctx, workers, n, func(i int) {
+		if err := fn(i); err != nil {
+			cancel(err)
+		}
+	})
+	return context.Cause(ctx)
 }
 
 func loadAvg() string {
