@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -132,7 +134,7 @@ func template(mods ...func(*corev1.PodSpec)) *batchv1.Job {
 func TestObserve(t *testing.T) {
 	boom := apierrors.NewInternalError(errors.New("etcd down"))
 	allPods := "pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&limit=500"
-	kata := func(s *corev1.PodSpec) { s.RuntimeClassName = ptr("kata") }
+	kata := func(s *corev1.PodSpec) { s.RuntimeClassName = ptr.To("kata") }
 	tests := []struct {
 		name         string
 		opts         Options
@@ -206,7 +208,7 @@ func TestObserve(t *testing.T) {
 			wantActions: []string{"list limitranges", "get runtimeclasses/kata", "list resourcequotas"},
 		},
 		{
-			name: "runtimeclass missing: said", opts: Options{Mode: ModeQuota, Template: template(func(s *corev1.PodSpec) { s.RuntimeClassName = ptr("gvisor") })},
+			name: "runtimeclass missing: said", opts: Options{Mode: ModeQuota, Template: template(func(s *corev1.PodSpec) { s.RuntimeClassName = ptr.To("gvisor") })},
 			wantMode: ModeQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"RuntimeClass gvisor does not exist"},
 			wantActions: []string{"list limitranges", "get runtimeclasses/gvisor", "list resourcequotas"},
 		},
@@ -282,8 +284,6 @@ func TestObserve(t *testing.T) {
 		})
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // actions are the client's calls as "verb resource[/name][?query]", the concurrent per-node LISTs sorted.
 func actions(c *fake.Clientset) []string {
