@@ -177,18 +177,11 @@ func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Op
 }
 
 func observeNodes(ctx context.Context, c kubernetes.Interface, namespace string, o Options, tpl *corev1.Pod, snap *Snapshot) error {
-	err := kube.Paginate(metav1.ListOptions{}, func(opts metav1.ListOptions) (string, error) {
-		list, err := c.CoreV1().Nodes().List(ctx, opts)
-		if err != nil {
-			return "", fmt.Errorf("capacity: list nodes: %w", err)
-		}
-		for i := range list.Items {
-			snap.Nodes = append(snap.Nodes, newNode(&list.Items[i]))
-		}
-		return list.Continue, nil
+	_, err := kube.List(ctx, c.CoreV1().Nodes().List, metav1.ListOptions{}, func(n *corev1.Node) {
+		snap.Nodes = append(snap.Nodes, newNode(n))
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("capacity: list nodes: %w", err)
 	}
 	slices.SortFunc(snap.Nodes, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
 
@@ -244,14 +237,11 @@ func observeNodes(ctx context.Context, c kubernetes.Interface, namespace string,
 
 // listPods lists the pods that selector selects, page by page, into agg.
 func listPods(ctx context.Context, c kubernetes.Interface, selector, what string, agg *aggregator) error {
-	return kube.Paginate(metav1.ListOptions{FieldSelector: selector}, func(opts metav1.ListOptions) (string, error) {
-		list, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
-		if err != nil {
-			return "", fmt.Errorf("capacity: list pods %s: %w", what, err)
-		}
-		agg.add(list.Items)
-		return list.Continue, nil
-	})
+	_, err := kube.List(ctx, c.CoreV1().Pods(metav1.NamespaceAll).List, metav1.ListOptions{FieldSelector: selector}, agg.add)
+	if err != nil {
+		return fmt.Errorf("capacity: list pods %s: %w", what, err)
+	}
+	return nil
 }
 
 // listPodsOf lists the non-terminal pods bound to each of nodes (listWorkers at once) and those bound to none.
@@ -283,28 +273,25 @@ type aggregator struct {
 	pending              []Pending
 }
 
-// add adds one page of pods. Terminal pods are skipped here too (the server-side field selector already drops them;
+// add adds one pod. Terminal pods are skipped here too (the server-side field selector already drops them;
 // fakes and caches may not), as are pods bound to a node not listed. An unbound pod is kept in pending unless it is
 // this scheduler's (the caller counts those) or is being deleted.
-func (a *aggregator) add(pods []corev1.Pod) {
+func (a *aggregator) add(p *corev1.Pod) {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for i := range pods {
-		p := &pods[i]
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
+	if p.Spec.NodeName == "" {
+		if p.DeletionTimestamp == nil && !(p.Namespace == a.namespace && a.scheduler != "" && p.Labels[LabelScheduler] == a.scheduler) {
+			a.pending = append(a.pending, Pending{Namespace: p.Namespace, Name: p.Name, Demand: Demand(p),
+				Spec: corev1.PodSpec{NodeSelector: p.Spec.NodeSelector, Affinity: p.Spec.Affinity, Tolerations: p.Spec.Tolerations}})
 		}
-		if p.Spec.NodeName == "" {
-			if p.DeletionTimestamp == nil && !(p.Namespace == a.namespace && a.scheduler != "" && p.Labels[LabelScheduler] == a.scheduler) {
-				a.pending = append(a.pending, Pending{Namespace: p.Namespace, Name: p.Name, Demand: Demand(p),
-					Spec: corev1.PodSpec{NodeSelector: p.Spec.NodeSelector, Affinity: p.Spec.Affinity, Tolerations: p.Spec.Tolerations}})
-			}
-			continue
-		}
-		if n := a.index[p.Spec.NodeName]; n != nil {
-			n.Pods++
-			add(n.Requested, Demand(p))
-		}
+		return
+	}
+	if n := a.index[p.Spec.NodeName]; n != nil {
+		n.Pods++
+		add(n.Requested, Demand(p))
 	}
 }
 

@@ -440,7 +440,9 @@ func BenchmarkObserve(b *testing.B) {
 		}
 		for range numPods / numNodes {
 			for _, page := range pages {
-				agg.add(page)
+				for i := range page {
+					agg.add(&page[i])
+				}
 			}
 		}
 	}

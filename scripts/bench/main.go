@@ -506,15 +506,7 @@ func (b *bench) peakRSSOnce(cfgFile string, env []string) (float64, error) {
 
 func (b *bench) countJobs(ns string) (int, error) {
 	n := 0
-	err := kube.Paginate(metav1.ListOptions{}, func(opts metav1.ListOptions) (string, error) {
-		opts.Limit = 5000
-		l, err := b.admin.BatchV1().Jobs(ns).List(b.ctx, opts)
-		if err != nil {
-			return "", err
-		}
-		n += len(l.Items)
-		return l.Continue, nil
-	})
+	_, err := kube.List(b.ctx, b.admin.BatchV1().Jobs(ns).List, metav1.ListOptions{Limit: 5000}, func(*batchv1.Job) { n++ })
 	return n, err
 }
 
