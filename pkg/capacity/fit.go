@@ -77,7 +77,7 @@ const comparisonOperators = false
 // (component-helpers' taint and nodeaffinity helpers), and spec.nodeName. Per node, free = allocatable − the
 // requests of its pods (and one pod slot each); others' unbound pods that could land there are taken out first
 // (see Snapshot.Pending); fits = min over the demanded resources of floor(free/demand), and the free pod slots.
-// The sum is capped so that the next tick can start (see tickCap), minus unbound + podless; in Jobs, divided by
+// The sum is capped so that the next tick can start (see nextPassCap), minus unbound + podless; in Jobs, divided by
 // PodsPerJob.
 //
 // Quota: each ResourceQuota whose scopes match the pod limits the Jobs to floor((hard − used)/per-pod), minus
@@ -182,7 +182,7 @@ func fitNodes(pod *corev1.Pod, demand corev1.ResourceList, snap *Snapshot, claim
 		i, _ := slices.BinarySearchFunc(r.Nodes, rm.node.Name, func(nf NodeFit, name string) int { return cmp.Compare(nf.Name, name) })
 		r.Nodes[i].Fits, r.Nodes[i].Limit, r.Nodes[i].Free = rm.fits, rm.lim, only(rm.free, names)
 	}
-	capped, tick := tickCap(snap.Tick, rooms, demand, names)
+	capped, tick := nextPassCap(snap.NextPassPod, rooms, demand, names)
 	r.Tick = tick
 	pods := total
 	if capped >= 0 && capped < total {
@@ -323,7 +323,7 @@ func takePending(pending []Pending, rooms []*room, demand corev1.ResourceList, n
 	return out
 }
 
-// tickCap is the most pods of demand (ours, new and claimed) that may be placed on rooms so that, wherever
+// nextPassCap is the most pods of demand (ours, new and claimed) that may be placed on rooms so that, wherever
 // kube-scheduler puts them, one node the next tick's pod may use still has room for it; -1 when there is no cap.
 // tick is the pod this pass runs in: the next one has its spec, and its own room (counted as taken, since our pods
 // may be placed while it still runs) is free again once it ends.
@@ -333,7 +333,7 @@ func takePending(pending []Pending, rooms []*room, demand corev1.ResourceList, n
 // do. Otherwise kube-scheduler can leave no room for it only by putting at least c'+1 of our pods on every node of
 // T, so any number up to Σ_T (c'+1) − 1 is safe, and one more is not. When T is empty the tick runs on nodes we do
 // not use: no cap.
-func tickCap(tick *corev1.Pod, rooms []*room, demand corev1.ResourceList, names []corev1.ResourceName) (int, string) {
+func nextPassCap(tick *corev1.Pod, rooms []*room, demand corev1.ResourceList, names []corev1.ResourceName) (int, string) {
 	if tick == nil {
 		return -1, ""
 	}

@@ -281,7 +281,7 @@ func withTick(s *Snapshot, mods ...func(*corev1.PodSpec)) *Snapshot {
 	for _, m := range mods {
 		m(spec)
 	}
-	s.Tick = &corev1.Pod{Spec: *spec}
+	s.NextPassPod = &corev1.Pod{Spec: *spec}
 	return s
 }
 

@@ -60,8 +60,8 @@ type Options struct {
 	// When no such pod is found (the pass runs outside the cluster, e.g. status or dry-run from a laptop), no room is
 	// kept: there is no tick pod to start.
 	Self string
-	// NoTick keeps no room for the next tick even when Self is found.
-	NoTick bool
+	// NoNextPassRoom keeps no room for the next pass's own pod (the next tick) even when Self is found.
+	NoNextPassRoom bool
 }
 
 // SelfPod is the name of the pod this process runs in, "" outside a pod: inside one, the kubelet sets
@@ -82,9 +82,9 @@ type Snapshot struct {
 	RuntimeClass *nodev1.RuntimeClass   // the one the template names, if it could be read
 	// Pending are the non-terminal pods bound to no node, not this scheduler's, whose demand could take room on the
 	// template's nodes, sorted by namespace/name.
-	Pending []Pending
-	Tick    *corev1.Pod // the pod this pass runs in (its spec): the next tick's is the same; nil for none
-	Listed  string      // which pods were listed: "all pods" or "pods of N nodes"
+	Pending     []Pending
+	NextPassPod *corev1.Pod // the pod this pass runs in (its spec): the next pass's own pod is the same, room is kept for it; nil for none
+	Listed      string      // which pods were listed: "all pods" or "pods of N nodes"
 	// Warnings say once what could not be read for lack of a permission, and what the pass did instead.
 	Warnings []string
 }
@@ -161,7 +161,7 @@ func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Op
 		err := observeNodes(ctx, c, namespace, o, Admitted(&spec, snap.LimitRanges, snap.RuntimeClass), snap)
 		switch {
 		case apierrors.IsForbidden(err):
-			snap.Mode, snap.Nodes, snap.Pending, snap.Tick, snap.Listed = ModeQuota, nil, nil, nil, ""
+			snap.Mode, snap.Nodes, snap.Pending, snap.NextPassPod, snap.Listed = ModeQuota, nil, nil, nil, ""
 			snap.Warnings = append(snap.Warnings, fmt.Sprintf("capacity nodes needs list on nodes and pods cluster-wide "+
 				"(the ClusterRole of manifests/capacity): %v; using quota for this pass", err))
 		case err != nil:
@@ -185,7 +185,7 @@ func observeNodes(ctx context.Context, c kubernetes.Interface, namespace string,
 	}
 	slices.SortFunc(snap.Nodes, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
 
-	if !o.NoTick {
+	if !o.NoNextPassRoom {
 		if o.Self != "" {
 			self := fields.OneTermEqualSelector("metadata.name", o.Self).String()
 			list, err := c.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{FieldSelector: self})
@@ -194,11 +194,11 @@ func observeNodes(ctx context.Context, c kubernetes.Interface, namespace string,
 			}
 			for i := range list.Items {
 				if p := &list.Items[i]; p.Name == o.Self {
-					snap.Tick = &corev1.Pod{Spec: *p.Spec.DeepCopy()}
+					snap.NextPassPod = &corev1.Pod{Spec: *p.Spec.DeepCopy()}
 				}
 			}
 		}
-		if snap.Tick == nil && o.Self != "" {
+		if snap.NextPassPod == nil && o.Self != "" {
 			snap.Warnings = append(snap.Warnings, fmt.Sprintf("running in a pod, but no pod %q in %s (HOSTNAME is not "+
 				"the pod's name?): no room kept for the next tick", o.Self, namespace))
 		}

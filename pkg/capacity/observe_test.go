@@ -170,7 +170,7 @@ func TestObserve(t *testing.T) {
 				"list " + allPods, "list resourcequotas"},
 		},
 		{
-			name: "nodes: no tick asked", opts: Options{Mode: ModeNodes, Template: template(), Scheduler: "e2e", Self: "tick-1", NoTick: true},
+			name: "nodes: no tick asked", opts: Options{Mode: ModeNodes, Template: template(), Scheduler: "e2e", Self: "tick-1", NoNextPassRoom: true},
 			wantNodes: wantNodes, wantMode: ModeNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
 			wantActions: []string{"list limitranges", "list nodes?limit=500", "list " + allPods, "list resourcequotas"},
 		},
@@ -190,7 +190,7 @@ func TestObserve(t *testing.T) {
 			wantActions: []string{"list limitranges", "list nodes?limit=500", "list resourcequotas"},
 		},
 		{
-			name: "pods forbidden: quota fallback", opts: Options{Mode: ModeNodes, Template: template(), NoTick: true},
+			name: "pods forbidden: quota fallback", opts: Options{Mode: ModeNodes, Template: template(), NoNextPassRoom: true},
 			reactors: map[string]k8stesting.ReactionFunc{"list pods": forbidden("pods")},
 			wantMode: ModeQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"using quota for this pass"},
 			wantActions: []string{"list limitranges", "list nodes?limit=500", "list " + allPods, "list resourcequotas"},
@@ -267,8 +267,8 @@ func TestObserve(t *testing.T) {
 				t.Errorf("Pending = %v, want %v", pending, tt.wantPending)
 			}
 			var tick *corev1.PodSpec
-			if snap.Tick != nil {
-				tick = &snap.Tick.Spec
+			if snap.NextPassPod != nil {
+				tick = &snap.NextPassPod.Spec
 			}
 			if !equality.Semantic.DeepEqual(tick, tt.wantTick) {
 				t.Errorf("Tick = %+v, want %+v", tick, tt.wantTick)
@@ -327,7 +327,7 @@ func TestObservePerNode(t *testing.T) {
 		slices.Sort(got)
 		return snap, got
 	}
-	snap, got := observe(Options{Mode: ModeNodes, Template: tpl, NoTick: true})
+	snap, got := observe(Options{Mode: ModeNodes, Template: tpl, NoNextPassRoom: true})
 	byNode := "list pods?fieldSelector=spec.nodeName%3D"
 	phases := "%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&limit=500"
 	want := []string{"list limitranges", "list nodes?limit=500", byNode + phases, byNode + "n00" + phases, byNode + "n01" + phases, "list resourcequotas"}
@@ -337,7 +337,7 @@ func TestObservePerNode(t *testing.T) {
 	if snap.Listed != "pods of 2 node(s)" {
 		t.Errorf("Listed = %q", snap.Listed)
 	}
-	all, _ := observe(Options{Mode: ModeNodes, Template: template(), NoTick: true})
+	all, _ := observe(Options{Mode: ModeNodes, Template: template(), NoNextPassRoom: true})
 	if all.Listed != "all pods" {
 		t.Errorf("Listed = %q, want all pods", all.Listed)
 	}

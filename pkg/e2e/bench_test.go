@@ -62,7 +62,7 @@ func BenchmarkCapacityObserve(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		snap, err := capacity.Observe(ctx, c, "bench", capacity.Options{Mode: capacity.ModeNodes, NoTick: true})
+		snap, err := capacity.Observe(ctx, c, "bench", capacity.Options{Mode: capacity.ModeNodes, NoNextPassRoom: true})
 		if err != nil {
 			b.Fatal(err)
 		}
