@@ -16,44 +16,6 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
 
-// Report says how many more Jobs of a template fit now, and why.
-type Report struct {
-	Fit        int                 `json:"fit"`                  // how many more Jobs fit; -1 = no limit known
-	Binding    string              `json:"binding,omitempty"`    // the binding constraint in words
-	PodsPerJob int                 `json:"podsPerJob,omitempty"` // pods one Job runs at once (set when above 1)
-	Demand     corev1.ResourceList `json:"demand,omitempty"`     // one pod's requests, as the API server admits it
-	Nodes      []NodeFit           `json:"nodes,omitempty"`      // every node considered or excluded, sorted by name
-	Quota      []QuotaFit          `json:"quota,omitempty"`      // every quota resource that limits the template
-	Tick       string              `json:"tick,omitempty"`       // the room kept for the next tick, in words
-	Pending    []PendingFit        `json:"pending,omitempty"`    // others' unbound pods counted as taking room
-	Listed     string              `json:"listed,omitempty"`     // which pods were listed to count the room
-	Warning    string              `json:"warning,omitempty"`    // e.g. a permission that is missing
-}
-
-// NodeFit is how many more pods of the template fit on one node.
-type NodeFit struct {
-	Name     string              `json:"name"`
-	Fits     int                 `json:"fits"`               // 0 if excluded
-	Excluded string              `json:"excluded,omitempty"` // why not considered; "" if considered
-	Limit    string              `json:"limit,omitempty"`    // the resource that binds on this node
-	Free     corev1.ResourceList `json:"free,omitempty"`     // free per resource the demand names, plus pods
-}
-
-// QuotaFit is how many more Jobs one resource of one ResourceQuota admits.
-type QuotaFit struct {
-	Name     string `json:"name"`
-	Resource string `json:"resource"`
-	Fits     int    `json:"fits"`
-}
-
-// PendingFit is a pod of someone else, not yet bound, that could land on a node of the template: it is counted on
-// the node where it would cost our pods the most room.
-type PendingFit struct {
-	Pod   string `json:"pod"` // namespace/name
-	Node  string `json:"node"`
-	Costs int    `json:"costs"` // how many of our pods fit less on that node
-}
-
 // taintUnschedulable is the taint the scheduler treats spec.unschedulable as (NodeUnschedulable plugin).
 var taintUnschedulable = corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
 
@@ -232,67 +194,6 @@ func free(n *Node) corev1.ResourceList {
 	return out
 }
 
-// only is free restricted to names and pods (what the report shows).
-func only(free corev1.ResourceList, names []corev1.ResourceName) corev1.ResourceList {
-	out := corev1.ResourceList{corev1.ResourcePods: free[corev1.ResourcePods]}
-	for _, n := range names {
-		out[n] = free[n] // a resource the node does not have is 0
-	}
-	return out
-}
-
-// fits is how many pods of demand fit in free, and the resource that limits it.
-func fits(demand corev1.ResourceList, names []corev1.ResourceName, free corev1.ResourceList) (int, string) {
-	k, limit := free.Pods().Value(), string(corev1.ResourcePods)
-	for _, name := range names {
-		if q, ok := quotient(free[name], demand[name], name); ok && (q < k || q == k && limit == "pods") {
-			k, limit = q, string(name)
-		}
-	}
-	return int(max(k, 0)), limit
-}
-
-// quotient is floor(free/per) in the resource's unit (millicores for cpu), and false when per is not positive.
-func quotient(free, per resource.Quantity, name corev1.ResourceName) (int64, bool) {
-	f, p := free.Value(), per.Value()
-	if name == corev1.ResourceCPU {
-		f, p = free.MilliValue(), per.MilliValue()
-	}
-	if p <= 0 {
-		return 0, false
-	}
-	return max(f, 0) / p, true
-}
-
-// minus returns free − demand − one pod slot, and whether that is nowhere negative (the pod fits).
-func minus(free, demand corev1.ResourceList) (corev1.ResourceList, bool) {
-	out := free.DeepCopy()
-	ok := true
-	sub := func(k corev1.ResourceName, v resource.Quantity) {
-		q := out[k]
-		q.Sub(v)
-		out[k] = q
-		ok = ok && q.Sign() >= 0
-	}
-	for k, v := range demand {
-		if k != corev1.ResourcePods && !v.IsZero() {
-			sub(k, v)
-		}
-	}
-	sub(corev1.ResourcePods, *resource.NewQuantity(1, resource.DecimalSI))
-	return out, ok
-}
-
-// fitsIn says whether one pod of demand fits in free (without copying: this runs for every pending pod and node).
-func fitsIn(free, demand corev1.ResourceList) bool {
-	for k, v := range demand {
-		if f := free[k]; k != corev1.ResourcePods && f.Cmp(v) < 0 {
-			return false
-		}
-	}
-	return free.Pods().Value() >= 1
-}
-
 // takePending takes from rooms the room of others' unbound pods that could land there. Each goes, in order, to the
 // node among those it may use and fits on where it costs our pods the most (kube-scheduler may pick any of them; the
 // worst one is assumed); a pod that fits on none of them is not counted (it cannot take our room now).
@@ -366,24 +267,6 @@ func nextPassCap(tick *corev1.Pod, rooms []*room, demand corev1.ResourceList, na
 		return -1, "the next tick runs on none of the template's nodes: no room kept"
 	}
 	return max(sum-1, 0), fmt.Sprintf("room kept for the next tick (%s) on one of %d node(s)", quantities(td), usable)
-}
-
-// plus returns free + demand + one pod slot.
-func plus(free, demand corev1.ResourceList) corev1.ResourceList {
-	out := free.DeepCopy()
-	add(out, demand)
-	add(out, corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)})
-	return out
-}
-
-// quantities is a ResourceList in words, sorted: "cpu=50m memory=64Mi".
-func quantities(l corev1.ResourceList) string {
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(l)) {
-		v := l[k]
-		parts = append(parts, string(k)+"="+v.String())
-	}
-	return strings.Join(parts, " ")
 }
 
 // fitQuotas is the quota headroom in Jobs (-1 when no quota limits it), its binding constraint, and warnings about
