@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	"github.com/jobsched/jobsched/pkg/config"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -59,7 +60,7 @@ func Fit(tpl *batchv1.Job, snap *Snapshot, unbound, podless int) Report {
 		r.PodsPerJob = perJob
 	}
 	warnings := slices.Clone(snap.Warnings)
-	if snap.Mode == ModeNodes {
+	if snap.Mode == config.CapacityNodes {
 		r.Fit, r.Binding = fitNodes(pod, r.Demand, snap, unbound+podless, perJob, &r)
 	}
 	fit, binding, warn := fitQuotas(pod, r.Demand, snap.Quotas, podless, perJob, &r)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jobsched/jobsched/pkg/config"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -25,7 +26,7 @@ func node(name string, mods ...func(*Node)) Node {
 	return n
 }
 
-func nodes(ns ...Node) *Snapshot { return &Snapshot{Mode: ModeNodes, Nodes: ns} }
+func nodes(ns ...Node) *Snapshot { return &Snapshot{Mode: config.CapacityNodes, Nodes: ns} }
 
 // spec is a pod of one container requesting 1 cpu and 1Gi, changed by mods.
 func spec(mods ...func(*corev1.PodSpec)) *corev1.PodSpec {
@@ -189,7 +190,7 @@ func TestFit(t *testing.T) {
 			snap:    withQuotas(nodes(node("n1")), quota("objects", rl("pods", "10"), rl("pods", "7"))),
 			wantFit: 1, wantBinding: "quota objects/pods: 1 more"},
 		{name: "quota count/jobs.batch is charged at creation: podless not subtracted", spec: spec(), podless: 2,
-			snap:    withQuotas(&Snapshot{Mode: ModeQuota}, quota("objects", rl("count/jobs.batch", "10"), rl("count/jobs.batch", "8"))),
+			snap:    withQuotas(&Snapshot{Mode: config.CapacityQuota}, quota("objects", rl("count/jobs.batch", "10"), rl("count/jobs.batch", "8"))),
 			wantFit: 2, wantBinding: "quota objects/count/jobs.batch: 2 more"},
 		{name: "quota limits.cpu from limits", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Limits = rl("cpu", "2") }),
 			snap:    withQuotas(nodes(node("n1", func(n *Node) { n.Allocatable = rl("cpu", "64", "memory", "64Gi", "pods", "110") })), quota("compute", rl("limits.cpu", "7"), rl("limits.cpu", "1"))),
@@ -202,7 +203,7 @@ func TestFit(t *testing.T) {
 				limitRange("defaults", nil, rl("memory", "1Gi"))),
 			wantFit: 2, wantBinding: "quota compute/limits.memory: 2 more"},
 		{name: "quota on an extended resource", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Limits = rl("nvidia.com/gpu", "1") }),
-			snap:    withQuotas(&Snapshot{Mode: ModeQuota}, quota("gpu", rl("requests.nvidia.com/gpu", "4"), rl("requests.nvidia.com/gpu", "4"))),
+			snap:    withQuotas(&Snapshot{Mode: config.CapacityQuota}, quota("gpu", rl("requests.nvidia.com/gpu", "4"), rl("requests.nvidia.com/gpu", "4"))),
 			wantFit: 0, wantBinding: "quota gpu/requests.nvidia.com/gpu: 0 more"},
 		{name: "quota scoped to BestEffort does not charge our pods", spec: spec(),
 			snap: withQuotas(nodes(node("n1")), quota("no-besteffort", rl("pods", "0"), nil, func(q *corev1.ResourceQuota) {
@@ -215,11 +216,11 @@ func TestFit(t *testing.T) {
 				}}
 			})), wantFit: 2, wantBinding: "quota high/pods: 2 more"},
 		{name: "mode quota only", spec: spec(),
-			snap:    withQuotas(&Snapshot{Mode: ModeQuota}, quota("compute", rl("requests.cpu", "10"), rl("requests.cpu", "4"))),
+			snap:    withQuotas(&Snapshot{Mode: config.CapacityQuota}, quota("compute", rl("requests.cpu", "10"), rl("requests.cpu", "4"))),
 			wantFit: 6, wantBinding: "quota compute/requests.cpu: 6 more"},
-		{name: "mode quota without quotas", spec: spec(), snap: &Snapshot{Mode: ModeQuota}, wantFit: -1, wantBinding: "no node or quota limit applies"},
+		{name: "mode quota without quotas", spec: spec(), snap: &Snapshot{Mode: config.CapacityQuota}, wantFit: -1, wantBinding: "no node or quota limit applies"},
 		{name: "nodes forbidden: quota fallback warns", spec: spec(),
-			snap:    withQuotas(&Snapshot{Mode: ModeQuota, Warnings: []string{"capacity nodes needs list on nodes"}}, quota("compute", rl("pods", "5"), nil)),
+			snap:    withQuotas(&Snapshot{Mode: config.CapacityQuota, Warnings: []string{"capacity nodes needs list on nodes"}}, quota("compute", rl("pods", "5"), nil)),
 			wantFit: 5, wantBinding: "quota compute/pods: 5 more", wantWarning: "capacity nodes needs list on nodes"},
 	}
 	for _, tt := range tests {
@@ -323,10 +324,10 @@ func TestFitAdmission(t *testing.T) {
 			snap: nodes(node("n1"), node("n2")), unbound: 1, podless: 2,
 			wantFit: 2, wantBinding: "nodes: 5 more fit on 2 nodes (limited by cpu on 2), after 3 unbound (2 Job(s) of 2 pods)"},
 		{name: "Jobs of 2 pods under a pods quota", job: job(spec(), parallel(2)),
-			snap:    withQuotas(&Snapshot{Mode: ModeQuota}, quota("objects", rl("pods", "10"), rl("pods", "3"))),
+			snap:    withQuotas(&Snapshot{Mode: config.CapacityQuota}, quota("objects", rl("pods", "10"), rl("pods", "3"))),
 			podless: 2, wantFit: 2, wantBinding: "quota objects/pods: 2 more"},
 		{name: "Jobs of 2 pods under a Job-count quota: counted in Jobs", job: job(spec(), parallel(2)),
-			snap:    withQuotas(&Snapshot{Mode: ModeQuota}, quota("objects", rl("count/jobs.batch", "10"), rl("count/jobs.batch", "7"))),
+			snap:    withQuotas(&Snapshot{Mode: config.CapacityQuota}, quota("objects", rl("count/jobs.batch", "10"), rl("count/jobs.batch", "7"))),
 			podless: 2, wantFit: 3, wantBinding: "quota objects/count/jobs.batch: 3 more"},
 	}
 	for _, tt := range tests {

@@ -18,20 +18,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/render"
 )
-
-// Mode is how capacity is observed: limits.capacity in the configuration.
-type Mode string
-
-const (
-	ModeNodes Mode = "nodes" // free node resources and ResourceQuota headroom
-	ModeQuota Mode = "quota" // ResourceQuota headroom only (needs no cluster-wide read)
-	ModeOff   Mode = "off"   // no capacity limit
-)
-
-// LabelScheduler is the label on this scheduler's Jobs and pods (the same as render.LabelScheduler).
-const LabelScheduler = "jobsched.io/scheduler"
 
 // nonTerminal selects the pods that hold node resources; terminal pods have released theirs.
 const nonTerminal = "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
@@ -49,7 +39,7 @@ const (
 
 // Options is what Observe needs besides the client and the namespace.
 type Options struct {
-	Mode Mode
+	Mode config.Capacity
 	// Template is the Job template: its pod spec picks the nodes whose pods are listed, and names the RuntimeClass.
 	Template *batchv1.Job
 	// Scheduler is this scheduler's name: its own unbound pods are the caller's to count (Fit's unbound), so they are
@@ -75,7 +65,7 @@ func SelfPod() string {
 
 // Snapshot is the aggregate of what the cluster holds, built while listing so memory does not grow with pods.
 type Snapshot struct {
-	Mode         Mode                   // what was observed: ModeNodes (Fit uses Nodes), or ModeQuota (asked for, or the fallback)
+	Mode         config.Capacity        // what was observed: CapacityNodes (Fit uses Nodes), or CapacityQuota (asked for, or the fallback)
 	Nodes        []Node                 // sorted by name
 	Quotas       []corev1.ResourceQuota // in the namespace
 	LimitRanges  []corev1.LimitRange    // in the namespace
@@ -108,24 +98,24 @@ type Pending struct {
 	Spec            corev1.PodSpec // only nodeName, nodeSelector, affinity and tolerations are kept
 }
 
-// Observe lists what the mode needs. ModeOff returns nil, nil with no calls. ModeQuota and ModeNodes: one LIST of
+// Observe lists what the mode needs. config.CapacityOff returns nil, nil with no calls. config.CapacityQuota and config.CapacityNodes: one LIST of
 // ResourceQuotas and one of LimitRanges in namespace, and a GET of the template's RuntimeClass if it names one.
-// ModeNodes also: one paginated LIST of nodes; the tick pod (one LIST in namespace with field selector
+// config.CapacityNodes also: one paginated LIST of nodes; the tick pod (one LIST in namespace with field selector
 // metadata.name=Self); then either one paginated LIST of non-terminal pods in all namespaces, or, when the template
 // may use few nodes (see maxNodeLists), one per such node (field selector spec.nodeName=<node>, concurrently) plus
 // one of the unbound ones (spec.nodeName=). Pods are aggregated page by page into Node.Requested/Pods and dropped;
 // pods with a deletionTimestamp still count (they hold room until gone).
 //
-// A Forbidden LIST of nodes or pods cluster-wide makes the pass fall back to ModeQuota; a Forbidden LimitRange list
+// A Forbidden LIST of nodes or pods cluster-wide makes the pass fall back to config.CapacityQuota; a Forbidden LimitRange list
 // or RuntimeClass get counts the template as written. Each is said in Warnings, never an error. Any other error is
 // returned.
 func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Options) (*Snapshot, error) {
 	switch o.Mode {
-	case ModeOff:
+	case config.CapacityOff:
 		return nil, nil
-	case ModeNodes, ModeQuota:
+	case config.CapacityNodes, config.CapacityQuota:
 	default:
-		return nil, fmt.Errorf("capacity: unknown mode %q (want %s, %s or %s)", o.Mode, ModeNodes, ModeQuota, ModeOff)
+		return nil, fmt.Errorf("capacity: unknown mode %q (want %s, %s or %s)", o.Mode, config.CapacityNodes, config.CapacityQuota, config.CapacityOff)
 	}
 	snap := &Snapshot{Mode: o.Mode}
 	var spec corev1.PodSpec
@@ -157,11 +147,11 @@ func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Op
 			snap.RuntimeClass = rc
 		}
 	}
-	if o.Mode == ModeNodes {
+	if o.Mode == config.CapacityNodes {
 		err := observeNodes(ctx, c, namespace, o, Admitted(&spec, snap.LimitRanges, snap.RuntimeClass), snap)
 		switch {
 		case apierrors.IsForbidden(err):
-			snap.Mode, snap.Nodes, snap.Pending, snap.NextPassPod, snap.Listed = ModeQuota, nil, nil, nil, ""
+			snap.Mode, snap.Nodes, snap.Pending, snap.NextPassPod, snap.Listed = config.CapacityQuota, nil, nil, nil, ""
 			snap.Warnings = append(snap.Warnings, fmt.Sprintf("capacity nodes needs list on nodes and pods cluster-wide "+
 				"(the ClusterRole of manifests/capacity): %v; using quota for this pass", err))
 		case err != nil:
@@ -271,6 +261,28 @@ type aggregator struct {
 	index                map[string]*Node
 	namespace, scheduler string
 	pending              []Pending
+}
+
+// add adds one pod. Terminal pods are skipped here too (the server-side field selector already drops them;
+// fakes and caches may not), as are pods bound to a node not listed. An unbound pod is kept in pending unless it is
+// this scheduler's (the caller counts those) or is being deleted.
+func (a *aggregator) add(p *corev1.Pod) {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if p.Spec.NodeName == "" {
+		if p.DeletionTimestamp == nil && !(p.Namespace == a.namespace && a.scheduler != "" && p.Labels[render.LabelScheduler] == a.scheduler) {
+			a.pending = append(a.pending, Pending{Namespace: p.Namespace, Name: p.Name, Demand: Demand(p),
+				Spec: corev1.PodSpec{NodeSelector: p.Spec.NodeSelector, Affinity: p.Spec.Affinity, Tolerations: p.Spec.Tolerations}})
+		}
+		return
+	}
+	if n := a.index[p.Spec.NodeName]; n != nil {
+		n.Pods++
+		add(n.Requested, Demand(p))
+	}
 }
 
 func newNode(n *corev1.Node) Node {

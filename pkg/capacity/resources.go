@@ -88,28 +88,6 @@ func quantities(l corev1.ResourceList) string {
 	return strings.Join(parts, " ")
 }
 
-// add adds one pod. Terminal pods are skipped here too (the server-side field selector already drops them;
-// fakes and caches may not), as are pods bound to a node not listed. An unbound pod is kept in pending unless it is
-// this scheduler's (the caller counts those) or is being deleted.
-func (a *aggregator) add(p *corev1.Pod) {
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if p.Spec.NodeName == "" {
-		if p.DeletionTimestamp == nil && !(p.Namespace == a.namespace && a.scheduler != "" && p.Labels[LabelScheduler] == a.scheduler) {
-			a.pending = append(a.pending, Pending{Namespace: p.Namespace, Name: p.Name, Demand: Demand(p),
-				Spec: corev1.PodSpec{NodeSelector: p.Spec.NodeSelector, Affinity: p.Spec.Affinity, Tolerations: p.Spec.Tolerations}})
-		}
-		return
-	}
-	if n := a.index[p.Spec.NodeName]; n != nil {
-		n.Pods++
-		add(n.Requested, Demand(p))
-	}
-}
-
 // add adds b to a. A Quantity may share its *inf.Dec with the object it came from, so a value is deep-copied the
 // first time it enters a.
 func add(a, b corev1.ResourceList) {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
+	jobschedconfig "github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
 )
 
@@ -62,7 +63,7 @@ func BenchmarkCapacityObserve(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		snap, err := capacity.Observe(ctx, c, "bench", capacity.Options{Mode: capacity.ModeNodes, NoNextPassRoom: true})
+		snap, err := capacity.Observe(ctx, c, "bench", capacity.Options{Mode: jobschedconfig.CapacityNodes, NoNextPassRoom: true})
 		if err != nil {
 			b.Fatal(err)
 		}
