@@ -276,8 +276,8 @@ func TestFitReport(t *testing.T) {
 	}
 }
 
-// withTick keeps room for a tick pod of 50m cpu and 64Mi, changed by mods.
-func withTick(s *Snapshot, mods ...func(*corev1.PodSpec)) *Snapshot {
+// withNextPassPod keeps room for the next pass's own pod of 50m cpu and 64Mi, changed by mods.
+func withNextPassPod(s *Snapshot, mods ...func(*corev1.PodSpec)) *Snapshot {
 	spec := &corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", "50m", "memory", "64Mi"), nil)}} // the CronJob's
 	for _, m := range mods {
 		m(spec)
@@ -355,46 +355,46 @@ func TestFitTick(t *testing.T) {
 		wantBinding string
 		wantTick    string
 	}{
-		{name: "one full node: one pod less", spec: spec(), snap: withTick(nodes(node("n1"))),
+		{name: "one full node: one pod less", spec: spec(), snap: withNextPassPod(nodes(node("n1"))),
 			wantFit: 3, wantBinding: "tick: 3 more pod(s) fit on 1 node(s) with room kept for the next tick",
 			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 1 node(s)"},
-		{name: "two nodes: still only one pod less", spec: spec(), snap: withTick(nodes(node("n1"), node("n2"))),
+		{name: "two nodes: still only one pod less", spec: spec(), snap: withNextPassPod(nodes(node("n1"), node("n2"))),
 			wantFit: 7, wantBinding: "tick: 7 more pod(s) fit on 2 node(s) with room kept for the next tick",
 			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 2 node(s)"},
-		{name: "after our unbound pods", spec: spec(), snap: withTick(nodes(node("n1"), node("n2"))), unbound: 2,
+		{name: "after our unbound pods", spec: spec(), snap: withNextPassPod(nodes(node("n1"), node("n2"))), unbound: 2,
 			wantFit: 5, wantBinding: "tick: 5 more pod(s) fit on 2 node(s) with room kept for the next tick, after 2 unbound",
 			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 2 node(s)"},
 		{name: "a node keeps room beside our pods anyway: nothing kept",
-			spec: spec(), snap: withTick(nodes(node("n1"), node("n2", func(n *Node) { n.Requested = rl("cpu", "500m") }))),
+			spec: spec(), snap: withNextPassPod(nodes(node("n1"), node("n2", func(n *Node) { n.Requested = rl("cpu", "500m") }))),
 			wantFit: 7, wantBinding: "nodes: 7 more fit on 2 nodes (limited by cpu on 2)",
 			wantTick: "the next tick (cpu=50m memory=64Mi) fits on n2 beside our pods"},
 		{name: "a tick larger than our pods costs more than one", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("cpu", "100m") }),
-			snap:    withTick(nodes(node("n1")), func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("cpu", "250m") }),
+			snap:    withNextPassPod(nodes(node("n1")), func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("cpu", "250m") }),
 			wantFit: 37, wantBinding: "tick: 37 more pod(s) fit on 1 node(s) with room kept for the next tick",
 			wantTick: "room kept for the next tick (cpu=250m) on one of 1 node(s)"},
 		{name: "the tick fits nowhere even now: nothing more", spec: spec(),
-			snap:    withTick(nodes(node("n1", func(n *Node) { n.Requested = rl("cpu", "3980m") }))),
+			snap:    withNextPassPod(nodes(node("n1", func(n *Node) { n.Requested = rl("cpu", "3980m") }))),
 			wantFit: 0, wantBinding: "cpu: 0 more fit on n1",
 			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 1 node(s)"},
 		{name: "the tick may not use our nodes: nothing kept", spec: spec(gpuOnly),
-			snap:    withTick(nodes(node("n1", taint(gpuTaint)))),
+			snap:    withNextPassPod(nodes(node("n1", taint(gpuTaint)))),
 			wantFit: 4, wantBinding: "cpu: 4 more fit on n1",
 			wantTick: "the next tick runs on none of the template's nodes: no room kept"},
 		// This pass's pod holds 50m on n1 (counted); once it ends, a 4th pod of ours could take its room, so one
 		// node of 4 still holds only 3 (the same as with this pod counted: no pod is lost to the reservation).
 		{name: "this pass's pod on the node: its room comes back", spec: spec(),
-			snap: withTick(nodes(node("n1", func(n *Node) { n.Requested, n.Pods = rl("cpu", "50m", "memory", "64Mi"), 1 })),
+			snap: withNextPassPod(nodes(node("n1", func(n *Node) { n.Requested, n.Pods = rl("cpu", "50m", "memory", "64Mi"), 1 })),
 				func(s *corev1.PodSpec) { s.NodeName = "n1" }),
 			wantFit: 3, wantBinding: "cpu: 3 more fit on n1",
 			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 1 node(s)"},
 		{name: "this pass's pod on the node: its room is the next tick's", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("cpu", "1975m") }),
-			snap: withTick(nodes(node("n1", func(n *Node) { n.Requested, n.Pods = rl("cpu", "50m", "memory", "64Mi"), 1 })),
+			snap: withNextPassPod(nodes(node("n1", func(n *Node) { n.Requested, n.Pods = rl("cpu", "50m", "memory", "64Mi"), 1 })),
 				func(s *corev1.PodSpec) { s.NodeName = "n1" }),
 			wantFit: 2, wantBinding: "cpu: 2 more fit on n1",
 			wantTick: "the next tick (cpu=50m memory=64Mi) fits on n1 beside our pods"},
 		// kube-scheduler could put all our pods on n2: only what fits on n2 beside the tick is safe.
 		{name: "the tick pinned to one of our nodes: what fits beside it there", spec: spec(),
-			snap: withTick(nodes(node("n1"), node("n2")), func(s *corev1.PodSpec) {
+			snap: withNextPassPod(nodes(node("n1"), node("n2")), func(s *corev1.PodSpec) {
 				s.NodeSelector = map[string]string{"kubernetes.io/hostname": "n2"}
 			}),
 			wantFit: 3, wantBinding: "tick: 3 more pod(s) fit on 2 node(s) with room kept for the next tick",
