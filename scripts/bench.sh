@@ -16,7 +16,7 @@
 # first, with the whole cluster; then the controller-manager is stopped, so that the Jobs of the other parts make no
 # pods and the cluster stays quiet. The tables it makes in the shared PostgreSQL are dropped at the end.
 #
-#   scripts/bench.sh > table.md                      # the README's table (about 35 minutes on 2 cores)
+#   scripts/bench.sh              # prints the table, writes it to scripts/bench/results/bench.md (about 35 minutes on 2 cores)
 #   BENCH_JOBS=1000,10000 BENCH_CREATES=10,1000 scripts/bench.sh   # smaller
 #   BENCH_ONLY=backlog,excluded KEEP=1 scripts/bench.sh   # some parts; KEEP=1 keeps the cluster, its Jobs, the tables
 #   BENCH_ONLY=drain scripts/bench.sh                # the drain alone (about 8 minutes)
@@ -25,7 +25,8 @@
 # (alternating rounds of each create size, default 5), BENCH_CREATE_BUDGET (seconds that making the RSS rows' Jobs
 # may take, default 900: past it the row is measured at what was made, and says so), BENCH_ONLY (parts, comma-
 # separated: calls, backlog, creates, RSS, excluded, drain), BENCH_DRAIN_ROWS (12), BENCH_DRAIN_TASK_SECONDS (20),
-# BENCH_DRAIN_SCHEDULE_SECONDS (60), BENCH_DRAIN_FILL_SECONDS (50), BENCH_DRAIN_RESULTS, KEEP=1.
+# BENCH_DRAIN_SCHEDULE_SECONDS (60), BENCH_DRAIN_FILL_SECONDS (50), BENCH_DRAIN_RESULTS, BENCH_RESULTS (the table's
+# file, default scripts/bench/results/bench.md: the run writes it with its date, commit and load), KEEP=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE=${JOBSCHED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jobsched}

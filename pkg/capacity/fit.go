@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	"github.com/jobsched/jobsched/pkg/config"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,44 +16,6 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
-
-// Report says how many more Jobs of a template fit now, and why.
-type Report struct {
-	Fit        int                 `json:"fit"`                  // how many more Jobs fit; -1 = no limit known
-	Binding    string              `json:"binding,omitempty"`    // the binding constraint in words
-	PodsPerJob int                 `json:"podsPerJob,omitempty"` // pods one Job runs at once (set when above 1)
-	Demand     corev1.ResourceList `json:"demand,omitempty"`     // one pod's requests, as the API server admits it
-	Nodes      []NodeFit           `json:"nodes,omitempty"`      // every node considered or excluded, sorted by name
-	Quota      []QuotaFit          `json:"quota,omitempty"`      // every quota resource that limits the template
-	Tick       string              `json:"tick,omitempty"`       // the room kept for the next tick, in words
-	Pending    []PendingFit        `json:"pending,omitempty"`    // others' unbound pods counted as taking room
-	Listed     string              `json:"listed,omitempty"`     // which pods were listed to count the room
-	Warning    string              `json:"warning,omitempty"`    // e.g. a permission that is missing
-}
-
-// NodeFit is how many more pods of the template fit on one node.
-type NodeFit struct {
-	Name     string              `json:"name"`
-	Fits     int                 `json:"fits"`               // 0 if excluded
-	Excluded string              `json:"excluded,omitempty"` // why not considered; "" if considered
-	Limit    string              `json:"limit,omitempty"`    // the resource that binds on this node
-	Free     corev1.ResourceList `json:"free,omitempty"`     // free per resource the demand names, plus pods
-}
-
-// QuotaFit is how many more Jobs one resource of one ResourceQuota admits.
-type QuotaFit struct {
-	Name     string `json:"name"`
-	Resource string `json:"resource"`
-	Fits     int    `json:"fits"`
-}
-
-// PendingFit is a pod of someone else, not yet bound, that could land on a node of the template: it is counted on
-// the node where it would cost our pods the most room.
-type PendingFit struct {
-	Pod   string `json:"pod"` // namespace/name
-	Node  string `json:"node"`
-	Costs int    `json:"costs"` // how many of our pods fit less on that node
-}
 
 // taintUnschedulable is the taint the scheduler treats spec.unschedulable as (NodeUnschedulable plugin).
 var taintUnschedulable = corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
@@ -77,7 +40,7 @@ const comparisonOperators = false
 // (component-helpers' taint and nodeaffinity helpers), and spec.nodeName. Per node, free = allocatable − the
 // requests of its pods (and one pod slot each); others' unbound pods that could land there are taken out first
 // (see Snapshot.Pending); fits = min over the demanded resources of floor(free/demand), and the free pod slots.
-// The sum is capped so that the next tick can start (see tickCap), minus unbound + podless; in Jobs, divided by
+// The sum is capped so that the next tick can start (see nextPassCap), minus unbound + podless; in Jobs, divided by
 // PodsPerJob.
 //
 // Quota: each ResourceQuota whose scopes match the pod limits the Jobs to floor((hard − used)/per-pod), minus
@@ -97,7 +60,7 @@ func Fit(tpl *batchv1.Job, snap *Snapshot, unbound, podless int) Report {
 		r.PodsPerJob = perJob
 	}
 	warnings := slices.Clone(snap.Warnings)
-	if snap.Mode == ModeNodes {
+	if snap.Mode == config.CapacityNodes {
 		r.Fit, r.Binding = fitNodes(pod, r.Demand, snap, unbound+podless, perJob, &r)
 	}
 	fit, binding, warn := fitQuotas(pod, r.Demand, snap.Quotas, podless, perJob, &r)
@@ -182,7 +145,7 @@ func fitNodes(pod *corev1.Pod, demand corev1.ResourceList, snap *Snapshot, claim
 		i, _ := slices.BinarySearchFunc(r.Nodes, rm.node.Name, func(nf NodeFit, name string) int { return cmp.Compare(nf.Name, name) })
 		r.Nodes[i].Fits, r.Nodes[i].Limit, r.Nodes[i].Free = rm.fits, rm.lim, only(rm.free, names)
 	}
-	capped, tick := tickCap(snap.Tick, rooms, demand, names)
+	capped, tick := nextPassCap(snap.NextPassPod, rooms, demand, names)
 	r.Tick = tick
 	pods := total
 	if capped >= 0 && capped < total {
@@ -232,67 +195,6 @@ func free(n *Node) corev1.ResourceList {
 	return out
 }
 
-// only is free restricted to names and pods (what the report shows).
-func only(free corev1.ResourceList, names []corev1.ResourceName) corev1.ResourceList {
-	out := corev1.ResourceList{corev1.ResourcePods: free[corev1.ResourcePods]}
-	for _, n := range names {
-		out[n] = free[n] // a resource the node does not have is 0
-	}
-	return out
-}
-
-// fits is how many pods of demand fit in free, and the resource that limits it.
-func fits(demand corev1.ResourceList, names []corev1.ResourceName, free corev1.ResourceList) (int, string) {
-	k, limit := free.Pods().Value(), string(corev1.ResourcePods)
-	for _, name := range names {
-		if q, ok := quotient(free[name], demand[name], name); ok && (q < k || q == k && limit == "pods") {
-			k, limit = q, string(name)
-		}
-	}
-	return int(max(k, 0)), limit
-}
-
-// quotient is floor(free/per) in the resource's unit (millicores for cpu), and false when per is not positive.
-func quotient(free, per resource.Quantity, name corev1.ResourceName) (int64, bool) {
-	f, p := free.Value(), per.Value()
-	if name == corev1.ResourceCPU {
-		f, p = free.MilliValue(), per.MilliValue()
-	}
-	if p <= 0 {
-		return 0, false
-	}
-	return max(f, 0) / p, true
-}
-
-// minus returns free − demand − one pod slot, and whether that is nowhere negative (the pod fits).
-func minus(free, demand corev1.ResourceList) (corev1.ResourceList, bool) {
-	out := free.DeepCopy()
-	ok := true
-	sub := func(k corev1.ResourceName, v resource.Quantity) {
-		q := out[k]
-		q.Sub(v)
-		out[k] = q
-		ok = ok && q.Sign() >= 0
-	}
-	for k, v := range demand {
-		if k != corev1.ResourcePods && !v.IsZero() {
-			sub(k, v)
-		}
-	}
-	sub(corev1.ResourcePods, *resource.NewQuantity(1, resource.DecimalSI))
-	return out, ok
-}
-
-// fitsIn says whether one pod of demand fits in free (without copying: this runs for every pending pod and node).
-func fitsIn(free, demand corev1.ResourceList) bool {
-	for k, v := range demand {
-		if f := free[k]; k != corev1.ResourcePods && f.Cmp(v) < 0 {
-			return false
-		}
-	}
-	return free.Pods().Value() >= 1
-}
-
 // takePending takes from rooms the room of others' unbound pods that could land there. Each goes, in order, to the
 // node among those it may use and fits on where it costs our pods the most (kube-scheduler may pick any of them; the
 // worst one is assumed); a pod that fits on none of them is not counted (it cannot take our room now).
@@ -323,7 +225,7 @@ func takePending(pending []Pending, rooms []*room, demand corev1.ResourceList, n
 	return out
 }
 
-// tickCap is the most pods of demand (ours, new and claimed) that may be placed on rooms so that, wherever
+// nextPassCap is the most pods of demand (ours, new and claimed) that may be placed on rooms so that, wherever
 // kube-scheduler puts them, one node the next tick's pod may use still has room for it; -1 when there is no cap.
 // tick is the pod this pass runs in: the next one has its spec, and its own room (counted as taken, since our pods
 // may be placed while it still runs) is free again once it ends.
@@ -333,7 +235,7 @@ func takePending(pending []Pending, rooms []*room, demand corev1.ResourceList, n
 // do. Otherwise kube-scheduler can leave no room for it only by putting at least c'+1 of our pods on every node of
 // T, so any number up to Σ_T (c'+1) − 1 is safe, and one more is not. When T is empty the tick runs on nodes we do
 // not use: no cap.
-func tickCap(tick *corev1.Pod, rooms []*room, demand corev1.ResourceList, names []corev1.ResourceName) (int, string) {
+func nextPassCap(tick *corev1.Pod, rooms []*room, demand corev1.ResourceList, names []corev1.ResourceName) (int, string) {
 	if tick == nil {
 		return -1, ""
 	}
@@ -366,24 +268,6 @@ func tickCap(tick *corev1.Pod, rooms []*room, demand corev1.ResourceList, names 
 		return -1, "the next tick runs on none of the template's nodes: no room kept"
 	}
 	return max(sum-1, 0), fmt.Sprintf("room kept for the next tick (%s) on one of %d node(s)", quantities(td), usable)
-}
-
-// plus returns free + demand + one pod slot.
-func plus(free, demand corev1.ResourceList) corev1.ResourceList {
-	out := free.DeepCopy()
-	add(out, demand)
-	add(out, corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)})
-	return out
-}
-
-// quantities is a ResourceList in words, sorted: "cpu=50m memory=64Mi".
-func quantities(l corev1.ResourceList) string {
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(l)) {
-		v := l[k]
-		parts = append(parts, string(k)+"="+v.String())
-	}
-	return strings.Join(parts, " ")
 }
 
 // fitQuotas is the quota headroom in Jobs (-1 when no quota limits it), its binding constraint, and warnings about

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jobsched/jobsched/pkg/config"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -25,7 +26,7 @@ func node(name string, mods ...func(*Node)) Node {
 	return n
 }
 
-func nodes(ns ...Node) *Snapshot { return &Snapshot{Mode: ModeNodes, Nodes: ns} }
+func nodes(ns ...Node) *Snapshot { return &Snapshot{Mode: config.CapacityNodes, Nodes: ns} }
 
 // spec is a pod of one container requesting 1 cpu and 1Gi, changed by mods.
 func spec(mods ...func(*corev1.PodSpec)) *corev1.PodSpec {
@@ -189,7 +190,7 @@ func TestFit(t *testing.T) {
 			snap:    withQuotas(nodes(node("n1")), quota("objects", rl("pods", "10"), rl("pods", "7"))),
 			wantFit: 1, wantBinding: "quota objects/pods: 1 more"},
 		{name: "quota count/jobs.batch is charged at creation: podless not subtracted", spec: spec(), podless: 2,
-			snap:    withQuotas(&Snapshot{Mode: ModeQuota}, quota("objects", rl("count/jobs.batch", "10"), rl("count/jobs.batch", "8"))),
+			snap:    withQuotas(&Snapshot{Mode: config.CapacityQuota}, quota("objects", rl("count/jobs.batch", "10"), rl("count/jobs.batch", "8"))),
 			wantFit: 2, wantBinding: "quota objects/count/jobs.batch: 2 more"},
 		{name: "quota limits.cpu from limits", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Limits = rl("cpu", "2") }),
 			snap:    withQuotas(nodes(node("n1", func(n *Node) { n.Allocatable = rl("cpu", "64", "memory", "64Gi", "pods", "110") })), quota("compute", rl("limits.cpu", "7"), rl("limits.cpu", "1"))),
@@ -202,7 +203,7 @@ func TestFit(t *testing.T) {
 				limitRange("defaults", nil, rl("memory", "1Gi"))),
 			wantFit: 2, wantBinding: "quota compute/limits.memory: 2 more"},
 		{name: "quota on an extended resource", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Limits = rl("nvidia.com/gpu", "1") }),
-			snap:    withQuotas(&Snapshot{Mode: ModeQuota}, quota("gpu", rl("requests.nvidia.com/gpu", "4"), rl("requests.nvidia.com/gpu", "4"))),
+			snap:    withQuotas(&Snapshot{Mode: config.CapacityQuota}, quota("gpu", rl("requests.nvidia.com/gpu", "4"), rl("requests.nvidia.com/gpu", "4"))),
 			wantFit: 0, wantBinding: "quota gpu/requests.nvidia.com/gpu: 0 more"},
 		{name: "quota scoped to BestEffort does not charge our pods", spec: spec(),
 			snap: withQuotas(nodes(node("n1")), quota("no-besteffort", rl("pods", "0"), nil, func(q *corev1.ResourceQuota) {
@@ -215,11 +216,11 @@ func TestFit(t *testing.T) {
 				}}
 			})), wantFit: 2, wantBinding: "quota high/pods: 2 more"},
 		{name: "mode quota only", spec: spec(),
-			snap:    withQuotas(&Snapshot{Mode: ModeQuota}, quota("compute", rl("requests.cpu", "10"), rl("requests.cpu", "4"))),
+			snap:    withQuotas(&Snapshot{Mode: config.CapacityQuota}, quota("compute", rl("requests.cpu", "10"), rl("requests.cpu", "4"))),
 			wantFit: 6, wantBinding: "quota compute/requests.cpu: 6 more"},
-		{name: "mode quota without quotas", spec: spec(), snap: &Snapshot{Mode: ModeQuota}, wantFit: -1, wantBinding: "no node or quota limit applies"},
+		{name: "mode quota without quotas", spec: spec(), snap: &Snapshot{Mode: config.CapacityQuota}, wantFit: -1, wantBinding: "no node or quota limit applies"},
 		{name: "nodes forbidden: quota fallback warns", spec: spec(),
-			snap:    withQuotas(&Snapshot{Mode: ModeQuota, Warnings: []string{"capacity nodes needs list on nodes"}}, quota("compute", rl("pods", "5"), nil)),
+			snap:    withQuotas(&Snapshot{Mode: config.CapacityQuota, Warnings: []string{"capacity nodes needs list on nodes"}}, quota("compute", rl("pods", "5"), nil)),
 			wantFit: 5, wantBinding: "quota compute/pods: 5 more", wantWarning: "capacity nodes needs list on nodes"},
 	}
 	for _, tt := range tests {
@@ -275,13 +276,13 @@ func TestFitReport(t *testing.T) {
 	}
 }
 
-// withTick keeps room for a tick pod of 50m cpu and 64Mi, changed by mods.
-func withTick(s *Snapshot, mods ...func(*corev1.PodSpec)) *Snapshot {
+// withNextPassPod keeps room for the next pass's own pod of 50m cpu and 64Mi, changed by mods.
+func withNextPassPod(s *Snapshot, mods ...func(*corev1.PodSpec)) *Snapshot {
 	spec := &corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", "50m", "memory", "64Mi"), nil)}} // the CronJob's
 	for _, m := range mods {
 		m(spec)
 	}
-	s.Tick = &corev1.Pod{Spec: *spec}
+	s.NextPassPod = &corev1.Pod{Spec: *spec}
 	return s
 }
 
@@ -323,10 +324,10 @@ func TestFitAdmission(t *testing.T) {
 			snap: nodes(node("n1"), node("n2")), unbound: 1, podless: 2,
 			wantFit: 2, wantBinding: "nodes: 5 more fit on 2 nodes (limited by cpu on 2), after 3 unbound (2 Job(s) of 2 pods)"},
 		{name: "Jobs of 2 pods under a pods quota", job: job(spec(), parallel(2)),
-			snap:    withQuotas(&Snapshot{Mode: ModeQuota}, quota("objects", rl("pods", "10"), rl("pods", "3"))),
+			snap:    withQuotas(&Snapshot{Mode: config.CapacityQuota}, quota("objects", rl("pods", "10"), rl("pods", "3"))),
 			podless: 2, wantFit: 2, wantBinding: "quota objects/pods: 2 more"},
 		{name: "Jobs of 2 pods under a Job-count quota: counted in Jobs", job: job(spec(), parallel(2)),
-			snap:    withQuotas(&Snapshot{Mode: ModeQuota}, quota("objects", rl("count/jobs.batch", "10"), rl("count/jobs.batch", "7"))),
+			snap:    withQuotas(&Snapshot{Mode: config.CapacityQuota}, quota("objects", rl("count/jobs.batch", "10"), rl("count/jobs.batch", "7"))),
 			podless: 2, wantFit: 3, wantBinding: "quota objects/count/jobs.batch: 3 more"},
 	}
 	for _, tt := range tests {
@@ -354,46 +355,46 @@ func TestFitTick(t *testing.T) {
 		wantBinding string
 		wantTick    string
 	}{
-		{name: "one full node: one pod less", spec: spec(), snap: withTick(nodes(node("n1"))),
+		{name: "one full node: one pod less", spec: spec(), snap: withNextPassPod(nodes(node("n1"))),
 			wantFit: 3, wantBinding: "tick: 3 more pod(s) fit on 1 node(s) with room kept for the next tick",
 			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 1 node(s)"},
-		{name: "two nodes: still only one pod less", spec: spec(), snap: withTick(nodes(node("n1"), node("n2"))),
+		{name: "two nodes: still only one pod less", spec: spec(), snap: withNextPassPod(nodes(node("n1"), node("n2"))),
 			wantFit: 7, wantBinding: "tick: 7 more pod(s) fit on 2 node(s) with room kept for the next tick",
 			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 2 node(s)"},
-		{name: "after our unbound pods", spec: spec(), snap: withTick(nodes(node("n1"), node("n2"))), unbound: 2,
+		{name: "after our unbound pods", spec: spec(), snap: withNextPassPod(nodes(node("n1"), node("n2"))), unbound: 2,
 			wantFit: 5, wantBinding: "tick: 5 more pod(s) fit on 2 node(s) with room kept for the next tick, after 2 unbound",
 			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 2 node(s)"},
 		{name: "a node keeps room beside our pods anyway: nothing kept",
-			spec: spec(), snap: withTick(nodes(node("n1"), node("n2", func(n *Node) { n.Requested = rl("cpu", "500m") }))),
+			spec: spec(), snap: withNextPassPod(nodes(node("n1"), node("n2", func(n *Node) { n.Requested = rl("cpu", "500m") }))),
 			wantFit: 7, wantBinding: "nodes: 7 more fit on 2 nodes (limited by cpu on 2)",
 			wantTick: "the next tick (cpu=50m memory=64Mi) fits on n2 beside our pods"},
 		{name: "a tick larger than our pods costs more than one", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("cpu", "100m") }),
-			snap:    withTick(nodes(node("n1")), func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("cpu", "250m") }),
+			snap:    withNextPassPod(nodes(node("n1")), func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("cpu", "250m") }),
 			wantFit: 37, wantBinding: "tick: 37 more pod(s) fit on 1 node(s) with room kept for the next tick",
 			wantTick: "room kept for the next tick (cpu=250m) on one of 1 node(s)"},
 		{name: "the tick fits nowhere even now: nothing more", spec: spec(),
-			snap:    withTick(nodes(node("n1", func(n *Node) { n.Requested = rl("cpu", "3980m") }))),
+			snap:    withNextPassPod(nodes(node("n1", func(n *Node) { n.Requested = rl("cpu", "3980m") }))),
 			wantFit: 0, wantBinding: "cpu: 0 more fit on n1",
 			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 1 node(s)"},
 		{name: "the tick may not use our nodes: nothing kept", spec: spec(gpuOnly),
-			snap:    withTick(nodes(node("n1", taint(gpuTaint)))),
+			snap:    withNextPassPod(nodes(node("n1", taint(gpuTaint)))),
 			wantFit: 4, wantBinding: "cpu: 4 more fit on n1",
 			wantTick: "the next tick runs on none of the template's nodes: no room kept"},
 		// This pass's pod holds 50m on n1 (counted); once it ends, a 4th pod of ours could take its room, so one
 		// node of 4 still holds only 3 (the same as with this pod counted: no pod is lost to the reservation).
 		{name: "this pass's pod on the node: its room comes back", spec: spec(),
-			snap: withTick(nodes(node("n1", func(n *Node) { n.Requested, n.Pods = rl("cpu", "50m", "memory", "64Mi"), 1 })),
+			snap: withNextPassPod(nodes(node("n1", func(n *Node) { n.Requested, n.Pods = rl("cpu", "50m", "memory", "64Mi"), 1 })),
 				func(s *corev1.PodSpec) { s.NodeName = "n1" }),
 			wantFit: 3, wantBinding: "cpu: 3 more fit on n1",
 			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 1 node(s)"},
 		{name: "this pass's pod on the node: its room is the next tick's", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("cpu", "1975m") }),
-			snap: withTick(nodes(node("n1", func(n *Node) { n.Requested, n.Pods = rl("cpu", "50m", "memory", "64Mi"), 1 })),
+			snap: withNextPassPod(nodes(node("n1", func(n *Node) { n.Requested, n.Pods = rl("cpu", "50m", "memory", "64Mi"), 1 })),
 				func(s *corev1.PodSpec) { s.NodeName = "n1" }),
 			wantFit: 2, wantBinding: "cpu: 2 more fit on n1",
 			wantTick: "the next tick (cpu=50m memory=64Mi) fits on n1 beside our pods"},
 		// kube-scheduler could put all our pods on n2: only what fits on n2 beside the tick is safe.
 		{name: "the tick pinned to one of our nodes: what fits beside it there", spec: spec(),
-			snap: withTick(nodes(node("n1"), node("n2")), func(s *corev1.PodSpec) {
+			snap: withNextPassPod(nodes(node("n1"), node("n2")), func(s *corev1.PodSpec) {
 				s.NodeSelector = map[string]string{"kubernetes.io/hostname": "n2"}
 			}),
 			wantFit: 3, wantBinding: "tick: 3 more pod(s) fit on 2 node(s) with room kept for the next tick",

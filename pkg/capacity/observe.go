@@ -16,21 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
 
+	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/render"
 )
-
-// Mode is how capacity is observed: limits.capacity in the configuration.
-type Mode string
-
-const (
-	ModeNodes Mode = "nodes" // free node resources and ResourceQuota headroom
-	ModeQuota Mode = "quota" // ResourceQuota headroom only (needs no cluster-wide read)
-	ModeOff   Mode = "off"   // no capacity limit
-)
-
-// LabelScheduler is the label on this scheduler's Jobs and pods (the same as render.LabelScheduler).
-const LabelScheduler = "jobsched.io/scheduler"
 
 // nonTerminal selects the pods that hold node resources; terminal pods have released theirs.
 const nonTerminal = "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
@@ -48,7 +39,7 @@ const (
 
 // Options is what Observe needs besides the client and the namespace.
 type Options struct {
-	Mode Mode
+	Mode config.Capacity
 	// Template is the Job template: its pod spec picks the nodes whose pods are listed, and names the RuntimeClass.
 	Template *batchv1.Job
 	// Scheduler is this scheduler's name: its own unbound pods are the caller's to count (Fit's unbound), so they are
@@ -59,8 +50,8 @@ type Options struct {
 	// When no such pod is found (the pass runs outside the cluster, e.g. status or dry-run from a laptop), no room is
 	// kept: there is no tick pod to start.
 	Self string
-	// NoTick keeps no room for the next tick even when Self is found.
-	NoTick bool
+	// NoNextPassRoom keeps no room for the next pass's own pod (the next tick) even when Self is found.
+	NoNextPassRoom bool
 }
 
 // SelfPod is the name of the pod this process runs in, "" outside a pod: inside one, the kubelet sets
@@ -74,16 +65,16 @@ func SelfPod() string {
 
 // Snapshot is the aggregate of what the cluster holds, built while listing so memory does not grow with pods.
 type Snapshot struct {
-	Mode         Mode                   // what was observed: ModeNodes (Fit uses Nodes), or ModeQuota (asked for, or the fallback)
+	Mode         config.Capacity        // what was observed: CapacityNodes (Fit uses Nodes), or CapacityQuota (asked for, or the fallback)
 	Nodes        []Node                 // sorted by name
 	Quotas       []corev1.ResourceQuota // in the namespace
 	LimitRanges  []corev1.LimitRange    // in the namespace
 	RuntimeClass *nodev1.RuntimeClass   // the one the template names, if it could be read
 	// Pending are the non-terminal pods bound to no node, not this scheduler's, whose demand could take room on the
 	// template's nodes, sorted by namespace/name.
-	Pending []Pending
-	Tick    *corev1.Pod // the pod this pass runs in (its spec): the next tick's is the same; nil for none
-	Listed  string      // which pods were listed: "all pods" or "pods of N nodes"
+	Pending     []Pending
+	NextPassPod *corev1.Pod // the pod this pass runs in (its spec): the next pass's own pod is the same, room is kept for it; nil for none
+	Listed      string      // which pods were listed: "all pods" or "pods of N nodes"
 	// Warnings say once what could not be read for lack of a permission, and what the pass did instead.
 	Warnings []string
 }
@@ -107,24 +98,24 @@ type Pending struct {
 	Spec            corev1.PodSpec // only nodeName, nodeSelector, affinity and tolerations are kept
 }
 
-// Observe lists what the mode needs. ModeOff returns nil, nil with no calls. ModeQuota and ModeNodes: one LIST of
+// Observe lists what the mode needs. config.CapacityOff returns nil, nil with no calls. config.CapacityQuota and config.CapacityNodes: one LIST of
 // ResourceQuotas and one of LimitRanges in namespace, and a GET of the template's RuntimeClass if it names one.
-// ModeNodes also: one paginated LIST of nodes; the tick pod (one LIST in namespace with field selector
+// config.CapacityNodes also: one paginated LIST of nodes; the tick pod (one LIST in namespace with field selector
 // metadata.name=Self); then either one paginated LIST of non-terminal pods in all namespaces, or, when the template
 // may use few nodes (see maxNodeLists), one per such node (field selector spec.nodeName=<node>, concurrently) plus
 // one of the unbound ones (spec.nodeName=). Pods are aggregated page by page into Node.Requested/Pods and dropped;
 // pods with a deletionTimestamp still count (they hold room until gone).
 //
-// A Forbidden LIST of nodes or pods cluster-wide makes the pass fall back to ModeQuota; a Forbidden LimitRange list
+// A Forbidden LIST of nodes or pods cluster-wide makes the pass fall back to config.CapacityQuota; a Forbidden LimitRange list
 // or RuntimeClass get counts the template as written. Each is said in Warnings, never an error. Any other error is
 // returned.
 func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Options) (*Snapshot, error) {
 	switch o.Mode {
-	case ModeOff:
+	case config.CapacityOff:
 		return nil, nil
-	case ModeNodes, ModeQuota:
+	case config.CapacityNodes, config.CapacityQuota:
 	default:
-		return nil, fmt.Errorf("capacity: unknown mode %q (want %s, %s or %s)", o.Mode, ModeNodes, ModeQuota, ModeOff)
+		return nil, fmt.Errorf("capacity: unknown mode %q (want %s, %s or %s)", o.Mode, config.CapacityNodes, config.CapacityQuota, config.CapacityOff)
 	}
 	snap := &Snapshot{Mode: o.Mode}
 	var spec corev1.PodSpec
@@ -156,11 +147,11 @@ func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Op
 			snap.RuntimeClass = rc
 		}
 	}
-	if o.Mode == ModeNodes {
+	if o.Mode == config.CapacityNodes {
 		err := observeNodes(ctx, c, namespace, o, Admitted(&spec, snap.LimitRanges, snap.RuntimeClass), snap)
 		switch {
 		case apierrors.IsForbidden(err):
-			snap.Mode, snap.Nodes, snap.Pending, snap.Tick, snap.Listed = ModeQuota, nil, nil, nil, ""
+			snap.Mode, snap.Nodes, snap.Pending, snap.NextPassPod, snap.Listed = config.CapacityQuota, nil, nil, nil, ""
 			snap.Warnings = append(snap.Warnings, fmt.Sprintf("capacity nodes needs list on nodes and pods cluster-wide "+
 				"(the ClusterRole of manifests/capacity): %v; using quota for this pass", err))
 		case err != nil:
@@ -176,22 +167,15 @@ func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Op
 }
 
 func observeNodes(ctx context.Context, c kubernetes.Interface, namespace string, o Options, tpl *corev1.Pod, snap *Snapshot) error {
-	err := kube.Paginate(metav1.ListOptions{}, func(opts metav1.ListOptions) (string, error) {
-		list, err := c.CoreV1().Nodes().List(ctx, opts)
-		if err != nil {
-			return "", fmt.Errorf("capacity: list nodes: %w", err)
-		}
-		for i := range list.Items {
-			snap.Nodes = append(snap.Nodes, newNode(&list.Items[i]))
-		}
-		return list.Continue, nil
+	_, err := kube.List(ctx, c.CoreV1().Nodes().List, metav1.ListOptions{}, func(n *corev1.Node) {
+		snap.Nodes = append(snap.Nodes, newNode(n))
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("capacity: list nodes: %w", err)
 	}
 	slices.SortFunc(snap.Nodes, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
 
-	if !o.NoTick {
+	if !o.NoNextPassRoom {
 		if o.Self != "" {
 			self := fields.OneTermEqualSelector("metadata.name", o.Self).String()
 			list, err := c.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{FieldSelector: self})
@@ -200,11 +184,11 @@ func observeNodes(ctx context.Context, c kubernetes.Interface, namespace string,
 			}
 			for i := range list.Items {
 				if p := &list.Items[i]; p.Name == o.Self {
-					snap.Tick = &corev1.Pod{Spec: *p.Spec.DeepCopy()}
+					snap.NextPassPod = &corev1.Pod{Spec: *p.Spec.DeepCopy()}
 				}
 			}
 		}
-		if snap.Tick == nil && o.Self != "" {
+		if snap.NextPassPod == nil && o.Self != "" {
 			snap.Warnings = append(snap.Warnings, fmt.Sprintf("running in a pod, but no pod %q in %s (HOSTNAME is not "+
 				"the pod's name?): no room kept for the next tick", o.Self, namespace))
 		}
@@ -243,45 +227,28 @@ func observeNodes(ctx context.Context, c kubernetes.Interface, namespace string,
 
 // listPods lists the pods that selector selects, page by page, into agg.
 func listPods(ctx context.Context, c kubernetes.Interface, selector, what string, agg *aggregator) error {
-	return kube.Paginate(metav1.ListOptions{FieldSelector: selector}, func(opts metav1.ListOptions) (string, error) {
-		list, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
-		if err != nil {
-			return "", fmt.Errorf("capacity: list pods %s: %w", what, err)
-		}
-		agg.add(list.Items)
-		return list.Continue, nil
-	})
+	_, err := kube.List(ctx, c.CoreV1().Pods(metav1.NamespaceAll).List, metav1.ListOptions{FieldSelector: selector}, agg.add)
+	if err != nil {
+		return fmt.Errorf("capacity: list pods %s: %w", what, err)
+	}
+	return nil
 }
 
 // listPodsOf lists the non-terminal pods bound to each of nodes (listWorkers at once) and those bound to none.
 func listPodsOf(ctx context.Context, c kubernetes.Interface, nodes []string, agg *aggregator) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	names := make(chan string)
-	errs := make([]error, listWorkers)
-	var wg sync.WaitGroup
-	for w := range listWorkers {
-		wg.Go(func() {
-			for name := range names {
-				sel := fields.OneTermEqualSelector("spec.nodeName", name).String() + "," + nonTerminal
-				if err := listPods(ctx, c, sel, "on node "+name, agg); err != nil {
-					if ctx.Err() == nil { // the first error; the others only saw it cancel their LIST
-						errs[w] = err
-					}
-					cancel()
-					return
-				}
+	names := append(slices.Clone(nodes), "")
+	errs := make([]error, len(names))
+	workqueue.ParallelizeUntil(ctx, listWorkers, len(names), func(i int) {
+		sel := fields.OneTermEqualSelector("spec.nodeName", names[i]).String() + "," + nonTerminal
+		if err := listPods(ctx, c, sel, "on node "+names[i], agg); err != nil {
+			if ctx.Err() == nil { // the first error; the others only saw it cancel their LIST
+				errs[i] = err
 			}
-		})
-	}
-	for _, name := range append(slices.Clone(nodes), "") {
-		select {
-		case names <- name:
-		case <-ctx.Done():
+			cancel()
 		}
-	}
-	close(names)
-	wg.Wait()
+	})
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -296,28 +263,25 @@ type aggregator struct {
 	pending              []Pending
 }
 
-// add adds one page of pods. Terminal pods are skipped here too (the server-side field selector already drops them;
+// add adds one pod. Terminal pods are skipped here too (the server-side field selector already drops them;
 // fakes and caches may not), as are pods bound to a node not listed. An unbound pod is kept in pending unless it is
 // this scheduler's (the caller counts those) or is being deleted.
-func (a *aggregator) add(pods []corev1.Pod) {
+func (a *aggregator) add(p *corev1.Pod) {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for i := range pods {
-		p := &pods[i]
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
+	if p.Spec.NodeName == "" {
+		if p.DeletionTimestamp == nil && !(p.Namespace == a.namespace && a.scheduler != "" && p.Labels[render.LabelScheduler] == a.scheduler) {
+			a.pending = append(a.pending, Pending{Namespace: p.Namespace, Name: p.Name, Demand: Demand(p),
+				Spec: corev1.PodSpec{NodeSelector: p.Spec.NodeSelector, Affinity: p.Spec.Affinity, Tolerations: p.Spec.Tolerations}})
 		}
-		if p.Spec.NodeName == "" {
-			if p.DeletionTimestamp == nil && !(p.Namespace == a.namespace && a.scheduler != "" && p.Labels[LabelScheduler] == a.scheduler) {
-				a.pending = append(a.pending, Pending{Namespace: p.Namespace, Name: p.Name, Demand: Demand(p),
-					Spec: corev1.PodSpec{NodeSelector: p.Spec.NodeSelector, Affinity: p.Spec.Affinity, Tolerations: p.Spec.Tolerations}})
-			}
-			continue
-		}
-		if n := a.index[p.Spec.NodeName]; n != nil {
-			n.Pods++
-			add(n.Requested, Demand(p))
-		}
+		return
+	}
+	if n := a.index[p.Spec.NodeName]; n != nil {
+		n.Pods++
+		add(n.Requested, Demand(p))
 	}
 }
 
@@ -336,18 +300,5 @@ func newNode(n *corev1.Node) Node {
 		Ready:         ready,
 		Allocatable:   n.Status.Allocatable,
 		Requested:     corev1.ResourceList{},
-	}
-}
-
-// add adds b to a. A Quantity may share its *inf.Dec with the object it came from, so a value is deep-copied the
-// first time it enters a.
-func add(a, b corev1.ResourceList) {
-	for k, v := range b {
-		if q, ok := a[k]; ok {
-			q.Add(v)
-			a[k] = q
-		} else {
-			a[k] = v.DeepCopy()
-		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -22,7 +24,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/render"
 )
 
 func kubeNode(name string, ready corev1.ConditionStatus, alloc corev1.ResourceList) *corev1.Node {
@@ -56,7 +60,7 @@ func clusterObjects() []runtime.Object {
 	deleting.DeletionTimestamp = &metav1.Time{}
 	deleting.Finalizers = []string{"example.com/hold"}
 	ours := kubePod("batch", "ours-unbound", "", corev1.PodPending, rl("cpu", "1")) // counted by the caller
-	ours.Labels = map[string]string{LabelScheduler: "e2e"}
+	ours.Labels = map[string]string{render.LabelScheduler: "e2e"}
 	tick := kubePod("batch", "tick-1", "n1", corev1.PodRunning, rl("cpu", "100m"))
 	tick.Spec.NodeSelector = map[string]string{"zone": "a"}
 	return []runtime.Object{
@@ -132,13 +136,13 @@ func template(mods ...func(*corev1.PodSpec)) *batchv1.Job {
 func TestObserve(t *testing.T) {
 	boom := apierrors.NewInternalError(errors.New("etcd down"))
 	allPods := "pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&limit=500"
-	kata := func(s *corev1.PodSpec) { s.RuntimeClassName = ptr("kata") }
+	kata := func(s *corev1.PodSpec) { s.RuntimeClassName = ptr.To("kata") }
 	tests := []struct {
 		name         string
 		opts         Options
 		reactors     map[string]k8stesting.ReactionFunc // "verb resource" → reactor
 		wantNodes    []Node
-		wantMode     Mode
+		wantMode     config.Capacity
 		wantQuotas   int
 		wantLRs      int
 		wantRC       bool
@@ -149,77 +153,77 @@ func TestObserve(t *testing.T) {
 		wantActions  []string // verb resource?options of each call
 	}{
 		{
-			name: "nodes: aggregation per node", opts: Options{Mode: ModeNodes, Template: template(), Scheduler: "e2e"},
-			wantNodes: wantNodes, wantMode: ModeNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
+			name: "nodes: aggregation per node", opts: Options{Mode: config.CapacityNodes, Template: template(), Scheduler: "e2e"},
+			wantNodes: wantNodes, wantMode: config.CapacityNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
 			wantActions: []string{"list limitranges", "list nodes?limit=500", "list " + allPods, "list resourcequotas"},
 		},
 		{
-			name: "nodes: the tick is the pod the pass runs in", opts: Options{Mode: ModeNodes, Template: template(), Scheduler: "e2e", Self: "tick-1"},
-			wantNodes: wantNodes, wantMode: ModeNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
+			name: "nodes: the tick is the pod the pass runs in", opts: Options{Mode: config.CapacityNodes, Template: template(), Scheduler: "e2e", Self: "tick-1"},
+			wantNodes: wantNodes, wantMode: config.CapacityNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
 			wantTick: &corev1.PodSpec{NodeName: "n1", NodeSelector: map[string]string{"zone": "a"}, Containers: []corev1.Container{ctr(rl("cpu", "100m"), nil)}},
 			wantActions: []string{"list limitranges", "list nodes?limit=500", "list pods?fieldSelector=metadata.name%3Dtick-1",
 				"list " + allPods, "list resourcequotas"},
 		},
 		{
-			name: "nodes: our pod is not found: no tick, said", opts: Options{Mode: ModeNodes, Template: template(), Scheduler: "e2e", Self: "laptop"},
-			wantNodes: wantNodes, wantMode: ModeNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
+			name: "nodes: our pod is not found: no tick, said", opts: Options{Mode: config.CapacityNodes, Template: template(), Scheduler: "e2e", Self: "laptop"},
+			wantNodes: wantNodes, wantMode: config.CapacityNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
 			wantWarnings: []string{`no pod "laptop" in batch`},
 			wantActions: []string{"list limitranges", "list nodes?limit=500", "list pods?fieldSelector=metadata.name%3Dlaptop",
 				"list " + allPods, "list resourcequotas"},
 		},
 		{
-			name: "nodes: no tick asked", opts: Options{Mode: ModeNodes, Template: template(), Scheduler: "e2e", Self: "tick-1", NoTick: true},
-			wantNodes: wantNodes, wantMode: ModeNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
+			name: "nodes: no tick asked", opts: Options{Mode: config.CapacityNodes, Template: template(), Scheduler: "e2e", Self: "tick-1", NoNextPassRoom: true},
+			wantNodes: wantNodes, wantMode: config.CapacityNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
 			wantActions: []string{"list limitranges", "list nodes?limit=500", "list " + allPods, "list resourcequotas"},
 		},
 		{
-			name: "quota: no node or pod list", opts: Options{Mode: ModeQuota, Template: template()}, wantMode: ModeQuota, wantQuotas: 1, wantLRs: 1,
+			name: "quota: no node or pod list", opts: Options{Mode: config.CapacityQuota, Template: template()}, wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1,
 			wantActions: []string{"list limitranges", "list resourcequotas"},
 		},
 		{
-			name: "quota: the template's RuntimeClass", opts: Options{Mode: ModeQuota, Template: template(kata)}, wantMode: ModeQuota, wantQuotas: 1, wantLRs: 1,
+			name: "quota: the template's RuntimeClass", opts: Options{Mode: config.CapacityQuota, Template: template(kata)}, wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1,
 			wantRC: true, wantActions: []string{"list limitranges", "get runtimeclasses/kata", "list resourcequotas"},
 		},
-		{name: "off: no calls", opts: Options{Mode: ModeOff}},
+		{name: "off: no calls", opts: Options{Mode: config.CapacityOff}},
 		{
-			name: "nodes forbidden: quota fallback", opts: Options{Mode: ModeNodes, Template: template()},
+			name: "nodes forbidden: quota fallback", opts: Options{Mode: config.CapacityNodes, Template: template()},
 			reactors: map[string]k8stesting.ReactionFunc{"list nodes": forbidden("nodes")},
-			wantMode: ModeQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"using quota for this pass"},
+			wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"using quota for this pass"},
 			wantActions: []string{"list limitranges", "list nodes?limit=500", "list resourcequotas"},
 		},
 		{
-			name: "pods forbidden: quota fallback", opts: Options{Mode: ModeNodes, Template: template(), NoTick: true},
+			name: "pods forbidden: quota fallback", opts: Options{Mode: config.CapacityNodes, Template: template(), NoNextPassRoom: true},
 			reactors: map[string]k8stesting.ReactionFunc{"list pods": forbidden("pods")},
-			wantMode: ModeQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"using quota for this pass"},
+			wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"using quota for this pass"},
 			wantActions: []string{"list limitranges", "list nodes?limit=500", "list " + allPods, "list resourcequotas"},
 		},
 		{
-			name: "limitranges forbidden: said, and the template is counted as written", opts: Options{Mode: ModeQuota, Template: template()},
+			name: "limitranges forbidden: said, and the template is counted as written", opts: Options{Mode: config.CapacityQuota, Template: template()},
 			reactors: map[string]k8stesting.ReactionFunc{"list limitranges": forbidden("limitranges")},
-			wantMode: ModeQuota, wantQuotas: 1, wantWarnings: []string{"the Role needs list on limitranges"},
+			wantMode: config.CapacityQuota, wantQuotas: 1, wantWarnings: []string{"the Role needs list on limitranges"},
 			wantActions: []string{"list limitranges", "list resourcequotas"},
 		},
 		{
-			name: "runtimeclass forbidden: said, and counted without overhead", opts: Options{Mode: ModeQuota, Template: template(kata)},
+			name: "runtimeclass forbidden: said, and counted without overhead", opts: Options{Mode: config.CapacityQuota, Template: template(kata)},
 			reactors: map[string]k8stesting.ReactionFunc{"get runtimeclasses": forbidden("runtimeclasses")},
-			wantMode: ModeQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"needs get on runtimeclasses"},
+			wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"needs get on runtimeclasses"},
 			wantActions: []string{"list limitranges", "get runtimeclasses/kata", "list resourcequotas"},
 		},
 		{
-			name: "runtimeclass missing: said", opts: Options{Mode: ModeQuota, Template: template(func(s *corev1.PodSpec) { s.RuntimeClassName = ptr("gvisor") })},
-			wantMode: ModeQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"RuntimeClass gvisor does not exist"},
+			name: "runtimeclass missing: said", opts: Options{Mode: config.CapacityQuota, Template: template(func(s *corev1.PodSpec) { s.RuntimeClassName = ptr.To("gvisor") })},
+			wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"RuntimeClass gvisor does not exist"},
 			wantActions: []string{"list limitranges", "get runtimeclasses/gvisor", "list resourcequotas"},
 		},
 		{
-			name: "pods error is returned", opts: Options{Mode: ModeNodes, Template: template()},
+			name: "pods error is returned", opts: Options{Mode: config.CapacityNodes, Template: template()},
 			reactors: map[string]k8stesting.ReactionFunc{"list pods": failing(boom)}, wantErr: boom,
 		},
 		{
-			name: "limitranges error is returned", opts: Options{Mode: ModeQuota, Template: template()},
+			name: "limitranges error is returned", opts: Options{Mode: config.CapacityQuota, Template: template()},
 			reactors: map[string]k8stesting.ReactionFunc{"list limitranges": failing(boom)}, wantErr: boom,
 		},
 		{
-			name: "quota forbidden is returned", opts: Options{Mode: ModeQuota, Template: template()},
+			name: "quota forbidden is returned", opts: Options{Mode: config.CapacityQuota, Template: template()},
 			reactors: map[string]k8stesting.ReactionFunc{"list resourcequotas": forbidden("resourcequotas")},
 			wantErr:  apierrors.NewForbidden(schema.GroupResource{Resource: "resourcequotas"}, "", errors.New("x")),
 		},
@@ -245,7 +249,7 @@ func TestObserve(t *testing.T) {
 			if got := actions(c); fmt.Sprint(got) != fmt.Sprint(tt.wantActions) {
 				t.Errorf("calls = %q, want %q", got, tt.wantActions)
 			}
-			if tt.opts.Mode == ModeOff {
+			if tt.opts.Mode == config.CapacityOff {
 				if snap != nil {
 					t.Errorf("Observe(off) = %+v, want nil", snap)
 				}
@@ -265,8 +269,8 @@ func TestObserve(t *testing.T) {
 				t.Errorf("Pending = %v, want %v", pending, tt.wantPending)
 			}
 			var tick *corev1.PodSpec
-			if snap.Tick != nil {
-				tick = &snap.Tick.Spec
+			if snap.NextPassPod != nil {
+				tick = &snap.NextPassPod.Spec
 			}
 			if !equality.Semantic.DeepEqual(tick, tt.wantTick) {
 				t.Errorf("Tick = %+v, want %+v", tick, tt.wantTick)
@@ -282,8 +286,6 @@ func TestObserve(t *testing.T) {
 		})
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // actions are the client's calls as "verb resource[/name][?query]", the concurrent per-node LISTs sorted.
 func actions(c *fake.Clientset) []string {
@@ -327,7 +329,7 @@ func TestObservePerNode(t *testing.T) {
 		slices.Sort(got)
 		return snap, got
 	}
-	snap, got := observe(Options{Mode: ModeNodes, Template: tpl, NoTick: true})
+	snap, got := observe(Options{Mode: config.CapacityNodes, Template: tpl, NoNextPassRoom: true})
 	byNode := "list pods?fieldSelector=spec.nodeName%3D"
 	phases := "%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&limit=500"
 	want := []string{"list limitranges", "list nodes?limit=500", byNode + phases, byNode + "n00" + phases, byNode + "n01" + phases, "list resourcequotas"}
@@ -337,7 +339,7 @@ func TestObservePerNode(t *testing.T) {
 	if snap.Listed != "pods of 2 node(s)" {
 		t.Errorf("Listed = %q", snap.Listed)
 	}
-	all, _ := observe(Options{Mode: ModeNodes, Template: template(), NoTick: true})
+	all, _ := observe(Options{Mode: config.CapacityNodes, Template: template(), NoNextPassRoom: true})
 	if all.Listed != "all pods" {
 		t.Errorf("Listed = %q, want all pods", all.Listed)
 	}
@@ -386,7 +388,7 @@ func TestObservePaginates(t *testing.T) {
 		}
 		return true, list, nil
 	})
-	snap, err := Observe(context.Background(), c, "batch", Options{Mode: ModeNodes, Template: template()})
+	snap, err := Observe(context.Background(), c, "batch", Options{Mode: config.CapacityNodes, Template: template()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +442,9 @@ func BenchmarkObserve(b *testing.B) {
 		}
 		for range numPods / numNodes {
 			for _, page := range pages {
-				agg.add(page)
+				for i := range page {
+					agg.add(&page[i])
+				}
 			}
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,8 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
+	jobschedconfig "github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
 )
 
@@ -62,7 +63,7 @@ func BenchmarkCapacityObserve(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		snap, err := capacity.Observe(ctx, c, "bench", capacity.Options{Mode: capacity.ModeNodes, NoTick: true})
+		snap, err := capacity.Observe(ctx, c, "bench", capacity.Options{Mode: jobschedconfig.CapacityNodes, NoNextPassRoom: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -130,21 +131,14 @@ func populate(b *testing.B, c kubernetes.Interface, nodes, pods int) {
 // parallel runs create(i) for i < n with 64 workers; AlreadyExists is fine (a previous run made it).
 func parallel(b *testing.B, n int, create func(i int) error) {
 	b.Helper()
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	var failed atomic.Value
-	for range 64 {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				if err := create(i); err != nil && !apierrors.IsAlreadyExists(err) {
-					failed.Store(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err, ok := failed.Load().(error); ok {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	workqueue.ParallelizeUntil(ctx, 64, n, func(i int) {
+		if err := create(i); err != nil && !apierrors.IsAlreadyExists(err) {
+			cancel(err)
+		}
+	})
+	if err := context.Cause(ctx); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -176,12 +178,12 @@ func TestChartDefaults(t *testing.T) {
 		t.Errorf("the CronJob's policies differ from the kustomize base's: %+v", cj.Spec)
 	}
 	// Hardened by default: the restricted Pod Security Standard.
-	wantPodSC := &corev1.PodSecurityContext{RunAsNonRoot: ptrTo(true), RunAsUser: ptrTo(int64(65532)), RunAsGroup: ptrTo(int64(65532)),
+	wantPodSC := &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(65532)), RunAsGroup: ptr.To(int64(65532)),
 		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
 	if !reflect.DeepEqual(pod.SecurityContext, wantPodSC) {
 		t.Errorf("pod securityContext %+v, want %+v", pod.SecurityContext, wantPodSC)
 	}
-	wantSC := &corev1.SecurityContext{AllowPrivilegeEscalation: ptrTo(false), ReadOnlyRootFilesystem: ptrTo(true),
+	wantSC := &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
 	if !reflect.DeepEqual(pod.Containers[0].SecurityContext, wantSC) {
 		t.Errorf("container securityContext %+v, want %+v", pod.Containers[0].SecurityContext, wantSC)
@@ -221,8 +223,6 @@ func TestChartDefaults(t *testing.T) {
 		t.Errorf("ClusterRoleBinding subjects %+v, want %+v", crb.Subjects, want)
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // TestChartValues: each conventional value reaches the field it names.
 func TestChartValues(t *testing.T) {
@@ -286,7 +286,7 @@ extraEnv: [{name: HTTPS_PROXY, value: "http://proxy:3128"}]
 	pod := tpl.Spec
 	wantPod := corev1.PodSpec{
 		ServiceAccountName:           "reports-runner",
-		AutomountServiceAccountToken: ptrTo(true),
+		AutomountServiceAccountToken: ptr.To(true),
 		RestartPolicy:                corev1.RestartPolicyNever,
 		PriorityClassName:            "batch-high",
 		ImagePullSecrets:             []corev1.LocalObjectReference{{Name: "regcred"}},

@@ -27,35 +27,21 @@ type Collection[L any] interface {
 // server refuses it (older than v1.27 or with WatchList off; RBAC without the watch verb), it lists page by page
 // instead. An error once the stream has started fails the whole list: no object is passed to fn twice.
 //
-// client is the clientset (it tells whether it can stream); items takes the objects out of a LIST page.
-func Each[T any, L metav1.ListInterface](ctx context.Context, client any, c Collection[L], opts metav1.ListOptions, items func(L) []T, fn func(*T)) error {
-	_, err := EachAt(ctx, client, c, opts, items, fn)
+// client is the clientset (it tells whether it can stream).
+func Each[T any, L any](ctx context.Context, client any, c Collection[L], opts metav1.ListOptions, fn func(*T)) error {
+	_, err := EachAt(ctx, client, c, opts, fn)
 	return err
 }
 
 // EachAt is Each that also returns the resourceVersion the objects were read at: the streaming list's last bookmark,
 // or the first page's (every later page of a paginated list is served from the same snapshot). A caller can wait
 // for, or watch from, exactly that version.
-func EachAt[T any, L metav1.ListInterface](ctx context.Context, client any, c Collection[L], opts metav1.ListOptions, items func(L) []T, fn func(*T)) (string, error) {
+func EachAt[T any, L any](ctx context.Context, client any, c Collection[L], opts metav1.ListOptions, fn func(*T)) (string, error) {
 	streamed, rv, err := stream(ctx, client, c, opts, fn)
 	if err != nil || streamed {
 		return rv, err
 	}
-	err = Paginate(opts, func(opts metav1.ListOptions) (string, error) {
-		list, err := c.List(ctx, opts)
-		if err != nil {
-			return "", err
-		}
-		if rv == "" {
-			rv = list.GetResourceVersion()
-		}
-		page := items(list)
-		for i := range page {
-			fn(&page[i])
-		}
-		return list.GetContinue(), nil
-	})
-	return rv, err
+	return List(ctx, c.List, opts, fn)
 }
 
 // stream runs the streaming list and returns the resourceVersion of its closing bookmark; false with no error means
@@ -64,9 +50,11 @@ func stream[T any, L any](ctx context.Context, client any, c Collection[L], opts
 	if watchlist.DoesClientNotSupportWatchListSemantics(client) {
 		return false, "", nil
 	}
-	yes := true
-	opts.SendInitialEvents, opts.AllowWatchBookmarks = &yes, true
-	opts.ResourceVersionMatch, opts.ResourceVersion = metav1.ResourceVersionMatchNotOlderThan, ""
+	opts, ok, err := watchlist.PrepareWatchListOptionsFromListOptions(opts)
+	if err != nil || !ok {
+		zerolog.Ctx(ctx).Debug().Err(err).Msg("these options do not stream: listing page by page")
+		return false, "", nil
+	}
 	w, err := c.Watch(ctx, opts)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -82,7 +82,6 @@ func names(t *testing.T, url string) ([]string, error) {
 	}
 	var got []string
 	err = Each(context.Background(), c, c.BatchV1().Jobs("batch"), metav1.ListOptions{LabelSelector: "a=b"},
-		func(l *batchv1.JobList) []batchv1.Job { return l.Items },
 		func(j *batchv1.Job) { got = append(got, j.Name) })
 	return got, err
 }
@@ -146,7 +145,6 @@ func TestEachFakeClientLists(t *testing.T) {
 	c := fake.NewClientset(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "f", Namespace: "batch"}})
 	var got []string
 	err := Each(context.Background(), c, c.BatchV1().Jobs("batch"), metav1.ListOptions{},
-		func(l *batchv1.JobList) []batchv1.Job { return l.Items },
 		func(j *batchv1.Job) { got = append(got, j.Name) })
 	if err != nil || !slices.Equal(got, []string{"f"}) {
 		t.Errorf("got %v, %v; want [f]", got, err)

@@ -29,9 +29,6 @@ const (
 	JobGC   = "jobsched-gc"
 )
 
-// States are the Job states pushed as jobsched_jobs{state}, as status counts them.
-var States = report.States
-
 // Pass is what one pass pushes.
 type Pass struct {
 	Job       string // JobTick or JobGC
@@ -67,7 +64,7 @@ func Push(ctx context.Context, url string, p Pass) error {
 
 	jobs := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "jobsched_jobs",
 		Help: "This scheduler's Jobs by state after the last pass (those it deleted not counted); NaN when they could not be listed."}, []string{"state"})
-	for _, st := range States {
+	for _, st := range report.States { // the states status counts, one series each
 		v := math.NaN()
 		if p.Plan != nil {
 			v = float64(p.Plan.Count(st))

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,8 +31,8 @@ func testConfig(t *testing.T, mutate func(*config.Config)) *config.Config {
 		Name: "reports", Namespace: "batch", File: "jobsched.yaml",
 		Source: config.Source{Key: "id", Query: "q"},
 		Job:    config.Job{NamePrefix: "reports"},
-		Limits: config.Limits{MaxActive: ptr(10), MaxPerTick: ptr(10), BlockOnUnschedulable: ptr(true), ReserveForTick: ptr(true), Capacity: config.CapacityOff},
-		Retry: config.Retry{MaxAttempts: ptr(3), Backoff: &metav1.Duration{Duration: time.Minute},
+		Limits: config.Limits{MaxActive: ptr.To(10), MaxPerTick: ptr.To(10), BlockOnUnschedulable: ptr.To(true), ReserveForTick: ptr.To(true), Capacity: config.CapacityOff},
+		Retry: config.Retry{MaxAttempts: ptr.To(3), Backoff: &metav1.Duration{Duration: time.Minute},
 			MaxBackoff: &metav1.Duration{Duration: time.Hour}},
 		Template: &batchv1.Job{
 			TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
@@ -45,8 +47,6 @@ func testConfig(t *testing.T, mutate func(*config.Config)) *config.Config {
 	}
 	return cfg
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // job is one of the scheduler's Jobs for key; cond is "", "Complete" or "Failed", finished ago.
 func job(key string, cond batchv1.JobConditionType, ago time.Duration) *batchv1.Job {
@@ -68,7 +68,7 @@ func pendingPod(owner *batchv1.Job, unschedulable bool) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: owner.Name + "-abcde", Namespace: "batch",
 			Labels:          map[string]string{render.LabelScheduler: "reports"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: owner.Name, UID: owner.UID, Controller: ptr(true)}}},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}
 	if unschedulable {

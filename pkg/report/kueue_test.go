@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,13 +24,13 @@ import (
 // held is a Job Kueue holds: suspended, no pod.
 func held(key string) *batchv1.Job {
 	j := job(key, "", 0)
-	j.Spec.Suspend, j.Status.Active = ptr(true), 0
+	j.Spec.Suspend, j.Status.Active = ptr.To(true), 0
 	return j
 }
 
 func kueueMode(n int) func(*config.Config) {
 	return func(c *config.Config) {
-		c.Limits.Capacity, c.Limits.MaxQueued, c.Kueue = config.CapacityKueue, ptr(n), &config.Kueue{LocalQueue: "team-a"}
+		c.Limits.Capacity, c.Limits.MaxQueued, c.Kueue = config.CapacityKueue, ptr.To(n), &config.Kueue{LocalQueue: "team-a"}
 	}
 }
 

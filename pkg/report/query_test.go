@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/config"
@@ -44,7 +46,7 @@ func TestStatusQueryFinding(t *testing.T) {
 		{name: "no doctor", doctor: false, maxActive: 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxActive = ptr(tc.maxActive) })
+			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxActive = ptr.To(tc.maxActive) })
 			src := &doctorSource{source: source{rows: rowsFor("a", "b")}, finding: finding}
 			var s rows.Source = &src.source
 			if tc.doctor {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,7 +83,7 @@ func TestBacklog(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr(tt.maxPerTick) })
+			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr.To(tt.maxPerTick) })
 			s := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(tt.jobs...), Source: &source{rows: rowsFor(tt.rows...)},
 				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			res, err := s.Run(context.Background(), scheduler.Execute)

@@ -155,24 +155,20 @@ func taskPods(ctx context.Context, s *scheduler.Scheduler, key string) (map[stri
 		return out, nil
 	}
 	sel := labels.SelectorFromSet(labels.Set{render.LabelScheduler: s.Config.Name, render.LabelTask: render.TaskLabel(key)}).String()
-	err := kube.Paginate(metav1.ListOptions{LabelSelector: sel}, func(opts metav1.ListOptions) (string, error) {
-		list, err := s.Kube.CoreV1().Pods(s.Config.Namespace).List(ctx, opts)
-		if err != nil {
-			return "", fmt.Errorf("listing the pods of task %q: %w", key, err)
+	_, err := kube.List(ctx, s.Kube.CoreV1().Pods(s.Config.Namespace).List, metav1.ListOptions{LabelSelector: sel}, func(pod *corev1.Pod) {
+		if pod.Annotations[render.AnnotationTaskKey] != key {
+			return // another key with the same label (a hash collision)
 		}
-		for _, pod := range list.Items {
-			if pod.Annotations[render.AnnotationTaskKey] != key {
-				continue // another key with the same label (a hash collision)
-			}
-			job := ""
-			if owner := metav1.GetControllerOf(&pod); owner != nil {
-				job = owner.Name
-			}
-			out[job] = append(out[job], TaskPod{Name: pod.Name, Phase: string(pod.Status.Phase), Node: pod.Spec.NodeName, Reason: podReason(&pod)})
+		job := ""
+		if owner := metav1.GetControllerOf(pod); owner != nil {
+			job = owner.Name
 		}
-		return list.Continue, nil
+		out[job] = append(out[job], TaskPod{Name: pod.Name, Phase: string(pod.Status.Phase), Node: pod.Spec.NodeName, Reason: podReason(pod)})
 	})
-	return out, err
+	if err != nil {
+		return nil, fmt.Errorf("listing the pods of task %q: %w", key, err)
+	}
+	return out, nil
 }
 
 // podReason is why a pod is where it is: the scheduler's word while it waits, else a container's.

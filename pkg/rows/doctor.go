@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/lib/pq"
 )
 
 // WholeTableRows is how many rows a read may scan or sort before the query doctor speaks up: below it a pass is cheap
@@ -253,7 +255,7 @@ func where(scan explainNode, key string) string {
 	seen := map[string]bool{}
 	for _, cond := range []string{scan.IndexCond, scan.RecheckCond, scan.Filter} {
 		for _, c := range conjuncts(unqualify(cond, scan)) {
-			if seen[c] || strings.Contains(c, "SubPlan") || c == key+" IS NOT NULL" || c == pqIdent(key)+" IS NOT NULL" {
+			if seen[c] || strings.Contains(c, "SubPlan") || c == key+" IS NOT NULL" || c == pq.QuoteIdentifier(key)+" IS NOT NULL" {
 				continue
 			}
 			seen[c] = true
@@ -262,8 +264,6 @@ func where(scan explainNode, key string) string {
 	}
 	return strings.Join(keep, " AND ")
 }
-
-func pqIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // conjuncts splits a condition as EXPLAIN prints it at its top-level ANDs, each without its outer parentheses.
 func conjuncts(cond string) []string {

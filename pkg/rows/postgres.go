@@ -161,6 +161,13 @@ func (p *Postgres) selectSQL(excluded string) string {
 		" IS NOT NULL AND " + excluded + " LIMIT $2"
 }
 
+// SelectStatement is the statement Select runs and its arguments, so that the bench (scripts/bench) times the read's
+// own SQL rather than a copy.
+func (p *Postgres) SelectStatement(exclude []string, limit int) (string, []any) {
+	excluded, arg := p.keyExcluded(exclude)
+	return p.selectSQL(excluded), []any{arg, limit}
+}
+
 func (p *Postgres) countSQL(excluded string) string {
 	return "SELECT count(*) FROM (SELECT 1 FROM (\n" + p.query + "\n) AS jobsched_q WHERE jobsched_q." + p.key +
 		" IS NOT NULL AND " + excluded + " LIMIT $2) AS jobsched_c"

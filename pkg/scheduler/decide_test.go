@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -67,7 +69,7 @@ func withPod(j *batchv1.Job, mutate func(*corev1.Pod)) []*corev1.Pod {
 
 // TestDecide pins each rule of Decide with a case of its own.
 func TestDecide(t *testing.T) {
-	deleting := func(j *batchv1.Job) *batchv1.Job { j.DeletionTimestamp = ptr(metav1.NewTime(now)); return j }
+	deleting := func(j *batchv1.Job) *batchv1.Job { j.DeletionTimestamp = ptr.To(metav1.NewTime(now)); return j }
 	gated := func(p *corev1.Pod) {
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated}}
 	}
@@ -90,11 +92,11 @@ func TestDecide(t *testing.T) {
 		{name: "nothing: maxPerTick bounds the slots",
 			want: decided{Slots: 10, Limit: "limits.maxPerTick: 10"}},
 		{name: "a running Job holds a slot under maxActive and its key is excluded",
-			mutate: func(c *config.Config) { c.Limits.MaxActive = ptr(3) }, jobs: []*batchv1.Job{running},
+			mutate: func(c *config.Config) { c.Limits.MaxActive = ptr.To(3) }, jobs: []*batchv1.Job{running},
 			want: decided{Jobs: map[string]string{name("r"): "running 1"}, Unfinished: 1, Slots: 2,
 				Limit: "limits.maxActive: 1 of 3 unfinished", Exclude: []string{"r"}}},
 		{name: "maxActive reached blocks",
-			mutate: func(c *config.Config) { c.Limits.MaxActive = ptr(1) }, jobs: []*batchv1.Job{running},
+			mutate: func(c *config.Config) { c.Limits.MaxActive = ptr.To(1) }, jobs: []*batchv1.Job{running},
 			want: decided{Jobs: map[string]string{name("r"): "running 1"}, Unfinished: 1, Slots: 0,
 				Limit: "limits.maxActive: 1 of 1 unfinished", Blocked: "limits.maxActive: 1 of 1 unfinished", Exclude: []string{"r"}}},
 		{name: "a Job without pods yet will take room: podless",
@@ -110,7 +112,7 @@ func TestDecide(t *testing.T) {
 			want: decided{Jobs: map[string]string{name("r"): "unschedulable 1"}, Unfinished: 1, Unschedulable: 1, UnboundPods: 1,
 				Limit: "1 pod(s) Unschedulable (" + name("r") + ": no room)", Blocked: "1 pod(s) Unschedulable (" + name("r") + ": no room)", Exclude: []string{"r"}}},
 		{name: "blockOnUnschedulable false: counted, not blocking",
-			mutate: func(c *config.Config) { c.Limits.BlockOnUnschedulable = ptr(false) },
+			mutate: func(c *config.Config) { c.Limits.BlockOnUnschedulable = ptr.To(false) },
 			jobs:   []*batchv1.Job{running}, pods: withPod(running, unsched),
 			want: decided{Jobs: map[string]string{name("r"): "unschedulable 1"}, Unfinished: 1, Unschedulable: 1, UnboundPods: 1, Slots: 9,
 				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"r"}}},
@@ -119,7 +121,7 @@ func TestDecide(t *testing.T) {
 			want: decided{Jobs: map[string]string{name("r"): "starting 1"}, Unfinished: 1, UnboundPods: 1, Slots: 9,
 				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"r"}}},
 		{name: "a terminating pod holds nothing and blocks nothing",
-			jobs: []*batchv1.Job{running}, pods: withPod(running, func(p *corev1.Pod) { unsched(p); p.DeletionTimestamp = ptr(metav1.NewTime(now)) }),
+			jobs: []*batchv1.Job{running}, pods: withPod(running, func(p *corev1.Pod) { unsched(p); p.DeletionTimestamp = ptr.To(metav1.NewTime(now)) }),
 			want: decided{Jobs: map[string]string{name("r"): "running 1"}, Unfinished: 1, Slots: 9,
 				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"r"}}},
 		{name: "a Job without a task key holds a slot, excludes nothing",
@@ -148,7 +150,7 @@ func TestDecide(t *testing.T) {
 				Limit: "limits.maxPerTick: 10", Exclude: []string{"f"}}},
 		{name: "backoff is capped at maxBackoff",
 			mutate: func(c *config.Config) {
-				c.Retry.MaxAttempts = ptr(9)
+				c.Retry.MaxAttempts = ptr.To(9)
 				c.Retry.MaxBackoff = &metav1.Duration{Duration: 5 * time.Minute}
 			},
 			jobs: []*batchv1.Job{attempt("f", 8, batchv1.JobFailed, 6*time.Minute, "")},

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
@@ -251,30 +253,12 @@ func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bo
 // parallel runs fn(0..n-1) with at most workers in flight and starts no new one once ctx is done; it returns how
 // many it started.
 func (s *Scheduler) parallel(ctx context.Context, n int, fn func(i int)) int {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, cmp.Or(s.workers, workers))
-	started := 0
-loop:
-	for i := range n {
-		select {
-		case <-ctx.Done():
-			break loop
-		case sem <- struct{}{}:
-		}
-		if ctx.Err() != nil {
-			<-sem
-			break loop
-		}
-		started++
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			fn(i)
-		}()
-	}
-	wg.Wait()
-	return started
+	var started atomic.Int64
+	workqueue.ParallelizeUntil(ctx, cmp.Or(s.workers, workers), n, func(i int) {
+		started.Add(1)
+		fn(i)
+	})
+	return int(started.Load())
 }
 
 // delete removes a finished Job and, through the garbage collector, its pods. The UID precondition makes sure a

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +18,7 @@ import (
 // kueueMode is testConfig's mutation for limits.capacity: kueue with limits.maxQueued n.
 func kueueMode(n int, more ...func(*config.Config)) func(*config.Config) {
 	return func(c *config.Config) {
-		c.Limits.Capacity, c.Limits.MaxQueued, c.Kueue = config.CapacityKueue, ptr(n), &config.Kueue{LocalQueue: "team-a"}
+		c.Limits.Capacity, c.Limits.MaxQueued, c.Kueue = config.CapacityKueue, ptr.To(n), &config.Kueue{LocalQueue: "team-a"}
 		for _, m := range more {
 			m(c)
 		}
@@ -26,7 +28,7 @@ func kueueMode(n int, more ...func(*config.Config)) func(*config.Config) {
 // held is a Job Kueue holds: suspended, no pod.
 func held(key string) *batchv1.Job {
 	j := job(key, "", 0)
-	j.Spec.Suspend, j.Status.Active = ptr(true), 0
+	j.Spec.Suspend, j.Status.Active = ptr.To(true), 0
 	return j
 }
 
@@ -55,11 +57,11 @@ func TestDecideKueue(t *testing.T) {
 			want: decided{Jobs: map[string]string{name("a"): "queued 1", name("b"): "queued 1"}, Unfinished: 2,
 				Limit: "limits.maxQueued: 2 of 2 queued", Blocked: "limits.maxQueued: 2 of 2 queued", Exclude: []string{"a", "b"}}},
 		{name: "maxActive binds before maxQueued when it leaves less",
-			mutate: kueueMode(5, func(c *config.Config) { c.Limits.MaxActive = ptr(3) }), jobs: []*batchv1.Job{job("r", "", 0), job("s", "", 0), held("q")},
+			mutate: kueueMode(5, func(c *config.Config) { c.Limits.MaxActive = ptr.To(3) }), jobs: []*batchv1.Job{job("r", "", 0), job("s", "", 0), held("q")},
 			want: decided{Jobs: map[string]string{name("r"): "running 1", name("s"): "running 1", name("q"): "queued 1"}, Unfinished: 3,
 				Limit: "limits.maxActive: 3 of 3 unfinished", Blocked: "limits.maxActive: 3 of 3 unfinished", Exclude: []string{"q", "r", "s"}}},
 		{name: "maxQueued defaults to maxPerTick",
-			mutate: kueueMode(0, func(c *config.Config) { c.Limits.MaxQueued, c.Limits.MaxPerTick = nil, ptr(4) }), jobs: []*batchv1.Job{held("q")},
+			mutate: kueueMode(0, func(c *config.Config) { c.Limits.MaxQueued, c.Limits.MaxPerTick = nil, ptr.To(4) }), jobs: []*batchv1.Job{held("q")},
 			want: decided{Jobs: map[string]string{name("q"): "queued 1"}, Unfinished: 1, Slots: 3,
 				Limit: "limits.maxQueued: 1 of 4 queued", Exclude: []string{"q"}}},
 		{name: "jobsched's own fit is off: Kueue decides what fits",

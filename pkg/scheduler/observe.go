@@ -97,7 +97,6 @@ func (s *Scheduler) listJobs(ctx context.Context) ([]JobSummary, string, error) 
 	ns, sel := s.Config.Namespace, s.selector()
 	var jobs []JobSummary
 	rv, err := kube.EachAt(ctx, s.Kube, s.Kube.BatchV1().Jobs(ns), metav1.ListOptions{LabelSelector: sel},
-		func(l *batchv1.JobList) []batchv1.Job { return l.Items },
 		func(job *batchv1.Job) { jobs = append(jobs, SummarizeJob(job)) })
 	if err != nil {
 		return nil, "", fmt.Errorf("listing Jobs in %s with %s: %w", ns, sel, err)
@@ -111,7 +110,6 @@ func (s *Scheduler) listPendingPods(ctx context.Context) ([]PodSummary, error) {
 	pending := fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)).String()
 	var pods []PodSummary
 	err := kube.Each(ctx, s.Kube, s.Kube.CoreV1().Pods(ns), metav1.ListOptions{LabelSelector: sel, FieldSelector: pending},
-		func(l *corev1.PodList) []corev1.Pod { return l.Items },
 		func(pod *corev1.Pod) {
 			if pod.Status.Phase != corev1.PodPending { // the server filtered already; a fake client does not
 				return
@@ -131,7 +129,7 @@ func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error
 	if s.Kube == nil || s.Config.Limits.Capacity == config.CapacityOff || s.Config.KueueMode() {
 		return nil, nil
 	}
-	snap, err := capacity.Observe(ctx, s.Kube, s.Config.Namespace, capacity.Options{Mode: capacity.Mode(s.Config.Limits.Capacity), Template: s.Config.Template, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoTick: !s.Config.ReserveForTick()})
+	snap, err := capacity.Observe(ctx, s.Kube, s.Config.Namespace, capacity.Options{Mode: s.Config.Limits.Capacity, Template: s.Config.Template, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick()})
 	if err != nil {
 		return nil, fmt.Errorf("observing capacity: %w", err)
 	}

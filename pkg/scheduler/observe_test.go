@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,8 +33,8 @@ func TestSummarizeJob(t *testing.T) {
 			want: JobSummary{Name: name("f"), UID: "uid-f", Key: "f", Attempt: 1, PodsPerJob: 1, Finished: &Condition{Type: batchv1.JobFailed,
 				Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", At: now.Add(-time.Hour)}}},
 		{name: "deleting, with parallelism", job: job("r", "", 0), mutate: func(j *batchv1.Job) {
-			j.DeletionTimestamp = ptr(metav1.NewTime(now))
-			j.Spec.Parallelism, j.Spec.Completions = ptr(int32(5)), ptr(int32(3))
+			j.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+			j.Spec.Parallelism, j.Spec.Completions = ptr.To(int32(5)), ptr.To(int32(3))
 		}, want: JobSummary{Name: name("r"), UID: "uid-r", Key: "r", Attempt: 1, Active: 1, PodsPerJob: 3, Deleting: true}},
 	}
 	for _, tc := range tests {
@@ -64,7 +66,7 @@ func TestSummarizePod(t *testing.T) {
 			p.Spec.NodeName = ""
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated}}
 		}, want: PodSummary{Job: "uid-r"}, wantOK: true},
-		{name: "deleting holds nothing", mutate: func(p *corev1.Pod) { p.DeletionTimestamp = ptr(metav1.NewTime(now)) }},
+		{name: "deleting holds nothing", mutate: func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.NewTime(now)) }},
 		{name: "no controller holds nothing", mutate: func(p *corev1.Pod) { p.OwnerReferences = nil }},
 	}
 	for _, tc := range tests {

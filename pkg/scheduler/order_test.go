@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/rs/zerolog"
 	batchv1 "k8s.io/api/batch/v1"
@@ -186,7 +188,7 @@ func TestResult(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr(tc.maxPerTick) })
+			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr.To(tc.maxPerTick) })
 			client := fake.NewClientset()
 			client.PrependReactor("list", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
 				return true, &batchv1.JobList{ListMeta: metav1.ListMeta{ResourceVersion: "4711"}}, nil

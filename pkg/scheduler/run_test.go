@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/rs/zerolog"
 	batchv1 "k8s.io/api/batch/v1"
@@ -41,7 +43,7 @@ func TestPass(t *testing.T) {
 	}{
 		{
 			name:        "maxActive 3 with 2 unfinished creates exactly one",
-			mutate:      func(c *config.Config) { c.Limits.MaxActive = ptr(3) },
+			mutate:      func(c *config.Config) { c.Limits.MaxActive = ptr.To(3) },
 			objects:     []runtime.Object{job("a", "", 0), job("b", "", 0)},
 			rows:        []string{"c", "d", "e"},
 			wantActions: []string{"list jobs", "list pods", "create jobs " + name("c")},
@@ -58,7 +60,7 @@ func TestPass(t *testing.T) {
 		},
 		{
 			name:        "a pod that is scheduled but starting does not block, and counts as active",
-			mutate:      func(c *config.Config) { c.Limits.MaxActive = ptr(2) },
+			mutate:      func(c *config.Config) { c.Limits.MaxActive = ptr.To(2) },
 			objects:     []runtime.Object{job("a", "", 0), pendingPod(job("a", "", 0), false)},
 			rows:        []string{"c", "d"},
 			wantActions: []string{"list jobs", "list pods", "create jobs " + name("c")},
@@ -67,7 +69,7 @@ func TestPass(t *testing.T) {
 		},
 		{
 			name:        "blockOnUnschedulable false lets the pass create",
-			mutate:      func(c *config.Config) { c.Limits.BlockOnUnschedulable = ptr(false) },
+			mutate:      func(c *config.Config) { c.Limits.BlockOnUnschedulable = ptr.To(false) },
 			objects:     []runtime.Object{job("a", "", 0), pendingPod(job("a", "", 0), true)},
 			rows:        []string{"c"},
 			wantActions: []string{"list jobs", "list pods", "create jobs " + name("c")},
@@ -128,7 +130,7 @@ func TestPass(t *testing.T) {
 		},
 		{
 			name:        "maxPerTick bounds the creates",
-			mutate:      func(c *config.Config) { c.Limits.MaxPerTick = ptr(2) },
+			mutate:      func(c *config.Config) { c.Limits.MaxPerTick = ptr.To(2) },
 			rows:        []string{"a", "b", "c"},
 			wantActions: []string{"list jobs", "list pods", "create jobs " + name("a"), "create jobs " + name("b")},
 			wantExclude: []string{},
@@ -136,7 +138,7 @@ func TestPass(t *testing.T) {
 		},
 		{
 			name:        "a row that cannot make a Job is skipped and another row is read in its place",
-			mutate:      func(c *config.Config) { c.Limits.MaxPerTick = ptr(1) },
+			mutate:      func(c *config.Config) { c.Limits.MaxPerTick = ptr.To(1) },
 			rows:        []string{"", "b", "c"},
 			wantActions: []string{"list jobs", "list pods", "create jobs " + name("b")},
 			wantExclude: []string{},
@@ -159,7 +161,7 @@ func TestPass(t *testing.T) {
 		},
 		{
 			name:        "no slots, no read",
-			mutate:      func(c *config.Config) { c.Limits.MaxActive = ptr(1) },
+			mutate:      func(c *config.Config) { c.Limits.MaxActive = ptr.To(1) },
 			objects:     []runtime.Object{job("a", "", 0)},
 			rows:        []string{"b"},
 			wantActions: []string{"list jobs", "list pods"},
@@ -373,7 +375,7 @@ func TestDeadlineLeavesCreatesForTheNextPass(t *testing.T) {
 // TestBadRowsDoNotStallTheQueue: 50 rows that cannot make a Job ahead of one good row, one slot: the good row gets
 // its Job in one pass, and the source is asked for a growing number of rows, not the same head each time.
 func TestBadRowsDoNotStallTheQueue(t *testing.T) {
-	cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr(1) })
+	cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr.To(1) })
 	var all []rows.Row
 	for i := range 50 {
 		bad := rows.Row{Key: fmt.Sprintf("bad-%02d", i), Columns: []rows.Column{{Name: "v", Value: "\xff"}}}
@@ -425,7 +427,7 @@ func TestSkipBudget(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr(1) })
+			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr.To(1) })
 			var logs bytes.Buffer
 			ctx := zerolog.New(&logs).WithContext(context.Background())
 			src := &source{rows: tc.rows}
@@ -480,7 +482,7 @@ func TestEventsAndCapacityLists(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) {
-				c.Limits.MaxActive, c.Limits.Capacity = ptr(tc.maxActive), config.CapacityNodes
+				c.Limits.MaxActive, c.Limits.Capacity = ptr.To(tc.maxActive), config.CapacityNodes
 			})
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{
 				Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10"), corev1.ResourceCPU: resource.MustParse("4")},
@@ -539,7 +541,7 @@ func TestCapacityBoundsTheSlots(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.pods+" pods allocatable", func(t *testing.T) {
-			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick, c.Limits.Capacity = ptr(2), config.CapacityNodes })
+			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick, c.Limits.Capacity = ptr.To(2), config.CapacityNodes })
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{
 				Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(tc.pods), corev1.ResourceCPU: resource.MustParse("4")},
 				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}

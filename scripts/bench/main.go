@@ -7,29 +7,30 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/lib/pq"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
@@ -87,6 +88,7 @@ func run() error {
 			}
 		}()
 	}
+	start, loadBefore := time.Now(), loadAvg()
 	steps := []struct {
 		name string
 		fn   func() error
@@ -116,12 +118,62 @@ func run() error {
 			b.add(row{what: s.name, jobsched: "failed: " + err.Error()})
 		}
 	}
-	fmt.Println("| measure | jobsched | reference, same run | ratio | load avg (1 min) |")
-	fmt.Println("|---|--:|--:|--:|--:|")
-	for _, r := range b.rows {
-		fmt.Printf("| %s | %s | %s | %s | %s |\n", r.what, r.jobsched, r.reference, r.ratio, r.load)
+	info := runInfo{date: start, commit: commit(), cpus: runtime.NumCPU(), loadBefore: loadBefore, loadAfter: loadAvg(), only: only}
+	table(os.Stdout, b.rows)
+	if err := writeResults(cmp.Or(os.Getenv("BENCH_RESULTS"), "scripts/bench/results/bench.md"), info, b.rows); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// runInfo is what the results file says about the run besides its figures.
+type runInfo struct {
+	date                  time.Time
+	commit                string
+	cpus                  int
+	loadBefore, loadAfter string
+	only                  string // BENCH_ONLY, if set
+}
+
+// writeResults writes the run's table, with its date, commit and machine load, to path (markdown): the figures are
+// written by the run that measured them, never pasted.
+func writeResults(path string, run runInfo, rows []row) error {
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "# Bench results\n\nWritten by `scripts/bench.sh` (scripts/bench/main.go); do not edit by hand.\n\n")
+	fmt.Fprintf(&buf, "- date: %s\n- commit: %s\n- machine: %d CPU(s), load average (1 min) %s at the start, %s at the end\n",
+		run.date.UTC().Format(time.RFC3339), run.commit, run.cpus, run.loadBefore, run.loadAfter)
+	if run.only != "" {
+		fmt.Fprintf(&buf, "- parts run: BENCH_ONLY=%s\n", run.only)
+	}
+	buf.WriteString("\n")
+	table(&buf, rows)
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing the results: %w", err)
+	}
+	progress("results written to %s", path)
+	return nil
+}
+
+// table writes rows as a markdown table.
+func table(w io.Writer, rows []row) {
+	fmt.Fprintln(w, "| measure | jobsched | reference, same run | ratio | load avg (1 min) |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", r.what, r.jobsched, r.reference, r.ratio, r.load)
+	}
+}
+
+// commit is the commit the bench runs at, marked -dirty when the work tree has changes; "?" outside git.
+func commit() string {
+	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "?"
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		c += "-dirty"
+	}
+	return c
 }
 
 func (b *bench) add(r row) {
@@ -507,15 +559,7 @@ func (b *bench) peakRSSOnce(cfgFile string, env []string) (float64, error) {
 
 func (b *bench) countJobs(ns string) (int, error) {
 	n := 0
-	err := kube.Paginate(metav1.ListOptions{}, func(opts metav1.ListOptions) (string, error) {
-		opts.Limit = 5000
-		l, err := b.admin.BatchV1().Jobs(ns).List(b.ctx, opts)
-		if err != nil {
-			return "", err
-		}
-		n += len(l.Items)
-		return l.Continue, nil
-	})
+	_, err := kube.List(b.ctx, b.admin.BatchV1().Jobs(ns).List, metav1.ListOptions{Limit: 5000}, func(*batchv1.Job) { n++ })
 	return n, err
 }
 
@@ -607,8 +651,11 @@ func (b *bench) excluded() error {
 
 	// The statement alone with 5,000 keys, as it is (NOT IN a hashed subplan) and as it was (NOT (key = ANY), which
 	// the planner estimates key by key), alternating on one connection.
-	query := "SELECT * FROM (SELECT id, created_at FROM " + table + " WHERE status = 'waiting' ORDER BY created_at) AS jobsched_q WHERE jobsched_q.id IS NOT NULL AND "
-	now, before := query+"jobsched_q.id::text NOT IN (SELECT unnest($1::text[])) LIMIT $2", query+"NOT (jobsched_q.id::text = ANY($1::text[])) LIMIT $2"
+	now, args := src.SelectStatement(many, 10)
+	before := notIn.ReplaceAllString(now, "NOT ($1 = ANY($2))")
+	if before == now {
+		return fmt.Errorf("the read's statement has no NOT IN (SELECT unnest(…)) to compare with NOT (key = ANY): %s", now)
+	}
 	conn, err := b.db.Conn(b.ctx)
 	if err != nil {
 		return err
@@ -621,7 +668,7 @@ func (b *bench) excluded() error {
 			d    *[]time.Duration
 		}{{now, &dNow}, {before, &dBefore}} {
 			start := time.Now()
-			rs, err := conn.QueryContext(b.ctx, c.stmt, pq.Array(many), 10)
+			rs, err := conn.QueryContext(b.ctx, c.stmt, args...)
 			if err != nil {
 				return err
 			}
@@ -645,6 +692,10 @@ func (b *bench) excluded() error {
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers.
+
+// notIn is the read's exclusion as rows writes it, `key NOT IN (SELECT unnest($1::type[]))`: the bench rewrites it into
+// the form it replaced, `NOT (key = ANY($1::type[]))`, to compare the two.
+var notIn = regexp.MustCompile(`(\S+) NOT IN \(SELECT unnest\((\$1::[^)]+)\)\)`)
 
 // makeJobs creates the first n Jobs cfg would create (keys task-0000000…), directly, unless they exist.
 func (b *bench) makeJobs(cfg *config.Config, n int) error {
@@ -789,27 +840,14 @@ func (b *bench) tick(cfgFile string) (summary, error) {
 
 // parallel runs fn(i) for i < n with workers goroutines; it stops at the first error.
 func parallel(workers, n int, fn func(i int) error) error {
-	var next atomic.Int64
-	var mu sync.Mutex
-	var first error
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				if err := fn(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-					next.Store(int64(n))
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return first
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	workqueue.ParallelizeUntil(ctx, workers, n, func(i int) {
+		if err := fn(i); err != nil {
+			cancel(err)
+		}
+	})
+	return context.Cause(ctx)
 }
 
 func loadAvg() string {

@@ -1,0 +1,43 @@
+package capacity
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Report says how many more Jobs of a template fit now, and why.
+type Report struct {
+	Fit        int                 `json:"fit"`                  // how many more Jobs fit; -1 = no limit known
+	Binding    string              `json:"binding,omitempty"`    // the binding constraint in words
+	PodsPerJob int                 `json:"podsPerJob,omitempty"` // pods one Job runs at once (set when above 1)
+	Demand     corev1.ResourceList `json:"demand,omitempty"`     // one pod's requests, as the API server admits it
+	Nodes      []NodeFit           `json:"nodes,omitempty"`      // every node considered or excluded, sorted by name
+	Quota      []QuotaFit          `json:"quota,omitempty"`      // every quota resource that limits the template
+	Tick       string              `json:"tick,omitempty"`       // the room kept for the next tick, in words
+	Pending    []PendingFit        `json:"pending,omitempty"`    // others' unbound pods counted as taking room
+	Listed     string              `json:"listed,omitempty"`     // which pods were listed to count the room
+	Warning    string              `json:"warning,omitempty"`    // e.g. a permission that is missing
+}
+
+// NodeFit is how many more pods of the template fit on one node.
+type NodeFit struct {
+	Name     string              `json:"name"`
+	Fits     int                 `json:"fits"`               // 0 if excluded
+	Excluded string              `json:"excluded,omitempty"` // why not considered; "" if considered
+	Limit    string              `json:"limit,omitempty"`    // the resource that binds on this node
+	Free     corev1.ResourceList `json:"free,omitempty"`     // free per resource the demand names, plus pods
+}
+
+// QuotaFit is how many more Jobs one resource of one ResourceQuota admits.
+type QuotaFit struct {
+	Name     string `json:"name"`
+	Resource string `json:"resource"`
+	Fits     int    `json:"fits"`
+}
+
+// PendingFit is a pod of someone else, not yet bound, that could land on a node of the template: it is counted on
+// the node where it would cost our pods the most room.
+type PendingFit struct {
+	Pod   string `json:"pod"` // namespace/name
+	Node  string `json:"node"`
+	Costs int    `json:"costs"` // how many of our pods fit less on that node
+}

@@ -1,0 +1,102 @@
+package capacity
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// only is free restricted to names and pods (what the report shows).
+func only(free corev1.ResourceList, names []corev1.ResourceName) corev1.ResourceList {
+	out := corev1.ResourceList{corev1.ResourcePods: free[corev1.ResourcePods]}
+	for _, n := range names {
+		out[n] = free[n] // a resource the node does not have is 0
+	}
+	return out
+}
+
+// fits is how many pods of demand fit in free, and the resource that limits it.
+func fits(demand corev1.ResourceList, names []corev1.ResourceName, free corev1.ResourceList) (int, string) {
+	k, limit := free.Pods().Value(), string(corev1.ResourcePods)
+	for _, name := range names {
+		if q, ok := quotient(free[name], demand[name], name); ok && (q < k || q == k && limit == "pods") {
+			k, limit = q, string(name)
+		}
+	}
+	return int(max(k, 0)), limit
+}
+
+// quotient is floor(free/per) in the resource's unit (millicores for cpu), and false when per is not positive.
+func quotient(free, per resource.Quantity, name corev1.ResourceName) (int64, bool) {
+	f, p := free.Value(), per.Value()
+	if name == corev1.ResourceCPU {
+		f, p = free.MilliValue(), per.MilliValue()
+	}
+	if p <= 0 {
+		return 0, false
+	}
+	return max(f, 0) / p, true
+}
+
+// minus returns free − demand − one pod slot, and whether that is nowhere negative (the pod fits).
+func minus(free, demand corev1.ResourceList) (corev1.ResourceList, bool) {
+	out := free.DeepCopy()
+	ok := true
+	sub := func(k corev1.ResourceName, v resource.Quantity) {
+		q := out[k]
+		q.Sub(v)
+		out[k] = q
+		ok = ok && q.Sign() >= 0
+	}
+	for k, v := range demand {
+		if k != corev1.ResourcePods && !v.IsZero() {
+			sub(k, v)
+		}
+	}
+	sub(corev1.ResourcePods, *resource.NewQuantity(1, resource.DecimalSI))
+	return out, ok
+}
+
+// fitsIn says whether one pod of demand fits in free (without copying: this runs for every pending pod and node).
+func fitsIn(free, demand corev1.ResourceList) bool {
+	for k, v := range demand {
+		if f := free[k]; k != corev1.ResourcePods && f.Cmp(v) < 0 {
+			return false
+		}
+	}
+	return free.Pods().Value() >= 1
+}
+
+// plus returns free + demand + one pod slot.
+func plus(free, demand corev1.ResourceList) corev1.ResourceList {
+	out := free.DeepCopy()
+	add(out, demand)
+	add(out, corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)})
+	return out
+}
+
+// quantities is a ResourceList in words, sorted: "cpu=50m memory=64Mi".
+func quantities(l corev1.ResourceList) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		v := l[k]
+		parts = append(parts, string(k)+"="+v.String())
+	}
+	return strings.Join(parts, " ")
+}
+
+// add adds b to a. A Quantity may share its *inf.Dec with the object it came from, so a value is deep-copied the
+// first time it enters a.
+func add(a, b corev1.ResourceList) {
+	for k, v := range b {
+		if q, ok := a[k]; ok {
+			q.Add(v)
+			a[k] = q
+		} else {
+			a[k] = v.DeepCopy()
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/rows"
+)
+
+// TestWriteResults: the results file is the run's own: its date, commit, machine load and table, and the parts run.
+func TestWriteResults(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "RESULTS.md")
+	info := runInfo{date: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), commit: "0123456789ab-dirty", cpus: 2,
+		loadBefore: "0.50", loadAfter: "1.75", only: "creates"}
+	err := writeResults(path, info, []row{{what: "creates per second", jobsched: "120", reference: "100", ratio: "1.20", load: "1.10"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# Bench results\n\nWritten by `scripts/bench.sh` (scripts/bench/main.go); do not edit by hand.\n\n" +
+		"- date: 2026-12-01T10:00:00Z\n- commit: 0123456789ab-dirty\n" +
+		"- machine: 2 CPU(s), load average (1 min) 0.50 at the start, 1.75 at the end\n- parts run: BENCH_ONLY=creates\n\n" +
+		"| measure | jobsched | reference, same run | ratio | load avg (1 min) |\n|---|--:|--:|--:|--:|\n" +
+		"| creates per second | 120 | 100 | 1.20 | 1.10 |\n"
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("results file (-want +got):\n%s", diff)
+	}
+}
+
+// TestBeforeStatement: the bench times the read's own statement, and rewrites its exclusion into the form it replaced.
+func TestBeforeStatement(t *testing.T) {
+	src, err := rows.OpenPostgres("host=127.0.0.1 dbname=none", config.Source{Key: "id", Query: "SELECT id FROM t ORDER BY id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	now, args := src.SelectStatement([]string{"a", "b"}, 10)
+	before := notIn.ReplaceAllString(now, "NOT ($1 = ANY($2))")
+	if !strings.Contains(now, ` NOT IN (SELECT unnest($1::text[]))`) || len(args) != 2 {
+		t.Fatalf("the read's statement %q (args %v) has no NOT IN over $1", now, args)
+	}
+	if want := strings.Replace(now, `jobsched_q."id"::text NOT IN (SELECT unnest($1::text[]))`, `NOT (jobsched_q."id"::text = ANY($1::text[]))`, 1); before != want {
+		t.Errorf("before = %q, want %q", before, want)
+	}
+}
