@@ -743,3 +743,35 @@ func TestChartCapacityNameClash(t *testing.T) {
 		t.Errorf("after the refused install the binding's subjects are %+v, want %+v", crb.Subjects, want)
 	}
 }
+
+// TestChartKueue: kueue=true gives the release's Role exactly the rule of the kustomize component manifests/kueue
+// (get/list on Workloads and LocalQueues, for status in the Kueue mode); by default the Role has no such rule.
+func TestChartKueue(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "manifests", "kueue", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var component rbacv1.Role
+	if err := yaml.Unmarshal(data, &component); err != nil {
+		t.Fatal(err)
+	}
+	kueueRules := func(r rbacv1.Role) []rbacv1.PolicyRule {
+		var out []rbacv1.PolicyRule
+		for _, rule := range r.Rules {
+			if slices.Contains(rule.APIGroups, "kueue.x-k8s.io") {
+				out = append(out, rule)
+			}
+		}
+		return out
+	}
+	var role rbacv1.Role
+	find(t, helmTemplate(t, "reports", "batch"), "Role", "", &role)
+	if got := kueueRules(role); len(got) != 0 {
+		t.Errorf("by default the Role has Kueue rules %+v, want none", got)
+	}
+	find(t, helmTemplate(t, "reports", "batch", "--set", "kueue=true"), "Role", "", &role)
+	if got, want := kueueRules(role), component.Rules; !reflect.DeepEqual(got, want) {
+		t.Errorf("with kueue=true the Role's Kueue rules are %+v, want manifests/kueue's %+v", got, want)
+	}
+}
