@@ -134,7 +134,7 @@ func Acquire(ctx context.Context, cfg Config) (_ *Held, calls int, err error) {
 			return nil, calls, classify(cfg, "reading", err)
 		}
 		now := time.Now()
-		if cur.ResourceVersion != seenRV {
+		if seenAt.IsZero() || cur.ResourceVersion != seenRV {
 			seenRV, seenAt = cur.ResourceVersion, now
 		}
 		if Free(cur, cfg.Holder, seenAt, now) {
