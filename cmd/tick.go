@@ -14,6 +14,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/events"
 	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/metrics"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/report"
@@ -123,6 +124,7 @@ func (g *globalOptions) executePass(ctx context.Context, gcOnly bool) error {
 	}
 	defer closeFn()
 	s.BeforeCreates = gcForCreates()
+	s.Guard = &lease.Guard{Client: s.Kube.CoordinationV1(), Namespace: cfg.Namespace, Scheduler: cfg.Name, Holder: lease.HolderFromEnv()}
 	rec := events.New(ctx, s.Kube, events.Options{Namespace: cfg.Namespace, Pod: events.PodFromEnv(os.Getenv)})
 	s.Events = rec
 	defer rec.Close(eventsFlush)
