@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -268,5 +269,34 @@ func TestRenewThatHangsEndsContextAtValidity(t *testing.T) {
 	}
 	if !errors.Is(context.Cause(h.Context()), ErrLost) {
 		t.Errorf("cause %v, want ErrLost", context.Cause(h.Context()))
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	now := time.Now()
+	l := held("pod-1", 15)
+	l.Name = Name("s")
+	renewed := metav1.NewMicroTime(now.Add(-40 * time.Second))
+	l.Spec.RenewTime = &renewed
+	for _, tc := range []struct {
+		name string
+		c    *fake.Clientset
+		want string
+	}{
+		{"never taken", newFake(), "jobsched-s: free (no pass creating)"},
+		{"held, unrenewed past its duration", newFake(l), "jobsched-s: held by pod-1, renewed 40s ago (longer than its 15s: the next tick takes it over)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Describe(context.Background(), tc.c.CoordinationV1(), "ns", "s").String(now); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+	c := newFake()
+	c.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(leasesGR, "jobsched-s", errors.New("RBAC: access denied"))
+	})
+	if i := Describe(context.Background(), c.CoordinationV1(), "ns", "s"); i.Error == "" || !strings.Contains(i.String(now), "cannot read it") {
+		t.Errorf("without RBAC: %+v", i)
 	}
 }
