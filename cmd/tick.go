@@ -124,7 +124,17 @@ func (g *globalOptions) executePass(ctx context.Context, gcOnly bool) error {
 	}
 	defer closeFn()
 	s.BeforeCreates = gcForCreates()
-	s.Guard = &lease.Guard{Client: s.Kube.CoordinationV1(), Namespace: cfg.Namespace, Scheduler: cfg.Name, Holder: lease.HolderFromEnv()}
+	if !gcOnly { // a tick creates: one pass of the scheduler at a time, through its Lease
+		leases := s.Kube
+		if g.kube.QPS > 0 { // the renewals must not queue behind the creates in a client-side rate limiter
+			o := g.kube
+			o.QPS = 0
+			if leases, _, err = g.newKube(o); err != nil {
+				return &config.Error{Err: err}
+			}
+		}
+		s.Guard = &lease.Guard{Client: leases.CoordinationV1(), Namespace: cfg.Namespace, Scheduler: cfg.Name, Holder: lease.HolderFromEnv()}
+	}
 	rec := events.New(ctx, s.Kube, events.Options{Namespace: cfg.Namespace, Pod: events.PodFromEnv(os.Getenv)})
 	s.Events = rec
 	defer rec.Close(eventsFlush)

@@ -104,8 +104,9 @@ func TestLeaseRacingTicks(t *testing.T) {
 	}
 }
 
-// TestLeaseHeldByAnother: while another holder renews the Lease, a tick waits its bounded time, then still deletes
-// its finished Jobs, creates nothing and says why; gc, status and dry-run take no Lease and leave it as it was.
+// TestLeaseHeldByAnother: while another holder keeps the Lease, a tick waits its bounded time, then still deletes
+// its finished Jobs, creates nothing and says why; gc, status and dry-run take no Lease and leave it as it was, and
+// status says who holds it.
 func TestLeaseHeldByAnother(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -113,19 +114,16 @@ func TestLeaseHeldByAnother(t *testing.T) {
 	cfg := e.writeConfig(config{duration: "1s", extra: "limits:\n  capacity: quota\n"})
 	e.finished(cfg, 2)
 	e.insert("new", 3)
+	// The Lease the first tick created and released, now held by another (who never lets go).
 	holder, dur := "someone-else", int32(3600)
 	now := metav1.NewMicroTime(time.Now())
-	l, err := e.kube.CoordinationV1().Leases(e.ns).Create(e.ctx, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: lease.Name("e2e")},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, AcquireTime: &now, RenewTime: &now},
-	}, metav1.CreateOptions{})
+	l, err := e.kube.CoordinationV1().Leases(e.ns).Get(e.ctx, lease.Name("e2e"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"gc"}, {"status"}, {"dry-run"}} {
-		if r := e.jobsched(append(args, "--config", cfg)...); r.code != 0 {
-			t.Errorf("%s exited %d:\n%s", args[0], r.code, r.stderr)
-		}
+	l.Spec = coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, AcquireTime: &now, RenewTime: &now}
+	if l, err = e.kube.CoordinationV1().Leases(e.ns).Update(e.ctx, l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	start := time.Now()
 	r := e.tick(cfg)
@@ -136,6 +134,15 @@ func TestLeaseHeldByAnother(t *testing.T) {
 	}
 	if s.LeaseWait < lease.DefaultDuration.Milliseconds() || took > 2*lease.DefaultDuration {
 		t.Errorf("waited %d ms for the Lease (the pass took %s), want one Lease duration (%s), boundedly", s.LeaseWait, took, lease.DefaultDuration)
+	}
+	for _, args := range [][]string{{"gc"}, {"status"}, {"dry-run"}} {
+		r := e.jobsched(append(args, "--config", cfg)...)
+		if r.code != 0 {
+			t.Errorf("%s exited %d:\n%s", args[0], r.code, r.stderr)
+		}
+		if args[0] == "status" && !strings.Contains(r.stdout, "jobsched-e2e: held by someone-else, renewed") {
+			t.Errorf("status does not say who holds the Lease:\n%s", r.stdout)
+		}
 	}
 	got, err := e.kube.CoordinationV1().Leases(e.ns).Get(e.ctx, lease.Name("e2e"), metav1.GetOptions{})
 	if err != nil || got.ResourceVersion != l.ResourceVersion {
@@ -314,7 +321,7 @@ func TestLeaseUnreachableAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(binary, "--kubeconfig", viaProxy, "--log-format", "json", "tick", "--config", cfg, "--kube-qps", "3")
+	cmd := exec.Command(binary, "--kubeconfig", viaProxy, "--log-format", "json", "tick", "--config", cfg, "--kube-qps", "3", "--kube-burst", "1")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dsn)
 	var mu sync.Mutex
 	var buf bytes.Buffer
@@ -328,6 +335,11 @@ func TestLeaseUnreachableAPIServer(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 	e.eventually("the pass holding the Lease has created 3 Jobs", time.Minute, func() bool { return len(e.jobs()) >= 3 })
 	p.cut()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the pass that was cut off:\n%s", output())
+		}
+	})
 	e.eventually("the pass losing the Lease", 30*time.Second, func() bool { return strings.Contains(output(), "lost the Lease") })
 	atLoss := len(e.jobs())
 	p.restore()
