@@ -91,6 +91,7 @@ const (
 	chaosMaxPerTick  = 6
 	chaosMaxAttempts = 3
 	chaosRetention   = 30 * time.Second // succeeded Jobs; longer than any database outage, so the worker closes the row first
+	chaosLease       = 5 * time.Second  // the ticks' --lease-duration
 )
 
 // chaosSched is one scheduler of the run.
@@ -721,6 +722,9 @@ func (c *chaos) runPass(s *chaosSched, killAfter time.Duration, atFirstWrite boo
 		c.t.Fatal(err)
 	}
 	defer f.Close()
+	if args[0] == "tick" { // a killed holder blocks the others for its Lease's duration: 5s, not 15s, in this run of kills
+		args = append(args, "--lease-duration", chaosLease.String())
+	}
 	cmd := exec.Command(binary, append([]string{"--kubeconfig", s.kcfg, "--log-format", "json", "--config", s.cfg, "--timeout", "15s"}, args...)...)
 	cmd.Env = []string{"DATABASE_URL=" + c.dsn, "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	var killed atomic.Bool

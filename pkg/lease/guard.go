@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -26,6 +27,11 @@ type Guard struct {
 	Namespace, Scheduler string
 	Holder               string
 	Duration             time.Duration // 0: DefaultDuration
+	// Confirm is a read the pass's Role grants (cmd: a LIST of its Jobs). A Forbidden on the Lease is taken as the
+	// Role's answer only once Confirm has succeeded and the Lease is still refused after it: an API server that has
+	// just started refuses everything until its RBAC cache is filled, and such a pass must not create unserialised.
+	// nil: every Forbidden is the Role's.
+	Confirm func(ctx context.Context) error
 
 	mu     sync.Mutex
 	state  string
@@ -50,7 +56,17 @@ func MaxWait(ctx context.Context) time.Duration {
 func (g *Guard) Take(ctx context.Context) (context.Context, func(), error) {
 	log := zerolog.Ctx(ctx)
 	start := time.Now()
-	h, _, err := Acquire(ctx, Config{Client: g.Client, Namespace: g.Namespace, Name: Name(g.Scheduler), Holder: g.Holder, Duration: g.Duration, Wait: MaxWait(ctx)})
+	cfg := Config{Client: g.Client, Namespace: g.Namespace, Name: Name(g.Scheduler), Holder: g.Holder, Duration: g.Duration}
+	cfg.Wait = MaxWait(ctx)
+	h, _, err := Acquire(ctx, cfg)
+	if errors.Is(err, ErrForbidden) && g.Confirm != nil {
+		if cerr := g.Confirm(ctx); cerr != nil {
+			err = fmt.Errorf("%v; and the check that the Role is loaded failed: %w", err, cerr) // no longer ErrForbidden
+		} else {
+			cfg.Wait = MaxWait(ctx)
+			h, _, err = Acquire(ctx, cfg) // a Forbidden now is the Role's
+		}
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.waited = time.Since(start)

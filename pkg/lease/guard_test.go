@@ -165,3 +165,58 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// An API server that has just started refuses everything until its RBAC cache is filled: a Forbidden counts as the
+// Role's only once a read the Role grants has succeeded and the Lease is still refused.
+func TestGuardForbiddenIsConfirmed(t *testing.T) {
+	forbidden := func(n int32) (*atomic.Int32, k8stesting.ReactionFunc) {
+		var calls atomic.Int32
+		return &calls, func(k8stesting.Action) (bool, runtime.Object, error) {
+			if calls.Add(1) <= n {
+				return true, nil, apierrors.NewForbidden(leasesGR, "jobsched-s", errors.New("RBAC: access denied"))
+			}
+			return false, nil, nil
+		}
+	}
+	t.Run("cold cache, then the Role", func(t *testing.T) {
+		c := newFake()
+		_, react := forbidden(1)
+		c.PrependReactor("get", "leases", react)
+		g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me",
+			Confirm: func(context.Context) error { return nil }}
+		if _, release, err := g.Take(context.Background()); err != nil {
+			t.Fatal(err)
+		} else {
+			release()
+		}
+		if st, _ := g.Report(); st != StateHeld {
+			t.Errorf("state %q, want held: the first Forbidden was the cold cache's", st)
+		}
+	})
+	t.Run("cold cache, confirm refused too", func(t *testing.T) {
+		c := newFake()
+		_, react := forbidden(100)
+		c.PrependReactor("get", "leases", react)
+		g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me",
+			Confirm: func(context.Context) error { return errors.New("forbidden: cannot list jobs") }}
+		if _, _, err := g.Take(context.Background()); err == nil || errors.Is(err, ErrForbidden) {
+			t.Errorf("err %v, want a failure that is not taken as the Role's answer", err)
+		}
+		if st, _ := g.Report(); st != StateError {
+			t.Errorf("state %q, want error: no create unserialised", st)
+		}
+	})
+	t.Run("the Role lacks the verbs", func(t *testing.T) {
+		c := newFake()
+		calls, react := forbidden(100)
+		c.PrependReactor("get", "leases", react)
+		g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me",
+			Confirm: func(context.Context) error { return nil }}
+		if _, _, err := g.Take(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := g.Report(); st != StateForbidden || calls.Load() != 2 {
+			t.Errorf("state %q after %d reads, want forbidden after 2", st, calls.Load())
+		}
+	})
+}
