@@ -39,31 +39,34 @@ type Guard struct {
 	held   *Held
 }
 
-// MaxWait bounds how long a pass waits for a live holder: one Lease duration (a killed holder's Lease is taken over by
+// MaxWait bounds how long a pass waits for a live holder: one Lease duration (duration; 0: DefaultDuration) (a killed holder's Lease is taken over by
 // then) and a second, and never more than half of what is left of the pass, so that a pass behind a long one still
 // does its deletes and ends with its report.
-func MaxWait(ctx context.Context) time.Duration {
-	w := DefaultDuration + time.Second
+func MaxWait(ctx context.Context, duration time.Duration) time.Duration {
+	if duration <= 0 {
+		duration = DefaultDuration
+	}
+	w := duration + time.Second
 	if d, ok := ctx.Deadline(); ok {
 		w = min(w, time.Until(d)/2)
 	}
 	return w
 }
 
-// Take takes the Lease, waiting at most MaxWait(ctx). Held by another holder for the whole wait it returns a
+// Take takes the Lease, waiting at most MaxWait. Held by another holder for the whole wait it returns a
 // *HeldError, and any other failure that error: the pass creates nothing. Without the Role's verbs it says so once
 // and returns ctx: the pass creates unserialised, as before the Lease.
 func (g *Guard) Take(ctx context.Context) (context.Context, func(), error) {
 	log := zerolog.Ctx(ctx)
 	start := time.Now()
 	cfg := Config{Client: g.Client, Namespace: g.Namespace, Name: Name(g.Scheduler), Holder: g.Holder, Duration: g.Duration}
-	cfg.Wait = MaxWait(ctx)
+	cfg.Wait = MaxWait(ctx, g.Duration)
 	h, _, err := Acquire(ctx, cfg)
 	if errors.Is(err, ErrForbidden) && g.Confirm != nil {
 		if cerr := g.Confirm(ctx); cerr != nil {
 			err = fmt.Errorf("%v; and the check that the Role is loaded failed: %w", err, cerr) // no longer ErrForbidden
 		} else {
-			cfg.Wait = MaxWait(ctx)
+			cfg.Wait = MaxWait(ctx, g.Duration)
 			h, _, err = Acquire(ctx, cfg) // a Forbidden now is the Role's
 		}
 	}

@@ -220,3 +220,17 @@ func TestGuardForbiddenIsConfirmed(t *testing.T) {
 		}
 	})
 }
+
+func TestMaxWait(t *testing.T) {
+	if w := MaxWait(context.Background(), 0); w != DefaultDuration+time.Second {
+		t.Errorf("no deadline, default duration: %s", w)
+	}
+	if w := MaxWait(context.Background(), 5*time.Second); w != 6*time.Second {
+		t.Errorf("no deadline, 5s Lease: %s, want 6s", w)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if w := MaxWait(ctx, 0); w > 5*time.Second || w < 4*time.Second {
+		t.Errorf("10s left: %s, want half of it", w)
+	}
+}
