@@ -118,6 +118,8 @@ type globalOptions struct {
 	errOut     io.Writer
 
 	pushgateway string // --pushgateway: overrides metrics.pushgateway
+
+	leaseDuration time.Duration // tick's --lease-duration
 }
 
 // DefaultTimeout bounds a pass: below the CronJob's activeDeadlineSeconds (150), so that a pass ends with its

@@ -152,6 +152,9 @@ func printStatus(out io.Writer, st *report.Status) error {
 		st.Retry.Backoff, st.Retry.MaxBackoff, deadRetention(st.Retry.DeadRetention))
 	fmt.Fprintf(w, "Slots:\t%d (bound by %s)\n", st.Slots, printable(st.Limit))
 	fmt.Fprintf(w, "Next tick:\t%s\n", printable(st.Next))
+	if st.Lease != nil {
+		fmt.Fprintf(w, "Lease:\t%s\n", printable(st.Lease.String(time.Now())))
+	}
 	if st.Query != nil {
 		fmt.Fprintf(w, "Query:\t%s\n", printable(st.Query.String()))
 	}

@@ -8,12 +8,14 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/events"
 	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/metrics"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/report"
@@ -41,10 +43,15 @@ is blocked (an Unschedulable pod) or it is told to stop.`,
 			if fillFor < 0 {
 				return usageError{fmt.Errorf("--fill-for: must not be negative, not %s", fillFor)}
 			}
+			if d := g.leaseDuration; d < 3*time.Second || d%time.Second != 0 {
+				return usageError{fmt.Errorf("--lease-duration: must be whole seconds, at least 3s, not %s", d)}
+			}
 			return g.executeTick(cmd.Context(), fillFor)
 		},
 	}
 	cmd.Flags().DurationVar(&fillFor, "fill-for", 0, "after a pass bound by room, wait for a Job to finish and refill, for this long (0: one pass)")
+	cmd.Flags().DurationVar(&g.leaseDuration, "lease-duration", lease.DefaultDuration,
+		"how long a killed pass keeps the others from creating (the scheduler's Lease; renewed every third of it)")
 	return cmd
 }
 
@@ -64,6 +71,9 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 	}
 	defer closeFn()
 	s.BeforeCreates = gcForCreates()
+	if err := g.guard(cfg, s); err != nil {
+		return err
+	}
 	rec := events.New(ctx, s.Kube, events.Options{Namespace: cfg.Namespace, Pod: events.PodFromEnv(os.Getenv)})
 	s.Events = rec
 	defer rec.Close(eventsFlush)
@@ -123,6 +133,11 @@ func (g *globalOptions) executePass(ctx context.Context, gcOnly bool) error {
 	}
 	defer closeFn()
 	s.BeforeCreates = gcForCreates()
+	if !gcOnly {
+		if err := g.guard(cfg, s); err != nil {
+			return err
+		}
+	}
 	rec := events.New(ctx, s.Kube, events.Options{Namespace: cfg.Namespace, Pod: events.PodFromEnv(os.Getenv)})
 	s.Events = rec
 	defer rec.Close(eventsFlush)
@@ -172,4 +187,25 @@ func pushMetrics(ctx context.Context, s *scheduler.Scheduler, url string, mode s
 		return
 	}
 	log.Debug().Str("pushgateway", config.RedactURL(url)).Msg("metrics pushed")
+}
+
+// guard makes a tick's passes take the scheduler's Lease (one pass of the scheduler at a time creates), on a client
+// without a client-side rate limiter: the renewals must not queue behind the creates.
+func (g *globalOptions) guard(cfg *config.Config, s *scheduler.Scheduler) error {
+	leases := s.Kube
+	if g.kube.QPS > 0 {
+		o := g.kube
+		o.QPS = 0
+		var err error
+		if leases, _, err = g.newKube(o); err != nil {
+			return &config.Error{Err: err}
+		}
+	}
+	s.Guard = &lease.Guard{Client: leases.CoordinationV1(), Namespace: cfg.Namespace, Scheduler: cfg.Name,
+		Holder: lease.HolderFromEnv(), Duration: g.leaseDuration,
+		Confirm: func(ctx context.Context) error { // a read the Role grants: its Jobs
+			_, err := s.Kube.BatchV1().Jobs(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: render.LabelScheduler + "=" + cfg.Name, Limit: 1})
+			return err
+		}}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kueue"
+	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -58,6 +59,8 @@ type Status struct {
 	Next    string      `json:"next"`
 	// Drain is how long the backlog will take at the rate this scheduler's Jobs have been succeeding.
 	Drain scheduler.DrainEstimate `json:"drain"`
+	// Lease is the scheduler's Lease as status reads it (nil offline): who creates now, if anyone.
+	Lease *lease.Info `json:"lease,omitempty"`
 }
 
 // RetryPolicy is the configuration's retry section, as status shows it.
@@ -152,6 +155,10 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 		}
 	}
 	st.Drain = scheduler.EstimateDrain(st.Backlog, st.BacklogCapped, s.Now().UTC(), runs)
+	if s.Kube != nil { // read, never taken: status does not wait for a pass
+		info := lease.Describe(ctx, s.Kube.CoordinationV1(), s.Config.Namespace, s.Config.Name)
+		st.Lease = &info
+	}
 	st.Query = s.Explain(ctx, p)
 	deletes := len(p.Deletes())
 	switch {

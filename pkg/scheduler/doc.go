@@ -57,9 +57,12 @@
 //     wait on anything that may fail: if the Pending pods, the capacity LISTs or the database fail (refused, or a
 //     host that never answers: connections time out and every read has `source.timeout`), the deletes still
 //     happen, nothing is created, the log says why and the pass exits 1. `gc` lists only the Jobs.
-//   - Concurrency: Job names are deterministic, so two passes running at once cannot create two Jobs for one row;
-//     the loser gets `AlreadyExists` and counts it as already present.
-//   - Cost per pass: one streaming list of Jobs and one of Pending pods (label and field selectors on the server),
+//   - Concurrency: a tick's Guard is the scheduler's Lease (pkg/lease), so its passes observe and create one at a
+//     time and maxActive and the capacity fit hold across them. Without it (a Role without the Lease's verbs) Job
+//     names still make racing safe: they are deterministic, so two passes running at once cannot create two Jobs
+//     for one row; the loser gets `AlreadyExists` and counts it as already present.
+//   - Cost per pass: with the Lease three calls on it (take: GET and PUT, or POST the first time; release: PUT),
+//     one streaming list of Jobs and one of Pending pods (label and field selectors on the server),
 //     plus with `capacity: nodes` one LIST of nodes, one of non-terminal pods cluster-wide and one of
 //     ResourceQuotas (the README's Capacity); one pushed-down read of the keys of succeeded, dead and due tasks
 //     when there are any; then one call per create or delete. A streaming list is a WATCH with

@@ -113,9 +113,18 @@ func (x *execution) done(p *Plan, obs *Observation, a Admission, stop error) (Re
 	if err == nil {
 		err = errors.Join(x.errs...)
 	}
+	if g, ok := x.s.Guard.(guardReport); ok && x.mode == Execute {
+		state, waited := g.Report()
+		x.sum.Lease, x.sum.LeaseWait = state, waited.Milliseconds()
+	}
 	r.Summary = x.sum
 	x.sum.Log(&x.log, err, time.Since(x.start))
 	return r, err
+}
+
+// guardReport is a Guard that says what it held, for the pass done line (the Lease: held, lost, "held by X").
+type guardReport interface {
+	Report() (state string, waited time.Duration)
 }
 
 // deletes is an execute step: it deletes js (in a mode that deletes).
@@ -150,13 +159,17 @@ type Summary struct {
 	WouldCreate    int    `json:"wouldCreate,omitempty"` // dry run: the Jobs the plan creates
 	Created        int    `json:"created"`
 	AlreadyPresent int    `json:"alreadyPresent"`
-	NotCreated     int    `json:"notCreated,omitempty"` // planned, not tried: the pass ran out of time; the next pass takes them
+	NotCreated     int    `json:"notCreated,omitempty"` // planned, not tried: the pass stopped creating (its deadline, a signal, a lost Lease); the next pass takes them
 	Skipped        int    `json:"skipped"`
 	Blocked        string `json:"blocked,omitempty"`
 	Deleted        int    `json:"deleted"`
 	Failed         int    `json:"failed"`
 	Retried        int    `json:"retried"` // attempts > 1 created
 	Dead           int    `json:"dead"`    // tasks with no attempt left whose record is kept
+	// Lease is what the Guard says of the pass's hold (held, lost, forbidden, "held by X"); LeaseWait how long
+	// taking it waited, in milliseconds.
+	Lease     string `json:"lease,omitempty"`
+	LeaseWait int64  `json:"leaseWait,omitempty"`
 }
 
 func (s *Summary) fromPlan(p *Plan) {
@@ -177,6 +190,9 @@ func (s Summary) Log(log *zerolog.Logger, err error, d time.Duration) {
 	}
 	if s.NotCreated > 0 {
 		ev = ev.Int("notCreated", s.NotCreated)
+	}
+	if s.Lease != "" {
+		ev = ev.Str("lease", s.Lease).Int64("leaseWait", s.LeaseWait)
 	}
 	ev.Int("selected", s.Selected).Int("created", s.Created).Int("alreadyPresent", s.AlreadyPresent).
 		Int("skipped", s.Skipped).Str("blocked", s.Blocked).Int("deleted", s.Deleted).Int("failed", s.Failed).
@@ -245,7 +261,7 @@ func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bo
 	})
 	if left := len(p.Creates) - started; left > 0 {
 		sum.NotCreated = left
-		zerolog.Ctx(ctx).Warn().Int("notCreated", left).Err(context.Cause(ctx)).Msg("the pass ran out of time; the next pass creates the rest")
+		zerolog.Ctx(ctx).Warn().Int("notCreated", left).Err(context.Cause(ctx)).Msg("the pass stopped creating (its deadline, a signal, or a lost Lease); the next pass creates the rest")
 		fail(fmt.Errorf("%d planned Job(s) not created: %w", left, context.Cause(ctx)))
 	}
 }

@@ -144,7 +144,7 @@ func action(a k8stesting.Action) string {
 	s := a.GetVerb() + " " + a.GetResource().Resource
 	switch a := a.(type) {
 	case k8stesting.CreateAction:
-		s += " " + a.GetObject().(*batchv1.Job).Name
+		s += " " + a.GetObject().(metav1.Object).GetName()
 	case k8stesting.DeleteAction:
 		s += " " + a.GetName()
 		if pp := a.GetDeleteOptions().PropagationPolicy; pp != nil {

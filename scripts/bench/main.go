@@ -199,31 +199,40 @@ func (b *bench) apiCalls() error {
 	if err := b.clearJobs("bench-calls"); err != nil {
 		return err
 	}
-	time.Sleep(2 * time.Second) // let the cluster settle: a quiet cluster
-	before, err := b.requests()
-	if err != nil {
-		return err
-	}
-	sum, err := b.tick(cfg)
-	if err != nil {
-		return err
-	}
-	after, err := b.requests()
-	if err != nil {
-		return err
-	}
-	var calls []string
-	total := 0
-	for k, v := range after {
-		if d := v - before[k]; d > 0 && !strings.HasPrefix(k, "cluster-wide WATCH ") && k != "GET /metrics" {
-			calls = append(calls, fmt.Sprintf("%s %d", k, int(d)))
-			total += int(d)
+	// Twice: the first tick creates the scheduler's Lease, the second finds it (the steady state); the Jobs of the
+	// first are deleted in between, so the second creates the same 10 again.
+	for round, what := range []string{"the first: it creates the Lease", "the next ones: the Lease exists"} {
+		if round > 0 {
+			if err := b.clearJobs("bench-calls"); err != nil {
+				return err
+			}
 		}
+		time.Sleep(2 * time.Second) // let the cluster settle: a quiet cluster
+		before, err := b.requests()
+		if err != nil {
+			return err
+		}
+		sum, err := b.tick(cfg)
+		if err != nil {
+			return err
+		}
+		after, err := b.requests()
+		if err != nil {
+			return err
+		}
+		var calls []string
+		total := 0
+		for k, v := range after {
+			if d := v - before[k]; d > 0 && !strings.HasPrefix(k, "cluster-wide WATCH ") && k != "GET /metrics" {
+				calls = append(calls, fmt.Sprintf("%s %d", k, int(d)))
+				total += int(d)
+			}
+		}
+		slices.Sort(calls)
+		b.add(row{what: fmt.Sprintf("API calls, one tick creating %d Jobs, %s (all clients; cluster-wide WATCHes, the other clients' informers, excluded)", sum.Created, what),
+			jobsched: strings.Join(calls, ", "), reference: fmt.Sprintf("the least possible: one (streaming) list of Jobs, one of pods, POST jobs %d", n),
+			ratio: fmt.Sprintf("%.2f", float64(total)/float64(n+2))})
 	}
-	slices.Sort(calls)
-	b.add(row{what: fmt.Sprintf("API calls, one tick creating %d Jobs (all clients; cluster-wide WATCHes, the other clients' informers, excluded)", sum.Created),
-		jobsched: strings.Join(calls, ", "), reference: fmt.Sprintf("the least possible: one (streaming) list of Jobs, one of pods, POST jobs %d", n),
-		ratio: fmt.Sprintf("%.2f", float64(total)/float64(n+2))})
 	return nil
 }
 

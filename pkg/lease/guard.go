@@ -1,0 +1,121 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+)
+
+// What a pass says of the Lease in its `pass done` line.
+const (
+	StateHeld      = "held"      // held from before the observation to the end of the creates
+	StateLost      = "lost"      // it could not be renewed: the pass stopped creating
+	StateForbidden = "forbidden" // the Role lacks its verbs: the pass ran unserialised
+	StateError     = "error"     // it could not be read or written: the pass created nothing
+	// otherwise "held by <holder>": another holder kept it for the whole wait; the pass created nothing
+)
+
+// Guard is a creating pass's hold on its scheduler's Lease (the scheduler's Guard): Take before the observation
+// that decides the creates, the creates under the context it returns, the release at the end of the pass.
+type Guard struct {
+	Client               coordinationclient.LeasesGetter
+	Namespace, Scheduler string
+	Holder               string
+	Duration             time.Duration // 0: DefaultDuration
+	// Confirm is a read the pass's Role grants (cmd: a LIST of its Jobs). A Forbidden on the Lease is taken as the
+	// Role's answer only once Confirm has succeeded and the Lease is still refused after it: an API server that has
+	// just started refuses everything until its RBAC cache is filled, and such a pass must not create unserialised.
+	// nil: every Forbidden is the Role's.
+	Confirm func(ctx context.Context) error
+
+	mu     sync.Mutex
+	state  string
+	waited time.Duration
+	held   *Held
+}
+
+// MaxWait bounds how long a pass waits for a live holder: one Lease duration (duration; 0: DefaultDuration) (a killed holder's Lease is taken over by
+// then) and a second, and never more than half of what is left of the pass, so that a pass behind a long one still
+// does its deletes and ends with its report.
+func MaxWait(ctx context.Context, duration time.Duration) time.Duration {
+	if duration <= 0 {
+		duration = DefaultDuration
+	}
+	w := duration + time.Second
+	if d, ok := ctx.Deadline(); ok {
+		w = min(w, time.Until(d)/2)
+	}
+	return w
+}
+
+// Take takes the Lease, waiting at most MaxWait. Held by another holder for the whole wait it returns a
+// *HeldError, and any other failure that error: the pass creates nothing. Without the Role's verbs it says so once
+// and returns ctx: the pass creates unserialised, as before the Lease.
+func (g *Guard) Take(ctx context.Context) (context.Context, func(), error) {
+	log := zerolog.Ctx(ctx)
+	start := time.Now()
+	cfg := Config{Client: g.Client, Namespace: g.Namespace, Name: Name(g.Scheduler), Holder: g.Holder, Duration: g.Duration}
+	cfg.Wait = MaxWait(ctx, g.Duration)
+	h, _, err := Acquire(ctx, cfg)
+	if errors.Is(err, ErrForbidden) && g.Confirm != nil {
+		if cerr := g.Confirm(ctx); cerr != nil {
+			err = fmt.Errorf("%v; and the check that the Role is loaded failed: %w", err, cerr) // no longer ErrForbidden
+		} else {
+			cfg.Wait = MaxWait(ctx, g.Duration)
+			h, _, err = Acquire(ctx, cfg) // a Forbidden now is the Role's
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.waited = time.Since(start)
+	var he *HeldError
+	switch {
+	case err == nil:
+		g.state, g.held = StateHeld, h
+		context.AfterFunc(h.Context(), func() {
+			if cause := context.Cause(h.Context()); errors.Is(cause, ErrLost) {
+				log.Warn().Err(cause).Msg("lost the Lease: this pass creates nothing more")
+			}
+		})
+		return h.Context(), func() { g.release(ctx, h) }, nil
+	case errors.As(err, &he):
+		g.state = "held by " + he.Holder
+		return nil, nil, err
+	case errors.Is(err, ErrForbidden):
+		g.state = StateForbidden
+		log.Warn().Err(err).Msg("caps not guaranteed under racing passes: the Role does not grant get, create and update on coordination.k8s.io leases")
+		return ctx, func() {}, nil
+	default:
+		g.state = StateError
+		return nil, nil, err
+	}
+}
+
+// release gives the Lease up, so the next pass takes it at once. A pass cut short (its deadline, a signal) may
+// still have creates in flight: its Lease is left to expire instead, and so is a lost one.
+func (g *Guard) release(ctx context.Context, h *Held) {
+	if h.Lost() != nil || ctx.Err() != nil {
+		h.Stop()
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := h.Release(rctx); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("the Lease was not released: the next pass takes it when it expires")
+	}
+}
+
+// Report is what the pass done line says of the Lease: its state ("" before Take) and how long Take waited.
+func (g *Guard) Report() (state string, waited time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held != nil && g.held.Lost() != nil {
+		return StateLost, g.waited
+	}
+	return g.state, g.waited
+}

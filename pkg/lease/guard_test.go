@@ -1,0 +1,236 @@
+package lease
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func logCtx(buf *bytes.Buffer) context.Context {
+	return zerolog.New(buf).WithContext(context.Background())
+}
+
+func holderOf(t *testing.T, g *Guard) string {
+	t.Helper()
+	l, err := g.Client.Leases(g.Namespace).Get(context.Background(), Name(g.Scheduler), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *l.Spec.HolderIdentity
+}
+
+func TestGuardTakeAndRelease(t *testing.T) {
+	c := newFake()
+	g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me"}
+	ctx, release, err := g.Take(context.Background())
+	if err != nil || ctx.Err() != nil {
+		t.Fatalf("Take: %v, %v", err, ctx.Err())
+	}
+	if st, _ := g.Report(); st != StateHeld || holderOf(t, g) != "me" {
+		t.Errorf("state %q, holder %q; want held by me", st, holderOf(t, g))
+	}
+	release()
+	if holderOf(t, g) != "" || ctx.Err() == nil {
+		t.Errorf("after release: holder %q, context err %v; want released and done", holderOf(t, g), ctx.Err())
+	}
+}
+
+func TestGuardCutShortLeavesTheLeaseToExpire(t *testing.T) {
+	c := newFake()
+	g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me"}
+	pass, cancel := context.WithCancel(context.Background())
+	_, release, err := g.Take(pass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel() // the pass's deadline or a signal: creates may be in flight
+	release()
+	if h := holderOf(t, g); h != "me" {
+		t.Errorf("holder %q after a pass cut short, want the Lease left to expire (me)", h)
+	}
+}
+
+func TestGuardHeldByAnother(t *testing.T) {
+	other := held("other", 15)
+	other.Name = Name("s")
+	c := newFake(other)
+	g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me"}
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond) // MaxWait: half of it
+	defer cancel()
+	_, _, err := g.Take(ctx)
+	var he *HeldError
+	if !errors.As(err, &he) {
+		t.Fatalf("err %v, want a HeldError", err)
+	}
+	st, waited := g.Report()
+	if st != "held by other" || waited < 150*time.Millisecond || waited > 350*time.Millisecond {
+		t.Errorf("state %q after waiting %s, want held by other after about 200ms (half the pass)", st, waited)
+	}
+}
+
+func TestGuardForbiddenRunsUnserialised(t *testing.T) {
+	c := newFake()
+	c.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(leasesGR, "jobsched-s", errors.New("RBAC: access denied"))
+	})
+	var buf bytes.Buffer
+	g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me"}
+	pass := logCtx(&buf)
+	ctx, release, err := g.Take(pass)
+	if err != nil || ctx != pass {
+		t.Fatalf("Take without RBAC: %v; want the pass's own context and no error", err)
+	}
+	release()
+	if st, _ := g.Report(); st != StateForbidden {
+		t.Errorf("state %q, want forbidden", st)
+	}
+	if n := strings.Count(buf.String(), "caps not guaranteed under racing passes"); n != 1 {
+		t.Errorf("the warning was logged %d times, want once:\n%s", n, buf.String())
+	}
+}
+
+func TestGuardOtherErrorCreatesNothing(t *testing.T) {
+	c := newFake()
+	c.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me"}
+	if _, _, err := g.Take(context.Background()); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("err %v, want the failure", err)
+	}
+	if st, _ := g.Report(); st != StateError {
+		t.Errorf("state %q, want error", st)
+	}
+}
+
+func TestGuardLost(t *testing.T) {
+	c := newFake()
+	var updates atomic.Int32 // the Lease is created: every update is a renewal, or a release
+	c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		updates.Add(1)
+		return true, nil, errors.New("connection refused")
+	})
+	var buf syncBuffer
+	g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me", Duration: 300 * time.Millisecond}
+	ctx, release, err := g.Take(zerolog.New(&buf).WithContext(context.Background()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ctx.Done()
+	if !errors.Is(context.Cause(ctx), ErrLost) {
+		t.Errorf("cause %v, want ErrLost", context.Cause(ctx))
+	}
+	before := updates.Load()
+	release()
+	if st, _ := g.Report(); st != StateLost {
+		t.Errorf("state %q, want lost", st)
+	}
+	if n := updates.Load() - before; n != 0 {
+		t.Errorf("release of a lost Lease wrote it %d times, want none", n)
+	}
+	// The warning is logged as the context ends, from its own goroutine.
+	for i := 0; !strings.Contains(buf.String(), "lost the Lease: this pass creates nothing more"); i++ {
+		if i == 100 {
+			t.Fatalf("no warning of the loss:\n%s", buf.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger written from another goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// An API server that has just started refuses everything until its RBAC cache is filled: a Forbidden counts as the
+// Role's only once a read the Role grants has succeeded and the Lease is still refused.
+func TestGuardForbiddenIsConfirmed(t *testing.T) {
+	forbidden := func(n int32) (*atomic.Int32, k8stesting.ReactionFunc) {
+		var calls atomic.Int32
+		return &calls, func(k8stesting.Action) (bool, runtime.Object, error) {
+			if calls.Add(1) <= n {
+				return true, nil, apierrors.NewForbidden(leasesGR, "jobsched-s", errors.New("RBAC: access denied"))
+			}
+			return false, nil, nil
+		}
+	}
+	t.Run("cold cache, then the Role", func(t *testing.T) {
+		c := newFake()
+		_, react := forbidden(1)
+		c.PrependReactor("get", "leases", react)
+		g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me",
+			Confirm: func(context.Context) error { return nil }}
+		if _, release, err := g.Take(context.Background()); err != nil {
+			t.Fatal(err)
+		} else {
+			release()
+		}
+		if st, _ := g.Report(); st != StateHeld {
+			t.Errorf("state %q, want held: the first Forbidden was the cold cache's", st)
+		}
+	})
+	t.Run("cold cache, confirm refused too", func(t *testing.T) {
+		c := newFake()
+		_, react := forbidden(100)
+		c.PrependReactor("get", "leases", react)
+		g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me",
+			Confirm: func(context.Context) error { return errors.New("forbidden: cannot list jobs") }}
+		if _, _, err := g.Take(context.Background()); err == nil || errors.Is(err, ErrForbidden) {
+			t.Errorf("err %v, want a failure that is not taken as the Role's answer", err)
+		}
+		if st, _ := g.Report(); st != StateError {
+			t.Errorf("state %q, want error: no create unserialised", st)
+		}
+	})
+	t.Run("the Role lacks the verbs", func(t *testing.T) {
+		c := newFake()
+		calls, react := forbidden(100)
+		c.PrependReactor("get", "leases", react)
+		g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me",
+			Confirm: func(context.Context) error { return nil }}
+		if _, _, err := g.Take(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := g.Report(); st != StateForbidden || calls.Load() != 2 {
+			t.Errorf("state %q after %d reads, want forbidden after 2", st, calls.Load())
+		}
+	})
+}
+
+func TestMaxWait(t *testing.T) {
+	if w := MaxWait(context.Background(), 0); w != DefaultDuration+time.Second {
+		t.Errorf("no deadline, default duration: %s", w)
+	}
+	if w := MaxWait(context.Background(), 5*time.Second); w != 6*time.Second {
+		t.Errorf("no deadline, 5s Lease: %s, want 6s", w)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if w := MaxWait(ctx, 0); w > 5*time.Second || w < 4*time.Second {
+		t.Errorf("10s left: %s, want half of it", w)
+	}
+}

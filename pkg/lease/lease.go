@@ -1,0 +1,341 @@
+// Package lease makes one pass of a scheduler at a time the one that creates: it holds a coordination.k8s.io/v1
+// Lease in the cluster while it observes and creates, so the cluster keeps the lock and jobsched keeps no state.
+//
+// The Lease is taken with an optimistic-concurrency write (a create, or an update conditional on the
+// resourceVersion that was read): of two passes that race, exactly one write succeeds. A holder that stops renewing
+// (SIGKILL, a lost node) is taken over once the Lease has gone unrenewed for its duration, counted on the taker's
+// own clock from when it first saw that version of the record, as client-go's leader election does: no two clocks
+// are compared. The holder stops creating before that: its Context ends at the first renewal that fails, and at the
+// latest a margin before its last successful renewal's duration runs out.
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+)
+
+// DefaultDuration is how long a holder that stopped renewing (killed) keeps the others from creating.
+const DefaultDuration = 15 * time.Second
+
+// Name is the Lease of the scheduler called scheduler.
+func Name(scheduler string) string { return "jobsched-" + scheduler }
+
+// Holder names this process: the pod's name (POD_NAME, from the downward API, as the CronJob sets it), else the
+// host's name and the process id.
+func Holder(getenv func(string) string, hostname string, pid int) string {
+	if pod := getenv("POD_NAME"); pod != "" {
+		return pod
+	}
+	return hostname + "_" + strconv.Itoa(pid)
+}
+
+// HolderFromEnv is Holder for this process.
+func HolderFromEnv() string {
+	host, _ := os.Hostname()
+	return Holder(os.Getenv, host, os.Getpid())
+}
+
+// Config says which Lease to take and how.
+type Config struct {
+	Client    coordinationclient.LeasesGetter
+	Namespace string
+	Name      string
+	Holder    string
+	// Duration is the Lease's leaseDurationSeconds (default DefaultDuration); the holder renews every third of it
+	// and considers it its own until a third before it runs out after its last renewal.
+	Duration time.Duration
+	// Wait bounds how long Acquire waits for a live holder to release the Lease or stop renewing it (0: it does
+	// not wait).
+	Wait time.Duration
+	// Poll is how often Acquire reads the Lease while it waits (default 500ms).
+	Poll time.Duration
+}
+
+// HeldError is Acquire's answer when another holder kept the Lease for the whole wait.
+type HeldError struct {
+	Name, Holder string
+	Waited       time.Duration
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("Lease %s is held by %s (waited %s)", e.Name, e.Holder, e.Waited.Round(100*time.Millisecond))
+}
+
+// ErrForbidden is wrapped in Acquire's error when the Role does not grant get, create and update on leases.
+var ErrForbidden = errors.New("no RBAC for coordination.k8s.io leases (get, create, update)")
+
+// ErrLost is the cause of a Held's Context when the Lease may no longer be this holder's.
+var ErrLost = errors.New("lost the Lease")
+
+// Held is a Lease this process holds and renews until Release or Stop.
+type Held struct {
+	cfg    Config
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stop   chan struct{}
+	done   chan struct{}
+
+	mu    sync.Mutex
+	lease *coordinationv1.Lease // as last written
+	lost  error
+	// Calls counts the API calls made on the Lease, for the pass's report.
+	calls int
+}
+
+func (c *Config) defaults() {
+	if c.Duration <= 0 {
+		c.Duration = DefaultDuration
+	}
+	if c.Poll <= 0 {
+		c.Poll = 500 * time.Millisecond
+	}
+}
+
+// seconds is d as leaseDurationSeconds, at least 1.
+func seconds(d time.Duration) *int32 {
+	s := max(int32((d+time.Second-1)/time.Second), 1)
+	return &s
+}
+
+// Acquire takes the Lease, waiting up to cfg.Wait for a live holder. It returns a *HeldError when the Lease stayed
+// held, an error wrapping ErrForbidden when the Role lacks the verbs, and calls, the API calls it made, in any case.
+func Acquire(ctx context.Context, cfg Config) (_ *Held, calls int, err error) {
+	cfg.defaults()
+	leases := cfg.Client.Leases(cfg.Namespace)
+	start := time.Now()
+	var seenRV string
+	var seenAt time.Time
+	for {
+		sent := time.Now()
+		calls++
+		cur, err := leases.Get(ctx, cfg.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			calls++
+			got, err := leases.Create(ctx, record(nil, cfg, sent), metav1.CreateOptions{FieldManager: "jobsched"})
+			if apierrors.IsAlreadyExists(err) {
+				continue // another pass created it first: read it
+			}
+			if err != nil {
+				return nil, calls, classify(cfg, "creating", err)
+			}
+			return cfg.hold(ctx, got, sent), calls, nil
+		}
+		if err != nil {
+			return nil, calls, classify(cfg, "reading", err)
+		}
+		now := time.Now()
+		if seenAt.IsZero() || cur.ResourceVersion != seenRV {
+			seenRV, seenAt = cur.ResourceVersion, now
+		}
+		if Free(cur, cfg.Holder, seenAt, now) {
+			sent = time.Now()
+			calls++
+			got, err := leases.Update(ctx, record(cur, cfg, sent), metav1.UpdateOptions{FieldManager: "jobsched"})
+			if apierrors.IsConflict(err) {
+				continue // another pass wrote it since we read it: read it again
+			}
+			if err != nil {
+				return nil, calls, classify(cfg, "taking", err)
+			}
+			return cfg.hold(ctx, got, sent), calls, nil
+		}
+		waited := now.Sub(start)
+		if waited >= cfg.Wait {
+			return nil, calls, &HeldError{Name: cfg.Name, Holder: *cur.Spec.HolderIdentity, Waited: waited}
+		}
+		pause := min(cfg.Poll, cfg.Wait-waited, time.Until(expiry(cur, seenAt)))
+		select {
+		case <-ctx.Done():
+			return nil, calls, context.Cause(ctx)
+		case <-time.After(max(pause, 10*time.Millisecond)):
+		}
+	}
+}
+
+// Free says whether a holder called holder may take the Lease l now: nobody holds it (released), holder does, or
+// it has gone unrenewed for its duration since seenAt, when this version of it was first seen.
+func Free(l *coordinationv1.Lease, holder string, seenAt, now time.Time) bool {
+	h := l.Spec.HolderIdentity
+	if h == nil || *h == "" || *h == holder {
+		return true
+	}
+	return !now.Before(expiry(l, seenAt))
+}
+
+// expiry is when l, first seen at seenAt, is free if nobody renews it.
+func expiry(l *coordinationv1.Lease, seenAt time.Time) time.Time {
+	d := DefaultDuration
+	if s := l.Spec.LeaseDurationSeconds; s != nil && *s > 0 {
+		d = time.Duration(*s) * time.Second
+	}
+	return seenAt.Add(d)
+}
+
+// record is cur (nil: a new Lease) as held by cfg.Holder from now.
+func record(cur *coordinationv1.Lease, cfg Config, now time.Time) *coordinationv1.Lease {
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: cfg.Name, Namespace: cfg.Namespace}}
+	if cur != nil {
+		l = cur.DeepCopy()
+	}
+	t := metav1.NewMicroTime(now)
+	prev := l.Spec.HolderIdentity
+	if prev == nil || *prev != cfg.Holder {
+		l.Spec.AcquireTime = &t
+		if cur != nil {
+			n := int32(1)
+			if l.Spec.LeaseTransitions != nil {
+				n = *l.Spec.LeaseTransitions + 1
+			}
+			l.Spec.LeaseTransitions = &n
+		}
+	}
+	holder := cfg.Holder
+	l.Spec.HolderIdentity = &holder
+	l.Spec.LeaseDurationSeconds = seconds(cfg.Duration)
+	l.Spec.RenewTime = &t
+	return l
+}
+
+func classify(cfg Config, what string, err error) error {
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("%s Lease %s: %w: %w", what, cfg.Name, ErrForbidden, err)
+	}
+	return fmt.Errorf("%s Lease %s: %w", what, cfg.Name, err)
+}
+
+// hold starts renewing l, written at sent.
+func (cfg Config) hold(parent context.Context, l *coordinationv1.Lease, sent time.Time) *Held {
+	h := &Held{cfg: cfg, lease: l, stop: make(chan struct{}), done: make(chan struct{})}
+	h.ctx, h.cancel = context.WithCancelCause(parent)
+	go h.renew(sent)
+	return h
+}
+
+// validity is how long after a successful write the holder takes the Lease as its own: a third of its duration
+// less than the others wait, for the creates in flight to land and for clocks that run at slightly different rates.
+func (h *Held) validity() time.Duration { return h.cfg.Duration - h.cfg.Duration/3 }
+
+// renew writes the Lease every third of its duration, each write conditional on the version it last wrote. The
+// first write that fails, or that has not succeeded before the Lease's validity runs out, ends Context.
+func (h *Held) renew(sent time.Time) {
+	defer close(h.done)
+	every := h.cfg.Duration / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		deadline := sent.Add(h.validity())
+		select {
+		case <-h.stop:
+			return
+		case <-h.ctx.Done():
+			return
+		case <-time.After(time.Until(deadline)):
+			h.lose(fmt.Errorf("%w: not renewed within %s", ErrLost, h.validity()))
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		h.mu.Lock()
+		next := record(h.lease, h.cfg, now)
+		h.calls++
+		h.mu.Unlock()
+		// The write gets until the validity runs out, and so does the wait for it, whatever the client does.
+		rctx, cancel := context.WithDeadline(h.ctx, deadline)
+		res := make(chan renewal, 1)
+		go func() {
+			got, err := h.cfg.Client.Leases(h.cfg.Namespace).Update(rctx, next, metav1.UpdateOptions{FieldManager: "jobsched"})
+			res <- renewal{got, err}
+		}()
+		var r renewal
+		select {
+		case r = <-res:
+		case <-time.After(time.Until(deadline)):
+			r.err = fmt.Errorf("no answer within %s", h.validity())
+		}
+		cancel()
+		if r.err != nil {
+			select {
+			case <-h.stop: // released meanwhile: not a loss
+				return
+			default:
+			}
+			h.lose(fmt.Errorf("%w: renewing it failed: %w", ErrLost, r.err))
+			return
+		}
+		h.mu.Lock()
+		h.lease, sent = r.lease, now
+		h.mu.Unlock()
+	}
+}
+
+type renewal struct {
+	lease *coordinationv1.Lease
+	err   error
+}
+
+func (h *Held) lose(err error) {
+	h.mu.Lock()
+	h.lost = err
+	h.mu.Unlock()
+	h.cancel(err)
+}
+
+// Context is done as soon as the Lease may no longer be this holder's (its cause wraps ErrLost), or when the
+// context Acquire was given is done. Creates run under it.
+func (h *Held) Context() context.Context { return h.ctx }
+
+// Lost is why the Lease was lost, or nil.
+func (h *Held) Lost() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lost
+}
+
+// Calls is how many API calls the renewals made so far.
+func (h *Held) Calls() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls
+}
+
+// Stop ends the renewals and leaves the Lease to expire: for a holder whose writes may still be in flight (its
+// creates were cut short), so that the next holder observes only after they landed.
+func (h *Held) Stop() {
+	select {
+	case <-h.stop:
+	default:
+		close(h.stop)
+	}
+	<-h.done
+}
+
+// Release ends the renewals and gives the Lease up (an empty holder), so the next pass takes it at once. A Lease
+// already lost is left alone. It returns the API calls it made.
+func (h *Held) Release(ctx context.Context) (int, error) {
+	h.Stop()
+	defer h.cancel(errors.New("the Lease was released"))
+	if h.Lost() != nil {
+		return 0, nil
+	}
+	h.mu.Lock()
+	l := h.lease.DeepCopy()
+	h.mu.Unlock()
+	empty := ""
+	now := metav1.NewMicroTime(time.Now())
+	l.Spec.HolderIdentity = &empty
+	l.Spec.RenewTime = &now
+	if _, err := h.cfg.Client.Leases(h.cfg.Namespace).Update(ctx, l, metav1.UpdateOptions{FieldManager: "jobsched"}); err != nil {
+		return 1, fmt.Errorf("releasing Lease %s: %w", h.cfg.Name, err)
+	}
+	return 1, nil
+}

@@ -1,0 +1,302 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+var leasesGR = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+
+func ptr[T any](v T) *T { return &v }
+
+func held(holder string, seconds int32) *coordinationv1.Lease {
+	t := metav1.NewMicroTime(time.Now())
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "jobsched-s", Namespace: "ns", ResourceVersion: "7"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr(holder), LeaseDurationSeconds: ptr(seconds),
+			AcquireTime: &t, RenewTime: &t, LeaseTransitions: ptr(int32(2))},
+	}
+}
+
+func TestHolder(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	if got := Holder(env(map[string]string{"POD_NAME": "jobsched-reports-29000-abcde"}), "node-1", 42); got != "jobsched-reports-29000-abcde" {
+		t.Errorf("in a pod: %q", got)
+	}
+	if got := Holder(env(nil), "laptop", 42); got != "laptop_42" {
+		t.Errorf("outside a pod: %q", got)
+	}
+	if got := Name("reports"); got != "jobsched-reports" {
+		t.Errorf("Name: %q", got)
+	}
+}
+
+func TestFree(t *testing.T) {
+	seen := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	released := held("", 15)
+	noHolder := held("x", 15)
+	noHolder.Spec.HolderIdentity = nil
+	noDuration := held("other", 15)
+	noDuration.Spec.LeaseDurationSeconds = nil
+	for _, tc := range []struct {
+		name string
+		l    *coordinationv1.Lease
+		now  time.Time
+		want bool
+	}{
+		{"released (empty holder)", released, seen, true},
+		{"no holder", noHolder, seen, true},
+		{"our own", held("me", 15), seen, true},
+		{"another's, just seen", held("other", 15), seen, false},
+		{"another's, a moment before its duration", held("other", 15), seen.Add(15*time.Second - time.Millisecond), false},
+		{"another's, unrenewed for its duration", held("other", 15), seen.Add(15 * time.Second), true},
+		{"its own duration counts, not ours", held("other", 2), seen.Add(2 * time.Second), true},
+		{"no duration: the default", noDuration, seen.Add(DefaultDuration - time.Millisecond), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Free(tc.l, "me", seen, tc.now); got != tc.want {
+				t.Errorf("Free = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRecord(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	cfg := Config{Name: "jobsched-s", Namespace: "ns", Holder: "me", Duration: 15 * time.Second}
+	mt := metav1.NewMicroTime(now)
+
+	fresh := record(nil, cfg, now)
+	want := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "jobsched-s", Namespace: "ns"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("me"), LeaseDurationSeconds: ptr(int32(15)), AcquireTime: &mt, RenewTime: &mt}}
+	if !equal(fresh, want) {
+		t.Errorf("new Lease:\n got %+v\nwant %+v", fresh.Spec, want.Spec)
+	}
+
+	other := held("other", 3)
+	taken := record(other, cfg, now)
+	want = other.DeepCopy()
+	want.Spec.HolderIdentity, want.Spec.LeaseDurationSeconds, want.Spec.AcquireTime, want.Spec.RenewTime = ptr("me"), ptr(int32(15)), &mt, &mt
+	want.Spec.LeaseTransitions = ptr(int32(3))
+	if !equal(taken, want) {
+		t.Errorf("taken over:\n got %+v\nwant %+v", taken.Spec, want.Spec)
+	}
+	if other.Spec.HolderIdentity == nil || *other.Spec.HolderIdentity != "other" {
+		t.Error("record changed the Lease it was given")
+	}
+
+	later := now.Add(5 * time.Second)
+	renewed := record(taken, cfg, later)
+	want = taken.DeepCopy()
+	lt := metav1.NewMicroTime(later)
+	want.Spec.RenewTime = &lt
+	if !equal(renewed, want) {
+		t.Errorf("renewed (acquireTime and transitions kept):\n got %+v\nwant %+v", renewed.Spec, want.Spec)
+	}
+	if s := *record(nil, Config{Duration: 1500 * time.Millisecond}, now).Spec.LeaseDurationSeconds; s != 2 {
+		t.Errorf("1.5s as leaseDurationSeconds: %d, want 2 (rounded up)", s)
+	}
+}
+
+func equal(a, b *coordinationv1.Lease) bool { return apiequality.Semantic.DeepEqual(a, b) }
+
+func newFake(objs ...runtime.Object) *fake.Clientset { return fake.NewClientset(objs...) }
+
+func TestAcquireCreatesAndReleases(t *testing.T) {
+	c := newFake()
+	h, calls, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 {
+		t.Errorf("calls = %d, want 2 (GET: not found, CREATE)", calls)
+	}
+	l, err := c.CoordinationV1().Leases("ns").Get(context.Background(), "jobsched-s", metav1.GetOptions{})
+	if err != nil || *l.Spec.HolderIdentity != "me" || *l.Spec.LeaseDurationSeconds != 15 {
+		t.Fatalf("after Acquire: %+v, %v", l, err)
+	}
+	if h.Context().Err() != nil {
+		t.Fatal("a fresh Lease's Context is done")
+	}
+	if n, err := h.Release(context.Background()); err != nil || n != 1 {
+		t.Fatalf("Release: %d calls, %v", n, err)
+	}
+	l, _ = c.CoordinationV1().Leases("ns").Get(context.Background(), "jobsched-s", metav1.GetOptions{})
+	if *l.Spec.HolderIdentity != "" {
+		t.Errorf("after Release the holder is %q", *l.Spec.HolderIdentity)
+	}
+	if h.Context().Err() == nil {
+		t.Error("after Release the Context is not done")
+	}
+	// A released Lease is taken at once: GET, UPDATE.
+	h2, calls, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "next"})
+	if err != nil || calls != 2 {
+		t.Fatalf("taking a released Lease: %d calls, %v", calls, err)
+	}
+	h2.Stop()
+}
+
+func TestAcquireHeld(t *testing.T) {
+	c := newFake(held("other", 15))
+	start := time.Now()
+	_, calls, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me",
+		Wait: 300 * time.Millisecond, Poll: 100 * time.Millisecond})
+	var he *HeldError
+	if !errors.As(err, &he) || he.Holder != "other" {
+		t.Fatalf("err = %v, want a HeldError naming other", err)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("gave up after %s, before its Wait", d)
+	}
+	if calls < 3 {
+		t.Errorf("read the Lease %d times while waiting, want it polled", calls)
+	}
+	for _, a := range c.Actions() {
+		if a.GetVerb() != "get" {
+			t.Errorf("a held Lease got a %s", a.GetVerb())
+		}
+	}
+}
+
+func TestAcquireTakesOverAnUnrenewedLease(t *testing.T) {
+	c := newFake(held("killed", 1))
+	start := time.Now()
+	h, _, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me",
+		Wait: 3 * time.Second, Poll: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Stop()
+	// It waits the Lease's own duration (1s) from when it first saw it, not its Wait.
+	if d := time.Since(start); d < time.Second || d > 2*time.Second {
+		t.Errorf("took over after %s, want about 1s", d)
+	}
+	l, _ := c.CoordinationV1().Leases("ns").Get(context.Background(), "jobsched-s", metav1.GetOptions{})
+	if *l.Spec.HolderIdentity != "me" || *l.Spec.LeaseTransitions != 3 {
+		t.Errorf("after the takeover: holder %q, transitions %d", *l.Spec.HolderIdentity, *l.Spec.LeaseTransitions)
+	}
+}
+
+func TestAcquireConflictRereads(t *testing.T) {
+	c := newFake(held("", 15))
+	var conflicts atomic.Int32
+	c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if conflicts.Add(1) == 1 {
+			return true, nil, apierrors.NewConflict(leasesGR, "jobsched-s", errors.New("the object has been modified"))
+		}
+		return false, nil, nil
+	})
+	h, calls, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Stop()
+	if calls != 4 {
+		t.Errorf("calls = %d, want 4 (GET, UPDATE: conflict, GET, UPDATE)", calls)
+	}
+}
+
+func TestAcquireForbidden(t *testing.T) {
+	for _, verb := range []string{"get", "create"} {
+		t.Run(verb, func(t *testing.T) {
+			c := newFake()
+			c.PrependReactor(verb, "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewForbidden(leasesGR, "jobsched-s", errors.New("RBAC: access denied"))
+			})
+			_, _, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me"})
+			if !errors.Is(err, ErrForbidden) {
+				t.Errorf("err = %v, want ErrForbidden", err)
+			}
+		})
+	}
+}
+
+func TestRenewFailureEndsContext(t *testing.T) {
+	c := newFake()
+	var renewals atomic.Int32 // the Lease is created: every update is a renewal
+	c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if renewals.Add(1) <= 2 {
+			return false, nil, nil // two renewals succeed
+		}
+		return true, nil, errors.New("connection refused")
+	})
+	h, _, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me",
+		Duration: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-h.Context().Done()
+	if !errors.Is(context.Cause(h.Context()), ErrLost) || h.Lost() == nil {
+		t.Errorf("cause %v, Lost %v: want ErrLost", context.Cause(h.Context()), h.Lost())
+	}
+	if n := renewals.Load(); n != 3 {
+		t.Errorf("%d renewals tried, want 3 (two that succeeded, then the one that failed)", n)
+	}
+	if n, err := h.Release(context.Background()); n != 0 || err != nil {
+		t.Errorf("releasing a lost Lease: %d calls, %v; want none", n, err)
+	}
+}
+
+func TestRenewThatHangsEndsContextAtValidity(t *testing.T) {
+	c := newFake()
+	c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		time.Sleep(2 * time.Second) // an API server that does not answer
+		return true, nil, errors.New("timeout")
+	})
+	start := time.Now()
+	h, _, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me",
+		Duration: 600 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-h.Context().Done()
+	// Valid for 2/3 of the duration after the acquiring write: 400ms.
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("Context ended %s after the acquire, want by 400ms", d)
+	}
+	if !errors.Is(context.Cause(h.Context()), ErrLost) {
+		t.Errorf("cause %v, want ErrLost", context.Cause(h.Context()))
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	now := time.Now()
+	l := held("pod-1", 15)
+	l.Name = Name("s")
+	renewed := metav1.NewMicroTime(now.Add(-40 * time.Second))
+	l.Spec.RenewTime = &renewed
+	for _, tc := range []struct {
+		name string
+		c    *fake.Clientset
+		want string
+	}{
+		{"never taken", newFake(), "jobsched-s: free (no pass creating)"},
+		{"held, unrenewed past its duration", newFake(l), "jobsched-s: held by pod-1, renewed 40s ago (longer than its 15s: the next tick takes it over)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Describe(context.Background(), tc.c.CoordinationV1(), "ns", "s").String(now); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+	c := newFake()
+	c.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(leasesGR, "jobsched-s", errors.New("RBAC: access denied"))
+	})
+	if i := Describe(context.Background(), c.CoordinationV1(), "ns", "s"); i.Error == "" || !strings.Contains(i.String(now), "cannot read it") {
+		t.Errorf("without RBAC: %+v", i)
+	}
+}
