@@ -1,145 +1,17 @@
 package report
 
-import (
-	"context"
-	"fmt"
-	"slices"
-	"strconv"
-	"testing"
-	"time"
+import "github.com/jobsched/jobsched/pkg/testkit"
 
-	"k8s.io/utils/ptr"
+// The builders and the in-memory source of this package's tests: the shared test kit's, as pkg/scheduler's tests use.
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/jobsched/jobsched/pkg/config"
-	"github.com/jobsched/jobsched/pkg/render"
-	"github.com/jobsched/jobsched/pkg/rows"
+var (
+	now        = testkit.Now
+	testConfig = testkit.Config
+	job        = testkit.Job
+	attempt    = testkit.Attempt
+	pendingPod = testkit.PendingPod
+	rowsFor    = testkit.RowsFor
+	name       = testkit.Name
 )
 
-// The builders below are pkg/scheduler's test builders, copied while the project has no shared test kit (issue 18,
-// point 8, moves both copies into one).
-
-var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-
-func testConfig(t *testing.T, mutate func(*config.Config)) *config.Config {
-	t.Helper()
-	cfg := &config.Config{
-		Name: "reports", Namespace: "batch", File: "jobsched.yaml",
-		Source: config.Source{Key: "id", Query: "q"},
-		Job:    config.Job{NamePrefix: "reports"},
-		Limits: config.Limits{MaxActive: ptr.To(10), MaxPerTick: ptr.To(10), BlockOnUnschedulable: ptr.To(true), ReserveForTick: ptr.To(true), Capacity: config.CapacityOff},
-		Retry: config.Retry{MaxAttempts: ptr.To(3), Backoff: &metav1.Duration{Duration: time.Minute},
-			MaxBackoff: &metav1.Duration{Duration: time.Hour}},
-		Template: &batchv1.Job{
-			TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers:    []corev1.Container{{Name: "worker", Image: "worker:1"}},
-			}}},
-		},
-	}
-	if mutate != nil {
-		mutate(cfg)
-	}
-	return cfg
-}
-
-// job is one of the scheduler's Jobs for key; cond is "", "Complete" or "Failed", finished ago.
-func job(key string, cond batchv1.JobConditionType, ago time.Duration) *batchv1.Job {
-	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
-		Name: render.JobName("reports", key), Namespace: "batch", UID: types.UID("uid-" + key),
-		Labels:      map[string]string{render.LabelScheduler: "reports"},
-		Annotations: map[string]string{render.AnnotationTaskKey: key},
-	}}
-	if cond == "" {
-		j.Status.Active = 1
-		return j
-	}
-	j.Status.Conditions = []batchv1.JobCondition{{Type: cond, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded",
-		Message: "Job has reached the specified backoff limit", LastTransitionTime: metav1.NewTime(now.Add(-ago))}}
-	return j
-}
-
-func pendingPod(owner *batchv1.Job, unschedulable bool) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: owner.Name + "-abcde", Namespace: "batch",
-			Labels:          map[string]string{render.LabelScheduler: "reports"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}},
-		Status: corev1.PodStatus{Phase: corev1.PodPending},
-	}
-	if unschedulable {
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
-			Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 Insufficient cpu."}}
-	} else {
-		p.Spec.NodeName = "node-0"
-	}
-	return p
-}
-
-// source is an in-memory rows.Source that records what it was asked.
-type source struct {
-	rows  []rows.Row
-	calls [][]string // the exclude list of each Select
-}
-
-func (s *source) Select(_ context.Context, exclude []string, limit int) ([]rows.Row, error) {
-	s.calls = append(s.calls, append([]string(nil), exclude...))
-	var out []rows.Row
-	for _, r := range s.rows {
-		if len(out) < limit && !slices.Contains(exclude, r.Key) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
-
-func (s *source) Count(ctx context.Context, exclude []string, max int) (int, error) {
-	got, err := s.Select(ctx, exclude, max)
-	return len(got), err
-}
-
-func (s *source) Selected(_ context.Context, keys []string) ([]string, error) {
-	var out []string
-	for _, k := range keys {
-		if !slices.Contains(out, k) && slices.ContainsFunc(s.rows, func(r rows.Row) bool { return r.Key == k }) {
-			out = append(out, k)
-		}
-	}
-	return out, nil
-}
-
-func (s *source) Lookup(_ context.Context, keys []string) ([]rows.Row, error) {
-	var out []rows.Row
-	for _, r := range s.rows {
-		if slices.Contains(keys, r.Key) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
-
-func rowsFor(keys ...string) []rows.Row {
-	var out []rows.Row
-	for _, k := range keys {
-		out = append(out, rows.Row{Key: k, Columns: []rows.Column{{Name: "id", Value: k}}})
-	}
-	return out
-}
-
-// attempt is job(key, cond, ago) as attempt n, failed with reason.
-func attempt(key string, n int, cond batchv1.JobConditionType, ago time.Duration, reason string) *batchv1.Job {
-	j := job(key, cond, ago)
-	j.Name = render.AttemptName("reports", key, n)
-	j.UID = types.UID(fmt.Sprintf("uid-%s-%d", key, n))
-	j.Labels[render.LabelAttempt] = strconv.Itoa(n)
-	if reason != "" {
-		j.Status.Conditions[0].Reason = reason
-	}
-	return j
-}
-
-func name(key string) string { return render.JobName("reports", key) }
+type source = testkit.Source

@@ -56,7 +56,7 @@ func TestStatusKueue(t *testing.T) {
 		kueue.WorkloadsResource: "WorkloadList", kueue.LocalQueuesResource: "LocalQueueList"}, wl, lq)
 	cfg := testConfig(t, kueueMode(3))
 	client := fake.NewClientset(q, r)
-	s := &scheduler.Scheduler{Config: cfg, Kube: client, Dynamic: dyn, Source: &source{rows: rowsFor("x")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	s := &scheduler.Scheduler{Config: cfg, Kube: client, Dynamic: dyn, Source: &source{Rows: rowsFor("x")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	st, err := StatusOf(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)

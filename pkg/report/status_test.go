@@ -40,7 +40,7 @@ func TestStatusCounts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, nil)
 			client := fake.NewClientset(job("old", batchv1.JobComplete, time.Hour), job("run", "", 0), attempt("d", 3, batchv1.JobFailed, time.Hour, ""))
-			s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &source{Rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			st, err := StatusOf(context.Background(), s)
 			if err != nil {
 				t.Fatal(err)
@@ -84,7 +84,7 @@ func TestBacklog(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr.To(tt.maxPerTick) })
-			s := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(tt.jobs...), Source: &source{rows: rowsFor(tt.rows...)},
+			s := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(tt.jobs...), Source: &source{Rows: rowsFor(tt.rows...)},
 				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			res, err := s.Run(context.Background(), scheduler.Execute)
 			p := res.Plan
@@ -115,7 +115,7 @@ func TestStatusDrain(t *testing.T) {
 	}
 	client := fake.NewClientset(ran("a", batchv1.JobComplete, 5*time.Minute), ran("b", batchv1.JobComplete, 15*time.Minute),
 		ran("f", batchv1.JobFailed, time.Minute))
-	s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor("r1", "r2", "r3", "r4", "r5", "r6")},
+	s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &source{Rows: rowsFor("r1", "r2", "r3", "r4", "r5", "r6")},
 		Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	st, err := StatusOf(context.Background(), s)
 	if err != nil {

@@ -38,7 +38,7 @@ func TestTask(t *testing.T) {
 		t.Run(tc.key, func(t *testing.T) {
 			cfg := testConfig(t, nil)
 			client := fake.NewClientset(failed, pod, dead, g1, g2)
-			s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &source{rows: rowsFor("f", "d", "w", "g")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &source{Rows: rowsFor("f", "d", "w", "g")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			v, err := TaskViewOf(context.Background(), s, tc.key)
 			if err != nil {
 				t.Fatal(err)

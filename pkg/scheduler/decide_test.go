@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
@@ -46,18 +44,6 @@ func view(p *Plan) decided {
 		d.Retry[k] = last.Attempt + 1
 	}
 	return d
-}
-
-// attempt is job(key, cond, ago) as attempt n, failed with reason.
-func attempt(key string, n int, cond batchv1.JobConditionType, ago time.Duration, reason string) *batchv1.Job {
-	j := job(key, cond, ago)
-	j.Name = render.AttemptName("reports", key, n)
-	j.UID = types.UID(fmt.Sprintf("uid-%s-%d", key, n))
-	j.Labels[render.LabelAttempt] = strconv.Itoa(n)
-	if reason != "" {
-		j.Status.Conditions[0].Reason = reason
-	}
-	return j
 }
 
 func withPod(j *batchv1.Job, mutate func(*corev1.Pod)) []*corev1.Pod {

@@ -77,7 +77,7 @@ func TestNextAttempt(t *testing.T) {
 			if tc.deleteErr != nil {
 				client.PrependReactor("delete", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, tc.deleteErr })
 			}
-			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			res, _ := s.Run(context.Background(), Execute)
 			sum := res.Summary
 			var got []string
@@ -108,7 +108,7 @@ func TestBeforeCreates(t *testing.T) {
 			cfg := testConfig(t, nil)
 			client := fake.NewClientset()
 			calls, createsBefore := 0, -1
-			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil),
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil),
 				Now: func() time.Time { return now }, BeforeCreates: func() {
 					calls++
 					createsBefore = len(client.Actions()) - 2 // after list jobs, list pods

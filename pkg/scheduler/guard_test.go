@@ -34,7 +34,7 @@ func TestRunWithTheLease(t *testing.T) {
 			cfg := testConfig(t, nil)
 			client := fake.NewClientset()
 			g := &lease.Guard{Client: client.CoordinationV1(), Namespace: cfg.Namespace, Scheduler: cfg.Name, Holder: "me"}
-			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")},
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("a", "b")},
 				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }, Guard: g}
 			res, err := s.Run(context.Background(), tc.mode)
 			if err != nil {
@@ -67,7 +67,7 @@ func TestRunLeaseHeldByAnother(t *testing.T) {
 	}
 	client.ClearActions()
 	g := &lease.Guard{Client: client.CoordinationV1(), Namespace: cfg.Namespace, Scheduler: cfg.Name, Holder: "me"}
-	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a")},
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("a")},
 		Renderer: render.New(cfg, nil), Now: func() time.Time { return now }, Guard: g, Timeout: 400 * time.Millisecond}
 	res, err := s.Run(context.Background(), Execute)
 	if err != nil {

@@ -63,7 +63,7 @@ func TestPassOrder(t *testing.T) {
 	cfg := testConfig(t, func(c *config.Config) { c.GC.SucceededRetention = metav1.Duration{Duration: 10 * time.Minute} })
 	gone := attempt("gone", 3, batchv1.JobFailed, time.Hour, "")
 	client := fake.NewClientset(job("old-ok", batchv1.JobComplete, 11*time.Minute), gone, job("f", batchv1.JobFailed, time.Hour))
-	src := &source{rows: rowsFor("f", "x")}
+	src := &source{Rows: rowsFor("f", "x")}
 	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	res, err := s.Run(context.Background(), Execute)
 	if err != nil {
@@ -79,9 +79,9 @@ func TestPassOrder(t *testing.T) {
 	want := []write{
 		deleteOf(name("old-ok"), "uid-old-ok"), // 3: decided
 		deleteOf(gone.Name, gone.UID),          // 5: its row is gone
-		{Verb: "create", Name: render.AttemptName("reports", "f", 2), Job: rendered(src.rows[0], 2)}, // 7
+		{Verb: "create", Name: render.AttemptName("reports", "f", 2), Job: rendered(src.Rows[0], 2)}, // 7
 		deleteOf(name("f"), "uid-f"), // the attempt it supersedes
-		{Verb: "create", Name: name("x"), Job: rendered(src.rows[1], 1)},
+		{Verb: "create", Name: name("x"), Job: rendered(src.Rows[1], 1)},
 	}
 	if diff := cmp.Diff(want, writes(client)); diff != "" {
 		t.Errorf("writes (-want +got):\n%s", diff)
@@ -154,7 +154,7 @@ func TestGuard(t *testing.T) {
 				order = append(order, a.GetVerb()+" "+a.GetResource().Resource)
 				return false, nil, nil
 			})
-			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a")}, Renderer: render.New(cfg, nil),
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("a")}, Renderer: render.New(cfg, nil),
 				Now: func() time.Time { return now }, Guard: tc.guard}
 			res, err := s.Run(context.Background(), tc.mode)
 			if (err != nil) != tc.wantErr {
@@ -193,7 +193,7 @@ func TestResult(t *testing.T) {
 			client.PrependReactor("list", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
 				return true, &batchv1.JobList{ListMeta: metav1.ListMeta{ResourceVersion: "4711"}}, nil
 			})
-			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			res, err := s.Run(context.Background(), Execute)
 			if err != nil {
 				t.Fatal(err)
@@ -217,7 +217,7 @@ func TestCapacityWarningIsLogged(t *testing.T) {
 	})
 	var logs bytes.Buffer
 	ctx := zerolog.New(&logs).WithContext(context.Background())
-	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("a")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	if _, err := s.Run(ctx, DryRun); err != nil {
 		t.Fatal(err)
 	}

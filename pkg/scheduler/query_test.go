@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"context"
 	"reflect"
 	"testing"
 	"time"
@@ -13,20 +12,8 @@ import (
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
-
-// doctorSource is a source with a query doctor that records what it was asked.
-type doctorSource struct {
-	source
-	finding *rows.Finding
-	exclude []string
-	limit   int
-}
-
-func (d *doctorSource) Explain(_ context.Context, exclude []string, limit int) *rows.Finding {
-	d.exclude, d.limit = exclude, limit
-	return d.finding
-}
 
 // TestQueryFinding checks that a dry run carries the doctor's finding about the pass's first read (its
 // excluded keys, its slots as the LIMIT or maxPerTick when it has none), and that a source without a doctor adds none.
@@ -46,8 +33,8 @@ func TestQueryFinding(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxActive = ptr.To(tc.maxActive) })
-			src := &doctorSource{source: source{rows: rowsFor("a", "b")}, finding: finding}
-			var s rows.Source = &src.source
+			src := &testkit.DoctorSource{Source: source{Rows: rowsFor("a", "b")}, Finding: finding}
+			var s rows.Source = &src.Source
 			if tc.doctor {
 				s = src
 			}
@@ -61,8 +48,8 @@ func TestQueryFinding(t *testing.T) {
 			if p.Query != tc.wantFinding {
 				t.Errorf("dry-run Query = %v, want %v", p.Query, tc.wantFinding)
 			}
-			if tc.doctor && (src.limit != tc.wantLimit || !reflect.DeepEqual(src.exclude, []string{"running"})) {
-				t.Errorf("Explain(exclude %q, limit %d), want exclude [running], limit %d", src.exclude, src.limit, tc.wantLimit)
+			if tc.doctor && (src.Limit != tc.wantLimit || !reflect.DeepEqual(src.Exclude, []string{"running"})) {
+				t.Errorf("Explain(exclude %q, limit %d), want exclude [running], limit %d", src.Exclude, src.Limit, tc.wantLimit)
 			}
 		})
 	}

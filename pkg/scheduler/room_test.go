@@ -47,7 +47,7 @@ func TestResultRoom(t *testing.T) {
 				c.Limits.MaxActive, c.Limits.MaxPerTick = ptr.To(tc.maxActive), ptr.To(tc.maxPerTick)
 			})
 			client := fake.NewClientset(tc.objs...)
-			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			res, err := s.Run(context.Background(), Execute)
 			if err != nil {
 				t.Fatal(err)

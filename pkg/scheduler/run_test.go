@@ -181,7 +181,7 @@ func TestPass(t *testing.T) {
 				})
 				client.PrependReactor("create", "jobs", tc.reactor)
 			}
-			src := &source{rows: rowsFor(tc.rows...)}
+			src := &source{Rows: rowsFor(tc.rows...)}
 			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			res, err := s.Run(context.Background(), Execute)
 			plan, sum := res.Plan, res.Summary
@@ -198,11 +198,11 @@ func TestPass(t *testing.T) {
 				t.Errorf("summary (-want +got):\n%s", diff)
 			}
 			var firstExclude []string
-			if len(src.calls) > 0 {
-				firstExclude = src.calls[0]
+			if len(src.Calls) > 0 {
+				firstExclude = src.Calls[0]
 				slices.Sort(firstExclude)
 			}
-			if tc.wantExclude == nil && len(src.calls) > 0 && len(firstExclude) > 0 {
+			if tc.wantExclude == nil && len(src.Calls) > 0 && len(firstExclude) > 0 {
 				t.Errorf("Select excluded %v, want nothing", firstExclude)
 			}
 			if tc.wantExclude != nil && !slices.Equal(tc.wantExclude, firstExclude) {
@@ -216,7 +216,7 @@ func TestPass(t *testing.T) {
 func TestDryRunWritesNothing(t *testing.T) {
 	cfg := testConfig(t, nil)
 	client := fake.NewClientset(job("old", batchv1.JobComplete, 3*time.Hour), job("run", "", 0))
-	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	res, err := s.Run(context.Background(), DryRun)
 	plan, sum := res.Plan, res.Summary
 	if err != nil {
@@ -265,20 +265,20 @@ func TestPassFailures(t *testing.T) {
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old"},
 			wantErr:     "syntax error", wantConfig: true},
 		{name: "capacity LIST fails: the deletes happen, nothing is created", mode: Execute, capacity: config.CapacityNodes,
-			source: &source{rows: rowsFor("a")}, failList: "nodes",
+			source: &source{Rows: rowsFor("a")}, failList: "nodes",
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old", "list limitranges", "list nodes"},
 			wantErr:     "observing capacity", wantBlocked: "capacity unknown"},
 		{name: "quota LIST fails in quota mode", mode: Execute, capacity: config.CapacityQuota,
-			source: &source{rows: rowsFor("a")}, failList: "resourcequotas",
+			source: &source{Rows: rowsFor("a")}, failList: "resourcequotas",
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old", "list limitranges", "list resourcequotas"},
 			wantErr:     "observing capacity", wantBlocked: "capacity unknown"},
 		{name: "Pending pods cannot be listed: the deletes happen, nothing is created", mode: Execute,
-			source: &source{rows: rowsFor("a")}, failList: "pods",
+			source: &source{Rows: rowsFor("a")}, failList: "pods",
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old"},
 			wantErr:     "listing Pending pods", wantBlocked: "cannot list Pending pods"},
-		{name: "Jobs cannot be listed: nothing at all", mode: Execute, source: &source{rows: rowsFor("a")}, failList: "jobs",
+		{name: "Jobs cannot be listed: nothing at all", mode: Execute, source: &source{Rows: rowsFor("a")}, failList: "jobs",
 			wantActions: []string{"list jobs"}, wantErr: "listing Jobs"},
-		{name: "a delete fails: the pass still creates, and fails", mode: Execute, source: &source{rows: rowsFor("a")}, failDelete: true,
+		{name: "a delete fails: the pass still creates, and fails", mode: Execute, source: &source{Rows: rowsFor("a")}, failDelete: true,
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old", "create jobs " + name("a")},
 			wantErr:     "deleting Job " + name("old")},
 		{name: "gc lists only Jobs and reads no row", mode: DeleteOnly, capacity: config.CapacityNodes,
@@ -354,7 +354,7 @@ func TestDeadlineLeavesCreatesForTheNextPass(t *testing.T) {
 	client := fake.NewClientset()
 	var logs bytes.Buffer
 	ctx := zerolog.New(&logs).WithContext(context.Background())
-	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
 		Now: func() time.Time { return now }, Timeout: time.Nanosecond} // the fake client and source ignore it
 	res, err := s.Run(ctx, Execute)
 	sum := res.Summary
@@ -385,7 +385,7 @@ func TestBadRowsDoNotStallTheQueue(t *testing.T) {
 		all = append(all, bad)
 	}
 	all = append(all, rowsFor("good")...)
-	src := &source{rows: all}
+	src := &source{Rows: all}
 	client := fake.NewClientset()
 	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	res, err := s.Run(context.Background(), Execute)
@@ -399,8 +399,8 @@ func TestBadRowsDoNotStallTheQueue(t *testing.T) {
 	if sum.Created != 1 || sum.Skipped != 50 || len(plan.Skipped) != 50 {
 		t.Errorf("summary %+v, want 1 created and 50 skipped", sum)
 	}
-	if len(src.calls) > 7 {
-		t.Errorf("%d reads for 51 rows, want the number of rows asked for to grow (at most 7 reads)", len(src.calls))
+	if len(src.Calls) > 7 {
+		t.Errorf("%d reads for 51 rows, want the number of rows asked for to grow (at most 7 reads)", len(src.Calls))
 	}
 }
 
@@ -430,7 +430,7 @@ func TestSkipBudget(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr.To(1) })
 			var logs bytes.Buffer
 			ctx := zerolog.New(&logs).WithContext(context.Background())
-			src := &source{rows: tc.rows}
+			src := &source{Rows: tc.rows}
 			s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(), Source: src, Renderer: render.New(cfg, nil),
 				Now: func() time.Time { return now }, maxSkipped: 5}
 			res, err := s.Run(ctx, Execute)
@@ -441,8 +441,8 @@ func TestSkipBudget(t *testing.T) {
 			if sum.Created != tc.wantCreated || sum.Skipped != tc.wantSkipped {
 				t.Errorf("created %d, skipped %d; want %d, %d", sum.Created, sum.Skipped, tc.wantCreated, tc.wantSkipped)
 			}
-			if len(src.calls) != tc.wantReads {
-				t.Errorf("%d reads, want %d", len(src.calls), tc.wantReads)
+			if len(src.Calls) != tc.wantReads {
+				t.Errorf("%d reads, want %d", len(src.Calls), tc.wantReads)
 			}
 			if got := strings.Contains(logs.String(), "stopped reading"); got != tc.wantWarning {
 				t.Errorf("warned %v, want %v:\n%s", got, tc.wantWarning, logs.String())
@@ -491,7 +491,7 @@ func TestEventsAndCapacityLists(t *testing.T) {
 			ev := &recorder{}
 			var logs bytes.Buffer
 			ctx := zerolog.New(&logs).WithContext(context.Background())
-			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
 				Now: func() time.Time { return now }, Events: ev}
 			if _, err := s.Run(ctx, Execute); err != nil {
 				t.Fatal(err)
@@ -545,7 +545,7 @@ func TestCapacityBoundsTheSlots(t *testing.T) {
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{
 				Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(tc.pods), corev1.ResourceCPU: resource.MustParse("4")},
 				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
-			s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(node), Source: &source{rows: rowsFor("a", "b", "c")},
+			s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(node), Source: &source{Rows: rowsFor("a", "b", "c")},
 				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			res, err := s.Run(context.Background(), DryRun)
 			p := res.Plan
