@@ -109,6 +109,14 @@ func TestConcurrentTicks(t *testing.T) {
 	cfg := e.writeConfig(config{duration: "1s", extra: "limits:\n  maxActive: 100\n  maxPerTick: 4\n"})
 	l := e.ledger()
 	e.worker()
+	seen := func() int { // the creates the Jobs watch has seen
+		n := 0
+		for _, c := range l.created() {
+			n += c
+		}
+		return n
+	}
+	reported := 0 // the creates the ticks' pass done lines report
 	for round := range 10 {
 		var wg sync.WaitGroup
 		results := make([]result, 10)
@@ -129,9 +137,9 @@ func TestConcurrentTicks(t *testing.T) {
 			created += r.summary(t).Created
 		}
 		t.Logf("round %d: %d created", round, created)
-		time.Sleep(500 * time.Millisecond)
+		reported += created
+		e.eventually("the watch saw the round's creates", 30*time.Second, func() bool { return seen() >= reported })
 	}
-	time.Sleep(time.Second) // let the watch catch up
 	total := 0
 	for k, n := range l.created() {
 		total += n
