@@ -200,7 +200,7 @@ func printStatus(out io.Writer, st *report.Status) error {
 		fmt.Fprintln(out, "\nQueued in Kueue (suspended until their Workload is admitted):")
 		fmt.Fprintln(w, "  JOB\tTASK\tWHY")
 		for _, j := range queued {
-			fmt.Fprintf(w, "  %s\t%q\t%s\n", j.Name, j.Key, j.Reason)
+			fmt.Fprintf(w, "  %s\t%q\t%s\n", j.Name, j.Key, printable(j.Reason))
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -271,7 +271,7 @@ func printTask(out io.Writer, v *report.TaskView) error {
 func localQueue(k *report.KueueStatus) string {
 	switch q := k.LocalQueue; {
 	case k.Unavailable != "":
-		return "; " + k.Unavailable
+		return "; " + printable(k.Unavailable)
 	case q == nil:
 		return ""
 	case !q.Found:

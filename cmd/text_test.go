@@ -30,7 +30,8 @@ func TestTextOutputQuotesControlCharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := &report.Status{Scheduler: "reports", Namespace: "batch", Limit: evil, Next: evil,
-		Jobs:    []scheduler.JobStatus{{Name: "j", Key: evil, State: scheduler.StateUnschedulable, Reason: evil}},
+		Jobs: []scheduler.JobStatus{{Name: "j", Key: evil, State: scheduler.StateUnschedulable, Reason: evil},
+			{Name: "q", Key: evil, State: scheduler.StateQueued, Reason: evil}},
 		Backoff: []report.Task{{Key: evil, Job: "j", Reason: evil}},
 		Dead:    []report.Task{{Key: evil, Job: "j", Reason: evil}}}
 	if err := printStatus(&out, st); err != nil {
