@@ -107,23 +107,7 @@ func TestKueueErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			files := map[string]string{"jobsched.yaml": tc.config}
-			if tc.job != "" {
-				files["job.yaml"] = tc.job
-			}
-			file := write(t, files)
-			_, err := Load(file, "")
-			if err == nil {
-				t.Fatal("no error")
-			}
-			if !IsConfigError(err) {
-				t.Errorf("%v is not a config error", err)
-			}
-			for _, w := range append(tc.want, file) {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
-			}
+			loadFails(t, tc.config, tc.job, tc.want)
 		})
 	}
 }

@@ -84,23 +84,7 @@ func TestLoadProblems(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			files := map[string]string{"jobsched.yaml": tc.config}
-			if tc.job != "" {
-				files["job.yaml"] = tc.job
-			}
-			file := write(t, files)
-			_, err := Load(file, "")
-			if err == nil {
-				t.Fatal("no error")
-			}
-			if !IsConfigError(err) {
-				t.Errorf("%v is not a config error", err)
-			}
-			for _, w := range append(tc.want, file) {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
-			}
+			err := loadFails(t, tc.config, tc.job, tc.want)
 			if strings.Contains(err.Error(), "json:") || strings.Contains(err.Error(), "Go struct") {
 				t.Errorf("error %q speaks of Go, not of the file", err)
 			}
@@ -175,4 +159,28 @@ func laughs(n int) string {
 		b.WriteString("]\n")
 	}
 	return b.String()
+}
+
+// loadFails loads config (and job as job.yaml, when given) and wants a config error that names each of want and the
+// file; it returns that error.
+func loadFails(t *testing.T, config, job string, want []string) error {
+	t.Helper()
+	files := map[string]string{"jobsched.yaml": config}
+	if job != "" {
+		files["job.yaml"] = job
+	}
+	file := write(t, files)
+	_, err := Load(file, "")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if !IsConfigError(err) {
+		t.Errorf("%v is not a config error", err)
+	}
+	for _, w := range append(want, file) {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not mention %q", err, w)
+		}
+	}
+	return err
 }
