@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/jobsched/jobsched/pkg/strictyaml"
 )
 
 // Capacity modes of limits.capacity.
@@ -183,7 +185,7 @@ func Load(file, namespace string) (*Config, error) {
 // Parse decodes a configuration (unknown keys are errors), applies defaults, validates it and loads its template.
 func Parse(file string, data []byte) (*Config, error) {
 	cfg := &Config{}
-	unknown, err := decodeStrict(data, cfg)
+	unknown, err := strictyaml.Decode(data, cfg)
 	if err != nil {
 		return nil, &Error{fmt.Errorf("%s: %w", file, err)}
 	}
@@ -500,7 +502,7 @@ func loadTemplate(file string, kueue bool) (*batchv1.Job, error) {
 		return nil, err
 	}
 	job := &batchv1.Job{}
-	unknown, err := decodeStrict(data, job)
+	unknown, err := strictyaml.Decode(data, job)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}

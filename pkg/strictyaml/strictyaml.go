@@ -1,4 +1,8 @@
-package config
+// Package strictyaml decodes one YAML document into a Go value strictly: every key the value has no field for, every
+// key written twice and every value not of its field's type is a problem, each named by its full path and line in the
+// file's own words (limits.maxActive: "ten" is not an integer (line 9)), and all of them are reported at once. Fields
+// are matched by their JSON names, so Kubernetes API types decode as the API server reads them.
+package strictyaml
 
 import (
 	"bytes"
@@ -18,12 +22,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// decodeStrict decodes one YAML document into out, reading every value against out's Go type. problems lists, each
+// Decode decodes one YAML document into out, reading every value against out's Go type. problems lists, each
 // by its full path (e.g. limits.maxActiv, spec.template.spec.containers[0].imag) and line, every key out has no
 // field for, every key written twice, and every value that is not of its field's type, in the words the file uses
 // (limits.maxActive: "ten" is not an integer); out is still filled with every other key, so that they can be
 // validated too. err is a file that cannot be read at all: not YAML, a second document, not a mapping.
-func decodeStrict(data []byte, out any) (problems, err error) {
+func Decode(data []byte, out any) (problems, err error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
