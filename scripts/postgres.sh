@@ -23,12 +23,12 @@ set -euo pipefail
 
 CACHE=${JOBSCHED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jobsched}
 readonly CACHE
-PGSTATE=${JOBSCHED_PG_DIR:-$CACHE/postgres}
-readonly PGSTATE
+STATE=${JOBSCHED_PG_DIR:-$CACHE/postgres}
+readonly STATE
 readonly PG_USER=postgres PG_PASSWORD=postgres
-
-log() { printf '[postgres] %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
+readonly NAME=postgres
+# shellcheck source=lib/daemon.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/daemon.sh"
 
 # as_pg CMD...: run as the postgres OS user when we are root (the server refuses root), else as ourselves.
 as_pg() {
@@ -65,33 +65,22 @@ find_installed_pgbin() {
 dsn_for() { echo "postgres://$PG_USER:$PG_PASSWORD@127.0.0.1:$1/postgres?sslmode=disable"; }
 
 # rundir: where the server's own files live (see the header).
-rundir() { cat "$PGSTATE/rundir" 2>/dev/null; }
-
-# lock: one up/down at a time per state dir (the lock file sits next to it, since `down` removes the dir).
-lock() {
-	mkdir -p "$(dirname "$PGSTATE")"
-	exec 9>"$PGSTATE.lock"
-	flock -w 120 9 || die "another postgres.sh has held $PGSTATE.lock for 120s"
-}
+rundir() { cat "$STATE/rundir" 2>/dev/null; }
 
 # running: the recorded server answers on its port.
 running() {
 	local run port pgbin
 	run=$(rundir) || return 1
-	port=$(cat "$PGSTATE/port" 2>/dev/null) || return 1
+	port=$(cat "$STATE/port" 2>/dev/null) || return 1
 	pgbin=$(find_installed_pgbin)
 	[[ -n $pgbin && -f $run/data/postmaster.pid ]] || return 1
 	as_pg "$pgbin/pg_ctl" -D "$run/data" status >/dev/null 2>&1 &&
 		"$pgbin/pg_isready" -q -h 127.0.0.1 -p "$port" -t 3
 }
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # stop_server: pg_ctl stop -m fast; if that fails, end the recorded postmaster pid (TERM, then KILL).
 stop_server() {
-	local run pgbin pid i
+	local run pgbin pid
 	run=$(rundir) || return 0
 	[[ -f $run/data/postmaster.pid ]] || return 0
 	pid=$(head -n 1 "$run/data/postmaster.pid")
@@ -102,51 +91,46 @@ stop_server() {
 	if [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null &&
 		[[ $(cat "/proc/$pid/comm" 2>/dev/null) == postgres ]]; then
 		log "pg_ctl stop failed; terminating postmaster $pid"
-		kill -TERM "$pid" 2>/dev/null || true
-		for ((i = 0; i < 100; i++)); do
-			kill -0 "$pid" 2>/dev/null || return 0
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null || true
+		terminate "$pid"
 	fi
 }
 
 remove_state() {
 	local run
 	run=$(rundir || true)
-	if [[ -n $run && $run != "$PGSTATE"/* ]]; then
+	if [[ -n $run && $run != "$STATE"/* ]]; then
 		rm -rf "$run"
 	fi
-	rm -rf "$PGSTATE"
+	rm -rf "$STATE"
 }
 
 cmd_up() {
 	local pgbin run port pwfile
 	pgbin=$(find_pgbin)
-	lock
+	lock 120
 
 	if running; then
-		log "already running (state in $PGSTATE)"
-		dsn_for "$(cat "$PGSTATE/port")"
+		log "already running (state in $STATE)"
+		dsn_for "$(cat "$STATE/port")"
 		return 0
 	fi
-	if [[ -e $PGSTATE ]]; then
+	if [[ -e $STATE ]]; then
 		# Throwaway data: a server that is not running (crash, reboot) is recreated rather than repaired.
-		log "cleaning stale state in $PGSTATE"
+		log "cleaning stale state in $STATE"
 		stop_server || true
 		remove_state
 	fi
-	mkdir -p "$PGSTATE"
+	mkdir -p "$STATE"
 
 	# The server's files must be reachable by the postgres user (see the header).
-	run=$PGSTATE/run
-	if ((EUID == 0)) && ! runuser -u postgres -- test -x "$PGSTATE"; then
+	run=$STATE/run
+	if ((EUID == 0)) && ! runuser -u postgres -- test -x "$STATE"; then
 		run=$(mktemp -d /tmp/jobsched-pg.XXXXXX)
 	fi
 	mkdir -p "$run/sock"
 	((EUID == 0)) && chown -R postgres: "$run"
 	chmod 700 "$run"
-	echo "$run" >"$PGSTATE/rundir"
+	echo "$run" >"$STATE/rundir"
 
 	pwfile=$run/pwfile
 	(umask 077 && echo "$PG_PASSWORD" >"$pwfile")
@@ -154,14 +138,14 @@ cmd_up() {
 	log "initdb in $run/data ($pgbin)"
 	# Password auth (scram-sha-256) on TCP, trust on the local socket: a wrong password must fail in tests.
 	if ! as_pg "$pgbin/initdb" -D "$run/data" -U "$PG_USER" -A trust --auth-host=scram-sha-256 \
-		--pwfile="$pwfile" -E UTF8 --no-locale >"$PGSTATE/initdb.log" 2>&1; then
-		tail -n 20 "$PGSTATE/initdb.log" >&2
-		die "initdb failed (log: $PGSTATE/initdb.log)"
+		--pwfile="$pwfile" -E UTF8 --no-locale >"$STATE/initdb.log" 2>&1; then
+		tail -n 20 "$STATE/initdb.log" >&2
+		die "initdb failed (log: $STATE/initdb.log)"
 	fi
 	rm -f "$pwfile"
 
 	port=$(free_port)
-	echo "$port" >"$PGSTATE/port"
+	echo "$port" >"$STATE/port"
 	log "starting postgres on 127.0.0.1:$port"
 	# fsync off: throwaway test data.
 	# 9>&-: the server must not inherit the lock's descriptor, or it would hold the lock for its whole life.
@@ -170,27 +154,27 @@ cmd_up() {
 		tail -n 20 "$run/postgres.log" >&2 || true
 		die "postgres did not start (log: $run/postgres.log)"
 	fi
-	ln -sfn "$run/postgres.log" "$PGSTATE/postgres.log"
-	dsn_for "$port" >"$PGSTATE/dsn"
+	ln -sfn "$run/postgres.log" "$STATE/postgres.log"
+	dsn_for "$port" >"$STATE/dsn"
 	log "up; log: $run/postgres.log"
 	dsn_for "$port"
 }
 
 cmd_down() {
-	lock
-	if [[ ! -e $PGSTATE ]]; then
-		log "not running (no $PGSTATE)"
+	lock 120
+	if [[ ! -e $STATE ]]; then
+		log "not running (no $STATE)"
 	else
 		stop_server
 		remove_state
-		log "stopped and removed $PGSTATE"
+		log "stopped and removed $STATE"
 	fi
-	rm -f "$PGSTATE.lock"
+	rm -f "$STATE.lock"
 }
 
 cmd_dsn() {
 	running || die "not running (run: $0 up)"
-	dsn_for "$(cat "$PGSTATE/port")"
+	dsn_for "$(cat "$STATE/port")"
 }
 
 case ${1:-} in
