@@ -3,7 +3,6 @@ package cmd
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,26 +27,14 @@ import (
 	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code = run(context.Background(), args, &out, &errOut)
-	return code, out.String(), errorsOf(errOut.String())
-}
-
-// errorsOf is stderr with the error of each JSON log line appended as it reads, unescaped ("Error: ..."), so
-// that a test can look for a message with quotes in it whichever the log format.
-func errorsOf(stderr string) string {
-	out := stderr
-	for _, line := range strings.Split(stderr, "\n") {
-		var l struct{ Error string }
-		if json.Unmarshal([]byte(line), &l) == nil && l.Error != "" {
-			out += "\nError: " + l.Error
-		}
-	}
-	return out
+	return code, out.String(), testkit.WithErrors(errOut.String())
 }
 
 func TestHelpListsSubcommands(t *testing.T) {
@@ -250,8 +237,11 @@ func TestDryRunCommandWritesNothing(t *testing.T) {
 			if (len(writes) > 0) != tc.wantWrite {
 				t.Errorf("writes %v, want writes: %v", writes, tc.wantWrite)
 			}
-			if !tc.wantWrite && !strings.Contains(errOut.String(), `"dryRun":true,"wouldCreate":2`) {
-				t.Errorf("the pass done line does not say dryRun and wouldCreate:\n%s", errOut.String())
+			if tc.wantWrite {
+				return
+			}
+			if s := testkit.PassDone(t, errOut.String()); !s.DryRun || s.WouldCreate != 2 {
+				t.Errorf("the pass done line does not say dryRun and wouldCreate 2:\n%s", errOut.String())
 			}
 		})
 	}
@@ -296,7 +286,7 @@ func TestRetryCommand(t *testing.T) {
 			if diff := cmp.Diff(tc.wantDeletes, deletes); diff != "" {
 				t.Errorf("deletes (-want +got):\n%s", diff)
 			}
-			if !strings.Contains(out.String()+errorsOf(errOut.String()), tc.want) {
+			if !strings.Contains(out.String()+testkit.WithErrors(errOut.String()), tc.want) {
 				t.Errorf("output lacks %q:\n%s%s", tc.want, out.String(), errOut.String())
 			}
 		})
@@ -331,7 +321,7 @@ func TestDryRunRowsFile(t *testing.T) {
 				t.Fatalf("exit %d, want %d: %s", code, tc.code, errOut.String())
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(out.String()+errorsOf(errOut.String()), w) {
+				if !strings.Contains(out.String()+testkit.WithErrors(errOut.String()), w) {
 					t.Errorf("output lacks %q:\n%s%s", w, out.String(), errOut.String())
 				}
 			}

@@ -1,11 +1,10 @@
 package events
 
 import (
-	"bytes"
 	"context"
 	"sort"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,31 +19,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/jobsched/jobsched/pkg/scheduler"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 const ns = "batch"
 
 var pod = &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: "jobsched-29000000-abcde", UID: "pod-uid"}
-
-// syncBuffer is a log destination for the library's goroutines and the test at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func createdJob() *batchv1.Job {
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "reports-k1", Namespace: ns, UID: "job-uid", ResourceVersion: "7"}}
@@ -115,26 +98,46 @@ func TestRecorder(t *testing.T) {
 	}
 }
 
-// TestHeldUntilClose: a pass's Events go to the API server when it ends, not among its creates.
+// TestHeldUntilClose: a pass's Events go to the API server when it ends, not among its creates. The library is
+// handed nothing before Close (counted where the Recorder hands it Events), so nothing can be written before: no
+// wait for the library's goroutines to have had time to write.
 func TestHeldUntilClose(t *testing.T) {
 	client := fake.NewClientset()
 	r := New(context.Background(), client, Options{Namespace: ns})
+	handed := &countingRecorder{EventRecorder: r.rec}
+	r.rec = handed
 	r.JobCreated(createdJob(), scheduler.Create{Key: "k1", Attempt: 1}, "1 slot(s)")
 	r.PassBlocked("limits.maxActive: 1 of 1 unfinished")
-	time.Sleep(200 * time.Millisecond) // time enough for the library's goroutine to write what it was given
+	if n := handed.n.Load(); n != 0 {
+		t.Fatalf("%d Event(s) handed to the library before Close, want none", n)
+	}
 	if n := len(list(t, client)); n != 0 {
 		t.Fatalf("%d Event(s) written before Close, want none", n)
 	}
 	r.Close(10 * time.Second)
+	if n := handed.n.Load(); n != 2 {
+		t.Errorf("%d Event(s) handed to the library by Close, want 2", n)
+	}
 	if n := len(list(t, client)); n != 2 {
 		t.Errorf("%d Event(s) after Close, want 2", n)
 	}
 }
 
+// countingRecorder counts the Events handed to the library's recorder.
+type countingRecorder struct {
+	events.EventRecorder
+	n atomic.Int64
+}
+
+func (c *countingRecorder) Eventf(regarding, related runtime.Object, typ, reason, action, note string, args ...any) {
+	c.n.Add(1)
+	c.EventRecorder.Eventf(regarding, related, typ, reason, action, note, args...)
+}
+
 // TestRateLimit: past the burst, Created and Deleted Events are dropped and counted; Blocked always goes out.
 func TestRateLimit(t *testing.T) {
 	client := fake.NewClientset()
-	var logs syncBuffer
+	var logs testkit.Buffer
 	ctx := zerolog.New(&logs).WithContext(context.Background())
 	r := New(ctx, client, Options{Namespace: ns, QPS: 0.001, Burst: 2})
 	for i := range 5 {
@@ -163,7 +166,7 @@ func TestForbidden(t *testing.T) {
 	client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "", nil)
 	})
-	var logs syncBuffer
+	var logs testkit.Buffer
 	ctx := zerolog.New(&logs).WithContext(context.Background())
 	r := New(ctx, client, Options{Namespace: ns})
 	r.JobCreated(createdJob(), scheduler.Create{Key: "k1", Attempt: 1}, "room")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 func logCtx(buf *bytes.Buffer) context.Context {
@@ -121,7 +122,7 @@ func TestGuardLost(t *testing.T) {
 		updates.Add(1)
 		return true, nil, errors.New("connection refused")
 	})
-	var buf syncBuffer
+	var buf testkit.Buffer
 	g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me", Duration: 300 * time.Millisecond}
 	ctx, release, err := g.Take(zerolog.New(&buf).WithContext(context.Background()))
 	if err != nil {
@@ -146,24 +147,6 @@ func TestGuardLost(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// syncBuffer is a bytes.Buffer for a logger written from another goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // An API server that has just started refuses everything until its RBAC cache is filled: a Forbidden counts as the

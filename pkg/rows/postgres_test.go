@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/testkit/tcpkit"
 )
 
 const dsnEnv = "JOBSCHED_TEST_DSN"
@@ -907,42 +908,11 @@ func TestLookup(t *testing.T) {
 	}
 }
 
-// silentServer accepts TCP connections and never answers, as a blackholed or hung database would.
-func silentServer(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // held open, never read or written
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
-}
-
 // TestSilentServer checks that a database that accepts the connection and never answers cannot hold a read past its
 // context's deadline, with or without a connect_timeout in the DSN, and that the error shows no password.
 func TestSilentServer(t *testing.T) {
 	const password = "s3cr3t-SILENT-pw"
-	addr := silentServer(t)
+	addr := tcpkit.NewSilent(t).Addr()
 	for _, dsn := range []string{
 		"postgres://app:" + password + "@" + addr + "/app?sslmode=disable",
 		"postgres://app:" + password + "@" + addr + "/app?sslmode=disable&connect_timeout=600",
@@ -984,7 +954,7 @@ func TestSilentServer(t *testing.T) {
 
 // TestConnectTimeout checks that without a context deadline a silent server costs DefaultConnectTimeout, not for ever.
 func TestConnectTimeout(t *testing.T) {
-	addr := silentServer(t)
+	addr := tcpkit.NewSilent(t).Addr()
 	p := open(t, "postgres://app:pw@"+addr+"/app?sslmode=disable", "SELECT 1 AS id", "id", 10*time.Second)
 	start := time.Now()
 	done := make(chan error, 1)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/testkit/tcpkit"
 )
 
 // EscapingQueries are source.query texts that try to leave jobsched's READ ONLY transaction and write to table
@@ -282,41 +283,15 @@ func TestSQLASCIIInvalidByte(t *testing.T) {
 // read): each connected again, so a silent server cost a pass twice the documented 10 s. The server here counts the
 // connections it accepts: a read within the timeout after a failed connect fails at once with the same error.
 func TestConnectTimeoutIsTheBound(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var accepted []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			accepted = append(accepted, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range accepted {
-			c.Close()
-		}
-	})
-	p := open(t, "postgres://app:pw@"+l.Addr().String()+"/app?sslmode=disable&connect_timeout=1", "SELECT 1 AS id", "id", 10*time.Second)
+	l := tcpkit.NewSilent(t)
+	p := open(t, "postgres://app:pw@"+l.Addr()+"/app?sslmode=disable&connect_timeout=1", "SELECT 1 AS id", "id", 10*time.Second)
 	_, selErr := p.Select(t.Context(), nil, 1)
 	f := p.Explain(t.Context(), nil, 1)
 	if selErr == nil || f.Unchecked == "" || !strings.Contains(f.Unchecked, "i/o timeout") {
 		t.Fatalf("Select: %v; Explain: %+v; want both to fail connecting", selErr, f)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(accepted) != 1 {
-		t.Errorf("the two reads connected %d times, each bounded by connect_timeout; want once", len(accepted))
+	if n := l.Accepted(); n != 1 {
+		t.Errorf("the two reads connected %d times, each bounded by connect_timeout; want once", n)
 	}
 }
 

@@ -1,6 +1,12 @@
-// Package testkit holds what the unit tests of the pass (pkg/scheduler) and of the reports (pkg/report) build their
-// cases from: a configuration, Jobs and pods as the scheduler "reports" in namespace "batch" makes them, an
-// in-memory rows.Source, and the fake client's actions in compact form. Only tests import it.
+// Package testkit holds the helpers the tests of several packages share, so that each exists once. Only tests import
+// it.
+//
+// What the unit tests of the pass (pkg/scheduler) and of the reports (pkg/report) build their cases from: a
+// configuration, Jobs and pods as the scheduler "reports" in namespace "batch" makes them, an in-memory rows.Source,
+// and the fake client's actions in compact form. What the tests of the commands read in jobsched's output (cmd,
+// pkg/e2e): the `pass done` line (PassDone) and the errors of a JSON log (WithErrors); and a Buffer that a test reads
+// while another goroutine or a process writes it (pkg/events, pkg/lease, pkg/e2e). A database host that never answers
+// is in the subpackage tcpkit, which pkg/rows' own tests can import.
 package testkit
 
 import (
