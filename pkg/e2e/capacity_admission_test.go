@@ -3,12 +3,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,14 +30,6 @@ func (e *env) capacityConfig(name, podSpec string) string {
 		extra: "limits:\n  maxActive: 20\n  maxPerTick: 20\n  capacity: nodes\n"})
 	e.capacityConfigTemplate(name, podSpec)
 	return cfg
-}
-
-func indent(s, prefix string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i := range lines {
-		lines[i] = prefix + lines[i]
-	}
-	return strings.Join(lines, "\n") + "\n"
 }
 
 // fills ticks scheduler name once and checks it created want Jobs, that all their pods get bound (none
@@ -95,20 +83,11 @@ func (e *env) ours(name string) []corev1.Pod {
 // tickEnv is e.tick with extra environment variables (NAME=value).
 func (e *env) tickEnv(cfg string, env ...string) result {
 	e.t.Helper()
-	if len(env) == 0 {
-		return e.tick(cfg)
+	r := e.run(env, "tick", "--config", cfg)
+	if r.code != 0 {
+		e.t.Fatalf("tick exited %d:\n%s", r.code, r.stderr)
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "--kubeconfig", e.kcfg, "--log-format", "json", "tick", "--config", cfg)
-	cmd.Env = append(append(os.Environ(), "DATABASE_URL="+dsn), env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	if err != nil {
-		e.t.Fatalf("tick: %v:\n%s", err, errOut.String())
-	}
-	return result{stdout: out.String(), stderr: errOut.String()}
+	return r
 }
 
 // runPod creates a pod in the scenario's namespace (not jobsched's) that runs 10 minutes on kwok.
@@ -396,23 +375,11 @@ func TestCapacityTwoSchedulers(t *testing.T) {
 	}
 }
 
-// capacityConfigTemplate replaces the Job template of a config written by writeConfig for scheduler name.
+// capacityConfigTemplate replaces the Job template of a config written by writeConfig for scheduler name: pods
+// that run 10 minutes with podSpec.
 func (e *env) capacityConfigTemplate(name, podSpec string) {
 	e.t.Helper()
-	tpl := `apiVersion: batch/v1
-kind: Job
-spec:
-  backoffLimit: 0
-  template:
-    metadata:
-      annotations:
-        jobsched.io/kwok-duration: "10m"
-    spec:
-      restartPolicy: Never
-` + indent(podSpec, "      ")
-	if err := os.WriteFile(filepath.Join(e.dir, name+"-job.yaml"), []byte(tpl), 0o600); err != nil {
-		e.t.Fatal(err)
-	}
+	e.writeTemplate(name, jobTemplate{duration: "10m", podSpec: podSpec})
 }
 
 // TestCapacityWithoutLimitRangeRBAC: without list on limitranges and get on runtimeclasses, the pass says so once

@@ -207,14 +207,12 @@ func TestChartDefaults(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "rows.jsonl"), []byte(`{"id": "a"}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	dry := exec.Command(binary, "dry-run", "--offline", "--config", filepath.Join(dir, "jobsched.yaml"), "--rows", filepath.Join(dir, "rows.jsonl"), "-o", "yaml")
-	var stderr bytes.Buffer
-	dry.Stderr = &stderr
-	out, err := dry.Output()
-	if err != nil {
-		t.Fatalf("jobsched dry-run --offline of the chart's default config: %v\n%s", err, stderr.String())
+	dry := runCommand(t, jobschedCommand(t.Context(), "", "", nil,
+		"dry-run", "--offline", "--config", filepath.Join(dir, "jobsched.yaml"), "--rows", filepath.Join(dir, "rows.jsonl"), "-o", "yaml"))
+	if dry.code != 0 {
+		t.Fatalf("jobsched dry-run --offline of the chart's default config: exit %d\n%s", dry.code, dry.stderr)
 	}
-	if got, want := planJobNames(t, string(out)), expectedNames("nightly", []string{"a"}); !slices.Equal(got, want) {
+	if got, want := planJobNames(t, dry.stdout), expectedNames("nightly", []string{"a"}); !slices.Equal(got, want) {
 		t.Errorf("the dry run plans Jobs %v, want %v", got, want)
 	}
 	var crb rbacv1.ClusterRoleBinding
@@ -556,24 +554,7 @@ config:
   limits:
     capacity: nodes
 jobTemplate:
-  apiVersion: batch/v1
-  kind: Job
-  spec:
-    backoffLimit: 0
-    template:
-      metadata:
-        annotations:
-          jobsched.io/kwok-duration: 60s
-      spec:
-        restartPolicy: Never
-        nodeSelector:
-          jobsched.io/e2e-pool: %s
-        containers:
-          - name: worker
-            image: worker:1
-            resources:
-              requests: {cpu: 100m, memory: 64Mi}
-`, name, e.table, e.pool)
+`, name, e.table) + indent(jobTemplate{duration: "60s", podSpec: taskPodSpec(e.pool, "worker", "100m", "64Mi")}.yaml(), "  ")
 	path := filepath.Join(e.dir, name+"-values.yaml")
 	if err := os.WriteFile(path, []byte(v), 0o600); err != nil {
 		e.t.Fatal(err)

@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"net"
-	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,50 +12,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/testkit/tcpkit"
 )
-
-// blackhole is a TCP listener that accepts connections and never answers: a database host that hangs.
-func blackhole(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
-
-// closedPort is an address where nothing listens: a database that is stopped.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 // finished makes n succeeded Jobs of the scheduler in config (succeededRetention 0: the next pass deletes them).
 func (e *env) finished(config string, n int) {
@@ -69,26 +24,6 @@ func (e *env) finished(config string, n int) {
 	}
 	e.exec(`UPDATE ` + e.table + ` SET status = 'done'`)
 	e.waitJobs(batchv1.JobComplete, n)
-}
-
-// start runs jobsched with DATABASE_URL set to dsn, in the background.
-func (e *env) start(dsn string, args ...string) (*exec.Cmd, *lockedBuffer) {
-	e.t.Helper()
-	cmd := exec.Command(binary, append([]string{"--kubeconfig", e.kcfg, "--log-format", "json"}, args...)...)
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DATABASE_URL=") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env, "DATABASE_URL="+dsn)
-	errOut := &lockedBuffer{}
-	cmd.Stderr = errOut
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { _ = cmd.Process.Kill() })
-	return cmd, errOut
 }
 
 func exitCode(err error) int {
@@ -109,14 +44,14 @@ func TestDeletesNeverWaitOnTheDatabase(t *testing.T) {
 	const password = "S3cr3tPw-e2e"
 	tests := []struct {
 		name     string
-		addr     func(*testing.T) string
+		silent   bool // the database host accepts and never answers (else nothing listens)
 		sigterm  bool
 		timeout  string
 		deadline time.Duration // the pass must have ended by then
 	}{
-		{name: "database stopped", addr: closedPort, timeout: "30s", deadline: 20 * time.Second},
-		{name: "database never answers", addr: blackhole, timeout: "8s", deadline: 20 * time.Second},
-		{name: "SIGTERM while the database never answers", addr: blackhole, sigterm: true, timeout: "2m", deadline: 8 * time.Second},
+		{name: "database stopped", timeout: "30s", deadline: 20 * time.Second},
+		{name: "database never answers", silent: true, timeout: "8s", deadline: 20 * time.Second},
+		{name: "SIGTERM while the database never answers", silent: true, sigterm: true, timeout: "2m", deadline: 8 * time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,12 +62,20 @@ func TestDeletesNeverWaitOnTheDatabase(t *testing.T) {
 			e.finished(cfg, 2)
 			e.insert("new", 1)
 
+			addr, accepted := tcpkit.ClosedPort(t), func() int { return 0 }
+			if tc.silent {
+				l := tcpkit.NewSilent(t)
+				addr, accepted = l.Addr(), l.Accepted
+			}
 			start := time.Now()
-			cmd, stderr := e.start("postgres://jobsched:"+password+"@"+tc.addr(t)+"/app?sslmode=disable",
+			cmd, stderr := e.start("postgres://jobsched:"+password+"@"+addr+"/app?sslmode=disable",
 				"tick", "--config", cfg, "--timeout", tc.timeout)
 			if tc.sigterm {
-				e.eventually("the finished Jobs deleted", 30*time.Second, func() bool { return len(e.jobs()) == 0 })
-				time.Sleep(time.Second) // the pass now waits on the database
+				// The pass has nothing left to do but wait on the database once its deletes are done and it has
+				// connected to the host that never answers.
+				e.eventually("the finished Jobs deleted and the pass connected to the database", 30*time.Second, func() bool {
+					return len(e.jobs()) == 0 && accepted() > 0
+				})
 				start = time.Now()
 				if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 					t.Fatal(err)

@@ -5,9 +5,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -27,8 +30,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // The environment scripts/test.sh provides.
@@ -59,12 +64,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// env is one scenario's world: its own namespace, node pool and table, so scenarios can run side by side.
+// env is one scenario's world: its own namespace, node pool and table, so scenarios can run side by side. Every
+// scenario is one: on the test run's shared control plane and PostgreSQL (newEnv), or on ones of the test's own
+// (newEnvWith: TestChaos; newEnvOn: TestKueue).
 type env struct {
 	t     *testing.T
 	ctx   context.Context
 	kube  kubernetes.Interface
 	db    *sql.DB
+	dsn   string // the database's admin DSN, jobsched's DATABASE_URL unless a test gives another
 	ns    string
 	pool  string // value of the node label jobsched.io/e2e-pool of this scenario's nodes
 	table string
@@ -72,23 +80,49 @@ type env struct {
 	kcfg  string // kubeconfig jobsched runs with (admin unless changed)
 }
 
+// envOptions place a scenario elsewhere than the test run's shared control plane, database and temporary files.
+type envOptions struct {
+	kubeconfig string // default: the test run's (KUBECONFIG)
+	dsn        string // admin DSN of the database; default: the test run's (JOBSCHED_TEST_DSN)
+	namespace  string // default: e2e-<test name>-<random>
+	dir        string // the scenario's files (configs, kubeconfigs); default: a temporary directory of the test
+}
+
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	return newEnvOn(t, kubeconfig)
+	return newEnvWith(t, envOptions{})
 }
 
 // newEnvOn is newEnv on the cluster of kubeconfig kcfg (a test's own control plane).
 func newEnvOn(t *testing.T, kcfg string) *env {
 	t.Helper()
+	return newEnvWith(t, envOptions{kubeconfig: kcfg})
+}
+
+// newEnvWith is newEnv placed by o. What the scenario made is removed when the test ends: its namespace, the nodes
+// of its pool, its tables.
+func newEnvWith(t *testing.T, o envOptions) *env {
+	t.Helper()
+	if o.kubeconfig == "" {
+		o.kubeconfig = kubeconfig
+	}
+	if o.dsn == "" {
+		o.dsn = dsn
+	}
+	if o.dir == "" {
+		o.dir = t.TempDir()
+	} else if err := os.MkdirAll(o.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	cfg, err := clientcmd.BuildConfigFromFlags("", kcfg)
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.QPS, cfg.Burst = 100, 200
 	kube := kubernetes.NewForConfigOrDie(cfg)
-	db, err := sql.Open("postgres", dsn)
+	db, err := sql.Open("postgres", o.dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,11 +132,13 @@ func newEnvOn(t *testing.T, kcfg string) *env {
 		id = id[len(id)-50:]
 	}
 	id = strings.Trim(id, "-")
-	e := &env{t: t, ctx: ctx, kube: kube, db: db, ns: "e2e-" + id, pool: id, table: "tasks_" + strings.ReplaceAll(id, "-", "_"), dir: t.TempDir(), kcfg: kcfg}
+	if o.namespace == "" {
+		o.namespace = "e2e-" + id
+	}
+	e := &env{t: t, ctx: ctx, kube: kube, db: db, dsn: o.dsn, ns: o.namespace, pool: id, dir: o.dir, kcfg: o.kubeconfig}
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.exec(`CREATE TABLE ` + e.table + ` (n serial, id text PRIMARY KEY, url text, status text NOT NULL DEFAULT 'waiting', created_at timestamptz NOT NULL DEFAULT now())`)
 	t.Cleanup(func() {
 		if t.Failed() {
 			e.dump()
@@ -110,14 +146,23 @@ func newEnvOn(t *testing.T, kcfg string) *env {
 		bg := context.Background()
 		_ = kube.CoreV1().Namespaces().Delete(bg, e.ns, metav1.DeleteOptions{})
 		_ = kube.CoreV1().Nodes().DeleteCollection(bg, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "jobsched.io/e2e-pool=" + e.pool})
-		_, _ = db.Exec(`DROP TABLE IF EXISTS ` + e.table)
 	})
+	e.table = e.addTable("tasks_" + strings.ReplaceAll(id, "-", "_"))
 	// Pods need the namespace's default ServiceAccount, which the controller-manager makes.
 	e.eventually("the default ServiceAccount", 30*time.Second, func() bool {
 		_, err := kube.CoreV1().ServiceAccounts(e.ns).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil
 	})
 	return e
+}
+
+// addTable creates a task table named name, dropped when the test ends, and returns its name: a serial n (the
+// order of the rows), id, url, status ('waiting' until the worker sets 'done') and created_at.
+func (e *env) addTable(name string) string {
+	e.t.Helper()
+	e.exec(`CREATE TABLE ` + name + ` (n serial, id text PRIMARY KEY, url text, status text NOT NULL DEFAULT 'waiting', created_at timestamptz NOT NULL DEFAULT now())`)
+	e.t.Cleanup(func() { _, _ = e.db.Exec(`DROP TABLE IF EXISTS ` + name) })
+	return name
 }
 
 func (e *env) exec(query string, args ...any) {
@@ -142,7 +187,13 @@ func (e *env) insert(prefix string, n int) []string {
 // statuses returns each row's status.
 func (e *env) statuses() map[string]string {
 	e.t.Helper()
-	rs, err := e.db.QueryContext(e.ctx, `SELECT id, status FROM `+e.table)
+	return e.statusesOf(e.table)
+}
+
+// statusesOf returns the status of each row of table.
+func (e *env) statusesOf(table string) map[string]string {
+	e.t.Helper()
+	rs, err := e.db.QueryContext(e.ctx, `SELECT id, status FROM `+table)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -206,15 +257,20 @@ type config struct {
 	name        string // scheduler name; default "e2e"
 	extra       string // YAML appended to jobsched.yaml (limits:, gc:, env: …)
 	cpu         string // each task pod's CPU request; default 100m
+	memory      string // each task pod's memory request; default 64Mi
 	duration    string // how long a task pod runs (kwok); default 2s
 	fail        bool   // task pods fail
 	failFirst   bool   // only attempt 1 of a task fails (kwok-fail: "first")
 	containerNm string // the container's name; default worker
+	anyNode     bool   // the task pods may run on any node, not only on this scenario's pool
+	table       string // the task table; default the scenario's
 	where       string // extra condition of the query's WHERE, e.g. "id LIKE 'fail-%'"
 	query       string // replaces the whole query
+	timeout     string // source.timeout; default 10s
 }
 
-// writeConfig writes jobsched.yaml and job.yaml and returns the config's path.
+// writeConfig writes NAME.yaml and its template NAME-job.yaml (NAME: c.name) in the scenario's directory and
+// returns the config's path.
 func (e *env) writeConfig(c config) string {
 	e.t.Helper()
 	if c.name == "" {
@@ -223,39 +279,71 @@ func (e *env) writeConfig(c config) string {
 	if c.cpu == "" {
 		c.cpu = "100m"
 	}
-	if c.duration == "" {
-		c.duration = "2s"
+	if c.memory == "" {
+		c.memory = "64Mi"
 	}
 	if c.containerNm == "" {
 		c.containerNm = "worker"
+	}
+	if c.table == "" {
+		c.table = e.table
 	}
 	if c.where != "" {
 		c.where = " AND " + c.where
 	}
 	if c.query == "" {
-		c.query = fmt.Sprintf("SELECT id, url, created_at FROM %s WHERE status = 'waiting'%s ORDER BY n", e.table, c.where)
+		c.query = fmt.Sprintf("SELECT id, url, created_at FROM %s WHERE status = 'waiting'%s ORDER BY n", c.table, c.where)
+	}
+	if c.timeout == "" {
+		c.timeout = "10s"
 	}
 	cfg := fmt.Sprintf(`name: %s
 namespace: %s
 source:
   query: %s
   key: id
-  timeout: 10s
+  timeout: %s
 job:
-  template: job.yaml
+  template: %s-job.yaml
 env:
   prefix: TASK_
-%s`, c.name, e.ns, c.query, c.extra)
+%s`, c.name, e.ns, c.query, c.timeout, c.name, c.extra)
+	tpl := jobTemplate{duration: c.duration}
+	switch {
+	case c.failFirst:
+		tpl.fail = "first"
+	case c.fail:
+		tpl.fail = "true"
+	}
+	pool := e.pool
+	if c.anyNode {
+		pool = ""
+	}
+	tpl.podSpec = taskPodSpec(pool, c.containerNm, c.cpu, c.memory)
+	path := filepath.Join(e.dir, c.name+".yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	e.writeTemplate(c.name, tpl)
+	return path
+}
+
+// jobTemplate is the tests' Job template: backoffLimit 0, a task pod that kwok runs for duration (default 2s) and
+// then fails when fail says so ("true"; "first": attempt 1 only), with podSpec (YAML at column 0: nodeSelector,
+// containers, …) besides restartPolicy Never.
+type jobTemplate struct {
+	duration, fail, podSpec string
+}
+
+func (j jobTemplate) yaml() string {
+	if j.duration == "" {
+		j.duration = "2s"
+	}
 	fail := ""
-	if c.fail {
-		fail = `
-        jobsched.io/kwok-fail: "true"`
+	if j.fail != "" {
+		fail = fmt.Sprintf("\n        jobsched.io/kwok-fail: %q", j.fail)
 	}
-	if c.failFirst {
-		fail = `
-        jobsched.io/kwok-fail: "first"`
-	}
-	tpl := fmt.Sprintf(`apiVersion: batch/v1
+	return fmt.Sprintf(`apiVersion: batch/v1
 kind: Job
 spec:
   backoffLimit: 0
@@ -265,63 +353,124 @@ spec:
         jobsched.io/kwok-duration: %q%s
     spec:
       restartPolicy: Never
-      nodeSelector:
-        jobsched.io/e2e-pool: %s
-      containers:
-      - name: %s
-        image: worker:1
-        resources:
-          requests:
-            cpu: %s
-            memory: 64Mi
-`, c.duration, fail, e.pool, c.containerNm, c.cpu)
-	path := filepath.Join(e.dir, c.name+".yaml")
-	if err := os.WriteFile(path, []byte(strings.Replace(cfg, "job.yaml", c.name+"-job.yaml", 1)), 0o600); err != nil {
+`, j.duration, fail) + indent(j.podSpec, "      ")
+}
+
+// taskPodSpec is the pod spec of a plain task: on the nodes of pool (any node when ""), one container named
+// container with cpu and memory requests.
+func taskPodSpec(pool, container, cpu, memory string) string {
+	sel := ""
+	if pool != "" {
+		sel = "nodeSelector:\n  jobsched.io/e2e-pool: " + pool + "\n"
+	}
+	return sel + fmt.Sprintf(`containers:
+- name: %s
+  image: worker:1
+  resources:
+    requests:
+      cpu: %s
+      memory: %s
+`, container, cpu, memory)
+}
+
+// writeTemplate writes j as the Job template of scheduler name's config (NAME-job.yaml).
+func (e *env) writeTemplate(name string, j jobTemplate) {
+	e.t.Helper()
+	if err := os.WriteFile(filepath.Join(e.dir, name+"-job.yaml"), []byte(j.yaml()), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(e.dir, c.name+"-job.yaml"), []byte(tpl), 0o600); err != nil {
-		e.t.Fatal(err)
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i := range lines {
+		lines[i] = prefix + lines[i]
 	}
-	return path
+	return strings.Join(lines, "\n") + "\n"
 }
 
 // result is one run of the jobsched binary.
 type result struct {
 	code           int
-	stdout, stderr string
+	stdout, stderr string // stderr with the errors of its error-level lines appended (testkit.WithErrors)
 }
 
-// jobsched runs the binary with the scenario's kubeconfig and the DSN in DATABASE_URL.
-func (e *env) jobsched(args ...string) result {
-	e.t.Helper()
-	ctx, cancel := context.WithTimeout(e.ctx, 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, append([]string{"--kubeconfig", e.kcfg, "--log-format", "json"}, args...)...)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dsn)
+// jobschedCommand is the one way the tests run the jobsched binary: --log-format json and --kubeconfig kcfg (none
+// when "") before args; the test's environment without DATABASE_URL, then DATABASE_URL=dbDSN (none when ""), then
+// env (NAME=value), so that env overrides. The end of ctx kills it.
+func jobschedCommand(ctx context.Context, kcfg, dbDSN string, env []string, args ...string) *exec.Cmd {
+	flags := []string{"--log-format", "json"}
+	if kcfg != "" {
+		flags = append([]string{"--kubeconfig", kcfg}, flags...)
+	}
+	cmd := exec.CommandContext(ctx, binary, append(flags, args...)...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DATABASE_URL=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if dbDSN != "" {
+		cmd.Env = append(cmd.Env, "DATABASE_URL="+dbDSN)
+	}
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
+}
+
+// runCommand runs cmd (from jobschedCommand) to its end, killing it after 2 minutes, and returns its result whatever
+// its exit code; the test fails only when it could not run.
+func runCommand(t testing.TB, cmd *exec.Cmd) result {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: withErrors(errOut.String())}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("running jobsched: %v", err)
+	}
+	timer := time.AfterFunc(2*time.Minute, func() { _ = cmd.Process.Kill() })
+	err := cmd.Wait()
+	timer.Stop()
+	r := result{stdout: out.String(), stderr: testkit.WithErrors(errOut.String())}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 	} else if err != nil {
-		e.t.Fatalf("running jobsched: %v", err)
+		t.Fatalf("running jobsched: %v", err)
 	}
 	return r
 }
 
-// withErrors is stderr with the error of each error-level JSON line (a failed pass's `pass done`, or "jobsched
-// failed": the command prints its error once, as JSON) appended as it reads, unescaped, so that a test can look for
-// a message with quotes in it.
-func withErrors(stderr string) string {
-	out := stderr
-	for _, line := range strings.Split(stderr, "\n") {
-		var l struct{ Level, Error string }
-		if json.Unmarshal([]byte(line), &l) == nil && l.Level == "error" && l.Error != "" {
-			out += "\nError: " + l.Error
-		}
+// run runs the binary with the scenario's kubeconfig, its DSN in DATABASE_URL and env added last (so it
+// overrides), and returns whatever exit code.
+func (e *env) run(env []string, args ...string) result {
+	e.t.Helper()
+	return runCommand(e.t, jobschedCommand(e.ctx, e.kcfg, e.dsn, env, args...))
+}
+
+// jobsched is run without extra environment.
+func (e *env) jobsched(args ...string) result {
+	e.t.Helper()
+	return e.run(nil, args...)
+}
+
+// start runs jobsched with DATABASE_URL set to dsn, in the background; it is killed when the test ends.
+func (e *env) start(dsn string, args ...string) (*exec.Cmd, *lockedBuffer) {
+	e.t.Helper()
+	return e.startWith(e.kcfg, dsn, nil, args...)
+}
+
+// startWith is start with kubeconfig kcfg and, when wrap is not nil, stderr passed through the writer wrap returns
+// for the command and the buffer.
+func (e *env) startWith(kcfg, dsn string, wrap func(*exec.Cmd, io.Writer) io.Writer, args ...string) (*exec.Cmd, *lockedBuffer) {
+	e.t.Helper()
+	cmd := jobschedCommand(e.ctx, kcfg, dsn, nil, args...)
+	buf := &lockedBuffer{}
+	cmd.Stderr = buf
+	if wrap != nil {
+		cmd.Stderr = wrap(cmd, buf)
 	}
-	return out
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, buf
 }
 
 // tick runs one pass and fails the test unless it exits 0.
@@ -379,11 +528,12 @@ type ledger struct {
 	byKey      map[string][]*batchv1.Job // task key → every Job created for it
 	unfinished map[string]bool           // Job names without a Complete or Failed condition, now
 	peak       int                       // the most unfinished Jobs at once
+	markers    map[string]bool           // marker Jobs delivered (see sync); not counted as Jobs
 }
 
 func (e *env) ledger() *ledger {
 	e.t.Helper()
-	l := &ledger{byKey: map[string][]*batchv1.Job{}, unfinished: map[string]bool{}}
+	l := &ledger{byKey: map[string][]*batchv1.Job{}, unfinished: map[string]bool{}, markers: map[string]bool{}}
 	list, err := e.kube.BatchV1().Jobs(e.ns).List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
@@ -403,6 +553,11 @@ func (e *env) ledger() *ledger {
 				}
 				rv = job.ResourceVersion
 				l.mu.Lock()
+				if isMarker(job) {
+					l.markers[job.Name] = true
+					l.mu.Unlock()
+					continue
+				}
 				if ev.Type == watch.Added {
 					key := job.Annotations[render.AnnotationTaskKey]
 					l.byKey[key] = append(l.byKey[key], job)
@@ -418,6 +573,56 @@ func (e *env) ledger() *ledger {
 		}
 	}()
 	return l
+}
+
+// markerLabel marks the Jobs a test writes only to see a watch deliver them (see sync).
+const markerLabel = "jobsched.io/e2e-marker"
+
+// markerJob is a Job that nothing acts on: suspended (no pod) and without jobsched's labels (no pass sees it).
+func markerJob(name string) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{markerLabel: "true"}},
+		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "marker", Image: "marker:1"}}}}},
+	}
+}
+
+func isMarker(j *batchv1.Job) bool { return j.Labels[markerLabel] != "" }
+
+// markerPrefix begins the name of every marker Job.
+const markerPrefix = "marker-"
+
+// writeMarker creates a marker Job in namespace ns and returns its name. A watch of ns's Jobs delivers its events
+// in the order of the writes: once it has delivered the marker, it has delivered every Job event before it.
+func writeMarker(ctx context.Context, kube kubernetes.Interface, ns string) (string, error) {
+	j, err := kube.BatchV1().Jobs(ns).Create(ctx, markerJob(markerPrefix+randHex(4)), metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return j.Name, nil
+}
+
+// deleteMarker deletes marker Job name of namespace ns.
+func deleteMarker(ctx context.Context, kube kubernetes.Interface, ns, name string) error {
+	return kube.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+}
+
+// sync returns once l has seen every Job event up to now: it writes a marker Job, waits until l's watch has
+// delivered it, and deletes it again. A test that checks that something did not happen syncs first.
+func (e *env) sync(l *ledger) {
+	e.t.Helper()
+	name, err := writeMarker(e.ctx, e.kube, e.ns)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.eventually("the Jobs watch delivering marker "+name, 30*time.Second, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.markers[name]
+	})
+	if err := deleteMarker(e.ctx, e.kube, e.ns, name); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // created returns how many Jobs were ever created per key.
@@ -520,47 +725,23 @@ func (e *env) dump() {
 	}
 }
 
-// summary is the pass's closing log line.
-type summary struct {
-	Refill         int    `json:"refill"` // tick --fill-for: 0 for the first pass, then 1, 2, …
-	Selected       int    `json:"selected"`
-	Created        int    `json:"created"`
-	AlreadyPresent int    `json:"alreadyPresent"`
-	Skipped        int    `json:"skipped"`
-	Blocked        string `json:"blocked"`
-	Deleted        int    `json:"deleted"`
-	Failed         int    `json:"failed"`
-}
+// summary is the pass's closing log line, `pass done`.
+type summary = testkit.Summary
 
+// summary is the first pass done line; the test fails without one.
 func (r result) summary(t *testing.T) summary {
 	t.Helper()
-	for _, line := range strings.Split(r.stderr, "\n") {
-		if strings.Contains(line, `"message":"pass done"`) {
-			var s summary
-			if err := json.Unmarshal([]byte(line), &s); err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}
-	}
-	t.Fatalf("no summary line in:\n%s", r.stderr)
-	return summary{}
+	return testkit.PassDone(t, r.stderr)
 }
 
 // summaries are all the pass done lines, in order.
 func (r result) summaries(t *testing.T) []summary {
 	t.Helper()
-	var out []summary
-	for _, line := range strings.Split(r.stderr, "\n") {
-		if strings.Contains(line, `"message":"pass done"`) {
-			var s summary
-			if err := json.Unmarshal([]byte(line), &s); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, s)
-		}
+	all, err := testkit.PassDones(r.stderr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return all
 }
 
 // logLine is the first log line with message msg, decoded, or nil.
@@ -584,22 +765,7 @@ func strconvQuote(s string) string {
 }
 
 // lockedBuffer is a process's stderr that a test may read while the process still writes it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type lockedBuffer = testkit.Buffer
 
 // waitJobs waits until n of the namespace's Jobs have condition cond (Complete or Failed).
 func (e *env) waitJobs(cond batchv1.JobConditionType, n int) {
@@ -615,4 +781,85 @@ func (e *env) waitJobs(cond batchv1.JobConditionType, n int) {
 		}
 		return got >= n
 	})
+}
+
+// runScript runs scripts/NAME of the repository with env added to the test's environment, and returns its stdout
+// (its stderr with the error).
+func runScript(env map[string]string, name string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(repoRoot, "scripts", name), args...)
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%w:\n%s", err, errOut.String())
+	}
+	return out.String(), nil
+}
+
+// cacheDir is the scripts' cache root: JOBSCHED_CACHE, else jobsched in the user's cache directory.
+func cacheDir() string {
+	if cache := os.Getenv("JOBSCHED_CACHE"); cache != "" {
+		return cache
+	}
+	base, _ := os.UserCacheDir()
+	return filepath.Join(base, "jobsched")
+}
+
+// ownServer starts a server of the test's own with scripts/SCRIPT up, its state directory in variable dirVar: dir,
+// or when dir is "" a new directory prefix… of the cache, never reused and so always taken down when the test ends
+// (KEEP=1 or not). env is added to the script's environment. It returns the last line up prints (the server's
+// kubeconfig or DSN) and the state directory.
+func ownServer(t *testing.T, script, dirVar, dir, prefix string, env map[string]string) (last, stateDir string) {
+	t.Helper()
+	own := dir == ""
+	if own {
+		dir = filepath.Join(cacheDir(), prefix+randHex(3))
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		e := map[string]string{dirVar: dir}
+		for k, v := range env {
+			e[k] = v
+		}
+		out, err := runScript(e, script, args...)
+		if err != nil {
+			t.Fatalf("scripts/%s %s: %v", script, strings.Join(args, " "), err)
+		}
+		return out
+	}
+	start := time.Now()
+	last = strings.TrimSpace(lastLine(run("up")))
+	if own {
+		t.Cleanup(func() { run("down") })
+	}
+	t.Logf("own %s up in %s (%s)", strings.TrimSuffix(script, ".sh"), time.Since(start).Round(time.Second), dir)
+	return last, dir
+}
+
+// ownCluster is a control plane of the test's own (scripts/cluster.sh, see ownServer): its kubeconfig and state
+// directory.
+func ownCluster(t *testing.T, dir, prefix string, env map[string]string) (kcfg, stateDir string) {
+	t.Helper()
+	return ownServer(t, "cluster.sh", "JOBSCHED_CLUSTER_DIR", dir, prefix, env)
+}
+
+// ownPostgres is a PostgreSQL of the test's own (scripts/postgres.sh, see ownServer): its admin DSN and state
+// directory.
+func ownPostgres(t *testing.T, dir, prefix string) (adminDSN, stateDir string) {
+	t.Helper()
+	return ownServer(t, "postgres.sh", "JOBSCHED_PG_DIR", dir, prefix, nil)
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = crand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }

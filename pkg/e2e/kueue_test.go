@@ -3,12 +3,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -53,51 +51,8 @@ func kueueCluster(t *testing.T) string {
 // kueueClusterIn is kueueCluster with the state directory from variable env, else a new one named prefix-….
 func kueueClusterIn(t *testing.T, env, prefix string) string {
 	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := os.Getenv(env)
-	own := dir == ""
-	if own {
-		cache := os.Getenv("JOBSCHED_CACHE")
-		if cache == "" {
-			base, _ := os.UserCacheDir()
-			cache = filepath.Join(base, "jobsched")
-		}
-		dir = filepath.Join(cache, prefix+randHex(3))
-	}
-	script := func(args ...string) string {
-		t.Helper()
-		out, err := runScript(root, map[string]string{"JOBSCHED_CLUSTER_DIR": dir, "KUEUE": "1", "NODES": "0"}, "cluster.sh", args...)
-		if err != nil {
-			t.Fatalf("scripts/cluster.sh %s: %v", strings.Join(args, " "), err)
-		}
-		return out
-	}
-	start := time.Now()
-	kcfg := strings.TrimSpace(lastLine(script("up")))
-	if own { // never reused, so always taken down (KEEP=1 or not)
-		t.Cleanup(func() { script("down") })
-	}
-	t.Logf("own control plane with Kueue up in %s (%s)", time.Since(start).Round(time.Second), dir)
+	kcfg, _ := ownCluster(t, os.Getenv(env), prefix, map[string]string{"KUEUE": "1", "NODES": "0"})
 	return kcfg
-}
-
-// runScript runs scripts/NAME of the repository at root with env added to the test's environment, and returns its
-// stdout (its stderr with the error).
-func runScript(root string, env map[string]string, name string, args ...string) (string, error) {
-	cmd := exec.Command(filepath.Join(root, "scripts", name), args...)
-	cmd.Env = os.Environ()
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("%w:\n%s", err, errOut.String())
-	}
-	return out.String(), nil
 }
 
 // kueueEnv is a scenario on the Kueue cluster: its namespace, one roomy node, and its own ResourceFlavor,

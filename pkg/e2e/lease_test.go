@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/json"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,27 +20,10 @@ import (
 	"github.com/jobsched/jobsched/pkg/lease"
 )
 
-// leaseSummary is the pass done line with what it says of the Lease.
-type leaseSummary struct {
-	summary
-	Lease      string `json:"lease"`
-	LeaseWait  int64  `json:"leaseWait"`
-	NotCreated int    `json:"notCreated"`
-}
-
-func (r result) leaseSummary(t *testing.T) leaseSummary {
+// leaseSummary is the pass done line, with what it says of the Lease.
+func (r result) leaseSummary(t *testing.T) summary {
 	t.Helper()
-	for _, line := range strings.Split(r.stderr, "\n") {
-		if strings.Contains(line, `"message":"pass done"`) {
-			var s leaseSummary
-			if err := json.Unmarshal([]byte(line), &s); err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}
-	}
-	t.Fatalf("no summary line in:\n%s", r.stderr)
-	return leaseSummary{}
+	return r.summary(t)
 }
 
 func (e *env) unfinished() int {
@@ -154,33 +134,16 @@ func TestLeaseHeldByAnother(t *testing.T) {
 }
 
 // startKillable starts a tick that is SIGKILLed the moment it logs its first created Job (it holds the Lease then).
-func (e *env) startKillable(kcfg string, args ...string) (*exec.Cmd, *bytes.Buffer, chan struct{}) {
+func (e *env) startKillable(kcfg string, args ...string) (*exec.Cmd, *lockedBuffer, chan struct{}) {
 	e.t.Helper()
-	cmd := exec.Command(binary, append([]string{"--kubeconfig", kcfg, "--log-format", "json"}, args...)...)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dsn)
-	var buf bytes.Buffer
-	var mu sync.Mutex
 	killed := make(chan struct{})
-	cmd.Stderr = &killOnWrite{w: lockedWriter{&mu, &buf}, kill: func() {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		close(killed)
-	}}
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { _ = cmd.Process.Kill() })
-	return cmd, &buf, killed
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	cmd, buf := e.startWith(kcfg, e.dsn, func(cmd *exec.Cmd, w io.Writer) io.Writer {
+		return &killOnWrite{w: w, kill: func() {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			close(killed)
+		}}
+	}, args...)
+	return cmd, buf, killed
 }
 
 // TestLeaseKilledHolder: a pass SIGKILLed while it holds the Lease (at its first create) delays the next pass by at
@@ -321,16 +284,8 @@ func TestLeaseUnreachableAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(binary, "--kubeconfig", viaProxy, "--log-format", "json", "tick", "--config", cfg, "--kube-qps", "3", "--kube-burst", "1")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dsn)
-	var mu sync.Mutex
-	var buf bytes.Buffer
-	cmd.Stderr = lockedWriter{&mu, &buf}
-	output := func() string { mu.Lock(); defer mu.Unlock(); return buf.String() }
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	cmd, buf := e.startWith(viaProxy, e.dsn, nil, "tick", "--config", cfg, "--kube-qps", "3", "--kube-burst", "1")
+	output := buf.String
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	e.eventually("the pass holding the Lease has created 3 Jobs", time.Minute, func() bool { return len(e.jobs()) >= 3 })

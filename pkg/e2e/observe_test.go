@@ -3,8 +3,6 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -21,6 +19,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/jobsched/jobsched/pkg/testkit/tcpkit"
 )
 
 // pushgateway is the real Pushgateway scripts/test.sh starts (scripts/pushgateway.sh).
@@ -31,25 +31,6 @@ func needPushgateway(t *testing.T) {
 	if pushgateway == "" {
 		t.Fatal("JOBSCHED_TEST_PUSHGATEWAY must be set: run scripts/test.sh, which starts the Pushgateway (scripts/pushgateway.sh up)")
 	}
-}
-
-// run runs the binary like jobsched, with env added last (so it overrides), and returns whatever exit code.
-func (e *env) run(env []string, args ...string) result {
-	e.t.Helper()
-	ctx, cancel := context.WithTimeout(e.ctx, 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, append([]string{"--kubeconfig", e.kcfg, "--log-format", "json"}, args...)...)
-	cmd.Env = append(append(os.Environ(), "DATABASE_URL="+dsn), env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errOut.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		e.t.Fatalf("running jobsched: %v", err)
-	}
-	return r
 }
 
 // events returns jobsched's Events in the namespace (events.k8s.io/v1), oldest first.
@@ -306,7 +287,7 @@ func TestObserveWithoutEventsRBAC(t *testing.T) {
 	shipped, _ := shippedRules(t)
 	e := newEnv(t)
 	keys := e.insert("task", 2)
-	cfg := e.writeConfig(config{extra: "limits:\n  capacity: quota\nmetrics:\n  pushgateway: http://" + closedPort(t) + "\n"})
+	cfg := e.writeConfig(config{extra: "limits:\n  capacity: quota\nmetrics:\n  pushgateway: http://" + tcpkit.ClosedPort(t) + "\n"})
 	rules := withoutVerb(t, shipped, "events.k8s.io", "events", "create")
 	e.kcfg = e.asServiceAccount("jobsched", rules, nil)
 	e.waitAllowed(e.kcfg, rules, false)

@@ -5,6 +5,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,11 +13,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 )
 
 // asServiceAccount makes a ServiceAccount bound to a Role with exactly rules (and, when clusterRules is not nil, a
 // ClusterRole with those), and returns a kubeconfig that authenticates with its token, as jobsched in its CronJob does.
 func (e *env) asServiceAccount(name string, rules, clusterRules []rbacv1.PolicyRule) string {
+	e.t.Helper()
+	kcfg, _ := e.serviceAccount(name, rules, clusterRules, 0)
+	return kcfg
+}
+
+// serviceAccount is asServiceAccount with a token valid for ttl (0: the API server's default, an hour), and returns
+// the token too.
+func (e *env) serviceAccount(name string, rules, clusterRules []rbacv1.PolicyRule, ttl time.Duration) (kcfg, token string) {
 	e.t.Helper()
 	ctx := e.ctx
 	must := func(_ any, err error) {
@@ -40,7 +50,11 @@ func (e *env) asServiceAccount(name string, rules, clusterRules []rbacv1.PolicyR
 			_ = e.kube.RbacV1().ClusterRoles().Delete(ctx, crName, metav1.DeleteOptions{})
 		})
 	}
-	tok, err := e.kube.CoreV1().ServiceAccounts(e.ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	req := &authenticationv1.TokenRequest{}
+	if ttl > 0 {
+		req.Spec.ExpirationSeconds = ptr.To(int64(ttl.Seconds()))
+	}
+	tok, err := e.kube.CoreV1().ServiceAccounts(e.ns).CreateToken(ctx, name, req, metav1.CreateOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -59,5 +73,5 @@ func (e *env) asServiceAccount(name string, rules, clusterRules []rbacv1.PolicyR
 		e.t.Fatal(err)
 	}
 	_ = os.Chmod(path, 0o600)
-	return path
+	return path, tok.Status.Token
 }

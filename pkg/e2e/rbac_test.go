@@ -549,21 +549,14 @@ func TestManifestsServerDryRun(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, binary, "dry-run", "--offline", "--rows", rows, "--config", filepath.Join(dir, "jobsched.yaml"), "-o", "json", "--log-format", "json")
 		// No DSN (source.dsnEnv is DATABASE_URL) and no reachable kubeconfig: --rows and --offline need neither.
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "DATABASE_URL=") && !strings.HasPrefix(kv, "KUBECONFIG=") {
-				cmd.Env = append(cmd.Env, kv)
-			}
+		r := runCommand(t, jobschedCommand(ctx, "", "", []string{"KUBECONFIG=" + filepath.Join(dir, "no-such-kubeconfig")},
+			"dry-run", "--offline", "--rows", rows, "--config", filepath.Join(dir, "jobsched.yaml"), "-o", "json"))
+		if r.code != 0 {
+			t.Fatalf("jobsched dry-run --offline with the example config: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}
-		cmd.Env = append(cmd.Env, "KUBECONFIG="+filepath.Join(dir, "no-such-kubeconfig"))
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("jobsched dry-run --offline with the example config: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
-		}
-		if err := json.Unmarshal(out.Bytes(), &plan); err != nil {
-			t.Fatalf("dry-run -o json: %v\n%s", err, out.String())
+		if err := json.Unmarshal([]byte(r.stdout), &plan); err != nil {
+			t.Fatalf("dry-run -o json: %v\n%s", err, r.stdout)
 		}
 		var got []string
 		for _, c := range plan.Creates {

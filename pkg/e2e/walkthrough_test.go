@@ -319,21 +319,9 @@ func tokenKubeconfig(t *testing.T, ns, sa string) string {
 // runAs runs the jobsched binary in dir with kcfg and the DSN, and returns the result whatever the exit code.
 func runAs(t *testing.T, dir, kcfg, dbDSN string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, append([]string{"--kubeconfig", kcfg, "--log-format", "json"}, args...)...)
+	cmd := jobschedCommand(t.Context(), kcfg, dbDSN, nil, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbDSN)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errOut.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running jobsched: %v", err)
-	}
-	return r
+	return runCommand(t, cmd)
 }
 
 // tickAs runs one pass as a ServiceAccount and fails the test unless it exits 0 without falling back to quota.
