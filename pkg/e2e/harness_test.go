@@ -534,45 +534,82 @@ type ledger struct {
 func (e *env) ledger() *ledger {
 	e.t.Helper()
 	l := &ledger{byKey: map[string][]*batchv1.Job{}, unfinished: map[string]bool{}, markers: map[string]bool{}}
-	list, err := e.kube.BatchV1().Jobs(e.ns).List(e.ctx, metav1.ListOptions{})
+	e.followJobs(func(ev watch.Event) {
+		job, ok := ev.Object.(*batchv1.Job)
+		if !ok {
+			return
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if isMarker(job) {
+			l.markers[job.Name] = true
+			return
+		}
+		if ev.Type == watch.Added {
+			key := job.Annotations[render.AnnotationTaskKey]
+			l.byKey[key] = append(l.byKey[key], job)
+		}
+		if ev.Type == watch.Deleted || jobFinished(job) {
+			delete(l.unfinished, job.Name)
+		} else if ev.Type == watch.Added || ev.Type == watch.Modified {
+			l.unfinished[job.Name] = true
+			l.peak = max(l.peak, len(l.unfinished))
+		}
+	})
+	return l
+}
+
+// follow lists (list returns the list's resourceVersion) and hands on every event of the watch that start opens
+// from there, in order, resuming from the last resourceVersion seen when a watch ends, until the test ends.
+func (e *env) follow(list func() (string, error), start func(rv string) (watch.Interface, error), on func(watch.Event)) {
+	e.t.Helper()
+	rv, err := list()
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	rv := list.ResourceVersion
 	go func() {
 		for e.ctx.Err() == nil {
-			w, err := e.kube.BatchV1().Jobs(e.ns).Watch(e.ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+			w, err := start(rv)
 			if err != nil {
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(100 * time.Millisecond) // the pace of the retries
 				continue
 			}
 			for ev := range w.ResultChan() {
-				job, ok := ev.Object.(*batchv1.Job)
-				if !ok {
-					continue
+				if m, ok := ev.Object.(metav1.Object); ok {
+					rv = m.GetResourceVersion()
 				}
-				rv = job.ResourceVersion
-				l.mu.Lock()
-				if isMarker(job) {
-					l.markers[job.Name] = true
-					l.mu.Unlock()
-					continue
-				}
-				if ev.Type == watch.Added {
-					key := job.Annotations[render.AnnotationTaskKey]
-					l.byKey[key] = append(l.byKey[key], job)
-				}
-				if ev.Type == watch.Deleted || jobFinished(job) {
-					delete(l.unfinished, job.Name)
-				} else if ev.Type == watch.Added || ev.Type == watch.Modified {
-					l.unfinished[job.Name] = true
-					l.peak = max(l.peak, len(l.unfinished))
-				}
-				l.mu.Unlock()
+				on(ev)
 			}
 		}
 	}()
-	return l
+}
+
+// followJobs follows the namespace's Jobs from now on (see follow).
+func (e *env) followJobs(on func(watch.Event)) {
+	e.t.Helper()
+	e.follow(func() (string, error) {
+		l, err := e.kube.BatchV1().Jobs(e.ns).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return "", err
+		}
+		return l.ResourceVersion, nil
+	}, func(rv string) (watch.Interface, error) {
+		return e.kube.BatchV1().Jobs(e.ns).Watch(e.ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+	}, on)
+}
+
+// followPods follows the namespace's pods from now on (see follow).
+func (e *env) followPods(on func(watch.Event)) {
+	e.t.Helper()
+	e.follow(func() (string, error) {
+		l, err := e.kube.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return "", err
+		}
+		return l.ResourceVersion, nil
+	}, func(rv string) (watch.Interface, error) {
+		return e.kube.CoreV1().Pods(e.ns).Watch(e.ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+	}, on)
 }
 
 // markerLabel marks the Jobs a test writes only to see a watch deliver them (see sync).
@@ -646,34 +683,15 @@ func (l *ledger) peakUnfinished() int {
 // unschedulableEver watches the namespace's pods from now on and returns how many were ever Unschedulable so far.
 func (e *env) unschedulableEver() func() int {
 	e.t.Helper()
-	list, err := e.kube.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	var mu sync.Mutex
 	seen := map[string]bool{}
-	rv := list.ResourceVersion
-	go func() {
-		for e.ctx.Err() == nil {
-			w, err := e.kube.CoreV1().Pods(e.ns).Watch(e.ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
-			if err != nil {
-				time.Sleep(100 * time.Millisecond)
-				continue
-			}
-			for ev := range w.ResultChan() {
-				pod, ok := ev.Object.(*corev1.Pod)
-				if !ok {
-					continue
-				}
-				rv = pod.ResourceVersion
-				if unschedulable(pod) {
-					mu.Lock()
-					seen[pod.Name] = true
-					mu.Unlock()
-				}
-			}
+	e.followPods(func(ev watch.Event) {
+		if pod, ok := ev.Object.(*corev1.Pod); ok && unschedulable(pod) {
+			mu.Lock()
+			seen[pod.Name] = true
+			mu.Unlock()
 		}
-	}()
+	})
 	return func() int {
 		mu.Lock()
 		defer mu.Unlock()

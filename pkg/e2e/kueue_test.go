@@ -145,32 +145,14 @@ type kueueWatch struct {
 
 func (k *kueueEnv) watch() *kueueWatch {
 	w := &kueueWatch{jobs: map[types.UID]*batchv1.Job{}, unschedulable: map[string]bool{}, completed: map[string]bool{}}
-	follow := func(start func(rv string) (watch.Interface, error), list func() string, on func(watch.Event)) {
-		rv := list()
-		go func() {
-			for k.ctx.Err() == nil {
-				wi, err := start(rv)
-				if err != nil {
-					time.Sleep(100 * time.Millisecond)
-					continue
-				}
-				for ev := range wi.ResultChan() {
-					if m, err := metaOf(ev.Object); err == nil {
-						rv = m
-					}
-					on(ev)
-				}
-			}
-		}()
-	}
-	follow(func(rv string) (watch.Interface, error) {
-		return k.kube.BatchV1().Jobs(k.ns).Watch(k.ctx, metav1.ListOptions{ResourceVersion: rv})
-	}, func() string {
+	k.follow(func() (string, error) {
 		l, err := k.kube.BatchV1().Jobs(k.ns).List(k.ctx, metav1.ListOptions{})
 		if err != nil {
-			k.t.Fatal(err)
+			return "", err
 		}
-		return l.ResourceVersion
+		return l.ResourceVersion, nil
+	}, func(rv string) (watch.Interface, error) {
+		return k.kube.BatchV1().Jobs(k.ns).Watch(k.ctx, metav1.ListOptions{ResourceVersion: rv})
 	}, func(ev watch.Event) {
 		job, ok := ev.Object.(*batchv1.Job)
 		if !ok {
@@ -203,14 +185,14 @@ func (k *kueueEnv) watch() *kueueWatch {
 		}
 		w.maxQueued, w.maxAdmitted = max(w.maxQueued, queued), max(w.maxAdmitted, admitted)
 	})
-	follow(func(rv string) (watch.Interface, error) {
-		return k.kube.CoreV1().Pods(k.ns).Watch(k.ctx, metav1.ListOptions{ResourceVersion: rv})
-	}, func() string {
+	k.follow(func() (string, error) {
 		l, err := k.kube.CoreV1().Pods(k.ns).List(k.ctx, metav1.ListOptions{})
 		if err != nil {
-			k.t.Fatal(err)
+			return "", err
 		}
-		return l.ResourceVersion
+		return l.ResourceVersion, nil
+	}, func(rv string) (watch.Interface, error) {
+		return k.kube.CoreV1().Pods(k.ns).Watch(k.ctx, metav1.ListOptions{ResourceVersion: rv})
 	}, func(ev watch.Event) {
 		if pod, ok := ev.Object.(*corev1.Pod); ok && unschedulable(pod) {
 			w.mu.Lock()
@@ -219,14 +201,6 @@ func (k *kueueEnv) watch() *kueueWatch {
 		}
 	})
 	return w
-}
-
-func metaOf(obj any) (string, error) {
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return "", fmt.Errorf("%T has no metadata", obj)
-	}
-	return m.GetResourceVersion(), nil
 }
 
 func suspended(j *batchv1.Job) bool { return j.Spec.Suspend != nil && *j.Spec.Suspend }
