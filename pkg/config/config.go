@@ -43,13 +43,13 @@ type Config struct {
 	APIVersion string `json:"apiVersion,omitempty"`
 	Kind       string `json:"kind,omitempty"`
 	Name       string `json:"name"`
-	Namespace string `json:"namespace,omitempty"`
-	Source    Source `json:"source"`
-	Job       Job    `json:"job"`
-	Env       Env    `json:"env"`
-	Limits    Limits `json:"limits"`
-	GC        GC     `json:"gc"`
-	Retry     Retry  `json:"retry"`
+	Namespace  string `json:"namespace,omitempty"`
+	Source     Source `json:"source"`
+	Job        Job    `json:"job"`
+	Env        Env    `json:"env"`
+	Limits     Limits `json:"limits"`
+	GC         GC     `json:"gc"`
+	Retry      Retry  `json:"retry"`
 	// Kueue is read with limits.capacity: kueue only.
 	Kueue *Kueue `json:"kueue,omitempty"`
 
