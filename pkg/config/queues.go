@@ -98,14 +98,22 @@ func (c *Config) QueueIndex(label string) int {
 	return c.DefaultQueue()
 }
 
+// AllQueues is Queues, or for a configuration built without Parse (no Queues) its one implicit queue.
+func (c *Config) AllQueues() []Queue {
+	if len(c.Queues) == 0 {
+		return []Queue{c.implicitQueue()}
+	}
+	return c.Queues
+}
+
 // QueueConfig is queue i seen as a whole configuration, for the parts that render, decide and read one queue: the
 // top level with the queue's source, job, template, env, retry, gc, kueue and limits.maxActive/maxPerTick. For the
 // implicit queue it is c itself.
 func (c *Config) QueueConfig(i int) *Config {
-	q := c.Queues[i]
-	if q.Implicit {
+	if len(c.Queues) == 0 || c.Queues[i].Implicit {
 		return c
 	}
+	q := c.Queues[i]
 	v := *c
 	v.Source = Source{DSNEnv: c.Source.DSNEnv, DSNFile: c.Source.DSNFile, Query: q.Source.Query, Key: q.Source.Key, Timeout: q.Source.Timeout}
 	v.Job, v.Template, v.Env, v.Kueue = q.Job, q.Template, *q.Env, q.Kueue

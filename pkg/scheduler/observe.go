@@ -34,6 +34,9 @@ type Observation struct {
 	// not been observed: a pass observes it only when the limits leave room).
 	Capacity    *capacity.Snapshot
 	CapacityErr error
+	// QueueCapacity is each queue's snapshot, in the configuration's order (QueueCapacity[0] is Capacity), while a
+	// snapshot holds one template's view (its RuntimeClass, its candidate nodes).
+	QueueCapacity []*capacity.Snapshot
 	// Held is the Guard's refusal, when a Guard is set and this pass did not get it.
 	Held error
 	// Kueue is what Kueue says of the Jobs (limits.capacity: kueue): read by the reports, never by a pass, which
@@ -85,7 +88,24 @@ func (s *Scheduler) observeCapacity(ctx context.Context, obs *Observation, p *Pl
 	}
 	o := *obs
 	o.Capacity, o.CapacityErr = s.readCapacity(ctx)
+	o.QueueCapacity = []*capacity.Snapshot{o.Capacity}
+	for i := 1; i < len(s.Config.AllQueues()) && o.CapacityErr == nil; i++ {
+		var snap *capacity.Snapshot
+		snap, o.CapacityErr = s.readQueueCapacity(ctx, i)
+		o.QueueCapacity = append(o.QueueCapacity, snap)
+	}
 	return &o
+}
+
+// queueCapacity is queue i's snapshot in obs.
+func (obs *Observation) queueCapacity(i int) *capacity.Snapshot {
+	if i < len(obs.QueueCapacity) {
+		return obs.QueueCapacity[i]
+	}
+	if i == 0 {
+		return obs.Capacity
+	}
+	return nil
 }
 
 func (s *Scheduler) selector() string {
@@ -126,10 +146,16 @@ func (s *Scheduler) listPendingPods(ctx context.Context) ([]PodSummary, error) {
 
 // readCapacity reads what limits.capacity needs (nil when it is off or the pass is offline).
 func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error) {
+	return s.readQueueCapacity(ctx, 0)
+}
+
+// readQueueCapacity reads what limits.capacity needs for queue i's template.
+func (s *Scheduler) readQueueCapacity(ctx context.Context, i int) (*capacity.Snapshot, error) {
 	if s.Kube == nil || s.Config.Limits.Capacity == config.CapacityOff || s.Config.KueueMode() {
 		return nil, nil
 	}
-	snap, err := capacity.Observe(ctx, s.Kube, s.Config.Namespace, capacity.Options{Mode: s.Config.Limits.Capacity, Template: s.Config.Template, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick()})
+	tpl := s.Config.QueueConfig(i).Template
+	snap, err := capacity.Observe(ctx, s.Kube, s.Config.Namespace, capacity.Options{Mode: s.Config.Limits.Capacity, Template: tpl, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick()})
 	if err != nil {
 		return nil, fmt.Errorf("observing capacity: %w", err)
 	}
@@ -142,6 +168,7 @@ type JobSummary struct {
 	Name       string
 	UID        types.UID
 	Key        string // annotation jobsched.io/task-key ("" on a Job made by hand)
+	Queue      string // label jobsched.io/queue ("" on a Job of a configuration without queues:)
 	Attempt    int    // label jobsched.io/attempt; 1 when absent (Jobs made before retries existed)
 	Deleting   bool   // it has a deletionTimestamp
 	Suspended  bool   // spec.suspend: Kueue holds it (or, in another mode, whoever suspended it)
@@ -168,7 +195,7 @@ type PodSummary struct {
 
 // SummarizeJob keeps what the plan needs of job.
 func SummarizeJob(job *batchv1.Job) JobSummary {
-	s := JobSummary{Name: job.Name, UID: job.UID, Key: job.Annotations[render.AnnotationTaskKey], Attempt: 1,
+	s := JobSummary{Name: job.Name, UID: job.UID, Key: job.Annotations[render.AnnotationTaskKey], Queue: job.Labels[render.LabelQueue], Attempt: 1,
 		Deleting: job.DeletionTimestamp != nil, Suspended: job.Spec.Suspend != nil && *job.Spec.Suspend,
 		Active: job.Status.Active, PodsPerJob: capacity.PodsPerJob(job)}
 	if n, err := strconv.Atoi(job.Labels[render.LabelAttempt]); err == nil && n > 1 {
