@@ -109,7 +109,7 @@ func (s *Scheduler) read(ctx context.Context, p *Plan) (a Admission, err error) 
 	for need > 0 && skipped < budget {
 		ask := min(need+skipped, need+budget-skipped)
 		var got []rows.Row
-		got, err = s.Source.Select(ctx, exclude, ask)
+		got, err = s.Source.Select(ctx, rows.Selection{Exclude: exclude, Limit: ask})
 		if err != nil {
 			return a, err
 		}
