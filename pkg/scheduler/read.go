@@ -109,7 +109,7 @@ func (s *Scheduler) read(ctx context.Context, p *Plan, q Queue) (a Admission, er
 	for need > 0 && skipped < budget {
 		ask := min(need+skipped, need+budget-skipped)
 		var got []rows.Row
-		got, err = q.Source.Select(ctx, exclude, ask)
+		got, err = q.Source.Select(ctx, rows.Selection{Exclude: exclude, Limit: ask})
 		if err != nil {
 			return a, err
 		}
