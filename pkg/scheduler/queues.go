@@ -155,7 +155,7 @@ func (p *Plan) with(cfg *config.Config, parts []*Plan) *Plan {
 	slices.SortFunc(q.Jobs, func(a, b JobStatus) int { return strings.Compare(a.Name, b.Name) })
 	slices.Sort(q.exclude)
 	q.Slots, q.Limit = sum, strings.Join(limits, "; ")
-	if p.inst.slots < sum {
+	if p.inst.slots <= sum { // the install's limits bind (or tie): they are what frees slots for every queue
 		q.Slots, q.Limit = p.inst.slots, p.inst.limit
 		q.roomBound = q.roomBound || p.inst.roomBound
 	}

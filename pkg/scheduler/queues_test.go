@@ -111,6 +111,13 @@ func TestPassQueues(t *testing.T) {
 			want:     []string{"x/x1"}, wantLimit: "limits.maxActive: 3 of 4 unfinished",
 		},
 		{
+			name: "the install full: blocked by the install's maxActive", limits: "maxActive: 2",
+			queues:   queue("x", "") + queue("y", ""),
+			rows:     [][]string{{"x1"}, {"y1"}},
+			existing: []existing{{queue: 0, key: "x0"}, {queue: 1, key: "y0"}},
+			blocked:  "limits.maxActive: 2 of 2 unfinished", wantLimit: "limits.maxActive: 2 of 2 unfinished",
+		},
+		{
 			name: "a queue's own maxActive", limits: "maxActive: 10",
 			queues:   queue("x", "  priority: 1\n  limits: {maxActive: 2}\n") + queue("y", ""),
 			rows:     [][]string{{"x1", "x2", "x3"}, {"y1", "y2"}},
