@@ -8,7 +8,9 @@ import (
 	"github.com/jobsched/jobsched/pkg/config"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/ptr"
 )
 
 // node is a Ready, schedulable node with 4 cpu, 8Gi memory and 110 pods, nothing on it, changed by mods.
@@ -229,6 +231,9 @@ func TestFit(t *testing.T) {
 			if r.Fit != tt.wantFit || r.Binding != tt.wantBinding {
 				t.Errorf("Fit() = %d %q, want %d %q", r.Fit, r.Binding, tt.wantFit, tt.wantBinding)
 			}
+			placesFit(t, r, func() *Placer {
+				return NewPlacer(tt.snap, []Claim{{Template: job(tt.spec), Unbound: tt.unbound, Podless: tt.podless}})
+			})
 			var excluded []string
 			for _, n := range r.Nodes {
 				excluded = append(excluded, n.Excluded)
@@ -317,8 +322,12 @@ func TestFitAdmission(t *testing.T) {
 		{name: "LimitRange default and a restartable sidecar", job: job(withSidecar),
 			snap:    withLimitRanges(nodes(node("n1")), limitRange("defaults", rl("cpu", "1"), rl("cpu", "1"))),
 			wantFit: 2, wantBinding: "cpu: 2 more fit on n1"},
-		{name: "RuntimeClass overhead", job: job(spec()),
-			snap:    func() *Snapshot { s := nodes(node("n1")); s.RuntimeClass = runtimeClass(rl("cpu", "250m")); return s }(),
+		{name: "RuntimeClass overhead", job: job(spec(func(s *corev1.PodSpec) { s.RuntimeClassName = ptr.To("kata") })),
+			snap: func() *Snapshot {
+				s := nodes(node("n1"))
+				s.RuntimeClasses = map[string]*nodev1.RuntimeClass{"kata": runtimeClass(rl("cpu", "250m"))}
+				return s
+			}(),
 			wantFit: 3, wantBinding: "cpu: 3 more fit on n1"},
 		{name: "Jobs of 2 pods on the nodes", job: job(spec(), parallel(2)),
 			snap: nodes(node("n1"), node("n2")), unbound: 1, podless: 2,
@@ -336,6 +345,9 @@ func TestFitAdmission(t *testing.T) {
 			if r.Fit != tt.wantFit || r.Binding != tt.wantBinding {
 				t.Errorf("Fit() = %d %q, want %d %q", r.Fit, r.Binding, tt.wantFit, tt.wantBinding)
 			}
+			placesFit(t, r, func() *Placer {
+				return NewPlacer(tt.snap, []Claim{{Template: tt.job, Unbound: tt.unbound, Podless: tt.podless}})
+			})
 		})
 	}
 }
@@ -406,6 +418,7 @@ func TestFitTick(t *testing.T) {
 			if r.Fit != tt.wantFit || r.Binding != tt.wantBinding || r.Tick != tt.wantTick {
 				t.Errorf("Fit() = %d %q tick %q, want %d %q tick %q", r.Fit, r.Binding, r.Tick, tt.wantFit, tt.wantBinding, tt.wantTick)
 			}
+			placesFit(t, r, func() *Placer { return NewPlacer(tt.snap, []Claim{{Template: job(tt.spec), Unbound: tt.unbound}}) })
 		})
 	}
 }
@@ -442,6 +455,7 @@ func TestFitPending(t *testing.T) {
 			if r.Fit != tt.wantFit || !equality.Semantic.DeepEqual(r.Pending, tt.wantPending) {
 				t.Errorf("Fit() = %d, pending %+v; want %d, %+v (%s)", r.Fit, r.Pending, tt.wantFit, tt.wantPending, r.Binding)
 			}
+			placesFit(t, r, func() *Placer { return NewPlacer(tt.snap, []Claim{{Template: job(spec())}}) })
 		})
 	}
 }

@@ -100,3 +100,24 @@ func add(a, b corev1.ResourceList) {
 		}
 	}
 }
+
+// free is what n has left: allocatable − requested per resource, and the free pod slots.
+func free(n *Node) corev1.ResourceList {
+	out := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(n.Allocatable.Pods().Value()-int64(n.Pods), resource.DecimalSI)}
+	for k, v := range n.Allocatable {
+		if k == corev1.ResourcePods {
+			continue
+		}
+		q := v.DeepCopy()
+		q.Sub(n.Requested[k])
+		out[k] = q
+	}
+	for k, v := range n.Requested {
+		if _, ok := n.Allocatable[k]; !ok { // requested on a node that does not offer it (e.g. a removed device)
+			q := v.DeepCopy()
+			q.Neg()
+			out[k] = q
+		}
+	}
+	return out
+}

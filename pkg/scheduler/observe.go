@@ -129,7 +129,7 @@ func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error
 	if s.Kube == nil || s.Config.Limits.Capacity == config.CapacityOff || s.Config.KueueMode() {
 		return nil, nil
 	}
-	snap, err := capacity.Observe(ctx, s.Kube, s.Config.Namespace, capacity.Options{Mode: s.Config.Limits.Capacity, Template: s.Config.Template, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick()})
+	snap, err := capacity.Observe(ctx, s.Kube, s.Config.Namespace, capacity.Options{Mode: s.Config.Limits.Capacity, Templates: []*batchv1.Job{s.Config.Template}, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick()})
 	if err != nil {
 		return nil, fmt.Errorf("observing capacity: %w", err)
 	}
