@@ -71,10 +71,10 @@ type slot struct {
 	pending           []pendingOn
 }
 
-// pendingOn is someone else's unbound pod counted on a slot, and what it costs each claim there.
+// pendingOn is someone else's unbound pod counted on a slot, and what it costs each claim there (as slot.claims).
 type pendingOn struct {
 	pod   string
-	costs map[int]int
+	costs []int
 }
 
 // quotaLeft is one resource of one ResourceQuota: what is left of it, in its unit (millicores for cpu).
@@ -163,33 +163,41 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 // pick any of them; the worst one is assumed); a pod that fits on none of them is not counted (it cannot take our
 // room now).
 func (p *Placer) takePending() {
+	before := make([][]int, len(p.slots)) // per slot, per claim there: how many fit on its base
+	count := func(k int) []int {
+		if before[k] == nil {
+			s := p.slots[k]
+			for _, c := range s.claims {
+				n, _ := fits(p.claims[c].demand, p.claims[c].names, s.base)
+				before[k] = append(before[k], n)
+			}
+		}
+		return before[k]
+	}
 	for i := range p.snap.Pending {
 		pd := &p.snap.Pending[i]
 		where := newPlacement(&pd.Spec)
-		var best *slot
-		var bestFree corev1.ResourceList
-		var bestCosts map[int]int
-		bestCost := -1
-		for _, s := range p.slots {
+		best, bestCost, cost := -1, -1, 0
+		var costs, bestCosts []int
+		for k, s := range p.slots {
 			if !fitsIn(s.base, pd.Demand) || where.excluded(s.node) != "" {
 				continue
 			}
-			after, _ := minus(s.base, pd.Demand)
-			costs, cost := map[int]int{}, 0
-			for _, c := range s.claims {
+			costs, cost = costs[:0], 0
+			for j, c := range s.claims {
 				cl := p.claims[c]
-				before, _ := fits(cl.demand, cl.names, s.base)
-				now, _ := fits(cl.demand, cl.names, after)
-				costs[c] = before - now
-				cost += before - now
+				costs = append(costs, count(k)[j]-fitsAfter(cl.demand, cl.names, s.base, pd.Demand))
+				cost += costs[j]
 			}
 			if cost > bestCost {
-				best, bestFree, bestCosts, bestCost = s, after, costs, cost
+				best, bestCosts, bestCost = k, append(bestCosts[:0], costs...), cost
 			}
 		}
-		if best != nil {
-			best.base = bestFree
-			best.pending = append(best.pending, pendingOn{pod: pd.Namespace + "/" + pd.Name, costs: bestCosts})
+		if best >= 0 {
+			s := p.slots[best]
+			s.base, _ = minus(s.base, pd.Demand)
+			s.pending = append(s.pending, pendingOn{pod: pd.Namespace + "/" + pd.Name, costs: slices.Clone(bestCosts)})
+			before[best] = nil
 		}
 	}
 }
@@ -388,8 +396,9 @@ func (p *Placer) reportNodes(i int, r *Report) (int, string) {
 		lim = l
 		j, _ := slices.BinarySearchFunc(r.Nodes, s.node.Name, func(nf NodeFit, name string) int { return cmp.Compare(nf.Name, name) })
 		r.Nodes[j].Fits, r.Nodes[j].Limit, r.Nodes[j].Free = shown, l, only(s.shown, cl.names)
+		at := slices.Index(s.claims, i)
 		for _, pd := range s.pending {
-			r.Pending = append(r.Pending, PendingFit{Pod: pd.pod, Node: s.node.Name, Costs: pd.costs[i]})
+			r.Pending = append(r.Pending, PendingFit{Pod: pd.pod, Node: s.node.Name, Costs: pd.costs[at]})
 		}
 	}
 	pods, tick := p.tickRoomFor(i, room)

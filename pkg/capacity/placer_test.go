@@ -1,6 +1,8 @@
 package capacity
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -216,5 +218,77 @@ func placesFit(t *testing.T, r Report, placer func() *Placer) {
 	}
 	if want := r.Fit; want < 0 && n != 1000 || want >= 0 && n != want {
 		t.Errorf("Place succeeded %d times, want Fit() = %d (%s)", n, want, r.Binding)
+	}
+}
+
+// TestPlacerTickSound places pods of two templates on two small nodes in random orders and checks the room kept for
+// the next tick against every way kube-scheduler could put our pods (any of them on any node they fit on, or
+// left unbound): after each successful Place, no such placement leaves the tick without a node; and with one
+// template, a Place refused while a node has room is refused because one such placement exists.
+func TestPlacerTickSound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20, 4))
+	sizes := []int64{250, 500, 1000, 1500, 2000}
+	for scenario := range 3000 {
+		type box struct{ cpu, pods int64 } // room on a node, in millicores and pod slots
+		var boxes []box
+		var ns []Node
+		for i := range 1 + rng.IntN(2) {
+			alloc, used := []int64{2000, 4000}[rng.IntN(2)], 250*rng.Int64N(5)
+			slots := []int64{3, 5, 110}[rng.IntN(3)]
+			boxes = append(boxes, box{alloc - used, slots})
+			ns = append(ns, node(fmt.Sprintf("n%d", i), func(n *Node) {
+				n.Allocatable = rl("cpu", fmt.Sprintf("%dm", alloc), "memory", "64Gi", "pods", fmt.Sprint(slots))
+				n.Requested = rl("cpu", fmt.Sprintf("%dm", used))
+			}))
+		}
+		tick := 50 * (1 + rng.Int64N(20))
+		snap := nodes(ns...)
+		snap.NextPassPod = &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", fmt.Sprintf("%dm", tick)), nil)}}}
+		d := []int64{sizes[rng.IntN(len(sizes))], sizes[rng.IntN(len(sizes))]}
+		one := rng.IntN(3) == 0 // pods of claim A only
+		mk := func(m int64) *batchv1.Job {
+			return job(&corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", fmt.Sprintf("%dm", m)), nil)}})
+		}
+		p := NewPlacer(snap, []Claim{{Template: mk(d[0])}, {Template: mk(d[1])}})
+		// blocked says whether some placement of a of A and b of B leaves the tick no node.
+		blocked := func(a, b int64) bool {
+			var try func(i int, a, b int64) bool
+			try = func(i int, a, b int64) bool {
+				if i == len(boxes) {
+					return true // every node is blocked; the rest stay unbound
+				}
+				for x := int64(0); x <= a; x++ {
+					for y := int64(0); y <= b; y++ {
+						cpu, pods := boxes[i].cpu-x*d[0]-y*d[1], boxes[i].pods-x-y
+						if cpu < 0 || pods < 0 || cpu >= tick && pods >= 1 {
+							continue // does not fit, or leaves the tick room here
+						}
+						if try(i+1, a-x, b-y) {
+							return true
+						}
+					}
+				}
+				return false
+			}
+			return try(0, a, b)
+		}
+		var n [2]int64
+		for range 12 {
+			c := rng.IntN(2)
+			if one {
+				c = 0
+			}
+			before := p.Report(c)
+			if ok := p.Place(c); ok {
+				n[c]++
+				if blocked(n[0], n[1]) {
+					t.Fatalf("scenario %d: nodes %+v, tick %dm, pods %dm and %dm: %d and %d placed, and kube-scheduler can leave the tick no node",
+						scenario, boxes, tick, d[0], d[1], n[0], n[1])
+				}
+			} else if one && strings.HasPrefix(before.Binding, "tick") && !blocked(n[0]+1, n[1]) {
+				t.Fatalf("scenario %d: nodes %+v, tick %dm, pods of %dm: %d placed, one more refused for the tick, but no placement blocks it",
+					scenario, boxes, tick, d[0], n[0])
+			}
+		}
 	}
 }
