@@ -137,6 +137,7 @@ func TestObserve(t *testing.T) {
 	boom := apierrors.NewInternalError(errors.New("etcd down"))
 	allPods := "pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&limit=500"
 	kata := func(s *corev1.PodSpec) { s.RuntimeClassName = ptr.To("kata") }
+	gvisor := func(s *corev1.PodSpec) { s.RuntimeClassName = ptr.To("gvisor") }
 	tests := []struct {
 		name         string
 		opts         Options
@@ -184,6 +185,12 @@ func TestObserve(t *testing.T) {
 			name: "quota: the template's RuntimeClass", opts: Options{Mode: config.CapacityQuota, Templates: []*batchv1.Job{template(kata)}}, wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1,
 			wantRC: true, wantActions: []string{"list limitranges", "get runtimeclasses/kata", "list resourcequotas"},
 		},
+		{
+			name: "quota: each RuntimeClass the templates name, once", wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1,
+			opts:   Options{Mode: config.CapacityQuota, Templates: []*batchv1.Job{template(kata), template(), template(gvisor), template(kata)}},
+			wantRC: true, wantWarnings: []string{"RuntimeClass gvisor does not exist"},
+			wantActions: []string{"list limitranges", "get runtimeclasses/kata", "get runtimeclasses/gvisor", "list resourcequotas"},
+		},
 		{name: "off: no calls", opts: Options{Mode: config.CapacityOff}},
 		{
 			name: "nodes forbidden: quota fallback", opts: Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{template()}},
@@ -210,7 +217,7 @@ func TestObserve(t *testing.T) {
 			wantActions: []string{"list limitranges", "get runtimeclasses/kata", "list resourcequotas"},
 		},
 		{
-			name: "runtimeclass missing: said", opts: Options{Mode: config.CapacityQuota, Templates: []*batchv1.Job{template(func(s *corev1.PodSpec) { s.RuntimeClassName = ptr.To("gvisor") })}},
+			name: "runtimeclass missing: said", opts: Options{Mode: config.CapacityQuota, Templates: []*batchv1.Job{template(gvisor)}},
 			wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"RuntimeClass gvisor does not exist"},
 			wantActions: []string{"list limitranges", "get runtimeclasses/gvisor", "list resourcequotas"},
 		},
@@ -309,7 +316,7 @@ func actions(c *fake.Clientset) []string {
 // time (and the unbound ones once), and the counts are those of the full listing.
 func TestObservePerNode(t *testing.T) {
 	objs := []runtime.Object{}
-	for i := range 20 {
+	for i := range 24 { // 3 nodes of 24 is few enough to list per node
 		n := kubeNode(fmt.Sprintf("n%02d", i), corev1.ConditionTrue, rl("cpu", "4", "memory", "8Gi", "pods", "110"))
 		if i < 2 {
 			n.Labels["pool"] = "gpu"
@@ -338,6 +345,18 @@ func TestObservePerNode(t *testing.T) {
 	}
 	if snap.Listed != "pods of 2 node(s)" {
 		t.Errorf("Listed = %q", snap.Listed)
+	}
+	// Two templates: the pods of the nodes either may use, each node once.
+	pinned := template(func(s *corev1.PodSpec) { s.NodeName = "n05" })
+	two, got := observe(Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{tpl, pinned, tpl}, NoNextPassRoom: true})
+	want = []string{"list limitranges", "list nodes?limit=500", byNode + phases, byNode + "n00" + phases, byNode + "n01" + phases,
+		byNode + "n05" + phases, "list resourcequotas"}
+	if fmt.Sprint(got) != fmt.Sprint(want) || two.Listed != "pods of 3 node(s)" {
+		t.Errorf("two templates: %s, calls =\n%q\nwant\n%q", two.Listed, got, want)
+	}
+	// A template that may use every node lists every pod, whatever the others.
+	if mixed, _ := observe(Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{tpl, template()}, NoNextPassRoom: true}); mixed.Listed != "all pods" {
+		t.Errorf("Listed = %q, want all pods", mixed.Listed)
 	}
 	all, _ := observe(Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{template()}, NoNextPassRoom: true})
 	if all.Listed != "all pods" {

@@ -9,7 +9,9 @@ import (
 	"github.com/jobsched/jobsched/pkg/config"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/ptr"
 )
 
 // cpus is a pod spec of one container requesting cpu (and 256Mi), changed by mods.
@@ -76,6 +78,40 @@ func TestPlacer(t *testing.T) {
 					Nodes: []NodeFit{{Name: "n1", Fits: 1, Limit: "cpu", Free: rl("cpu", "3500m", "memory", "7936Mi", "pods", "109")}}},
 				{Fit: 1, Binding: "cpu: 1 more fit on n1, after 3 unbound", Demand: rl("cpu", "500m", "memory", "256Mi"),
 					Nodes: []NodeFit{{Name: "n1", Fits: 7, Limit: "cpu", Free: rl("cpu", "3500m", "memory", "7936Mi", "pods", "109")}}},
+			},
+		},
+		{
+			name: "each template counted with its own RuntimeClass's overhead", snap: func() *Snapshot {
+				s := nodes(node("n1"))
+				s.RuntimeClasses = map[string]*nodev1.RuntimeClass{"kata": runtimeClass(rl("cpu", "250m"))}
+				return s
+			}(),
+			claims: []Claim{{Template: job(cpus("1", func(s *corev1.PodSpec) { s.RuntimeClassName = ptr.To("kata") }))}, {Template: job(cpus("1"))}},
+			seq:    "AAABA", want: "TTTFF",
+			report: []Report{
+				{Fit: 0, Binding: "cpu: 0 more fit on n1", Demand: rl("cpu", "1250m", "memory", "256Mi"),
+					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: rl("cpu", "250m", "memory", "7424Mi", "pods", "107")}}},
+				{Fit: 0, Binding: "cpu: 0 more fit on n1", Demand: rl("cpu", "1", "memory", "256Mi"),
+					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: rl("cpu", "250m", "memory", "7424Mi", "pods", "107")}}},
+			},
+		},
+		{
+			name:   "someone else's unbound pod is counted where it costs all templates the most",
+			snap:   withPending(nodes(node("n1"), node("n2", func(n *Node) { n.Requested = rl("cpu", "500m") })), pending("other", "p", rl("cpu", "1500m"))),
+			claims: []Claim{{Template: job(cpus("2"))}, {Template: job(cpus("500m"))}},
+			report: []Report{
+				{Fit: 2, Binding: "nodes: 2 more fit on 2 nodes (limited by cpu on 2)", Demand: rl("cpu", "2", "memory", "256Mi"),
+					Nodes: []NodeFit{
+						{Name: "n1", Fits: 1, Limit: "cpu", Free: rl("cpu", "2500m", "memory", "8Gi", "pods", "109")},
+						{Name: "n2", Fits: 1, Limit: "cpu", Free: rl("cpu", "3500m", "memory", "8Gi", "pods", "110")},
+					},
+					Pending: []PendingFit{{Pod: "other/p", Node: "n1", Costs: 1}}},
+				{Fit: 12, Binding: "nodes: 12 more fit on 2 nodes (limited by cpu on 2)", Demand: rl("cpu", "500m", "memory", "256Mi"),
+					Nodes: []NodeFit{
+						{Name: "n1", Fits: 5, Limit: "cpu", Free: rl("cpu", "2500m", "memory", "8Gi", "pods", "109")},
+						{Name: "n2", Fits: 7, Limit: "cpu", Free: rl("cpu", "3500m", "memory", "8Gi", "pods", "110")},
+					},
+					Pending: []PendingFit{{Pod: "other/p", Node: "n1", Costs: 3}}},
 			},
 		},
 		{
