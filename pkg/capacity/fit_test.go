@@ -461,7 +461,8 @@ func TestFitPending(t *testing.T) {
 	}
 }
 
-// BenchmarkFit is one pass's Fit on 5,000 nodes with 100 others' unbound pods and room kept for the next tick.
+// BenchmarkFit is one pass's Fit on 5,000 nodes with 100 others' unbound pods and room kept for the next tick, with
+// 10 and with 1,000 of our pods unbound (each placed on a node before the count).
 func BenchmarkFit(b *testing.B) {
 	ns := make([]Node, 5000)
 	for i := range ns {
@@ -472,10 +473,14 @@ func BenchmarkFit(b *testing.B) {
 		snap.Pending = append(snap.Pending, pending("other", fmt.Sprintf("p%03d", i), rl("cpu", "1")))
 	}
 	tpl := job(spec())
-	b.ReportAllocs()
-	for b.Loop() {
-		if r := Fit(tpl, snap, 10, 0); r.Fit <= 0 {
-			b.Fatal(r.Binding)
-		}
+	for _, unbound := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("unbound-%d", unbound), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if r := Fit(tpl, snap, unbound, 0); r.Fit <= 0 {
+					b.Fatal(r.Binding)
+				}
+			}
+		})
 	}
 }

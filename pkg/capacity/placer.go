@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -50,12 +51,14 @@ type claim struct {
 	demand   corev1.ResourceList
 	names    []corev1.ResourceName // demand's resources, sorted
 	perJob   int
-	claimed  int       // unbound + podless
-	placed   int       // Jobs placed
-	nodes    []NodeFit // every node, sorted by name, with Excluded set
-	on       []int     // the slots it may use
-	warnings []string  // about quotas the API server would reject its pods under
-	per      []int64   // per quota entry: what one pod (or Job) adds, in the entry's unit; 0 = not charged
+	claimed  int        // unbound + podless
+	placed   int        // Jobs placed
+	nodes    []NodeFit  // every node, sorted by name, with Excluded set
+	on       []int      // the slots it may use
+	at       []int      // as on: its place in that slot's claims
+	want     [2]float64 // its cpu and memory, for the score
+	warnings []string   // about quotas the API server would reject its pods under
+	per      []int64    // per quota entry: what one pod (or Job) adds, in the entry's unit; 0 = not charged
 	// m is, per slot it may use that the next tick may use too, how many of its pods fit there with this pass's pod
 	// gone.
 	m map[int]int
@@ -69,6 +72,26 @@ type slot struct {
 	base, shown, free corev1.ResourceList
 	claims            []int // the claims that may use it
 	pending           []pendingOn
+	// fit is, per claim of claims, how many of its pods fit in free; left and alloc are free's and allocatable's cpu
+	// and memory, for the score. setFree keeps them.
+	fit         []int
+	left, alloc [2]float64
+}
+
+// scored are the resources of kube-scheduler's default LeastAllocated score.
+var scored = [2]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+
+// setFree makes free the slot's free room, and counts what fits in it.
+func (p *Placer) setFree(s *slot, free corev1.ResourceList) {
+	s.free = free
+	s.fit = s.fit[:0]
+	for _, c := range s.claims {
+		n, _ := fits(p.claims[c].demand, p.claims[c].names, free)
+		s.fit = append(s.fit, n)
+	}
+	for i, r := range scored {
+		s.left[i] = free.Name(r, resource.DecimalSI).AsApproximateFloat64()
+	}
 }
 
 // pendingOn is someone else's unbound pod counted on a slot, and what it costs each claim there (as slot.claims).
@@ -113,6 +136,9 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 		cl := &claim{tpl: c.Template, pod: pod, demand: Demand(pod), perJob: PodsPerJob(c.Template),
 			claimed: c.Unbound + c.Podless, m: map[int]int{}}
 		cl.names = slices.Sorted(maps.Keys(cl.demand))
+		for i, r := range scored {
+			cl.want[i] = cl.demand.Name(r, resource.DecimalSI).AsApproximateFloat64()
+		}
 		p.claimed += cl.claimed
 		p.claims = append(p.claims, cl)
 		var why []string
@@ -137,21 +163,26 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 					s = &slot{node: &snap.Nodes[j], base: free(&snap.Nodes[j])}
 					p.slots = append(p.slots, s)
 				}
+				cl.on, cl.at = append(cl.on, len(p.slots)-1), append(cl.at, len(s.claims))
 				s.claims = append(s.claims, c)
-				cl.on = append(cl.on, len(p.slots)-1)
 			}
 		}
 	}
 	p.takePending()
 	for _, s := range p.slots {
-		s.shown, s.free = s.base, s.base
+		s.shown = s.base
+		p.setFree(s, s.base)
+		for i, r := range scored {
+			s.alloc[i] = s.node.Allocatable.Name(r, resource.DecimalSI).AsApproximateFloat64()
+		}
 	}
 	p.observeTick()
 	p.observeQuotas(claims)
 	for _, cl := range p.claims {
 		for range cl.claimed {
 			if s := p.best(cl); s != nil {
-				s.free, _ = minus(s.free, cl.demand)
+				free, _ := minus(s.free, cl.demand)
+				p.setFree(s, free)
 			}
 		}
 	}
@@ -261,30 +292,26 @@ func (p *Placer) observeQuotas(claims []Claim) {
 // proportion to the node's (LeastAllocated), the first on a tie; nil when it fits on none.
 func (p *Placer) best(cl *claim) *slot {
 	var best *slot
-	bestScore := -1.0
-	for _, k := range cl.on {
+	bestScore := math.Inf(-1)
+	for j, k := range cl.on {
 		s := p.slots[k]
-		if n, _ := fits(cl.demand, cl.names, s.free); n < 1 {
+		if s.fit[cl.at[j]] < 1 {
 			continue
 		}
-		if sc := leastAllocated(s, cl.demand); sc > bestScore {
+		if sc := leastAllocated(s, cl); sc > bestScore {
 			best, bestScore = s, sc
 		}
 	}
 	return best
 }
 
-// leastAllocated is the share of the node's cpu and memory left free after a pod of demand, averaged.
-func leastAllocated(s *slot, demand corev1.ResourceList) float64 {
+// leastAllocated is the share of the node's cpu and memory left free after a pod of cl, averaged.
+func leastAllocated(s *slot, cl *claim) float64 {
 	score := 0.0
-	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		alloc := s.node.Allocatable[r]
-		if alloc.Sign() <= 0 {
-			continue
+	for i := range scored {
+		if s.alloc[i] > 0 {
+			score += (s.left[i] - cl.want[i]) / s.alloc[i]
 		}
-		left := s.free[r].DeepCopy()
-		left.Sub(demand[r])
-		score += left.AsApproximateFloat64() / alloc.AsApproximateFloat64()
 	}
 	return score / 2
 }
@@ -316,13 +343,15 @@ func (p *Placer) Place(i int) bool {
 			s := p.best(cl)
 			if s == nil {
 				for _, u := range slices.Backward(undo) {
-					u.s.shown, u.s.free = u.shown, u.free
+					u.s.shown = u.shown
+					p.setFree(u.s, u.free)
 				}
 				return false
 			}
 			undo = append(undo, saved{s, s.shown, s.free})
 			s.shown, _ = minus(s.shown, cl.demand)
-			s.free, _ = minus(s.free, cl.demand)
+			free, _ := minus(s.free, cl.demand)
+			p.setFree(s, free)
 		}
 	}
 	for j, q := range p.quotas {
@@ -387,10 +416,9 @@ func (p *Placer) reportNodes(i int, r *Report) (int, string) {
 	room := 0                  // pods that fit where pods go
 	limits := map[string]int{} // how many considered nodes each resource binds on
 	var lim string
-	for _, k := range cl.on {
+	for j, k := range cl.on {
 		s := p.slots[k]
-		n, _ := fits(cl.demand, cl.names, s.free)
-		room += n
+		room += s.fit[cl.at[j]]
 		shown, l := fits(cl.demand, cl.names, s.shown)
 		limits[l]++
 		lim = l
