@@ -166,7 +166,7 @@ func (p *Plan) room(cfg *config.Config, obs *Observation) {
 // fitQueue is the step after the deletes, for one queue's plan p: it bounds p's slots by what fits on the nodes and in the quotas now, as obs
 // holds it, and returns the new plan (p is not changed). A plan blocked for a reason capacity cannot change (an
 // Unschedulable pod, pods or guard unknown) is returned as it is; capacity that could not be observed blocks it.
-func (p *Plan) fitQueue(cfg *config.Config, obs *Observation) *Plan {
+func (p *Plan) fitQueue(cfg *config.Config, obs *Observation, report func() capacity.Report) *Plan {
 	if p.hard || cfg.Limits.Capacity == config.CapacityOff || cfg.KueueMode() { // with Kueue, Kueue decides what fits
 		return p
 	}
@@ -176,7 +176,7 @@ func (p *Plan) fitQueue(cfg *config.Config, obs *Observation) *Plan {
 		q.block("capacity unknown: " + obs.CapacityErr.Error())
 		q.hard = true
 	case obs.Capacity != nil:
-		rep := capacity.Fit(cfg.Template, obs.Capacity, p.unboundPods, p.podlessPods) // rep.Fit is in Jobs
+		rep := report() // rep.Fit is in Jobs: capacity.Fit of the queue's template, the other queues' claims counted
 		q.Capacity = &rep
 		if rep.Fit >= 0 && rep.Fit < q.Slots {
 			q.Slots = rep.Fit

@@ -30,13 +30,10 @@ type Observation struct {
 	JobsResourceVersion string
 	Pods                []PodSummary // this scheduler's Pending pods that hold something (label and field selector)
 	PodsErr             error        // the Pending pods could not be listed
-	// Capacity is what the nodes and quotas hold (nil when limits.capacity is off, the pass is offline, or it has
+	// Capacity is what the nodes and quotas hold, for every queue's template (nil when limits.capacity is off, the pass is offline, or it has
 	// not been observed: a pass observes it only when the limits leave room).
 	Capacity    *capacity.Snapshot
 	CapacityErr error
-	// QueueCapacity is each queue's snapshot, in the configuration's order (QueueCapacity[0] is Capacity), while a
-	// snapshot holds one template's view (its RuntimeClass, its candidate nodes).
-	QueueCapacity []*capacity.Snapshot
 	// Held is the Guard's refusal, when a Guard is set and this pass did not get it.
 	Held error
 	// Kueue is what Kueue says of the Jobs (limits.capacity: kueue): read by the reports, never by a pass, which
@@ -88,24 +85,7 @@ func (s *Scheduler) observeCapacity(ctx context.Context, obs *Observation, p *Pl
 	}
 	o := *obs
 	o.Capacity, o.CapacityErr = s.readCapacity(ctx)
-	o.QueueCapacity = []*capacity.Snapshot{o.Capacity}
-	for i := 1; i < len(s.Config.AllQueues()) && o.CapacityErr == nil; i++ {
-		var snap *capacity.Snapshot
-		snap, o.CapacityErr = s.readQueueCapacity(ctx, i)
-		o.QueueCapacity = append(o.QueueCapacity, snap)
-	}
 	return &o
-}
-
-// queueCapacity is queue i's snapshot in obs.
-func (obs *Observation) queueCapacity(i int) *capacity.Snapshot {
-	if i < len(obs.QueueCapacity) {
-		return obs.QueueCapacity[i]
-	}
-	if i == 0 {
-		return obs.Capacity
-	}
-	return nil
 }
 
 func (s *Scheduler) selector() string {
@@ -144,18 +124,17 @@ func (s *Scheduler) listPendingPods(ctx context.Context) ([]PodSummary, error) {
 	return pods, nil
 }
 
-// readCapacity reads what limits.capacity needs (nil when it is off or the pass is offline).
+// readCapacity reads what limits.capacity needs (nil when it is off or the pass is offline): one observation for
+// every queue's template.
 func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error) {
-	return s.readQueueCapacity(ctx, 0)
-}
-
-// readQueueCapacity reads what limits.capacity needs for queue i's template.
-func (s *Scheduler) readQueueCapacity(ctx context.Context, i int) (*capacity.Snapshot, error) {
 	if s.Kube == nil || s.Config.Limits.Capacity == config.CapacityOff || s.Config.KueueMode() {
 		return nil, nil
 	}
-	tpl := s.Config.QueueConfig(i).Template
-	snap, err := capacity.Observe(ctx, s.Kube, s.Config.Namespace, capacity.Options{Mode: s.Config.Limits.Capacity, Template: tpl, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick()})
+	var templates []*batchv1.Job
+	for i := range s.Config.AllQueues() {
+		templates = append(templates, s.Config.QueueConfig(i).Template)
+	}
+	snap, err := capacity.Observe(ctx, s.Kube, s.Config.Namespace, capacity.Options{Mode: s.Config.Limits.Capacity, Templates: templates, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick()})
 	if err != nil {
 		return nil, fmt.Errorf("observing capacity: %w", err)
 	}

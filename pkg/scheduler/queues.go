@@ -207,11 +207,31 @@ func (p *Plan) eachQueue(cfg *config.Config, step func(i int, qcfg *config.Confi
 // Fit is the step after the deletes: it bounds each queue's slots by what fits on the nodes and in the quotas now,
 // as obs holds it, for that queue alone (see fitQueue), and returns the new plan (p is not changed).
 func (p *Plan) Fit(cfg *config.Config, obs *Observation) *Plan {
+	pl := p.placer(cfg, obs)
 	return p.eachQueue(cfg, func(i int, qcfg *config.Config, part *Plan) *Plan {
-		o := *obs
-		o.Capacity = obs.queueCapacity(i)
-		return part.fitQueue(qcfg, &o)
+		return part.fitQueue(qcfg, obs, func() capacity.Report { return pl.Report(i) })
 	})
+}
+
+// placer is a capacity.Placer of every queue's template on obs's capacity, with the pods the queues' Jobs already
+// claim room for; nil when capacity is not fitted (off, Kueue, offline, or not observed).
+func (p *Plan) placer(cfg *config.Config, obs *Observation) *capacity.Placer {
+	if obs.Capacity == nil || cfg.Limits.Capacity == config.CapacityOff || cfg.KueueMode() {
+		return nil
+	}
+	claims := make([]capacity.Claim, len(p.parts))
+	for i, part := range p.parts {
+		claims[i] = capacity.Claim{Template: cfg.QueueConfig(i).Template, Unbound: part.unboundPods, Podless: part.podlessPods}
+	}
+	return capacity.NewPlacer(obs.Capacity, claims)
+}
+
+// sharePlacer is placer as share takes it: nil (everything fits) when capacity is not fitted.
+func (p *Plan) sharePlacer(cfg *config.Config, obs *Observation) Placer {
+	if pl := p.placer(cfg, obs); pl != nil {
+		return pl
+	}
+	return nil
 }
 
 // Placer places one more Job of queue i on the capacity left, and says whether it fits.

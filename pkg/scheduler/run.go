@@ -165,7 +165,7 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 	if stop != nil {
 		return x.done(p, obs, a, stop)
 	}
-	p = p.shared(s.Config, nil) // 7
+	p = p.shared(s.Config, p.sharePlacer(s.Config, obs)) // 7
 	if mode.dryRun() {
 		p = p.eachQueue(s.Config, func(i int, qcfg *config.Config, part *Plan) *Plan {
 			return part.explained(explain(ctx, qs[i].Source, part, qcfg.MaxPerTick()))
