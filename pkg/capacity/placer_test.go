@@ -115,6 +115,17 @@ func TestPlacer(t *testing.T) {
 			},
 		},
 		{
+			name: "a Job of 2 pods is placed whole or not at all", snap: nodes(node("n1")),
+			claims: []Claim{{Template: job(cpus("1500m"), func(j *batchv1.Job) { j.Spec.Parallelism = new(int32(2)) })}, {Template: job(cpus("1"))}},
+			seq:    "BBABBB", want: "TTFTTF", // the A refused had room for one of its 2 pods
+			report: []Report{
+				{Fit: 0, Binding: "cpu: 0 more fit on n1 (0 Job(s) of 2 pods)", PodsPerJob: 2, Demand: rl("cpu", "1500m", "memory", "256Mi"),
+					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: rl("cpu", "0", "memory", "7Gi", "pods", "106")}}},
+				{Fit: 0, Binding: "cpu: 0 more fit on n1", Demand: rl("cpu", "1", "memory", "256Mi"),
+					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: rl("cpu", "0", "memory", "7Gi", "pods", "106")}}},
+			},
+		},
+		{
 			name: "a pod that fits only on a tainted node it tolerates", snap: nodes(node("n1", full), node("n2", taint(gpuTaint))),
 			claims: []Claim{{Template: job(cpus("1", tolerates))}, {Template: job(cpus("1"))}},
 			seq:    "ABAAAA", want: "TFTTTF",
