@@ -18,6 +18,8 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/pgdial"
+	"github.com/jobsched/jobsched/pkg/pgdsn"
 )
 
 // Postgres selects rows with the configured query, in one READ ONLY transaction per call, with the keys that already
@@ -28,7 +30,7 @@ type Postgres struct {
 	key     string // quoted key column
 	keyName string
 	timeout time.Duration
-	guard   *connGuard
+	guard   *pgdial.Guard
 	connect time.Duration // the connect timeout
 	// failed is the error of the last read that could not connect, and when it ended: a read within the connect
 	// timeout after it fails at once with it, so that a pass (its read, then the query doctor's) pays the timeout
@@ -55,21 +57,18 @@ func OpenPostgres(dsn string, src config.Source, opts ...Option) (*Postgres, err
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pq.NewConfig(dsn)
-	if err == nil {
-		err = misreadURL(dsn)
-	}
+	cfg, err := pgdsn.Parse(dsn)
 	if err != nil {
-		return nil, &config.Error{Err: fmt.Errorf("source: the PostgreSQL DSN is not valid: %s", dsnErrorText(err, dsn))}
+		return nil, err
 	}
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
-	connector, err := pq.NewConnectorConfig(cfg)
+	connector, err := pgdsn.Connector(cfg, dsn)
 	if err != nil {
-		return nil, &config.Error{Err: fmt.Errorf("source: the PostgreSQL DSN is not valid: %s", dsnErrorText(err, dsn))}
+		return nil, err
 	}
-	guard := &connGuard{conns: map[*guardedConn]struct{}{}}
+	guard := pgdial.New()
 	connector.Dialer(guard)
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(1)
@@ -86,7 +85,7 @@ func OpenPostgres(dsn string, src config.Source, opts ...Option) (*Postgres, err
 		keyName:  src.Key,
 		timeout:  src.Timeout.Duration,
 		guard:    guard,
-		secrets:  dsnSecrets(dsn, cfg.Password),
+		secrets:  pgdsn.Secrets(dsn, cfg.Password),
 		connect:  cfg.ConnectTimeout,
 		turn:     make(chan struct{}, 1),
 	}, nil
@@ -377,7 +376,7 @@ func (p *Postgres) readOnly(ctx context.Context, fn func(*sql.Tx) error) (err er
 	if p.failed != nil && time.Since(p.failedAt) < p.connect {
 		return p.failed
 	}
-	stop := p.guard.watch(ctx)
+	stop := p.guard.Watch(ctx)
 	defer stop()
 	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -405,6 +404,9 @@ func (p *Postgres) readOnly(ctx context.Context, fn func(*sql.Tx) error) (err er
 	}
 	return nil
 }
+
+// redact is pgdsn.Redact with what of the DSN may be the password.
+func (p *Postgres) redact(err error) error { return pgdsn.Redact(err, p.secrets) }
 
 // ended says that ctx ended a failed read: the error is then context.Canceled or context.DeadlineExceeded as well.
 func ended(ctx context.Context, err error) error {
