@@ -205,6 +205,10 @@ func (p *Postgres) selectGroupSQL(excluded string) string {
 		"WHERE jobsched_w.jobsched_n <= $5 - coalesce(jobsched_h.n, 0) ORDER BY jobsched_w.jobsched_ord LIMIT $2"
 }
 
+// groupColumns are the columns selectGroupSQL adds to the query's: a query that returns one of them cannot be read
+// with a PerGroup (the name would be ambiguous).
+var groupColumns = []string{"jobsched_g", "jobsched_ord", "jobsched_n"}
+
 // heldArrays are Selection.Held as the two arrays selectGroupSQL takes ($3 and $4), in the order of the groups.
 func heldArrays(held map[string]int) (groups, counts any) {
 	gs := make([]string, 0, len(held))
@@ -444,6 +448,14 @@ func (p *Postgres) learnKeyType(ctx context.Context, tx *sql.Tx) error {
 	}
 	if p.group != nil && !slices.Contains(names, p.group.Column) {
 		return noColumn("limits.perGroup.column", "column", p.group.Column, names)
+	}
+	if p.group != nil {
+		for _, n := range names {
+			if slices.Contains(groupColumns, n) {
+				return &config.Error{Err: fmt.Errorf("source.query: the query returns a column named %q, a name the "+
+					"read with limits.perGroup adds itself (%s): rename it in the query (AS another name)", n, quoteList(groupColumns))}
+			}
+		}
 	}
 	p.keyType = keyType
 	return nil
