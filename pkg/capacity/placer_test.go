@@ -34,6 +34,16 @@ func places(p *Placer, seq string) string {
 	return out.String()
 }
 
+// sized is a node of cpu allocatable with free of it left, 1000Gi and 110 pods.
+func sized(name, cpu, free string) Node {
+	return node(name, func(n *Node) {
+		n.Allocatable = rl("cpu", cpu, "memory", "1000Gi", "pods", "110")
+		used := rl("cpu", cpu)[corev1.ResourceCPU]
+		used.Sub(rl("cpu", free)[corev1.ResourceCPU])
+		n.Requested = corev1.ResourceList{corev1.ResourceCPU: used}
+	})
+}
+
 // TestPlacer places the Jobs of several templates one at a time and compares every claim's Report after them.
 func TestPlacer(t *testing.T) {
 	tolerates := tolerate(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists})
@@ -155,6 +165,63 @@ func TestPlacer(t *testing.T) {
 			},
 		},
 		{
+			name: "a tie goes to the first node", snap: nodes(node("n1"), node("n2")),
+			claims: []Claim{{Template: job(cpus("1"))}},
+			seq:    "A", want: "T",
+			report: []Report{
+				{Fit: 7, Binding: "nodes: 7 more fit on 2 nodes (limited by cpu on 2)", Demand: rl("cpu", "1", "memory", "256Mi"),
+					Nodes: []NodeFit{
+						{Name: "n1", Fits: 3, Limit: "cpu", Free: rl("cpu", "3", "memory", "7936Mi", "pods", "109")},
+						{Name: "n2", Fits: 4, Limit: "cpu", Free: rl("cpu", "4", "memory", "8Gi", "pods", "110")},
+					}},
+			},
+		},
+		{
+			name: "the share of the node left counts, not the amount: to the big node", snap: nodes(sized("big", "100", "30"), sized("small", "2", "1500m")),
+			claims: []Claim{{Template: job(cpus("1"))}},
+			seq:    "A", want: "T",
+			report: []Report{
+				{Fit: 30, Binding: "nodes: 30 more fit on 2 nodes (limited by cpu on 2)", Demand: rl("cpu", "1", "memory", "256Mi"),
+					Nodes: []NodeFit{
+						{Name: "big", Fits: 29, Limit: "cpu", Free: rl("cpu", "29", "memory", "1023744Mi", "pods", "109")},
+						{Name: "small", Fits: 1, Limit: "cpu", Free: rl("cpu", "1500m", "memory", "1000Gi", "pods", "110")},
+					}},
+			},
+		},
+		{
+			name: "the share of the node left counts, not the amount: to the small node", snap: nodes(sized("big", "100", "20"), sized("small", "2", "1500m")),
+			claims: []Claim{{Template: job(cpus("1"))}},
+			seq:    "A", want: "T",
+			report: []Report{
+				{Fit: 20, Binding: "nodes: 20 more fit on 2 nodes (limited by cpu on 2)", Demand: rl("cpu", "1", "memory", "256Mi"),
+					Nodes: []NodeFit{
+						{Name: "big", Fits: 20, Limit: "cpu", Free: rl("cpu", "20", "memory", "1000Gi", "pods", "110")},
+						{Name: "small", Limit: "cpu", Free: rl("cpu", "500m", "memory", "1023744Mi", "pods", "109")},
+					}},
+			},
+		},
+		{
+			name: "nodes that offer no memory still take pods that request none", snap: nodes(node("n1", func(n *Node) { n.Allocatable = rl("cpu", "4", "pods", "110") })),
+			claims: []Claim{{Template: job(&corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", "1"), nil)}})}},
+			seq:    "A", want: "T",
+			report: []Report{
+				{Fit: 3, Binding: "cpu: 3 more fit on n1", Demand: rl("cpu", "1"),
+					Nodes: []NodeFit{{Name: "n1", Fits: 3, Limit: "cpu", Free: rl("cpu", "3", "pods", "109")}}},
+			},
+		},
+		{
+			name: "a quota used beyond its hard limit stops only the templates it charges",
+			snap: withQuotas(&Snapshot{Mode: config.CapacityQuota}, quota("gpu", rl("requests.nvidia.com/gpu", "1"), rl("requests.nvidia.com/gpu", "2"))),
+			claims: []Claim{{Template: job(cpus("1", func(s *corev1.PodSpec) { s.Containers[0].Resources.Limits = rl("nvidia.com/gpu", "1") }))},
+				{Template: job(cpus("1"))}},
+			seq: "AB", want: "FT",
+			report: []Report{
+				{Fit: 0, Binding: "quota gpu/requests.nvidia.com/gpu: 0 more", Demand: rl("cpu", "1", "memory", "256Mi", "nvidia.com/gpu", "1"),
+					Quota: []QuotaFit{{Name: "gpu", Resource: "requests.nvidia.com/gpu", Fits: 0}}},
+				{Fit: -1, Binding: "no node or quota limit applies", Demand: rl("cpu", "1", "memory", "256Mi")},
+			},
+		},
+		{
 			name: "a quota shared by two templates, one also under a quota of its PriorityClass",
 			snap: withQuotas(&Snapshot{Mode: config.CapacityQuota},
 				quota("compute", rl("requests.cpu", "3", "pods", "10"), rl("pods", "1")),
@@ -268,35 +335,48 @@ func placesFit(t *testing.T, r Report, placer func() *Placer) {
 	}
 }
 
-// TestPlacerTickSound places pods of two templates on two small nodes in random orders and checks the room kept for
-// the next tick against every way kube-scheduler could put our pods (any of them on any node they fit on, or
-// left unbound): after each successful Place, no such placement leaves the tick without a node; and with one
-// template, a Place refused while a node has room is refused because one such placement exists.
+// TestPlacerTickSound places pods of two templates (cpu and memory) on two small nodes in random orders, after some
+// of ours already unbound, and checks the room kept for the next tick against every way kube-scheduler could put
+// our pods (any of them on any node they fit on, or left unbound): after each successful Place, no such placement
+// leaves the tick without a node; and with one template, a Place refused for the tick is refused because one such
+// placement exists.
 func TestPlacerTickSound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(20, 4))
 	sizes := []int64{250, 500, 1000, 1500, 2000}
 	for scenario := range 3000 {
-		type box struct{ cpu, pods int64 } // room on a node, in millicores and pod slots
+		type box struct{ cpu, mem, pods int64 } // room on a node, in millicores, Mi and pod slots
 		var boxes []box
 		var ns []Node
 		for i := range 1 + rng.IntN(2) {
 			alloc, used := []int64{2000, 4000}[rng.IntN(2)], 250*rng.Int64N(5)
+			mem := []int64{2048, 4096, 65536}[rng.IntN(3)]
 			slots := []int64{3, 5, 110}[rng.IntN(3)]
-			boxes = append(boxes, box{alloc - used, slots})
+			boxes = append(boxes, box{alloc - used, mem, slots})
 			ns = append(ns, node(fmt.Sprintf("n%d", i), func(n *Node) {
-				n.Allocatable = rl("cpu", fmt.Sprintf("%dm", alloc), "memory", "64Gi", "pods", fmt.Sprint(slots))
+				n.Allocatable = rl("cpu", fmt.Sprintf("%dm", alloc), "memory", fmt.Sprintf("%dMi", mem), "pods", fmt.Sprint(slots))
 				n.Requested = rl("cpu", fmt.Sprintf("%dm", used))
 			}))
 		}
 		tick := 50 * (1 + rng.Int64N(20))
 		snap := nodes(ns...)
-		snap.NextPassPod = &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", fmt.Sprintf("%dm", tick)), nil)}}}
+		snap.NextPassPod = &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", fmt.Sprintf("%dm", tick), "memory", "64Mi"), nil)}}}
 		d := []int64{sizes[rng.IntN(len(sizes))], sizes[rng.IntN(len(sizes))]}
+		mems := []int64{0, 256, 1024}
+		dm := []int64{mems[rng.IntN(3)], mems[rng.IntN(3)]}
 		one := rng.IntN(3) == 0 // pods of claim A only
-		mk := func(m int64) *batchv1.Job {
-			return job(&corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", fmt.Sprintf("%dm", m)), nil)}})
+		mk := func(cpu, mem int64) *batchv1.Job {
+			req := rl("cpu", fmt.Sprintf("%dm", cpu))
+			if mem > 0 {
+				req[corev1.ResourceMemory] = rl("memory", fmt.Sprintf("%dMi", mem))[corev1.ResourceMemory]
+			}
+			return job(&corev1.PodSpec{Containers: []corev1.Container{ctr(req, nil)}})
 		}
-		p := NewPlacer(snap, []Claim{{Template: mk(d[0])}, {Template: mk(d[1])}})
+		var n [2]int64 // our pods: unbound, then placed
+		n[0] = rng.Int64N(2)
+		if !one {
+			n[1] = rng.Int64N(2)
+		}
+		p := NewPlacer(snap, []Claim{{Template: mk(d[0], dm[0]), Unbound: int(n[0])}, {Template: mk(d[1], dm[1]), Podless: int(n[1])}})
 		// blocked says whether some placement of a of A and b of B leaves the tick no node.
 		blocked := func(a, b int64) bool {
 			var try func(i int, a, b int64) bool
@@ -306,8 +386,8 @@ func TestPlacerTickSound(t *testing.T) {
 				}
 				for x := int64(0); x <= a; x++ {
 					for y := int64(0); y <= b; y++ {
-						cpu, pods := boxes[i].cpu-x*d[0]-y*d[1], boxes[i].pods-x-y
-						if cpu < 0 || pods < 0 || cpu >= tick && pods >= 1 {
+						cpu, mem, pods := boxes[i].cpu-x*d[0]-y*d[1], boxes[i].mem-x*dm[0]-y*dm[1], boxes[i].pods-x-y
+						if cpu < 0 || mem < 0 || pods < 0 || cpu >= tick && mem >= 64 && pods >= 1 {
 							continue // does not fit, or leaves the tick room here
 						}
 						if try(i+1, a-x, b-y) {
@@ -319,7 +399,6 @@ func TestPlacerTickSound(t *testing.T) {
 			}
 			return try(0, a, b)
 		}
-		var n [2]int64
 		for range 12 {
 			c := rng.IntN(2)
 			if one {
