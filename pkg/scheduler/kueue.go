@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kueue"
 )
 
@@ -31,24 +30,13 @@ func (p *Plan) queue(st *JobStatus, job JobSummary, obs *Observation) {
 	}
 }
 
-// boundByQueue applies limits.maxQueued in the Kueue mode: Kueue, not jobsched, decides when a Job runs, so what
-// jobsched bounds is how many of its Jobs wait there, queued, at once.
-func (p *Plan) boundByQueue(cfg *config.Config) {
-	if !cfg.KueueMode() {
-		return
-	}
-	if free := cfg.MaxQueued() - p.queued; free < p.Slots {
-		p.Slots = max(free, 0)
-		p.Limit = fmt.Sprintf("limits.maxQueued: %d of %d queued", p.queued, cfg.MaxQueued())
-	}
-}
-
 // readKueue reads the Workloads and the LocalQueue (limits.capacity: kueue), for the reports.
 func (s *Scheduler) readKueue(ctx context.Context) (*kueue.Snapshot, error) {
 	if !s.Config.KueueMode() || s.Kube == nil {
 		return nil, nil
 	}
-	snap, err := kueue.Observe(ctx, s.Dynamic, s.Config.Namespace, s.Config.Kueue.LocalQueue)
+	// With queues: the LocalQueue whose status is read is the first queue's (the Workloads are the namespace's).
+	snap, err := kueue.Observe(ctx, s.Dynamic, s.Config.Namespace, s.Config.QueueConfig(0).Kueue.LocalQueue)
 	if err != nil {
 		return nil, fmt.Errorf("observing Kueue: %w", err)
 	}

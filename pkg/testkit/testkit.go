@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/querydoctor"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
@@ -111,11 +112,11 @@ type Source struct {
 	Calls [][]string // the exclude list of each Select
 }
 
-func (s *Source) Select(_ context.Context, exclude []string, limit int) ([]rows.Row, error) {
-	s.Calls = append(s.Calls, append([]string(nil), exclude...))
+func (s *Source) Select(_ context.Context, sel rows.Selection) ([]rows.Row, error) {
+	s.Calls = append(s.Calls, append([]string(nil), sel.Exclude...))
 	var out []rows.Row
 	for _, r := range s.Rows {
-		if len(out) < limit && !slices.Contains(exclude, r.Key) {
+		if len(out) < sel.Limit && !slices.Contains(sel.Exclude, r.Key) {
 			out = append(out, r)
 		}
 	}
@@ -123,7 +124,7 @@ func (s *Source) Select(_ context.Context, exclude []string, limit int) ([]rows.
 }
 
 func (s *Source) Count(ctx context.Context, exclude []string, max int) (int, error) {
-	got, err := s.Select(ctx, exclude, max)
+	got, err := s.Select(ctx, rows.Selection{Exclude: exclude, Limit: max})
 	return len(got), err
 }
 
@@ -189,12 +190,12 @@ func Action(a k8stesting.Action) string {
 // DoctorSource is a Source with a query doctor that records what it was asked to explain.
 type DoctorSource struct {
 	Source
-	Finding *rows.Finding
+	Finding *querydoctor.Finding
 	Exclude []string
 	Limit   int
 }
 
-func (d *DoctorSource) Explain(_ context.Context, exclude []string, limit int) *rows.Finding {
+func (d *DoctorSource) Explain(_ context.Context, exclude []string, limit int) *querydoctor.Finding {
 	d.Exclude, d.Limit = exclude, limit
 	return d.Finding
 }

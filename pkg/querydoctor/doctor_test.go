@@ -1,4 +1,4 @@
-package rows
+package querydoctor
 
 import (
 	"reflect"
@@ -16,6 +16,7 @@ func TestConjuncts(t *testing.T) {
 			want: []string{"id IS NOT NULL", "status = 'waiting'::text"}},
 		{name: "AND inside an OR stays", cond: "((a = 1) OR ((b = 2) AND (c = 3)))",
 			want: []string{"(a = 1) OR ((b = 2) AND (c = 3))"}},
+		{name: "an empty conjunct", cond: "a AND  AND b", want: []string{"a", "", "b"}},
 		{name: "AND and parentheses in a literal", cond: "((note = ' AND ('::text) AND (n > 1))",
 			want: []string{"note = ' AND ('::text", "n > 1"}},
 	} {
@@ -24,6 +25,26 @@ func TestConjuncts(t *testing.T) {
 				t.Errorf("conjuncts(%q) = %q, want %q", tc.cond, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestStripParens(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"()", ""},
+		{"a = 1", "a = 1"},
+		{"(a = 1)", "a = 1"},
+		{"((a = 1))", "a = 1"},
+		{"( (a = 1) )", "a = 1"},
+		{"(a = 1) AND (b = 2)", "(a = 1) AND (b = 2)"},
+		{"((a = 1) AND (b = 2))", "(a = 1) AND (b = 2)"},
+		{"(note = ')(')", "note = ')('"},
+		{"(note = ')') AND (n > 1)", "(note = ')') AND (n > 1)"},
+		{"(note = 'it''s (')", "note = 'it''s ('"},
+	} {
+		if got := stripParens(tc.in); got != tc.want {
+			t.Errorf("stripParens(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
 

@@ -1,0 +1,327 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/rows"
+)
+
+const queueTemplate = `apiVersion: batch/v1
+kind: Job
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: worker, image: worker:1}]
+`
+
+// queuesConfig is install "batch" in "work" with capacity off (unless limits sets it), limits and queues as given
+// (YAML), and more top-level keys (YAML lines), read by Parse.
+func queuesConfig(t *testing.T, limits, queues string, top ...string) *config.Config {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "jobsched.yaml")
+	if !strings.Contains(limits, "capacity:") {
+		limits = "capacity: off, " + limits
+	}
+	body := "name: batch\nnamespace: work\nlimits: {" + limits + "}\n" + strings.Join(top, "") + "queues:\n" + queues
+	for name, data := range map[string]string{file: body, filepath.Join(dir, "job.yaml"): queueTemplate} {
+		if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Load(file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// queue is a queues: entry named name reading table's rows, with more keys (YAML, each line indented by two).
+func queue(name, more string) string {
+	return "- name: " + name + "\n  source: {query: q, key: id}\n  job: {template: job.yaml}\n" + more
+}
+
+// queueJob is an unfinished Job of queue q (label), made as the pass makes them.
+func queueJob(t *testing.T, cfg *config.Config, i int, key string) *batchv1.Job {
+	t.Helper()
+	j, err := render.New(cfg.QueueConfig(i), nil).Job(rowsFor(key)[0], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// TestPassQueues: one pass for several queues, on the fake clientset: one list of Jobs and one of pods whatever the
+// number of queues, the install's limits across all of them, the order between queues, the queue label.
+func TestPassQueues(t *testing.T) {
+	type existing struct {
+		queue     int
+		key       string
+		pod       string // "": none; "unschedulable", "pending"
+		suspended bool   // queued (Kueue holds it)
+	}
+	tests := []struct {
+		name      string
+		limits    string
+		top       string // more top-level keys
+		queues    string
+		rows      [][]string
+		existing  []existing
+		want      []string // queue/key of each create, in order
+		wantLimit string
+		blocked   string
+		// what bound each queue's slots, and why each is blocked (nil: not checked)
+		queueLimits, queueBlocked []string
+	}{
+		{
+			name: "the install's limits bind on a tie: maxPerTick before maxActive, as a queue's", limits: "maxPerTick: 3, maxActive: 3",
+			queues: queue("x", "") + queue("y", ""),
+			rows:   [][]string{{"x1", "x2"}, {"y1", "y2"}},
+			want:   []string{"x/x1", "y/y1", "x/x2"}, wantLimit: "limits.maxPerTick: 3",
+		},
+		{
+			name: "a queue's own limit is what bound it on a tie with the install's", limits: "maxPerTick: 3",
+			queues:      queue("x", "  limits: {maxPerTick: 4, maxActive: 3}\n") + queue("y", ""),
+			rows:        [][]string{{"x1"}, {"y1"}},
+			want:        []string{"x/x1", "y/y1"},
+			queueLimits: []string{"limits.maxActive: 0 of 3 unfinished", "limits.maxPerTick: 3"},
+		},
+		{
+			name: "Kueue: the install's maxQueued counts every queue's queued Jobs", limits: "capacity: kueue, maxQueued: 3",
+			top:      "kueue: {localQueue: lq}\n",
+			queues:   queue("x", "") + queue("y", ""),
+			rows:     [][]string{{"x1", "x2"}, {"y1", "y2"}},
+			existing: []existing{{queue: 0, key: "x0", suspended: true}, {queue: 1, key: "y0", suspended: true}},
+			want:     []string{"x/x1"}, wantLimit: "limits.maxQueued: 2 of 3 queued",
+		},
+		{
+			name: "Kueue: on a tie maxActive, not maxQueued, is what bound the slots", limits: "capacity: kueue, maxActive: 3, maxQueued: 3",
+			top:    "kueue: {localQueue: lq}\n",
+			queues: queue("x", "") + queue("y", ""),
+			rows:   [][]string{{"x1", "x2"}, {"y1", "y2"}},
+			want:   []string{"x/x1", "y/y1", "x/x2"}, wantLimit: "limits.maxActive: 0 of 3 unfinished",
+		},
+		{
+			name: "priority: the higher queue takes the install's slots first", limits: "maxActive: 3",
+			queues: queue("a", "  priority: 10\n") + queue("b", ""),
+			rows:   [][]string{{"a1", "a2", "a3", "a4"}, {"b1", "b2"}},
+			want:   []string{"a/a1", "a/a2", "a/a3"}, wantLimit: "limits.maxActive: 0 of 3 unfinished",
+		},
+		{
+			name: "priority: a queue with no rows leaves its share", limits: "maxActive: 3",
+			queues: queue("a", "  priority: 10\n") + queue("b", ""),
+			rows:   [][]string{{"a1"}, {"b1", "b2", "b3"}},
+			want:   []string{"a/a1", "b/b1", "b/b2"},
+		},
+		{
+			name: "weights 3:1", limits: "maxPerTick: 8",
+			queues: queue("x", "  weight: 3\n") + queue("y", ""),
+			rows:   [][]string{{"x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8"}, {"y1", "y2", "y3", "y4"}},
+			want:   []string{"x/x1", "y/y1", "x/x2", "x/x3", "x/x4", "y/y2", "x/x5", "x/x6"},
+		},
+		{
+			name: "the unfinished Jobs a queue holds count in its share", limits: "maxPerTick: 3, maxActive: 10",
+			queues:   queue("x", "") + queue("y", ""),
+			rows:     [][]string{{"x1", "x2", "x3"}, {"y1", "y2", "y3"}},
+			existing: []existing{{queue: 0, key: "x0"}, {queue: 0, key: "x00"}},
+			want:     []string{"y/y1", "y/y2", "x/x1"},
+		},
+		{
+			name: "the install's maxActive counts every queue's unfinished Jobs", limits: "maxActive: 4",
+			queues:   queue("x", "") + queue("y", ""),
+			rows:     [][]string{{"x1", "x2"}, {"y1", "y2"}},
+			existing: []existing{{queue: 0, key: "x0"}, {queue: 1, key: "y0"}, {queue: 1, key: "y00"}},
+			want:     []string{"x/x1"}, wantLimit: "limits.maxActive: 3 of 4 unfinished",
+		},
+		{
+			name: "the install full: blocked by the install's maxActive", limits: "maxActive: 2",
+			queues:   queue("x", "") + queue("y", ""),
+			rows:     [][]string{{"x1"}, {"y1"}},
+			existing: []existing{{queue: 0, key: "x0"}, {queue: 1, key: "y0"}},
+			blocked:  "limits.maxActive: 2 of 2 unfinished", wantLimit: "limits.maxActive: 2 of 2 unfinished",
+			queueBlocked: []string{"limits.maxActive: 2 of 2 unfinished", "limits.maxActive: 2 of 2 unfinished"},
+		},
+		{
+			name: "a queue's own maxActive", limits: "maxActive: 10",
+			queues:   queue("x", "  priority: 1\n  limits: {maxActive: 2}\n") + queue("y", ""),
+			rows:     [][]string{{"x1", "x2", "x3"}, {"y1", "y2"}},
+			existing: []existing{{queue: 0, key: "x0"}},
+			want:     []string{"x/x1", "y/y1", "y/y2"},
+		},
+		{
+			name: "an Unschedulable pod of one queue blocks every queue", limits: "maxActive: 10",
+			queues:   queue("x", "") + queue("y", ""),
+			rows:     [][]string{{"x1"}, {"y1"}},
+			existing: []existing{{queue: 0, key: "x0", pod: "unschedulable"}},
+			blocked:  "1 pod(s) Unschedulable (batch-x-x0-",
+			// the queue without an Unschedulable pod is blocked by the install's, which names the pod's Job
+			queueBlocked: []string{"1 pod(s) Unschedulable (batch-x-x0-", "1 pod(s) Unschedulable (batch-x-x0-"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := queuesConfig(t, tc.limits, tc.queues, tc.top)
+			var objects []runtime.Object
+			for _, e := range tc.existing {
+				j := queueJob(t, cfg, e.queue, e.key)
+				j.UID = types.UID("uid-" + j.Name)
+				if e.suspended {
+					j.Spec.Suspend = ptr.To(true)
+				}
+				objects = append(objects, j)
+				if e.pod != "" {
+					pod := pendingPod(j, e.pod == "unschedulable")
+					pod.Namespace, pod.Labels = j.Namespace, j.Spec.Template.Labels
+					objects = append(objects, pod)
+				}
+			}
+			client := fake.NewClientset(objects...)
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now }}
+			var srcs []*source
+			for i := range cfg.Queues {
+				src := &source{Rows: rowsFor(tc.rows[i]...)}
+				srcs = append(srcs, src)
+				s.Queues = append(s.Queues, Queue{Source: src, Renderer: render.New(cfg.QueueConfig(i), nil)})
+			}
+			res, err := s.Run(context.Background(), Execute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := res.Plan
+			var got []string
+			for _, c := range p.Creates {
+				got = append(got, c.Queue+"/"+c.Key)
+				if l := c.Job.Labels[render.LabelQueue]; l != c.Queue || c.Job.Spec.Template.Labels[render.LabelQueue] != c.Queue {
+					t.Errorf("create %s: queue label %q, want %q on the Job and its pods", c.Job.Name, l, c.Queue)
+				}
+				if !strings.HasPrefix(c.Job.Name, "batch-"+c.Queue+"-") {
+					t.Errorf("create %s: want the queue's prefix batch-%s", c.Job.Name, c.Queue)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("creates (-want +got):\n%s", diff)
+			}
+			if !strings.HasPrefix(p.Blocked, tc.blocked) || (tc.blocked == "") != (p.Blocked == "") || strings.Contains(p.Blocked, "; ") {
+				t.Errorf("Blocked = %q, want it to begin with %q (one reason)", p.Blocked, tc.blocked)
+			}
+			for i, q := range p.Queues {
+				if tc.queueLimits != nil && q.Limit != tc.queueLimits[i] {
+					t.Errorf("queue %s: Limit %q, want %q", q.Name, q.Limit, tc.queueLimits[i])
+				}
+				if tc.queueBlocked != nil && !strings.HasPrefix(q.Blocked, tc.queueBlocked[i]) {
+					t.Errorf("queue %s: Blocked %q, want it to begin with %q", q.Name, q.Blocked, tc.queueBlocked[i])
+				}
+			}
+			if tc.wantLimit != "" && p.Limit != tc.wantLimit {
+				t.Errorf("Limit = %q, want %q", p.Limit, tc.wantLimit)
+			}
+			wantActions := []string{"list jobs", "list pods"}
+			for _, c := range p.Creates {
+				wantActions = append(wantActions, "create jobs "+c.Job.Name)
+			}
+			if diff := cmp.Diff(wantActions, actions(client)); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			if len(p.Queues) != len(cfg.Queues) {
+				t.Fatalf("%d queue plans, want %d", len(p.Queues), len(cfg.Queues))
+			}
+			for i, q := range p.Queues {
+				reads := 0
+				if q.Slots > 0 {
+					reads = 1
+				}
+				if len(srcs[i].Calls) != reads {
+					t.Errorf("queue %s (slots %d): %d reads, want %d: one read per queue that has slots", q.Name, q.Slots, len(srcs[i].Calls), reads)
+				}
+			}
+		})
+	}
+}
+
+// TestPassPerGroup: with limits.perGroup the read is given each group's unfinished Jobs (from their group
+// annotation) and returns at most maxActive − held rows of a group, in the query's order; a group at its cap gets
+// none, and a small tenant is not starved by a big one. (The rows file applies the cap as PostgreSQL does.)
+func TestPassPerGroup(t *testing.T) {
+	cfg := queuesConfig(t, "maxPerTick: 10", queue("t", "  limits: {perGroup: {column: tenant, maxActive: 2}}\n"))
+	var lines strings.Builder
+	for _, r := range []struct {
+		tenant string
+		n      int
+	}{{"big", 10}, {"a", 5}, {"b", 5}} {
+		for i := range r.n {
+			fmt.Fprintf(&lines, "{\"id\": \"%s-%d\", \"tenant\": \"%s\"}\n", r.tenant, i, r.tenant)
+		}
+	}
+	src, err := rows.ReadFrom(strings.NewReader(lines.String()), "rows", "id", rows.PerGroup{Column: "tenant", Max: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objects []runtime.Object
+	for _, key := range []string{"big-x", "big-y", "a-x"} {
+		row := rows.Row{Key: key, Columns: []rows.Column{{Name: "id", Value: key}}, Group: strings.SplitN(key, "-", 2)[0]}
+		j, err := render.New(cfg.QueueConfig(0), nil).Job(row, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.UID = types.UID("uid-" + key)
+		objects = append(objects, j)
+	}
+	client := fake.NewClientset(objects...)
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now },
+		Queues: []Queue{{Source: src, Renderer: render.New(cfg.QueueConfig(0), nil)}}}
+	res, err := s.Run(context.Background(), Execute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range res.Plan.Creates {
+		got = append(got, c.Key+"@"+c.Job.Annotations[render.AnnotationGroup])
+	}
+	if diff := cmp.Diff([]string{"a-0@a", "b-0@b", "b-1@b"}, got); diff != "" {
+		t.Errorf("creates (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a", "b", "big"}, res.Plan.Queues[0].GroupsAtCap); diff != "" {
+		t.Errorf("groups at their cap (-want +got):\n%s", diff)
+	}
+}
+
+// TestUnlabelledJobsBelongToTheInstallsQueue: a Job without the queue label (made before the config had queues:)
+// is the queue named after the install's, so an upgrade keeps counting its running Jobs there.
+func TestUnlabelledJobsBelongToTheInstallsQueue(t *testing.T) {
+	cfg := queuesConfig(t, "maxActive: 10", queue("y", "")+queue("batch", "  limits: {maxActive: 1}\n"))
+	old := queueJob(t, cfg, 1, "old")
+	delete(old.Labels, render.LabelQueue)
+	old.UID = "uid-old"
+	client := fake.NewClientset(old)
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now }}
+	for i, keys := range [][]string{{"y1"}, {"b1"}} {
+		s.Queues = append(s.Queues, Queue{Source: &source{Rows: rowsFor(keys...)}, Renderer: render.New(cfg.QueueConfig(i), nil)})
+	}
+	res, err := s.Run(context.Background(), DryRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Plan
+	if p.Queues[1].Unfinished != 1 || p.Queues[0].Unfinished != 0 || len(p.Creates) != 1 || p.Creates[0].Key != "y1" {
+		t.Errorf("queues %+v, creates %d: want the unlabelled Job counted in queue batch (full), y1 created", p.Queues, len(p.Creates))
+	}
+	if p.Jobs[0].Queue != "batch" {
+		t.Errorf("the unlabelled Job is in queue %q, want batch", p.Jobs[0].Queue)
+	}
+}
