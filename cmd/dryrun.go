@@ -96,7 +96,6 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 	case "json", "yaml":
 		return printDoc(out, format, p)
 	}
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	bound := "bound by " + p.Limit
 	if p.Blocked != "" && p.Slots == 0 {
 		bound = "blocked: " + p.Blocked // a limit did not bound them: the pass stopped before using them
@@ -105,11 +104,38 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 	if p.Blocked != "" {
 		fmt.Fprintf(out, "Blocked: %s\n", printable(p.Blocked))
 	}
+	if len(p.Queues) == 0 {
+		return printActions(out, p, "")
+	}
+	for _, q := range p.Queues {
+		bound := "bound by " + q.Limit
+		if q.Blocked != "" && q.Slots == 0 {
+			bound = "blocked: " + q.Blocked
+		}
+		fmt.Fprintf(out, "\nQueue %s (priority %d, weight %d): %d unfinished, slots %d (%s), %d to create\n",
+			q.Name, q.Priority, q.Weight, q.Unfinished, q.Slots, printable(bound), q.Creates)
+		if err := printActions(out, p, q.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printActions prints the deletes, creates and skips of queue (all of them for a configuration without queues:,
+// whose queue is "").
+func printActions(out io.Writer, p *scheduler.Plan, queue string) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ACTION\tJOB\tTASK\tATTEMPT\tWHY")
 	for _, d := range p.Deletes() {
+		if d.Queue != queue {
+			continue
+		}
 		fmt.Fprintf(w, "delete\t%s\t%q\t%d\t%s %s: %s\n", d.Name, d.Key, d.Attempt, d.State, stamp(d.FinishedAt), printable(d.Delete))
 	}
 	for _, c := range p.Creates {
+		if c.Queue != queue {
+			continue
+		}
 		why := "new row"
 		if c.Supersedes != nil {
 			why = fmt.Sprintf("retry: attempt %d failed (%s)", c.Supersedes.Attempt, printable(c.Supersedes.Reason))
@@ -117,6 +143,9 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 		fmt.Fprintf(w, "create\t%s\t%q\t%d\t%s\n", c.Job.Name, c.Key, c.Attempt, why)
 	}
 	for _, sk := range p.Skipped {
+		if sk.Queue != queue {
+			continue
+		}
 		fmt.Fprintf(w, "skip\t-\t%q\t-\t%s\n", sk.Key, printable(sk.Reason))
 	}
 	return w.Flush()

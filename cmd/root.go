@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -286,37 +287,28 @@ type schedulerOptions struct {
 	offline  bool      // contact no cluster: it is taken as empty
 }
 
-// newScheduler completes the options: config first (exit 2 before anything is contacted), then clients.
-// The returned close func releases the database pool.
+// newScheduler completes the options: config first (exit 2 before anything is contacted), then clients: a Renderer
+// and a Source per queue, the queues' sources on one database pool. The returned close func releases the pool.
 func (g *globalOptions) newScheduler(cfg *config.Config, o schedulerOptions) (*scheduler.Scheduler, func(), error) {
-	s := &scheduler.Scheduler{Config: cfg, Renderer: render.New(cfg, os.Environ()), Now: time.Now, Timeout: g.timeout}
+	s := &scheduler.Scheduler{Config: cfg, Now: time.Now, Timeout: g.timeout}
+	qs := cfg.AllQueues()
+	for i := range qs {
+		s.Queues = append(s.Queues, scheduler.Queue{Renderer: render.New(cfg.QueueConfig(i), os.Environ())})
+	}
 	closeFn := func() {}
 	if o.source {
+		var err error
 		if o.rowsFile != "" {
-			var f *rows.File
-			var err error
-			if o.rowsFile == rows.Stdin {
-				f, err = rows.ReadFrom(o.stdin, "standard input", cfg.Source.Key)
-			} else {
-				f, err = rows.ReadFile(o.rowsFile, cfg.Source.Key)
-			}
-			if err != nil {
-				return nil, nil, err
-			}
-			s.Source = f
+			err = openFiles(cfg, s.Queues, o)
 		} else {
-			dsn, err := readDSN(cfg)
-			if err != nil {
-				return nil, nil, err
-			}
-			pg, err := rows.OpenPostgres(dsn, cfg.Source)
-			if err != nil {
-				return nil, nil, err
-			}
-			s.Source = pg
-			closeFn = func() { _ = pg.Close() }
+			closeFn, err = openPostgres(cfg, s.Queues)
+		}
+		if err != nil {
+			return nil, nil, err
 		}
 	}
+	// The first queue's parts are the scheduler's own too (the reports read them).
+	s.Source, s.Renderer = s.Queues[0].Source, s.Queues[0].Renderer
 	if !o.offline {
 		c, ns, err := g.newKube(g.kube)
 		if err != nil {
@@ -337,6 +329,75 @@ func (g *globalOptions) newScheduler(cfg *config.Config, o schedulerOptions) (*s
 		cfg.Namespace = "default"
 	}
 	return s, closeFn, nil
+}
+
+// perGroup is queue i's limits.perGroup as a source option (none without one).
+func perGroup(cfg *config.Config, i int) []rows.Option {
+	if g := cfg.AllQueues()[i].Limits.PerGroup; g != nil {
+		return []rows.Option{rows.PerGroup{Column: g.Column, Max: g.MaxActive}}
+	}
+	return nil
+}
+
+// openPostgres gives each queue its source, all on one pool (one *sql.DB); the close func releases it.
+func openPostgres(cfg *config.Config, qs []scheduler.Queue) (func(), error) {
+	dsn, err := readDSN(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var pool *rows.Postgres
+	for i := range qs {
+		src := cfg.QueueConfig(i).Source
+		var pg *rows.Postgres
+		if pool == nil {
+			pg, err = rows.OpenPostgres(dsn, src, perGroup(cfg, i)...)
+			pool = pg
+		} else {
+			pg, err = pool.Share(src, perGroup(cfg, i)...)
+		}
+		if err != nil {
+			if pool != nil {
+				_ = pool.Close()
+			}
+			return nil, err
+		}
+		qs[i].Source = pg
+	}
+	return func() { _ = pool.Close() }, nil
+}
+
+// openFiles gives the queues their --rows files: the one file of a configuration without queues:, else
+// QUEUE=FILE,QUEUE=FILE (a queue without one reads no row).
+func openFiles(cfg *config.Config, qs []scheduler.Queue, o schedulerOptions) error {
+	read := func(i int, file string) error {
+		key := cfg.QueueConfig(i).Source.Key
+		var f *rows.File
+		var err error
+		if file == rows.Stdin {
+			f, err = rows.ReadFrom(o.stdin, "standard input", key, perGroup(cfg, i)...)
+		} else {
+			f, err = rows.ReadFile(file, key, perGroup(cfg, i)...)
+		}
+		if err == nil {
+			qs[i].Source = f
+		}
+		return err
+	}
+	all := cfg.AllQueues()
+	if all[0].Implicit {
+		return read(0, o.rowsFile)
+	}
+	for _, part := range strings.Split(o.rowsFile, ",") {
+		name, file, ok := strings.Cut(part, "=")
+		i := slices.IndexFunc(all, func(q config.Queue) bool { return q.Name == name })
+		if !ok || i < 0 || file == "" {
+			return usageError{fmt.Errorf("--rows: with queues: give QUEUE=FILE for each queue that reads rows, separated by commas (e.g. %s=rows.jsonl), not %q", all[0].Name, part)}
+		}
+		if err := read(i, file); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readDSN reads the DSN from the variable or file the config names, trimmed of surrounding white space (a Secret

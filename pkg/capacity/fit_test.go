@@ -2,13 +2,16 @@ package capacity
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/ptr"
 )
 
 // node is a Ready, schedulable node with 4 cpu, 8Gi memory and 110 pods, nothing on it, changed by mods.
@@ -229,6 +232,9 @@ func TestFit(t *testing.T) {
 			if r.Fit != tt.wantFit || r.Binding != tt.wantBinding {
 				t.Errorf("Fit() = %d %q, want %d %q", r.Fit, r.Binding, tt.wantFit, tt.wantBinding)
 			}
+			placesFit(t, r, func() *Placer {
+				return NewPlacer(tt.snap, []Claim{{Template: job(tt.spec), Unbound: tt.unbound, Podless: tt.podless}})
+			})
 			var excluded []string
 			for _, n := range r.Nodes {
 				excluded = append(excluded, n.Excluded)
@@ -317,8 +323,12 @@ func TestFitAdmission(t *testing.T) {
 		{name: "LimitRange default and a restartable sidecar", job: job(withSidecar),
 			snap:    withLimitRanges(nodes(node("n1")), limitRange("defaults", rl("cpu", "1"), rl("cpu", "1"))),
 			wantFit: 2, wantBinding: "cpu: 2 more fit on n1"},
-		{name: "RuntimeClass overhead", job: job(spec()),
-			snap:    func() *Snapshot { s := nodes(node("n1")); s.RuntimeClass = runtimeClass(rl("cpu", "250m")); return s }(),
+		{name: "RuntimeClass overhead", job: job(spec(func(s *corev1.PodSpec) { s.RuntimeClassName = ptr.To("kata") })),
+			snap: func() *Snapshot {
+				s := nodes(node("n1"))
+				s.RuntimeClasses = map[string]*nodev1.RuntimeClass{"kata": runtimeClass(rl("cpu", "250m"))}
+				return s
+			}(),
 			wantFit: 3, wantBinding: "cpu: 3 more fit on n1"},
 		{name: "Jobs of 2 pods on the nodes", job: job(spec(), parallel(2)),
 			snap: nodes(node("n1"), node("n2")), unbound: 1, podless: 2,
@@ -336,6 +346,9 @@ func TestFitAdmission(t *testing.T) {
 			if r.Fit != tt.wantFit || r.Binding != tt.wantBinding {
 				t.Errorf("Fit() = %d %q, want %d %q", r.Fit, r.Binding, tt.wantFit, tt.wantBinding)
 			}
+			placesFit(t, r, func() *Placer {
+				return NewPlacer(tt.snap, []Claim{{Template: tt.job, Unbound: tt.unbound, Podless: tt.podless}})
+			})
 		})
 	}
 }
@@ -406,6 +419,7 @@ func TestFitTick(t *testing.T) {
 			if r.Fit != tt.wantFit || r.Binding != tt.wantBinding || r.Tick != tt.wantTick {
 				t.Errorf("Fit() = %d %q tick %q, want %d %q tick %q", r.Fit, r.Binding, r.Tick, tt.wantFit, tt.wantBinding, tt.wantTick)
 			}
+			placesFit(t, r, func() *Placer { return NewPlacer(tt.snap, []Claim{{Template: job(tt.spec), Unbound: tt.unbound}}) })
 		})
 	}
 }
@@ -441,6 +455,31 @@ func TestFitPending(t *testing.T) {
 			r := Fit(job(spec()), tt.snap, 0, 0)
 			if r.Fit != tt.wantFit || !equality.Semantic.DeepEqual(r.Pending, tt.wantPending) {
 				t.Errorf("Fit() = %d, pending %+v; want %d, %+v (%s)", r.Fit, r.Pending, tt.wantFit, tt.wantPending, r.Binding)
+			}
+			placesFit(t, r, func() *Placer { return NewPlacer(tt.snap, []Claim{{Template: job(spec())}}) })
+		})
+	}
+}
+
+// BenchmarkFit is one pass's Fit on 5,000 nodes with 100 others' unbound pods and room kept for the next tick, with
+// 10 and with 1,000 of our pods unbound (each placed on a node before the count).
+func BenchmarkFit(b *testing.B) {
+	ns := make([]Node, 5000)
+	for i := range ns {
+		ns[i] = node(fmt.Sprintf("node-%05d", i), func(n *Node) { n.Requested, n.Pods = rl("cpu", "1500m", "memory", "3Gi"), 12 })
+	}
+	snap := withNextPassPod(nodes(ns...))
+	for i := range 100 {
+		snap.Pending = append(snap.Pending, pending("other", fmt.Sprintf("p%03d", i), rl("cpu", "1")))
+	}
+	tpl := job(spec())
+	for _, unbound := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("unbound-%d", unbound), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if r := Fit(tpl, snap, unbound, 0); r.Fit <= 0 {
+					b.Fatal(r.Binding)
+				}
 			}
 		})
 	}

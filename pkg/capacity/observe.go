@@ -26,9 +26,9 @@ import (
 // nonTerminal selects the pods that hold node resources; terminal pods have released theirs.
 const nonTerminal = "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
 
-// Per-node listing: when the template may use at most maxNodeLists nodes and at most one node in nodeListRatio,
-// Observe lists the pods of those nodes (one LIST each, field selector spec.nodeName, listWorkers at once) instead of
-// every pod in the cluster. A LIST costs the API server a fixed part plus a part per pod it returns: with about the
+// Per-node listing: when the templates together may use at most maxNodeLists nodes and at most one node in
+// nodeListRatio, Observe lists the pods of those nodes (one LIST each, field selector spec.nodeName, listWorkers at
+// once) instead of every pod in the cluster. A LIST costs the API server a fixed part plus a part per pod it returns: with about the
 // same pods on every node, listing 1 node in 8 costs about an eighth of listing all, plus the fixed parts, which
 // maxNodeLists bounds (and keeps within the client's default burst).
 const (
@@ -40,8 +40,10 @@ const (
 // Options is what Observe needs besides the client and the namespace.
 type Options struct {
 	Mode config.Capacity
-	// Template is the Job template: its pod spec picks the nodes whose pods are listed, and names the RuntimeClass.
-	Template *batchv1.Job
+	// Templates are the Job templates of every queue, observed once for all: their pod specs pick the nodes whose
+	// pods are listed (the union of the nodes any of them may use), and each RuntimeClass they name is read once.
+	// None (or a nil one) lists every pod.
+	Templates []*batchv1.Job
 	// Scheduler is this scheduler's name: its own unbound pods are the caller's to count (Fit's unbound), so they are
 	// left out of Snapshot.Pending.
 	Scheduler string
@@ -65,13 +67,14 @@ func SelfPod() string {
 
 // Snapshot is the aggregate of what the cluster holds, built while listing so memory does not grow with pods.
 type Snapshot struct {
-	Mode         config.Capacity        // what was observed: CapacityNodes (Fit uses Nodes), or CapacityQuota (asked for, or the fallback)
-	Nodes        []Node                 // sorted by name
-	Quotas       []corev1.ResourceQuota // in the namespace
-	LimitRanges  []corev1.LimitRange    // in the namespace
-	RuntimeClass *nodev1.RuntimeClass   // the one the template names, if it could be read
+	Mode        config.Capacity        // what was observed: CapacityNodes (Fit uses Nodes), or CapacityQuota (asked for, or the fallback)
+	Nodes       []Node                 // sorted by name
+	Quotas      []corev1.ResourceQuota // in the namespace
+	LimitRanges []corev1.LimitRange    // in the namespace
+	// RuntimeClasses are the ones the templates name, by name, those that could be read.
+	RuntimeClasses map[string]*nodev1.RuntimeClass
 	// Pending are the non-terminal pods bound to no node, not this scheduler's, whose demand could take room on the
-	// template's nodes, sorted by namespace/name.
+	// templates' nodes, sorted by namespace/name.
 	Pending     []Pending
 	NextPassPod *corev1.Pod // the pod this pass runs in (its spec): the next pass's own pod is the same, room is kept for it; nil for none
 	Listed      string      // which pods were listed: "all pods" or "pods of N nodes"
@@ -99,10 +102,10 @@ type Pending struct {
 }
 
 // Observe lists what the mode needs. config.CapacityOff returns nil, nil with no calls. config.CapacityQuota and config.CapacityNodes: one LIST of
-// ResourceQuotas and one of LimitRanges in namespace, and a GET of the template's RuntimeClass if it names one.
+// ResourceQuotas and one of LimitRanges in namespace, and one GET of each RuntimeClass the templates name.
 // config.CapacityNodes also: one paginated LIST of nodes; the tick pod (one LIST in namespace with field selector
-// metadata.name=Self); then either one paginated LIST of non-terminal pods in all namespaces, or, when the template
-// may use few nodes (see maxNodeLists), one per such node (field selector spec.nodeName=<node>, concurrently) plus
+// metadata.name=Self); then either one paginated LIST of non-terminal pods in all namespaces, or, when the templates
+// together may use few nodes (see maxNodeLists), one per such node (field selector spec.nodeName=<node>, concurrently) plus
 // one of the unbound ones (spec.nodeName=). Pods are aggregated page by page into Node.Requested/Pods and dropped;
 // pods with a deletionTimestamp still count (they hold room until gone).
 //
@@ -118,10 +121,6 @@ func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Op
 		return nil, fmt.Errorf("capacity: unknown mode %q (want %s, %s or %s)", o.Mode, config.CapacityNodes, config.CapacityQuota, config.CapacityOff)
 	}
 	snap := &Snapshot{Mode: o.Mode}
-	var spec corev1.PodSpec
-	if o.Template != nil {
-		spec = o.Template.Spec.Template.Spec
-	}
 	lrs, err := c.CoreV1().LimitRanges(namespace).List(ctx, metav1.ListOptions{})
 	switch {
 	case apierrors.IsForbidden(err):
@@ -132,23 +131,19 @@ func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Op
 	default:
 		snap.LimitRanges = lrs.Items
 	}
-	if name := spec.RuntimeClassName; name != nil && *name != "" {
-		rc, err := c.NodeV1().RuntimeClasses().Get(ctx, *name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsForbidden(err):
-			snap.Warnings = append(snap.Warnings, fmt.Sprintf("cannot get RuntimeClass %s (the ClusterRole of manifests/capacity "+
-				"needs get on runtimeclasses): counting the template without its overhead", *name))
-		case apierrors.IsNotFound(err):
-			snap.Warnings = append(snap.Warnings, fmt.Sprintf("RuntimeClass %s does not exist: the API server rejects the "+
-				"template's pods", *name))
-		case err != nil:
-			return nil, fmt.Errorf("capacity: get runtimeclass %s: %w", *name, err)
-		default:
-			snap.RuntimeClass = rc
-		}
+	if err := observeRuntimeClasses(ctx, c, o.Templates, snap); err != nil {
+		return nil, err
 	}
 	if o.Mode == config.CapacityNodes {
-		err := observeNodes(ctx, c, namespace, o, Admitted(&spec, snap.LimitRanges, snap.RuntimeClass), snap)
+		var specs []*corev1.Pod // nil when a template is missing: every pod is listed
+		for _, tpl := range o.Templates {
+			if tpl == nil {
+				specs = nil
+				break
+			}
+			specs = append(specs, snap.admitted(tpl))
+		}
+		err := observeNodes(ctx, c, namespace, o, specs, snap)
 		switch {
 		case apierrors.IsForbidden(err):
 			snap.Mode, snap.Nodes, snap.Pending, snap.NextPassPod, snap.Listed = config.CapacityQuota, nil, nil, nil, ""
@@ -166,7 +161,50 @@ func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Op
 	return snap, nil
 }
 
-func observeNodes(ctx context.Context, c kubernetes.Interface, namespace string, o Options, tpl *corev1.Pod, snap *Snapshot) error {
+// observeRuntimeClasses reads each RuntimeClass the templates name, once, in the order they are first named.
+func observeRuntimeClasses(ctx context.Context, c kubernetes.Interface, templates []*batchv1.Job, snap *Snapshot) error {
+	seen := map[string]bool{}
+	for _, tpl := range templates {
+		if tpl == nil {
+			continue
+		}
+		name := tpl.Spec.Template.Spec.RuntimeClassName
+		if name == nil || *name == "" || seen[*name] {
+			continue
+		}
+		seen[*name] = true
+		rc, err := c.NodeV1().RuntimeClasses().Get(ctx, *name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsForbidden(err):
+			snap.Warnings = append(snap.Warnings, fmt.Sprintf("cannot get RuntimeClass %s (the ClusterRole of manifests/capacity "+
+				"needs get on runtimeclasses): counting the template without its overhead", *name))
+		case apierrors.IsNotFound(err):
+			snap.Warnings = append(snap.Warnings, fmt.Sprintf("RuntimeClass %s does not exist: the API server rejects the "+
+				"template's pods", *name))
+		case err != nil:
+			return fmt.Errorf("capacity: get runtimeclass %s: %w", *name, err)
+		default:
+			if snap.RuntimeClasses == nil {
+				snap.RuntimeClasses = map[string]*nodev1.RuntimeClass{}
+			}
+			snap.RuntimeClasses[*name] = rc
+		}
+	}
+	return nil
+}
+
+// admitted is tpl's pod as the API server admits it in the snapshot's namespace (see Admitted): with the
+// namespace's LimitRanges and the RuntimeClass it names.
+func (s *Snapshot) admitted(tpl *batchv1.Job) *corev1.Pod {
+	spec := &tpl.Spec.Template.Spec
+	var rc *nodev1.RuntimeClass
+	if name := spec.RuntimeClassName; name != nil {
+		rc = s.RuntimeClasses[*name]
+	}
+	return Admitted(spec, s.LimitRanges, rc)
+}
+
+func observeNodes(ctx context.Context, c kubernetes.Interface, namespace string, o Options, pods []*corev1.Pod, snap *Snapshot) error {
 	_, err := kube.List(ctx, c.CoreV1().Nodes().List, metav1.ListOptions{}, func(n *corev1.Node) {
 		snap.Nodes = append(snap.Nodes, newNode(n))
 	})
@@ -194,21 +232,24 @@ func observeNodes(ctx context.Context, c kubernetes.Interface, namespace string,
 		}
 	}
 
-	// The nodes the template may use, Ready or not (readiness comes and goes; Fit checks it).
+	// The nodes any of the templates may use, Ready or not (readiness comes and goes; Fit checks it).
 	index := make(map[string]*Node, len(snap.Nodes))
 	var eligible []string
-	where := newPlacement(&tpl.Spec)
+	var wheres []placement
+	for _, p := range pods {
+		wheres = append(wheres, newPlacement(&p.Spec))
+	}
 	for i := range snap.Nodes {
 		n := &snap.Nodes[i]
 		index[n.Name] = n
 		ready := *n
 		ready.Ready = true
-		if where.excluded(&ready) == "" {
+		if slices.ContainsFunc(wheres, func(w placement) bool { return w.excluded(&ready) == "" }) {
 			eligible = append(eligible, n.Name)
 		}
 	}
 	agg := &aggregator{index: index, namespace: namespace, scheduler: o.Scheduler}
-	if o.Template == nil || len(eligible) > maxNodeLists || len(eligible)*nodeListRatio > len(snap.Nodes) {
+	if len(pods) == 0 || len(eligible) > maxNodeLists || len(eligible)*nodeListRatio > len(snap.Nodes) {
 		snap.Listed = "all pods"
 		err = listPods(ctx, c, nonTerminal, "in all namespaces", agg)
 	} else {

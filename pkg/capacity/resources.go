@@ -29,6 +29,22 @@ func fits(demand corev1.ResourceList, names []corev1.ResourceName, free corev1.R
 	return int(max(k, 0)), limit
 }
 
+// fitsAfter is how many pods of demand fit in free once a pod of taken is there too: fits(demand, names,
+// minus(free, taken)) without making that list (this runs for every pending pod and node).
+func fitsAfter(demand corev1.ResourceList, names []corev1.ResourceName, free, taken corev1.ResourceList) int {
+	k := free.Pods().Value() - 1
+	for _, name := range names {
+		f := free[name].DeepCopy()
+		if t, ok := taken[name]; ok {
+			f.Sub(t)
+		}
+		if q, ok := quotient(f, demand[name], name); ok && q < k {
+			k = q
+		}
+	}
+	return int(max(k, 0))
+}
+
 // quotient is floor(free/per) in the resource's unit (millicores for cpu), and false when per is not positive.
 func quotient(free, per resource.Quantity, name corev1.ResourceName) (int64, bool) {
 	f, p := free.Value(), per.Value()
@@ -99,4 +115,25 @@ func add(a, b corev1.ResourceList) {
 			a[k] = v.DeepCopy()
 		}
 	}
+}
+
+// free is what n has left: allocatable − requested per resource, and the free pod slots.
+func free(n *Node) corev1.ResourceList {
+	out := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(n.Allocatable.Pods().Value()-int64(n.Pods), resource.DecimalSI)}
+	for k, v := range n.Allocatable {
+		if k == corev1.ResourcePods {
+			continue
+		}
+		q := v.DeepCopy()
+		q.Sub(n.Requested[k])
+		out[k] = q
+	}
+	for k, v := range n.Requested {
+		if _, ok := n.Allocatable[k]; !ok { // requested on a node that does not offer it (e.g. a removed device)
+			q := v.DeepCopy()
+			q.Neg()
+			out[k] = q
+		}
+	}
+	return out
 }

@@ -39,16 +39,24 @@ const (
 
 // Config is jobsched.yaml.
 type Config struct {
-	Name      string `json:"name"`
-	Namespace string `json:"namespace,omitempty"`
-	Source    Source `json:"source"`
-	Job       Job    `json:"job"`
-	Env       Env    `json:"env"`
-	Limits    Limits `json:"limits"`
-	GC        GC     `json:"gc"`
-	Retry     Retry  `json:"retry"`
+	// APIVersion and Kind version the file (optional: absent is APIVersion, Kind).
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Name       string `json:"name"`
+	Namespace  string `json:"namespace,omitempty"`
+	Source     Source `json:"source"`
+	Job        Job    `json:"job"`
+	Env        Env    `json:"env"`
+	Limits     Limits `json:"limits"`
+	GC         GC     `json:"gc"`
+	Retry      Retry  `json:"retry"`
 	// Kueue is read with limits.capacity: kueue only.
 	Kueue *Kueue `json:"kueue,omitempty"`
+
+	// Queues are the install's queues. After Parse it always holds at least one, resolved (inheritance and defaults
+	// applied, template loaded): a file without queues: holds one implicit queue, named after the install and made
+	// of the top-level source, job, env, retry, gc and kueue.
+	Queues []Queue `json:"queues,omitempty"`
 
 	// Metrics says where each pass pushes its metrics.
 	Metrics Metrics `json:"metrics"`
@@ -56,6 +64,8 @@ type Config struct {
 	// File is the path the configuration was read from; Template is the parsed job.template.
 	File     string       `json:"-"`
 	Template *batchv1.Job `json:"-"`
+	// QueueName is set in the view QueueConfig returns of an explicit queue: the value of its Jobs' queue label.
+	QueueName string `json:"-"`
 }
 
 // Source says where rows come from.
@@ -188,6 +198,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		return nil, &Error{fmt.Errorf("%s: %w", file, err)}
 	}
 	cfg.File = file
+	cfg.resolveQueues()
 	cfg.setDefaults()
 	var errs []error
 	if unknown != nil {
@@ -208,6 +219,7 @@ func Parse(file string, data []byte) (*Config, error) {
 			errs = append(errs, cfg.validateContainer()...)
 		}
 	}
+	errs = append(errs, cfg.loadQueueTemplates()...)
 	if len(errs) > 0 {
 		for i, e := range errs {
 			// Every line names the file (a template's errors are one per line, after the first).
@@ -218,6 +230,9 @@ func Parse(file string, data []byte) (*Config, error) {
 			errs[i] = &lineError{msg: file + ": " + strings.Join(lines, "\n"), err: e}
 		}
 		return nil, &Error{errors.Join(errs...)}
+	}
+	if len(cfg.Queues) == 0 {
+		cfg.Queues = []Queue{cfg.implicitQueue()}
 	}
 	return cfg, nil
 }
@@ -238,7 +253,7 @@ func (c *Config) setDefaults() {
 	if c.Source.Timeout.Duration == 0 {
 		c.Source.Timeout.Duration = DefaultTimeout
 	}
-	if c.Job.NamePrefix == "" {
+	if c.Job.NamePrefix == "" && len(c.Queues) == 0 {
 		c.Job.NamePrefix = c.Name
 	}
 	if c.Limits.MaxActive == nil {
@@ -285,38 +300,34 @@ func (c *Config) Validate() []error {
 			bad("namespace", "%q is not a valid namespace: %s", c.Namespace, strings.Join(msgs, "; "))
 		}
 	}
+	if c.APIVersion != "" && c.APIVersion != APIVersion {
+		bad("apiVersion", "%q is not %s (the version this jobsched reads)", c.APIVersion, APIVersion)
+	}
+	if c.Kind != "" && c.Kind != Kind {
+		bad("kind", "%q is not %s", c.Kind, Kind)
+	}
 	if c.Source.DSNEnv != "" && c.Source.DSNFile != "" {
 		bad("source.dsnFile", "set only one of source.dsnEnv and source.dsnFile")
 	}
-	if strings.TrimSpace(c.Source.Query) == "" {
-		bad("source.query", "required")
-	}
-	if c.Source.Key == "" {
-		bad("source.key", "required")
-	}
-	if c.Source.Timeout.Duration < 0 {
-		bad("source.timeout", "must not be negative")
-	}
-	if c.Job.Template == "" {
-		bad("job.template", "required")
-	}
-	if c.Job.NamePrefix != "" {
-		if msgs := validation.IsDNS1123Label(c.Job.NamePrefix); len(msgs) > 0 {
-			bad("job.namePrefix", "%q is not a DNS-1123 label: %s", c.Job.NamePrefix, strings.Join(msgs, "; "))
-		} else if len(c.Job.NamePrefix) > maxNamePrefix {
-			bad("job.namePrefix", "%q is longer than %d characters (set job.namePrefix to a shorter one)", c.Job.NamePrefix, maxNamePrefix)
+	explicit := c.explicitQueues()
+	if !explicit {
+		errs = append(errs, validateSource("", c.Source)...)
+		errs = append(errs, validateJob("", c.Job)...)
+	} else {
+		if strings.TrimSpace(c.Source.Query) != "" {
+			bad("source.query", "with queues: each queue has its own query: move it into a queue (queues[].source.query)")
+		}
+		if c.Source.Key != "" {
+			bad("source.key", "with queues: each queue has its own key: move it into a queue (queues[].source.key)")
+		}
+		if c.Source.Timeout.Duration < 0 {
+			bad("source.timeout", "must not be negative")
+		}
+		if c.Job != (Job{}) {
+			bad("job", "with queues: each queue has its own job: move it into a queue (queues[].job)")
 		}
 	}
-	if p := c.Env.Prefix; p != "" && strings.Trim(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
-		bad("env.prefix", "%q may only hold A-Z, 0-9 and _", p)
-	} else if p != "" && p[0] >= '0' && p[0] <= '9' {
-		bad("env.prefix", "%q must begin with a letter or _: a variable name cannot begin with a digit (e.g. TASK_)", p)
-	}
-	for i, pat := range c.Env.Passthrough {
-		if problem := passthroughProblem(pat); problem != "" {
-			bad(fmt.Sprintf("env.passthrough[%d]", i), "%q %s", pat, problem)
-		}
-	}
+	errs = append(errs, validateEnv("", c.Env)...)
 	if c.Limits.MaxActive != nil && *c.Limits.MaxActive < 0 {
 		bad("limits.maxActive", "must not be negative")
 	}
@@ -329,30 +340,106 @@ func (c *Config) Validate() []error {
 		bad("limits.capacity", "%q is not one of nodes, quota, off, kueue", c.Limits.Capacity)
 	}
 	errs = append(errs, c.validateKueue()...)
-	if c.GC.SucceededRetention.Duration < 0 {
+	errs = append(errs, validateGC("", c.GC.SucceededRetention, c.GC.FailedRetention)...)
+	errs = append(errs, validateRetry("", c.Retry.MaxAttempts, c.Retry.Backoff, c.Retry.MaxBackoff, c.Retry.DeadRetention.Duration)...)
+	if err := ValidatePushgateway(c.Metrics.Pushgateway); err != nil {
+		bad("metrics.pushgateway", "%v", err)
+	}
+	if explicit {
+		errs = append(errs, c.validateQueues()...)
+	}
+	return errs
+}
+
+// validateSource checks a queue's source keys (path is "" for the implicit queue, else the queue's).
+func validateSource(path string, src Source) []error {
+	var errs []error
+	bad := badAt(&errs, path)
+	if strings.TrimSpace(src.Query) == "" {
+		bad("source.query", "required")
+	}
+	if src.Key == "" {
+		bad("source.key", "required")
+	}
+	if src.Timeout.Duration < 0 {
+		bad("source.timeout", "must not be negative")
+	}
+	return errs
+}
+
+// validateJob checks a queue's job keys.
+func validateJob(path string, job Job) []error {
+	var errs []error
+	bad := badAt(&errs, path)
+	if job.Template == "" {
+		bad("job.template", "required")
+	}
+	if job.NamePrefix != "" {
+		if msgs := validation.IsDNS1123Label(job.NamePrefix); len(msgs) > 0 {
+			bad("job.namePrefix", "%q is not a DNS-1123 label: %s", job.NamePrefix, strings.Join(msgs, "; "))
+		} else if len(job.NamePrefix) > maxNamePrefix {
+			bad("job.namePrefix", "%q is longer than %d characters (set job.namePrefix to a shorter one)", job.NamePrefix, maxNamePrefix)
+		}
+	}
+	return errs
+}
+
+// validateEnv checks env keys.
+func validateEnv(path string, env Env) []error {
+	var errs []error
+	bad := badAt(&errs, path)
+	if p := env.Prefix; p != "" && strings.Trim(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
+		bad("env.prefix", "%q may only hold A-Z, 0-9 and _", p)
+	} else if p != "" && p[0] >= '0' && p[0] <= '9' {
+		bad("env.prefix", "%q must begin with a letter or _: a variable name cannot begin with a digit (e.g. TASK_)", p)
+	}
+	for i, pat := range env.Passthrough {
+		if problem := passthroughProblem(pat); problem != "" {
+			bad(fmt.Sprintf("env.passthrough[%d]", i), "%q %s", pat, problem)
+		}
+	}
+	return errs
+}
+
+// validateGC checks gc keys.
+func validateGC(path string, succeeded metav1.Duration, failed *metav1.Duration) []error {
+	var errs []error
+	bad := badAt(&errs, path)
+	if succeeded.Duration < 0 {
 		bad("gc.succeededRetention", "must not be negative")
 	}
-	if c.GC.FailedRetention != nil {
+	if failed != nil {
 		bad("gc.failedRetention", "was replaced by retry: a failed Job is kept while its task waits to be retried; "+
 			"remove gc.failedRetention and write, for example, retry: {maxAttempts: 3, backoff: 1m, maxBackoff: 1h} "+
 			"(maxAttempts: 1 never retries)")
 	}
-	if n := c.Retry.MaxAttempts; n != nil && *n < 1 {
+	return errs
+}
+
+// validateRetry checks retry keys.
+func validateRetry(path string, attempts *int, backoff, maxBackoff *metav1.Duration, dead time.Duration) []error {
+	var errs []error
+	bad := badAt(&errs, path)
+	if n := attempts; n != nil && *n < 1 {
 		bad("retry.maxAttempts", "must be at least 1 (1 = never retry), not %d", *n)
 	}
-	if b := c.Retry.Backoff; b != nil && b.Duration < 0 {
+	if b := backoff; b != nil && b.Duration < 0 {
 		bad("retry.backoff", "must not be negative")
 	}
-	if b, m := c.Retry.Backoff, c.Retry.MaxBackoff; b != nil && m != nil && m.Duration < b.Duration {
+	if b, m := backoff, maxBackoff; b != nil && m != nil && m.Duration < b.Duration {
 		bad("retry.maxBackoff", "%s is shorter than retry.backoff (%s)", m.Duration, b.Duration)
 	}
-	if c.Retry.DeadRetention.Duration < 0 {
+	if dead < 0 {
 		bad("retry.deadRetention", "must not be negative")
 	}
-	if err := ValidatePushgateway(c.Metrics.Pushgateway); err != nil {
-		bad("metrics.pushgateway", "%v", err)
-	}
 	return errs
+}
+
+// badAt returns a reporter of problems at keys under path ("" or a queue's "queues[1] (exports).").
+func badAt(errs *[]error, path string) func(key, format string, args ...any) {
+	return func(key, format string, args ...any) {
+		*errs = append(*errs, fmt.Errorf("%s%s: %s", path, key, fmt.Sprintf(format, args...)))
+	}
 }
 
 // ValidatePushgateway checks a Pushgateway URL (metrics.pushgateway, --pushgateway): empty, or http(s) with a host
@@ -401,12 +488,11 @@ func RedactURL(s string) string {
 }
 
 // validateKueue checks the keys of limits.capacity: kueue: a LocalQueue is required, names must be label values,
-// and neither kueue.* nor limits.maxQueued means anything in another mode.
+// and neither kueue.* nor limits.maxQueued means anything in another mode. With queues:, the top-level kueue is the
+// queues' default, and each queue's (inherited or its own) is checked with the queue.
 func (c *Config) validateKueue() []error {
 	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
-	}
+	bad := badAt(&errs, "")
 	if c.Limits.Capacity != CapacityKueue {
 		if c.Kueue != nil {
 			bad("kueue", "is read only with limits.capacity: kueue (it is %s)", c.Limits.Capacity)
@@ -419,10 +505,29 @@ func (c *Config) validateKueue() []error {
 	if n := c.Limits.MaxQueued; n != nil && *n < 0 {
 		bad("limits.maxQueued", "must not be negative")
 	}
-	if c.Kueue == nil || c.Kueue.LocalQueue == "" {
-		bad("kueue.localQueue", "required with limits.capacity: kueue: the LocalQueue (in the Jobs' namespace) Kueue admits them from")
+	if c.explicitQueues() {
+		if c.Kueue != nil {
+			errs = append(errs, kueueNames("", *c.Kueue)...)
+		}
 		return errs
 	}
+	return append(errs, kueueRequired("", c.Kueue)...)
+}
+
+// kueueRequired checks the kueue block a queue resolves to, with limits.capacity: kueue.
+func kueueRequired(path string, k *Kueue) []error {
+	if k == nil || k.LocalQueue == "" {
+		var errs []error
+		badAt(&errs, path)("kueue.localQueue", "required with limits.capacity: kueue: the LocalQueue (in the Jobs' namespace) Kueue admits them from")
+		return errs
+	}
+	return kueueNames(path, *k)
+}
+
+// kueueNames checks that the names of a kueue block are label values.
+func kueueNames(path string, k Kueue) []error {
+	var errs []error
+	bad := badAt(&errs, path)
 	labelValue := func(key, v string) {
 		if v == "" {
 			return
@@ -433,8 +538,8 @@ func (c *Config) validateKueue() []error {
 			bad(key, "%q is not a valid label value: %s", v, strings.Join(msgs, "; "))
 		}
 	}
-	labelValue("kueue.localQueue", c.Kueue.LocalQueue)
-	labelValue("kueue.priorityClass", c.Kueue.PriorityClass)
+	labelValue("kueue.localQueue", k.LocalQueue)
+	labelValue("kueue.priorityClass", k.PriorityClass)
 	return errs
 }
 

@@ -45,7 +45,7 @@ func TestLoadDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Template = nil
+	cfg.Template, cfg.Queues[0].Template = nil, nil
 	want := &Config{
 		Name: "reports", Namespace: "override", File: file,
 		Source: Source{DSNEnv: "DATABASE_URL", Query: "SELECT id FROM tasks", Key: "id", Timeout: metav1.Duration{Duration: 30 * time.Second}},
@@ -53,6 +53,14 @@ func TestLoadDefaults(t *testing.T) {
 		Limits: Limits{MaxActive: ptr(10), MaxPerTick: ptr(10), BlockOnUnschedulable: ptr(true), ReserveForTick: ptr(true), Capacity: "nodes"},
 		Retry: Retry{MaxAttempts: ptr(3), Backoff: &metav1.Duration{Duration: time.Minute},
 			MaxBackoff: &metav1.Duration{Duration: time.Hour}},
+		// One implicit queue, named after the install, of the top-level keys.
+		Queues: []Queue{{Name: "reports", Weight: ptr(1), Implicit: true,
+			Source: Source{Query: "SELECT id FROM tasks", Key: "id", Timeout: metav1.Duration{Duration: 30 * time.Second}},
+			Job:    Job{Template: "job.yaml", NamePrefix: "reports"}, Env: &Env{},
+			Retry: &QueueRetry{MaxAttempts: ptr(3), Backoff: &metav1.Duration{Duration: time.Minute},
+				MaxBackoff: &metav1.Duration{Duration: time.Hour}, DeadRetention: &metav1.Duration{}},
+			GC:     &QueueGC{SucceededRetention: &metav1.Duration{}},
+			Limits: QueueLimits{MaxActive: ptr(10), MaxPerTick: ptr(10)}}},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)

@@ -70,7 +70,7 @@ func BenchmarkCapacityPool(b *testing.B) {
 			for b.Loop() {
 				// A new client each pass, as each tick is a new process: its rate limiter starts with a full burst.
 				c := countingClient(b, &calls)
-				snap, err := capacity.Observe(ctx, c, "bench", capacity.Options{Mode: jobschedconfig.CapacityNodes, Template: bc.template})
+				snap, err := capacity.Observe(ctx, c, "bench", capacity.Options{Mode: jobschedconfig.CapacityNodes, Templates: []*batchv1.Job{bc.template}})
 				if err != nil {
 					b.Fatal(err)
 				}

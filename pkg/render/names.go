@@ -15,6 +15,9 @@ const (
 	LabelTask         = "jobsched.io/task"
 	LabelAttempt      = "jobsched.io/attempt"
 	AnnotationTaskKey = "jobsched.io/task-key"
+	// LabelQueue is on every Job (and pod) of an explicit queue (config queues:); a Job without it belongs to the
+	// queue named after the install, else to the first queue (config.DefaultQueue).
+	LabelQueue = "jobsched.io/queue"
 )
 
 // hashLen base32 characters of SHA-256 give 60 bits: distinct keys get distinct names (a collision among a million

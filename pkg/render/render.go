@@ -32,7 +32,8 @@ const (
 	MaxEnvBytes = 128 << 10
 )
 
-// Renderer builds Jobs from rows for one configuration.
+// Renderer builds Jobs from rows for one configuration, or one queue of it (config.QueueConfig): an explicit queue's
+// Jobs carry its LabelQueue.
 type Renderer struct {
 	cfg         *config.Config
 	passthrough []corev1.EnvVar
@@ -163,6 +164,9 @@ func (r *Renderer) Job(row rows.Row, attempt int) (*batchv1.Job, error) {
 		(*meta)[LabelScheduler] = cfg.Name
 		(*meta)[LabelTask] = TaskLabel(row.Key)
 		(*meta)[LabelAttempt] = strconv.Itoa(attempt)
+		if cfg.QueueName != "" {
+			(*meta)[LabelQueue] = cfg.QueueName
+		}
 	}
 	if err := kueueLabels(cfg, row, job); err != nil {
 		return nil, err

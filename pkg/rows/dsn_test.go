@@ -40,7 +40,7 @@ func dsnErrors(t testing.TB, dsn string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var out []string
-	if _, err := p.Select(ctx, nil, 1); err != nil {
+	if _, err := p.Select(ctx, Selection{Limit: 1}); err != nil {
 		out = append(out, err.Error())
 	}
 	if _, err := p.Count(ctx, []string{"k"}, 1); err != nil {

@@ -47,12 +47,12 @@ func BenchmarkSelectExcluded(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer p.Close()
-				if _, err := p.Select(b.Context(), exclude, limit); err != nil { // connect, learn the key type
+				if _, err := p.Select(b.Context(), Selection{Exclude: exclude, Limit: limit}); err != nil { // connect, learn the key type
 					b.Fatal(err)
 				}
 				b.ResetTimer()
 				for b.Loop() {
-					got, err := p.Select(b.Context(), exclude, limit)
+					got, err := p.Select(b.Context(), Selection{Exclude: exclude, Limit: limit})
 					if err != nil {
 						b.Fatal(err)
 					}

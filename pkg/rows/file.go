@@ -17,7 +17,8 @@ import (
 
 // File holds rows read from JSON lines (one object a line, keys in column order), for dry-run without a database.
 type File struct {
-	rows []Row
+	rows  []Row
+	group *PerGroup
 	// NullKeys counts the rows left out because their key is null, as the SQL source leaves them out.
 	NullKeys int
 	// Duplicates are the rows left out because an earlier row has the same key, in the file's order: the first row
@@ -51,22 +52,27 @@ const Stdin = "-"
 // ReadFile reads a JSON-lines file, or standard input when name is "-". Values become text the way PostgreSQL rows
 // do: strings as is, numbers and booleans as written, null as NULL, objects and arrays as compact JSON. A row
 // without the key column is a configuration error (a query always returns its columns); a row whose key is null is
-// left out and counted in NullKeys; a row whose key an earlier row has is left out and listed in Duplicates.
-func ReadFile(name, key string) (*File, error) {
+// left out and counted in NullKeys; a row whose key an earlier row has is left out and listed in Duplicates. opts may
+// give a PerGroup: then every row needs its column too (a null puts the row in group "").
+func ReadFile(name, key string, opts ...Option) (*File, error) {
 	if name == Stdin {
-		return ReadFrom(os.Stdin, "standard input", key)
+		return ReadFrom(os.Stdin, "standard input", key, opts...)
 	}
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, &config.Error{Err: fmt.Errorf("--rows: %w", err)}
 	}
 	defer f.Close()
-	return ReadFrom(f, name, key)
+	return ReadFrom(f, name, key, opts...)
 }
 
 // ReadFrom reads JSON lines from r as ReadFile does; name says where they come from in errors.
-func ReadFrom(r io.Reader, name, key string) (*File, error) {
-	out := &File{}
+func ReadFrom(r io.Reader, name, key string, opts ...Option) (*File, error) {
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	out := &File{group: o.group}
 	first := map[string]int{} // key → its line
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), MaxLine)
@@ -91,6 +97,14 @@ func ReadFrom(r io.Reader, name, key string) (*File, error) {
 		case keyCol == keyNull:
 			out.NullKeys++
 			continue
+		}
+		if out.group != nil {
+			i := slices.IndexFunc(row.Columns, func(c Column) bool { return c.Name == out.group.Column })
+			if i < 0 {
+				return nil, &config.Error{Err: fmt.Errorf("--rows %s:%d: the row has no column %q (limits.perGroup.column): "+
+					"every row needs the group column (a null puts the row in group \"\")", name, line, out.group.Column)}
+			}
+			row.Group = row.Columns[i].Value
 		}
 		if at := invalidUTF8(sc.Bytes()); at >= 0 {
 			// encoding/json would replace the bytes by U+FFFD and the Job get another value than the row's.
@@ -203,16 +217,24 @@ func column(name string, raw json.RawMessage) (Column, error) {
 	return Column{Name: name, Value: string(raw)}, nil // number, true, false: as written
 }
 
-// Select implements Source.
-func (f *File) Select(_ context.Context, exclude []string, limit int) ([]Row, error) {
+// Select implements Source: the rows in the file's order, with a PerGroup at most Max − Held[g] of each group g.
+func (f *File) Select(_ context.Context, s Selection) ([]Row, error) {
 	var out []Row
+	taken := map[string]int{}
 	for _, r := range f.rows {
-		if len(out) >= limit {
+		if len(out) >= s.Limit {
 			break
 		}
-		if !slices.Contains(exclude, r.Key) {
-			out = append(out, r)
+		if slices.Contains(s.Exclude, r.Key) {
+			continue
 		}
+		if f.group != nil {
+			if s.Held[r.Group]+taken[r.Group] >= f.group.Max {
+				continue
+			}
+			taken[r.Group]++
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }
@@ -238,7 +260,12 @@ func (f *File) Lookup(_ context.Context, keys []string) ([]Row, error) {
 }
 
 // Count implements Source.
-func (f *File) Count(ctx context.Context, exclude []string, max int) (int, error) {
-	rows, err := f.Select(ctx, exclude, max)
-	return len(rows), err
+func (f *File) Count(_ context.Context, exclude []string, max int) (int, error) {
+	n := 0
+	for _, r := range f.rows {
+		if n < max && !slices.Contains(exclude, r.Key) {
+			n++
+		}
+	}
+	return n, nil
 }

@@ -33,7 +33,7 @@ func FuzzReadRows(f *testing.F) {
 			}
 			return
 		}
-		rows, err := file.Select(context.Background(), nil, len(data)+1)
+		rows, err := file.Select(context.Background(), Selection{Limit: len(data) + 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func FuzzReadRows(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the rows written back do not read: %v\n%s", err, out.String())
 		}
-		back, _ := again.Select(context.Background(), nil, len(rows)+1)
+		back, _ := again.Select(context.Background(), Selection{Limit: len(rows) + 1})
 		if !reflect.DeepEqual(keysOf(back), keysOf(rows)) {
 			t.Errorf("keys %q read back as %q", keysOf(rows), keysOf(back))
 		}

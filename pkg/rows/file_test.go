@@ -73,7 +73,7 @@ func TestReadFileValues(t *testing.T) {
 		{Key: "long", Columns: []rows.Column{col("id", "long"), col("v", long)}},
 		{Key: "b2", Columns: []rows.Column{col("id", "b2")}},
 	}
-	got, err := f.Select(context.Background(), nil, 100)
+	got, err := f.Select(context.Background(), rows.Selection{Limit: 100})
 	if err != nil {
 		t.Fatalf("Select: %v", err)
 	}
@@ -117,7 +117,7 @@ func TestReadFileErrors(t *testing.T) {
 			name := writeRows(t, `{"id": "ok"}`+"\n\n"+tt.bad+"\n"+`{"id": "after"}`+"\n")
 			f, err := rows.ReadFile(name, "id")
 			if err == nil {
-				got, _ := f.Select(context.Background(), nil, 100)
+				got, _ := f.Select(context.Background(), rows.Selection{Limit: 100})
 				t.Fatalf("ReadFile accepted %q: %+v", tt.bad, got)
 			}
 			if !config.IsConfigError(err) {
@@ -169,7 +169,7 @@ func TestFileSelectAndCount(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := f.Select(context.Background(), tt.exclude, tt.limit)
+			got, err := f.Select(context.Background(), rows.Selection{Exclude: tt.exclude, Limit: tt.limit})
 			if err != nil {
 				t.Fatalf("Select: %v", err)
 			}
@@ -236,7 +236,7 @@ func TestReadFileDuplicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := f.Select(context.Background(), nil, 100)
+	got, _ := f.Select(context.Background(), rows.Selection{Limit: 100})
 	want := []rows.Row{
 		{Key: "a", Columns: []rows.Column{{Name: "id", Value: "a"}, {Name: "n", Value: "1"}}},
 		{Key: "b", Columns: []rows.Column{{Name: "id", Value: "b"}, {Name: "n", Value: "2"}}},
@@ -266,7 +266,7 @@ func TestReadFileStdin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := f.Select(context.Background(), nil, 10)
+	got, _ := f.Select(context.Background(), rows.Selection{Limit: 10})
 	if !reflect.DeepEqual(fileKeys(got), []string{"from-stdin"}) {
 		t.Errorf("keys = %q, want [from-stdin]", fileKeys(got))
 	}
@@ -298,5 +298,82 @@ func TestFileSelected(t *testing.T) {
 				t.Errorf("Selected(%q) = %q, want %q", tt.keys, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestFileSelectPerGroup is the per-group rule of the PostgreSQL source, on a rows file: tenant big with 100 rows, a
+// and b with 5 each, interleaved, Max 2: at most Max − held rows of each tenant, in the file's order.
+func TestFileSelectPerGroup(t *testing.T) {
+	var b strings.Builder
+	tenant := func(i int) string {
+		switch {
+		case i%20 == 3:
+			return "a"
+		case i%20 == 13:
+			return "b"
+		}
+		return "big"
+	}
+	n := map[string]int{}
+	for i := 0; n["big"] < 100 || n["a"] < 5 || n["b"] < 5; i++ {
+		if g := tenant(i); n[g] < map[string]int{"big": 100, "a": 5, "b": 5}[g] {
+			n[g]++
+			fmt.Fprintf(&b, "{\"id\": \"k%d\", \"tenant\": %q}\n", i, g)
+		}
+	}
+	b.WriteString(`{"id": "n1", "tenant": null}` + "\n" + `{"id": "n2", "tenant": ""}` + "\n" + `{"id": "n3"` +
+		", \"tenant\": null}\n")
+	f, err := rows.ReadFile(writeRows(t, b.String()), "id", rows.PerGroup{Column: "tenant", Max: 2})
+	if err != nil {
+		t.Fatalf("ReadFile: %v", err)
+	}
+	tests := []struct {
+		name string
+		sel  rows.Selection
+		want []string
+	}{
+		{"two of each, in the file's order", rows.Selection{Limit: 200}, []string{"k0", "k1", "k3", "k13", "k23", "k33", "n1", "n2"}},
+		{"big at its cap", rows.Selection{Limit: 200, Held: map[string]int{"big": 2}}, []string{"k3", "k13", "k23", "k33", "n1", "n2"}},
+		{"a holds one", rows.Selection{Limit: 200, Held: map[string]int{"a": 1}}, []string{"k0", "k1", "k3", "k13", "k33", "n1", "n2"}},
+		{"null and empty are one group", rows.Selection{Limit: 200, Held: map[string]int{"": 1, "big": 5}}, []string{"k3", "k13", "k23", "k33", "n1"}},
+		{"the limit", rows.Selection{Limit: 3}, []string{"k0", "k1", "k3"}},
+		{"excluded keys are not counted", rows.Selection{Exclude: []string{"k0", "k3"}, Limit: 5}, []string{"k1", "k2", "k13", "k23", "k33"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := f.Select(context.Background(), tt.sel)
+			if err != nil {
+				t.Fatalf("Select: %v", err)
+			}
+			if !reflect.DeepEqual(fileKeys(got), tt.want) {
+				t.Errorf("Select keys = %q, want %q", fileKeys(got), tt.want)
+			}
+			for _, r := range got {
+				if want := tenant(0); r.Key == "k0" && r.Group != want {
+					t.Errorf("row k0 has group %q, want %q", r.Group, want)
+				}
+				if strings.HasPrefix(r.Key, "n") && r.Group != "" {
+					t.Errorf("row %s has group %q, want \"\"", r.Key, r.Group)
+				}
+			}
+		})
+	}
+	if n, err := f.Count(context.Background(), nil, 1000); err != nil || n != 113 {
+		t.Errorf("Count = %d, %v; want 113: the backlog is every row, whatever its group", n, err)
+	}
+
+	_, err = rows.ReadFile(writeRows(t, `{"id": "k1", "tenant": "a"}`+"\n"+`{"id": "k2"}`+"\n"), "id",
+		rows.PerGroup{Column: "tenant", Max: 2})
+	if err == nil || !config.IsConfigError(err) || !strings.Contains(err.Error(), `:2: the row has no column "tenant" (limits.perGroup.column)`) {
+		t.Errorf("a row without the group column: %v; want a configuration error naming the line and the column", err)
+	}
+	_, err = rows.ReadFile(writeRows(t, `{"id": "k1"}`+"\n"), "id", rows.PerGroup{Column: "tenant"})
+	if err == nil || !config.IsConfigError(err) || !strings.Contains(err.Error(), "limits.perGroup.maxActive") {
+		t.Errorf("Max 0: %v; want a configuration error naming limits.perGroup.maxActive", err)
+	}
+	if f, err := rows.ReadFile(writeRows(t, `{"id": "k1"}`+"\n"), "id", rows.PerGroup{}); err != nil {
+		t.Errorf("an empty PerGroup: %v; want none", err)
+	} else if got, _ := f.Select(context.Background(), rows.Selection{Limit: 5}); !reflect.DeepEqual(fileKeys(got), []string{"k1"}) {
+		t.Errorf("an empty PerGroup: Select = %q, want k1", fileKeys(got))
 	}
 }

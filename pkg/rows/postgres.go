@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,9 @@ type Postgres struct {
 	secrets  []string      // what of the DSN may be the password: never in an error
 	turn     chan struct{} // one read at a time: the pool has one connection, and the guard aborts all it has
 
+	group    *PerGroup // nil: no group column
+	groupCol string    // quoted group column
+
 	keyType string // the key column's database type name, learned by the first read
 }
 
@@ -45,8 +49,12 @@ type Postgres struct {
 const DefaultConnectTimeout = 10 * time.Second
 
 // OpenPostgres prepares a connection pool for dsn; nothing is contacted until the first call. No error it or the
-// Postgres returns holds the DSN's password.
-func OpenPostgres(dsn string, src config.Source) (*Postgres, error) {
+// Postgres returns holds the DSN's password. opts may give a PerGroup.
+func OpenPostgres(dsn string, src config.Source, opts ...Option) (*Postgres, error) {
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := pq.NewConfig(dsn)
 	if err == nil {
 		err = misreadURL(dsn)
@@ -65,16 +73,22 @@ func OpenPostgres(dsn string, src config.Source) (*Postgres, error) {
 	connector.Dialer(guard)
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(1)
+	var groupCol string
+	if o.group != nil {
+		groupCol = pq.QuoteIdentifier(o.group.Column)
+	}
 	return &Postgres{
-		db:      db,
-		query:   strings.TrimRight(strings.TrimSpace(src.Query), "; \t\n"),
-		key:     pq.QuoteIdentifier(src.Key),
-		keyName: src.Key,
-		timeout: src.Timeout.Duration,
-		guard:   guard,
-		secrets: dsnSecrets(dsn, cfg.Password),
-		connect: cfg.ConnectTimeout,
-		turn:    make(chan struct{}, 1),
+		group:    o.group,
+		groupCol: groupCol,
+		db:       db,
+		query:    strings.TrimRight(strings.TrimSpace(src.Query), "; \t\n"),
+		key:      pq.QuoteIdentifier(src.Key),
+		keyName:  src.Key,
+		timeout:  src.Timeout.Duration,
+		guard:    guard,
+		secrets:  dsnSecrets(dsn, cfg.Password),
+		connect:  cfg.ConnectTimeout,
+		turn:     make(chan struct{}, 1),
 	}, nil
 }
 
@@ -161,11 +175,74 @@ func (p *Postgres) selectSQL(excluded string) string {
 		" IS NOT NULL AND " + excluded + " LIMIT $2"
 }
 
+// groupText is the row's group as the read compares it: the group column's own text, "" for NULL.
+func (p *Postgres) groupText() string {
+	return "coalesce(jobsched_q." + p.groupCol + "::text, '')"
+}
+
+// selectGroupSQL is selectSQL with a PerGroup: the query's rows are numbered in the order the query returns them
+// (jobsched_ord), the groups at their cap are left out, each row gets its rank in its group (jobsched_n), and a row is
+// kept when its rank is within its group's room, Max ($5) − held; the result is sorted back into the query's order.
+// $3 and $4 are the held groups and their counts. Three columns follow the query's: the group's text, the ordinal and
+// the rank (scan drops them).
+//
+// What the order relies on: jobsched_ord is row_number() with an empty window, directly over the query's subquery,
+// so it numbers the rows in the order the subquery delivers them. The SQL standard leaves that order open (only an
+// outermost ORDER BY fixes one); PostgreSQL keeps it, because it does not flatten a subquery that has an ORDER BY (the
+// subquery is planned with its own sort) and a window without PARTITION BY or ORDER BY adds no sort. The read
+// without a PerGroup relies on the same (its filter and LIMIT over the subquery keep the subquery's order);
+// TestSelectPerGroupKeepsOrder checks it on plans that sort, use an index, and run in parallel.
+//
+// What it costs: the LIMIT is above the window, so the read goes through every row of the query whose group is not
+// at its cap (the ranks need them all) and sorts them by group, where the read without a PerGroup stops at its
+// LIMIT; the groups at their cap are left out before the sort. BenchmarkSelectPerGroup measures the two side by side.
+func (p *Postgres) selectGroupSQL(excluded string) string {
+	return "SELECT jobsched_w.* FROM (SELECT jobsched_o.*, row_number() OVER (PARTITION BY jobsched_o.jobsched_g " +
+		"ORDER BY jobsched_o.jobsched_ord) AS jobsched_n FROM (SELECT jobsched_q.*, " + p.groupText() +
+		" AS jobsched_g, row_number() OVER () AS jobsched_ord FROM (\n" + p.query + "\n) AS jobsched_q WHERE jobsched_q." +
+		p.key + " IS NOT NULL AND " + excluded + " AND " + p.groupText() + " NOT IN (SELECT jobsched_h.g FROM " +
+		"unnest($3::text[], $4::int8[]) AS jobsched_h(g, n) WHERE jobsched_h.n >= $5)) AS jobsched_o) AS jobsched_w " +
+		"LEFT JOIN unnest($3::text[], $4::int8[]) AS jobsched_h(g, n) ON jobsched_h.g = jobsched_w.jobsched_g " +
+		"WHERE jobsched_w.jobsched_n <= $5 - coalesce(jobsched_h.n, 0) ORDER BY jobsched_w.jobsched_ord LIMIT $2"
+}
+
+// heldArrays are Selection.Held as the two arrays selectGroupSQL takes ($3 and $4), in the order of the groups.
+func heldArrays(held map[string]int) (groups, counts any) {
+	gs := make([]string, 0, len(held))
+	for g, n := range held {
+		if n > 0 {
+			gs = append(gs, g)
+		}
+	}
+	slices.Sort(gs)
+	ns := make([]int64, len(gs))
+	for i, g := range gs {
+		ns[i] = int64(held[g])
+	}
+	return pq.Array(gs), pq.Array(ns)
+}
+
 // SelectStatement is the statement Select runs and its arguments, so that the bench (scripts/bench) times the read's
 // own SQL rather than a copy.
-func (p *Postgres) SelectStatement(exclude []string, limit int) (string, []any) {
-	excluded, arg := p.keyExcluded(exclude)
-	return p.selectSQL(excluded), []any{arg, limit}
+func (p *Postgres) SelectStatement(s Selection) (string, []any) {
+	excluded, arg := p.keyExcluded(s.Exclude)
+	if p.group == nil {
+		return p.selectSQL(excluded), []any{arg, s.Limit}
+	}
+	groups, counts := heldArrays(s.Held)
+	return p.selectGroupSQL(excluded), []any{arg, s.Limit, groups, counts, p.group.Max}
+}
+
+// extraColumns is how many columns the statement of Select or Lookup returns after the query's: the group's text
+// (and, for Select, the ordinal and the rank).
+func (p *Postgres) extraColumns(lookup bool) int {
+	switch {
+	case p.group == nil:
+		return 0
+	case lookup:
+		return 1
+	}
+	return 3
 }
 
 func (p *Postgres) countSQL(excluded string) string {
@@ -179,20 +256,19 @@ func (p *Postgres) selectedSQL(match string) string {
 }
 
 // Select implements Source.
-func (p *Postgres) Select(ctx context.Context, exclude []string, limit int) ([]Row, error) {
-	if limit <= 0 {
+func (p *Postgres) Select(ctx context.Context, s Selection) ([]Row, error) {
+	if s.Limit <= 0 {
 		return nil, nil
 	}
 	var out []Row
 	err := p.readOnly(ctx, func(tx *sql.Tx) error {
-		excluded, arg := p.keyExcluded(exclude)
-		stmt := p.selectSQL(excluded)
-		rs, err := tx.QueryContext(ctx, stmt, arg, limit)
+		stmt, args := p.SelectStatement(s)
+		rs, err := tx.QueryContext(ctx, stmt, args...)
 		if err != nil {
 			return p.inQuery(stmt, err)
 		}
 		defer rs.Close()
-		out, err = p.scan(rs)
+		out, err = p.scan(rs, p.extraColumns(false))
 		return p.inQuery(stmt, err)
 	})
 	return out, err
@@ -251,12 +327,16 @@ func (p *Postgres) Lookup(ctx context.Context, keys []string) ([]Row, error) {
 	err := p.readOnly(ctx, func(tx *sql.Tx) error {
 		match, arg := p.keyMatch(keys)
 		stmt := "SELECT * FROM (\n" + p.query + "\n) AS jobsched_q WHERE jobsched_q." + p.key + " IS NOT NULL AND " + match
+		if p.group != nil {
+			stmt = "SELECT jobsched_q.*, " + p.groupText() + " AS jobsched_g FROM (\n" + p.query + "\n) AS jobsched_q WHERE jobsched_q." +
+				p.key + " IS NOT NULL AND " + match
+		}
 		rs, err := tx.QueryContext(ctx, stmt, arg)
 		if err != nil {
 			return p.inQuery(stmt, err)
 		}
 		defer rs.Close()
-		out, err = p.scan(rs)
+		out, err = p.scan(rs, p.extraColumns(true))
 		return p.inQuery(stmt, err)
 	})
 	return out, err
@@ -349,24 +429,37 @@ func (p *Postgres) learnKeyType(ctx context.Context, tx *sql.Tx) error {
 	if err != nil {
 		return classify("running source.query", err)
 	}
-	var names []string
-	for _, t := range types {
-		if t.Name() == p.keyName {
-			p.keyType = t.DatabaseTypeName()
-			return nil
+	names := make([]string, len(types))
+	keyType := ""
+	for i, t := range types {
+		names[i] = t.Name()
+		if t.Name() == p.keyName && keyType == "" {
+			keyType = t.DatabaseTypeName()
 		}
-		names = append(names, t.Name())
 	}
-	return p.noKeyColumn(names)
+	if keyType == "" {
+		return p.noKeyColumn(names)
+	}
+	if p.group != nil && !slices.Contains(names, p.group.Column) {
+		return noColumn("limits.perGroup.column", "column", p.group.Column, names)
+	}
+	p.keyType = keyType
+	return nil
 }
 
 // noKeyColumn is the error of a query that returns no column named source.key.
 func (p *Postgres) noKeyColumn(names []string) error {
-	msg := fmt.Sprintf("source.key: the query returns no column %q (it returns %s)", p.keyName, quoteList(names))
+	return noColumn("source.key", "key", p.keyName, names)
+}
+
+// noColumn is the error of a query that returns no column name, which the config key at path (whose last part is
+// setting) names.
+func noColumn(path, setting, name string, names []string) error {
+	msg := fmt.Sprintf("%s: the query returns no column %q (it returns %s)", path, name, quoteList(names))
 	for _, n := range names {
-		if n == strings.ToLower(p.keyName) && n != p.keyName {
-			msg += fmt.Sprintf("; PostgreSQL folds unquoted names to lower case: set key: %s, or quote the name in the query (AS %s)",
-				n, pq.QuoteIdentifier(p.keyName))
+		if n == strings.ToLower(name) && n != name {
+			msg += fmt.Sprintf("; PostgreSQL folds unquoted names to lower case: set %s: %s, or quote the name in the query (AS %s)",
+				setting, n, pq.QuoteIdentifier(name))
 			break
 		}
 	}
@@ -466,11 +559,13 @@ func classify(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-func (p *Postgres) scan(rs *sql.Rows) ([]Row, error) {
-	types, err := rs.ColumnTypes()
+// scan reads the rows of rs, whose last extra columns are jobsched's, the first of them the group's text.
+func (p *Postgres) scan(rs *sql.Rows, extra int) ([]Row, error) {
+	all, err := rs.ColumnTypes()
 	if err != nil {
 		return nil, err
 	}
+	types := all[:len(all)-extra]
 	keyAt := -1
 	for i, t := range types {
 		if t.Name() == p.keyName {
@@ -484,8 +579,8 @@ func (p *Postgres) scan(rs *sql.Rows) ([]Row, error) {
 		}
 		return nil, p.noKeyColumn(names)
 	}
-	vals := make([]any, len(types))
-	ptrs := make([]any, len(types))
+	vals := make([]any, len(all))
+	ptrs := make([]any, len(all))
 	for i := range vals {
 		ptrs[i] = &vals[i]
 	}
@@ -504,6 +599,9 @@ func (p *Postgres) scan(rs *sql.Rows) ([]Row, error) {
 			row.Columns[i].Value = render(t.DatabaseTypeName(), vals[i])
 		}
 		row.Key = row.Columns[keyAt].Value
+		if extra > 0 {
+			row.Group = render(all[len(types)].DatabaseTypeName(), vals[len(types)])
+		}
 		out = append(out, row)
 	}
 	return out, rs.Err()

@@ -304,12 +304,12 @@ func TestSelectRendersColumnTypes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if tz != "" { // the session really is in that zone
 				sess := open(t, dsn, "SELECT current_setting('TimeZone') AS tz", "tz", 10*time.Second)
-				if got, err := sess.Select(t.Context(), nil, 1); err != nil || len(got) != 1 || got[0].Key != tz {
+				if got, err := sess.Select(t.Context(), Selection{Limit: 1}); err != nil || len(got) != 1 || got[0].Key != tz {
 					t.Fatalf("session time zone: %+v, %v; want %s", got, err, tz)
 				}
 			}
 			p := open(t, dsn, query, "id", 10*time.Second)
-			got, err := p.Select(t.Context(), nil, 100)
+			got, err := p.Select(t.Context(), Selection{Limit: 100})
 			if err != nil {
 				t.Fatalf("Select: %v", err)
 			}
@@ -367,7 +367,7 @@ func TestSelectOrderAndLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := open(t, testDSN, tt.query, "id", 10*time.Second)
-			got, err := p.Select(t.Context(), nil, tt.limit)
+			got, err := p.Select(t.Context(), Selection{Limit: tt.limit})
 			if err != nil {
 				t.Fatalf("Select: %v", err)
 			}
@@ -378,7 +378,7 @@ func TestSelectOrderAndLimit(t *testing.T) {
 	}
 	t.Run("whole rows", func(t *testing.T) {
 		p := open(t, testDSN, byPriority, "id", 10*time.Second)
-		got, err := p.Select(t.Context(), nil, 2)
+		got, err := p.Select(t.Context(), Selection{Limit: 2})
 		if err != nil {
 			t.Fatalf("Select: %v", err)
 		}
@@ -437,7 +437,7 @@ func TestSelectExcludes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := open(t, testDSN, "SELECT k, seq FROM "+s+"."+tt.table+" ORDER BY seq", "k", 10*time.Second)
-			got, err := p.Select(t.Context(), tt.exclude, tt.limit)
+			got, err := p.Select(t.Context(), Selection{Exclude: tt.exclude, Limit: tt.limit})
 			if err != nil {
 				t.Fatalf("Select: %v", err)
 			}
@@ -523,7 +523,7 @@ func TestSelectPushdownAtScale(t *testing.T) {
 	query := "SELECT id, payload, created_at FROM " + s + ".tasks WHERE status = 'waiting' ORDER BY created_at"
 	p := open(t, testDSN, query, "id", 30*time.Second)
 	start = time.Now()
-	got, err := p.Select(t.Context(), exclude, limit)
+	got, err := p.Select(t.Context(), Selection{Exclude: exclude, Limit: limit})
 	if err != nil {
 		t.Fatalf("Select: %v", err)
 	}
@@ -631,7 +631,7 @@ func TestSelectReadOnly(t *testing.T) {
 				var err error
 				if call == "Select" {
 					var got []Row
-					got, err = p.Select(t.Context(), nil, 10)
+					got, err = p.Select(t.Context(), Selection{Limit: 10})
 					if err == nil {
 						t.Errorf("Select succeeded with %+v, want an error", got)
 						continue
@@ -665,7 +665,7 @@ func TestSelectReadOnly(t *testing.T) {
 func TestSelectStatementTimeout(t *testing.T) {
 	p := open(t, testDSN, "SELECT pg_sleep(2)::text AS id", "id", 100*time.Millisecond)
 	start := time.Now()
-	got, err := p.Select(t.Context(), nil, 10)
+	got, err := p.Select(t.Context(), Selection{Limit: 10})
 	elapsed := time.Since(start)
 	if err == nil {
 		t.Fatalf("Select returned %+v after %v, want a statement timeout", got, elapsed)
@@ -680,7 +680,7 @@ func TestSelectStatementTimeout(t *testing.T) {
 
 	// The timeout is local to that transaction: a quick query on the same pool still works.
 	q := open(t, testDSN, "SELECT 1 AS id", "id", 100*time.Millisecond)
-	if got, err := q.Select(t.Context(), nil, 10); err != nil || !reflect.DeepEqual(keys(got), []string{"1"}) {
+	if got, err := q.Select(t.Context(), Selection{Limit: 10}); err != nil || !reflect.DeepEqual(keys(got), []string{"1"}) {
 		t.Errorf("a quick query after the timeout: %+v, %v", got, err)
 	}
 }
@@ -700,7 +700,7 @@ func TestSelectUnknownKey(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := open(t, testDSN, tt.query, tt.key, 10*time.Second)
-			_, selErr := p.Select(t.Context(), nil, 10)
+			_, selErr := p.Select(t.Context(), Selection{Limit: 10})
 			_, cntErr := p.Count(t.Context(), nil, 10)
 			for call, err := range map[string]error{"Select": selErr, "Count": cntErr} {
 				if err == nil {
@@ -729,7 +729,7 @@ func TestOpenWrongPassword(t *testing.T) {
 			dsn = u.String()
 		}
 		p := open(t, dsn, "SELECT 1 AS id", "id", 10*time.Second)
-		_, selErr := p.Select(t.Context(), nil, 10)
+		_, selErr := p.Select(t.Context(), Selection{Limit: 10})
 		_, cntErr := p.Count(t.Context(), nil, 10)
 		for call, err := range map[string]error{"Select": selErr, "Count": cntErr} {
 			if err == nil {
@@ -824,12 +824,12 @@ func TestExcludeRenderedKeys(t *testing.T) {
 	for _, col := range []string{"i2", "i4", "i8", "u", "t", "tstz", "ts", "d", "ttz", "by", "num", "f8", "b"} {
 		t.Run(col, func(t *testing.T) {
 			p := open(t, testDSN, "SELECT "+col+", seq FROM "+s+".k ORDER BY seq", col, 10*time.Second)
-			all, err := p.Select(t.Context(), nil, 10)
+			all, err := p.Select(t.Context(), Selection{Limit: 10})
 			if err != nil || len(all) != 2 {
 				t.Fatalf("Select: %+v, %v", all, err)
 			}
 			first, second := all[0].Key, all[1].Key
-			got, err := p.Select(t.Context(), []string{first, "not-a-number"}, 10)
+			got, err := p.Select(t.Context(), Selection{Exclude: []string{first, "not-a-number"}, Limit: 10})
 			if err != nil {
 				t.Fatalf("Select excluding %q: %v", first, err)
 			}
@@ -957,7 +957,7 @@ func TestSilentServer(t *testing.T) {
 				var err error
 				switch call {
 				case "Select":
-					_, err = p.Select(ctx, nil, 10)
+					_, err = p.Select(ctx, Selection{Limit: 10})
 				case "Count":
 					_, err = p.Count(ctx, nil, 10)
 				case "Selected":
@@ -989,7 +989,7 @@ func TestConnectTimeout(t *testing.T) {
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() {
-		_, err := p.Select(context.Background(), nil, 1)
+		_, err := p.Select(context.Background(), Selection{Limit: 1})
 		done <- err
 	}()
 	select {
@@ -1082,14 +1082,14 @@ func TestServerStopsAnswering(t *testing.T) {
 	addr, freeze := freezingProxy(t, u.Host)
 	u.Host = addr
 	p := open(t, u.String(), "SELECT 1 AS id", "id", 10*time.Second)
-	if got, err := p.Select(t.Context(), nil, 1); err != nil || len(got) != 1 {
+	if got, err := p.Select(t.Context(), Selection{Limit: 1}); err != nil || len(got) != 1 {
 		t.Fatalf("Select through the proxy: %+v, %v", got, err)
 	}
 	freeze()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err = p.Select(ctx, nil, 1)
+	_, err = p.Select(ctx, Selection{Limit: 1})
 	elapsed := time.Since(start)
 	if err == nil {
 		t.Fatal("no error from a server that stopped answering")
@@ -1112,7 +1112,7 @@ func TestReadAfterDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if _, err := p.Select(ctx, nil, 1); err == nil {
+	if _, err := p.Select(ctx, Selection{Limit: 1}); err == nil {
 		t.Fatal("Select of pg_sleep(20) with a 500ms deadline succeeded")
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -1140,7 +1140,7 @@ func TestReadAfterDeadline(t *testing.T) {
 	q := &Postgres{}
 	*q = *p
 	q.query = "SELECT 1 AS id"
-	got, err := q.Select(t.Context(), nil, 1)
+	got, err := q.Select(t.Context(), Selection{Limit: 1})
 	if err != nil || !reflect.DeepEqual(keys(got), []string{"1"}) {
 		t.Errorf("the read after the cut one: %+v, %v", got, err)
 	}

@@ -2,7 +2,12 @@
 // in CI). Either way a task is a Row: its key and its columns rendered as text, in the query's column order.
 package rows
 
-import "context"
+import (
+	"context"
+	"errors"
+
+	"github.com/jobsched/jobsched/pkg/config"
+)
 
 // Column is one selected column of a row, rendered as the text its environment variable gets.
 type Column struct {
@@ -15,13 +20,63 @@ type Column struct {
 type Row struct {
 	Key     string // the rendered value of the key column
 	Columns []Column
+	// Group is the row's value of the source's group column (PerGroup.Column) as text, "" for NULL; "" when the
+	// source has no group column. From PostgreSQL it is the value's own text (column::text), the text the read
+	// compares Selection.Held's groups with.
+	Group string
+}
+
+// Selection says which rows Select returns.
+type Selection struct {
+	Exclude []string // keys that already have a Job
+	Limit   int      // at most this many rows
+	// Held is the number of unfinished Jobs of each group, for a source with a PerGroup: at most PerGroup.Max −
+	// Held[g] rows of group g are returned, none of a group at its cap. Groups not in Held hold none.
+	Held map[string]int
+}
+
+// PerGroup caps the rows of each value of a column: a source built with one returns, per read, at most Max − Held[g]
+// rows of each group g, in the query's order. A PerGroup with no Column is none.
+type PerGroup struct {
+	Column string // a column the query returns
+	Max    int    // unfinished Jobs per group, at least 1
+}
+
+// Option is an optional setting of a source, given when it is built: a PerGroup.
+type Option interface{ apply(*options) error }
+
+type options struct {
+	group *PerGroup
+}
+
+func (g PerGroup) apply(o *options) error {
+	if g.Column == "" {
+		return nil
+	}
+	if g.Max < 1 {
+		return &config.Error{Err: errors.New("limits.perGroup.maxActive: must be at least 1")}
+	}
+	o.group = &g
+	return nil
+}
+
+func buildOptions(opts []Option) (options, error) {
+	var o options
+	for _, opt := range opts {
+		if err := opt.apply(&o); err != nil {
+			return options{}, err
+		}
+	}
+	return o, nil
 }
 
 // Source is where rows come from.
 type Source interface {
-	// Select returns at most limit rows, in the source's order, whose key is not in exclude and not NULL.
-	Select(ctx context.Context, exclude []string, limit int) ([]Row, error)
-	// Count counts the rows Select would return with no limit, stopping at max (so the answer is at most max).
+	// Select returns at most s.Limit rows, in the source's order, whose key is not in s.Exclude and not NULL; with a
+	// PerGroup, at most PerGroup.Max − s.Held[g] of each group g.
+	Select(ctx context.Context, s Selection) ([]Row, error)
+	// Count counts the rows Select would return with no limit and no PerGroup, stopping at max (so the answer is at
+	// most max).
 	Count(ctx context.Context, exclude []string, max int) (int, error)
 	// Selected returns which of keys the query returns now (NULL keys never match), in the order of keys, each once:
 	// one read, whatever the backlog.

@@ -10,10 +10,13 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lib/pq"
 
 	"github.com/jobsched/jobsched/pkg/config"
 )
@@ -52,7 +55,10 @@ func TestQueryCannotWrite(t *testing.T) {
 	exec(t, "CREATE TABLE "+s+".tasks (id int8 PRIMARY KEY)", "INSERT INTO "+s+".tasks VALUES (1), (2)",
 		"CREATE TABLE "+s+".audit (note text)")
 	calls := map[string]func(p *Postgres) error{
-		"Select":   func(p *Postgres) error { _, err := p.Select(t.Context(), []string{"1"}, 10); return err },
+		"Select": func(p *Postgres) error {
+			_, err := p.Select(t.Context(), Selection{Exclude: []string{"1"}, Limit: 10})
+			return err
+		},
 		"Count":    func(p *Postgres) error { _, err := p.Count(t.Context(), nil, 10); return err },
 		"Selected": func(p *Postgres) error { _, err := p.Selected(t.Context(), []string{"1"}); return err },
 		"Lookup":   func(p *Postgres) error { _, err := p.Lookup(t.Context(), []string{"1"}); return err },
@@ -83,6 +89,70 @@ func TestQueryCannotWrite(t *testing.T) {
 	}
 }
 
+// TestQueryCannotWritePerGroup runs the per-group reads (Select with held groups, Lookup) with the queries of
+// TestQueryCannotWrite: each fails as a configuration error, and the table is untouched.
+func TestQueryCannotWritePerGroup(t *testing.T) {
+	s := newSchema(t)
+	exec(t, "CREATE TABLE "+s+".tasks (id int8 PRIMARY KEY)", "INSERT INTO "+s+".tasks VALUES (1), (2)",
+		"CREATE TABLE "+s+".audit (note text)")
+	for name, query := range EscapingQueries(s) {
+		t.Run(name, func(t *testing.T) {
+			p := openGroup(t, testDSN, query, "id", PerGroup{Column: "id", Max: 2})
+			_, selErr := p.Select(t.Context(), Selection{Exclude: []string{"1"}, Limit: 10, Held: map[string]int{"2": 1}})
+			_, lookErr := p.Lookup(t.Context(), []string{"1"})
+			for call, err := range map[string]error{"Select": selErr, "Lookup": lookErr} {
+				if err == nil || !config.IsConfigError(err) {
+					t.Errorf("%s: %v; want a configuration error", call, err)
+				}
+			}
+			auditEmpty(t, s)
+		})
+	}
+}
+
+// TestGroupCannotWrite: a group column's name and its values are never SQL (the tasks and audit tables stay). A name that tries to close the statement
+// is one column's name (here one the query returns, so the read works); values and held groups that look like SQL
+// are data; the table is untouched.
+func TestGroupCannotWrite(t *testing.T) {
+	s := newSchema(t)
+	evil := "'); COMMIT; INSERT INTO " + s + ".audit VALUES ('escaped'); --"
+	exec(t, "CREATE TABLE "+s+".tasks (id int8 PRIMARY KEY, tenant text)", "CREATE TABLE "+s+".audit (note text)",
+		"INSERT INTO "+s+".tasks VALUES (1, "+pq.QuoteLiteral(evil)+"), (2, "+pq.QuoteLiteral(evil)+"), (3, 'a')")
+	column := `x")) AS z; COMMIT; DROP TABLE tasks; SELECT (("` // under 64 bytes: the longest name PostgreSQL keeps
+	query := "SELECT id, tenant AS " + pq.QuoteIdentifier(column) + " FROM " + s + ".tasks ORDER BY id"
+	dsn := withSetting(t, testDSN, "options", "-c search_path="+strings.Trim(s, `"`)) // the name's tasks is ours
+	p := openGroup(t, dsn, query, "id", PerGroup{Column: column, Max: 1})
+	got, err := p.Select(t.Context(), Selection{Limit: 10, Held: map[string]int{evil + "x": 1, `"; COMMIT; --`: 1}})
+	if err != nil || !reflect.DeepEqual(keyGroups(got), []keyGroup{{"1", evil}, {"3", "a"}}) {
+		t.Errorf("Select = %v, %v; want rows 1 and 3, the value as the group", keyGroups(got), err)
+	}
+	if got, err := p.Select(t.Context(), Selection{Limit: 10, Held: map[string]int{evil: 1}}); err != nil ||
+		!reflect.DeepEqual(keys(got), []string{"3"}) {
+		t.Errorf("Select with the value held = %v, %v; want row 3 only", keys(got), err)
+	}
+	if _, err := p.Lookup(t.Context(), []string{"1"}); err != nil {
+		t.Errorf("Lookup: %v", err)
+	}
+	q := openGroup(t, dsn, "SELECT id, tenant FROM "+s+".tasks ORDER BY id", "id", PerGroup{Column: column, Max: 1})
+	if _, err := q.Select(t.Context(), Selection{Limit: 10}); err == nil || !config.IsConfigError(err) {
+		t.Errorf("Select with a group column the query does not return: %v; want a configuration error", err)
+	}
+	auditEmpty(t, s)
+	exec(t, "SELECT 1 FROM "+s+".tasks")
+}
+
+// auditEmpty fails t if the audit table of schema s has a row.
+func auditEmpty(t *testing.T, s string) {
+	t.Helper()
+	var n int
+	if err := adminDB.QueryRowContext(t.Context(), "SELECT count(*) FROM "+s+".audit").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("%d row(s) written to the audit table", n)
+	}
+}
+
 // TestOneStatementErrorSaysWhy checks the error of a query of several statements: it says so, in the user's words.
 func TestOneStatementErrorSaysWhy(t *testing.T) {
 	for _, query := range []string{
@@ -90,7 +160,7 @@ func TestOneStatementErrorSaysWhy(t *testing.T) {
 		"SELECT 1 AS id) AS x; SELECT * FROM (SELECT 2 AS id",
 	} {
 		p := open(t, testDSN, query, "id", 10*time.Second)
-		_, err := p.Select(t.Context(), nil, 10)
+		_, err := p.Select(t.Context(), Selection{Limit: 10})
 		if err == nil || !config.IsConfigError(err) || !strings.Contains(err.Error(), "one SELECT statement") {
 			t.Errorf("Select of %q: %v; want a configuration error saying the query must be one SELECT statement", query, err)
 		}
@@ -172,7 +242,7 @@ func TestOnlyFixedSimpleQueries(t *testing.T) {
 	addr, simple := simpleQueryProxy(t, u.Host)
 	u.Host = addr
 	p := open(t, u.String(), "SELECT id FROM "+s+".tasks ORDER BY id", "id", 10*time.Second)
-	if _, err := p.Select(t.Context(), []string{"1"}, 10); err != nil {
+	if _, err := p.Select(t.Context(), Selection{Exclude: []string{"1"}, Limit: 10}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Count(t.Context(), nil, 10); err != nil {
@@ -186,6 +256,14 @@ func TestOnlyFixedSimpleQueries(t *testing.T) {
 	}
 	if f := p.Explain(t.Context(), nil, 10); f.Unchecked != "" {
 		t.Fatal(f.Unchecked)
+	}
+	g := openGroup(t, u.String(), "SELECT id, id % 2 AS tenant FROM "+s+".tasks ORDER BY id", "id", PerGroup{Column: "tenant", Max: 1})
+	if got, err := g.Select(t.Context(), Selection{Exclude: []string{"9"}, Limit: 10, Held: map[string]int{"0": 1}}); err != nil ||
+		!reflect.DeepEqual(keyGroups(got), []keyGroup{{"1", "1"}}) {
+		t.Fatalf("Select per group = %v, %v; want row 1 (group 1) only", keyGroups(got), err)
+	}
+	if _, err := g.Lookup(t.Context(), []string{"1"}); err != nil {
+		t.Fatal(err)
 	}
 	got := simple()
 	if len(got) == 0 {
@@ -217,14 +295,14 @@ func TestPermissionDenied(t *testing.T) {
 		"SELECT id FROM " + s + ".tasks) AS x; COMMIT; INSERT INTO " + s + ".tasks VALUES (1); SELECT * FROM (SELECT 1 AS id",
 	} {
 		p := open(t, u.String(), query, "id", 10*time.Second)
-		_, err := p.Select(t.Context(), nil, 10)
+		_, err := p.Select(t.Context(), Selection{Limit: 10})
 		if err == nil || !config.IsConfigError(err) {
 			t.Errorf("Select of %q: %v; want a configuration error", query, err)
 		}
 		t.Logf("%v", err)
 	}
 	p := open(t, u.String(), "SELECT id FROM "+s+".secret", "id", 10*time.Second)
-	if _, err := p.Select(t.Context(), nil, 10); err == nil || !strings.Contains(err.Error(), "permission denied for table secret") {
+	if _, err := p.Select(t.Context(), Selection{Limit: 10}); err == nil || !strings.Contains(err.Error(), "permission denied for table secret") {
 		t.Errorf("Select: %v; want the database's permission denied", err)
 	}
 }
@@ -239,7 +317,7 @@ func TestPasswordEqualToUserName(t *testing.T) {
 	const same = "jobsched_same_name"
 	u.User = url.UserPassword(same, same)
 	p := open(t, u.String(), "SELECT 1 AS id", "id", 10*time.Second)
-	_, err = p.Select(t.Context(), nil, 1)
+	_, err = p.Select(t.Context(), Selection{Limit: 1})
 	if err == nil || !strings.Contains(err.Error(), `password authentication failed for user "`+same+`"`) {
 		t.Errorf("Select: %v; want the server's message with the user name", err)
 	}
@@ -267,7 +345,7 @@ func TestSQLASCIIInvalidByte(t *testing.T) {
 		}
 	}
 	p := open(t, u.String(), "SELECT id, name FROM t ORDER BY id", "id", 10*time.Second)
-	_, err = p.Select(t.Context(), nil, 10)
+	_, err = p.Select(t.Context(), Selection{Limit: 10})
 	if err == nil {
 		t.Fatal("Select of a value that is not valid UTF-8 succeeded")
 	}
@@ -308,7 +386,7 @@ func TestConnectTimeoutIsTheBound(t *testing.T) {
 		}
 	})
 	p := open(t, "postgres://app:pw@"+l.Addr().String()+"/app?sslmode=disable&connect_timeout=1", "SELECT 1 AS id", "id", 10*time.Second)
-	_, selErr := p.Select(t.Context(), nil, 1)
+	_, selErr := p.Select(t.Context(), Selection{Limit: 1})
 	f := p.Explain(t.Context(), nil, 1)
 	if selErr == nil || f.Unchecked == "" || !strings.Contains(f.Unchecked, "i/o timeout") {
 		t.Fatalf("Select: %v; Explain: %+v; want both to fail connecting", selErr, f)
@@ -336,7 +414,7 @@ func TestQueryErrorsInTheUsersWords(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := open(t, testDSN, tc.query, tc.key, 10*time.Second)
-			_, err := p.Select(t.Context(), nil, 1)
+			_, err := p.Select(t.Context(), Selection{Limit: 1})
 			if err == nil || !config.IsConfigError(err) {
 				t.Fatalf("Select: %v; want a configuration error", err)
 			}

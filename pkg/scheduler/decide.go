@@ -13,17 +13,18 @@ import (
 	"github.com/jobsched/jobsched/pkg/config"
 )
 
-// Decide is the pure part of the pass: from the configuration and one observation it decides what to delete, which
+// decideQueue is the pure part of the pass for one queue (cfg is its config.QueueConfig, obs holds its Jobs): from
+// the configuration and one observation it decides what to delete, which
 // keys to exclude from the read, which tasks are retried, how many Jobs the limits leave room for, and why not more.
 // What the nodes and quotas hold narrows that room in a step of its own (Fit): a pass observes capacity only when
-// the limits leave room, after its deletes.
+// the limits leave room, after its deletes. Decide puts the queues' decisions together.
 //
 // The Jobs of one task are its attempts. The newest decides: unfinished, it holds a slot and its key is excluded;
 // succeeded, it is kept for gc.succeededRetention and its key is excluded; failed with attempts left, the key is
 // excluded until backoff·2^(n-1) (at most maxBackoff) after the failure, then the row competes for a slot and gets
 // attempt n+1; failed with none left, or by its podFailurePolicy (FailJob), the task is dead: its Job is kept as
 // the record and its key excluded. Older finished attempts are deleted.
-func Decide(cfg *config.Config, obs *Observation) *Plan {
+func decideQueue(cfg *config.Config, obs *Observation) *Plan {
 	p := &Plan{
 		Scheduler: cfg.Name,
 		Namespace: cfg.Namespace,
@@ -162,10 +163,10 @@ func (p *Plan) room(cfg *config.Config, obs *Observation) {
 	}
 }
 
-// Fit is the step after the deletes: it bounds p's slots by what fits on the nodes and in the quotas now, as obs
+// fitQueue is the step after the deletes, for one queue's plan p: it bounds p's slots by what fits on the nodes and in the quotas now, as obs
 // holds it, and returns the new plan (p is not changed). A plan blocked for a reason capacity cannot change (an
 // Unschedulable pod, pods or guard unknown) is returned as it is; capacity that could not be observed blocks it.
-func (p *Plan) Fit(cfg *config.Config, obs *Observation) *Plan {
+func (p *Plan) fitQueue(cfg *config.Config, obs *Observation, report func() capacity.Report) *Plan {
 	if p.hard || cfg.Limits.Capacity == config.CapacityOff || cfg.KueueMode() { // with Kueue, Kueue decides what fits
 		return p
 	}
@@ -175,7 +176,7 @@ func (p *Plan) Fit(cfg *config.Config, obs *Observation) *Plan {
 		q.block("capacity unknown: " + obs.CapacityErr.Error())
 		q.hard = true
 	case obs.Capacity != nil:
-		rep := capacity.Fit(cfg.Template, obs.Capacity, p.unboundPods, p.podlessPods) // rep.Fit is in Jobs
+		rep := report() // rep.Fit is in Jobs: capacity.Fit of the queue's template, the other queues' claims counted
 		q.Capacity = &rep
 		if rep.Fit >= 0 && rep.Fit < q.Slots {
 			q.Slots = rep.Fit

@@ -5,13 +5,15 @@
 //
 // Run is a list of steps, each a function of the value the step before returned (see Run for the list):
 //
-//	observe  → Observation  this scheduler's Jobs (and the list's resourceVersion), its Pending pods
-//	decide   → Plan         Decide: each Job's state, the deletes, the keys the read excludes, the room the limits leave
+//	observe  → Observation  the install's Jobs (and the list's resourceVersion), its Pending pods: once for all queues
+//	decide   → Plan         Decide, per queue: each Job's state, the deletes, the keys the read excludes, the room
+//	                        the queue's limits leave; then the install's limits over all queues
 //	execute  ·              the decided deletes, first: they never wait on a step that may fail
 //	observe  → Observation  capacity (nodes, quotas), only when the limits leave room
-//	fit      → Plan         Plan.Fit: the slots, bounded by what fits
-//	check    → RowCheck     the rows of succeeded, dead and due tasks: worker bugs, rows gone (their Jobs deleted)
-//	read     → Admission    the rows there is room for, each admitted (a Create) or skipped (a Skip)
+//	fit      → Plan         Plan.Fit: each queue's slots, bounded by what fits for its template alone
+//	check    → RowCheck     per queue, the rows of succeeded, dead and due tasks: worker bugs, rows gone
+//	read     → Admission    per queue with slots, the rows there is room for, each admitted (a Create) or skipped
+//	share    → Plan         the install's slots given to the queues' creates, one at a time (see Queues below)
 //	execute  ·              the creates; a retry's failed attempt deleted once its next attempt exists
 //
 // Nothing outside that line changes the plan: `dry-run` prints Result.Plan, the value `tick` executes, and `status`
@@ -79,6 +81,41 @@
 //     to 10 retries per call). `--kube-qps N` (with `--kube-burst`) puts a client-side cap back, for clusters that
 //     want one. What a pass could not create before its `--timeout` waits for the next pass; `pass done` says how
 //     many (`notCreated`).
+//
+// # Queues
+//
+// A configuration with queues: (config.Queue) is one install of several queues; one without is one implicit queue
+// named after the install, whose plan is exactly the plan of before queues existed (Plan.Queues is nil, no Job
+// carries a queue label). The rules:
+//
+//   - Whose Job: a Job carries its queue in the label jobsched.io/queue. A Job without it (made before the
+//     configuration had queues:) belongs to the queue named after the install if there is one, else to the first
+//     queue; so does a Job whose queue is no longer in the file (it is counted, kept for its retention and deleted,
+//     and its task is retried by that queue only if that queue's query selects its row).
+//   - One observation: a pass lists the install's Jobs once (label jobsched.io/scheduler) and its Pending pods once,
+//     whatever the number of queues; then each queue's part of the plan is decided from its own Jobs with its own
+//     retry, gc and limits (config.QueueConfig).
+//   - Room: R = min(limits.maxPerTick, limits.maxActive − the unfinished Jobs of all queues [, with Kueue
+//     limits.maxQueued − the queued Jobs of all queues]) is the install's; a queue's own room is r = min(its
+//     maxPerTick, its maxActive − its unfinished Jobs, what fits for its template alone, R). An Unschedulable pod of
+//     any queue blocks every queue (limits.blockOnUnschedulable is the install's). Plan.Slots is min(R, Σ r).
+//   - Read: each queue with r > 0 reads once (more only to replace skipped rows, as before), up to r rows; a queue
+//     with no room is not read.
+//   - Share: the R slots are given one at a time. The candidates are the queues with a create admitted and not yet
+//     kept whose next Job fits; the slot goes to the highest priority; among equal priorities to the queue with the
+//     smallest (unfinished + kept) / weight, where unfinished are the queue's unfinished Jobs at the observation and
+//     kept its creates given a slot so far in this pass (compared by cross-multiplying: no rounding); ties go to the
+//     queue first in the file. A queue whose next Job does not fit on the capacity left is out for the rest of the
+//     pass (a smaller pod of another queue may still fit). Each queue keeps the first of its creates in its query's
+//     order; the rest were read ahead and are not created (nor skipped): the next pass reads them again. The creates
+//     are made in the order the slots were given.
+//   - Fair across passes without state: a queue's share is derived from the unfinished Jobs it holds, which the
+//     cluster keeps between passes. With two queues of weights 3 and 1 and Jobs of equal length, each pass gives
+//     slots so that the unfinished Jobs of the two approach 3:1, and as Jobs finish at equal rates the creates over
+//     passes approach 3:1 too. A queue with no waiting rows admits nothing and leaves its share to the others. Nothing
+//     is remembered between passes: a queue that was starved by priority does not get its missed slots back.
+//   - The Lease is the install's (jobsched-<name>): one pass at a time creates for all queues, so the install's
+//     maxActive holds with racing passes.
 //
 // # Names
 //

@@ -77,8 +77,10 @@ func (x *execution) fail(errs ...error) {
 // fitted takes the plan after Fit: it fails the pass for what could not be observed and logs capacity's warning.
 func (x *execution) fitted(p *Plan, obs *Observation) *Plan {
 	x.fail(obs.PodsErr, obs.CapacityErr)
-	if p.Capacity != nil && p.Capacity.Warning != "" {
-		x.log.Warn().Msg(p.Capacity.Warning)
+	for _, part := range p.parts {
+		if part.Capacity != nil && part.Capacity.Warning != "" {
+			x.log.Warn().Msg(part.Capacity.Warning)
+		}
 	}
 	return p
 }

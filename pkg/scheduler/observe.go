@@ -30,7 +30,7 @@ type Observation struct {
 	JobsResourceVersion string
 	Pods                []PodSummary // this scheduler's Pending pods that hold something (label and field selector)
 	PodsErr             error        // the Pending pods could not be listed
-	// Capacity is what the nodes and quotas hold (nil when limits.capacity is off, the pass is offline, or it has
+	// Capacity is what the nodes and quotas hold, for every queue's template (nil when limits.capacity is off, the pass is offline, or it has
 	// not been observed: a pass observes it only when the limits leave room).
 	Capacity    *capacity.Snapshot
 	CapacityErr error
@@ -124,12 +124,17 @@ func (s *Scheduler) listPendingPods(ctx context.Context) ([]PodSummary, error) {
 	return pods, nil
 }
 
-// readCapacity reads what limits.capacity needs (nil when it is off or the pass is offline).
+// readCapacity reads what limits.capacity needs (nil when it is off or the pass is offline): one observation for
+// every queue's template.
 func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error) {
 	if s.Kube == nil || s.Config.Limits.Capacity == config.CapacityOff || s.Config.KueueMode() {
 		return nil, nil
 	}
-	snap, err := capacity.Observe(ctx, s.Kube, s.Config.Namespace, capacity.Options{Mode: s.Config.Limits.Capacity, Template: s.Config.Template, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick()})
+	var templates []*batchv1.Job
+	for i := range s.Config.AllQueues() {
+		templates = append(templates, s.Config.QueueConfig(i).Template)
+	}
+	snap, err := capacity.Observe(ctx, s.Kube, s.Config.Namespace, capacity.Options{Mode: s.Config.Limits.Capacity, Templates: templates, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick()})
 	if err != nil {
 		return nil, fmt.Errorf("observing capacity: %w", err)
 	}
@@ -142,6 +147,7 @@ type JobSummary struct {
 	Name       string
 	UID        types.UID
 	Key        string // annotation jobsched.io/task-key ("" on a Job made by hand)
+	Queue      string // label jobsched.io/queue ("" on a Job of a configuration without queues:)
 	Attempt    int    // label jobsched.io/attempt; 1 when absent (Jobs made before retries existed)
 	Deleting   bool   // it has a deletionTimestamp
 	Suspended  bool   // spec.suspend: Kueue holds it (or, in another mode, whoever suspended it)
@@ -168,7 +174,7 @@ type PodSummary struct {
 
 // SummarizeJob keeps what the plan needs of job.
 func SummarizeJob(job *batchv1.Job) JobSummary {
-	s := JobSummary{Name: job.Name, UID: job.UID, Key: job.Annotations[render.AnnotationTaskKey], Attempt: 1,
+	s := JobSummary{Name: job.Name, UID: job.UID, Key: job.Annotations[render.AnnotationTaskKey], Queue: job.Labels[render.LabelQueue], Attempt: 1,
 		Deleting: job.DeletionTimestamp != nil, Suspended: job.Spec.Suspend != nil && *job.Spec.Suspend,
 		Active: job.Status.Active, PodsPerJob: capacity.PodsPerJob(job)}
 	if n, err := strconv.Atoi(job.Labels[render.LabelAttempt]); err == nil && n > 1 {

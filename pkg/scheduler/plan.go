@@ -38,6 +38,8 @@ const (
 
 // JobStatus is one of this scheduler's Jobs as the plan sees it.
 type JobStatus struct {
+	// Queue is the Job's queue (config queues:); empty for the one queue of a configuration without queues:.
+	Queue      string     `json:"queue,omitempty"`
 	Name       string     `json:"name"`
 	Key        string     `json:"key"`
 	Attempt    int        `json:"attempt"`
@@ -57,6 +59,7 @@ type JobStatus struct {
 // Create is a Job the plan creates for a row. Supersedes is the failed attempt it retries: deleted once this one
 // exists, never before (a pass killed in between loses no count). Attempt is NextAttempt(Supersedes).
 type Create struct {
+	Queue      string       `json:"queue,omitempty"` // as JobStatus.Queue
 	Key        string       `json:"key"`
 	Attempt    int          `json:"attempt"`
 	Job        *batchv1.Job `json:"job"`
@@ -65,6 +68,7 @@ type Create struct {
 
 // Skip is a row that gets no Job this pass, and why.
 type Skip struct {
+	Queue  string `json:"queue,omitempty"` // as JobStatus.Queue
 	Key    string `json:"key"`
 	Reason string `json:"reason"`
 }
@@ -85,8 +89,18 @@ type Plan struct {
 	Selected int      `json:"selected"` // rows read from the source
 	Creates  []Create `json:"creates"`
 	Skipped  []Skip   `json:"skipped,omitempty"`
-	// Query is what the query doctor says about the read (dry-run only; nil without a database).
+	// Query is what the query doctor says about the read (dry-run only; nil without a database; with queues: in
+	// each queue's plan).
 	Query *QueryFinding `json:"query,omitempty"`
+	// Queues are the queues' parts of the plan, in the configuration's order (nil for a configuration without
+	// queues:, whose one queue the fields above are). With queues:, Capacity is in each queue's part.
+	Queues []QueuePlan `json:"queues,omitempty"`
+
+	// parts are the queues' own plans (one for a configuration without queues:), and inst the install's room.
+	parts []*Plan
+	inst  installRoom
+	// order is the queue of each create, in the order share gave the slots (nil before share).
+	order []int
 
 	// exclude are the keys that must not be read (a Job exists and is kept, or succeeded and is deleted by this
 	// pass).

@@ -22,14 +22,14 @@ type RowCheck struct {
 	Gone []JobStatus
 }
 
-// checkRows asks the source, in one read pushed down like the others, which of the plan's succeeded, dead and due
+// checkRows asks the queue's source, in one read pushed down like the others, which of the plan's succeeded, dead and due
 // keys the query still selects.
-func (s *Scheduler) checkRows(ctx context.Context, p *Plan) (RowCheck, error) {
+func (s *Scheduler) checkRows(ctx context.Context, p *Plan, src rows.Source) (RowCheck, error) {
 	keys := append(append(append([]string(nil), p.succeeded...), p.dead...), p.due...)
-	if s.Source == nil || len(keys) == 0 {
+	if src == nil || len(keys) == 0 {
 		return RowCheck{}, nil
 	}
-	selected, err := s.Source.Selected(ctx, keys)
+	selected, err := src.Selected(ctx, keys)
 	if err != nil {
 		return RowCheck{}, err
 	}
@@ -89,15 +89,15 @@ type Admission struct {
 	RowsWait bool
 }
 
-// read reads the rows there is room for in p and admits each. The rows are read with the keys that have a Job
+// read reads the rows there is room for in p (one queue's plan) from the queue's source and admits each. The rows are read with the keys that have a Job
 // excluded; a row that cannot get a Job is skipped and more rows are read in its place, asking each time for what is
 // still needed plus as many as were skipped so far, so a head of bad rows costs a few reads, not a stalled queue.
 // The rows a --rows file left out as repeated keys are skipped too: the file is read with them.
-func (s *Scheduler) read(ctx context.Context, p *Plan) (a Admission, err error) {
-	if f, ok := s.Source.(*rows.File); ok {
+func (s *Scheduler) read(ctx context.Context, p *Plan, q Queue) (a Admission, err error) {
+	if f, ok := q.Source.(*rows.File); ok {
 		defer func() { a.Skipped = append(a.Skipped, fileSkips(f)...) }()
 	}
-	if p.Slots == 0 || s.Source == nil {
+	if p.Slots == 0 || q.Source == nil {
 		return a, nil
 	}
 	exclude := append([]string(nil), p.exclude...)
@@ -109,7 +109,7 @@ func (s *Scheduler) read(ctx context.Context, p *Plan) (a Admission, err error) 
 	for need > 0 && skipped < budget {
 		ask := min(need+skipped, need+budget-skipped)
 		var got []rows.Row
-		got, err = s.Source.Select(ctx, exclude, ask)
+		got, err = q.Source.Select(ctx, rows.Selection{Exclude: exclude, Limit: ask})
 		if err != nil {
 			return a, err
 		}
@@ -119,7 +119,7 @@ func (s *Scheduler) read(ctx context.Context, p *Plan) (a Admission, err error) 
 				break // read ahead for rows that were not needed after all, or past the budget
 			}
 			a.Selected++
-			c, skip, err := p.admit(s.Renderer, row)
+			c, skip, err := p.admit(q.Renderer, row)
 			switch {
 			case err != nil:
 				return a, err

@@ -56,10 +56,13 @@ type Scheduler struct {
 	Dynamic  dynamic.Interface
 	Source   rows.Source
 	Renderer *render.Renderer
-	Now      func() time.Time
-	Timeout  time.Duration
-	Events   Events // nil: none
-	Guard    Guard  // nil: none; taken by Execute passes only
+	// Queues are the queues' sources and renderers, in the order of Config.Queues; nil: one queue, Source and
+	// Renderer.
+	Queues  []Queue
+	Now     func() time.Time
+	Timeout time.Duration
+	Events  Events // nil: none
+	Guard   Guard  // nil: none; taken by Execute passes only
 	// BeforeCreates, when set, is called once before the first create of a pass (the command sets its collector
 	// policy there: see cmd).
 	BeforeCreates func()
@@ -101,17 +104,19 @@ func (r Result) RoomBound() bool { return r.Plan != nil && r.Plan.roomBound }
 // holder of the guard, pods or capacity that could not be observed.
 func (r Result) HardBlocked() bool { return r.Plan != nil && r.Plan.hard }
 
-// Run is one pass, whole, and always ends with its `pass done` line. It is a line of steps, each a function of the
-// value before it; only the execute steps write, and each writes what the plan holds at that point:
+// Run is one pass, whole, for every queue of the install, and always ends with its `pass done` line. It is a line
+// of steps, each a function of the value before it; only the execute steps write, and each writes what the plan
+// holds at that point:
 //
 //  0. take the Guard, if any (Execute only);
-//  1. observe: this scheduler's Jobs and (unless DeleteOnly) its Pending pods;
-//  2. decide: the deletes, the exclusions, the room the limits leave;
-//  3. execute the deletes, before any step that may fail (capacity, the database);
-//  4. observe capacity when there is room; fit: the slots;
-//  5. check the finished tasks' rows: worker bugs skipped, the Jobs of gone rows deleted;
-//  6. read the rows there is room for, and admit each: creates and skips;
-//  7. execute the creates (Execute; ServerDryRun sends them with dryRun=All).
+//  1. observe, once for the install: its Jobs and (unless DeleteOnly) its Pending pods;
+//  2. decide, per queue: the deletes, the exclusions, the room the queue's limits and the install's leave;
+//  3. execute the deletes (all queues), before any step that may fail (capacity, the database);
+//  4. observe capacity when there is room; fit each queue alone: its slots;
+//  5. check each queue's finished tasks' rows: worker bugs skipped, the Jobs of gone rows deleted;
+//  6. read, per queue with slots, the rows there is room for, and admit each: creates and skips;
+//  7. share the install's slots among the queues' creates (see share);
+//  8. execute the creates in that order (Execute; ServerDryRun sends them with dryRun=All).
 //
 // The returned error is a *config.Error when the configuration is wrong (the query, the columns); any other error
 // is a run-time failure. The plan is returned whenever the Jobs could be listed, and the summary always.
@@ -132,19 +137,41 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 	}
 	obs = s.observeCapacity(ctx, obs, p) // 4
 	p = x.fitted(p.Fit(s.Config, obs), obs)
-	rc, err := s.checkRows(ctx, p) // 5
-	if p, err = x.rows(p.checked(rc), err); err != nil {
-		return x.done(p, obs, Admission{}, err)
+	qs := s.queues()
+	var stop error
+	p = p.eachQueue(s.Config, func(i int, _ *config.Config, part *Plan) *Plan { // 5
+		if stop != nil {
+			return part
+		}
+		rc, err := s.checkRows(ctx, part, qs[i].Source)
+		if part, stop = x.rows(part.checked(rc), err); stop == nil {
+			x.deletes(rc.Gone)
+		}
+		return part
+	})
+	if stop != nil {
+		return x.done(p, obs, Admission{}, stop)
 	}
-	x.deletes(rc.Gone)
-	a, err := s.read(ctx, p) // 6
-	if p, err = x.rows(p.admitted(a), err); err != nil {
-		return x.done(p, obs, a, err)
+	var a Admission
+	p = p.eachQueue(s.Config, func(i int, _ *config.Config, part *Plan) *Plan { // 6
+		if stop != nil {
+			return part
+		}
+		qa, err := s.read(ctx, part, qs[i])
+		a.RowsWait = a.RowsWait || qa.RowsWait
+		part, stop = x.rows(part.admitted(qa), err)
+		return part
+	})
+	if stop != nil {
+		return x.done(p, obs, a, stop)
 	}
+	p = p.shared(s.Config, p.sharePlacer(s.Config, obs)) // 7
 	if mode.dryRun() {
-		p = p.explained(s.Explain(ctx, p))
+		p = p.eachQueue(s.Config, func(i int, qcfg *config.Config, part *Plan) *Plan {
+			return part.explained(explain(ctx, qs[i].Source, part, qcfg.MaxPerTick()))
+		})
 	}
-	x.creates(p) // 7
+	x.creates(p) // 8
 	return x.done(p, obs, a, nil)
 }
 

@@ -236,10 +236,10 @@ func TestDryRunWritesNothing(t *testing.T) {
 // failingSource fails every read, like a database that is down.
 type failingSource struct{ err error }
 
-func (f failingSource) Select(context.Context, []string, int) ([]rows.Row, error) { return nil, f.err }
-func (f failingSource) Count(context.Context, []string, int) (int, error)         { return 0, f.err }
-func (f failingSource) Selected(context.Context, []string) ([]string, error)      { return nil, f.err }
-func (f failingSource) Lookup(context.Context, []string) ([]rows.Row, error)      { return nil, f.err }
+func (f failingSource) Select(context.Context, rows.Selection) ([]rows.Row, error) { return nil, f.err }
+func (f failingSource) Count(context.Context, []string, int) (int, error)          { return 0, f.err }
+func (f failingSource) Selected(context.Context, []string) ([]string, error)       { return nil, f.err }
+func (f failingSource) Lookup(context.Context, []string) ([]rows.Row, error)       { return nil, f.err }
 
 // TestPassFailures: the deletes never wait on the database or the capacity LISTs; a failure there means "create
 // nothing this pass" and a run-time error (exit 1); a query the database rejects as wrong is a configuration error.

@@ -105,11 +105,11 @@ type Source struct {
 	Calls [][]string // the exclude list of each Select
 }
 
-func (s *Source) Select(_ context.Context, exclude []string, limit int) ([]rows.Row, error) {
-	s.Calls = append(s.Calls, append([]string(nil), exclude...))
+func (s *Source) Select(_ context.Context, sel rows.Selection) ([]rows.Row, error) {
+	s.Calls = append(s.Calls, append([]string(nil), sel.Exclude...))
 	var out []rows.Row
 	for _, r := range s.Rows {
-		if len(out) < limit && !slices.Contains(exclude, r.Key) {
+		if len(out) < sel.Limit && !slices.Contains(sel.Exclude, r.Key) {
 			out = append(out, r)
 		}
 	}
@@ -117,7 +117,7 @@ func (s *Source) Select(_ context.Context, exclude []string, limit int) ([]rows.
 }
 
 func (s *Source) Count(ctx context.Context, exclude []string, max int) (int, error) {
-	got, err := s.Select(ctx, exclude, max)
+	got, err := s.Select(ctx, rows.Selection{Exclude: exclude, Limit: max})
 	return len(got), err
 }
 

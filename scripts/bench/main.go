@@ -611,7 +611,7 @@ func (b *bench) excluded() error {
 			d     *[]time.Duration
 		}{{few, 10, &dFew}, {many, 5000, &dMany}, {gone, 0, &dGone}} {
 			start := time.Now()
-			got, err := src.Select(b.ctx, c.keys, 10)
+			got, err := src.Select(b.ctx, rows.Selection{Exclude: c.keys, Limit: 10})
 			d := time.Since(start)
 			if err != nil {
 				return err
@@ -660,7 +660,7 @@ func (b *bench) excluded() error {
 
 	// The statement alone with 5,000 keys, as it is (NOT IN a hashed subplan) and as it was (NOT (key = ANY), which
 	// the planner estimates key by key), alternating on one connection.
-	now, args := src.SelectStatement(many, 10)
+	now, args := src.SelectStatement(rows.Selection{Exclude: many, Limit: 10})
 	before := notIn.ReplaceAllString(now, "NOT ($1 = ANY($2))")
 	if before == now {
 		return fmt.Errorf("the read's statement has no NOT IN (SELECT unnest(…)) to compare with NOT (key = ANY): %s", now)

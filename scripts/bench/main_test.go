@@ -43,7 +43,7 @@ func TestBeforeStatement(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	now, args := src.SelectStatement([]string{"a", "b"}, 10)
+	now, args := src.SelectStatement(rows.Selection{Exclude: []string{"a", "b"}, Limit: 10})
 	before := notIn.ReplaceAllString(now, "NOT ($1 = ANY($2))")
 	if !strings.Contains(now, ` NOT IN (SELECT unnest($1::text[]))`) || len(args) != 2 {
 		t.Fatalf("the read's statement %q (args %v) has no NOT IN over $1", now, args)

@@ -1,0 +1,464 @@
+package capacity
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/jobsched/jobsched/pkg/config"
+)
+
+// Claim is one template (one queue's) in a Placer, and our pods of it that already hold a claim on room: Unbound
+// (not bound to a node yet) and Podless (the pods its pod-less Jobs will still make).
+type Claim struct {
+	Template         *batchv1.Job
+	Unbound, Podless int
+}
+
+// Placer places Jobs of several templates, one at a time, on one Snapshot: each placed pod goes to a node it fits
+// on and is subtracted there, and each Job is charged to the quotas that apply to it, so that pods of different
+// sizes share the nodes and the quota headroom exactly. It does no I/O.
+//
+// NewPlacer first takes out others' unbound pods (Snapshot.Pending), then places the claims' pods (unbound and
+// podless, in claim order) where they fit; those that fit nowhere are still counted against the next tick's room.
+// A pod goes to the node, among those it fits on, with the most room left after it (the fraction of cpu and memory
+// free, kube-scheduler's default LeastAllocated score), the first by name on a tie: where kube-scheduler would
+// plausibly put it. Wherever it goes, the count is the same for pods of one template (a pod that fits takes exactly
+// one of the node's fits), and a Place returns false only when no considered node (or no quota, or the next tick's
+// room) has room for the template's pods.
+type Placer struct {
+	snap   *Snapshot
+	claims []*claim
+	slots  []*slot // the nodes some claim may use, in the Snapshot's order
+	quotas []*quotaLeft
+	tick   *tickPod // nil when no room is kept for the next tick
+	// claimed is our pods that held a claim before this pass (every claim's unbound + podless); placed is the pods
+	// placed by Place. Both count against the next tick's room, wherever kube-scheduler puts them.
+	claimed, placed int
+}
+
+// claim is one Claim while the Placer works on it.
+type claim struct {
+	tpl      *batchv1.Job
+	pod      *corev1.Pod // as admitted
+	demand   corev1.ResourceList
+	names    []corev1.ResourceName // demand's resources, sorted
+	perJob   int
+	claimed  int        // unbound + podless
+	placed   int        // Jobs placed
+	nodes    []NodeFit  // every node, sorted by name, with Excluded set
+	on       []int      // the slots it may use
+	at       []int      // as on: its place in that slot's claims
+	want     [2]float64 // its cpu and memory, for the score
+	warnings []string   // about quotas the API server would reject its pods under
+	per      []int64    // per quota entry: what one pod (or Job) adds, in the entry's unit; 0 = not charged
+	// m is, per slot it may use that the next tick may use too, how many of its pods fit there with this pass's pod
+	// gone.
+	m map[int]int
+}
+
+// slot is one node some claim may use.
+type slot struct {
+	node *Node
+	// base is allocatable − requested, after others' unbound pods: what the next tick's room is counted on. shown is
+	// base − this pass's placements (what the report shows), free is shown − our claimed pods (where pods go).
+	base, shown, free corev1.ResourceList
+	claims            []int // the claims that may use it
+	pending           []pendingOn
+	// fit is, per claim of claims, how many of its pods fit in free; left and alloc are free's and allocatable's cpu
+	// and memory, for the score. setFree keeps them.
+	fit         []int
+	left, alloc [2]float64
+}
+
+// scored are the resources of kube-scheduler's default LeastAllocated score.
+var scored = [2]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+
+// setFree makes free the slot's free room, and counts what fits in it.
+func (p *Placer) setFree(s *slot, free corev1.ResourceList) {
+	s.free = free
+	s.fit = s.fit[:0]
+	for _, c := range s.claims {
+		n, _ := fits(p.claims[c].demand, p.claims[c].names, free)
+		s.fit = append(s.fit, n)
+	}
+	for i, r := range scored {
+		s.left[i] = free.Name(r, resource.DecimalSI).AsApproximateFloat64()
+	}
+}
+
+// pendingOn is someone else's unbound pod counted on a slot, and what it costs each claim there (as slot.claims).
+type pendingOn struct {
+	pod   string
+	costs []int
+}
+
+// quotaLeft is one resource of one ResourceQuota: what is left of it, in its unit (millicores for cpu).
+type quotaLeft struct {
+	quota      string
+	key        corev1.ResourceName
+	podCharged bool // charged per pod (else per Job: count/jobs.batch)
+	left       int64
+}
+
+// tickPod is the next tick's pod and where it may go.
+type tickPod struct {
+	demand corev1.ResourceList
+	node   string // the node this pass's pod runs on: its room is free again when it ends
+	// on is, per slot the tick may use, what our pods may take there: most with this pass's pod gone, and room
+	// beside the next tick (nil when the tick does not fit there even with nothing more of ours).
+	on map[int]*tickRoom
+}
+
+type tickRoom struct {
+	most, beside corev1.ResourceList
+}
+
+// NewPlacer makes the Placer of claims on snap (nil: capacity off, every Place succeeds).
+func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
+	p := &Placer{snap: snap}
+	if snap == nil {
+		for _, c := range claims {
+			p.claims = append(p.claims, &claim{tpl: c.Template, perJob: PodsPerJob(c.Template)})
+		}
+		return p
+	}
+	var excluded [][]string // per claim, per node of the Snapshot: why it may not use it
+	for _, c := range claims {
+		pod := snap.admitted(c.Template)
+		cl := &claim{tpl: c.Template, pod: pod, demand: Demand(pod), perJob: PodsPerJob(c.Template),
+			claimed: c.Unbound + c.Podless, m: map[int]int{}}
+		cl.names = slices.Sorted(maps.Keys(cl.demand))
+		for i, r := range scored {
+			cl.want[i] = cl.demand.Name(r, resource.DecimalSI).AsApproximateFloat64()
+		}
+		p.claimed += cl.claimed
+		p.claims = append(p.claims, cl)
+		var why []string
+		if snap.Mode == config.CapacityNodes {
+			where := newPlacement(&pod.Spec)
+			for j := range snap.Nodes {
+				why = append(why, where.excluded(&snap.Nodes[j]))
+				cl.nodes = append(cl.nodes, NodeFit{Name: snap.Nodes[j].Name, Excluded: why[j]})
+			}
+			slices.SortFunc(cl.nodes, func(a, b NodeFit) int { return cmp.Compare(a.Name, b.Name) })
+		}
+		excluded = append(excluded, why)
+	}
+	if snap.Mode == config.CapacityNodes {
+		for j := range snap.Nodes {
+			var s *slot
+			for c, cl := range p.claims {
+				if excluded[c][j] != "" {
+					continue
+				}
+				if s == nil {
+					s = &slot{node: &snap.Nodes[j], base: free(&snap.Nodes[j])}
+					p.slots = append(p.slots, s)
+				}
+				cl.on, cl.at = append(cl.on, len(p.slots)-1), append(cl.at, len(s.claims))
+				s.claims = append(s.claims, c)
+			}
+		}
+	}
+	p.takePending()
+	for _, s := range p.slots {
+		s.shown = s.base
+		p.setFree(s, s.base)
+		for i, r := range scored {
+			s.alloc[i] = s.node.Allocatable.Name(r, resource.DecimalSI).AsApproximateFloat64()
+		}
+	}
+	p.observeTick()
+	p.observeQuotas(claims)
+	for _, cl := range p.claims {
+		for range cl.claimed {
+			if s := p.best(cl); s != nil {
+				free, _ := minus(s.free, cl.demand)
+				p.setFree(s, free)
+			}
+		}
+	}
+	return p
+}
+
+// takePending takes from the slots the room of others' unbound pods that could land there. Each goes, in order, to
+// the slot among those it may use and fits on where it costs the claims there the most pods (kube-scheduler may
+// pick any of them; the worst one is assumed); a pod that fits on none of them is not counted (it cannot take our
+// room now).
+func (p *Placer) takePending() {
+	before := make([][]int, len(p.slots)) // per slot, per claim there: how many fit on its base
+	count := func(k int) []int {
+		if before[k] == nil {
+			s := p.slots[k]
+			for _, c := range s.claims {
+				n, _ := fits(p.claims[c].demand, p.claims[c].names, s.base)
+				before[k] = append(before[k], n)
+			}
+		}
+		return before[k]
+	}
+	for i := range p.snap.Pending {
+		pd := &p.snap.Pending[i]
+		where := newPlacement(&pd.Spec)
+		best, bestCost, cost := -1, -1, 0
+		var costs, bestCosts []int
+		for k, s := range p.slots {
+			if !fitsIn(s.base, pd.Demand) || where.excluded(s.node) != "" {
+				continue
+			}
+			costs, cost = costs[:0], 0
+			for j, c := range s.claims {
+				cl := p.claims[c]
+				costs = append(costs, count(k)[j]-fitsAfter(cl.demand, cl.names, s.base, pd.Demand))
+				cost += costs[j]
+			}
+			if cost > bestCost {
+				best, bestCosts, bestCost = k, append(bestCosts[:0], costs...), cost
+			}
+		}
+		if best >= 0 {
+			s := p.slots[best]
+			s.base, _ = minus(s.base, pd.Demand)
+			s.pending = append(s.pending, pendingOn{pod: pd.Namespace + "/" + pd.Name, costs: slices.Clone(bestCosts)})
+			before[best] = nil
+		}
+	}
+}
+
+// observeQuotas makes the quota entries every claim is charged to, with what the claims' podless pods will take.
+func (p *Placer) observeQuotas(claims []Claim) {
+	type entry struct {
+		q   *quotaLeft
+		per []int64
+	}
+	var entries []entry
+	for i := range p.snap.Quotas {
+		q := &p.snap.Quotas[i]
+		for _, key := range slices.Sorted(maps.Keys(q.Spec.Hard)) {
+			e := entry{per: make([]int64, len(p.claims))}
+			left := q.Spec.Hard[key].DeepCopy()
+			left.Sub(q.Status.Used[key])
+			var name corev1.ResourceName
+			for c, cl := range p.claims {
+				if !quotaApplies(&cl.pod.Spec, q) {
+					continue
+				}
+				per, n, podCharged := perPod(key, cl.demand, limitsDemand(cl.pod))
+				name = n
+				if per.Sign() <= 0 {
+					if n == corev1.ResourceCPU || n == corev1.ResourceMemory {
+						cl.warnings = append(cl.warnings, fmt.Sprintf("quota %s constrains %s but the template sets none and no "+
+							"LimitRange gives a default: the API server rejects its pods", q.Name, key))
+					}
+					continue
+				}
+				e.per[c] = units(per, n)
+				if e.q == nil {
+					e.q = &quotaLeft{quota: q.Name, key: key, podCharged: podCharged}
+				}
+			}
+			if e.q == nil {
+				continue
+			}
+			e.q.left = units(left, name)
+			if e.q.podCharged { // quota charges a pod when it is created
+				for c := range p.claims {
+					e.q.left -= int64(claims[c].Podless) * e.per[c]
+				}
+			}
+			entries = append(entries, e)
+		}
+	}
+	for _, cl := range p.claims {
+		cl.per = make([]int64, len(entries))
+	}
+	for j, e := range entries {
+		p.quotas = append(p.quotas, e.q)
+		for c, cl := range p.claims {
+			cl.per[j] = e.per[c]
+		}
+	}
+}
+
+// best is the slot where one more pod of cl goes: the one it fits on with the most cpu and memory left in
+// proportion to the node's (LeastAllocated), the first on a tie; nil when it fits on none.
+func (p *Placer) best(cl *claim) *slot {
+	var best *slot
+	bestScore := math.Inf(-1)
+	for j, k := range cl.on {
+		s := p.slots[k]
+		if s.fit[cl.at[j]] < 1 {
+			continue
+		}
+		if sc := leastAllocated(s, cl); sc > bestScore {
+			best, bestScore = s, sc
+		}
+	}
+	return best
+}
+
+// leastAllocated is the share of the node's cpu and memory left free after a pod of cl, averaged.
+func leastAllocated(s *slot, cl *claim) float64 {
+	score := 0.0
+	for i := range scored {
+		if s.alloc[i] > 0 {
+			score += (s.left[i] - cl.want[i]) / s.alloc[i]
+		}
+	}
+	return score / 2
+}
+
+// Place places one more Job of claim i (PodsPerJob pods) and charges it to its quotas, if it fits: on nodes it may
+// use and fits on, in every quota that charges it, and with the next tick's room kept. It returns false, changing
+// nothing, when it does not fit.
+func (p *Placer) Place(i int) bool {
+	cl := p.claims[i]
+	if p.snap == nil {
+		cl.placed++
+		return true
+	}
+	for j, q := range p.quotas {
+		if need := p.charge(cl, j); need > 0 && q.left < need {
+			return false
+		}
+	}
+	if p.snap.Mode == config.CapacityNodes {
+		if !p.tickSafe(p.ours(i, cl.perJob)) {
+			return false
+		}
+		type saved struct {
+			s           *slot
+			shown, free corev1.ResourceList
+		}
+		var undo []saved
+		for range cl.perJob {
+			s := p.best(cl)
+			if s == nil {
+				for _, u := range slices.Backward(undo) {
+					u.s.shown = u.shown
+					p.setFree(u.s, u.free)
+				}
+				return false
+			}
+			undo = append(undo, saved{s, s.shown, s.free})
+			s.shown, _ = minus(s.shown, cl.demand)
+			free, _ := minus(s.free, cl.demand)
+			p.setFree(s, free)
+		}
+	}
+	for j, q := range p.quotas {
+		q.left -= p.charge(cl, j)
+	}
+	cl.placed++
+	p.placed += cl.perJob
+	return true
+}
+
+// charge is what one Job of cl takes of quota entry j, in its unit.
+func (p *Placer) charge(cl *claim, j int) int64 {
+	if p.quotas[j].podCharged {
+		return cl.per[j] * int64(cl.perJob)
+	}
+	return cl.per[j]
+}
+
+// Report is how many more Jobs of claim i fit after the placements so far, and why (see Fit). With one claim and
+// no placement it is Fit's report.
+func (p *Placer) Report(i int) Report {
+	if p.snap == nil {
+		return Report{Fit: -1, Binding: "capacity off"}
+	}
+	cl := p.claims[i]
+	r := Report{Fit: -1, Demand: cl.demand, Listed: p.snap.Listed}
+	if cl.perJob > 1 {
+		r.PodsPerJob = cl.perJob
+	}
+	if p.snap.Mode == config.CapacityNodes {
+		r.Fit, r.Binding = p.reportNodes(i, &r)
+	}
+	for j, q := range p.quotas {
+		per := cl.per[j]
+		if per <= 0 {
+			continue
+		}
+		k := max(q.left, 0) / per
+		if q.podCharged {
+			k /= int64(cl.perJob)
+		}
+		qf := QuotaFit{Name: q.quota, Resource: string(q.key), Fits: int(k)}
+		r.Quota = append(r.Quota, qf)
+		if r.Fit < 0 || qf.Fits < r.Fit {
+			r.Fit, r.Binding = qf.Fits, fmt.Sprintf("quota %s/%s: %d more", q.quota, q.key, qf.Fits)
+		}
+	}
+	if r.Fit < 0 {
+		r.Binding = "no node or quota limit applies"
+	}
+	r.Warning = strings.Join(append(slices.Clone(p.snap.Warnings), cl.warnings...), "; ")
+	return r
+}
+
+// reportNodes is the node side of Report(i): the Jobs that fit, and why.
+func (p *Placer) reportNodes(i int, r *Report) (int, string) {
+	cl := p.claims[i]
+	r.Nodes = slices.Clone(cl.nodes)
+	if len(cl.on) == 0 {
+		return 0, "no Ready, schedulable node matches the template"
+	}
+	room := 0                  // pods that fit where pods go
+	limits := map[string]int{} // how many considered nodes each resource binds on
+	var lim string
+	for j, k := range cl.on {
+		s := p.slots[k]
+		room += s.fit[cl.at[j]]
+		shown, l := fits(cl.demand, cl.names, s.shown)
+		limits[l]++
+		lim = l
+		j, _ := slices.BinarySearchFunc(r.Nodes, s.node.Name, func(nf NodeFit, name string) int { return cmp.Compare(nf.Name, name) })
+		r.Nodes[j].Fits, r.Nodes[j].Limit, r.Nodes[j].Free = shown, l, only(s.shown, cl.names)
+		at := slices.Index(s.claims, i)
+		for _, pd := range s.pending {
+			r.Pending = append(r.Pending, PendingFit{Pod: pd.pod, Node: s.node.Name, Costs: pd.costs[at]})
+		}
+	}
+	pods, tick := p.tickRoomFor(i, room)
+	r.Tick = tick
+	tickBinds := pods < room
+	fit := pods / cl.perJob
+	var s string
+	switch {
+	case tickBinds:
+		s = fmt.Sprintf("tick: %d more pod(s) fit on %d node(s) with room kept for the next tick", pods, len(cl.on))
+	case len(cl.on) == 1:
+		s = fmt.Sprintf("%s: %d more fit on %s", lim, pods, p.slots[cl.on[0]].node.Name)
+	default:
+		var by []string
+		for _, l := range slices.Sorted(maps.Keys(limits)) {
+			by = append(by, fmt.Sprintf("%s on %d", l, limits[l]))
+		}
+		s = fmt.Sprintf("nodes: %d more fit on %d nodes (limited by %s)", pods, len(cl.on), strings.Join(by, ", "))
+	}
+	if p.claimed > 0 {
+		s += fmt.Sprintf(", after %d unbound", p.claimed)
+	}
+	if cl.perJob > 1 {
+		s += fmt.Sprintf(" (%d Job(s) of %d pods)", fit, cl.perJob)
+	}
+	return fit, s
+}
+
+// units is q in the unit quotas and fits count name in: millicores for cpu, else the integer value.
+func units(q resource.Quantity, name corev1.ResourceName) int64 {
+	if name == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}

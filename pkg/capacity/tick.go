@@ -1,0 +1,240 @@
+package capacity
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The room kept for the next tick. The next tick's pod (the spec of the pod this pass runs in) must still find a
+// node, wherever kube-scheduler puts our pods: those that hold a claim already and those placed now. Our pods are a
+// multiset S (so many of each claim's template). Let T be the nodes the tick may use among those S's templates may
+// use. The tick fails only if every node n of T gets a subset of S that fits there and leaves the tick no room;
+// those subsets are disjoint. On n, a subset leaves no room when, in some resource r, its pods take more than
+// beside_r (what n has beyond the tick; the pod slots count as a resource of 1 per pod); the fewest pods of S that
+// do so, b_n, are the largest in r first. If b_n is more than the most pods of S that fit on n together (counted
+// with the smallest first, an upper bound), or S has too few, n always keeps the tick's room: S is safe. Otherwise
+// S is safe when |S| < Σ_T b_n, since blocking every node takes at least that many pods. A node of T where the tick
+// does not fit even now counts b_n = 0. When T is empty the tick runs on nodes we do not use: no room is kept.
+//
+// For one template this is exact: b_n = c'+1 with c' the pods that fit on n beside the tick, and a node where
+// c' = m (the most that fit there) always keeps the room; so any count up to Σ_T (c'+1) − 1 is safe, and one more
+// is not (kube-scheduler may put c'+1 on every node).
+
+// unlimited is a count of pods without bound (for the words of the report).
+const unlimited = -1
+
+// observeTick finds the slots the next tick may use and what our pods may take there.
+func (p *Placer) observeTick() {
+	tick := p.snap.NextPassPod
+	if tick == nil || len(p.slots) == 0 {
+		return
+	}
+	next := &corev1.Pod{Spec: *tick.Spec.DeepCopy()}
+	next.Spec.NodeName = ""
+	where := newPlacement(&next.Spec)
+	t := &tickPod{demand: Demand(next), node: tick.Spec.NodeName, on: map[int]*tickRoom{}}
+	for k, s := range p.slots {
+		if where.excluded(s.node) != "" {
+			continue
+		}
+		most := s.base
+		if s.node.Name == t.node {
+			most = plus(s.base, t.demand)
+		}
+		tr := &tickRoom{most: most}
+		if after, ok := minus(most, t.demand); ok {
+			tr.beside = after
+		}
+		t.on[k] = tr
+		for _, c := range s.claims {
+			cl := p.claims[c]
+			cl.m[k], _ = fits(cl.demand, cl.names, most)
+		}
+	}
+	p.tick = t
+}
+
+// ours is S: per claim, its claimed pods and those placed, and more pods of claim with.
+func (p *Placer) ours(with, more int) []int64 {
+	n := make([]int64, len(p.claims))
+	for c, cl := range p.claims {
+		n[c] = int64(cl.claimed + cl.placed*cl.perJob)
+	}
+	n[with] += int64(more)
+	return n
+}
+
+// tickSafe says whether our pods n leave the next tick room on some node wherever kube-scheduler puts them.
+func (p *Placer) tickSafe(n []int64) bool {
+	if p.tick == nil {
+		return true
+	}
+	var total, sum int64
+	for _, x := range n {
+		total += x
+	}
+	if total == 0 {
+		return true
+	}
+	usable := 0
+	for k := range p.slots {
+		tr, ok := p.usable(k, n)
+		if !ok {
+			continue
+		}
+		usable++
+		if tr.beside == nil {
+			continue
+		}
+		b := p.leastBlocking(k, n)
+		if b < 0 {
+			return true
+		}
+		sum += b
+	}
+	return usable == 0 || sum > total
+}
+
+// usable is the tick's room on slot k when the tick may use it and some of n may too.
+func (p *Placer) usable(k int, n []int64) (*tickRoom, bool) {
+	tr := p.tick.on[k]
+	if tr == nil || !slices.ContainsFunc(p.slots[k].claims, func(c int) bool { return n[c] != 0 }) {
+		return nil, false
+	}
+	return tr, true
+}
+
+// leastBlocking is b_n on slot k: the fewest of our pods n that leave the next tick no room there, or -1 when no
+// subset of them that fits there does (n[c] == unlimited: as many as wanted). Only claims that may use the slot
+// and fit a pod there count.
+func (p *Placer) leastBlocking(k int, n []int64) int64 {
+	tr := p.tick.on[k]
+	var cands []int
+	var names []corev1.ResourceName
+	all := int64(0) // how many pods the candidates have; unlimited when one has no bound
+	for _, c := range p.slots[k].claims {
+		if n[c] == 0 || p.claims[c].m[k] < 1 {
+			continue
+		}
+		cands = append(cands, c)
+		for _, r := range p.claims[c].names {
+			if !slices.Contains(names, r) {
+				names = append(names, r)
+			}
+		}
+		if all != unlimited {
+			all = addCount(all, n[c])
+		}
+	}
+	if len(cands) == 0 {
+		return -1
+	}
+	least := int64(-1)
+	fewest := func(k int64) {
+		if least < 0 || k < least {
+			least = k
+		}
+	}
+	if room := tr.beside.Pods().Value(); all == unlimited || all > room {
+		fewest(room + 1)
+	}
+	most := tr.most.Pods().Value() // the most of them that fit there together
+	if all != unlimited {
+		most = min(most, all)
+	}
+	for _, r := range names {
+		d := func(c int) int64 { return units(p.claims[c].demand[r], r) }
+		order := slices.Clone(cands)
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(d(b), d(a)) }) // largest first
+		beside, count, taken := max(units(tr.beside[r], r), 0), int64(0), int64(0)
+		for _, c := range order {
+			if d(c) <= 0 {
+				break
+			}
+			if need := (beside-taken)/d(c) + 1; n[c] == unlimited || need <= n[c] {
+				fewest(count + need)
+				break
+			}
+			count, taken = count+n[c], taken+n[c]*d(c)
+		}
+		left, fit := max(units(tr.most[r], r), 0), int64(0)
+		for _, c := range slices.Backward(order) { // smallest first
+			take := n[c]
+			if d(c) > 0 && (take == unlimited || left/d(c) < take) {
+				take = left / d(c)
+			}
+			if take == unlimited {
+				fit = unlimited
+				break
+			}
+			fit, left = fit+take, left-take*max(d(c), 0)
+		}
+		if fit != unlimited {
+			most = min(most, fit)
+		}
+	}
+	if least < 0 || least > most {
+		return -1
+	}
+	return least
+}
+
+// addCount adds counts that do not overflow in practice (pods), saturating.
+func addCount(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// tickRoomFor is how many more pods of claim i (up to room) our pods may take with the next tick's room kept, and
+// that room in words.
+func (p *Placer) tickRoomFor(i, room int) (int, string) {
+	if p.tick == nil {
+		return room, ""
+	}
+	if !p.tickSafe(p.ours(i, 0)) {
+		return 0, p.tickWords(i)
+	}
+	lo, hi := 0, room // tickSafe holds at lo; find the largest such count
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if p.tickSafe(p.ours(i, mid)) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo, p.tickWords(i)
+}
+
+// tickWords says the room kept for the next tick, for our pods of the claims that have some and of claim i,
+// however many.
+func (p *Placer) tickWords(i int) string {
+	t := p.tick
+	n := p.ours(i, 0)
+	for c := range n {
+		if n[c] > 0 || c == i {
+			n[c] = unlimited
+		}
+	}
+	usable := 0
+	for k, s := range p.slots {
+		tr, ok := p.usable(k, n)
+		if !ok {
+			continue
+		}
+		usable++
+		if tr.beside != nil && p.leastBlocking(k, n) < 0 {
+			return fmt.Sprintf("the next tick (%s) fits on %s beside our pods", quantities(t.demand), s.node.Name)
+		}
+	}
+	if usable == 0 {
+		return "the next tick runs on none of the template's nodes: no room kept"
+	}
+	return fmt.Sprintf("room kept for the next tick (%s) on one of %d node(s)", quantities(t.demand), usable)
+}

@@ -1,0 +1,202 @@
+package scheduler
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/render"
+)
+
+const queueTemplate = `apiVersion: batch/v1
+kind: Job
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: worker, image: worker:1}]
+`
+
+// queuesConfig is install "batch" in "work" with capacity off, limits and queues as given (YAML), read by Parse.
+func queuesConfig(t *testing.T, limits, queues string) *config.Config {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "jobsched.yaml")
+	body := "name: batch\nnamespace: work\nlimits: {capacity: off, " + limits + "}\nqueues:\n" + queues
+	for name, data := range map[string]string{file: body, filepath.Join(dir, "job.yaml"): queueTemplate} {
+		if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Load(file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// queue is a queues: entry named name reading table's rows, with more keys (YAML, each line indented by two).
+func queue(name, more string) string {
+	return "- name: " + name + "\n  source: {query: q, key: id}\n  job: {template: job.yaml}\n" + more
+}
+
+// queueJob is an unfinished Job of queue q (label), made as the pass makes them.
+func queueJob(t *testing.T, cfg *config.Config, i int, key string) *batchv1.Job {
+	t.Helper()
+	j, err := render.New(cfg.QueueConfig(i), nil).Job(rowsFor(key)[0], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// TestPassQueues: one pass for several queues, on the fake clientset: one list of Jobs and one of pods whatever the
+// number of queues, the install's limits across all of them, the order between queues, the queue label.
+func TestPassQueues(t *testing.T) {
+	type existing struct {
+		queue int
+		key   string
+		pod   string // "": none; "unschedulable", "pending"
+	}
+	tests := []struct {
+		name      string
+		limits    string
+		queues    string
+		rows      [][]string
+		existing  []existing
+		want      []string // queue/key of each create, in order
+		wantLimit string
+		blocked   string
+	}{
+		{
+			name: "priority: the higher queue takes the install's slots first", limits: "maxActive: 3",
+			queues: queue("a", "  priority: 10\n") + queue("b", ""),
+			rows:   [][]string{{"a1", "a2", "a3", "a4"}, {"b1", "b2"}},
+			want:   []string{"a/a1", "a/a2", "a/a3"}, wantLimit: "limits.maxActive: 0 of 3 unfinished",
+		},
+		{
+			name: "priority: a queue with no rows leaves its share", limits: "maxActive: 3",
+			queues: queue("a", "  priority: 10\n") + queue("b", ""),
+			rows:   [][]string{{"a1"}, {"b1", "b2", "b3"}},
+			want:   []string{"a/a1", "b/b1", "b/b2"},
+		},
+		{
+			name: "weights 3:1", limits: "maxPerTick: 8",
+			queues: queue("x", "  weight: 3\n") + queue("y", ""),
+			rows:   [][]string{{"x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8"}, {"y1", "y2", "y3", "y4"}},
+			want:   []string{"x/x1", "y/y1", "x/x2", "x/x3", "x/x4", "y/y2", "x/x5", "x/x6"},
+		},
+		{
+			name: "the unfinished Jobs a queue holds count in its share", limits: "maxPerTick: 3, maxActive: 10",
+			queues:   queue("x", "") + queue("y", ""),
+			rows:     [][]string{{"x1", "x2", "x3"}, {"y1", "y2", "y3"}},
+			existing: []existing{{queue: 0, key: "x0"}, {queue: 0, key: "x00"}},
+			want:     []string{"y/y1", "y/y2", "x/x1"},
+		},
+		{
+			name: "the install's maxActive counts every queue's unfinished Jobs", limits: "maxActive: 4",
+			queues:   queue("x", "") + queue("y", ""),
+			rows:     [][]string{{"x1", "x2"}, {"y1", "y2"}},
+			existing: []existing{{queue: 0, key: "x0"}, {queue: 1, key: "y0"}, {queue: 1, key: "y00"}},
+			want:     []string{"x/x1"}, wantLimit: "limits.maxActive: 3 of 4 unfinished",
+		},
+		{
+			name: "the install full: blocked by the install's maxActive", limits: "maxActive: 2",
+			queues:   queue("x", "") + queue("y", ""),
+			rows:     [][]string{{"x1"}, {"y1"}},
+			existing: []existing{{queue: 0, key: "x0"}, {queue: 1, key: "y0"}},
+			blocked:  "limits.maxActive: 2 of 2 unfinished", wantLimit: "limits.maxActive: 2 of 2 unfinished",
+		},
+		{
+			name: "a queue's own maxActive", limits: "maxActive: 10",
+			queues:   queue("x", "  priority: 1\n  limits: {maxActive: 2}\n") + queue("y", ""),
+			rows:     [][]string{{"x1", "x2", "x3"}, {"y1", "y2"}},
+			existing: []existing{{queue: 0, key: "x0"}},
+			want:     []string{"x/x1", "y/y1", "y/y2"},
+		},
+		{
+			name: "an Unschedulable pod of one queue blocks every queue", limits: "maxActive: 10",
+			queues:   queue("x", "") + queue("y", ""),
+			rows:     [][]string{{"x1"}, {"y1"}},
+			existing: []existing{{queue: 0, key: "x0", pod: "unschedulable"}},
+			blocked:  "1 pod(s) Unschedulable",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := queuesConfig(t, tc.limits, tc.queues)
+			var objects []runtime.Object
+			for _, e := range tc.existing {
+				j := queueJob(t, cfg, e.queue, e.key)
+				j.UID = types.UID("uid-" + j.Name)
+				objects = append(objects, j)
+				if e.pod != "" {
+					pod := pendingPod(j, e.pod == "unschedulable")
+					pod.Namespace, pod.Labels = j.Namespace, j.Spec.Template.Labels
+					objects = append(objects, pod)
+				}
+			}
+			client := fake.NewClientset(objects...)
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now }}
+			var srcs []*source
+			for i := range cfg.Queues {
+				src := &source{Rows: rowsFor(tc.rows[i]...)}
+				srcs = append(srcs, src)
+				s.Queues = append(s.Queues, Queue{Source: src, Renderer: render.New(cfg.QueueConfig(i), nil)})
+			}
+			res, err := s.Run(context.Background(), Execute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := res.Plan
+			var got []string
+			for _, c := range p.Creates {
+				got = append(got, c.Queue+"/"+c.Key)
+				if l := c.Job.Labels[render.LabelQueue]; l != c.Queue || c.Job.Spec.Template.Labels[render.LabelQueue] != c.Queue {
+					t.Errorf("create %s: queue label %q, want %q on the Job and its pods", c.Job.Name, l, c.Queue)
+				}
+				if !strings.HasPrefix(c.Job.Name, "batch-"+c.Queue+"-") {
+					t.Errorf("create %s: want the queue's prefix batch-%s", c.Job.Name, c.Queue)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("creates (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(p.Blocked, tc.blocked) || (tc.blocked == "") != (p.Blocked == "") {
+				t.Errorf("Blocked = %q, want it to mention %q", p.Blocked, tc.blocked)
+			}
+			if tc.wantLimit != "" && p.Limit != tc.wantLimit {
+				t.Errorf("Limit = %q, want %q", p.Limit, tc.wantLimit)
+			}
+			wantActions := []string{"list jobs", "list pods"}
+			for _, c := range p.Creates {
+				wantActions = append(wantActions, "create jobs "+c.Job.Name)
+			}
+			if diff := cmp.Diff(wantActions, actions(client)); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			if len(p.Queues) != len(cfg.Queues) {
+				t.Fatalf("%d queue plans, want %d", len(p.Queues), len(cfg.Queues))
+			}
+			for i, q := range p.Queues {
+				reads := 0
+				if q.Slots > 0 {
+					reads = 1
+				}
+				if len(srcs[i].Calls) != reads {
+					t.Errorf("queue %s (slots %d): %d reads, want %d: one read per queue that has slots", q.Name, q.Slots, len(srcs[i].Calls), reads)
+				}
+			}
+		})
+	}
+}
