@@ -83,3 +83,59 @@ func checkGolden(t *testing.T, path string, got []byte) {
 		t.Errorf("%s differs (-want +got):\n%s", path, cmp.Diff(string(want), string(got)))
 	}
 }
+
+// TestStatusQueuesGoldens pins `status` for an install with two queues (testdata/golden-status/queues): the
+// install's totals, then each queue's backlog, Jobs, slots and what bound them; -o json carries them as queues[].
+func TestStatusQueuesGoldens(t *testing.T) {
+	cfg, err := config.Load(filepath.Join("testdata", "golden-status", "queues", "jobsched.yaml"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	queueJob := func(queue, key string, cond batchv1.JobConditionType) *batchv1.Job {
+		j := testkit.Job(key, cond, time.Hour)
+		j.Name = render.JobName("reports-"+queue, key)
+		j.Labels[render.LabelQueue] = queue
+		return j
+	}
+	client := fake.NewClientset(queueJob("daily", "d1", ""), queueJob("daily", "d2", ""),
+		queueJob("exports", "e1", ""), queueJob("exports", "e2", batchv1.JobFailed))
+	s := &scheduler.Scheduler{Config: cfg, Kube: client, Now: func() time.Time { return testkit.Now }}
+	for i, keys := range [][]string{{"d1", "d2", "d3", "d4", "d5"}, {"e1", "e2", "e3"}} {
+		s.Queues = append(s.Queues, scheduler.Queue{Source: &testkit.Source{Rows: testkit.RowsFor(keys...)}, Renderer: render.New(cfg.QueueConfig(i), nil)})
+	}
+	s.Source, s.Renderer = s.Queues[0].Source, s.Queues[0].Renderer
+	st, err := report.StatusOf(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type queue struct {
+		name             string
+		backlog, running int
+		slots            int
+	}
+	var got []queue
+	for _, q := range st.Queues {
+		got = append(got, queue{q.Name, q.Backlog, q.States[scheduler.StateRunning], q.Slots})
+	}
+	want := []queue{{"daily", 3, 2, 0}, {"exports", 1, 1, 3}}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(queue{})); diff != "" {
+		t.Errorf("queues (-want +got):\n%s", diff)
+	}
+	if st.Backlog != 4 || st.Unfinished != 3 {
+		t.Errorf("install: backlog %d, unfinished %d; want 4 and 3 (the queues' sums)", st.Backlog, st.Unfinished)
+	}
+	for _, f := range []struct{ format, file string }{{"table", "status.txt"}, {"json", "status.json"}} {
+		t.Run(f.format, func(t *testing.T) {
+			var out bytes.Buffer
+			if f.format == "table" {
+				err = printStatus(&out, st)
+			} else {
+				err = printDoc(&out, f.format, st)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, filepath.Join("testdata", "golden-status", "queues", f.file), out.Bytes())
+		})
+	}
+}
