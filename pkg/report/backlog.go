@@ -13,7 +13,7 @@ func Backlog(ctx context.Context, s *scheduler.Scheduler, p *scheduler.Plan) (ro
 	if err != nil {
 		return 0, false, err
 	}
-	rows, capped = total(bs)
+	rows, capped = Total(bs)
 	return rows, capped, nil
 }
 

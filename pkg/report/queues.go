@@ -85,8 +85,8 @@ func queueBacklogs(ctx context.Context, s *scheduler.Scheduler, p *scheduler.Pla
 	return out, nil
 }
 
-// total is the install's backlog of the queues' backlogs: their sum, up to BacklogCap.
-func total(bs []QueueBacklog) (rows int, capped bool) {
+// Total is the install's backlog of the queues' backlogs: their sum, up to BacklogCap.
+func Total(bs []QueueBacklog) (rows int, capped bool) {
 	for _, b := range bs {
 		rows += b.Rows
 		capped = capped || b.Capped
@@ -124,7 +124,7 @@ func queueStatuses(s *scheduler.Scheduler, p *scheduler.Plan, bs []QueueBacklog)
 // backlog, all at most the install's slots (before capacity's share among the queues' pods).
 func creates(p *scheduler.Plan, bs []QueueBacklog) int {
 	if len(p.Queues) == 0 {
-		n, _ := total(bs)
+		n, _ := Total(bs)
 		return min(n, p.Slots)
 	}
 	n := 0

@@ -151,7 +151,7 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	st.Backlog, st.BacklogCapped = total(bs)
+	st.Backlog, st.BacklogCapped = Total(bs)
 	st.Queues = queueStatuses(s, p, bs)
 	n := st.Backlog
 	var runs []scheduler.Run
