@@ -125,6 +125,14 @@ func (c *Config) QueueConfig(i int) *Config {
 	return &v
 }
 
+// PerGroup is the limits.perGroup of a queue's view (QueueConfig), nil when it has none (or c is not one queue's).
+func (c *Config) PerGroup() *PerGroup {
+	if len(c.Queues) != 1 {
+		return nil
+	}
+	return c.Queues[0].Limits.PerGroup
+}
+
 // implicitQueue is the one queue of a file without queues:, after defaults.
 func (c *Config) implicitQueue() Queue {
 	env := c.Env

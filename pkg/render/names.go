@@ -5,8 +5,11 @@ package render
 import (
 	"crypto/sha256"
 	"encoding/base32"
+	"encoding/hex"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Labels and annotations jobsched puts on what it creates.
@@ -18,7 +21,25 @@ const (
 	// LabelQueue is on every Job (and pod) of an explicit queue (config queues:); a Job without it belongs to the
 	// queue named after the install, else to the first queue (config.DefaultQueue).
 	LabelQueue = "jobsched.io/queue"
+	// AnnotationGroup is the row's group (limits.perGroup.column's value, exactly; NULL is "") on every Job of a
+	// queue with limits.perGroup: the pass counts a group's unfinished Jobs from it. LabelGroup is the same value
+	// when it is a valid label value, else GroupLabel's hash of it, for selectors.
+	AnnotationGroup = "jobsched.io/group"
+	LabelGroup      = "jobsched.io/group"
 )
+
+// MaxGroupBytes bounds a row's group value: a longer one (or one that is not valid UTF-8) gets no Job.
+const MaxGroupBytes = 1024
+
+// GroupLabel is the value of the jobsched.io/group label for group: group itself when it is a valid label value,
+// else "h-" and the first 16 hex digits of its SHA-256.
+func GroupLabel(group string) string {
+	if len(validation.IsValidLabelValue(group)) == 0 {
+		return group
+	}
+	sum := sha256.Sum256([]byte(group))
+	return "h-" + hex.EncodeToString(sum[:])[:16]
+}
 
 // hashLen base32 characters of SHA-256 give 60 bits: distinct keys get distinct names (a collision among a million
 // keys has odds of about 1 in 2 million, and is detected by the key annotation).

@@ -140,6 +140,15 @@ func (r *Renderer) Job(row rows.Row, attempt int) (*batchv1.Job, error) {
 	if !utf8.ValidString(row.Key) {
 		return nil, &RowError{Key: strings.ToValidUTF8(row.Key, "\uFFFD"), Reason: "the key is not valid UTF-8"}
 	}
+	group := r.cfg.PerGroup()
+	if group != nil {
+		if !utf8.ValidString(row.Group) {
+			return nil, &RowError{Key: row.Key, Reason: fmt.Sprintf("the group (column %s) is not valid UTF-8", group.Column)}
+		}
+		if len(row.Group) > MaxGroupBytes {
+			return nil, &RowError{Key: row.Key, Reason: fmt.Sprintf("the group (column %s) is %d bytes; it may hold at most %d", group.Column, len(row.Group), MaxGroupBytes)}
+		}
+	}
 	for _, e := range env {
 		if !utf8.ValidString(e.Value) {
 			return nil, &RowError{Key: row.Key, Reason: fmt.Sprintf("the value of %s is not valid UTF-8", e.Name)}
@@ -167,6 +176,9 @@ func (r *Renderer) Job(row rows.Row, attempt int) (*batchv1.Job, error) {
 		if cfg.QueueName != "" {
 			(*meta)[LabelQueue] = cfg.QueueName
 		}
+		if group != nil {
+			(*meta)[LabelGroup] = GroupLabel(row.Group)
+		}
 	}
 	if err := kueueLabels(cfg, row, job); err != nil {
 		return nil, err
@@ -176,6 +188,9 @@ func (r *Renderer) Job(row rows.Row, attempt int) (*batchv1.Job, error) {
 			*meta = map[string]string{}
 		}
 		(*meta)[AnnotationTaskKey] = row.Key
+		if group != nil {
+			(*meta)[AnnotationGroup] = row.Group
+		}
 	}
 	containers := job.Spec.Template.Spec.Containers
 	for i := range containers {

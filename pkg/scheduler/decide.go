@@ -48,6 +48,12 @@ func decideQueue(cfg *config.Config, obs *Observation) *Plan {
 		cond := job.Finished
 		if cond == nil {
 			p.unfinished(&st, job, podsByJob[job.UID], obs)
+			if job.HasGroup && cfg.PerGroup() != nil {
+				if p.held == nil {
+					p.held = map[string]int{}
+				}
+				p.held[job.Group]++
+			}
 			if key != "" {
 				p.exclude = append(p.exclude, key)
 			}

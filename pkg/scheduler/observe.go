@@ -148,6 +148,8 @@ type JobSummary struct {
 	UID        types.UID
 	Key        string // annotation jobsched.io/task-key ("" on a Job made by hand)
 	Queue      string // label jobsched.io/queue ("" on a Job of a configuration without queues:)
+	Group      string // annotation jobsched.io/group (a queue with limits.perGroup)
+	HasGroup   bool   // the annotation is there
 	Attempt    int    // label jobsched.io/attempt; 1 when absent (Jobs made before retries existed)
 	Deleting   bool   // it has a deletionTimestamp
 	Suspended  bool   // spec.suspend: Kueue holds it (or, in another mode, whoever suspended it)
@@ -177,6 +179,7 @@ func SummarizeJob(job *batchv1.Job) JobSummary {
 	s := JobSummary{Name: job.Name, UID: job.UID, Key: job.Annotations[render.AnnotationTaskKey], Queue: job.Labels[render.LabelQueue], Attempt: 1,
 		Deleting: job.DeletionTimestamp != nil, Suspended: job.Spec.Suspend != nil && *job.Spec.Suspend,
 		Active: job.Status.Active, PodsPerJob: capacity.PodsPerJob(job)}
+	s.Group, s.HasGroup = job.Annotations[render.AnnotationGroup]
 	if n, err := strconv.Atoi(job.Labels[render.LabelAttempt]); err == nil && n > 1 {
 		s.Attempt = n
 	}

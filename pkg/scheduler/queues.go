@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -41,6 +42,8 @@ type QueuePlan struct {
 	Creates  int              `json:"creates"`
 	Capacity *capacity.Report `json:"capacity,omitempty"`
 	Query    *QueryFinding    `json:"query,omitempty"`
+	// GroupsAtCap are the groups (limits.perGroup) with maxActive unfinished Jobs, this pass's creates counted.
+	GroupsAtCap []string `json:"groupsAtCap,omitempty"`
 
 	exclude []string
 }
@@ -150,7 +153,8 @@ func (p *Plan) with(cfg *config.Config, parts []*Plan) *Plan {
 		blocked[part.Blocked] = true
 		q.Queues = append(q.Queues, QueuePlan{Name: name, Priority: qs[i].Priority, Weight: *qs[i].Weight,
 			Unfinished: part.Unfinished, Slots: part.Slots, Limit: part.Limit, Blocked: part.Blocked, Selected: part.Selected,
-			Creates: len(part.Creates), Capacity: part.Capacity, Query: part.Query, exclude: part.exclude})
+			Creates: len(part.Creates), Capacity: part.Capacity, Query: part.Query, GroupsAtCap: part.groupsAtCap(qs[i].Limits.PerGroup),
+			exclude: part.exclude})
 	}
 	slices.SortFunc(q.Jobs, func(a, b JobStatus) int { return strings.Compare(a.Name, b.Name) })
 	slices.Sort(q.exclude)
@@ -167,6 +171,30 @@ func (p *Plan) with(cfg *config.Config, parts []*Plan) *Plan {
 	}
 	q.Creates = creates(parts, qs, p.order)
 	return q
+}
+
+// groupsAtCap are the groups of one queue's plan with g.MaxActive unfinished Jobs, its creates counted, sorted.
+func (p *Plan) groupsAtCap(g *config.PerGroup) []string {
+	if g == nil {
+		return nil
+	}
+	n := maps.Clone(p.held)
+	if n == nil {
+		n = map[string]int{}
+	}
+	for _, c := range p.Creates {
+		if grp, ok := c.Job.Annotations[render.AnnotationGroup]; ok {
+			n[grp]++
+		}
+	}
+	var out []string
+	for grp, k := range n {
+		if k >= g.MaxActive {
+			out = append(out, grp)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // creates are the parts' creates in the order the slots were given (order: the queue of each), or all of them in the

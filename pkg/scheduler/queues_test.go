@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/rows"
 )
 
 const queueTemplate = `apiVersion: batch/v1
@@ -198,5 +200,52 @@ func TestPassQueues(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPassPerGroup: with limits.perGroup the read is given each group's unfinished Jobs (from their group
+// annotation) and returns at most maxActive − held rows of a group, in the query's order; a group at its cap gets
+// none, and a small tenant is not starved by a big one. (The rows file applies the cap as PostgreSQL does.)
+func TestPassPerGroup(t *testing.T) {
+	cfg := queuesConfig(t, "maxPerTick: 10", queue("t", "  limits: {perGroup: {column: tenant, maxActive: 2}}\n"))
+	var lines strings.Builder
+	for _, r := range []struct {
+		tenant string
+		n      int
+	}{{"big", 10}, {"a", 5}, {"b", 5}} {
+		for i := range r.n {
+			fmt.Fprintf(&lines, "{\"id\": \"%s-%d\", \"tenant\": \"%s\"}\n", r.tenant, i, r.tenant)
+		}
+	}
+	src, err := rows.ReadFrom(strings.NewReader(lines.String()), "rows", "id", rows.PerGroup{Column: "tenant", Max: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objects []runtime.Object
+	for _, key := range []string{"big-x", "big-y", "a-x"} {
+		row := rows.Row{Key: key, Columns: []rows.Column{{Name: "id", Value: key}}, Group: strings.SplitN(key, "-", 2)[0]}
+		j, err := render.New(cfg.QueueConfig(0), nil).Job(row, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.UID = types.UID("uid-" + key)
+		objects = append(objects, j)
+	}
+	client := fake.NewClientset(objects...)
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now },
+		Queues: []Queue{{Source: src, Renderer: render.New(cfg.QueueConfig(0), nil)}}}
+	res, err := s.Run(context.Background(), Execute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range res.Plan.Creates {
+		got = append(got, c.Key+"@"+c.Job.Annotations[render.AnnotationGroup])
+	}
+	if diff := cmp.Diff([]string{"a-0@a", "b-0@b", "b-1@b"}, got); diff != "" {
+		t.Errorf("creates (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a", "b", "big"}, res.Plan.Queues[0].GroupsAtCap); diff != "" {
+		t.Errorf("groups at their cap (-want +got):\n%s", diff)
 	}
 }

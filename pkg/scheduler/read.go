@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
 
@@ -101,6 +102,7 @@ func (s *Scheduler) read(ctx context.Context, p *Plan, q Queue) (a Admission, er
 		return a, nil
 	}
 	exclude := append([]string(nil), p.exclude...)
+	held := maps.Clone(p.held) // with limits.perGroup: the group's unfinished Jobs, and the creates admitted so far
 	need, budget := p.Slots, MaxSkippedRows
 	if s.maxSkipped > 0 {
 		budget = s.maxSkipped
@@ -109,7 +111,7 @@ func (s *Scheduler) read(ctx context.Context, p *Plan, q Queue) (a Admission, er
 	for need > 0 && skipped < budget {
 		ask := min(need+skipped, need+budget-skipped)
 		var got []rows.Row
-		got, err = q.Source.Select(ctx, rows.Selection{Exclude: exclude, Limit: ask})
+		got, err = q.Source.Select(ctx, rows.Selection{Exclude: exclude, Limit: ask, Held: held})
 		if err != nil {
 			return a, err
 		}
@@ -129,6 +131,12 @@ func (s *Scheduler) read(ctx context.Context, p *Plan, q Queue) (a Admission, er
 			default:
 				a.Creates = append(a.Creates, c)
 				need--
+				if g, ok := c.Job.Annotations[render.AnnotationGroup]; ok {
+					if held == nil {
+						held = map[string]int{}
+					}
+					held[g]++ // a next read (after skips) leaves the group's room to what is left of it
+				}
 			}
 		}
 		a.RowsWait = len(got) == ask
