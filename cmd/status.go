@@ -269,7 +269,32 @@ func printQueues(out io.Writer, w *tabwriter.Writer, qs []report.QueueStatus) er
 		}
 		fmt.Fprintf(w, "  %s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\n", q.Name, q.Priority, q.Weight, backlog, q.Unfinished, q.Retry.MaxAttempts, q.Slots, printable(bound))
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, q := range qs {
+		if len(q.GroupsAtCap) > 0 {
+			fmt.Fprintf(out, "  %s: %d group(s) at their cap of %d unfinished (the next pass reads none of their rows): %s\n",
+				q.Name, len(q.GroupsAtCap), q.GroupMax, groupList(q.GroupsAtCap))
+		}
+	}
+	return nil
+}
+
+// maxGroupNames bounds the groups a line names; -o json has all of them.
+const maxGroupNames = 10
+
+// groupList names groups (row values: quoted, control characters escaped), the first maxGroupNames of them.
+func groupList(groups []string) string {
+	var parts []string
+	for i, g := range groups {
+		if i == maxGroupNames {
+			parts = append(parts, fmt.Sprintf("and %d more", len(groups)-i))
+			break
+		}
+		parts = append(parts, strconv.Quote(g))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // queueCol is a table line's start: with queues:, its first column, v (a queue's name, or the header).

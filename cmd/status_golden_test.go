@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -97,8 +98,9 @@ func TestStatusQueuesGoldens(t *testing.T) {
 		j.Labels[render.LabelQueue] = queue
 		return j
 	}
-	client := fake.NewClientset(queueJob("daily", "d1", ""), queueJob("daily", "d2", ""),
-		queueJob("exports", "e1", ""), queueJob("exports", "e2", batchv1.JobFailed))
+	e1 := queueJob("exports", "e1", "")
+	e1.Annotations[render.AnnotationGroup] = "acme\n" // a row's value: the table quotes it
+	client := fake.NewClientset(queueJob("daily", "d1", ""), queueJob("daily", "d2", ""), e1, queueJob("exports", "e2", batchv1.JobFailed))
 	s := &scheduler.Scheduler{Config: cfg, Kube: client, Now: func() time.Time { return testkit.Now }}
 	for i, keys := range [][]string{{"d1", "d2", "d3", "d4", "d5"}, {"e1", "e2", "e3"}} {
 		s.Queues = append(s.Queues, scheduler.Queue{Source: &testkit.Source{Rows: testkit.RowsFor(keys...)}, Renderer: render.New(cfg.QueueConfig(i), nil)})
@@ -120,6 +122,9 @@ func TestStatusQueuesGoldens(t *testing.T) {
 	want := []queue{{"daily", 3, 2, 0}, {"exports", 1, 1, 3}}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(queue{})); diff != "" {
 		t.Errorf("queues (-want +got):\n%s", diff)
+	}
+	if g := st.Queues[1].GroupsAtCap; !slices.Equal(g, []string{"acme\n"}) {
+		t.Errorf("exports: groups at their cap %q, want acme\\n", g)
 	}
 	if st.Backlog != 4 || st.Unfinished != 3 {
 		t.Errorf("install: backlog %d, unfinished %d; want 4 and 3 (the queues' sums)", st.Backlog, st.Unfinished)

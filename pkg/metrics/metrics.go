@@ -131,7 +131,8 @@ func Push(ctx context.Context, url string, p Pass) error {
 
 // pushQueues adds the per-queue series, label queue, beside the install's (which stay as they are, for the
 // dashboards and alerts of every install): Jobs by state, and for a tick the slots and what bound them, the rows
-// read, the Jobs the queue got in the share of the slots, whether it was blocked, and its backlog.
+// read, the Jobs the queue got in the share of the slots, whether it was blocked, its groups at their cap and its
+// backlog.
 func pushQueues(reg *prometheus.Registry, p Pass) {
 	vec := func(name, help string, labels ...string) *prometheus.GaugeVec {
 		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, append([]string{"queue"}, labels...))
@@ -170,6 +171,7 @@ func pushQueues(reg *prometheus.Registry, p Pass) {
 	blocked := vec("jobsched_queue_blocked", "1 when the queue could create nothing in the last pass (its slots were 0).")
 	rows := vec("jobsched_queue_backlog_rows", fmt.Sprintf("Rows the queue's query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", report.BacklogCap))
 	capped := vec("jobsched_queue_backlog_capped", "1 when the queue has more rows than jobsched_queue_backlog_rows counts.")
+	atCap := vec("jobsched_queue_groups_at_cap", "Groups of the queue (limits.perGroup) at their cap of unfinished Jobs after the last pass; 0 without a perGroup.")
 	for _, name := range p.Queues {
 		nan := math.NaN()
 		q, ok := planned[name]
@@ -179,9 +181,10 @@ func pushQueues(reg *prometheus.Registry, p Pass) {
 			selected.WithLabelValues(name).Set(float64(q.Selected))
 			share.WithLabelValues(name).Set(float64(q.Creates))
 			blocked.WithLabelValues(name).Set(boolean(q.Blocked != ""))
+			atCap.WithLabelValues(name).Set(float64(len(q.GroupsAtCap)))
 			limit = q.Limit
 		} else {
-			for _, v := range []*prometheus.GaugeVec{slots, selected, share, blocked} {
+			for _, v := range []*prometheus.GaugeVec{slots, selected, share, blocked, atCap} {
 				v.WithLabelValues(name).Set(nan)
 			}
 		}

@@ -341,7 +341,7 @@ func TestPushQueues(t *testing.T) {
 	p.Jobs[0].Queue, p.Jobs[1].Queue, p.Jobs[2].Queue, p.Jobs[3].Queue = "daily", "daily", "exports", "exports"
 	p.Queues = []scheduler.QueuePlan{
 		{Name: "daily", Priority: 10, Weight: 1, Unfinished: 2, Slots: 0, Limit: "limits.maxActive: 2 of 2 unfinished", Blocked: "limits.maxActive: 2 of 2 unfinished"},
-		{Name: "exports", Weight: 3, Slots: 3, Limit: "limits.maxPerTick: 3", Selected: 4, Creates: 3},
+		{Name: "exports", Weight: 3, Slots: 3, Limit: "limits.maxPerTick: 3", Selected: 4, Creates: 3, GroupsAtCap: []string{"acme", "b"}},
 	}
 	sum := scheduler.Summary{Selected: 4, Created: 3, Skipped: 1, Deleted: 1}
 	base := Pass{Job: JobTick, Scheduler: "reports", Namespace: "batch", Duration: time.Second, Summary: sum, Plan: p,
@@ -372,6 +372,7 @@ func TestPushQueues(t *testing.T) {
 			`jobsched_queue_backlog_capped{queue="daily"} 0`, `jobsched_queue_backlog_capped{queue="exports"} 0`,
 			`jobsched_queue_backlog_rows{queue="daily"} 3`, `jobsched_queue_backlog_rows{queue="exports"} 9`,
 			`jobsched_queue_blocked{queue="daily"} 1`, `jobsched_queue_blocked{queue="exports"} 0`,
+			`jobsched_queue_groups_at_cap{queue="daily"} 0`, `jobsched_queue_groups_at_cap{queue="exports"} 2`,
 			`jobsched_queue_planned_jobs{queue="daily"} 0`, `jobsched_queue_planned_jobs{queue="exports"} 3`,
 			`jobsched_queue_selected_rows{queue="daily"} 0`, `jobsched_queue_selected_rows{queue="exports"} 4`,
 			`jobsched_queue_slots{queue="daily"} 0`, `jobsched_queue_slots{queue="exports"} 3`,
@@ -383,6 +384,7 @@ func TestPushQueues(t *testing.T) {
 			`jobsched_queue_backlog_capped{queue="daily"} NaN`, `jobsched_queue_backlog_capped{queue="new"} NaN`,
 			`jobsched_queue_backlog_rows{queue="daily"} NaN`, `jobsched_queue_backlog_rows{queue="new"} NaN`,
 			`jobsched_queue_blocked{queue="daily"} 1`, `jobsched_queue_blocked{queue="new"} NaN`,
+			`jobsched_queue_groups_at_cap{queue="daily"} 0`, `jobsched_queue_groups_at_cap{queue="new"} NaN`,
 			`jobsched_queue_planned_jobs{queue="daily"} 0`, `jobsched_queue_planned_jobs{queue="new"} NaN`,
 			`jobsched_queue_selected_rows{queue="daily"} 0`, `jobsched_queue_selected_rows{queue="new"} NaN`,
 			`jobsched_queue_slots{queue="daily"} 0`, `jobsched_queue_slots{queue="new"} NaN`,

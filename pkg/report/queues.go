@@ -27,6 +27,10 @@ type QueueStatus struct {
 	Blocked  string           `json:"blocked,omitempty"`
 	Capacity *capacity.Report `json:"capacity,omitempty"`
 	Retry    RetryPolicy      `json:"retry"`
+	// GroupMax is limits.perGroup.maxActive (0 without a perGroup), and GroupsAtCap the groups holding that many
+	// unfinished Jobs, sorted: the next pass reads no row of theirs.
+	GroupMax    int      `json:"groupMaxActive,omitempty"`
+	GroupsAtCap []string `json:"groupsAtCap,omitempty"`
 }
 
 // QueueBacklog is one queue's backlog: the rows its query selects that have no Job, counted up to BacklogCap.
@@ -104,7 +108,10 @@ func queueStatuses(s *scheduler.Scheduler, p *scheduler.Plan, bs []QueueBacklog)
 	for i, q := range p.Queues {
 		qs := QueueStatus{Name: q.Name, Priority: q.Priority, Weight: q.Weight, Backlog: bs[i].Rows, BacklogCapped: bs[i].Capped,
 			States: map[State]int{}, Unfinished: q.Unfinished, Slots: q.Slots, Limit: q.Limit, Blocked: q.Blocked,
-			Capacity: q.Capacity, Retry: retryPolicy(s.Config.QueueConfig(i))}
+			Capacity: q.Capacity, Retry: retryPolicy(s.Config.QueueConfig(i)), GroupsAtCap: q.GroupsAtCap}
+		if g := s.Config.AllQueues()[i].Limits.PerGroup; g != nil {
+			qs.GroupMax = g.MaxActive
+		}
 		for _, state := range States {
 			qs.States[state] = 0
 		}
