@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -716,4 +717,113 @@ func machine() string {
 	load, _ := os.ReadFile("/proc/loadavg")
 	f := strings.Fields(string(load))
 	return fmt.Sprintf("%d cores, %s, load average (1, 5, 15 min) %s", runtime.NumCPU(), runtime.Version(), strings.Join(f[:min(3, len(f))], " "))
+}
+
+// TestQueuesReports: the reports of an install with two queues after one tick (the install's maxActive 3, Jobs that
+// outlive the test): `status -o json` has the install's totals and a queues[] list (each queue's unfinished Jobs and
+// backlog, summing to the install's), the table a line per queue, each Created Event names the Job's queue, and the
+// push of the next tick has each queue's series (label queue) beside the install's.
+func TestQueuesReports(t *testing.T) {
+	t.Parallel()
+	needPushgateway(t)
+	e := newEnv(t)
+	e.addQueueColumns()
+	e.addNode("n0", "8", "16Gi", 110, nil)
+	e.insertQueue("daily", "daily", "", 4)
+	e.insertQueue("exports", "exports", "", 4)
+	cfg := e.writeQueues(queuesConfig{name: "rep", limits: "{maxActive: 3, maxPerTick: 10, capacity: nodes}", queues: []queueSpec{
+		{name: "daily", priority: 10, duration: "10m", limits: "{maxActive: 2}"},
+		{name: "exports", weight: 3, duration: "10m"},
+	}})
+	r := e.jobsched("tick", "--config", cfg, "--pushgateway", pushgateway)
+	if r.code != 0 {
+		t.Fatalf("tick exited %d:\n%s", r.code, r.stderr)
+	}
+	created := jobsOfQueue(e.jobs())
+	if created["daily"] != 2 || created["exports"] != 1 {
+		t.Fatalf("Jobs per queue %v, want daily 2 (its maxActive, priority 10) and exports 1 (the install's maxActive 3)", created)
+	}
+
+	st := e.jobsched("status", "--config", cfg, "-o", "json")
+	if st.code != 0 {
+		t.Fatalf("status exited %d:\n%s", st.code, st.stderr)
+	}
+	var doc struct {
+		APIVersion string `json:"apiVersion"`
+		Backlog    int    `json:"backlog"`
+		Unfinished int    `json:"unfinished"`
+		Slots      int    `json:"slots"`
+		Queues     []struct {
+			Name       string `json:"name"`
+			Priority   int    `json:"priority"`
+			Weight     int    `json:"weight"`
+			Backlog    int    `json:"backlog"`
+			Unfinished int    `json:"unfinished"`
+			Slots      int    `json:"slots"`
+			Limit      string `json:"limit"`
+		} `json:"queues"`
+	}
+	if err := json.Unmarshal([]byte(st.stdout), &doc); err != nil {
+		t.Fatalf("status -o json: %v\n%s", err, st.stdout)
+	}
+	if doc.APIVersion != "jobsched.io/v1alpha1" || doc.Backlog != 5 || doc.Unfinished != 3 || doc.Slots != 0 || len(doc.Queues) != 2 {
+		t.Errorf("status: apiVersion %q, backlog %d, unfinished %d, slots %d, %d queues; want jobsched.io/v1alpha1, 5, 3, 0, 2",
+			doc.APIVersion, doc.Backlog, doc.Unfinished, doc.Slots, len(doc.Queues))
+	}
+	for _, q := range doc.Queues {
+		if q.Unfinished != created[q.Name] || q.Backlog != 4-created[q.Name] || q.Slots != 0 {
+			t.Errorf("status: queue %s: unfinished %d, backlog %d, slots %d (%s); want %d, %d, 0",
+				q.Name, q.Unfinished, q.Backlog, q.Slots, q.Limit, created[q.Name], 4-created[q.Name])
+		}
+	}
+	table := e.jobsched("status", "--config", cfg)
+	for _, want := range []string{"Queues (the lines above are the install's totals):", "\n  daily    10", "\n  exports  0 "} {
+		if !strings.Contains(table.stdout, want) {
+			t.Errorf("the status table lacks %q:\n%s", want, table.stdout)
+		}
+	}
+
+	byName := map[string]string{}
+	for _, j := range e.jobs() {
+		byName[j.Name] = j.Labels[labelQueue]
+	}
+	evs := e.eventsWith("Created")
+	if len(evs) != 3 {
+		t.Errorf("%d Created Events, want 3", len(evs))
+	}
+	for _, ev := range evs {
+		if want := "(queue " + byName[ev.Regarding.Name] + ")"; !strings.Contains(ev.Note, want) {
+			t.Errorf("Created Event of %s: note %q lacks %q", ev.Regarding.Name, ev.Note, want)
+		}
+	}
+
+	// A pass's Jobs by state are those it observed: a second tick (the install is full: it creates nothing) pushes
+	// the three.
+	if r := e.jobsched("tick", "--config", cfg, "--pushgateway", pushgateway); r.code != 0 {
+		t.Fatalf("tick exited %d:\n%s", r.code, r.stderr)
+	}
+	m := e.pushed("rep")
+	for q, n := range map[string]int{"daily": 2, "exports": 1} {
+		jobs := 0.0
+		for _, s := range []string{"running", "starting"} {
+			jobs += m[fmt.Sprintf(`jobsched_queue_jobs{job="jobsched",queue=%q,state=%q}`, q, s)]
+		}
+		if jobs != float64(n) {
+			t.Errorf("pushed: queue %s has %v Jobs running or starting, want %d", q, jobs, n)
+		}
+		if got := m[fmt.Sprintf(`jobsched_queue_backlog_rows{job="jobsched",queue=%q}`, q)]; got != float64(4-n) {
+			t.Errorf("pushed: queue %s backlog %v, want %d", q, got, 4-n)
+		}
+	}
+	if got := m[`jobsched_backlog_rows{job="jobsched"}`]; got != 5 {
+		t.Errorf("pushed: the install's backlog %v, want 5 (the queues' sum)", got)
+	}
+	if got := m[`jobsched_pass_created_jobs{job="jobsched"}`]; got != 0 {
+		t.Errorf("pushed: the install's created Jobs %v, want 0 (the second tick)", got)
+	}
+	for q, v := range map[string]float64{"daily": 1, "exports": 1} { // daily: its maxActive; exports: the install's
+		if got := m[fmt.Sprintf(`jobsched_queue_blocked{job="jobsched",queue=%q}`, q)]; got != v {
+			t.Errorf("pushed: queue %s blocked %v, want %v", q, got, v)
+		}
+	}
 }
