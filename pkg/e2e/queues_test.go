@@ -492,11 +492,11 @@ func TestQueuesTenants(t *testing.T) {
 // client's call in a round (a node heartbeat, the API server's own lease) only adds. With JOBSCHED_QUEUES_CALLS set
 // to a file (relative to the repository), the table is written there.
 func TestQueuesCallsPerPass(t *testing.T) {
-	kcfg := ownCluster(t, "JOBSCHED_QUEUES_CLUSTER_DIR", "cluster-queues-test-")
+	kcfg, script := queuesCluster(t, "JOBSCHED_QUEUES_CLUSTER_DIR", "cluster-queues-test-")
 	e := newEnvOn(t, kcfg)
 	e.addQueueColumns()
 	e.addNode("n0", "1000", "4000Gi", 5000, nil)
-	stopControllerManager(t, kcfg)
+	script("kill", "kube-controller-manager") // from now on the Jobs make no pods
 
 	const perTick, rounds = 10, 3
 	e.insertQueue("today", "today", "", perTick*(rounds+1))
@@ -644,9 +644,11 @@ func apiRequests(t *testing.T, e *env) map[string]float64 {
 	return out
 }
 
-// ownCluster starts a control plane of the test's own (scripts/cluster.sh up, no fake node) in the state directory
-// of variable dirEnv, else in a new one named prefix-… that is taken down afterwards, and returns its kubeconfig.
-func ownCluster(t *testing.T, dirEnv, prefix string) string {
+// queuesCluster starts a control plane of the test's own (scripts/cluster.sh up, no fake node) in the state
+// directory of variable dirEnv, else in a new one named prefix-… that is taken down afterwards, and returns its
+// kubeconfig and a function that runs scripts/cluster.sh on it. (Written on its own so that it compiles beside the
+// consolidated harness's ownCluster; it can become a call of that.)
+func queuesCluster(t *testing.T, dirEnv, prefix string) (kcfg string, script func(args ...string) string) {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -662,39 +664,26 @@ func ownCluster(t *testing.T, dirEnv, prefix string) string {
 		}
 		dir = filepath.Join(cache, prefix+randHex(3))
 	}
-	script := func(args ...string) string {
+	script = func(args ...string) string {
 		t.Helper()
-		out, err := runScript(root, map[string]string{"JOBSCHED_CLUSTER_DIR": dir, "NODES": "0"}, "cluster.sh", args...)
-		if err != nil {
-			t.Fatalf("scripts/cluster.sh %s: %v", strings.Join(args, " "), err)
+		cmd := exec.Command(filepath.Join(root, "scripts", "cluster.sh"), args...)
+		cmd.Env = append(os.Environ(), "JOBSCHED_CLUSTER_DIR="+dir, "NODES=0")
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("scripts/cluster.sh %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
 		}
-		return out
+		return out.String()
 	}
 	start := time.Now()
-	kcfg := strings.TrimSpace(lastLine(script("up")))
-	if own {
+	kcfg = strings.TrimSpace(lastLine(script("up")))
+	if own { // never reused, so always taken down
 		t.Cleanup(func() { script("down") })
+	} else { // a reused cluster gets back the controller-manager the test stops
+		t.Cleanup(func() { script("up") })
 	}
 	t.Logf("own control plane up in %s (%s)", time.Since(start).Round(time.Second), dir)
-	t.Cleanup(func() { // a reused cluster gets its controller-manager back
-		if !own {
-			script("up")
-		}
-	})
-	return kcfg
-}
-
-// stopControllerManager stops the controller-manager of the control plane of kcfg (its state directory is the
-// kubeconfig's): the Jobs created from then on make no pods.
-func stopControllerManager(t *testing.T, kcfg string) {
-	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := runScript(root, map[string]string{"JOBSCHED_CLUSTER_DIR": filepath.Dir(kcfg)}, "cluster.sh", "kill", "kube-controller-manager"); err != nil {
-		t.Fatal(err)
-	}
+	return kcfg, script
 }
 
 // gitCommit is the repository's HEAD, short, and says so when the work tree has uncommitted changes.
