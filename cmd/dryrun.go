@@ -60,7 +60,7 @@ with dryRun=All, so the server validates the Jobs (admission included) without s
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json, yaml (the plan), or jobs (just the Jobs, as a v1 List for kubectl)")
-	f.StringVar(&o.rowsFile, "rows", "", "read rows from this JSON-lines file (one object per line; - for standard input) instead of the database")
+	f.StringVar(&o.rowsFile, "rows", "", "read rows from this JSON-lines file (one object per line; - for standard input) instead of the database; with queues: QUEUE=FILE,QUEUE=FILE")
 	f.BoolVar(&o.offline, "offline", false, "contact no cluster: it is taken as empty")
 	f.BoolVar(&o.server, "server", false, "send each planned create to the API server with dryRun=All")
 	return cmd

@@ -36,8 +36,9 @@ const comparisonOperators = false
 // (component-helpers' taint and nodeaffinity helpers), and spec.nodeName. Per node, free = allocatable − the
 // requests of its pods (and one pod slot each); others' unbound pods that could land there are taken out first
 // (see Snapshot.Pending); fits = min over the demanded resources of floor(free/demand), and the free pod slots.
-// The sum is capped so that the next tick can start (see Placer.tickCap), minus unbound + podless; in Jobs, divided
-// by PodsPerJob.
+// The sum, minus unbound + podless, is capped so that the next tick can start wherever kube-scheduler puts our pods
+// (see tick.go: at most Σ (c'+1) − 1 pods over the nodes the tick may use, c' being the pods that fit beside it, no
+// cap when a node keeps room for it anyway); in Jobs, divided by PodsPerJob.
 //
 // Quota: each ResourceQuota whose scopes match the pod limits the Jobs to floor((hard − used)/per-pod), minus
 // podless (quota charges a pod when it is created), divided by PodsPerJob, for cpu, memory, ephemeral-storage (bare

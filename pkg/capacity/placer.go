@@ -59,9 +59,6 @@ type claim struct {
 	want     [2]float64 // its cpu and memory, for the score
 	warnings []string   // about quotas the API server would reject its pods under
 	per      []int64    // per quota entry: what one pod (or Job) adds, in the entry's unit; 0 = not charged
-	// m is, per slot it may use that the next tick may use too, how many of its pods fit there with this pass's pod
-	// gone.
-	m map[int]int
 }
 
 // slot is one node some claim may use.
@@ -108,19 +105,6 @@ type quotaLeft struct {
 	left       int64
 }
 
-// tickPod is the next tick's pod and where it may go.
-type tickPod struct {
-	demand corev1.ResourceList
-	node   string // the node this pass's pod runs on: its room is free again when it ends
-	// on is, per slot the tick may use, what our pods may take there: most with this pass's pod gone, and room
-	// beside the next tick (nil when the tick does not fit there even with nothing more of ours).
-	on map[int]*tickRoom
-}
-
-type tickRoom struct {
-	most, beside corev1.ResourceList
-}
-
 // NewPlacer makes the Placer of claims on snap (nil: capacity off, every Place succeeds).
 func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 	p := &Placer{snap: snap}
@@ -134,7 +118,7 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 	for _, c := range claims {
 		pod := snap.admitted(c.Template)
 		cl := &claim{tpl: c.Template, pod: pod, demand: Demand(pod), perJob: PodsPerJob(c.Template),
-			claimed: c.Unbound + c.Podless, m: map[int]int{}}
+			claimed: c.Unbound + c.Podless}
 		cl.names = slices.Sorted(maps.Keys(cl.demand))
 		for i, r := range scored {
 			cl.want[i] = cl.demand.Name(r, resource.DecimalSI).AsApproximateFloat64()

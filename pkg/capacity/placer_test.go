@@ -115,6 +115,17 @@ func TestPlacer(t *testing.T) {
 			},
 		},
 		{
+			name: "a Job of 2 pods is placed whole or not at all", snap: nodes(node("n1")),
+			claims: []Claim{{Template: job(cpus("1500m"), func(j *batchv1.Job) { j.Spec.Parallelism = new(int32(2)) })}, {Template: job(cpus("1"))}},
+			seq:    "BBABBB", want: "TTFTTF", // the A refused had room for one of its 2 pods
+			report: []Report{
+				{Fit: 0, Binding: "cpu: 0 more fit on n1 (0 Job(s) of 2 pods)", PodsPerJob: 2, Demand: rl("cpu", "1500m", "memory", "256Mi"),
+					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: rl("cpu", "0", "memory", "7Gi", "pods", "106")}}},
+				{Fit: 0, Binding: "cpu: 0 more fit on n1", Demand: rl("cpu", "1", "memory", "256Mi"),
+					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: rl("cpu", "0", "memory", "7Gi", "pods", "106")}}},
+			},
+		},
+		{
 			name: "a pod that fits only on a tainted node it tolerates", snap: nodes(node("n1", full), node("n2", taint(gpuTaint))),
 			claims: []Claim{{Template: job(cpus("1", tolerates))}, {Template: job(cpus("1"))}},
 			seq:    "ABAAAA", want: "TFTTTF",
@@ -326,5 +337,29 @@ func TestPlacerTickSound(t *testing.T) {
 					scenario, boxes, tick, d[0], n[0])
 			}
 		}
+	}
+}
+
+// BenchmarkPlacer is one pass of two queues on 5,000 nodes with room kept for the next tick: the Placer made, each
+// queue's Report, then 200 Jobs placed one queue after the other, and the Reports again.
+func BenchmarkPlacer(b *testing.B) {
+	ns := make([]Node, 5000)
+	for i := range ns {
+		ns[i] = node(fmt.Sprintf("node-%05d", i), func(n *Node) { n.Requested, n.Pods = rl("cpu", "1500m", "memory", "3Gi"), 12 })
+	}
+	snap := withNextPassPod(nodes(ns...))
+	claims := []Claim{{Template: job(cpus("2")), Unbound: 10}, {Template: job(cpus("500m")), Podless: 10}}
+	b.ReportAllocs()
+	for b.Loop() {
+		p := NewPlacer(snap, claims)
+		p.Report(0)
+		p.Report(1)
+		for i := range 200 {
+			if !p.Place(i % 2) {
+				b.Fatalf("Place %d refused", i)
+			}
+		}
+		p.Report(0)
+		p.Report(1)
 	}
 }

@@ -27,6 +27,28 @@ import (
 // unlimited is a count of pods without bound (for the words of the report).
 const unlimited = -1
 
+// tickPod is the next tick's pod and where it may go.
+type tickPod struct {
+	demand corev1.ResourceList
+	// res are the resources our templates demand; claim c's pod takes demand[c][r] of res[r], in units, and
+	// desc[r] are the claims by that, largest first.
+	res         []corev1.ResourceName
+	claimDemand [][]int64
+	desc        [][]int
+	on          []*tickRoom // per slot: nil when the tick may not use it
+	ok          []bool      // scratch: the claims counted on a slot
+}
+
+// tickRoom is what our pods may take on a slot the tick may use, in units per res and pod slots: most with this
+// pass's pod gone, beside what is left beyond the tick (fits false when the tick does not fit there even with
+// nothing more of ours). m is, per claim of the slot, how many of its pods fit in most.
+type tickRoom struct {
+	most, beside         []int64
+	mostPods, besidePods int64
+	fits                 bool
+	m                    []int
+}
+
 // observeTick finds the slots the next tick may use and what our pods may take there.
 func (p *Placer) observeTick() {
 	tick := p.snap.NextPassPod
@@ -36,24 +58,54 @@ func (p *Placer) observeTick() {
 	next := &corev1.Pod{Spec: *tick.Spec.DeepCopy()}
 	next.Spec.NodeName = ""
 	where := newPlacement(&next.Spec)
-	t := &tickPod{demand: Demand(next), node: tick.Spec.NodeName, on: map[int]*tickRoom{}}
+	t := &tickPod{demand: Demand(next), on: make([]*tickRoom, len(p.slots)), ok: make([]bool, len(p.claims))}
+	for _, cl := range p.claims {
+		for _, r := range cl.names {
+			if !slices.Contains(t.res, r) {
+				t.res = append(t.res, r)
+			}
+		}
+	}
+	slices.Sort(t.res)
+	for _, cl := range p.claims {
+		d := make([]int64, len(t.res))
+		for i, r := range t.res {
+			d[i] = units(cl.demand[r], r)
+		}
+		t.claimDemand = append(t.claimDemand, d)
+	}
+	for i := range t.res {
+		order := make([]int, len(p.claims))
+		for c := range order {
+			order[c] = c
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(t.claimDemand[b][i], t.claimDemand[a][i]) })
+		t.desc = append(t.desc, order)
+	}
+	inUnits := func(l corev1.ResourceList) []int64 {
+		out := make([]int64, len(t.res))
+		for i, r := range t.res {
+			out[i] = max(units(l[r], r), 0)
+		}
+		return out
+	}
 	for k, s := range p.slots {
 		if where.excluded(s.node) != "" {
 			continue
 		}
 		most := s.base
-		if s.node.Name == t.node {
+		if s.node.Name == tick.Spec.NodeName {
 			most = plus(s.base, t.demand)
 		}
-		tr := &tickRoom{most: most}
+		tr := &tickRoom{most: inUnits(most), mostPods: most.Pods().Value()}
 		if after, ok := minus(most, t.demand); ok {
-			tr.beside = after
+			tr.fits, tr.beside, tr.besidePods = true, inUnits(after), after.Pods().Value()
+		}
+		for _, c := range s.claims {
+			m, _ := fits(p.claims[c].demand, p.claims[c].names, most)
+			tr.m = append(tr.m, m)
 		}
 		t.on[k] = tr
-		for _, c := range s.claims {
-			cl := p.claims[c]
-			cl.m[k], _ = fits(cl.demand, cl.names, most)
-		}
 	}
 	p.tick = t
 }
@@ -87,14 +139,16 @@ func (p *Placer) tickSafe(n []int64) bool {
 			continue
 		}
 		usable++
-		if tr.beside == nil {
+		if !tr.fits {
 			continue
 		}
 		b := p.leastBlocking(k, n)
 		if b < 0 {
 			return true
 		}
-		sum += b
+		if sum += b; sum > total { // blocking the nodes so far takes more pods than we have
+			return true
+		}
 	}
 	return usable == 0 || sum > total
 }
@@ -112,25 +166,24 @@ func (p *Placer) usable(k int, n []int64) (*tickRoom, bool) {
 // subset of them that fits there does (n[c] == unlimited: as many as wanted). Only claims that may use the slot
 // and fit a pod there count.
 func (p *Placer) leastBlocking(k int, n []int64) int64 {
-	tr := p.tick.on[k]
-	var cands []int
-	var names []corev1.ResourceName
-	all := int64(0) // how many pods the candidates have; unlimited when one has no bound
-	for _, c := range p.slots[k].claims {
-		if n[c] == 0 || p.claims[c].m[k] < 1 {
+	t, tr := p.tick, p.tick.on[k]
+	ok := t.ok
+	clear(ok)
+	all, counted := int64(0), false // how many pods the candidates have; unlimited when one has no bound
+	for j, c := range p.slots[k].claims {
+		if n[c] == 0 || tr.m[j] < 1 {
 			continue
 		}
-		cands = append(cands, c)
-		for _, r := range p.claims[c].names {
-			if !slices.Contains(names, r) {
-				names = append(names, r)
+		ok[c], counted = true, true
+		if all != unlimited {
+			if n[c] == unlimited {
+				all = unlimited
+			} else {
+				all = addCount(all, n[c])
 			}
 		}
-		if all != unlimited {
-			all = addCount(all, n[c])
-		}
 	}
-	if len(cands) == 0 {
+	if !counted {
 		return -1
 	}
 	least := int64(-1)
@@ -139,39 +192,44 @@ func (p *Placer) leastBlocking(k int, n []int64) int64 {
 			least = k
 		}
 	}
-	if room := tr.beside.Pods().Value(); all == unlimited || all > room {
-		fewest(room + 1)
+	if all == unlimited || all > tr.besidePods {
+		fewest(tr.besidePods + 1)
 	}
-	most := tr.most.Pods().Value() // the most of them that fit there together
+	most := tr.mostPods // the most of them that fit there together
 	if all != unlimited {
 		most = min(most, all)
 	}
-	for _, r := range names {
-		d := func(c int) int64 { return units(p.claims[c].demand[r], r) }
-		order := slices.Clone(cands)
-		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(d(b), d(a)) }) // largest first
-		beside, count, taken := max(units(tr.beside[r], r), 0), int64(0), int64(0)
-		for _, c := range order {
-			if d(c) <= 0 {
+	for r, order := range t.desc {
+		count, taken := int64(0), int64(0)
+		for _, c := range order { // largest first
+			d := t.claimDemand[c][r]
+			if !ok[c] {
+				continue
+			}
+			if d <= 0 {
 				break
 			}
-			if need := (beside-taken)/d(c) + 1; n[c] == unlimited || need <= n[c] {
+			if need := (tr.beside[r]-taken)/d + 1; n[c] == unlimited || need <= n[c] {
 				fewest(count + need)
 				break
 			}
-			count, taken = count+n[c], taken+n[c]*d(c)
+			count, taken = count+n[c], taken+n[c]*d
 		}
-		left, fit := max(units(tr.most[r], r), 0), int64(0)
+		left, fit := tr.most[r], int64(0)
 		for _, c := range slices.Backward(order) { // smallest first
+			d := t.claimDemand[c][r]
+			if !ok[c] {
+				continue
+			}
 			take := n[c]
-			if d(c) > 0 && (take == unlimited || left/d(c) < take) {
-				take = left / d(c)
+			if d > 0 && (take == unlimited || left/d < take) {
+				take = left / d
 			}
 			if take == unlimited {
 				fit = unlimited
 				break
 			}
-			fit, left = fit+take, left-take*max(d(c), 0)
+			fit, left = fit+take, left-take*d
 		}
 		if fit != unlimited {
 			most = min(most, fit)
@@ -229,7 +287,7 @@ func (p *Placer) tickWords(i int) string {
 			continue
 		}
 		usable++
-		if tr.beside != nil && p.leastBlocking(k, n) < 0 {
+		if tr.fits && p.leastBlocking(k, n) < 0 {
 			return fmt.Sprintf("the next tick (%s) fits on %s beside our pods", quantities(t.demand), s.node.Name)
 		}
 	}

@@ -206,7 +206,9 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	for _, e := range cfg.Validate() {
 		// A value of the wrong type was left out, and reported: it is not also "required".
-		if key, _, ok := strings.Cut(e.Error(), ": "); !ok || unknown == nil || !strings.Contains(unknown.Error(), key+": ") {
+		key, _, ok := strings.Cut(e.Error(), ": ")
+		key = queueNamed.ReplaceAllString(key, "queues[$1]") // the decoder names a queue by its index only
+		if !ok || unknown == nil || !strings.Contains(unknown.Error(), key+": ") {
 			errs = append(errs, e)
 		}
 	}

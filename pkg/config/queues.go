@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -230,6 +231,9 @@ func cmpOr[T any](a, b *T) *T {
 	}
 	return b
 }
+
+// queueNamed is a queue as a problem names it, queues[1] (exports).
+var queueNamed = regexp.MustCompile(`^queues\[(\d+)\] \([^)]*\)`)
 
 // queuePath is how a problem names queue i: queues[1] (exports).
 func (c *Config) queuePath(i int) string {

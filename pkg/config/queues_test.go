@@ -142,6 +142,8 @@ func TestQueuesErrors(t *testing.T) {
 		{"template and container", base + q("a", "") + "- name: b\n  source: {query: q, key: id}\n  job: {template: nope.yaml}\n" +
 			"- name: c\n  source: {query: q, key: id}\n  job: {template: job.yaml, container: nope}\n",
 			[]string{"queues[1] (b).job.template:", "nope.yaml", `queues[2] (c).job.container: the template has no container named "nope"`}},
+		{"a wrong type in a queue is one problem", base + "- name: a\n  source: {query: q, key: [1]}\n  job: {template: job.yaml}\n",
+			[]string{"queues[0].source.key"}},
 		{"unknown key in a queue", base + q("a", "  limits: {capacity: nodes}\n"), []string{"unknown key(s): queues[0].limits.capacity"}},
 		{"kueue without the mode", base + q("a", "  kueue: {localQueue: lq}\n"), []string{"queues[0] (a).kueue: is read only with limits.capacity: kueue"}},
 		{"kueue localQueue per queue", "name: batch\nlimits: {capacity: kueue}\nqueues:\n" + q("a", "") + q("b", "  kueue: {localQueue: lq}\n"),
@@ -157,6 +159,9 @@ func TestQueuesErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not mention %q", err, w)
 				}
+			}
+			if tc.name == "a wrong type in a queue is one problem" && strings.Contains(err.Error(), "source.key: required") {
+				t.Errorf("error %q: a key of the wrong type is not also required", err)
 			}
 		})
 	}

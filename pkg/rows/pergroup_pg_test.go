@@ -173,7 +173,8 @@ func TestSelectPerGroupRows(t *testing.T) {
 }
 
 // TestSelectPerGroupNoColumn: a group column the query does not return is a configuration error naming it, from
-// every read; a name that differs only in case gets the hint the key gets.
+// every read; a name that differs only in case gets the hint the key gets. So are a column of a name the read adds
+// itself, and a Max below 1.
 func TestSelectPerGroupNoColumn(t *testing.T) {
 	s := tenants(t)
 	for _, tt := range []struct{ name, query, column, hint string }{
@@ -193,6 +194,11 @@ func TestSelectPerGroupNoColumn(t *testing.T) {
 				}
 			}
 		})
+	}
+	p := openGroup(t, testDSN, "SELECT id, tenant, 1 AS jobsched_ord FROM "+s+".t ORDER BY id", "id", PerGroup{Column: "tenant", Max: 2})
+	if _, err := p.Select(t.Context(), Selection{Limit: 10}); err == nil || !config.IsConfigError(err) ||
+		!strings.Contains(err.Error(), `source.query: the query returns a column named "jobsched_ord"`) {
+		t.Errorf("Select of a query with a column of the read's own name: %v; want a configuration error naming it", err)
 	}
 	if _, err := OpenPostgres(testDSN, config.Source{Query: "SELECT 1 AS id", Key: "id"}, PerGroup{Column: "id"}); err == nil ||
 		!config.IsConfigError(err) || !strings.Contains(err.Error(), "limits.perGroup.maxActive") {

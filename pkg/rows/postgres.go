@@ -18,6 +18,8 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/pgdial"
+	"github.com/jobsched/jobsched/pkg/pgdsn"
 )
 
 // Postgres selects rows with the configured query, in one READ ONLY transaction per call, with the keys that already
@@ -28,7 +30,7 @@ type Postgres struct {
 	key     string // quoted key column
 	keyName string
 	timeout time.Duration
-	guard   *connGuard
+	guard   *pgdial.Guard
 	connect time.Duration // the connect timeout
 	// failed is the error of the last read that could not connect, and when it ended: a read within the connect
 	// timeout after it fails at once with it, so that a pass (its read, then the query doctor's) pays the timeout
@@ -55,21 +57,18 @@ func OpenPostgres(dsn string, src config.Source, opts ...Option) (*Postgres, err
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pq.NewConfig(dsn)
-	if err == nil {
-		err = misreadURL(dsn)
-	}
+	cfg, err := pgdsn.Parse(dsn)
 	if err != nil {
-		return nil, &config.Error{Err: fmt.Errorf("source: the PostgreSQL DSN is not valid: %s", dsnErrorText(err, dsn))}
+		return nil, err
 	}
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
-	connector, err := pq.NewConnectorConfig(cfg)
+	connector, err := pgdsn.Connector(cfg, dsn)
 	if err != nil {
-		return nil, &config.Error{Err: fmt.Errorf("source: the PostgreSQL DSN is not valid: %s", dsnErrorText(err, dsn))}
+		return nil, err
 	}
-	guard := &connGuard{conns: map[*guardedConn]struct{}{}}
+	guard := pgdial.New()
 	connector.Dialer(guard)
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(1)
@@ -86,7 +85,7 @@ func OpenPostgres(dsn string, src config.Source, opts ...Option) (*Postgres, err
 		keyName:  src.Key,
 		timeout:  src.Timeout.Duration,
 		guard:    guard,
-		secrets:  dsnSecrets(dsn, cfg.Password),
+		secrets:  pgdsn.Secrets(dsn, cfg.Password),
 		connect:  cfg.ConnectTimeout,
 		turn:     make(chan struct{}, 1),
 	}, nil
@@ -205,6 +204,10 @@ func (p *Postgres) selectGroupSQL(excluded string) string {
 		"LEFT JOIN unnest($3::text[], $4::int8[]) AS jobsched_h(g, n) ON jobsched_h.g = jobsched_w.jobsched_g " +
 		"WHERE jobsched_w.jobsched_n <= $5 - coalesce(jobsched_h.n, 0) ORDER BY jobsched_w.jobsched_ord LIMIT $2"
 }
+
+// groupColumns are the columns selectGroupSQL adds to the query's: a query that returns one of them cannot be read
+// with a PerGroup (the name would be ambiguous).
+var groupColumns = []string{"jobsched_g", "jobsched_ord", "jobsched_n"}
 
 // heldArrays are Selection.Held as the two arrays selectGroupSQL takes ($3 and $4), in the order of the groups.
 func heldArrays(held map[string]int) (groups, counts any) {
@@ -377,7 +380,7 @@ func (p *Postgres) readOnly(ctx context.Context, fn func(*sql.Tx) error) (err er
 	if p.failed != nil && time.Since(p.failedAt) < p.connect {
 		return p.failed
 	}
-	stop := p.guard.watch(ctx)
+	stop := p.guard.Watch(ctx)
 	defer stop()
 	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -405,6 +408,9 @@ func (p *Postgres) readOnly(ctx context.Context, fn func(*sql.Tx) error) (err er
 	}
 	return nil
 }
+
+// redact is pgdsn.Redact with what of the DSN may be the password.
+func (p *Postgres) redact(err error) error { return pgdsn.Redact(err, p.secrets) }
 
 // ended says that ctx ended a failed read: the error is then context.Canceled or context.DeadlineExceeded as well.
 func ended(ctx context.Context, err error) error {
@@ -442,6 +448,14 @@ func (p *Postgres) learnKeyType(ctx context.Context, tx *sql.Tx) error {
 	}
 	if p.group != nil && !slices.Contains(names, p.group.Column) {
 		return noColumn("limits.perGroup.column", "column", p.group.Column, names)
+	}
+	if p.group != nil {
+		for _, n := range names {
+			if slices.Contains(groupColumns, n) {
+				return &config.Error{Err: fmt.Errorf("source.query: the query returns a column named %q, a name the "+
+					"read with limits.perGroup adds itself (%s): rename it in the query (AS another name)", n, quoteList(groupColumns))}
+			}
+		}
 	}
 	p.keyType = keyType
 	return nil

@@ -1,5 +1,9 @@
 // Package rows reads the tasks a pass may schedule: from PostgreSQL (the product) or from a JSON-lines file (dry-run
 // in CI). Either way a task is a Row: its key and its columns rendered as text, in the query's column order.
+//
+// Beside it: package pgdsn reads the DSN and keeps its password out of errors, package pgdial is the pool's dialer
+// that aborts a read's connections when its context ends, and package querydoctor judges the plan of the read that
+// (*Postgres).Explain asks PostgreSQL for.
 package rows
 
 import (

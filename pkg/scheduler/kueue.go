@@ -48,7 +48,8 @@ func (s *Scheduler) readKueue(ctx context.Context) (*kueue.Snapshot, error) {
 	if !s.Config.KueueMode() || s.Kube == nil {
 		return nil, nil
 	}
-	snap, err := kueue.Observe(ctx, s.Dynamic, s.Config.Namespace, s.Config.Kueue.LocalQueue)
+	// With queues: the LocalQueue whose status is read is the first queue's (the Workloads are the namespace's).
+	snap, err := kueue.Observe(ctx, s.Dynamic, s.Config.Namespace, s.Config.QueueConfig(0).Kueue.LocalQueue)
 	if err != nil {
 		return nil, fmt.Errorf("observing Kueue: %w", err)
 	}

@@ -3,11 +3,13 @@ package scheduler
 import (
 	"context"
 
+	"github.com/jobsched/jobsched/pkg/querydoctor"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
 
-// QueryFinding is what the query doctor says about the pass's read (see rows.Explainer): status and dry-run carry it.
-type QueryFinding = rows.Finding
+// QueryFinding is what the query doctor says about the pass's read (see querydoctor.Explainer): status and dry-run
+// carry it.
+type QueryFinding = querydoctor.Finding
 
 // Explain asks the (first) queue's query doctor about its first read of this pass: the keys p excludes and its slots as
 // the LIMIT (maxPerTick when it has none, as the next pass with room would read). nil when the source has no doctor
@@ -22,7 +24,7 @@ func (s *Scheduler) Explain(ctx context.Context, p *Plan) *QueryFinding {
 
 // explain is Explain for one queue's plan p and source; maxPerTick is the queue's.
 func explain(ctx context.Context, src rows.Source, p *Plan, maxPerTick int) *QueryFinding {
-	d, ok := src.(rows.Explainer)
+	d, ok := src.(querydoctor.Explainer)
 	if !ok {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/querydoctor"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/testkit"
@@ -18,13 +19,13 @@ import (
 // TestQueryFinding checks that a dry run carries the doctor's finding about the pass's first read (its
 // excluded keys, its slots as the LIMIT or maxPerTick when it has none), and that a source without a doctor adds none.
 func TestQueryFinding(t *testing.T) {
-	finding := &rows.Finding{Problems: []rows.Problem{{Kind: "sort", Table: "tasks", EstimatedRows: 200000,
+	finding := &querydoctor.Finding{Problems: []querydoctor.Problem{{Kind: "sort", Table: "tasks", EstimatedRows: 200000,
 		Message: "every pass sorts all ~200000 rows", Fix: "an index on tasks (created_at)"}}}
 	for _, tc := range []struct {
 		name        string
 		doctor      bool
 		maxActive   int
-		wantFinding *rows.Finding
+		wantFinding *querydoctor.Finding
 		wantLimit   int
 	}{
 		{name: "with slots: the read's LIMIT", doctor: true, maxActive: 10, wantFinding: finding, wantLimit: 9},

@@ -27,22 +27,22 @@ func (s *Scheduler) ResetDead(ctx context.Context, keys []string, allDead, dryRu
 		return nil, err
 	}
 	p := Decide(s.Config, obs)
-	dead := map[string]JobStatus{}
+	dead := map[string][]JobStatus{} // a key may be a dead task of several queues
 	for _, j := range p.Jobs {
 		if j.State == StateDead && j.Delete == "" {
-			dead[j.Key] = j
+			dead[j.Key] = append(dead[j.Key], j)
 		}
 	}
 	var records []JobStatus
 	var notDead []string
 	if allDead {
-		for _, j := range dead {
-			records = append(records, j)
+		for _, js := range dead {
+			records = append(records, js...)
 		}
 	}
 	for _, k := range keys {
-		if j, ok := dead[k]; ok {
-			records = append(records, j)
+		if js, ok := dead[k]; ok {
+			records = append(records, js...)
 		} else {
 			notDead = append(notDead, k)
 		}
@@ -50,7 +50,9 @@ func (s *Scheduler) ResetDead(ctx context.Context, keys []string, allDead, dryRu
 	if len(notDead) > 0 {
 		return nil, &NotDeadError{Keys: notDead}
 	}
-	sort.Slice(records, func(i, j int) bool { return records[i].Key < records[j].Key })
+	sort.Slice(records, func(i, j int) bool {
+		return records[i].Key < records[j].Key || records[i].Key == records[j].Key && records[i].Queue < records[j].Queue
+	})
 	log := zerolog.Ctx(ctx)
 	var errs []error
 	for _, j := range records {

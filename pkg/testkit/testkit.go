@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/querydoctor"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
@@ -183,12 +184,12 @@ func Action(a k8stesting.Action) string {
 // DoctorSource is a Source with a query doctor that records what it was asked to explain.
 type DoctorSource struct {
 	Source
-	Finding *rows.Finding
+	Finding *querydoctor.Finding
 	Exclude []string
 	Limit   int
 }
 
-func (d *DoctorSource) Explain(_ context.Context, exclude []string, limit int) *rows.Finding {
+func (d *DoctorSource) Explain(_ context.Context, exclude []string, limit int) *querydoctor.Finding {
 	d.Exclude, d.Limit = exclude, limit
 	return d.Finding
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jobsched/jobsched/pkg/querydoctor"
 )
 
 // TestExplain checks the query doctor against a real PostgreSQL, on 200,000 waiting rows and 20,000 done ones,
@@ -28,22 +30,22 @@ func TestExplain(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		query string
-		want  []Problem
+		want  []querydoctor.Problem
 	}{
 		{
 			name:  "an index serves WHERE and ORDER BY",
 			query: "SELECT * FROM " + s + ".tasks WHERE status = 'waiting' ORDER BY created_at",
-			want:  []Problem{},
+			want:  []querydoctor.Problem{},
 		},
 		{
 			name:  "no ORDER BY: the scan stops at the LIMIT",
 			query: "SELECT * FROM " + s + ".tasks",
-			want:  []Problem{},
+			want:  []querydoctor.Problem{},
 		},
 		{
 			name:  "ORDER BY without an index sorts every waiting row",
 			query: "SELECT * FROM " + s + ".tasks WHERE status = 'waiting' ORDER BY priority DESC, created_at",
-			want: []Problem{{Kind: "sort", Table: table, EstimatedRows: 200000,
+			want: []querydoctor.Problem{{Kind: "sort", Table: table, EstimatedRows: 200000,
 				Message: "every pass sorts all ~200000 rows the query selects from " + table +
 					" (ORDER BY priority DESC, created_at) to return the first 10, after reading the whole table",
 				Fix: "an index on " + table + " (priority DESC, created_at) WHERE status = 'waiting'"}},
@@ -51,7 +53,7 @@ func TestExplain(t *testing.T) {
 		{
 			name:  "a WHERE that selects few rows, without an index, reads the whole table",
 			query: "SELECT * FROM " + s + ".tasks WHERE status = 'stuck' AND priority = 3",
-			want: []Problem{{Kind: "scan", Table: table, EstimatedRows: 220000,
+			want: []querydoctor.Problem{{Kind: "scan", Table: table, EstimatedRows: 220000,
 				Message: "every pass reads the whole table " + table + " (~220000 rows) to find 10",
 				Fix:     "an index on " + table + " (status, priority), or one on " + table + " (id) WHERE status = 'stuck' AND priority = 3"}},
 		},

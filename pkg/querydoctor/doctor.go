@@ -1,8 +1,10 @@
-package rows
+// Package querydoctor judges the plan PostgreSQL makes for a pass's read (EXPLAIN, never run): the whole-table scans
+// and sorts in it, each said in words with the index that would let the read stop after the rows it needs. The read
+// itself, and the EXPLAIN that plans it, belong to the source (package rows); this package only reads the plan.
+package querydoctor
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -52,7 +54,7 @@ func (f *Finding) String() string {
 	return strings.Join(parts, "; ")
 }
 
-// Explainer is a Source whose reads can be explained.
+// Explainer is a source (a rows.Source) whose reads can be explained.
 type Explainer interface {
 	// Explain plans the read Select(exclude, limit) would make, without running it, and says what it costs.
 	Explain(ctx context.Context, exclude []string, limit int) *Finding
@@ -74,41 +76,41 @@ type explainNode struct {
 	Plans        []explainNode `json:"Plans"`
 }
 
-// Explain implements Explainer: EXPLAIN (never ANALYZE: nothing runs) of the exact statement Select sends, with its
-// parameters, in the same READ ONLY transaction, and the table sizes from pg_class.
-func (p *Postgres) Explain(ctx context.Context, exclude []string, limit int) *Finding {
-	var root explainNode
-	rows := map[string]float64{}
-	err := p.readOnly(ctx, func(tx *sql.Tx) error {
-		excluded, arg := p.keyExcluded(exclude)
-		var doc string
-		stmt := "EXPLAIN (FORMAT JSON, VERBOSE) " + p.selectSQL(excluded)
-		if err := tx.QueryRowContext(ctx, stmt, arg, max(limit, 1)).Scan(&doc); err != nil {
-			return p.inQuery(stmt, err)
-		}
-		var plans []struct {
-			Plan explainNode `json:"Plan"`
-		}
-		if err := json.Unmarshal([]byte(doc), &plans); err != nil || len(plans) != 1 {
-			return fmt.Errorf("EXPLAIN did not return one JSON plan: %v", err)
-		}
-		root = plans[0].Plan
-		for _, t := range scannedTables(root) {
-			var n float64
-			err := tx.QueryRowContext(ctx, `SELECT c.reltuples::float8 FROM pg_catalog.pg_class c
-				JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2`,
-				t.Schema, t.Relation).Scan(&n)
-			if err != nil {
-				return err
-			}
-			rows[t.Schema+"."+t.Relation] = n
-		}
-		return nil
-	})
-	if err != nil {
-		return &Finding{Problems: []Problem{}, Unchecked: "could not EXPLAIN the read: " + err.Error()}
+// Plan is a plan of the read, as EXPLAIN (FORMAT JSON, VERBOSE) returns it.
+type Plan struct{ root explainNode }
+
+// ParsePlan reads the document EXPLAIN (FORMAT JSON, VERBOSE) returns for one statement.
+func ParsePlan(doc string) (*Plan, error) {
+	var plans []struct {
+		Plan explainNode `json:"Plan"`
 	}
-	return diagnose(root, rows, max(limit, 1), p.keyName)
+	if err := json.Unmarshal([]byte(doc), &plans); err != nil || len(plans) != 1 {
+		return nil, fmt.Errorf("EXPLAIN did not return one JSON plan: %v", err)
+	}
+	return &Plan{root: plans[0].Plan}, nil
+}
+
+// Table is a table the plan reads whole (a sequential scan): Diagnose needs its size.
+type Table struct{ Schema, Name string }
+
+// Tables are the tables the plan reads whole, in the plan's order (a table read twice is there twice).
+func (p *Plan) Tables() []Table {
+	var out []Table
+	for _, n := range scannedTables(p.root) {
+		out = append(out, Table{Schema: n.Schema, Name: n.Relation})
+	}
+	return out
+}
+
+// Diagnose says what the plan costs. rows holds each table of Tables with its row count (pg_class.reltuples; -1
+// when never analyzed); limit is the read's LIMIT; key is the key column, whose conditions (the source's own) are
+// left out of the fixes.
+func Diagnose(p *Plan, rows map[Table]float64, limit int, key string) *Finding {
+	tables := map[string]float64{}
+	for t, n := range rows {
+		tables[t.Schema+"."+t.Name] = n
+	}
+	return diagnose(p.root, tables, max(limit, 1), key)
 }
 
 func isSeqScan(n explainNode) bool {
@@ -273,46 +275,56 @@ func conjuncts(cond string) []string {
 	}
 	cond = stripParens(cond)
 	var out []string
-	depth, quoted, start := 0, false, 0
-	for i := 0; i < len(cond); i++ {
-		switch c := cond[i]; {
-		case c == '\'':
-			quoted = !quoted
-		case quoted:
-		case c == '(':
-			depth++
-		case c == ')':
-			depth--
-		case depth == 0 && strings.HasPrefix(cond[i:], " AND "):
+	start := 0
+	outsideQuotes(cond, func(i, depth int) bool {
+		if i >= start && depth == 0 && strings.HasPrefix(cond[i:], " AND ") {
 			out = append(out, stripParens(strings.TrimSpace(cond[start:i])))
 			start = i + len(" AND ")
-			i += len(" AND ") - 1
 		}
-	}
+		return true
+	})
 	return append(out, stripParens(strings.TrimSpace(cond[start:])))
 }
 
 // stripParens removes parentheses that enclose all of s.
 func stripParens(s string) string {
 	for len(s) >= 2 && s[0] == '(' && s[len(s)-1] == ')' {
-		depth, quoted := 0, false
-		for i := 0; i < len(s); i++ {
-			switch c := s[i]; {
-			case c == '\'':
-				quoted = !quoted
-			case quoted:
-			case c == '(':
-				depth++
-			case c == ')':
-				depth--
-				if depth == 0 && i < len(s)-1 {
-					return s // the first parenthesis closes before the end: not one enclosing pair
-				}
-			}
+		enclosing := true
+		outsideQuotes(s, func(i, depth int) bool {
+			// The first parenthesis closes before the end: not one enclosing pair.
+			enclosing = !(s[i] == ')' && depth == 0 && i < len(s)-1)
+			return enclosing
+		})
+		if !enclosing {
+			return s
 		}
 		s = strings.TrimSpace(s[1 : len(s)-1])
 	}
 	return s
+}
+
+// outsideQuotes is the one scanner of SQL text that conjuncts and stripParens share: it calls visit with each byte
+// of s that is outside a '...' literal (a doubled ” inside one ends and reopens it: the same thing) and the depth
+// of parentheses around that byte ('(' and ')' have the depth outside their pair), until visit returns false.
+func outsideQuotes(s string, visit func(i, depth int) bool) {
+	depth, quoted := 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\'':
+			quoted = !quoted
+			continue
+		case quoted:
+			continue
+		case c == ')':
+			depth--
+		}
+		if !visit(i, depth) {
+			return
+		}
+		if s[i] == '(' {
+			depth++
+		}
+	}
 }
 
 // filterColumns are the columns of conditions "column OP value" in w, in order, each once.

@@ -1,11 +1,16 @@
-package rows
+package pgdsn
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lib/pq"
 
 	"github.com/jobsched/jobsched/pkg/config"
 )
@@ -29,24 +34,25 @@ var dsnShapes = []func(pw string) string{
 	func(pw string) string { return "password=" + pw },
 }
 
-// dsnErrors is every error text a DSN can give: opening it, and when it opens, a Select (which fails: nothing
-// listens on 127.0.0.1:1).
+// dsnErrors is every error text a DSN can give, as the PostgreSQL source (package rows) meets them: reading it, and
+// when it reads, connecting with it (which fails: nothing listens on 127.0.0.1:1), redacted.
 func dsnErrors(t testing.TB, dsn string) []string {
-	p, err := OpenPostgres(dsn, config.Source{Query: "SELECT 1 AS id", Key: "id"})
+	cfg, err := Parse(dsn)
 	if err != nil {
 		return []string{err.Error()}
 	}
-	defer p.Close()
+	c, err := Connector(cfg, dsn)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	db := sql.OpenDB(c)
+	defer db.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	var out []string
-	if _, err := p.Select(ctx, Selection{Limit: 1}); err != nil {
-		out = append(out, err.Error())
+	if err := db.PingContext(ctx); err != nil {
+		return []string{Redact(err, Secrets(dsn, cfg.Password)).Error()}
 	}
-	if _, err := p.Count(ctx, []string{"k"}, 1); err != nil {
-		out = append(out, err.Error())
-	}
-	return out
+	return nil
 }
 
 // checkRedacted fails when an error of dsn holds pw: a password of 4 bytes or more that the rest of the DSN does
@@ -91,9 +97,9 @@ func TestDSNErrorSaysWhatIsWrong(t *testing.T) {
 		{"postgres://u:pw@db/app\x01", []string{"holds a control character"}},
 	}
 	for _, tt := range tests {
-		_, err := OpenPostgres(tt.dsn, config.Source{Query: "SELECT 1 AS id", Key: "id"})
+		_, err := Parse(tt.dsn)
 		if err == nil {
-			t.Errorf("OpenPostgres(%q) succeeded", tt.dsn)
+			t.Errorf("Parse(%q) succeeded", tt.dsn)
 			continue
 		}
 		if !config.IsConfigError(err) {
@@ -101,12 +107,12 @@ func TestDSNErrorSaysWhatIsWrong(t *testing.T) {
 		}
 		for _, jargon := range []string{"strconv", "ParseAddr", "net/url", "connection info string"} {
 			if strings.Contains(err.Error(), jargon) {
-				t.Errorf("OpenPostgres(%q): error %q speaks a library's words (%s)", tt.dsn, err, jargon)
+				t.Errorf("Parse(%q): error %q speaks a library's words (%s)", tt.dsn, err, jargon)
 			}
 		}
 		for _, w := range tt.want {
 			if !strings.Contains(err.Error(), w) {
-				t.Errorf("OpenPostgres(%q): error %q does not say %q", tt.dsn, err, w)
+				t.Errorf("Parse(%q): error %q does not say %q", tt.dsn, err, w)
 			}
 		}
 	}
@@ -128,4 +134,39 @@ func FuzzDSNErrorRedaction(f *testing.F) {
 		}
 		checkRedacted(t, s, pw)
 	})
+}
+
+// TestRedact pins the rule for the errors of a connection or a read: the text that may be the password goes, a
+// configuration error stays one, the original cannot be unwrapped, the server's own errors and errors without a
+// secret are returned as they are.
+func TestRedact(t *testing.T) {
+	dsn := "postgres://app:S3cr3t%2FPw@db.example:5432/app"
+	secrets := Secrets(dsn, "S3cr3t/Pw")
+	if want := []string{"S3cr3t/Pw", "S3cr3t%2FPw", "S3cr3t/Pw", "S3cr3t%2FPw"}; strings.Join(secrets, " ") != strings.Join(want, " ") {
+		t.Errorf("Secrets = %q, want %q", secrets, want)
+	}
+	if got := Secrets("host=db password=abc", "abc"); len(got) != 0 {
+		t.Errorf("Secrets of a 3-byte password = %q, want none (it would take letters out of every word)", got)
+	}
+	inner := errors.New("dial tcp: lookup S3cr3t/Pw: no such host")
+	got := Redact(fmt.Errorf("connecting to PostgreSQL: %w", inner), secrets)
+	if got.Error() != "connecting to PostgreSQL: dial tcp: lookup …: no such host" || errors.Is(got, inner) || config.IsConfigError(got) {
+		t.Errorf("Redact = %q (unwraps to the original: %v, configuration error: %v); want the password as …, no unwrap",
+			got, errors.Is(got, inner), config.IsConfigError(got))
+	}
+	got = Redact(&config.Error{Err: errors.New("source.query: S3cr3t%2FPw")}, secrets)
+	if got.Error() != "source.query: …" || !config.IsConfigError(got) {
+		t.Errorf("Redact of a configuration error = %q (configuration error: %v); want it redacted and still one", got, config.IsConfigError(got))
+	}
+	server := &pq.Error{Message: `password authentication failed for user "S3cr3t/Pw"`}
+	if got := Redact(fmt.Errorf("wrapped: %w", server), secrets); !errors.Is(got, server) || !strings.Contains(got.Error(), "S3cr3t/Pw") {
+		t.Errorf("Redact of the server's error = %q; want it as it is", got)
+	}
+	plain := errors.New("connection refused")
+	if got := Redact(plain, secrets); got != plain {
+		t.Errorf("Redact of an error without a secret = %v; want the same error", got)
+	}
+	if got := Redact(nil, secrets); got != nil {
+		t.Errorf("Redact(nil) = %v", got)
+	}
 }

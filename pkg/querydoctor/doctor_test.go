@@ -1,4 +1,4 @@
-package rows
+package querydoctor
 
 import (
 	"reflect"
@@ -24,6 +24,25 @@ func TestConjuncts(t *testing.T) {
 				t.Errorf("conjuncts(%q) = %q, want %q", tc.cond, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestStripParens(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"a = 1", "a = 1"},
+		{"(a = 1)", "a = 1"},
+		{"((a = 1))", "a = 1"},
+		{"( (a = 1) )", "a = 1"},
+		{"(a = 1) AND (b = 2)", "(a = 1) AND (b = 2)"},
+		{"((a = 1) AND (b = 2))", "(a = 1) AND (b = 2)"},
+		{"(note = ')(')", "note = ')('"},
+		{"(note = ')') AND (n > 1)", "(note = ')') AND (n > 1)"},
+		{"(note = 'it''s (')", "note = 'it''s ('"},
+	} {
+		if got := stripParens(tc.in); got != tc.want {
+			t.Errorf("stripParens(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
 

@@ -1,21 +1,48 @@
-package rows
+// Package pgdsn reads a PostgreSQL DSN as lib/pq does and keeps its password out of every error: a DSN that does
+// not parse (or parses as its author did not mean) is a configuration error that says what is wrong and how the form
+// is written, without any of the DSN's text; an error of a later connection or read has what may be the password
+// redacted.
+package pgdsn
 
 import (
-	"context"
 	"errors"
-	"net"
+	"fmt"
 	"net/url"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/lib/pq"
 
 	"github.com/jobsched/jobsched/pkg/config"
 )
+
+// Parse reads dsn as lib/pq does. A DSN it cannot read, or a URL whose host part a / ? or # in the password cut
+// short, is a configuration error that holds none of the DSN's text.
+func Parse(dsn string) (pq.Config, error) {
+	cfg, err := pq.NewConfig(dsn)
+	if err == nil {
+		err = misreadURL(dsn)
+	}
+	if err != nil {
+		return pq.Config{}, invalid(err, dsn)
+	}
+	return cfg, nil
+}
+
+// Connector is pq.NewConnectorConfig(cfg), its error said as Parse says one; dsn is the text cfg was read from.
+func Connector(cfg pq.Config, dsn string) (*pq.Connector, error) {
+	c, err := pq.NewConnectorConfig(cfg)
+	if err != nil {
+		return nil, invalid(err, dsn)
+	}
+	return c, nil
+}
+
+func invalid(err error, dsn string) error {
+	return &config.Error{Err: fmt.Errorf("source: the PostgreSQL DSN is not valid: %s", dsnErrorText(err, dsn))}
+}
 
 // The two forms of a DSN, as the error names them, with what a user most often gets wrong in each.
 const (
@@ -101,11 +128,11 @@ func misreadURL(dsn string) error {
 	return nil
 }
 
-// dsnSecrets lists what of dsn may be its password, for redacting errors at connect and query time: the password
+// Secrets lists what of dsn may be its password, for redacting errors at connect and query time: the password
 // lib/pq read, and in a URL the text between the scheme's user name and the last @ (the password the user meant,
 // also when a / # or ? in it made the URL say something else), raw and unescaped. Text shorter than 4 bytes is not
 // redacted (it would take letters out of every word).
-func dsnSecrets(dsn, password string) []string {
+func Secrets(dsn, password string) []string {
 	cands := []string{password}
 	for _, scheme := range []string{"postgres://", "postgresql://"} {
 		rest, ok := strings.CutPrefix(dsn, scheme)
@@ -133,18 +160,18 @@ func dsnSecrets(dsn, password string) []string {
 	return out
 }
 
-// redact returns err, or when its text holds a secret of the DSN, an error with that text redacted (a configuration
-// error stays one). The redacted error does not unwrap: nothing can print the original. The server's own errors
-// are left alone: they never held the DSN (the password goes in a message of its own, which no error echoes), and
-// redacting a user name equal to the password would tell the reader the password.
-func (p *Postgres) redact(err error) error {
+// Redact returns err, or when its text holds one of secrets (see Secrets), an error with that text redacted (a
+// configuration error stays one). The redacted error does not unwrap: nothing can print the original. The server's
+// own errors are left alone: they never held the DSN (the password goes in a message of its own, which no error
+// echoes), and redacting a user name equal to the password would tell the reader the password.
+func Redact(err error, secrets []string) error {
 	var pqErr *pq.Error
 	if err == nil || errors.As(err, &pqErr) {
 		return err
 	}
 	msg := err.Error()
 	red := msg
-	for _, s := range p.secrets {
+	for _, s := range secrets {
 		red = strings.ReplaceAll(red, s, "…")
 	}
 	if red == msg {
@@ -160,71 +187,3 @@ func (p *Postgres) redact(err error) error {
 type redactedError struct{ msg string }
 
 func (e *redactedError) Error() string { return e.msg }
-
-// connGuard is the pool's dialer: it keeps the connections it made, so that when a read's context ends every one of
-// them fails its blocked read or write at once. lib/pq alone sends a cancel request (on a new connection, which
-// this does not touch: a server that answers stops the statement) and goes on waiting for the server to answer,
-// which one that hangs never does. A connection made while the context ends is bounded by the connect timeout.
-type connGuard struct {
-	mu     sync.Mutex
-	conns  map[*guardedConn]struct{}
-	dialer net.Dialer
-}
-
-// watch makes the end of ctx abort the connections, until the returned stop is called; stop waits for an abort that
-// has begun, so that it cannot reach the next read's connection.
-func (g *connGuard) watch(ctx context.Context) (stop func()) {
-	done := make(chan struct{})
-	after := context.AfterFunc(ctx, func() {
-		defer close(done)
-		g.abort()
-	})
-	return func() {
-		if !after() {
-			<-done
-		}
-	}
-}
-
-func (g *connGuard) abort() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for c := range g.conns {
-		_ = c.SetDeadline(time.Unix(1, 0))
-	}
-}
-
-// Dial, DialTimeout and DialContext implement pq.Dialer and pq.DialerContext.
-func (g *connGuard) Dial(network, address string) (net.Conn, error) {
-	return g.DialContext(context.Background(), network, address)
-}
-
-func (g *connGuard) DialTimeout(network, address string, timeout time.Duration) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	return g.DialContext(ctx, network, address)
-}
-
-func (g *connGuard) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	c, err := g.dialer.DialContext(ctx, network, address)
-	if err != nil {
-		return nil, err
-	}
-	gc := &guardedConn{Conn: c, guard: g}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.conns[gc] = struct{}{}
-	return gc, nil
-}
-
-type guardedConn struct {
-	net.Conn
-	guard *connGuard
-}
-
-func (c *guardedConn) Close() error {
-	c.guard.mu.Lock()
-	delete(c.guard.conns, c)
-	c.guard.mu.Unlock()
-	return c.Conn.Close()
-}

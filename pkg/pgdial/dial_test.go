@@ -1,0 +1,81 @@
+package pgdial
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"testing"
+)
+
+// silent accepts TCP connections and never answers, as a hung database would.
+func silent(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	return l.Addr().String()
+}
+
+// TestWatchAbortsBlockedReads: when the watched context ends, a read blocked on a server that never answers fails at
+// once, on every connection the Guard made; after stop, the end of the context touches nothing.
+func TestWatchAbortsBlockedReads(t *testing.T) {
+	addr := silent(t)
+	g := New()
+	var conns []net.Conn
+	for range 2 {
+		c, err := g.DialContext(t.Context(), "tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	stop := g.Watch(ctx)
+	errs := make(chan error, len(conns))
+	for _, c := range conns {
+		go func() {
+			_, err := c.Read(make([]byte, 1))
+			errs <- err
+		}()
+	}
+	cancel()
+	for range conns {
+		if err := <-errs; !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("blocked read ended with %v, want the deadline the Guard set", err)
+		}
+	}
+	stop()
+
+	c, err := g.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithCancel(t.Context())
+	stop = g.Watch(ctx)
+	stop()
+	cancel()
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Errorf("write after stop: %v; want the connection untouched by the end of a context no longer watched", err)
+	}
+	c.Close()
+	conns[0].Close()
+	conns[1].Close()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.conns) != 0 {
+		t.Errorf("the Guard keeps %d closed connection(s)", len(g.conns))
+	}
+}
