@@ -145,6 +145,9 @@ func TestRedact(t *testing.T) {
 	if want := []string{"S3cr3t/Pw", "S3cr3t%2FPw", "S3cr3t/Pw", "S3cr3t%2FPw"}; strings.Join(secrets, " ") != strings.Join(want, " ") {
 		t.Errorf("Secrets = %q, want %q", secrets, want)
 	}
+	if got := Secrets("host=db password=abcd", "abcd"); len(got) != 1 || got[0] != "abcd" {
+		t.Errorf("Secrets of a 4-byte password = %q, want it", got)
+	}
 	if got := Secrets("host=db password=abc", "abc"); len(got) != 0 {
 		t.Errorf("Secrets of a 3-byte password = %q, want none (it would take letters out of every word)", got)
 	}

@@ -16,6 +16,7 @@ func TestConjuncts(t *testing.T) {
 			want: []string{"id IS NOT NULL", "status = 'waiting'::text"}},
 		{name: "AND inside an OR stays", cond: "((a = 1) OR ((b = 2) AND (c = 3)))",
 			want: []string{"(a = 1) OR ((b = 2) AND (c = 3))"}},
+		{name: "an empty conjunct", cond: "a AND  AND b", want: []string{"a", "", "b"}},
 		{name: "AND and parentheses in a literal", cond: "((note = ' AND ('::text) AND (n > 1))",
 			want: []string{"note = ' AND ('::text", "n > 1"}},
 	} {
@@ -30,6 +31,7 @@ func TestConjuncts(t *testing.T) {
 func TestStripParens(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"", ""},
+		{"()", ""},
 		{"a = 1", "a = 1"},
 		{"(a = 1)", "a = 1"},
 		{"((a = 1))", "a = 1"},

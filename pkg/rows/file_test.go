@@ -371,6 +371,17 @@ func TestFileSelectPerGroup(t *testing.T) {
 	if err == nil || !config.IsConfigError(err) || !strings.Contains(err.Error(), "limits.perGroup.maxActive") {
 		t.Errorf("Max 0: %v; want a configuration error naming limits.perGroup.maxActive", err)
 	}
+	// The group column first in its row, Max 1.
+	one, err := rows.ReadFile(writeRows(t, `{"tenant": "a", "id": "k1"}`+"\n"+`{"tenant": "a", "id": "k2"}`+"\n"), "id",
+		rows.PerGroup{Column: "tenant", Max: 1})
+	if err != nil {
+		t.Fatalf("ReadFile with Max 1: %v", err)
+	}
+	if got, _ := one.Select(context.Background(), rows.Selection{Limit: 5}); !reflect.DeepEqual(got, []rows.Row{
+		{Key: "k1", Group: "a", Columns: []rows.Column{{Name: "tenant", Value: "a"}, {Name: "id", Value: "k1"}}},
+	}) {
+		t.Errorf("Max 1: Select = %+v, want row k1 of group a only", got)
+	}
 	if f, err := rows.ReadFile(writeRows(t, `{"id": "k1"}`+"\n"), "id", rows.PerGroup{}); err != nil {
 		t.Errorf("an empty PerGroup: %v; want none", err)
 	} else if got, _ := f.Select(context.Background(), rows.Selection{Limit: 5}); !reflect.DeepEqual(fileKeys(got), []string{"k1"}) {
