@@ -273,6 +273,9 @@ func printQueues(out io.Writer, w *tabwriter.Writer, qs []report.QueueStatus) er
 		return err
 	}
 	for _, q := range qs {
+		if q.Query != nil {
+			fmt.Fprintf(out, "  %s: query: %s\n", q.Name, printable(q.Query.String()))
+		}
 		if len(q.GroupsAtCap) > 0 {
 			fmt.Fprintf(out, "  %s: %d group(s) at their cap of %d unfinished (the next pass reads none of their rows): %s\n",
 				q.Name, len(q.GroupsAtCap), q.GroupMax, groupList(q.GroupsAtCap))

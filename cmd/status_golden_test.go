@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/querydoctor"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
@@ -102,8 +103,13 @@ func TestStatusQueuesGoldens(t *testing.T) {
 	e1.Annotations[render.AnnotationGroup] = "acme\n" // a row's value: the table quotes it
 	client := fake.NewClientset(queueJob("daily", "d1", ""), queueJob("daily", "d2", ""), e1, queueJob("exports", "e2", batchv1.JobFailed))
 	s := &scheduler.Scheduler{Config: cfg, Kube: client, Now: func() time.Time { return testkit.Now }}
-	for i, keys := range [][]string{{"d1", "d2", "d3", "d4", "d5"}, {"e1", "e2", "e3"}} {
-		s.Queues = append(s.Queues, scheduler.Queue{Source: &testkit.Source{Rows: testkit.RowsFor(keys...)}, Renderer: render.New(cfg.QueueConfig(i), nil)})
+	// exports has a query doctor: status asks it about the queue's next read (its exclusions, its slots).
+	doctor := &testkit.DoctorSource{Source: testkit.Source{Rows: testkit.RowsFor("e1", "e2", "e3")},
+		Finding: &querydoctor.Finding{Problems: []querydoctor.Problem{{Kind: "sort", Table: "exports", EstimatedRows: 200000,
+			Message: "every pass sorts all ~200000 rows", Fix: "an index on exports (id)"}}}}
+	s.Queues = []scheduler.Queue{
+		{Source: &testkit.Source{Rows: testkit.RowsFor("d1", "d2", "d3", "d4", "d5")}, Renderer: render.New(cfg.QueueConfig(0), nil)},
+		{Source: doctor, Renderer: render.New(cfg.QueueConfig(1), nil)},
 	}
 	s.Source, s.Renderer = s.Queues[0].Source, s.Queues[0].Renderer
 	st, err := report.StatusOf(context.Background(), s)
@@ -125,6 +131,10 @@ func TestStatusQueuesGoldens(t *testing.T) {
 	}
 	if g := st.Queues[1].GroupsAtCap; !slices.Equal(g, []string{"acme\n"}) {
 		t.Errorf("exports: groups at their cap %q, want acme\\n", g)
+	}
+	if st.Queues[0].Query != nil || st.Queues[1].Query != doctor.Finding || !slices.Equal(doctor.Exclude, []string{"e1", "e2"}) || doctor.Limit != 3 {
+		t.Errorf("query findings %v and %v, exports asked with exclude %q, limit %d; want none, the doctor's, [e1 e2], 3",
+			st.Queues[0].Query, st.Queues[1].Query, doctor.Exclude, doctor.Limit)
 	}
 	if st.Backlog != 4 || st.Unfinished != 3 {
 		t.Errorf("install: backlog %d, unfinished %d; want 4 and 3 (the queues' sums)", st.Backlog, st.Unfinished)

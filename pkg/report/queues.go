@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/querydoctor"
 	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
@@ -31,6 +32,8 @@ type QueueStatus struct {
 	// unfinished Jobs, sorted: the next pass reads no row of theirs.
 	GroupMax    int      `json:"groupMaxActive,omitempty"`
 	GroupsAtCap []string `json:"groupsAtCap,omitempty"`
+	// Query is what the query doctor says about the queue's read (EXPLAIN, never run); nil without a database.
+	Query *QueryFinding `json:"query,omitempty"`
 }
 
 // QueueBacklog is one queue's backlog: the rows its query selects that have no Job, counted up to BacklogCap.
@@ -99,11 +102,12 @@ func Total(bs []QueueBacklog) (rows int, capped bool) {
 }
 
 // queueStatuses are the queues of status st's plan p (nil for a configuration without queues:), each with its
-// backlog from bs.
-func queueStatuses(s *scheduler.Scheduler, p *scheduler.Plan, bs []QueueBacklog) []QueueStatus {
+// backlog from bs and what the query doctor says of its next read.
+func queueStatuses(ctx context.Context, s *scheduler.Scheduler, p *scheduler.Plan, bs []QueueBacklog) []QueueStatus {
 	if len(p.Queues) == 0 {
 		return nil
 	}
+	srcs := sources(s)
 	out := make([]QueueStatus, len(p.Queues))
 	for i, q := range p.Queues {
 		qs := QueueStatus{Name: q.Name, Priority: q.Priority, Weight: q.Weight, Backlog: bs[i].Rows, BacklogCapped: bs[i].Capped,
@@ -111,6 +115,13 @@ func queueStatuses(s *scheduler.Scheduler, p *scheduler.Plan, bs []QueueBacklog)
 			Capacity: q.Capacity, Retry: retryPolicy(s.Config.QueueConfig(i)), GroupsAtCap: q.GroupsAtCap}
 		if g := s.Config.AllQueues()[i].Limits.PerGroup; g != nil {
 			qs.GroupMax = g.MaxActive
+		}
+		if d, ok := srcs[i].(querydoctor.Explainer); ok { // the queue's next read: its exclusions, its slots
+			limit := q.Slots
+			if limit <= 0 {
+				limit = s.Config.QueueConfig(i).MaxPerTick()
+			}
+			qs.Query = d.Explain(ctx, q.Excluded(), limit)
 		}
 		for _, state := range States {
 			qs.States[state] = 0

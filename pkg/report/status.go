@@ -152,7 +152,7 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 		return nil, err
 	}
 	st.Backlog, st.BacklogCapped = Total(bs)
-	st.Queues = queueStatuses(s, p, bs)
+	st.Queues = queueStatuses(ctx, s, p, bs)
 	n := st.Backlog
 	var runs []scheduler.Run
 	for _, j := range p.Jobs {
@@ -165,7 +165,7 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 		info := lease.Describe(ctx, s.Kube.CoordinationV1(), s.Config.Namespace, s.Config.Name)
 		st.Lease = &info
 	}
-	if len(p.Queues) == 0 { // with queues:, each queue's read is its own (dry-run shows each queue's finding)
+	if len(p.Queues) == 0 { // with queues:, each queue's read is its own: Queues[].Query
 		st.Query = s.Explain(ctx, p)
 	}
 	deletes := len(p.Deletes())
