@@ -311,7 +311,11 @@ func queueCol(st *report.Status, v string) string {
 // printTask prints one task: where it stands, its attempts and their pods, and its row's variables.
 func printTask(out io.Writer, v *report.TaskView) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "Task:\t%q (scheduler %s, namespace %s)\n", v.Key, v.Scheduler, v.Namespace)
+	queue := ""
+	if v.Queue != "" {
+		queue = ", queue " + v.Queue
+	}
+	fmt.Fprintf(w, "Task:\t%q (scheduler %s%s, namespace %s)\n", v.Key, v.Scheduler, queue, v.Namespace)
 	fmt.Fprintf(w, "State:\t%s\n", printable(v.State))
 	fmt.Fprintf(w, "Why:\t%s\n", printable(v.Why))
 	if err := w.Flush(); err != nil {

@@ -3,9 +3,11 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,31 +89,10 @@ func checkGolden(t *testing.T, path string, got []byte) {
 }
 
 // TestStatusQueuesGoldens pins `status` for an install with two queues (testdata/golden-status/queues): the
-// install's totals, then each queue's backlog, Jobs, slots and what bound them; -o json carries them as queues[].
+// install's totals, then each queue's backlog, Jobs, slots and what bound them, its query doctor's finding and its
+// groups at their cap; -o json carries them as queues[].
 func TestStatusQueuesGoldens(t *testing.T) {
-	cfg, err := config.Load(filepath.Join("testdata", "golden-status", "queues", "jobsched.yaml"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	queueJob := func(queue, key string, cond batchv1.JobConditionType) *batchv1.Job {
-		j := testkit.Job(key, cond, time.Hour)
-		j.Name = render.JobName("reports-"+queue, key)
-		j.Labels[render.LabelQueue] = queue
-		return j
-	}
-	e1 := queueJob("exports", "e1", "")
-	e1.Annotations[render.AnnotationGroup] = "acme\n" // a row's value: the table quotes it
-	client := fake.NewClientset(queueJob("daily", "d1", ""), queueJob("daily", "d2", ""), e1, queueJob("exports", "e2", batchv1.JobFailed))
-	s := &scheduler.Scheduler{Config: cfg, Kube: client, Now: func() time.Time { return testkit.Now }}
-	// exports has a query doctor: status asks it about the queue's next read (its exclusions, its slots).
-	doctor := &testkit.DoctorSource{Source: testkit.Source{Rows: testkit.RowsFor("e1", "e2", "e3")},
-		Finding: &querydoctor.Finding{Problems: []querydoctor.Problem{{Kind: "sort", Table: "exports", EstimatedRows: 200000,
-			Message: "every pass sorts all ~200000 rows", Fix: "an index on exports (id)"}}}}
-	s.Queues = []scheduler.Queue{
-		{Source: &testkit.Source{Rows: testkit.RowsFor("d1", "d2", "d3", "d4", "d5")}, Renderer: render.New(cfg.QueueConfig(0), nil)},
-		{Source: doctor, Renderer: render.New(cfg.QueueConfig(1), nil)},
-	}
-	s.Source, s.Renderer = s.Queues[0].Source, s.Queues[0].Renderer
+	s, doctor := queuesScheduler(t)
 	st, err := report.StatusOf(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
@@ -153,4 +134,64 @@ func TestStatusQueuesGoldens(t *testing.T) {
 			checkGolden(t, filepath.Join("testdata", "golden-status", "queues", f.file), out.Bytes())
 		})
 	}
+}
+
+// TestTaskViewQueues: `status KEY` of an install with queues shows the task's queue and judges it by that queue's
+// slots and attempts: a dead Job's queue (exports: 1 attempt), a row without a Job found in the second queue's
+// source, one in the first, and a key no queue selects.
+func TestTaskViewQueues(t *testing.T) {
+	s, _ := queuesScheduler(t)
+	for _, tc := range []struct{ key, queue, state, why string }{
+		{"e2", "exports", "dead", "no attempt left (1 of 1; "},
+		{"e3", "exports", "waiting", "the next tick has 3 slot(s) (bound by limits.maxActive: 3 of 6 unfinished)"},
+		{"d3", "daily", "waiting", "the next tick creates nothing: limits.maxActive: 2 of 2 unfinished"},
+		{"nope", "daily", "not selected", "the query does not return this key"},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			v, err := report.TaskViewOf(context.Background(), s, tc.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Queue != tc.queue || v.State != tc.state || !strings.Contains(v.Why, tc.why) {
+				t.Errorf("queue %q, state %q, why %q; want %q, %q, %q", v.Queue, v.State, v.Why, tc.queue, tc.state, tc.why)
+			}
+			var out bytes.Buffer
+			if err := printTask(&out, v); err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("(scheduler reports, queue %s, namespace batch)", tc.queue); !strings.Contains(out.String(), want) {
+				t.Errorf("the table lacks %q:\n%s", want, out.String())
+			}
+		})
+	}
+}
+
+// queuesScheduler is the install of testdata/golden-status/queues over a fake cluster: daily holds its maxActive
+// (d1, d2 running), exports a running Job of tenant "acme\n" (its cap 1) and a dead one; daily's rows d1-d5,
+// exports' e1-e3 from a source with a query doctor (returned).
+func queuesScheduler(t *testing.T) (*scheduler.Scheduler, *testkit.DoctorSource) {
+	t.Helper()
+	cfg, err := config.Load(filepath.Join("testdata", "golden-status", "queues", "jobsched.yaml"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	queueJob := func(queue, key string, cond batchv1.JobConditionType) *batchv1.Job {
+		j := testkit.Job(key, cond, time.Hour)
+		j.Name = render.JobName("reports-"+queue, key)
+		j.Labels[render.LabelQueue] = queue
+		return j
+	}
+	e1 := queueJob("exports", "e1", "")
+	e1.Annotations[render.AnnotationGroup] = "acme\n" // a row's value: the table quotes it
+	client := fake.NewClientset(queueJob("daily", "d1", ""), queueJob("daily", "d2", ""), e1, queueJob("exports", "e2", batchv1.JobFailed))
+	s := &scheduler.Scheduler{Config: cfg, Kube: client, Now: func() time.Time { return testkit.Now }}
+	doctor := &testkit.DoctorSource{Source: testkit.Source{Rows: testkit.RowsFor("e1", "e2", "e3")},
+		Finding: &querydoctor.Finding{Problems: []querydoctor.Problem{{Kind: "sort", Table: "exports", EstimatedRows: 200000,
+			Message: "every pass sorts all ~200000 rows", Fix: "an index on exports (id)"}}}}
+	s.Queues = []scheduler.Queue{
+		{Source: &testkit.Source{Rows: testkit.RowsFor("d1", "d2", "d3", "d4", "d5")}, Renderer: render.New(cfg.QueueConfig(0), nil)},
+		{Source: doctor, Renderer: render.New(cfg.QueueConfig(1), nil)},
+	}
+	s.Source, s.Renderer = s.Queues[0].Source, s.Queues[0].Renderer
+	return s, doctor
 }
