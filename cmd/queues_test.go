@@ -18,7 +18,7 @@ func TestDryRunQueues(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	for _, want := range []string{
-		"Scheduler batch in namespace work: 0 unfinished, slots 4 (bound by limits.maxPerTick: 4)\n\nQueue reports (priority 10, weight 1): 0 unfinished, slots 2 (bound by limits.maxPerTick: 2), 2 to create\n",
+		"Scheduler batch in namespace default: 0 unfinished, slots 4 (bound by limits.maxPerTick: 4)\n\nQueue reports (priority 10, weight 1): 0 unfinished, slots 2 (bound by limits.maxPerTick: 2), 2 to create\n",
 		"\nQueue exports (priority 0, weight 3): 0 unfinished, slots 4 (bound by limits.maxPerTick: 4), 2 to create\n",
 		`"r1"`, `"r3"`, `"e1"`, `"e2"`,
 	} {
@@ -60,6 +60,12 @@ func TestDryRunQueues(t *testing.T) {
 	if len(plan.Queues) != 2 || plan.Queues[0].Name != "reports" || plan.Queues[0].Creates != 2 ||
 		!cmp.Equal(plan.Queues[0].GroupsAtCap, []string{"acme", "beta"}) || plan.Queues[1].Creates != 2 {
 		t.Errorf("queues = %+v", plan.Queues)
+	}
+	// The namespace found after the config is read (offline: default; else the kubeconfig context's) reaches every
+	// queue's Jobs: a queue's view of the config is taken once it is known.
+	code, out, stderr = runCmd(t, append(base, "-o", "jobs")...)
+	if code != 0 || strings.Count(out, "namespace: default") != 4 {
+		t.Errorf("exit %d, %d Jobs in namespace default, want 4:\n%s%s", code, strings.Count(out, "namespace: default"), out, stderr)
 	}
 	code, _, stderr = runCmd(t, "dry-run", "--offline", "--config", "testdata/queues/jobsched.yaml", "--rows", "testdata/queues/reports.jsonl")
 	if code != 2 || !strings.Contains(stderr, "--rows: with queues: give QUEUE=FILE") {

@@ -291,10 +291,7 @@ type schedulerOptions struct {
 // and a Source per queue, the queues' sources on one database pool. The returned close func releases the pool.
 func (g *globalOptions) newScheduler(cfg *config.Config, o schedulerOptions) (*scheduler.Scheduler, func(), error) {
 	s := &scheduler.Scheduler{Config: cfg, Now: time.Now, Timeout: g.timeout}
-	qs := cfg.AllQueues()
-	for i := range qs {
-		s.Queues = append(s.Queues, scheduler.Queue{Renderer: render.New(cfg.QueueConfig(i), os.Environ())})
-	}
+	s.Queues = make([]scheduler.Queue, len(cfg.AllQueues()))
 	closeFn := func() {}
 	if o.source {
 		var err error
@@ -307,8 +304,6 @@ func (g *globalOptions) newScheduler(cfg *config.Config, o schedulerOptions) (*s
 			return nil, nil, err
 		}
 	}
-	// The first queue's parts are the scheduler's own too (the reports read them).
-	s.Source, s.Renderer = s.Queues[0].Source, s.Queues[0].Renderer
 	if !o.offline {
 		c, ns, err := g.newKube(g.kube)
 		if err != nil {
@@ -328,6 +323,12 @@ func (g *globalOptions) newScheduler(cfg *config.Config, o schedulerOptions) (*s
 	} else if cfg.Namespace == "" {
 		cfg.Namespace = "default"
 	}
+	// The renderers see the namespace as it is now: a queue's view (config.QueueConfig) is a copy.
+	for i := range s.Queues {
+		s.Queues[i].Renderer = render.New(cfg.QueueConfig(i), os.Environ())
+	}
+	// The first queue's parts are the scheduler's own too (the reports read them).
+	s.Source, s.Renderer = s.Queues[0].Source, s.Queues[0].Renderer
 	return s, closeFn, nil
 }
 

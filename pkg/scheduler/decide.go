@@ -43,7 +43,7 @@ func decideQueue(cfg *config.Config, obs *Observation) *Plan {
 	}
 	for _, job := range obs.Jobs {
 		key := job.Key
-		st := JobStatus{Name: job.Name, Key: key, Attempt: job.Attempt, UID: job.UID, StartedAt: job.StartedAt}
+		st := JobStatus{Queue: cfg.QueueName, Name: job.Name, Key: key, Attempt: job.Attempt, UID: job.UID, StartedAt: job.StartedAt}
 		gone := job.Deleting // being deleted already: never again
 		cond := job.Finished
 		if cond == nil {

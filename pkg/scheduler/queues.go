@@ -76,12 +76,7 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 	for i := range qs {
 		o := *obs
 		o.Jobs = byQueue[i]
-		p := decideQueue(cfg.QueueConfig(i), &o)
-		if !qs[i].Implicit {
-			for j := range p.Jobs {
-				p.Jobs[j].Queue = qs[i].Name
-			}
-		}
+		p := decideQueue(cfg.QueueConfig(i), &o) // its Jobs carry its name (QueueName), none for the implicit queue
 		unfinished, queued, unschedulable = unfinished+p.Unfinished, queued+p.queued, unschedulable+p.Unschedulable
 		if first == "" {
 			first = p.firstUnschedulable()

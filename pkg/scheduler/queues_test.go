@@ -249,3 +249,28 @@ func TestPassPerGroup(t *testing.T) {
 		t.Errorf("groups at their cap (-want +got):\n%s", diff)
 	}
 }
+
+// TestUnlabelledJobsBelongToTheInstallsQueue: a Job without the queue label (made before the config had queues:)
+// is the queue named after the install's, so an upgrade keeps counting its running Jobs there.
+func TestUnlabelledJobsBelongToTheInstallsQueue(t *testing.T) {
+	cfg := queuesConfig(t, "maxActive: 10", queue("y", "")+queue("batch", "  limits: {maxActive: 1}\n"))
+	old := queueJob(t, cfg, 1, "old")
+	delete(old.Labels, render.LabelQueue)
+	old.UID = "uid-old"
+	client := fake.NewClientset(old)
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now }}
+	for i, keys := range [][]string{{"y1"}, {"b1"}} {
+		s.Queues = append(s.Queues, Queue{Source: &source{Rows: rowsFor(keys...)}, Renderer: render.New(cfg.QueueConfig(i), nil)})
+	}
+	res, err := s.Run(context.Background(), DryRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Plan
+	if p.Queues[1].Unfinished != 1 || p.Queues[0].Unfinished != 0 || len(p.Creates) != 1 || p.Creates[0].Key != "y1" {
+		t.Errorf("queues %+v, creates %d: want the unlabelled Job counted in queue batch (full), y1 created", p.Queues, len(p.Creates))
+	}
+	if p.Jobs[0].Queue != "batch" {
+		t.Errorf("the unlabelled Job is in queue %q, want batch", p.Jobs[0].Queue)
+	}
+}
