@@ -30,7 +30,7 @@ const unlimited = -1
 // tickPod is the next tick's pod and where it may go.
 type tickPod struct {
 	demand corev1.ResourceList
-	// res are the resources our templates demand; claim c's pod takes demand[c][r] of res[r], in units, and
+	// res are the resources our templates demand; claim c's pod takes claimDemand[c][r] of res[r], in units, and
 	// desc[r] are the claims by that, largest first.
 	res         []corev1.ResourceName
 	claimDemand [][]int64
