@@ -11,7 +11,7 @@ import (
 
 // namesKeyOrLine matches one problem of a configuration error (after the file name) that says where it is: a key
 // path, or a line.
-var namesKeyOrLine = regexp.MustCompile(`^(line \d+|yaml: line \d+|unknown key\(s\): |(apiVersion/kind|[A-Za-z_][A-Za-z0-9_.\[\]-]*): )|\(line \d+\)`)
+var namesKeyOrLine = regexp.MustCompile(`^(line \d+|yaml: line \d+|unknown key\(s\): |(apiVersion/kind|(queues\[\d+\] \([a-z0-9-]+\)\.)?[A-Za-z_][A-Za-z0-9_.\[\]-]*): )|\(line \d+\)`)
 
 // checkWhere fails unless every problem in err names a key or a line.
 func checkWhere(t *testing.T, file string, err error) {
@@ -37,6 +37,7 @@ func FuzzConfigDecode(f *testing.F) {
 	}
 	f.Add([]byte(minimal), job)
 	f.Add([]byte(minimal+"limits:\n  maxActive: ten\n"), []byte(tpl("  suspend: true\n")))
+	f.Add([]byte("name: b\nqueues:\n- name: a\n  source: {query: q, key: id}\n  job: {template: job.yaml}\n  limits: {perGroup: {column: t, maxActive: 2}}\n"), job)
 	f.Fuzz(func(t *testing.T, config, template []byte) {
 		if strings.Contains(string(config), "/dev/") || strings.Contains(string(config), "/proc/") {
 			t.Skip() // job.template could name a file that never ends
@@ -58,8 +59,10 @@ func FuzzConfigDecode(f *testing.F) {
 			checkWhere(t, file, err)
 			return
 		}
-		if cfg.Template == nil || len(cfg.Template.Spec.Template.Spec.Containers) == 0 {
-			t.Errorf("accepted a configuration without a usable template: %+v", cfg)
+		for i := range cfg.Queues {
+			if tpl := cfg.QueueConfig(i).Template; tpl == nil || len(tpl.Spec.Template.Spec.Containers) == 0 {
+				t.Errorf("accepted a configuration without a usable template for queue %d: %+v", i, cfg)
+			}
 		}
 	})
 }

@@ -235,9 +235,9 @@ func cmpOr[T any](a, b *T) *T {
 // queueNamed is a queue as a problem names it, queues[1] (exports).
 var queueNamed = regexp.MustCompile(`^queues\[(\d+)\] \([^)]*\)`)
 
-// queuePath is how a problem names queue i: queues[1] (exports).
+// queuePath is how a problem names queue i: queues[1] (exports), or queues[1] when its name is not a DNS-1123 label.
 func (c *Config) queuePath(i int) string {
-	if n := c.Queues[i].Name; n != "" {
+	if n := c.Queues[i].Name; len(validation.IsDNS1123Label(n)) == 0 { // a name that is not one is shown quoted, once
 		return fmt.Sprintf("queues[%d] (%s).", i, n)
 	}
 	return fmt.Sprintf("queues[%d].", i)

@@ -128,7 +128,7 @@ func TestQueuesErrors(t *testing.T) {
 			[]string{"queues[1] (exports).limits.maxActive: must be at least 1", "queues[1] (exports).limits.maxPerTick: must be at least 1",
 				"queues[1] (exports).limits.perGroup.column: required", "queues[1] (exports).limits.perGroup.maxActive: must be at least 1"}},
 		{"names", base + q("A_1", "") + q("b", "") + q("b", "") + "- source: {query: q, key: id}\n  job: {template: job.yaml}\n",
-			[]string{`queues[0] (A_1).name: "A_1" is not a DNS-1123 label`, `queues[2] (b).name: "b" is also the name of queues[1]`,
+			[]string{`queues[0].name: "A_1" is not a DNS-1123 label`, `queues[2] (b).name: "b" is also the name of queues[1]`,
 				"queues[3].name: required"}},
 		{"weight", base + q("a", "  weight: 0\n"), []string{"queues[0] (a).weight: must be at least 1, not 0"}},
 		{"prefixes collide", base + q("a", "") + "- name: b\n  source: {query: q, key: id}\n  job: {template: job.yaml, namePrefix: batch-a}\n",
