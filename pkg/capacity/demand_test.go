@@ -203,6 +203,12 @@ func TestDemandResized(t *testing.T) {
 		}
 		return p
 	}
+	podLevel := func(node string, spec, actual corev1.ResourceList) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{NodeName: node, Resources: &corev1.ResourceRequirements{Requests: spec},
+			Containers: []corev1.Container{{Name: "c"}}}}
+		p.Status.Resources = &corev1.ResourceRequirements{Requests: actual}
+		return p
+	}
 	tests := []struct {
 		name string
 		pod  *corev1.Pod
@@ -212,6 +218,8 @@ func TestDemandResized(t *testing.T) {
 		{name: "shrunk in spec, still running large: status", pod: pod("n1", rl("cpu", "1"), rl("cpu", "1"), rl("cpu", "3")), want: rl("cpu", "3")},
 		{name: "allocated larger than spec: allocated", pod: pod("n1", rl("cpu", "1"), rl("cpu", "2"), nil), want: rl("cpu", "2")},
 		{name: "unbound: spec only", pod: pod("", rl("cpu", "1"), rl("cpu", "2"), rl("cpu", "3")), want: rl("cpu", "1")},
+		{name: "pod-level requests shrunk in spec, still running large: status", pod: podLevel("n1", rl("cpu", "1"), rl("cpu", "3")), want: rl("cpu", "3")},
+		{name: "pod-level requests, unbound: spec only", pod: podLevel("", rl("cpu", "1"), rl("cpu", "3")), want: rl("cpu", "1")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
