@@ -306,7 +306,6 @@ func leastAllocated(s *slot, cl *claim) float64 {
 func (p *Placer) Place(i int) bool {
 	cl := p.claims[i]
 	if p.snap == nil {
-		cl.placed++
 		return true
 	}
 	for j, q := range p.quotas {

@@ -34,6 +34,16 @@ func places(p *Placer, seq string) string {
 	return out.String()
 }
 
+// sized is a node of cpu allocatable with free of it left, 1000Gi and 110 pods.
+func sized(name, cpu, free string) Node {
+	return node(name, func(n *Node) {
+		n.Allocatable = rl("cpu", cpu, "memory", "1000Gi", "pods", "110")
+		used := rl("cpu", cpu)[corev1.ResourceCPU]
+		used.Sub(rl("cpu", free)[corev1.ResourceCPU])
+		n.Requested = corev1.ResourceList{corev1.ResourceCPU: used}
+	})
+}
+
 // TestPlacer places the Jobs of several templates one at a time and compares every claim's Report after them.
 func TestPlacer(t *testing.T) {
 	tolerates := tolerate(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists})
@@ -152,6 +162,63 @@ func TestPlacer(t *testing.T) {
 						{Name: "n1", Fits: 3, Limit: "cpu", Free: rl("cpu", "3", "memory", "7936Mi", "pods", "109")},
 						{Name: "n2", Fits: 2, Limit: "cpu", Free: rl("cpu", "2", "memory", "7936Mi", "pods", "109")},
 					}},
+			},
+		},
+		{
+			name: "a tie goes to the first node", snap: nodes(node("n1"), node("n2")),
+			claims: []Claim{{Template: job(cpus("1"))}},
+			seq:    "A", want: "T",
+			report: []Report{
+				{Fit: 7, Binding: "nodes: 7 more fit on 2 nodes (limited by cpu on 2)", Demand: rl("cpu", "1", "memory", "256Mi"),
+					Nodes: []NodeFit{
+						{Name: "n1", Fits: 3, Limit: "cpu", Free: rl("cpu", "3", "memory", "7936Mi", "pods", "109")},
+						{Name: "n2", Fits: 4, Limit: "cpu", Free: rl("cpu", "4", "memory", "8Gi", "pods", "110")},
+					}},
+			},
+		},
+		{
+			name: "the share of the node left counts, not the amount: to the big node", snap: nodes(sized("big", "100", "30"), sized("small", "2", "1500m")),
+			claims: []Claim{{Template: job(cpus("1"))}},
+			seq:    "A", want: "T",
+			report: []Report{
+				{Fit: 30, Binding: "nodes: 30 more fit on 2 nodes (limited by cpu on 2)", Demand: rl("cpu", "1", "memory", "256Mi"),
+					Nodes: []NodeFit{
+						{Name: "big", Fits: 29, Limit: "cpu", Free: rl("cpu", "29", "memory", "1023744Mi", "pods", "109")},
+						{Name: "small", Fits: 1, Limit: "cpu", Free: rl("cpu", "1500m", "memory", "1000Gi", "pods", "110")},
+					}},
+			},
+		},
+		{
+			name: "the share of the node left counts, not the amount: to the small node", snap: nodes(sized("big", "100", "20"), sized("small", "2", "1500m")),
+			claims: []Claim{{Template: job(cpus("1"))}},
+			seq:    "A", want: "T",
+			report: []Report{
+				{Fit: 20, Binding: "nodes: 20 more fit on 2 nodes (limited by cpu on 2)", Demand: rl("cpu", "1", "memory", "256Mi"),
+					Nodes: []NodeFit{
+						{Name: "big", Fits: 20, Limit: "cpu", Free: rl("cpu", "20", "memory", "1000Gi", "pods", "110")},
+						{Name: "small", Limit: "cpu", Free: rl("cpu", "500m", "memory", "1023744Mi", "pods", "109")},
+					}},
+			},
+		},
+		{
+			name: "nodes that offer no memory still take pods that request none", snap: nodes(node("n1", func(n *Node) { n.Allocatable = rl("cpu", "4", "pods", "110") })),
+			claims: []Claim{{Template: job(&corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", "1"), nil)}})}},
+			seq:    "A", want: "T",
+			report: []Report{
+				{Fit: 3, Binding: "cpu: 3 more fit on n1", Demand: rl("cpu", "1"),
+					Nodes: []NodeFit{{Name: "n1", Fits: 3, Limit: "cpu", Free: rl("cpu", "3", "pods", "109")}}},
+			},
+		},
+		{
+			name: "a quota used beyond its hard limit stops only the templates it charges",
+			snap: withQuotas(&Snapshot{Mode: config.CapacityQuota}, quota("gpu", rl("requests.nvidia.com/gpu", "1"), rl("requests.nvidia.com/gpu", "2"))),
+			claims: []Claim{{Template: job(cpus("1", func(s *corev1.PodSpec) { s.Containers[0].Resources.Limits = rl("nvidia.com/gpu", "1") }))},
+				{Template: job(cpus("1"))}},
+			seq: "AB", want: "FT",
+			report: []Report{
+				{Fit: 0, Binding: "quota gpu/requests.nvidia.com/gpu: 0 more", Demand: rl("cpu", "1", "memory", "256Mi", "nvidia.com/gpu", "1"),
+					Quota: []QuotaFit{{Name: "gpu", Resource: "requests.nvidia.com/gpu", Fits: 0}}},
+				{Fit: -1, Binding: "no node or quota limit applies", Demand: rl("cpu", "1", "memory", "256Mi")},
 			},
 		},
 		{
