@@ -335,35 +335,48 @@ func placesFit(t *testing.T, r Report, placer func() *Placer) {
 	}
 }
 
-// TestPlacerTickSound places pods of two templates on two small nodes in random orders and checks the room kept for
-// the next tick against every way kube-scheduler could put our pods (any of them on any node they fit on, or
-// left unbound): after each successful Place, no such placement leaves the tick without a node; and with one
-// template, a Place refused while a node has room is refused because one such placement exists.
+// TestPlacerTickSound places pods of two templates (cpu and memory) on two small nodes in random orders, after some
+// of ours already unbound, and checks the room kept for the next tick against every way kube-scheduler could put
+// our pods (any of them on any node they fit on, or left unbound): after each successful Place, no such placement
+// leaves the tick without a node; and with one template, a Place refused for the tick is refused because one such
+// placement exists.
 func TestPlacerTickSound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(20, 4))
 	sizes := []int64{250, 500, 1000, 1500, 2000}
 	for scenario := range 3000 {
-		type box struct{ cpu, pods int64 } // room on a node, in millicores and pod slots
+		type box struct{ cpu, mem, pods int64 } // room on a node, in millicores, Mi and pod slots
 		var boxes []box
 		var ns []Node
 		for i := range 1 + rng.IntN(2) {
 			alloc, used := []int64{2000, 4000}[rng.IntN(2)], 250*rng.Int64N(5)
+			mem := []int64{2048, 4096, 65536}[rng.IntN(3)]
 			slots := []int64{3, 5, 110}[rng.IntN(3)]
-			boxes = append(boxes, box{alloc - used, slots})
+			boxes = append(boxes, box{alloc - used, mem, slots})
 			ns = append(ns, node(fmt.Sprintf("n%d", i), func(n *Node) {
-				n.Allocatable = rl("cpu", fmt.Sprintf("%dm", alloc), "memory", "64Gi", "pods", fmt.Sprint(slots))
+				n.Allocatable = rl("cpu", fmt.Sprintf("%dm", alloc), "memory", fmt.Sprintf("%dMi", mem), "pods", fmt.Sprint(slots))
 				n.Requested = rl("cpu", fmt.Sprintf("%dm", used))
 			}))
 		}
 		tick := 50 * (1 + rng.Int64N(20))
 		snap := nodes(ns...)
-		snap.NextPassPod = &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", fmt.Sprintf("%dm", tick)), nil)}}}
+		snap.NextPassPod = &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", fmt.Sprintf("%dm", tick), "memory", "64Mi"), nil)}}}
 		d := []int64{sizes[rng.IntN(len(sizes))], sizes[rng.IntN(len(sizes))]}
+		mems := []int64{0, 256, 1024}
+		dm := []int64{mems[rng.IntN(3)], mems[rng.IntN(3)]}
 		one := rng.IntN(3) == 0 // pods of claim A only
-		mk := func(m int64) *batchv1.Job {
-			return job(&corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", fmt.Sprintf("%dm", m)), nil)}})
+		mk := func(cpu, mem int64) *batchv1.Job {
+			req := rl("cpu", fmt.Sprintf("%dm", cpu))
+			if mem > 0 {
+				req[corev1.ResourceMemory] = rl("memory", fmt.Sprintf("%dMi", mem))[corev1.ResourceMemory]
+			}
+			return job(&corev1.PodSpec{Containers: []corev1.Container{ctr(req, nil)}})
 		}
-		p := NewPlacer(snap, []Claim{{Template: mk(d[0])}, {Template: mk(d[1])}})
+		var n [2]int64 // our pods: unbound, then placed
+		n[0] = rng.Int64N(2)
+		if !one {
+			n[1] = rng.Int64N(2)
+		}
+		p := NewPlacer(snap, []Claim{{Template: mk(d[0], dm[0]), Unbound: int(n[0])}, {Template: mk(d[1], dm[1]), Podless: int(n[1])}})
 		// blocked says whether some placement of a of A and b of B leaves the tick no node.
 		blocked := func(a, b int64) bool {
 			var try func(i int, a, b int64) bool
@@ -373,8 +386,8 @@ func TestPlacerTickSound(t *testing.T) {
 				}
 				for x := int64(0); x <= a; x++ {
 					for y := int64(0); y <= b; y++ {
-						cpu, pods := boxes[i].cpu-x*d[0]-y*d[1], boxes[i].pods-x-y
-						if cpu < 0 || pods < 0 || cpu >= tick && pods >= 1 {
+						cpu, mem, pods := boxes[i].cpu-x*d[0]-y*d[1], boxes[i].mem-x*dm[0]-y*dm[1], boxes[i].pods-x-y
+						if cpu < 0 || mem < 0 || pods < 0 || cpu >= tick && mem >= 64 && pods >= 1 {
 							continue // does not fit, or leaves the tick room here
 						}
 						if try(i+1, a-x, b-y) {
@@ -386,7 +399,6 @@ func TestPlacerTickSound(t *testing.T) {
 			}
 			return try(0, a, b)
 		}
-		var n [2]int64
 		for range 12 {
 			c := rng.IntN(2)
 			if one {

@@ -141,8 +141,8 @@ func (p *Plan) unfinished(st *JobStatus, job JobSummary, pods []PodSummary, obs 
 	}
 }
 
-// room sets Slots = min(maxActive − unfinished, maxPerTick, and with Kueue maxQueued − queued) and says what bound it; when no Job may be created,
-// Blocked says why.
+// room sets Slots = min(maxActive − unfinished, maxPerTick) and says what bound it; when no Job may be created,
+// Blocked says why. (With Kueue, limits.maxQueued − queued is the install's: see roomOf.)
 func (p *Plan) room(cfg *config.Config, obs *Observation) {
 	if cfg.BlockOnUnschedulable() && p.Unschedulable > 0 {
 		p.block(fmt.Sprintf("%d pod(s) Unschedulable (%s)", p.Unschedulable, p.firstUnschedulable()))
@@ -156,7 +156,6 @@ func (p *Plan) room(cfg *config.Config, obs *Observation) {
 		p.Limit = fmt.Sprintf("limits.maxActive: %d of %d unfinished", p.Unfinished, cfg.MaxActive())
 		p.roomBound = true
 	}
-	p.boundByQueue(cfg)
 	switch {
 	case obs.Held != nil: // another pass holds the guard (a Lease): this one creates nothing
 		p.block("not the holder: " + obs.Held.Error())

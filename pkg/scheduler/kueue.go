@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kueue"
 )
 
@@ -28,18 +27,6 @@ func (p *Plan) queue(st *JobStatus, job JobSummary, obs *Observation) {
 		if w != nil {
 			st.Workload = w.Name
 		}
-	}
-}
-
-// boundByQueue applies limits.maxQueued in the Kueue mode: Kueue, not jobsched, decides when a Job runs, so what
-// jobsched bounds is how many of its Jobs wait there, queued, at once.
-func (p *Plan) boundByQueue(cfg *config.Config) {
-	if !cfg.KueueMode() {
-		return
-	}
-	if free := cfg.MaxQueued() - p.queued; free < p.Slots {
-		p.Slots = max(free, 0)
-		p.Limit = fmt.Sprintf("limits.maxQueued: %d of %d queued", p.queued, cfg.MaxQueued())
 	}
 }
 

@@ -100,7 +100,8 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 	return (&Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, inst: r}).with(cfg, parts)
 }
 
-// roomOf is R: the install's limits across its queues.
+// roomOf is R: the install's limits across its queues. limits.maxQueued is only here: Kueue, not jobsched, decides
+// when a Job runs, so what jobsched bounds with Kueue is how many of the install's Jobs wait there, queued, at once.
 func roomOf(cfg *config.Config, unfinished, queued int) installRoom {
 	r := installRoom{slots: cfg.MaxPerTick(), limit: fmt.Sprintf("limits.maxPerTick: %d", cfg.MaxPerTick())}
 	if free := cfg.MaxActive() - unfinished; free < r.slots {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
@@ -29,12 +30,16 @@ spec:
       containers: [{name: worker, image: worker:1}]
 `
 
-// queuesConfig is install "batch" in "work" with capacity off, limits and queues as given (YAML), read by Parse.
-func queuesConfig(t *testing.T, limits, queues string) *config.Config {
+// queuesConfig is install "batch" in "work" with capacity off (unless limits sets it), limits and queues as given
+// (YAML), and more top-level keys (YAML lines), read by Parse.
+func queuesConfig(t *testing.T, limits, queues string, top ...string) *config.Config {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "jobsched.yaml")
-	body := "name: batch\nnamespace: work\nlimits: {capacity: off, " + limits + "}\nqueues:\n" + queues
+	if !strings.Contains(limits, "capacity:") {
+		limits = "capacity: off, " + limits
+	}
+	body := "name: batch\nnamespace: work\nlimits: {" + limits + "}\n" + strings.Join(top, "") + "queues:\n" + queues
 	for name, data := range map[string]string{file: body, filepath.Join(dir, "job.yaml"): queueTemplate} {
 		if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
@@ -66,20 +71,52 @@ func queueJob(t *testing.T, cfg *config.Config, i int, key string) *batchv1.Job 
 // number of queues, the install's limits across all of them, the order between queues, the queue label.
 func TestPassQueues(t *testing.T) {
 	type existing struct {
-		queue int
-		key   string
-		pod   string // "": none; "unschedulable", "pending"
+		queue     int
+		key       string
+		pod       string // "": none; "unschedulable", "pending"
+		suspended bool   // queued (Kueue holds it)
 	}
 	tests := []struct {
 		name      string
 		limits    string
+		top       string // more top-level keys
 		queues    string
 		rows      [][]string
 		existing  []existing
 		want      []string // queue/key of each create, in order
 		wantLimit string
 		blocked   string
+		// what bound each queue's slots, and why each is blocked (nil: not checked)
+		queueLimits, queueBlocked []string
 	}{
+		{
+			name: "the install's limits bind on a tie: maxPerTick before maxActive, as a queue's", limits: "maxPerTick: 3, maxActive: 3",
+			queues: queue("x", "") + queue("y", ""),
+			rows:   [][]string{{"x1", "x2"}, {"y1", "y2"}},
+			want:   []string{"x/x1", "y/y1", "x/x2"}, wantLimit: "limits.maxPerTick: 3",
+		},
+		{
+			name: "a queue's own limit is what bound it on a tie with the install's", limits: "maxPerTick: 3",
+			queues:      queue("x", "  limits: {maxPerTick: 4, maxActive: 3}\n") + queue("y", ""),
+			rows:        [][]string{{"x1"}, {"y1"}},
+			want:        []string{"x/x1", "y/y1"},
+			queueLimits: []string{"limits.maxActive: 0 of 3 unfinished", "limits.maxPerTick: 3"},
+		},
+		{
+			name: "Kueue: the install's maxQueued counts every queue's queued Jobs", limits: "capacity: kueue, maxQueued: 3",
+			top:      "kueue: {localQueue: lq}\n",
+			queues:   queue("x", "") + queue("y", ""),
+			rows:     [][]string{{"x1", "x2"}, {"y1", "y2"}},
+			existing: []existing{{queue: 0, key: "x0", suspended: true}, {queue: 1, key: "y0", suspended: true}},
+			want:     []string{"x/x1"}, wantLimit: "limits.maxQueued: 2 of 3 queued",
+		},
+		{
+			name: "Kueue: on a tie maxActive, not maxQueued, is what bound the slots", limits: "capacity: kueue, maxActive: 3, maxQueued: 3",
+			top:    "kueue: {localQueue: lq}\n",
+			queues: queue("x", "") + queue("y", ""),
+			rows:   [][]string{{"x1", "x2"}, {"y1", "y2"}},
+			want:   []string{"x/x1", "y/y1", "x/x2"}, wantLimit: "limits.maxActive: 0 of 3 unfinished",
+		},
 		{
 			name: "priority: the higher queue takes the install's slots first", limits: "maxActive: 3",
 			queues: queue("a", "  priority: 10\n") + queue("b", ""),
@@ -118,6 +155,7 @@ func TestPassQueues(t *testing.T) {
 			rows:     [][]string{{"x1"}, {"y1"}},
 			existing: []existing{{queue: 0, key: "x0"}, {queue: 1, key: "y0"}},
 			blocked:  "limits.maxActive: 2 of 2 unfinished", wantLimit: "limits.maxActive: 2 of 2 unfinished",
+			queueBlocked: []string{"limits.maxActive: 2 of 2 unfinished", "limits.maxActive: 2 of 2 unfinished"},
 		},
 		{
 			name: "a queue's own maxActive", limits: "maxActive: 10",
@@ -131,16 +169,21 @@ func TestPassQueues(t *testing.T) {
 			queues:   queue("x", "") + queue("y", ""),
 			rows:     [][]string{{"x1"}, {"y1"}},
 			existing: []existing{{queue: 0, key: "x0", pod: "unschedulable"}},
-			blocked:  "1 pod(s) Unschedulable",
+			blocked:  "1 pod(s) Unschedulable (batch-x-x0-",
+			// the queue without an Unschedulable pod is blocked by the install's, which names the pod's Job
+			queueBlocked: []string{"1 pod(s) Unschedulable (batch-x-x0-", "1 pod(s) Unschedulable (batch-x-x0-"},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := queuesConfig(t, tc.limits, tc.queues)
+			cfg := queuesConfig(t, tc.limits, tc.queues, tc.top)
 			var objects []runtime.Object
 			for _, e := range tc.existing {
 				j := queueJob(t, cfg, e.queue, e.key)
 				j.UID = types.UID("uid-" + j.Name)
+				if e.suspended {
+					j.Spec.Suspend = ptr.To(true)
+				}
 				objects = append(objects, j)
 				if e.pod != "" {
 					pod := pendingPod(j, e.pod == "unschedulable")
@@ -174,8 +217,16 @@ func TestPassQueues(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("creates (-want +got):\n%s", diff)
 			}
-			if !strings.Contains(p.Blocked, tc.blocked) || (tc.blocked == "") != (p.Blocked == "") {
-				t.Errorf("Blocked = %q, want it to mention %q", p.Blocked, tc.blocked)
+			if !strings.HasPrefix(p.Blocked, tc.blocked) || (tc.blocked == "") != (p.Blocked == "") || strings.Contains(p.Blocked, "; ") {
+				t.Errorf("Blocked = %q, want it to begin with %q (one reason)", p.Blocked, tc.blocked)
+			}
+			for i, q := range p.Queues {
+				if tc.queueLimits != nil && q.Limit != tc.queueLimits[i] {
+					t.Errorf("queue %s: Limit %q, want %q", q.Name, q.Limit, tc.queueLimits[i])
+				}
+				if tc.queueBlocked != nil && !strings.HasPrefix(q.Blocked, tc.queueBlocked[i]) {
+					t.Errorf("queue %s: Blocked %q, want it to begin with %q", q.Name, q.Blocked, tc.queueBlocked[i])
+				}
 			}
 			if tc.wantLimit != "" && p.Limit != tc.wantLimit {
 				t.Errorf("Limit = %q, want %q", p.Limit, tc.wantLimit)
