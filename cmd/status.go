@@ -161,29 +161,14 @@ func printStatus(out io.Writer, st *report.Status) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	if c := st.Capacity; c != nil {
-		fit := "no limit"
-		if c.Fit >= 0 {
-			fit = fmt.Sprintf("%d more Job(s)", c.Fit)
-		}
-		fmt.Fprintf(out, "\nCapacity: %s; %s\n", fit, printable(c.Binding))
-		printNodes(w, c.Nodes)
-		for _, q := range c.Quota {
-			fmt.Fprintf(w, "  quota %s %s:\t%d more\n", printable(q.Name), q.Resource, q.Fits)
-		}
-		if c.Tick != "" {
-			fmt.Fprintf(w, "  next tick:\t%s\n", printable(c.Tick))
-		}
-		if len(c.Pending) > 0 {
-			fmt.Fprintf(w, "  others' pods:\t%d unbound pod(s) of other workloads counted as taking room (e.g. %s on %s)\n", len(c.Pending), printable(c.Pending[0].Pod), printable(c.Pending[0].Node))
-		}
-		if c.Listed != "" {
-			fmt.Fprintf(w, "  listed:\t%s\n", printable(c.Listed))
-		}
-		if c.Warning != "" {
-			fmt.Fprintf(w, "  warning:\t%s\n", printable(c.Warning))
-		}
-		if err := w.Flush(); err != nil {
+	if err := printQueues(out, w, st.Queues); err != nil {
+		return err
+	}
+	if err := printCapacity(out, w, "Capacity", st.Capacity); err != nil {
+		return err
+	}
+	for _, q := range st.Queues {
+		if err := printCapacity(out, w, "Capacity of queue "+q.Name, q.Capacity); err != nil {
 			return err
 		}
 	}
@@ -218,9 +203,9 @@ func printStatus(out io.Writer, st *report.Status) error {
 	}
 	if len(st.Backoff) > 0 {
 		fmt.Fprintln(out, "\nIn backoff (the next attempt competes for a slot from its time on):")
-		fmt.Fprintln(w, "  TASK\tATTEMPT\tNEXT ATTEMPT AT\tJOB\tLAST FAILURE")
+		fmt.Fprintln(w, queueCol(st, "QUEUE")+"TASK\tATTEMPT\tNEXT ATTEMPT AT\tJOB\tLAST FAILURE")
 		for _, t := range st.Backoff {
-			fmt.Fprintf(w, "  %q\t%d\t%s\t%s\t%s\n", t.Key, t.Attempt, stamp(t.RetryAt), t.Job, printable(t.Reason))
+			fmt.Fprintf(w, "%s%q\t%d\t%s\t%s\t%s\n", queueCol(st, t.Queue), t.Key, t.Attempt, stamp(t.RetryAt), t.Job, printable(t.Reason))
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -228,18 +213,109 @@ func printStatus(out io.Writer, st *report.Status) error {
 	}
 	if len(st.Dead) > 0 {
 		fmt.Fprintln(out, "\nDead (no attempt left; `jobsched retry KEY` starts again at attempt 1):")
-		fmt.Fprintln(w, "  TASK\tATTEMPTS\tSINCE\tJOB\tLAST FAILURE")
+		fmt.Fprintln(w, queueCol(st, "QUEUE")+"TASK\tATTEMPTS\tSINCE\tJOB\tLAST FAILURE")
 		for _, t := range st.Dead {
-			fmt.Fprintf(w, "  %q\t%d\t%s\t%s\t%s\n", t.Key, t.Attempt, stamp(t.Since), t.Job, printable(t.Reason))
+			fmt.Fprintf(w, "%s%q\t%d\t%s\t%s\t%s\n", queueCol(st, t.Queue), t.Key, t.Attempt, stamp(t.Since), t.Job, printable(t.Reason))
 		}
 	}
 	return w.Flush()
 }
 
+// printCapacity prints a capacity report under title (nothing for nil).
+func printCapacity(out io.Writer, w *tabwriter.Writer, title string, c *capacity.Report) error {
+	if c == nil {
+		return nil
+	}
+	fit := "no limit"
+	if c.Fit >= 0 {
+		fit = fmt.Sprintf("%d more Job(s)", c.Fit)
+	}
+	fmt.Fprintf(out, "\n%s: %s; %s\n", title, fit, printable(c.Binding))
+	printNodes(w, c.Nodes)
+	for _, q := range c.Quota {
+		fmt.Fprintf(w, "  quota %s %s:\t%d more\n", printable(q.Name), q.Resource, q.Fits)
+	}
+	if c.Tick != "" {
+		fmt.Fprintf(w, "  next tick:\t%s\n", printable(c.Tick))
+	}
+	if len(c.Pending) > 0 {
+		fmt.Fprintf(w, "  others' pods:\t%d unbound pod(s) of other workloads counted as taking room (e.g. %s on %s)\n", len(c.Pending), printable(c.Pending[0].Pod), printable(c.Pending[0].Node))
+	}
+	if c.Listed != "" {
+		fmt.Fprintf(w, "  listed:\t%s\n", printable(c.Listed))
+	}
+	if c.Warning != "" {
+		fmt.Fprintf(w, "  warning:\t%s\n", printable(c.Warning))
+	}
+	return w.Flush()
+}
+
+// printQueues prints the queues of an install with queues: (none without), one line each: backlog, Jobs, slots and
+// what bound them.
+func printQueues(out io.Writer, w *tabwriter.Writer, qs []report.QueueStatus) error {
+	if len(qs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(out, "\nQueues (the lines above are the install's totals):")
+	fmt.Fprintln(w, "  QUEUE\tPRIORITY\tWEIGHT\tBACKLOG\tUNFINISHED\tATTEMPTS\tSLOTS\tBOUND BY")
+	for _, q := range qs {
+		backlog := strconv.Itoa(q.Backlog)
+		if q.BacklogCapped {
+			backlog += "+"
+		}
+		bound := q.Limit
+		if q.Blocked != "" && q.Slots == 0 {
+			bound = "blocked: " + q.Blocked
+		}
+		fmt.Fprintf(w, "  %s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\n", q.Name, q.Priority, q.Weight, backlog, q.Unfinished, q.Retry.MaxAttempts, q.Slots, printable(bound))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, q := range qs {
+		if q.Query != nil {
+			fmt.Fprintf(out, "  %s: query: %s\n", q.Name, printable(q.Query.String()))
+		}
+		if len(q.GroupsAtCap) > 0 {
+			fmt.Fprintf(out, "  %s: %d group(s) at their cap of %d unfinished (the next pass reads none of their rows): %s\n",
+				q.Name, len(q.GroupsAtCap), q.GroupMax, groupList(q.GroupsAtCap))
+		}
+	}
+	return nil
+}
+
+// maxGroupNames bounds the groups a line names; -o json has all of them.
+const maxGroupNames = 10
+
+// groupList names groups (row values: quoted, control characters escaped), the first maxGroupNames of them.
+func groupList(groups []string) string {
+	var parts []string
+	for i, g := range groups {
+		if i == maxGroupNames {
+			parts = append(parts, fmt.Sprintf("and %d more", len(groups)-i))
+			break
+		}
+		parts = append(parts, strconv.Quote(g))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// queueCol is a table line's start: with queues:, its first column, v (a queue's name, or the header).
+func queueCol(st *report.Status, v string) string {
+	if len(st.Queues) == 0 {
+		return "  "
+	}
+	return "  " + v + "\t"
+}
+
 // printTask prints one task: where it stands, its attempts and their pods, and its row's variables.
 func printTask(out io.Writer, v *report.TaskView) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "Task:\t%q (scheduler %s, namespace %s)\n", v.Key, v.Scheduler, v.Namespace)
+	queue := ""
+	if v.Queue != "" {
+		queue = ", queue " + v.Queue
+	}
+	fmt.Fprintf(w, "Task:\t%q (scheduler %s%s, namespace %s)\n", v.Key, v.Scheduler, queue, v.Namespace)
 	fmt.Fprintf(w, "State:\t%s\n", printable(v.State))
 	fmt.Fprintf(w, "Why:\t%s\n", printable(v.Why))
 	if err := w.Flush(); err != nil {

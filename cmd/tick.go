@@ -167,16 +167,28 @@ func pushMetrics(ctx context.Context, s *scheduler.Scheduler, url string, mode s
 	log := zerolog.Ctx(ctx).With().Str("scheduler", s.Config.Name).Str("namespace", s.Config.Namespace).Logger()
 	p := metrics.Pass{Job: metrics.JobTick, Scheduler: s.Config.Name, Namespace: s.Config.Namespace, Duration: d,
 		Summary: sum, Plan: plan, Failed: passErr != nil, End: time.Now()}
+	for _, q := range s.Config.AllQueues() {
+		if !q.Implicit {
+			p.Queues = append(p.Queues, q.Name)
+		}
+	}
 	if mode == scheduler.DeleteOnly {
 		p.Job = metrics.JobGC
 	} else if plan != nil && s.Source != nil && ctx.Err() == nil {
 		bctx, cancel := context.WithTimeout(ctx, reportTimeout)
-		rows, capped, err := report.Backlog(bctx, s, plan)
+		bs, err := report.Backlogs(bctx, s, plan)
 		cancel()
 		if err != nil {
 			log.Warn().Err(err).Msg("cannot count the backlog for the metrics")
 		} else {
+			rows, capped := report.Total(bs)
 			p.Backlog = &metrics.Backlog{Rows: rows, Capped: capped}
+			if len(p.Queues) > 0 {
+				p.QueueBacklogs = map[string]metrics.Backlog{}
+				for _, b := range bs {
+					p.QueueBacklogs[b.Queue] = metrics.Backlog{Rows: b.Rows, Capped: b.Capped}
+				}
+			}
 		}
 	}
 	// Pushed even after SIGTERM: the push is bounded, and it is what says the pass was cut short.

@@ -3,8 +3,9 @@
 // events.k8s.io/v1 Events as reporting controller "jobsched".
 //
 // What is reported:
-//   - Created (Normal), regarding each Job a pass creates: the task key, the attempt and why there was room;
-//   - Deleted (Normal), regarding each Job a pass deletes: the task key, the attempt, its state and why;
+//   - Created (Normal), regarding each Job a pass creates: the task key, its queue (config queues:), the attempt
+//     and why there was room;
+//   - Deleted (Normal), regarding each Job a pass deletes: the task key, its queue, the attempt, its state and why;
 //   - Blocked, once per pass that creates nothing for a reason other than an empty backlog: the reason. It is
 //     Normal when a limit or a full cluster bound the pass (limits.*, capacity: …) and Warning otherwise (Pending
 //     pods Unschedulable, capacity unknown, reading rows failed). It regards the jobsched pod when it runs in a pod
@@ -190,7 +191,7 @@ func (r *Recorder) JobCreated(job *batchv1.Job, c scheduler.Create, room string)
 		return
 	}
 	r.event(ref, corev1.EventTypeNormal, ReasonCreated, ActionCreate,
-		fmt.Sprintf("Created Job %s for task %q, attempt %d; room: %s", job.Name, c.Key, c.Attempt, room))
+		fmt.Sprintf("Created Job %s for task %q%s, attempt %d; room: %s", job.Name, c.Key, ofQueue(c.Queue), c.Attempt, room))
 }
 
 // JobDeleted implements scheduler.Events. The Job is referred to by name and UID: it is gone or going.
@@ -203,6 +204,7 @@ func (r *Recorder) JobDeleted(j scheduler.JobStatus) {
 	if j.Key != "" {
 		task = fmt.Sprintf("task %q", j.Key)
 	}
+	task += ofQueue(j.Queue)
 	r.event(ref, corev1.EventTypeNormal, ReasonDeleted, ActionDelete,
 		fmt.Sprintf("Deleted Job %s of %s, attempt %d, %s: %s", j.Name, task, j.Attempt, j.State, j.Delete))
 }
@@ -218,6 +220,15 @@ func (r *Recorder) PassBlocked(reason string) {
 		regarding = &corev1.ObjectReference{Namespace: r.opts.Namespace} // no object: see the package comment
 	}
 	r.event(regarding, typ, ReasonBlocked, ActionPass, "Created no Job: "+reason)
+}
+
+// ofQueue names a Job's queue in a note: " (queue NAME)" for a queue of config queues:, nothing for the one queue
+// of a configuration without them (its notes stay as they were).
+func ofQueue(queue string) string {
+	if queue == "" {
+		return ""
+	}
+	return " (queue " + queue + ")"
 }
 
 func (r *Recorder) allow() bool {

@@ -66,6 +66,20 @@ func TestRecorder(t *testing.T) {
 				Note:      `Deleted Job reports-k2 of task "k2", attempt 3, dead: retry.deadRetention passed`}},
 		},
 		{
+			name: "created and deleted, of a queue (config queues:): the notes say the queue",
+			report: func(r *Recorder) {
+				r.JobCreated(createdJob(), scheduler.Create{Queue: "exports", Key: "k1", Attempt: 1}, "2 slot(s) this pass, bound by limits.maxPerTick: 2")
+				d := deleted
+				d.Queue = "exports"
+				r.JobDeleted(d)
+			},
+			want: []got{{Type: "Normal", Reason: "Created", Action: "Create", Regarding: jobRef,
+				Note: `Created Job reports-k1 for task "k1" (queue exports), attempt 1; room: 2 slot(s) this pass, bound by limits.maxPerTick: 2`},
+				{Type: "Normal", Reason: "Deleted", Action: "Delete",
+					Regarding: corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: ns, Name: "reports-k2", UID: "uid-2"},
+					Note:      `Deleted Job reports-k2 of task "k2" (queue exports), attempt 3, dead: retry.deadRetention passed`}},
+		},
+		{
 			name:   "blocked by a limit, in a pod: Normal, regarding the pod",
 			pod:    pod,
 			report: func(r *Recorder) { r.PassBlocked("limits.maxActive: 3 of 3 unfinished") },

@@ -1,6 +1,9 @@
 // Package metrics pushes what one pass did to a Prometheus Pushgateway, the Prometheus convention for a batch
 // process that is gone before anyone could scrape it. It uses client_golang's push package.
 //
+// Every series is the install's (all its queues'); with config queues:, the jobsched_queue_* series say the same
+// per queue (label queue), and the install's stay as they are.
+//
 // Every pass pushes its group, /metrics/job/<job>/scheduler/<name>/namespace/<namespace>, where job is
 // "jobsched" for tick and "jobsched-gc" for gc (so that a gc CronJob never hides a tick that stalls). The push is
 // a POST: it replaces the metrics of the names it sends and keeps the others, so
@@ -40,6 +43,11 @@ type Pass struct {
 	Backlog   *Backlog        // nil: not counted (gc, or the count failed); tick only
 	Failed    bool            // the pass returned an error: last success is not pushed
 	End       time.Time
+	// Queues are the install's queues (config queues:), in the configuration's order; nil without queues:, whose
+	// pass pushes no per-queue series. Each queue's series are pushed even when the Jobs could not be listed (NaN).
+	Queues []string
+	// QueueBacklogs are the queues' backlogs by queue name (nil or absent: not counted); tick only.
+	QueueBacklogs map[string]Backlog
 }
 
 // Backlog is the rows the query selects that have no Job, counted up to report.BacklogCap.
@@ -95,6 +103,9 @@ func Push(ctx context.Context, url string, p Pass) error {
 		gauge("jobsched_backlog_rows", fmt.Sprintf("Rows the query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", report.BacklogCap), rows)
 		gauge("jobsched_backlog_capped", "1 when there are more rows than jobsched_backlog_rows counts.", capped)
 	}
+	if len(p.Queues) > 0 {
+		pushQueues(reg, p)
+	}
 	if !p.Failed {
 		gauge("jobsched_last_success_timestamp_seconds", "When the last pass that did not fail ended (Unix time).", float64(p.End.UnixNano())/1e9)
 	}
@@ -116,6 +127,76 @@ func Push(ctx context.Context, url string, p Pass) error {
 		return fmt.Errorf("pushing metrics: %w", err)
 	}
 	return nil
+}
+
+// pushQueues adds the per-queue series, label queue, beside the install's (which stay as they are, for the
+// dashboards and alerts of every install): Jobs by state, and for a tick the slots and what bound them, the rows
+// read, the Jobs the queue got in the share of the slots, whether it was blocked, its groups at their cap and its
+// backlog.
+func pushQueues(reg *prometheus.Registry, p Pass) {
+	vec := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, append([]string{"queue"}, labels...))
+		reg.MustRegister(v)
+		return v
+	}
+	planned := map[string]scheduler.QueuePlan{}
+	if p.Plan != nil {
+		for _, q := range p.Plan.Queues {
+			planned[q.Name] = q
+		}
+	}
+	jobs := vec("jobsched_queue_jobs", "The queue's Jobs by state after the last pass (as jobsched_jobs); NaN when they could not be listed.", "state")
+	for _, name := range p.Queues {
+		_, ok := planned[name]
+		for _, st := range report.States {
+			v := math.NaN()
+			if ok {
+				v = 0
+				for _, j := range p.Plan.Jobs {
+					if j.Queue == name && j.State == st && j.Delete == "" {
+						v++
+					}
+				}
+			}
+			jobs.WithLabelValues(name, string(st)).Set(v)
+		}
+	}
+	if p.Job == JobGC {
+		return
+	}
+	slots := vec("jobsched_queue_slots", "How many Jobs the queue could create in the last pass, alone (its limits, its fit, the install's room); its bound is in jobsched_queue_slots_limit_info.")
+	info := vec("jobsched_queue_slots_limit_info", "Always 1; label limit says what bound the queue's slots in the last pass.", "limit")
+	selected := vec("jobsched_queue_selected_rows", "Rows the last pass read for the queue.")
+	share := vec("jobsched_queue_planned_jobs", "Jobs the last pass planned for the queue: its share of the install's slots (jobsched_pass_created_jobs counts those created).")
+	blocked := vec("jobsched_queue_blocked", "1 when the queue could create nothing in the last pass (its slots were 0).")
+	rows := vec("jobsched_queue_backlog_rows", fmt.Sprintf("Rows the queue's query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", report.BacklogCap))
+	capped := vec("jobsched_queue_backlog_capped", "1 when the queue has more rows than jobsched_queue_backlog_rows counts.")
+	atCap := vec("jobsched_queue_groups_at_cap", "Groups of the queue (limits.perGroup) at their cap of unfinished Jobs after the last pass; 0 without a perGroup.")
+	for _, name := range p.Queues {
+		nan := math.NaN()
+		q, ok := planned[name]
+		limit := "unknown: the Jobs could not be listed"
+		if ok {
+			slots.WithLabelValues(name).Set(float64(q.Slots))
+			selected.WithLabelValues(name).Set(float64(q.Selected))
+			share.WithLabelValues(name).Set(float64(q.Creates))
+			blocked.WithLabelValues(name).Set(boolean(q.Blocked != ""))
+			atCap.WithLabelValues(name).Set(float64(len(q.GroupsAtCap)))
+			limit = q.Limit
+		} else {
+			for _, v := range []*prometheus.GaugeVec{slots, selected, share, blocked, atCap} {
+				v.WithLabelValues(name).Set(nan)
+			}
+		}
+		info.WithLabelValues(name, limit).Set(1)
+		if b, ok := p.QueueBacklogs[name]; ok {
+			rows.WithLabelValues(name).Set(float64(b.Rows))
+			capped.WithLabelValues(name).Set(boolean(b.Capped))
+		} else {
+			rows.WithLabelValues(name).Set(nan)
+			capped.WithLabelValues(name).Set(nan)
+		}
+	}
 }
 
 func boolean(b bool) float64 {

@@ -332,3 +332,102 @@ func FuzzPushgatewayURLRedaction(f *testing.F) {
 		checkPushgatewayRedacted(t, gw, int(shape)%len(pushgatewayShapes), "J"+pw+"K")
 	})
 }
+
+// TestPushQueues: with config queues:, each queue's series (label queue) are pushed beside the install's, which
+// are exactly those of the same pass without queues; a queue the plan does not know (the Jobs could not be listed)
+// gets NaN, so that no stale value stays in the group; gc pushes only the Jobs by state.
+func TestPushQueues(t *testing.T) {
+	p := plan()
+	p.Jobs[0].Queue, p.Jobs[1].Queue, p.Jobs[2].Queue, p.Jobs[3].Queue = "daily", "daily", "exports", "exports"
+	p.Queues = []scheduler.QueuePlan{
+		{Name: "daily", Priority: 10, Weight: 1, Unfinished: 2, Slots: 0, Limit: "limits.maxActive: 2 of 2 unfinished", Blocked: "limits.maxActive: 2 of 2 unfinished"},
+		{Name: "exports", Weight: 3, Slots: 3, Limit: "limits.maxPerTick: 3", Selected: 4, Creates: 3, GroupsAtCap: []string{"acme", "b"}},
+	}
+	sum := scheduler.Summary{Selected: 4, Created: 3, Skipped: 1, Deleted: 1}
+	base := Pass{Job: JobTick, Scheduler: "reports", Namespace: "batch", Duration: time.Second, Summary: sum, Plan: p,
+		Backlog: &Backlog{Rows: 12}, End: end}
+	states := func(queue string, running, unschedulable, succeeded string) []string {
+		v := map[string]string{"running": running, "unschedulable": unschedulable, "succeeded": succeeded}
+		var out []string
+		for _, s := range []string{"backoff", "dead", "queued", "running", "starting", "succeeded", "unschedulable"} {
+			n := v[s]
+			if n == "" {
+				n = "0"
+			}
+			if running == "NaN" {
+				n = "NaN"
+			}
+			out = append(out, fmt.Sprintf(`jobsched_queue_jobs{queue=%q,state=%q} %s`, queue, s, n))
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		change func(*Pass)
+		want   []string // the jobsched_queue_* samples
+	}{
+		{"tick", func(p *Pass) {
+			p.QueueBacklogs = map[string]Backlog{"daily": {Rows: 3}, "exports": {Rows: 9}}
+		}, append(append(states("daily", "1", "1", "0"), states("exports", "0", "0", "1")...),
+			`jobsched_queue_backlog_capped{queue="daily"} 0`, `jobsched_queue_backlog_capped{queue="exports"} 0`,
+			`jobsched_queue_backlog_rows{queue="daily"} 3`, `jobsched_queue_backlog_rows{queue="exports"} 9`,
+			`jobsched_queue_blocked{queue="daily"} 1`, `jobsched_queue_blocked{queue="exports"} 0`,
+			`jobsched_queue_groups_at_cap{queue="daily"} 0`, `jobsched_queue_groups_at_cap{queue="exports"} 2`,
+			`jobsched_queue_planned_jobs{queue="daily"} 0`, `jobsched_queue_planned_jobs{queue="exports"} 3`,
+			`jobsched_queue_selected_rows{queue="daily"} 0`, `jobsched_queue_selected_rows{queue="exports"} 4`,
+			`jobsched_queue_slots{queue="daily"} 0`, `jobsched_queue_slots{queue="exports"} 3`,
+			`jobsched_queue_slots_limit_info{limit="limits.maxActive: 2 of 2 unfinished",queue="daily"} 1`,
+			`jobsched_queue_slots_limit_info{limit="limits.maxPerTick: 3",queue="exports"} 1`)},
+		{"a queue added since the plan, and no backlog counted: NaN", func(p *Pass) {
+			p.Queues = []string{"daily", "new"}
+		}, append(append(states("daily", "1", "1", "0"), states("new", "NaN", "", "")...),
+			`jobsched_queue_backlog_capped{queue="daily"} NaN`, `jobsched_queue_backlog_capped{queue="new"} NaN`,
+			`jobsched_queue_backlog_rows{queue="daily"} NaN`, `jobsched_queue_backlog_rows{queue="new"} NaN`,
+			`jobsched_queue_blocked{queue="daily"} 1`, `jobsched_queue_blocked{queue="new"} NaN`,
+			`jobsched_queue_groups_at_cap{queue="daily"} 0`, `jobsched_queue_groups_at_cap{queue="new"} NaN`,
+			`jobsched_queue_planned_jobs{queue="daily"} 0`, `jobsched_queue_planned_jobs{queue="new"} NaN`,
+			`jobsched_queue_selected_rows{queue="daily"} 0`, `jobsched_queue_selected_rows{queue="new"} NaN`,
+			`jobsched_queue_slots{queue="daily"} 0`, `jobsched_queue_slots{queue="new"} NaN`,
+			`jobsched_queue_slots_limit_info{limit="limits.maxActive: 2 of 2 unfinished",queue="daily"} 1`,
+			`jobsched_queue_slots_limit_info{limit="unknown: the Jobs could not be listed",queue="new"} 1`)},
+		{"gc", func(p *Pass) { p.Job = JobGC }, append(states("daily", "1", "1", "0"), states("exports", "0", "0", "1")...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			without := base
+			tt.change(&without)
+			with := without
+			with.Queues = []string{"daily", "exports"}
+			tt.change(&with)
+			var install, queues []string
+			for _, s := range pushOnce(t, with).Samples {
+				if strings.HasPrefix(s, "jobsched_queue_") {
+					queues = append(queues, s)
+				} else {
+					install = append(install, s)
+				}
+			}
+			without.Queues = nil
+			if diff := cmp.Diff(pushOnce(t, without).Samples, install); diff != "" {
+				t.Errorf("the install's series differ from those of the pass without queues (-without +with):\n%s", diff)
+			}
+			sort.Strings(tt.want)
+			if diff := cmp.Diff(tt.want, queues); diff != "" {
+				t.Errorf("queue series (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// pushOnce pushes p to a test Pushgateway and returns what it got.
+func pushOnce(t *testing.T, p Pass) pushed {
+	t.Helper()
+	srv, got := gateway(t, http.StatusOK)
+	if err := Push(context.Background(), srv.URL, p); err != nil {
+		t.Fatal(err)
+	}
+	if len(*got) != 1 {
+		t.Fatalf("%d pushes, want 1", len(*got))
+	}
+	return (*got)[0]
+}

@@ -61,6 +61,9 @@ type Status struct {
 	Drain scheduler.DrainEstimate `json:"drain"`
 	// Lease is the scheduler's Lease as status reads it (nil offline): who creates now, if anyone.
 	Lease *lease.Info `json:"lease,omitempty"`
+	// Queues are the install's queues (config queues:), in the configuration's order; the fields above are the
+	// install's totals. Absent for a configuration without queues:, whose one queue the fields above are.
+	Queues []QueueStatus `json:"queues,omitempty"`
 }
 
 // RetryPolicy is the configuration's retry section, as status shows it.
@@ -73,6 +76,7 @@ type RetryPolicy struct {
 
 // Task is one task in backoff or dead: its last attempt.
 type Task struct {
+	Queue   string     `json:"queue,omitempty"` // its queue (config queues:); absent without queues:
 	Key     string     `json:"key"`
 	Attempt int        `json:"attempt"`
 	Job     string     `json:"job"`
@@ -133,7 +137,7 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 		st.States[state] = p.Count(state)
 	}
 	for _, j := range p.Jobs {
-		t := Task{Key: j.Key, Attempt: j.Attempt, Job: j.Name, Reason: j.Reason, Since: j.FinishedAt, RetryAt: j.RetryAt}
+		t := Task{Queue: j.Queue, Key: j.Key, Attempt: j.Attempt, Job: j.Name, Reason: j.Reason, Since: j.FinishedAt, RetryAt: j.RetryAt}
 		switch {
 		case j.Delete != "":
 		case j.State == scheduler.StateBackoff:
@@ -143,11 +147,13 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 			st.Dead = append(st.Dead, t)
 		}
 	}
-	n, err := s.Source.Count(ctx, p.Excluded(), BacklogCap+1)
+	bs, err := queueBacklogs(ctx, s, p, nil)
 	if err != nil {
 		return nil, err
 	}
-	st.Backlog, st.BacklogCapped = min(n, BacklogCap), n > BacklogCap
+	st.Backlog, st.BacklogCapped = Total(bs)
+	st.Queues = queueStatuses(ctx, s, p, bs)
+	n := st.Backlog
 	var runs []scheduler.Run
 	for _, j := range p.Jobs {
 		if j.State == scheduler.StateSucceeded && j.StartedAt != nil && j.FinishedAt != nil {
@@ -159,7 +165,9 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 		info := lease.Describe(ctx, s.Kube.CoordinationV1(), s.Config.Namespace, s.Config.Name)
 		st.Lease = &info
 	}
-	st.Query = s.Explain(ctx, p)
+	if len(p.Queues) == 0 { // with queues:, each queue's read is its own: Queues[].Query
+		st.Query = s.Explain(ctx, p)
+	}
 	deletes := len(p.Deletes())
 	switch {
 	case p.Blocked != "":
@@ -167,7 +175,7 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 	case n == 0:
 		st.Next = fmt.Sprintf("delete %d finished Job(s); create nothing: no rows waiting", deletes)
 	default:
-		st.Next = fmt.Sprintf("delete %d finished Job(s); create %d Job(s) (slots %d, bound by %s)", deletes, min(n, p.Slots), p.Slots, p.Limit)
+		st.Next = fmt.Sprintf("delete %d finished Job(s); create %d Job(s) (slots %d, bound by %s)", deletes, creates(p, bs), p.Slots, p.Limit)
 	}
 	return st, nil
 }

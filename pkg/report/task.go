@@ -27,7 +27,10 @@ type TaskView struct {
 	Kind       string `json:"kind"`
 	Scheduler  string `json:"scheduler"`
 	Namespace  string `json:"namespace"`
-	Key        string `json:"key"`
+	// Queue is the task's queue (config queues:): its newest Job's, else the first queue whose query returns the key;
+	// absent without queues:.
+	Queue string `json:"queue,omitempty"`
+	Key   string `json:"key"`
 	// State is the newest attempt's state, or "waiting" (selected, no Job yet) or "not selected".
 	State string `json:"state"`
 	Why   string `json:"why"`
@@ -83,18 +86,39 @@ func TaskViewOf(ctx context.Context, s *scheduler.Scheduler, key string) (*TaskV
 	}
 	sort.Slice(v.Attempts, func(i, j int) bool { return v.Attempts[i].Attempt < v.Attempts[j].Attempt })
 	selected := false
-	if s.Source != nil {
-		rows, err := s.Source.Lookup(ctx, []string{key})
+	qi := 0 // the task's queue: its newest Job's, else the first whose query returns the key
+	candidates := []int{0}
+	if len(p.Queues) > 0 {
+		candidates = nil
+		if newest != nil {
+			qi = s.Config.QueueIndex(newest.Queue)
+			candidates = []int{qi}
+		} else {
+			for i := range p.Queues {
+				candidates = append(candidates, i)
+			}
+		}
+	}
+	srcs := sources(s)
+	for _, i := range candidates {
+		if srcs[i] == nil {
+			break
+		}
+		rows, err := srcs[i].Lookup(ctx, []string{key})
 		if err != nil {
 			return nil, err
 		}
 		if len(rows) > 0 {
-			selected = true
+			selected, qi = true, i
+			renderer := s.Renderer
+			if len(s.Queues) > 0 {
+				renderer = s.Queues[i].Renderer
+			}
 			attempt := scheduler.NextAttempt(newest) // a Job in backoff: the next attempt; else its own
 			if newest != nil && newest.State != scheduler.StateBackoff {
 				attempt = newest.Attempt
 			}
-			env, err := s.Renderer.Env(rows[0], attempt)
+			env, err := renderer.Env(rows[0], attempt)
 			if err != nil {
 				return nil, err
 			}
@@ -102,22 +126,36 @@ func TaskViewOf(ctx context.Context, s *scheduler.Scheduler, key string) (*TaskV
 				env[i].Value = strings.ReplaceAll(env[i].Value, "$$", "$") // as the process sees it
 			}
 			v.Env = env
+			break
 		}
 	}
-	v.State, v.Why = taskWhy(s, p, obs.Now, newest, selected)
+	room := taskRoom{slots: p.Slots, limit: p.Limit, blocked: p.Blocked, maxAttempts: s.Config.MaxAttempts()}
+	if len(p.Queues) > 0 {
+		q := p.Queues[qi]
+		v.Queue = q.Name
+		room = taskRoom{slots: q.Slots, limit: q.Limit, blocked: q.Blocked, maxAttempts: s.Config.QueueConfig(qi).MaxAttempts()}
+	}
+	v.State, v.Why = taskWhy(room, obs.Now, newest, selected)
 	return v, nil
 }
 
+// taskRoom is what the task's queue has this pass: its slots, what bound them or why it is blocked, its attempts.
+type taskRoom struct {
+	slots          int
+	limit, blocked string
+	maxAttempts    int
+}
+
 // taskWhy says in words where the task stands and what it waits for.
-func taskWhy(s *scheduler.Scheduler, p *scheduler.Plan, now time.Time, newest *JobStatus, selected bool) (string, string) {
+func taskWhy(p taskRoom, now time.Time, newest *JobStatus, selected bool) (string, string) {
 	if newest == nil {
 		switch {
 		case !selected:
 			return "not selected", "the query does not return this key (done, closed, or never there), and it has no Job"
-		case p.Blocked != "":
-			return "waiting", "its row waits for a Job; the next tick creates nothing: " + p.Blocked
+		case p.blocked != "":
+			return "waiting", "its row waits for a Job; the next tick creates nothing: " + p.blocked
 		default:
-			return "waiting", fmt.Sprintf("its row waits for a Job: the next tick has %d slot(s) (bound by %s) for the first rows in query order", p.Slots, p.Limit)
+			return "waiting", fmt.Sprintf("its row waits for a Job: the next tick has %d slot(s) (bound by %s) for the first rows in query order", p.slots, p.limit)
 		}
 	}
 	j := *newest
@@ -136,14 +174,14 @@ func taskWhy(s *scheduler.Scheduler, p *scheduler.Plan, now time.Time, newest *J
 		return string(j.State), fmt.Sprintf("attempt %d succeeded at %s", j.Attempt, at(j.FinishedAt))
 	case scheduler.StateBackoff:
 		if j.RetryAt.After(now) {
-			return string(j.State), fmt.Sprintf("attempt %d of %d failed (%s); the next attempt may start at %s", j.Attempt, s.Config.MaxAttempts(), j.Reason, at(j.RetryAt))
+			return string(j.State), fmt.Sprintf("attempt %d of %d failed (%s); the next attempt may start at %s", j.Attempt, p.maxAttempts, j.Reason, at(j.RetryAt))
 		}
 		if !selected {
 			return string(j.State), fmt.Sprintf("attempt %d failed, and the query no longer selects the row: the next pass deletes its Job", j.Attempt)
 		}
 		return string(j.State), fmt.Sprintf("attempt %d failed (%s); its backoff has passed: attempt %d is created when it gets a slot", j.Attempt, j.Reason, j.Attempt+1)
 	case scheduler.StateDead:
-		return string(j.State), fmt.Sprintf("no attempt left (%d of %d; last: %s) since %s; `jobsched retry %q` starts it again at attempt 1", j.Attempt, s.Config.MaxAttempts(), j.Reason, at(j.FinishedAt), j.Key)
+		return string(j.State), fmt.Sprintf("no attempt left (%d of %d; last: %s) since %s; `jobsched retry %q` starts it again at attempt 1", j.Attempt, p.maxAttempts, j.Reason, at(j.FinishedAt), j.Key)
 	}
 	return string(j.State), ""
 }

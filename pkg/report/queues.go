@@ -1,0 +1,153 @@
+package report
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/querydoctor"
+	"github.com/jobsched/jobsched/pkg/rows"
+	"github.com/jobsched/jobsched/pkg/scheduler"
+)
+
+// QueueStatus is one queue of an install with queues: in status (Status.Queues): its backlog, its Jobs, its slots
+// and what bound them, its capacity, and its groups at their cap (limits.perGroup).
+type QueueStatus struct {
+	Name     string `json:"name"`
+	Priority int    `json:"priority"`
+	Weight   int    `json:"weight"`
+	// Backlog counts the rows the queue's query selects that have no Job yet, up to BacklogCap.
+	Backlog       int           `json:"backlog"`
+	BacklogCapped bool          `json:"backlogCapped"`
+	States        map[State]int `json:"states"`
+	Unfinished    int           `json:"unfinished"`
+	// Slots is the queue's room alone (its limits, its fit, the install's room: see scheduler.QueuePlan), and Limit
+	// what bound it; Blocked says why it may create nothing.
+	Slots    int              `json:"slots"`
+	Limit    string           `json:"limit"`
+	Blocked  string           `json:"blocked,omitempty"`
+	Capacity *capacity.Report `json:"capacity,omitempty"`
+	Retry    RetryPolicy      `json:"retry"`
+	// GroupMax is limits.perGroup.maxActive (0 without a perGroup), and GroupsAtCap the groups holding that many
+	// unfinished Jobs, sorted: the next pass reads no row of theirs.
+	GroupMax    int      `json:"groupMaxActive,omitempty"`
+	GroupsAtCap []string `json:"groupsAtCap,omitempty"`
+	// Query is what the query doctor says about the queue's read (EXPLAIN, never run); nil without a database.
+	Query *QueryFinding `json:"query,omitempty"`
+}
+
+// QueueBacklog is one queue's backlog: the rows its query selects that have no Job, counted up to BacklogCap.
+type QueueBacklog struct {
+	Queue  string
+	Rows   int
+	Capped bool
+}
+
+// sources are the sources of s's queues, in the configuration's order.
+func sources(s *scheduler.Scheduler) []rows.Source {
+	if len(s.Queues) == 0 {
+		return []rows.Source{s.Source}
+	}
+	out := make([]rows.Source, len(s.Queues))
+	for i, q := range s.Queues {
+		out[i] = q.Source
+	}
+	return out
+}
+
+// queueBacklogs counts each queue's backlog, leaving out the keys the plan p excludes from the queue's read and
+// those of extra (a queue's creates). For a plan of one queue (no Plan.Queues) it is one count, of the plan's
+// exclusions, named "".
+func queueBacklogs(ctx context.Context, s *scheduler.Scheduler, p *scheduler.Plan, extra func(queue string) []string) ([]QueueBacklog, error) {
+	srcs := sources(s)
+	type part struct {
+		name    string
+		exclude []string
+	}
+	parts := []part{{"", p.Excluded()}}
+	if len(p.Queues) > 0 {
+		if len(p.Queues) != len(srcs) {
+			return nil, fmt.Errorf("counting the backlog: %d queues planned, %d sources", len(p.Queues), len(srcs))
+		}
+		parts = parts[:0]
+		for _, q := range p.Queues {
+			parts = append(parts, part{q.Name, q.Excluded()})
+		}
+	}
+	out := make([]QueueBacklog, len(parts))
+	for i, pt := range parts {
+		exclude := pt.exclude
+		if extra != nil {
+			exclude = append(exclude, extra(pt.name)...)
+		}
+		n, err := srcs[i].Count(ctx, exclude, BacklogCap+1)
+		if err != nil {
+			if pt.name != "" {
+				return nil, fmt.Errorf("queue %s: %w", pt.name, err)
+			}
+			return nil, err
+		}
+		out[i] = QueueBacklog{Queue: pt.name, Rows: min(n, BacklogCap), Capped: n > BacklogCap}
+	}
+	return out, nil
+}
+
+// Total is the install's backlog of the queues' backlogs: their sum, up to BacklogCap.
+func Total(bs []QueueBacklog) (rows int, capped bool) {
+	for _, b := range bs {
+		rows += b.Rows
+		capped = capped || b.Capped
+	}
+	return min(rows, BacklogCap), capped || rows > BacklogCap
+}
+
+// queueStatuses are the queues of status st's plan p (nil for a configuration without queues:), each with its
+// backlog from bs and what the query doctor says of its next read.
+func queueStatuses(ctx context.Context, s *scheduler.Scheduler, p *scheduler.Plan, bs []QueueBacklog) []QueueStatus {
+	if len(p.Queues) == 0 {
+		return nil
+	}
+	srcs := sources(s)
+	out := make([]QueueStatus, len(p.Queues))
+	for i, q := range p.Queues {
+		qs := QueueStatus{Name: q.Name, Priority: q.Priority, Weight: q.Weight, Backlog: bs[i].Rows, BacklogCapped: bs[i].Capped,
+			States: map[State]int{}, Unfinished: q.Unfinished, Slots: q.Slots, Limit: q.Limit, Blocked: q.Blocked,
+			Capacity: q.Capacity, Retry: retryPolicy(s.Config.QueueConfig(i)), GroupsAtCap: q.GroupsAtCap}
+		if g := s.Config.AllQueues()[i].Limits.PerGroup; g != nil {
+			qs.GroupMax = g.MaxActive
+		}
+		if d, ok := srcs[i].(querydoctor.Explainer); ok { // the queue's next read: its exclusions, its slots
+			limit := q.Slots
+			if limit <= 0 {
+				limit = s.Config.QueueConfig(i).MaxPerTick()
+			}
+			qs.Query = d.Explain(ctx, q.Excluded(), limit)
+		}
+		for _, state := range States {
+			qs.States[state] = 0
+		}
+		for _, j := range p.Jobs {
+			if j.Queue == q.Name && j.Delete == "" {
+				if _, ok := qs.States[j.State]; ok {
+					qs.States[j.State]++
+				}
+			}
+		}
+		out[i] = qs
+	}
+	return out
+}
+
+// creates is how many Jobs the next pass would create from the backlogs bs: each queue at most its slots and its
+// backlog, all at most the install's slots (before capacity's share among the queues' pods).
+func creates(p *scheduler.Plan, bs []QueueBacklog) int {
+	if len(p.Queues) == 0 {
+		n, _ := Total(bs)
+		return min(n, p.Slots)
+	}
+	n := 0
+	for i, q := range p.Queues {
+		n += min(bs[i].Rows, max(q.Slots, 0))
+	}
+	return min(n, p.Slots)
+}
