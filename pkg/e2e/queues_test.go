@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -11,10 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/testkit/apicalls"
 )
 
 // The tests of several queues in one install (issue 20): one observation of the cluster for all queues, the
@@ -493,11 +491,22 @@ func TestQueuesTenants(t *testing.T) {
 // heartbeat, the API server's own lease) only adds. With JOBSCHED_QUEUES_CALLS set to a file (relative to the
 // repository), the table is written there.
 func TestQueuesCallsPerPass(t *testing.T) {
-	kcfg, script := queuesCluster(t, "JOBSCHED_QUEUES_CLUSTER_DIR", "cluster-queues-test-")
+	reused := os.Getenv("JOBSCHED_QUEUES_CLUSTER_DIR")
+	kcfg, dir := ownCluster(t, reused, "cluster-queues-test-", map[string]string{"NODES": "0"})
 	e := newEnvOn(t, kcfg)
 	e.addQueueColumns()
 	e.addNode("n0", "1000", "4000Gi", 5000, nil)
-	script("kill", "kube-controller-manager") // from now on the Jobs make no pods
+	cluster := map[string]string{"JOBSCHED_CLUSTER_DIR": dir}
+	if _, err := runScript(cluster, "cluster.sh", "kill", "kube-controller-manager"); err != nil { // from now on the Jobs make no pods
+		t.Fatal(err)
+	}
+	if reused != "" { // a reused cluster gets back the controller-manager the test stops
+		t.Cleanup(func() {
+			if _, err := runScript(cluster, "cluster.sh", "up"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 
 	const perTick, rounds = 10, 3
 	e.insertQueue("today", "today", "", perTick*(rounds+1))
@@ -599,92 +608,14 @@ func callsTable(a, b, c string, calls []map[string]int) string {
 	return sb.String()
 }
 
-var (
-	requestTotalLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
-	metricLabel      = regexp.MustCompile(`(\w+)="([^"]*)"`)
-)
-
-// apiRequests reads the API server's apiserver_request_total as "VERB resource[/subresource]" → count (as
-// scripts/bench does): a WATCH that is not namespaced is "cluster-wide WATCH …" (a namespaced WATCH is counted when
-// it ends: in a tick's window, its streaming lists).
+// apiRequests is the API server's apiserver_request_total by "VERB resource[/subresource]" (see apicalls.Parse).
 func apiRequests(t *testing.T, e *env) map[string]float64 {
 	t.Helper()
-	data, err := e.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(e.ctx)
+	out, err := apicalls.Get(e.ctx, e.kube)
 	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		m := requestTotalLine.FindStringSubmatch(sc.Text())
-		if m == nil {
-			continue
-		}
-		l := map[string]string{}
-		for _, kv := range metricLabel.FindAllStringSubmatch(m[1], -1) {
-			l[kv[1]] = kv[2]
-		}
-		res := l["resource"]
-		if res == "" {
-			res = "/metrics"
-		}
-		if l["subresource"] != "" {
-			res += "/" + l["subresource"]
-		}
-		v, _ := strconv.ParseFloat(m[2], 64)
-		verb := l["verb"]
-		if verb == "WATCH" && l["scope"] != "namespace" {
-			verb = "cluster-wide WATCH"
-		}
-		out[verb+" "+res] += v
-	}
-	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// queuesCluster starts a control plane of the test's own (scripts/cluster.sh up, no fake node) in the state
-// directory of variable dirEnv, else in a new one named prefix-… that is taken down afterwards, and returns its
-// kubeconfig and a function that runs scripts/cluster.sh on it. (Written on its own so that it compiles beside the
-// consolidated harness's ownCluster; it can become a call of that.)
-func queuesCluster(t *testing.T, dirEnv, prefix string) (kcfg string, script func(args ...string) string) {
-	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := os.Getenv(dirEnv)
-	own := dir == ""
-	if own {
-		cache := os.Getenv("JOBSCHED_CACHE")
-		if cache == "" {
-			base, _ := os.UserCacheDir()
-			cache = filepath.Join(base, "jobsched")
-		}
-		dir = filepath.Join(cache, prefix+randHex(3))
-	}
-	script = func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command(filepath.Join(root, "scripts", "cluster.sh"), args...)
-		cmd.Env = append(os.Environ(), "JOBSCHED_CLUSTER_DIR="+dir, "NODES=0")
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("scripts/cluster.sh %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
-		}
-		return out.String()
-	}
-	start := time.Now()
-	kcfg = strings.TrimSpace(lastLine(script("up")))
-	if own { // never reused, so always taken down
-		t.Cleanup(func() { script("down") })
-	} else { // a reused cluster gets back the controller-manager the test stops
-		t.Cleanup(func() { script("up") })
-	}
-	t.Logf("own control plane up in %s (%s)", time.Since(start).Round(time.Second), dir)
-	return kcfg, script
 }
 
 // gitCommit is the repository's HEAD, short, and says so when the work tree has uncommitted changes.

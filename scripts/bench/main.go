@@ -5,7 +5,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -37,6 +36,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
+	"github.com/jobsched/jobsched/pkg/testkit/apicalls"
 )
 
 const dsnEnv = "JOBSCHED_BENCH_DSN" // the variable the benchmark's configs name in source.dsnEnv
@@ -236,43 +236,8 @@ func (b *bench) apiCalls() error {
 	return nil
 }
 
-var requestLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
-var label = regexp.MustCompile(`(\w+)="([^"]*)"`)
-
-// requests reads apiserver_request_total as "VERB resource[/subresource]" → count.
-func (b *bench) requests() (map[string]float64, error) {
-	data, err := b.admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(b.ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		m := requestLine.FindStringSubmatch(sc.Text())
-		if m == nil {
-			continue
-		}
-		l := map[string]string{}
-		for _, kv := range label.FindAllStringSubmatch(m[1], -1) {
-			l[kv[1]] = kv[2]
-		}
-		res := l["resource"]
-		if res == "" {
-			res = "/metrics"
-		}
-		if l["subresource"] != "" {
-			res += "/" + l["subresource"]
-		}
-		v, _ := strconv.ParseFloat(m[2], 64)
-		verb := l["verb"]
-		if verb == "WATCH" && l["scope"] != "namespace" {
-			verb = "cluster-wide WATCH" // a WATCH is counted when it ends: a namespaced one in the window is the pass's streaming list
-		}
-		out[verb+" "+res] += v
-	}
-	return out, sc.Err()
-}
+// requests reads apiserver_request_total as "VERB resource[/subresource]" → count (see apicalls.Parse).
+func (b *bench) requests() (map[string]float64, error) { return apicalls.Get(b.ctx, b.admin) }
 
 // ---------------------------------------------------------------------------------------------------------------
 // Pass time vs backlog: a dry-run pass (the tick's pass without its writes) over 100 and over 1,000,000 waiting

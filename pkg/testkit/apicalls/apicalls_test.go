@@ -1,0 +1,34 @@
+package apicalls
+
+import (
+	"maps"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	metrics := []byte(`# HELP apiserver_request_total Counter of apiserver requests
+apiserver_request_total{code="200",component="apiserver",resource="jobs",scope="namespace",verb="LIST",version="v1"} 3
+apiserver_request_total{code="201",component="apiserver",resource="jobs",scope="namespace",verb="POST",version="v1"} 10
+apiserver_request_total{code="409",component="apiserver",resource="jobs",scope="namespace",verb="POST",version="v1"} 2
+apiserver_request_total{code="200",component="apiserver",resource="jobs",scope="namespace",subresource="status",verb="PUT",version="v1"} 1
+apiserver_request_total{code="0",component="apiserver",resource="pods",scope="cluster",verb="WATCH",version="v1"} 4
+apiserver_request_total{code="0",component="apiserver",resource="pods",scope="namespace",verb="WATCH",version="v1"} 1
+apiserver_request_total{code="200",component="apiserver",scope="",verb="GET"} 7
+apiserver_request_duration_seconds_count{resource="jobs",verb="LIST"} 99
+`)
+	got, err := Parse(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		"LIST jobs":               3,
+		"POST jobs":               12,
+		"PUT jobs/status":         1,
+		"cluster-wide WATCH pods": 4,
+		"WATCH pods":              1,
+		"GET /metrics":            7,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("Parse = %v, want %v", got, want)
+	}
+}
