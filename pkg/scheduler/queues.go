@@ -219,22 +219,27 @@ func creates(parts []*Plan, qs []config.Queue, order []int) []Create {
 	return out
 }
 
-// eachQueue is the plan after step ran on each queue's part (i, its config.QueueConfig, the part).
-func (p *Plan) eachQueue(cfg *config.Config, step func(i int, qcfg *config.Config, part *Plan) *Plan) *Plan {
-	parts := make([]*Plan, len(p.parts))
+// eachQueue is the plan after step ran on each queue's part (i, its config.QueueConfig, the part). The first error
+// stops it: the parts after it are kept as they were.
+func (p *Plan) eachQueue(cfg *config.Config, step func(i int, qcfg *config.Config, part *Plan) (*Plan, error)) (*Plan, error) {
+	parts := slices.Clone(p.parts)
+	var err error
 	for i, part := range p.parts {
-		parts[i] = step(i, cfg.QueueConfig(i), part)
+		if parts[i], err = step(i, cfg.QueueConfig(i), part); err != nil {
+			break
+		}
 	}
-	return p.with(cfg, parts)
+	return p.with(cfg, parts), err
 }
 
 // Fit is the step after the deletes: it bounds each queue's slots by what fits on the nodes and in the quotas now,
 // as obs holds it, for that queue alone (see fitQueue), and returns the new plan (p is not changed).
 func (p *Plan) Fit(cfg *config.Config, obs *Observation) *Plan {
 	pl := p.placer(cfg, obs)
-	return p.eachQueue(cfg, func(i int, qcfg *config.Config, part *Plan) *Plan {
-		return part.fitQueue(qcfg, obs, func() capacity.Report { return pl.Report(i) })
+	p, _ = p.eachQueue(cfg, func(i int, qcfg *config.Config, part *Plan) (*Plan, error) {
+		return part.fitQueue(qcfg, obs, func() capacity.Report { return pl.Report(i) }), nil
 	})
+	return p
 }
 
 // placer is a capacity.Placer of every queue's template on obs's capacity, with the pods the queues' Jobs already

@@ -137,42 +137,55 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 	}
 	obs = s.observeCapacity(ctx, obs, p) // 4
 	p = x.fitted(p.Fit(s.Config, obs), obs)
-	qs := s.queues()
-	var stop error
-	p = p.eachQueue(s.Config, func(i int, _ *config.Config, part *Plan) *Plan { // 5
-		if stop != nil {
-			return part
-		}
-		rc, err := s.checkRows(ctx, part, qs[i].Source)
-		if part, stop = x.rows(part.checked(rc), err); stop == nil {
-			x.deletes(rc.Gone)
-		}
-		return part
-	})
-	if stop != nil {
-		return x.done(p, obs, Admission{}, stop)
+	p, err = s.checkQueues(ctx, x, p) // 5
+	if err != nil {
+		return x.done(p, obs, Admission{}, err)
 	}
-	var a Admission
-	p = p.eachQueue(s.Config, func(i int, _ *config.Config, part *Plan) *Plan { // 6
-		if stop != nil {
-			return part
-		}
-		qa, err := s.read(ctx, part, qs[i])
-		a.RowsWait = a.RowsWait || qa.RowsWait
-		part, stop = x.rows(part.admitted(qa), err)
-		return part
-	})
-	if stop != nil {
-		return x.done(p, obs, a, stop)
+	p, a, err := s.readQueues(ctx, x, p) // 6
+	if err != nil {
+		return x.done(p, obs, a, err)
 	}
 	p = p.shared(s.Config, p.sharePlacer(s.Config, obs)) // 7
 	if mode.dryRun() {
-		p = p.eachQueue(s.Config, func(i int, qcfg *config.Config, part *Plan) *Plan {
-			return part.explained(explain(ctx, qs[i].Source, part, qcfg.MaxPerTick()))
-		})
+		p = s.explainQueues(ctx, p)
 	}
 	x.creates(p) // 8
 	return x.done(p, obs, a, nil)
+}
+
+// checkQueues is step 5 for each queue: its finished tasks' rows checked, the Jobs of the gone ones deleted. A
+// configuration error stops the pass; a failed read blocks that queue only (see execution.rows).
+func (s *Scheduler) checkQueues(ctx context.Context, x *execution, p *Plan) (*Plan, error) {
+	qs := s.queues()
+	return p.eachQueue(s.Config, func(i int, _ *config.Config, part *Plan) (*Plan, error) {
+		rc, err := s.checkRows(ctx, part, qs[i].Source)
+		part, err = x.rows(part.checked(rc), err)
+		if err == nil {
+			x.deletes(rc.Gone)
+		}
+		return part, err
+	})
+}
+
+// readQueues is step 6 for each queue with slots: its rows read and admitted, up to its slots.
+func (s *Scheduler) readQueues(ctx context.Context, x *execution, p *Plan) (*Plan, Admission, error) {
+	qs := s.queues()
+	var a Admission
+	p, err := p.eachQueue(s.Config, func(i int, _ *config.Config, part *Plan) (*Plan, error) {
+		qa, err := s.read(ctx, part, qs[i])
+		a.RowsWait = a.RowsWait || qa.RowsWait
+		return x.rows(part.admitted(qa), err)
+	})
+	return p, a, err
+}
+
+// explainQueues is each queue's plan with what the query doctor says of its read (dry-run).
+func (s *Scheduler) explainQueues(ctx context.Context, p *Plan) *Plan {
+	qs := s.queues()
+	p, _ = p.eachQueue(s.Config, func(i int, qcfg *config.Config, part *Plan) (*Plan, error) {
+		return part.explained(explain(ctx, qs[i].Source, part, qcfg.MaxPerTick())), nil
+	})
+	return p
 }
 
 // cause names the pass's deadline or a signal when they are why err happened.
