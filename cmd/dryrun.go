@@ -38,9 +38,6 @@ with dryRun=All, so the server validates the Jobs (admission included) without s
 			if err != nil {
 				return err
 			}
-			if o.offline {
-				cfg.Limits.Capacity = config.CapacityOff
-			}
 			s, closeFn, err := g.newScheduler(cfg, schedulerOptions{source: true, rowsFile: o.rowsFile, offline: o.offline, stdin: cmd.InOrStdin()})
 			if err != nil {
 				return err

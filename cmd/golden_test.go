@@ -10,12 +10,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
+	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
 )
 
@@ -112,4 +114,24 @@ func goldenCluster(t *testing.T, dir string) []runtime.Object {
 		objs = append(objs, obj)
 	}
 	return objs
+}
+
+// TestOfflineDryRunKeepsKueue: `dry-run --offline` of a Kueue config prints the Jobs tick creates: each carries the
+// LocalQueue's and its WorkloadPriorityClass's labels, and limits.maxQueued bounds them (an empty cluster holds no
+// queued Job, so maxQueued 2 of maxPerTick 3). --offline used to turn capacity off, and with it Kueue.
+func TestOfflineDryRunKeepsKueue(t *testing.T) {
+	var list batchv1.JobList // -o jobs prints a v1 List
+	if err := yaml.Unmarshal(goldenDryRun(t, "testdata/golden/kueue", "jobs"), &list); err != nil {
+		t.Fatal(err)
+	}
+	jobs := list.Items
+	want := map[string]string{"train-r1-qlz6truv3rvy": "batch-high", "train-r2-3n372anpsvzc": "batch-low"}
+	if len(jobs) != len(want) {
+		t.Fatalf("%d Jobs, want %d (limits.maxQueued)", len(jobs), len(want))
+	}
+	for _, j := range jobs {
+		if j.Labels[config.KueueQueueLabel] != "team-a" || j.Labels[config.KueuePriorityLabel] != want[j.Name] {
+			t.Errorf("Job %s: labels %v, want %s: team-a and %s: %s", j.Name, j.Labels, config.KueueQueueLabel, config.KueuePriorityLabel, want[j.Name])
+		}
+	}
 }
