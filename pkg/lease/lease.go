@@ -16,7 +16,7 @@
 //   - What it guarantees: the next pass lists its Jobs after the previous one's creates (a consistent list), so
 //     `maxActive` and the capacity fit are exact across racing passes of one scheduler: it counts those Jobs as
 //     unfinished and their pods (or their pod-less Jobs) as taking room. The chaos run checks this at every
-//     observation (the README's Chaos).
+//     observation (scripts/README.md, Chaos).
 //   - Held by another: the pass waits for it, at most one Lease duration and a second (16 s), and never more than
 //     half of what is left of its `--timeout`. A pass holds it for about the time of its creates (tens of
 //     milliseconds to seconds), so a pass started by hand that races the CronJob's gets its turn instead of being
