@@ -266,6 +266,17 @@ func TestPlacer(t *testing.T) {
 			},
 		},
 		{
+			name: "the next tick's room counts every pod of the Jobs placed", snap: withNextPassPod(nodes(node("n1"))),
+			claims: []Claim{{Template: job(cpus("1"), func(j *batchv1.Job) { j.Spec.Parallelism = new(int32(2)) })}},
+			seq:    "AA", want: "TF",
+			report: []Report{
+				{Fit: 0, Binding: "tick: 1 more pod(s) fit on 1 node(s) with room kept for the next tick (0 Job(s) of 2 pods)", PodsPerJob: 2,
+					Demand: rl("cpu", "1", "memory", "256Mi"),
+					Nodes:  []NodeFit{{Name: "n1", Fits: 2, Limit: "cpu", Free: rl("cpu", "2", "memory", "7680Mi", "pods", "108")}},
+					Tick:   "room kept for the next tick (cpu=50m memory=64Mi) on one of 1 node(s)"},
+			},
+		},
+		{
 			name: "capacity off: every Job is placed", claims: []Claim{{Template: job(cpus("2"))}, {Template: job(cpus("500m"))}},
 			seq: "ABAB", want: "TTTT",
 			report: []Report{{Fit: -1, Binding: "capacity off"}, {Fit: -1, Binding: "capacity off"}},
