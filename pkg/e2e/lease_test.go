@@ -66,8 +66,17 @@ func TestLeaseRacingTicks(t *testing.T) {
 	e.insert("task", 30)
 	cfg := e.writeConfig(config{duration: "10m", query: "SELECT id, url FROM " + e.table + " WHERE status = 'waiting' ORDER BY random()",
 		extra: "limits:\n  maxActive: 5\n  capacity: quota\n"})
-	created := 0
-	for i, r := range e.racingTicks(5, "--config", cfg) {
+	created := e.racingHeldTicks(t, 5, cfg)
+	if n, all := e.unfinished(), len(e.jobs()); n != 5 || all != 5 || created != 5 {
+		t.Errorf("%d unfinished Jobs (%d in all), %d created by the passes; want exactly 5", n, all, created)
+	}
+}
+
+// racingHeldTicks runs n ticks of cfg at once and returns how many Jobs they created in all; each must exit 0
+// and have held the Lease (the others waited their turn, none gave up).
+func (e *env) racingHeldTicks(t *testing.T, n int, cfg string) (created int) {
+	t.Helper()
+	for i, r := range e.racingTicks(n, "--config", cfg) {
 		if r.code != 0 {
 			t.Errorf("tick %d exited %d:\n%s", i, r.code, r.stderr)
 			continue
@@ -79,9 +88,7 @@ func TestLeaseRacingTicks(t *testing.T) {
 		}
 		created += s.Created
 	}
-	if n, all := e.unfinished(), len(e.jobs()); n != 5 || all != 5 || created != 5 {
-		t.Errorf("%d unfinished Jobs (%d in all), %d created by the passes; want exactly 5", n, all, created)
-	}
+	return created
 }
 
 // TestLeaseHeldByAnother: while another holder keeps the Lease, a tick waits its bounded time, then still deletes

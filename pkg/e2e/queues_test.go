@@ -405,19 +405,7 @@ func TestQueuesInstallMaxActive(t *testing.T) {
 	}
 	cfg := e.writeQueues(queuesConfig{limits: "{maxActive: 5, maxPerTick: 10, capacity: nodes}", queues: qs})
 	l := e.ledger()
-	created := 0
-	for i, r := range e.racingTicks(5, "--config", cfg) {
-		if r.code != 0 {
-			t.Errorf("tick %d exited %d:\n%s", i, r.code, r.stderr)
-			continue
-		}
-		s := r.leaseSummary(t)
-		t.Logf("tick %d: created %d, blocked %q, lease %q, waited %d ms", i, s.Created, s.Blocked, s.Lease, s.LeaseWait)
-		if s.Lease != "held" {
-			t.Errorf("tick %d: lease %q, want held (the others waited their turn)", i, s.Lease)
-		}
-		created += s.Created
-	}
+	created := e.racingHeldTicks(t, 5, cfg)
 	if n, all := e.unfinished(), len(e.jobs()); n != 5 || all != 5 || created != 5 {
 		t.Errorf("%d unfinished Jobs (%d in all), %d created by the passes; want exactly 5", n, all, created)
 	}
