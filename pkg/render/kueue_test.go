@@ -35,6 +35,9 @@ func TestJobKueue(t *testing.T) {
 			map[string]string{config.KueueQueueLabel: "team-a", config.KueuePriorityLabel: "high"}},
 		{"a NULL priority falls back", config.Kueue{LocalQueue: "team-a", PriorityClass: "low", PriorityColumn: "prio"}, row(str("NULL")),
 			map[string]string{config.KueueQueueLabel: "team-a", config.KueuePriorityLabel: "low"}},
+		{"the priority column first", config.Kueue{LocalQueue: "team-a", PriorityClass: "low", PriorityColumn: "prio"},
+			rows.Row{Key: "42", Columns: []rows.Column{{Name: "prio", Value: "high"}, {Name: "id", Value: "42"}}},
+			map[string]string{config.KueueQueueLabel: "team-a", config.KueuePriorityLabel: "high"}},
 		{"an empty priority and no class", config.Kueue{LocalQueue: "team-a", PriorityColumn: "prio"}, row(str("")),
 			map[string]string{config.KueueQueueLabel: "team-a"}},
 	}

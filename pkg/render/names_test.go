@@ -140,3 +140,15 @@ func TestReadable(t *testing.T) {
 		}
 	}
 }
+
+// TestPortableName: letters, digits and _ at every bound of their ranges; a digit only after the first character.
+func TestPortableName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"A": true, "Z": true, "a": true, "z": true, "_": true, "A0": true, "A9": true, "_0": true,
+		"": false, "0A": false, "9": false, "@": false, "[": false, "`": false, "{": false, "A/": false, "A:": false,
+	} {
+		if got := portableName(name); got != want {
+			t.Errorf("portableName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -42,6 +42,8 @@ func TestQueueAndGroupMeta(t *testing.T) {
 		{"too long for a label: hashed", &config.PerGroup{Column: "tenant", MaxActive: 2}, long,
 			map[string]string{LabelQueue: "exports", LabelGroup: GroupLabel(long)}, ptr(long), ""},
 		{"not UTF-8", &config.PerGroup{Column: "tenant", MaxActive: 2}, "a\xffb", nil, nil, "the group (column tenant) is not valid UTF-8"},
+		{"exactly 1024 bytes: hashed", &config.PerGroup{Column: "tenant", MaxActive: 2}, strings.Repeat("x", 1024),
+			map[string]string{LabelQueue: "exports", LabelGroup: GroupLabel(strings.Repeat("x", 1024))}, ptr(strings.Repeat("x", 1024)), ""},
 		{"over 1024 bytes", &config.PerGroup{Column: "tenant", MaxActive: 2}, strings.Repeat("x", 1025), nil, nil,
 			"the group (column tenant) is 1025 bytes; it may hold at most 1024"},
 	}

@@ -136,13 +136,14 @@ func TestJobErrors(t *testing.T) {
 		row        rows.Row
 		wantConfig string // a *config.Error containing this
 		wantRow    string // a *RowError containing this
+		noPrefix   bool   // env.prefix ""
 	}{
 		{name: "two columns map to one name",
 			row:        rows.Row{Key: "1", Columns: []rows.Column{{Name: "created at", Value: "a"}, {Name: "Created_At", Value: "b"}}},
 			wantConfig: `columns "created at" and "Created_At" both map to TASK_CREATED_AT`},
 		{name: "a column maps to JOBSCHED_TASK_KEY",
 			row:        rows.Row{Key: "1", Columns: []rows.Column{{Name: "jobsched_task_key", Value: "a"}}},
-			columns:    nil,
+			noPrefix:   true,
 			wantConfig: `column "jobsched_task_key" maps to JOBSCHED_TASK_KEY, which jobsched sets itself`},
 		{name: "env.columns names a missing column", columns: []string{"nope"},
 			row:        rows.Row{Key: "1", Columns: []rows.Column{{Name: "id", Value: "1"}}},
@@ -150,6 +151,10 @@ func TestJobErrors(t *testing.T) {
 		{name: "empty key", row: rows.Row{Key: "", Columns: []rows.Column{{Name: "id", Value: ""}}}, wantRow: "the key is empty"},
 		{name: "bad UTF-8 value", row: rows.Row{Key: "1", Columns: []rows.Column{{Name: "v", Value: "a\xffb"}}}, wantRow: "TASK_V is not valid UTF-8"},
 		{name: "NUL in a value", row: rows.Row{Key: "1", Columns: []rows.Column{{Name: "v", Value: "a\x00b"}}}, wantRow: "TASK_V holds a NUL byte"},
+		{name: "NUL first in a value", row: rows.Row{Key: "1", Columns: []rows.Column{{Name: "v", Value: "\x00b"}}}, wantRow: "TASK_V holds a NUL byte"},
+		{name: "two columns of one name, no prefix", noPrefix: true,
+			row:        rows.Row{Key: "1", Columns: []rows.Column{{Name: "X", Value: "a"}, {Name: "X", Value: "b"}}},
+			wantConfig: `columns "X" and "X" both map to X`},
 		{name: "bad UTF-8 key", row: rows.Row{Key: "a\xff", Columns: []rows.Column{{Name: "id", Value: "a\xff"}}}, wantRow: "key is not valid UTF-8"},
 		{name: "key too long", row: rows.Row{Key: strings.Repeat("k", MaxKeyBytes+1)}, wantRow: "key is longer than"},
 		{name: "Job too large", row: rows.Row{Key: "1", Columns: func() (cols []rows.Column) {
@@ -162,7 +167,7 @@ func TestJobErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig()
-			if tc.name == "a column maps to JOBSCHED_TASK_KEY" {
+			if tc.noPrefix {
 				cfg.Env.Prefix = ""
 			}
 			cfg.Env.Columns = tc.columns
@@ -353,5 +358,29 @@ func TestEnvColumnsFirstColumn(t *testing.T) {
 	}
 	if env := job.Spec.Template.Spec.Containers[1].Env; len(env) != 4 || env[0] != (corev1.EnvVar{Name: "ID", Value: "k"}) {
 		t.Errorf("env = %v, want ID first", env)
+	}
+}
+
+// TestJobOfMaxJobBytes: a Job of exactly MaxJobBytes (as etcd stores it) is made; one byte more is not.
+func TestJobOfMaxJobBytes(t *testing.T) {
+	row := rows.Row{Key: "1", Columns: []rows.Column{{Name: "id", Value: "1"}}}
+	job := func(pad int) (*batchv1.Job, error) {
+		cfg := testConfig()
+		cfg.Template.Annotations = map[string]string{"pad": strings.Repeat("x", pad)}
+		return New(cfg, nil).Job(row, 1)
+	}
+	const pad = 1000 << 10 // the annotation's length stays in one varint size around here
+	small, err := job(pad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fits := pad + MaxJobBytes - small.Size()
+	got, err := job(fits)
+	if err != nil || got.Size() != MaxJobBytes {
+		t.Fatalf("a Job of %d bytes: %v, want it made at MaxJobBytes %d", got.Size(), err, MaxJobBytes)
+	}
+	var rowErr *RowError
+	if _, err := job(fits + 1); !errors.As(err, &rowErr) || !strings.Contains(rowErr.Reason, fmt.Sprintf("the Job would be %d bytes", MaxJobBytes+1)) {
+		t.Errorf("a Job of MaxJobBytes+1: %v, want a row error", err)
 	}
 }

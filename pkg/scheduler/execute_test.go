@@ -1,12 +1,15 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rs/zerolog"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -120,5 +123,24 @@ func TestBeforeCreates(t *testing.T) {
 				t.Errorf("called %d times with %d writes before; want %d, before any", calls, createsBefore, tc.wantCalls)
 			}
 		})
+	}
+}
+
+// TestSummaryLogLease: the pass done line names the lease and its wait when the pass ran under a Guard, and says
+// nothing of a lease when it did not.
+func TestSummaryLogLease(t *testing.T) {
+	for _, tc := range []struct {
+		sum  Summary
+		want string // "": no lease field
+	}{
+		{Summary{}, ""},
+		{Summary{Lease: "held", LeaseWait: 7}, `"lease":"held","leaseWait":7`},
+	} {
+		var logs bytes.Buffer
+		log := zerolog.New(&logs)
+		tc.sum.Log(&log, nil, time.Second)
+		if line := logs.String(); tc.want == "" && strings.Contains(line, "lease") || !strings.Contains(line, tc.want) {
+			t.Errorf("Lease %q: pass done line %s, want %q", tc.sum.Lease, line, tc.want)
+		}
 	}
 }
