@@ -325,3 +325,36 @@ func TestUnlabelledJobsBelongToTheInstallsQueue(t *testing.T) {
 		t.Errorf("the unlabelled Job is in queue %q, want batch", p.Jobs[0].Queue)
 	}
 }
+
+// TestReadPerGroupAfterSkips: with limits.perGroup, a read after skipped rows counts the creates the pass admitted
+// already against their group's cap, so a group never gets more than its room in one pass (cap 2: a-0 and a-1, not
+// a-2), also when no Job of the queue exists yet (no held count observed).
+func TestReadPerGroupAfterSkips(t *testing.T) {
+	cfg := queuesConfig(t, "maxPerTick: 3", queue("t", "  limits: {perGroup: {column: tenant, maxActive: 2}}\n"))
+	lines := `{"id": "a-0", "tenant": "a", "v": "ok"}
+{"id": "x-0", "tenant": "x", "v": "\u0000bad"}
+{"id": "y-0", "tenant": "y", "v": "\u0000bad"}
+{"id": "a-1", "tenant": "a", "v": "ok"}
+{"id": "a-2", "tenant": "a", "v": "ok"}
+`
+	src, err := rows.ReadFrom(strings.NewReader(lines), "rows", "id", rows.PerGroup{Column: "tenant", Max: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(), Now: func() time.Time { return now },
+		Queues: []Queue{{Source: src, Renderer: render.New(cfg.QueueConfig(0), nil)}}}
+	res, err := s.Run(context.Background(), DryRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range res.Plan.Creates {
+		got = append(got, c.Key)
+	}
+	if diff := cmp.Diff([]string{"a-0", "a-1"}, got); diff != "" {
+		t.Errorf("creates (-want +got):\n%s", diff)
+	}
+	if len(res.Plan.Skipped) != 2 {
+		t.Errorf("skipped %v, want x-0 and y-0", res.Plan.Skipped)
+	}
+}
