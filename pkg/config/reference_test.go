@@ -1,0 +1,139 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"sigs.k8s.io/yaml"
+)
+
+// referenceDir holds the annotated reference configurations the README links: together they show every key.
+var referenceDir = filepath.Join("..", "..", "manifests", "examples", "reference")
+
+// notInReference are keys the decoder accepts only to say what to write instead: they are errors, shown as comments.
+var notInReference = []string{"gc.failedRetention", "queues[].gc.failedRetention", "queues[].source.dsnEnv", "queues[].source.dsnFile"}
+
+// TestReferenceConfigs keeps the reference from drifting: each file loads (an unknown key, a key of the wrong type
+// or a value that does not validate fails it), the two files together hold every key Config reads, and jobsched.yaml
+// sets each optional key to its default: it loads to the same configuration as its required keys alone.
+func TestReferenceConfigs(t *testing.T) {
+	shown := map[string]bool{}
+	for _, name := range []string{"jobsched.yaml", "queues.yaml"} {
+		file := filepath.Join(referenceDir, name)
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Parse(file, data); err != nil {
+			t.Errorf("%s does not load:\n%v", name, err)
+		}
+		var doc map[string]any
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		keyPaths("", doc, shown)
+	}
+
+	want := map[string]bool{}
+	configKeys("", reflect.TypeFor[Config](), want)
+	for _, k := range notInReference {
+		delete(want, k)
+	}
+	var missing, extra []string
+	for k := range want {
+		if !shown[k] {
+			missing = append(missing, k)
+		}
+	}
+	for k := range shown {
+		if !want[k] {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(extra)
+	if len(missing) > 0 {
+		t.Errorf("keys of Config that neither reference file shows: %v", missing)
+	}
+	if len(extra) > 0 {
+		t.Errorf("keys the reference files show that Config does not read: %v", extra)
+	}
+
+	file := filepath.Join(referenceDir, "jobsched.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := Parse(file, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	required := `
+name: reports
+namespace: batch
+source:
+  query: SELECT id, url FROM tasks WHERE status = 'waiting' ORDER BY created_at
+  key: id
+job:
+  template: ../reports/job.yaml
+`
+	defaults, err := Parse(file, []byte(required))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults.APIVersion, defaults.Kind = APIVersion, Kind // absent is this version
+	for _, c := range []*Config{ref, defaults} {
+		c.Template, c.Queues[0].Template = nil, nil
+	}
+	if diff := cmp.Diff(defaults, ref, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("jobsched.yaml sets an optional key to other than its default (-default +reference):\n%s", diff)
+	}
+}
+
+// keyPaths adds the path of every key of a decoded YAML mapping, a list of mappings as name[].
+func keyPaths(prefix string, v any, out map[string]bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, sub := range v {
+			out[prefix+k] = true
+			keyPaths(prefix+k+".", sub, out)
+		}
+	case []any:
+		for _, e := range v {
+			if m, ok := e.(map[string]any); ok {
+				delete(out, strings.TrimSuffix(prefix, "."))
+				out[strings.TrimSuffix(prefix, ".")+"[]"] = true
+				keyPaths(strings.TrimSuffix(prefix, ".")+"[].", m, out)
+			}
+		}
+	}
+}
+
+// configKeys adds the path of every key t reads (its json names), down to the values that are not structs of ours.
+func configKeys(prefix string, t reflect.Type, out map[string]bool) {
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		path := prefix + name
+		if ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct {
+			path += "[]"
+			ft = ft.Elem()
+		}
+		out[path] = true
+		if ft.Kind() == reflect.Struct && ft.PkgPath() == t.PkgPath() {
+			configKeys(path+".", ft, out)
+		}
+	}
+}
