@@ -17,7 +17,7 @@ func TestShare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.db != p.db || q.turn != p.turn || q.guard != p.guard {
+	if q.pool != p.pool {
 		t.Error("the shared source has a pool, turn or guard of its own")
 	}
 	if q.query != "SELECT id, tenant FROM b" || q.key != `"ID"` || q.keyName != "ID" || q.group == nil || q.groupCol != `"tenant"` {

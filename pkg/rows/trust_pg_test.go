@@ -348,6 +348,26 @@ func TestConnectTimeoutIsTheBound(t *testing.T) {
 	}
 }
 
+// TestSharedSourcesConnectOnce: the queues of an install share one pool, so a database that does not answer
+// costs a pass the connect timeout once, not once per queue: after the first queue's read failed connecting, the
+// second's fails at once with that error.
+func TestSharedSourcesConnectOnce(t *testing.T) {
+	l := tcpkit.NewSilent(t)
+	p := open(t, "postgres://app:pw@"+l.Addr()+"/app?sslmode=disable&connect_timeout=1", "SELECT 1 AS id", "id", 10*time.Second)
+	q, err := p.Share(config.Source{Query: "SELECT 2 AS id", Key: "id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, pErr := p.Select(t.Context(), Selection{Limit: 1})
+	_, qErr := q.Select(t.Context(), Selection{Limit: 1})
+	if pErr == nil || qErr == nil || !strings.Contains(qErr.Error(), "i/o timeout") {
+		t.Fatalf("Select: %v, then the other queue's: %v; want both to fail connecting", pErr, qErr)
+	}
+	if n := l.Accepted(); n != 1 {
+		t.Errorf("the two queues' reads connected %d times, each bounded by connect_timeout; want once", n)
+	}
+}
+
 // TestQueryErrorsInTheUsersWords: a syntax error's position is in the user's query (line and column), never in
 // jobsched's wrapper; an unclosed comment, quote or parenthesis is "at the end of source.query"; a key that differs
 // from the column in case says PostgreSQL folds unquoted names.
