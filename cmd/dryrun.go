@@ -34,11 +34,7 @@ with dryRun=All, so the server validates the Jobs (admission included) without s
 			if err := o.validate(); err != nil {
 				return err
 			}
-			cfg, err := g.loadConfig()
-			if err != nil {
-				return err
-			}
-			s, closeFn, err := g.newScheduler(cfg, schedulerOptions{source: true, rowsFile: o.rowsFile, offline: o.offline, stdin: cmd.InOrStdin()})
+			s, closeFn, err := g.newScheduler(schedulerOptions{source: true, rowsFile: o.rowsFile, offline: o.offline, stdin: cmd.InOrStdin()})
 			if err != nil {
 				return err
 			}

@@ -47,11 +47,7 @@ capacity and what the next tick would do. With a task key it shows that task: it
 			if o.interval <= 0 {
 				return usageError{fmt.Errorf("--interval: must be positive, not %s", o.interval)}
 			}
-			cfg, err := g.loadConfig()
-			if err != nil {
-				return err
-			}
-			s, closeFn, err := g.newScheduler(cfg, schedulerOptions{source: true})
+			s, closeFn, err := g.newScheduler(schedulerOptions{source: true})
 			if err != nil {
 				return err
 			}
