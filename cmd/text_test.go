@@ -29,7 +29,7 @@ func TestTextOutputQuotesControlCharacters(t *testing.T) {
 	if err := printTask(&out, task); err != nil {
 		t.Fatal(err)
 	}
-	st := &report.Status{Scheduler: "reports", Namespace: "batch", Limit: evil, Next: evil,
+	st := &report.Status{Scheduler: "reports", Namespace: "batch", Work: report.Work{Limit: evil}, Next: evil,
 		Jobs: []scheduler.JobStatus{{Name: "j", Key: evil, State: scheduler.StateUnschedulable, Reason: evil},
 			{Name: "q", Key: evil, State: scheduler.StateQueued, Reason: evil}},
 		Backoff: []report.Task{{Key: evil, Job: "j", Reason: evil}},
