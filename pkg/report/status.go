@@ -78,14 +78,7 @@ type Work struct {
 func work(p *scheduler.Plan, queue string, unfinished, slots int, limit, blocked string, c *capacity.Report) Work {
 	w := Work{States: map[State]int{}, Unfinished: unfinished, Slots: slots, Limit: limit, Blocked: blocked, Capacity: c}
 	for _, state := range States {
-		w.States[state] = 0
-	}
-	for _, j := range p.Jobs {
-		if (queue == "" || j.Queue == queue) && j.Delete == "" {
-			if _, ok := w.States[j.State]; ok {
-				w.States[j.State]++
-			}
-		}
+		w.States[state] = p.CountIn(queue, state)
 	}
 	return w
 }
