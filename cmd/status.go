@@ -259,11 +259,8 @@ func printQueues(out io.Writer, w *tabwriter.Writer, qs []report.QueueStatus) er
 		if q.BacklogCapped {
 			backlog += "+"
 		}
-		bound := q.Limit
-		if q.Blocked != "" && q.Slots == 0 {
-			bound = "blocked: " + q.Blocked
-		}
-		fmt.Fprintf(w, "  %s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\n", q.Name, q.Priority, q.Weight, backlog, q.Unfinished, q.Retry.MaxAttempts, q.Slots, printable(bound))
+		fmt.Fprintf(w, "  %s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\n", q.Name, q.Priority, q.Weight, backlog, q.Unfinished, q.Retry.MaxAttempts, q.Slots,
+			printable(bound("", q.Limit, q.Blocked, q.Slots)))
 	}
 	if err := w.Flush(); err != nil {
 		return err
