@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
@@ -33,7 +34,7 @@ func TestTextOutputQuotesControlCharacters(t *testing.T) {
 		Jobs: []scheduler.JobStatus{{Name: "j", Key: evil, State: scheduler.StateUnschedulable, Reason: evil},
 			{Name: "q", Key: evil, State: scheduler.StateQueued, Reason: evil}},
 		Backoff: []report.Task{{Key: evil, Job: "j", Reason: evil}},
-		Dead:    []report.Task{{Key: evil, Job: "j", Reason: evil}}}
+		Dead:    []report.Task{{Key: evil, Job: "j", Reason: evil}}, Lease: &lease.Info{Name: "jobsched-reports", Holder: evil}}
 	if err := printStatus(&out, st); err != nil {
 		t.Fatal(err)
 	}

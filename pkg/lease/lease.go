@@ -61,8 +61,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -114,7 +116,11 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
-	return fmt.Sprintf("Lease %s is held by %s (waited %s)", e.Name, e.Holder, e.Waited.Round(100*time.Millisecond))
+	holder := e.Holder
+	if strings.IndexFunc(holder, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		holder = strconv.Quote(holder) // anyone with update on leases writes it; this text reaches an Event's note
+	}
+	return fmt.Sprintf("Lease %s is held by %s (waited %s)", e.Name, holder, e.Waited.Round(100*time.Millisecond))
 }
 
 // ErrForbidden is wrapped in Acquire's error when the Role does not grant get, create and update on leases.
