@@ -166,9 +166,8 @@ func (p *Postgres) keyMatch(keys []string) (string, any) {
 
 // keyExcluded is the condition "the key is not one of $1" and the array to pass as $1. It is a NOT IN over the
 // unnested array, which PostgreSQL runs as one hashed subplan built once per read: `NOT (key = ANY($1))` is hashed
-// too, but the planner estimates it element by element (at 5,000 keys about as long as the read runs); the NOT IN
-// read is 10-20% faster there (BenchmarkSelectExcluded, scripts/bench.sh). It stays a filter: an anti-join may
-// reorder the rows.
+// too, but the planner estimates it element by element, so its planning grows with the keys (BenchmarkSelectExcluded
+// measures both). It stays a filter: an anti-join may reorder the rows.
 func (p *Postgres) keyExcluded(keys []string) (string, any) {
 	col, arrayType, arg := p.keyArray(keys)
 	return col + " NOT IN (SELECT unnest($1::" + arrayType + "))", arg
