@@ -34,11 +34,7 @@ with dryRun=All, so the server validates the Jobs (admission included) without s
 			if err := o.validate(); err != nil {
 				return err
 			}
-			cfg, err := g.loadConfig()
-			if err != nil {
-				return err
-			}
-			s, closeFn, err := g.newScheduler(cfg, schedulerOptions{source: true, rowsFile: o.rowsFile, offline: o.offline, stdin: cmd.InOrStdin()})
+			s, closeFn, err := g.newScheduler(schedulerOptions{source: true, rowsFile: o.rowsFile, offline: o.offline, stdin: cmd.InOrStdin()})
 			if err != nil {
 				return err
 			}
@@ -93,11 +89,8 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 	case "json", "yaml":
 		return printDoc(out, format, p)
 	}
-	bound := "bound by " + p.Limit
-	if p.Blocked != "" && p.Slots == 0 {
-		bound = "blocked: " + p.Blocked // a limit did not bound them: the pass stopped before using them
-	}
-	fmt.Fprintf(out, "Scheduler %s in namespace %s: %d unfinished, slots %d (%s)\n", p.Scheduler, p.Namespace, p.Unfinished, p.Slots, printable(bound))
+	fmt.Fprintf(out, "Scheduler %s in namespace %s: %d unfinished, slots %d (%s)\n", p.Scheduler, p.Namespace, p.Unfinished, p.Slots,
+		printable(bound("bound by ", p.Limit, p.Blocked, p.Slots)))
 	if p.Blocked != "" {
 		fmt.Fprintf(out, "Blocked: %s\n", printable(p.Blocked))
 	}
@@ -105,12 +98,8 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 		return printActions(out, p, "")
 	}
 	for _, q := range p.Queues {
-		bound := "bound by " + q.Limit
-		if q.Blocked != "" && q.Slots == 0 {
-			bound = "blocked: " + q.Blocked
-		}
 		fmt.Fprintf(out, "\nQueue %s (priority %d, weight %d): %d unfinished, slots %d (%s), %d to create\n",
-			q.Name, q.Priority, q.Weight, q.Unfinished, q.Slots, printable(bound), q.Creates)
+			q.Name, q.Priority, q.Weight, q.Unfinished, q.Slots, printable(bound("bound by ", q.Limit, q.Blocked, q.Slots)), q.Creates)
 		if err := printActions(out, p, q.Name); err != nil {
 			return err
 		}

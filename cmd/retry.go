@@ -21,11 +21,7 @@ an error (exit 2) and nothing is deleted. --dry-run says what it would delete.`,
 			if allDead == (len(keys) > 0) {
 				return usageError{errors.New("give the keys of dead tasks, or --all-dead (not both)")}
 			}
-			cfg, err := g.loadConfig()
-			if err != nil {
-				return err
-			}
-			s, closeFn, err := g.newScheduler(cfg, schedulerOptions{})
+			s, closeFn, err := g.newScheduler(schedulerOptions{})
 			if err != nil {
 				return err
 			}

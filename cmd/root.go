@@ -287,9 +287,13 @@ type schedulerOptions struct {
 	offline  bool      // contact no cluster: it is taken as empty
 }
 
-// newScheduler completes the options: config first (exit 2 before anything is contacted), then clients: a Renderer
+// newScheduler loads the configuration (exit 2 before anything is contacted), then makes the clients: a Renderer
 // and a Source per queue, the queues' sources on one database pool. The returned close func releases the pool.
-func (g *globalOptions) newScheduler(cfg *config.Config, o schedulerOptions) (*scheduler.Scheduler, func(), error) {
+func (g *globalOptions) newScheduler(o schedulerOptions) (*scheduler.Scheduler, func(), error) {
+	cfg, err := g.loadConfig()
+	if err != nil {
+		return nil, nil, err
+	}
 	s := &scheduler.Scheduler{Config: cfg, Now: time.Now, Timeout: g.timeout}
 	s.Queues = make([]scheduler.Queue, len(cfg.AllQueues()))
 	closeFn := func() {}

@@ -47,11 +47,7 @@ capacity and what the next tick would do. With a task key it shows that task: it
 			if o.interval <= 0 {
 				return usageError{fmt.Errorf("--interval: must be positive, not %s", o.interval)}
 			}
-			cfg, err := g.loadConfig()
-			if err != nil {
-				return err
-			}
-			s, closeFn, err := g.newScheduler(cfg, schedulerOptions{source: true})
+			s, closeFn, err := g.newScheduler(schedulerOptions{source: true})
 			if err != nil {
 				return err
 			}
@@ -263,11 +259,8 @@ func printQueues(out io.Writer, w *tabwriter.Writer, qs []report.QueueStatus) er
 		if q.BacklogCapped {
 			backlog += "+"
 		}
-		bound := q.Limit
-		if q.Blocked != "" && q.Slots == 0 {
-			bound = "blocked: " + q.Blocked
-		}
-		fmt.Fprintf(w, "  %s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\n", q.Name, q.Priority, q.Weight, backlog, q.Unfinished, q.Retry.MaxAttempts, q.Slots, printable(bound))
+		fmt.Fprintf(w, "  %s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\n", q.Name, q.Priority, q.Weight, backlog, q.Unfinished, q.Retry.MaxAttempts, q.Slots,
+			printable(bound("", q.Limit, q.Blocked, q.Slots)))
 	}
 	if err := w.Flush(); err != nil {
 		return err

@@ -30,8 +30,8 @@ func TestPrintStatusKueue(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			st := &report.Status{Scheduler: "r", Namespace: "batch", States: map[scheduler.State]int{scheduler.StateQueued: 1},
-				Slots: 2, Limit: "limits.maxQueued: 1 of 3 queued", Kueue: tc.k, Jobs: []scheduler.JobStatus{queued}}
+			st := &report.Status{Scheduler: "r", Namespace: "batch", Work: report.Work{States: map[scheduler.State]int{scheduler.StateQueued: 1},
+				Slots: 2, Limit: "limits.maxQueued: 1 of 3 queued"}, Kueue: tc.k, Jobs: []scheduler.JobStatus{queued}}
 			if err := printStatus(&out, st); err != nil {
 				t.Fatal(err)
 			}

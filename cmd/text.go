@@ -37,3 +37,12 @@ func printable(s string) string {
 	}
 	return b.String()
 }
+
+// bound says what bound a pass's slots: prefix and the limit, or "blocked: WHY" when the pass was blocked with no
+// slot (no limit bound them: the pass stopped before using them).
+func bound(prefix, limit, blocked string, slots int) string {
+	if blocked != "" && slots == 0 {
+		return "blocked: " + blocked
+	}
+	return prefix + limit
+}

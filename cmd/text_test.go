@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
@@ -29,11 +30,11 @@ func TestTextOutputQuotesControlCharacters(t *testing.T) {
 	if err := printTask(&out, task); err != nil {
 		t.Fatal(err)
 	}
-	st := &report.Status{Scheduler: "reports", Namespace: "batch", Limit: evil, Next: evil,
+	st := &report.Status{Scheduler: "reports", Namespace: "batch", Work: report.Work{Limit: evil}, Next: evil,
 		Jobs: []scheduler.JobStatus{{Name: "j", Key: evil, State: scheduler.StateUnschedulable, Reason: evil},
 			{Name: "q", Key: evil, State: scheduler.StateQueued, Reason: evil}},
 		Backoff: []report.Task{{Key: evil, Job: "j", Reason: evil}},
-		Dead:    []report.Task{{Key: evil, Job: "j", Reason: evil}}}
+		Dead:    []report.Task{{Key: evil, Job: "j", Reason: evil}}, Lease: &lease.Info{Name: "jobsched-reports", Holder: evil}}
 	if err := printStatus(&out, st); err != nil {
 		t.Fatal(err)
 	}

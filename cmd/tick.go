@@ -61,22 +61,12 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 	if fillFor == 0 {
 		return g.executePass(ctx, false)
 	}
-	cfg, err := g.loadConfig()
-	if err != nil {
-		return err
-	}
-	s, closeFn, err := g.newScheduler(cfg, schedulerOptions{source: true})
+	s, closeFn, err := g.openPass(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	s.BeforeCreates = gcForCreates()
-	if err := g.guard(cfg, s); err != nil {
-		return err
-	}
-	rec := events.New(ctx, s.Kube, events.Options{Namespace: cfg.Namespace, Pod: events.PodFromEnv(os.Getenv)})
-	s.Events = rec
-	defer rec.Close(eventsFlush)
+	cfg := s.Config
 	jobs := s.Kube.BatchV1().Jobs(cfg.Namespace)
 	sel := labels.SelectorFromSet(labels.Set{render.LabelScheduler: cfg.Name}).String()
 	f := filler{fillFor: fillFor, now: time.Now,
@@ -120,27 +110,35 @@ func fillPassOf(res scheduler.Result, err error) fillPass {
 	return p
 }
 
+// openPass is the scheduler of a pass that writes: tick's with its source and the Lease's guard, gc's (gcOnly)
+// with neither; both report Events and set the GC policy for their creates. The returned func writes the Events
+// held and releases the pool.
+func (g *globalOptions) openPass(ctx context.Context, gcOnly bool) (*scheduler.Scheduler, func(), error) {
+	s, closeFn, err := g.newScheduler(schedulerOptions{source: !gcOnly})
+	if err != nil {
+		return nil, nil, err
+	}
+	s.BeforeCreates = gcForCreates()
+	if !gcOnly {
+		if err := g.guard(s); err != nil {
+			closeFn()
+			return nil, nil, err
+		}
+	}
+	rec := events.New(ctx, s.Kube, events.Options{Namespace: s.Config.Namespace, Pod: events.PodFromEnv(os.Getenv)})
+	s.Events = rec
+	return s, func() { rec.Close(eventsFlush); closeFn() }, nil
+}
+
 // executePass is tick, and gc when gcOnly: the pass with its writes. gc opens no database and lists only Jobs.
 // The pass reports Events on the API server, and pushes its metrics when a Pushgateway is set; neither ever fails it.
 func (g *globalOptions) executePass(ctx context.Context, gcOnly bool) error {
-	cfg, err := g.loadConfig()
-	if err != nil {
-		return err
-	}
-	s, closeFn, err := g.newScheduler(cfg, schedulerOptions{source: !gcOnly})
+	s, closeFn, err := g.openPass(ctx, gcOnly)
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	s.BeforeCreates = gcForCreates()
-	if !gcOnly {
-		if err := g.guard(cfg, s); err != nil {
-			return err
-		}
-	}
-	rec := events.New(ctx, s.Kube, events.Options{Namespace: cfg.Namespace, Pod: events.PodFromEnv(os.Getenv)})
-	s.Events = rec
-	defer rec.Close(eventsFlush)
+	cfg := s.Config
 	mode := scheduler.Execute
 	if gcOnly {
 		mode = scheduler.DeleteOnly
@@ -203,8 +201,8 @@ func pushMetrics(ctx context.Context, s *scheduler.Scheduler, url string, mode s
 
 // guard makes a tick's passes take the scheduler's Lease (one pass of the scheduler at a time creates), on a client
 // without a client-side rate limiter: the renewals must not queue behind the creates.
-func (g *globalOptions) guard(cfg *config.Config, s *scheduler.Scheduler) error {
-	leases := s.Kube
+func (g *globalOptions) guard(s *scheduler.Scheduler) error {
+	cfg, leases := s.Config, s.Kube
 	if g.kube.QPS > 0 {
 		o := g.kube
 		o.QPS = 0

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 
 	"github.com/jobsched/jobsched/pkg/strictyaml"
 )
@@ -261,22 +262,22 @@ func (c *Config) setDefaults() {
 		c.Job.NamePrefix = c.Name
 	}
 	if c.Limits.MaxActive == nil {
-		c.Limits.MaxActive = ptr(DefaultMaxActive)
+		c.Limits.MaxActive = ptr.To(DefaultMaxActive)
 	}
 	if c.Limits.MaxPerTick == nil {
-		c.Limits.MaxPerTick = ptr(DefaultMaxPerTick)
+		c.Limits.MaxPerTick = ptr.To(DefaultMaxPerTick)
 	}
 	if c.Limits.BlockOnUnschedulable == nil {
-		c.Limits.BlockOnUnschedulable = ptr(true)
+		c.Limits.BlockOnUnschedulable = ptr.To(true)
 	}
 	if c.Limits.ReserveForTick == nil {
-		c.Limits.ReserveForTick = ptr(true)
+		c.Limits.ReserveForTick = ptr.To(true)
 	}
 	if c.Limits.Capacity == "" {
 		c.Limits.Capacity = CapacityNodes
 	}
 	if c.Retry.MaxAttempts == nil {
-		c.Retry.MaxAttempts = ptr(DefaultMaxAttempts)
+		c.Retry.MaxAttempts = ptr.To(DefaultMaxAttempts)
 	}
 	if c.Retry.Backoff == nil {
 		c.Retry.Backoff = &metav1.Duration{Duration: DefaultBackoff}
@@ -285,8 +286,6 @@ func (c *Config) setDefaults() {
 		c.Retry.MaxBackoff = &metav1.Duration{Duration: max(DefaultMaxBackoff, c.Retry.Backoff.Duration)}
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // Validate checks the keys of c after defaulting; it is pure and returns every problem, each naming its key.
 func (c *Config) Validate() []error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 const minimal = `
@@ -50,17 +51,17 @@ func TestLoadDefaults(t *testing.T) {
 		Name: "reports", Namespace: "override", File: file,
 		Source: Source{DSNEnv: "DATABASE_URL", Query: "SELECT id FROM tasks", Key: "id", Timeout: metav1.Duration{Duration: 30 * time.Second}},
 		Job:    Job{Template: "job.yaml", NamePrefix: "reports"},
-		Limits: Limits{MaxActive: ptr(10), MaxPerTick: ptr(10), BlockOnUnschedulable: ptr(true), ReserveForTick: ptr(true), Capacity: "nodes"},
-		Retry: Retry{MaxAttempts: ptr(3), Backoff: &metav1.Duration{Duration: time.Minute},
+		Limits: Limits{MaxActive: ptr.To(10), MaxPerTick: ptr.To(10), BlockOnUnschedulable: ptr.To(true), ReserveForTick: ptr.To(true), Capacity: "nodes"},
+		Retry: Retry{MaxAttempts: ptr.To(3), Backoff: &metav1.Duration{Duration: time.Minute},
 			MaxBackoff: &metav1.Duration{Duration: time.Hour}},
 		// One implicit queue, named after the install, of the top-level keys.
-		Queues: []Queue{{Name: "reports", Weight: ptr(1), Implicit: true,
+		Queues: []Queue{{Name: "reports", Weight: ptr.To(1), Implicit: true,
 			Source: Source{Query: "SELECT id FROM tasks", Key: "id", Timeout: metav1.Duration{Duration: 30 * time.Second}},
 			Job:    Job{Template: "job.yaml", NamePrefix: "reports"}, Env: &Env{},
-			Retry: &QueueRetry{MaxAttempts: ptr(3), Backoff: &metav1.Duration{Duration: time.Minute},
+			Retry: &QueueRetry{MaxAttempts: ptr.To(3), Backoff: &metav1.Duration{Duration: time.Minute},
 				MaxBackoff: &metav1.Duration{Duration: time.Hour}, DeadRetention: &metav1.Duration{}},
 			GC:     &QueueGC{SucceededRetention: &metav1.Duration{}},
-			Limits: QueueLimits{MaxActive: ptr(10), MaxPerTick: ptr(10)}}},
+			Limits: QueueLimits{MaxActive: ptr.To(10), MaxPerTick: ptr.To(10)}}},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)

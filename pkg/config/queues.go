@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 )
 
 // The file's version: a file without apiVersion and kind is read as this one (the status document's group/version).
@@ -139,7 +140,7 @@ func (c *Config) implicitQueue() Queue {
 	env := c.Env
 	dead := c.Retry.DeadRetention
 	succeeded := c.GC.SucceededRetention
-	return Queue{Name: c.Name, Weight: ptr(DefaultWeight), Source: Source{Query: c.Source.Query, Key: c.Source.Key, Timeout: c.Source.Timeout},
+	return Queue{Name: c.Name, Weight: ptr.To(DefaultWeight), Source: Source{Query: c.Source.Query, Key: c.Source.Key, Timeout: c.Source.Timeout},
 		Job: c.Job, Env: &env, Kueue: c.Kueue,
 		Retry:    &QueueRetry{MaxAttempts: c.Retry.MaxAttempts, Backoff: c.Retry.Backoff, MaxBackoff: c.Retry.MaxBackoff, DeadRetention: &dead},
 		GC:       &QueueGC{SucceededRetention: &succeeded},
@@ -153,7 +154,7 @@ func (c *Config) resolveQueues() {
 	for i := range c.Queues {
 		q := &c.Queues[i]
 		if q.Weight == nil {
-			q.Weight = ptr(DefaultWeight)
+			q.Weight = ptr.To(DefaultWeight)
 		}
 		if q.Source.Timeout.Duration == 0 {
 			q.Source.Timeout = c.Source.Timeout
@@ -180,13 +181,13 @@ func (c *Config) resolveQueues() {
 		r := QueueRetry{MaxAttempts: c.Retry.MaxAttempts, Backoff: c.Retry.Backoff, MaxBackoff: c.Retry.MaxBackoff,
 			DeadRetention: &metav1.Duration{Duration: c.Retry.DeadRetention.Duration}}
 		if o := q.Retry; o != nil {
-			r.MaxAttempts = cmpOr(o.MaxAttempts, r.MaxAttempts)
-			r.Backoff = cmpOr(o.Backoff, r.Backoff)
-			r.MaxBackoff = cmpOr(o.MaxBackoff, r.MaxBackoff)
-			r.DeadRetention = cmpOr(o.DeadRetention, r.DeadRetention)
+			r.MaxAttempts = cmp.Or(o.MaxAttempts, r.MaxAttempts)
+			r.Backoff = cmp.Or(o.Backoff, r.Backoff)
+			r.MaxBackoff = cmp.Or(o.MaxBackoff, r.MaxBackoff)
+			r.DeadRetention = cmp.Or(o.DeadRetention, r.DeadRetention)
 		}
 		if r.MaxAttempts == nil {
-			r.MaxAttempts = ptr(DefaultMaxAttempts)
+			r.MaxAttempts = ptr.To(DefaultMaxAttempts)
 		}
 		if r.Backoff == nil {
 			r.Backoff = &metav1.Duration{Duration: DefaultBackoff}
@@ -197,7 +198,7 @@ func (c *Config) resolveQueues() {
 		q.Retry = &r
 		g := QueueGC{SucceededRetention: &metav1.Duration{Duration: c.GC.SucceededRetention.Duration}}
 		if o := q.GC; o != nil {
-			g.SucceededRetention = cmpOr(o.SucceededRetention, g.SucceededRetention)
+			g.SucceededRetention = cmp.Or(o.SucceededRetention, g.SucceededRetention)
 			g.FailedRetention = o.FailedRetention // the top's is reported at the top
 		}
 		q.GC = &g
@@ -213,23 +214,15 @@ func (c *Config) resolveQueues() {
 			}
 			q.Kueue = &k
 		}
-		q.Limits.MaxActive = cmpOr(q.Limits.MaxActive, c.Limits.MaxActive)
-		q.Limits.MaxPerTick = cmpOr(q.Limits.MaxPerTick, c.Limits.MaxPerTick)
+		q.Limits.MaxActive = cmp.Or(q.Limits.MaxActive, c.Limits.MaxActive)
+		q.Limits.MaxPerTick = cmp.Or(q.Limits.MaxPerTick, c.Limits.MaxPerTick)
 		if q.Limits.MaxActive == nil {
-			q.Limits.MaxActive = ptr(DefaultMaxActive)
+			q.Limits.MaxActive = ptr.To(DefaultMaxActive)
 		}
 		if q.Limits.MaxPerTick == nil {
-			q.Limits.MaxPerTick = ptr(DefaultMaxPerTick)
+			q.Limits.MaxPerTick = ptr.To(DefaultMaxPerTick)
 		}
 	}
-}
-
-// cmpOr is a when it is set (not nil), else b.
-func cmpOr[T any](a, b *T) *T {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // queueNamed is a queue as a problem names it, queues[1] (exports).

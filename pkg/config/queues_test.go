@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // twoQueues is the shape: install limits, a queue with tenants and one with a weight, and top-level env,
@@ -54,21 +55,21 @@ func TestQueuesResolved(t *testing.T) {
 	}
 	d := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
 	want := []Queue{
-		{Name: "reports", Priority: 10, Weight: ptr(1),
+		{Name: "reports", Priority: 10, Weight: ptr.To(1),
 			Source: Source{Query: "SELECT id, tenant FROM reports ORDER BY id", Key: "id", Timeout: *d(5 * time.Second)},
 			Job:    Job{Template: "job.yaml", NamePrefix: "batch-reports"},
 			Env:    &Env{Prefix: "T_", Columns: []string{"id", "tenant"}}, // replaced, not appended
 			// backoff is the queue's; maxBackoff defaults from it (not from the top's default), maxAttempts inherited.
-			Retry:  &QueueRetry{MaxAttempts: ptr(5), Backoff: d(2 * time.Hour), MaxBackoff: d(2 * time.Hour), DeadRetention: d(0)},
+			Retry:  &QueueRetry{MaxAttempts: ptr.To(5), Backoff: d(2 * time.Hour), MaxBackoff: d(2 * time.Hour), DeadRetention: d(0)},
 			GC:     &QueueGC{SucceededRetention: d(time.Hour)},
-			Limits: QueueLimits{MaxActive: ptr(8), MaxPerTick: ptr(5), PerGroup: &PerGroup{Column: "tenant", MaxActive: 2}}},
-		{Name: "exports", Weight: ptr(3),
+			Limits: QueueLimits{MaxActive: ptr.To(8), MaxPerTick: ptr.To(5), PerGroup: &PerGroup{Column: "tenant", MaxActive: 2}}},
+		{Name: "exports", Weight: ptr.To(3),
 			Source: Source{Query: "SELECT id FROM exports ORDER BY id", Key: "id", Timeout: *d(time.Minute)},
 			Job:    Job{Template: "job.yaml", NamePrefix: "exp"},
 			Env:    &Env{Prefix: "T_", Columns: []string{"id"}},
-			Retry:  &QueueRetry{MaxAttempts: ptr(5), Backoff: d(2 * time.Minute), MaxBackoff: d(time.Hour), DeadRetention: d(0)},
+			Retry:  &QueueRetry{MaxAttempts: ptr.To(5), Backoff: d(2 * time.Minute), MaxBackoff: d(time.Hour), DeadRetention: d(0)},
 			GC:     &QueueGC{SucceededRetention: d(0)}, // a queue's explicit 0 replaces the top's 1h
-			Limits: QueueLimits{MaxActive: ptr(20), MaxPerTick: ptr(10)}},
+			Limits: QueueLimits{MaxActive: ptr.To(20), MaxPerTick: ptr.To(10)}},
 	}
 	if diff := cmp.Diff(want, cfg.Queues); diff != "" {
 		t.Errorf("queues (-want +got):\n%s", diff)

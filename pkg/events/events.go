@@ -20,8 +20,8 @@
 // pass and not limited.
 //
 // The Events of a pass are held and written when it ends (Close), after its creates and deletes: they are a report,
-// and written during the pass they would compete with its writes (with 100 Created Events among 1,000 creates, the
-// creates took about 15% longer). Close waits, boundedly, for them to be written before the process exits.
+// and written during the pass they would compete with its writes for the client's rate limit and the API server.
+// Close waits, boundedly, for them to be written before the process exits.
 package events
 
 import (

@@ -3,10 +3,7 @@ package lease
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
-	"unicode"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,11 +54,7 @@ func (i Info) String(now time.Time) string {
 	case i.Holder == "":
 		return fmt.Sprintf("%s: free (no pass creating)", i.Name)
 	}
-	holder := i.Holder
-	if strings.IndexFunc(holder, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		holder = strconv.Quote(holder) // anyone with update on leases writes it: a terminal gets no control character
-	}
-	s := fmt.Sprintf("%s: held by %s", i.Name, holder)
+	s := fmt.Sprintf("%s: held by %s", i.Name, i.Holder) // anyone with update on leases writes it: outputs escape it
 	if i.RenewTime != nil {
 		ago := now.Sub(*i.RenewTime).Round(time.Second)
 		s += fmt.Sprintf(", renewed %s ago", ago)

@@ -42,8 +42,7 @@
 //     has succeeded and the Lease is still refused; otherwise it creates nothing.
 //   - Who takes none: `gc`, `status` and `dry-run` never take it (deletes are safe without it: UID preconditions);
 //     `status` reads it (one GET).
-//   - What it costs: three API calls per tick, counted by the API server (`apiserver_request_total` before and
-//     after one tick, as in the README's Performance): `GET` and `PUT` (take) and `PUT` (release); the first tick
+//   - What it costs: three API calls per tick: `GET` and `PUT` (take) and `PUT` (release); the first tick
 //     of a scheduler creates the Lease instead (`GET` not found, `POST`), and its release is the `PUT`. A pass
 //     that creates for longer adds one `PUT` per 5 s; one that waits for a holder reads the Lease twice a second
 //     while it waits. The RBAC: `get`, `create` and `update` on `leases` in the Role (no `resourceNames`: `create`
@@ -53,6 +52,18 @@
 //     "forbidden"`. `maxActive` then holds for each pass alone; racing passes may add up (never to a duplicate
 //     Job: names are deterministic). Apply the new Role (`manifests/base/role.yaml`, or `helm upgrade` the chart)
 //     to get the guarantee back.
+//
+// # Why not client-go's leader election
+//
+// tools/leaderelection's LeaderElector is made for a process that campaigns until it leads and then leads until it
+// dies: Run blocks, retries without end and calls back when leading starts and stops, and ReleaseOnCancel gives
+// the Lease up on every cancel. A pass needs a bounded try with an answer (HeldError after the wait, so that it
+// still deletes and reports), a Forbidden taken as the Role's answer only after a granted read (an API server's
+// cold RBAC cache), and Stop without a release when its creates were cut short (the next holder must observe
+// after they landed). Its record is written as resourcelock.LeaseLock writes it (holder, duration, acquire and
+// renew times, transitions, each write conditional on the version read), with jobsched's field manager; the
+// takeover rule (unrenewed for its duration on the taker's own clock since it first saw that version) is
+// LeaderElector's.
 package lease
 
 import (
@@ -61,8 +72,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -114,7 +127,11 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
-	return fmt.Sprintf("Lease %s is held by %s (waited %s)", e.Name, e.Holder, e.Waited.Round(100*time.Millisecond))
+	holder := e.Holder
+	if strings.IndexFunc(holder, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		holder = strconv.Quote(holder) // anyone with update on leases writes it; this text reaches an Event's note
+	}
+	return fmt.Sprintf("Lease %s is held by %s (waited %s)", e.Name, holder, e.Waited.Round(100*time.Millisecond))
 }
 
 // ErrForbidden is wrapped in Acquire's error when the Role does not grant get, create and update on leases.

@@ -300,3 +300,15 @@ func TestDescribe(t *testing.T) {
 		t.Errorf("without RBAC: %+v", i)
 	}
 }
+
+// TestHeldErrorEscapesTheHolder: the holder is written by anyone with update on leases, and the error reaches the
+// Blocked Event's note and the logs: a control character in it is escaped; a plain holder is shown as it is.
+func TestHeldErrorEscapesTheHolder(t *testing.T) {
+	if got := (&HeldError{Name: "jobsched-s", Holder: "pod-1", Waited: time.Second}).Error(); got != "Lease jobsched-s is held by pod-1 (waited 1s)" {
+		t.Errorf("plain holder: %q", got)
+	}
+	got := (&HeldError{Name: "jobsched-s", Holder: "p\x1b[2Jod\n", Waited: time.Second}).Error()
+	if got != `Lease jobsched-s is held by "p\x1b[2Jod\n" (waited 1s)` {
+		t.Errorf("holder with control characters: %q", got)
+	}
+}

@@ -151,12 +151,7 @@ func pushQueues(reg *prometheus.Registry, p Pass) {
 		for _, st := range report.States {
 			v := math.NaN()
 			if ok {
-				v = 0
-				for _, j := range p.Plan.Jobs {
-					if j.Queue == name && j.State == st && j.Delete == "" {
-						v++
-					}
-				}
+				v = float64(p.Plan.CountIn(name, st))
 			}
 			jobs.WithLabelValues(name, string(st)).Set(v)
 		}

@@ -6,32 +6,14 @@ import (
 	"net"
 	"os"
 	"testing"
-)
 
-// silent accepts TCP connections and never answers, as a hung database would.
-func silent(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { c.Close() })
-		}
-	}()
-	return l.Addr().String()
-}
+	"github.com/jobsched/jobsched/pkg/testkit/tcpkit"
+)
 
 // TestWatchAbortsBlockedReads: when the watched context ends, a read blocked on a server that never answers fails at
 // once, on every connection the Guard made; after stop, the end of the context touches nothing.
 func TestWatchAbortsBlockedReads(t *testing.T) {
-	addr := silent(t)
+	addr := tcpkit.NewSilent(t).Addr()
 	g := New()
 	var conns []net.Conn
 	for range 2 {

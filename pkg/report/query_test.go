@@ -1,15 +1,11 @@
 package report
 
 import (
-	"reflect"
 	"testing"
 	"time"
 
-	"k8s.io/utils/ptr"
-
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/querydoctor"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
@@ -17,41 +13,28 @@ import (
 	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
-// TestStatusQueryFinding checks that status carries the doctor's finding about the pass's first read (its
-// excluded keys, its slots as the LIMIT or maxPerTick when it has none), and that a source without a doctor adds none.
+// TestStatusQueryFinding checks that status carries the doctor's finding about the pass's first read, and that a
+// source without a doctor adds none. What the doctor is asked (the read's excluded keys and LIMIT) is the pass's
+// rule, pinned by pkg/scheduler's TestQueryFinding.
 func TestStatusQueryFinding(t *testing.T) {
 	finding := &querydoctor.Finding{Problems: []querydoctor.Problem{{Kind: "sort", Table: "tasks", EstimatedRows: 200000,
 		Message: "every pass sorts all ~200000 rows", Fix: "an index on tasks (created_at)"}}}
-	for _, tc := range []struct {
-		name        string
-		doctor      bool
-		maxActive   int
-		wantFinding *querydoctor.Finding
-		wantLimit   int
-	}{
-		{name: "with slots: the read's LIMIT", doctor: true, maxActive: 10, wantFinding: finding, wantLimit: 9},
-		{name: "no slot: maxPerTick", doctor: true, maxActive: 1, wantFinding: finding, wantLimit: 10},
-		{name: "no doctor", doctor: false, maxActive: 10},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxActive = ptr.To(tc.maxActive) })
-			src := &testkit.DoctorSource{Source: source{Rows: rowsFor("a", "b")}, Finding: finding}
-			var s rows.Source = &src.Source
-			if tc.doctor {
-				s = src
-			}
-			sched := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(job("running", "", 0)), Source: s,
-				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-			st, err := StatusOf(t.Context(), sched)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st.Query != tc.wantFinding {
-				t.Errorf("status Query = %v, want %v", st.Query, tc.wantFinding)
-			}
-			if tc.doctor && (src.Limit != tc.wantLimit || !reflect.DeepEqual(src.Exclude, []string{"running"})) {
-				t.Errorf("Explain(exclude %q, limit %d), want exclude [running], limit %d", src.Exclude, src.Limit, tc.wantLimit)
-			}
-		})
+	for _, doctor := range []bool{true, false} {
+		cfg := testConfig(t, nil)
+		src := &testkit.DoctorSource{Source: source{Rows: rowsFor("a", "b")}, Finding: finding}
+		var s rows.Source = &src.Source
+		want := (*querydoctor.Finding)(nil)
+		if doctor {
+			s, want = src, finding
+		}
+		sched := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(job("running", "", 0)), Source: s,
+			Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+		st, err := StatusOf(t.Context(), sched)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Query != want {
+			t.Errorf("doctor %v: status Query = %v, want %v", doctor, st.Query, want)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/querydoctor"
 	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
@@ -16,18 +15,8 @@ type QueueStatus struct {
 	Name     string `json:"name"`
 	Priority int    `json:"priority"`
 	Weight   int    `json:"weight"`
-	// Backlog counts the rows the queue's query selects that have no Job yet, up to BacklogCap.
-	Backlog       int           `json:"backlog"`
-	BacklogCapped bool          `json:"backlogCapped"`
-	States        map[State]int `json:"states"`
-	Unfinished    int           `json:"unfinished"`
-	// Slots is the queue's room alone (its limits, its fit, the install's room: see scheduler.QueuePlan), and Limit
-	// what bound it; Blocked says why it may create nothing.
-	Slots    int              `json:"slots"`
-	Limit    string           `json:"limit"`
-	Blocked  string           `json:"blocked,omitempty"`
-	Capacity *capacity.Report `json:"capacity,omitempty"`
-	Retry    RetryPolicy      `json:"retry"`
+	Work
+	Retry RetryPolicy `json:"retry"`
 	// GroupMax is limits.perGroup.maxActive (0 without a perGroup), and GroupsAtCap the groups holding that many
 	// unfinished Jobs, sorted: the next pass reads no row of theirs.
 	GroupMax    int      `json:"groupMaxActive,omitempty"`
@@ -110,9 +99,10 @@ func queueStatuses(ctx context.Context, s *scheduler.Scheduler, p *scheduler.Pla
 	srcs := sources(s)
 	out := make([]QueueStatus, len(p.Queues))
 	for i, q := range p.Queues {
-		qs := QueueStatus{Name: q.Name, Priority: q.Priority, Weight: q.Weight, Backlog: bs[i].Rows, BacklogCapped: bs[i].Capped,
-			States: map[State]int{}, Unfinished: q.Unfinished, Slots: q.Slots, Limit: q.Limit, Blocked: q.Blocked,
-			Capacity: q.Capacity, Retry: retryPolicy(s.Config.QueueConfig(i)), GroupsAtCap: q.GroupsAtCap}
+		qs := QueueStatus{Name: q.Name, Priority: q.Priority, Weight: q.Weight,
+			Work:  work(p, q.Name, q.Unfinished, q.Slots, q.Limit, q.Blocked, q.Capacity),
+			Retry: retryPolicy(s.Config.QueueConfig(i)), GroupsAtCap: q.GroupsAtCap}
+		qs.Backlog, qs.BacklogCapped = bs[i].Rows, bs[i].Capped
 		if g := s.Config.AllQueues()[i].Limits.PerGroup; g != nil {
 			qs.GroupMax = g.MaxActive
 		}
@@ -122,16 +112,6 @@ func queueStatuses(ctx context.Context, s *scheduler.Scheduler, p *scheduler.Pla
 				limit = s.Config.QueueConfig(i).MaxPerTick()
 			}
 			qs.Query = d.Explain(ctx, q.Excluded(), limit)
-		}
-		for _, state := range States {
-			qs.States[state] = 0
-		}
-		for _, j := range p.Jobs {
-			if j.Queue == q.Name && j.Delete == "" {
-				if _, ok := qs.States[j.State]; ok {
-					qs.States[j.State]++
-				}
-			}
 		}
 		out[i] = qs
 	}

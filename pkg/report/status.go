@@ -37,16 +37,7 @@ type Status struct {
 	Kind       string `json:"kind"`
 	Scheduler  string `json:"scheduler"`
 	Namespace  string `json:"namespace"`
-	// Backlog counts the rows the query selects that have no Job yet, up to BacklogCap; BacklogCapped says there
-	// are more.
-	Backlog       int              `json:"backlog"`
-	BacklogCapped bool             `json:"backlogCapped"`
-	States        map[State]int    `json:"states"`
-	Unfinished    int              `json:"unfinished"`
-	Slots         int              `json:"slots"`
-	Limit         string           `json:"limit"`
-	Blocked       string           `json:"blocked,omitempty"`
-	Capacity      *capacity.Report `json:"capacity,omitempty"`
+	Work
 	// Kueue is the Kueue mode's view: Jobs queued against limits.maxQueued and the LocalQueue's counts.
 	Kueue *KueueStatus `json:"kueue,omitempty"`
 	Retry RetryPolicy  `json:"retry"`
@@ -64,6 +55,32 @@ type Status struct {
 	// Queues are the install's queues (config queues:), in the configuration's order; the fields above are the
 	// install's totals. Absent for a configuration without queues:, whose one queue the fields above are.
 	Queues []QueueStatus `json:"queues,omitempty"`
+}
+
+// Work is the install's or one queue's work as status sees it: the backlog, the Jobs by state, and the next pass's
+// room.
+type Work struct {
+	// Backlog counts the rows the query selects that have no Job yet, up to BacklogCap; BacklogCapped says there
+	// are more.
+	Backlog       int           `json:"backlog"`
+	BacklogCapped bool          `json:"backlogCapped"`
+	States        map[State]int `json:"states"`
+	Unfinished    int           `json:"unfinished"`
+	// Slots is how many Jobs the next pass may create (a queue's: its room alone, see scheduler.QueuePlan), and
+	// Limit what bound it; Blocked says why it may create nothing.
+	Slots    int              `json:"slots"`
+	Limit    string           `json:"limit"`
+	Blocked  string           `json:"blocked,omitempty"`
+	Capacity *capacity.Report `json:"capacity,omitempty"`
+}
+
+// work is the Work of plan p's Jobs of queue (all queues: ""), with its room; the backlog is added by the caller.
+func work(p *scheduler.Plan, queue string, unfinished, slots int, limit, blocked string, c *capacity.Report) Work {
+	w := Work{States: map[State]int{}, Unfinished: unfinished, Slots: slots, Limit: limit, Blocked: blocked, Capacity: c}
+	for _, state := range States {
+		w.States[state] = p.CountIn(queue, state)
+	}
+	return w
 }
 
 // RetryPolicy is the configuration's retry section, as status shows it.
@@ -131,11 +148,8 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 		return nil, err
 	}
 	st := &Status{APIVersion: StatusAPIVersion, Kind: StatusKind, Scheduler: p.Scheduler, Namespace: p.Namespace,
-		States: map[State]int{}, Unfinished: p.Unfinished, Slots: p.Slots, Limit: p.Limit, Blocked: p.Blocked,
-		Capacity: p.Capacity, Kueue: kueueStatus(s.Config, p, obs), Retry: retryPolicy(s.Config), Backoff: []Task{}, Dead: []Task{}, Jobs: p.Jobs}
-	for _, state := range States {
-		st.States[state] = p.Count(state)
-	}
+		Work:  work(p, "", p.Unfinished, p.Slots, p.Limit, p.Blocked, p.Capacity),
+		Kueue: kueueStatus(s.Config, p, obs), Retry: retryPolicy(s.Config), Backoff: []Task{}, Dead: []Task{}, Jobs: p.Jobs}
 	for _, j := range p.Jobs {
 		t := Task{Queue: j.Queue, Key: j.Key, Attempt: j.Attempt, Job: j.Name, Reason: j.Reason, Since: j.FinishedAt, RetryAt: j.RetryAt}
 		switch {

@@ -179,7 +179,7 @@ func taskWhy(p taskRoom, now time.Time, newest *JobStatus, selected bool) (strin
 		if !selected {
 			return string(j.State), fmt.Sprintf("attempt %d failed, and the query no longer selects the row: the next pass deletes its Job", j.Attempt)
 		}
-		return string(j.State), fmt.Sprintf("attempt %d failed (%s); its backoff has passed: attempt %d is created when it gets a slot", j.Attempt, j.Reason, j.Attempt+1)
+		return string(j.State), fmt.Sprintf("attempt %d failed (%s); its backoff has passed: attempt %d is created when it gets a slot", j.Attempt, j.Reason, scheduler.NextAttempt(&j))
 	case scheduler.StateDead:
 		return string(j.State), fmt.Sprintf("no attempt left (%d of %d; last: %s) since %s; `jobsched retry %q` starts it again at attempt 1", j.Attempt, p.maxAttempts, j.Reason, at(j.FinishedAt), j.Key)
 	}

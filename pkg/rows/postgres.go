@@ -25,25 +25,46 @@ import (
 // Postgres selects rows with the configured query, in one READ ONLY transaction per call, with the keys that already
 // have a Job excluded and the LIMIT pushed into the statement, so the work does not grow with the backlog.
 type Postgres struct {
-	db      *sql.DB
+	*pool
 	query   string // the user's query, trailing semicolons removed
 	key     string // quoted key column
 	keyName string
 	timeout time.Duration
-	guard   *pgdial.Guard
-	connect time.Duration // the connect timeout
-	// failed is the error of the last read that could not connect, and when it ended: a read within the connect
-	// timeout after it fails at once with it, so that a pass (its read, then the query doctor's) pays the timeout
-	// once, as the README says, not once per read.
-	failed   error
-	failedAt time.Time
-	secrets  []string      // what of the DSN may be the password: never in an error
-	turn     chan struct{} // one read at a time: the pool has one connection, and the guard aborts all it has
 
 	group    *PerGroup // nil: no group column
 	groupCol string    // quoted group column
 
 	keyType string // the key column's database type name, learned by the first read
+}
+
+// pool is what the sources of one install share (see Share): the connection pool and what guards it.
+type pool struct {
+	db      *sql.DB
+	guard   *pgdial.Guard
+	connect time.Duration // the connect timeout
+	secrets []string      // what of the DSN may be the password: never in an error
+	turn    chan struct{} // one read at a time: the pool has one connection, and the guard aborts all it has
+	// failed is the error of the last read that could not connect, and when it ended: a read within the connect
+	// timeout after it fails at once with it, so that a pass (its reads, one per queue, then the query doctor's)
+	// pays the timeout once, not once per read. Read and written only while holding turn.
+	failed   error
+	failedAt time.Time
+}
+
+// source is a Postgres reading src's query on pl.
+func (pl *pool) source(src config.Source, o options) *Postgres {
+	p := &Postgres{
+		pool:    pl,
+		query:   strings.TrimRight(strings.TrimSpace(src.Query), "; \t\n"),
+		key:     pq.QuoteIdentifier(src.Key),
+		keyName: src.Key,
+		timeout: src.Timeout.Duration,
+		group:   o.group,
+	}
+	if o.group != nil {
+		p.groupCol = pq.QuoteIdentifier(o.group.Column)
+	}
+	return p
 }
 
 // DefaultConnectTimeout bounds connecting (TCP and the startup handshake) when neither the DSN's connect_timeout nor
@@ -72,23 +93,9 @@ func OpenPostgres(dsn string, src config.Source, opts ...Option) (*Postgres, err
 	connector.Dialer(guard)
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(1)
-	var groupCol string
-	if o.group != nil {
-		groupCol = pq.QuoteIdentifier(o.group.Column)
-	}
-	return &Postgres{
-		group:    o.group,
-		groupCol: groupCol,
-		db:       db,
-		query:    strings.TrimRight(strings.TrimSpace(src.Query), "; \t\n"),
-		key:      pq.QuoteIdentifier(src.Key),
-		keyName:  src.Key,
-		timeout:  src.Timeout.Duration,
-		guard:    guard,
-		secrets:  pgdsn.Secrets(dsn, cfg.Password),
-		connect:  cfg.ConnectTimeout,
-		turn:     make(chan struct{}, 1),
-	}, nil
+	pl := &pool{db: db, guard: guard, connect: cfg.ConnectTimeout, secrets: pgdsn.Secrets(dsn, cfg.Password),
+		turn: make(chan struct{}, 1)}
+	return pl.source(src, o), nil
 }
 
 // Close releases the pool.
@@ -159,9 +166,8 @@ func (p *Postgres) keyMatch(keys []string) (string, any) {
 
 // keyExcluded is the condition "the key is not one of $1" and the array to pass as $1. It is a NOT IN over the
 // unnested array, which PostgreSQL runs as one hashed subplan built once per read: `NOT (key = ANY($1))` is hashed
-// too, but the planner estimates it element by element (at 5,000 keys about as long as the read runs); the NOT IN
-// read is 10-20% faster there (BenchmarkSelectExcluded, scripts/bench.sh). It stays a filter: an anti-join may
-// reorder the rows.
+// too, but the planner estimates it element by element, so its planning grows with the keys (BenchmarkSelectExcluded
+// measures both). It stays a filter: an anti-join may reorder the rows.
 func (p *Postgres) keyExcluded(keys []string) (string, any) {
 	col, arrayType, arg := p.keyArray(keys)
 	return col + " NOT IN (SELECT unnest($1::" + arrayType + "))", arg

@@ -1,10 +1,6 @@
 package rows
 
 import (
-	"strings"
-
-	"github.com/lib/pq"
-
 	"github.com/jobsched/jobsched/pkg/config"
 )
 
@@ -16,20 +12,5 @@ func (p *Postgres) Share(src config.Source, opts ...Option) (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &Postgres{
-		db:      p.db,
-		query:   strings.TrimRight(strings.TrimSpace(src.Query), "; \t\n"),
-		key:     pq.QuoteIdentifier(src.Key),
-		keyName: src.Key,
-		timeout: src.Timeout.Duration,
-		guard:   p.guard,
-		secrets: p.secrets,
-		connect: p.connect,
-		turn:    p.turn,
-		group:   o.group,
-	}
-	if o.group != nil {
-		q.groupCol = pq.QuoteIdentifier(o.group.Column)
-	}
-	return q, nil
+	return p.pool.source(src, o), nil
 }

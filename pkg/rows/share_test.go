@@ -2,8 +2,10 @@ package rows
 
 import (
 	"testing"
+	"time"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestShare: the queues' sources share one pool and its turn; each has its own query, key, timeout and group.
@@ -13,18 +15,20 @@ func TestShare(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	q, err := p.Share(config.Source{Query: "SELECT id, tenant FROM b ;", Key: "ID"}, PerGroup{Column: "tenant", Max: 2})
+	q, err := p.Share(config.Source{Query: "SELECT id, tenant FROM b ;", Key: "ID", Timeout: metav1.Duration{Duration: 7 * time.Second}},
+		PerGroup{Column: "tenant", Max: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.db != p.db || q.turn != p.turn || q.guard != p.guard {
+	if q.pool != p.pool {
 		t.Error("the shared source has a pool, turn or guard of its own")
 	}
-	if q.query != "SELECT id, tenant FROM b" || q.key != `"ID"` || q.keyName != "ID" || q.group == nil || q.groupCol != `"tenant"` {
-		t.Errorf("shared source = query %q key %q group %v %q", q.query, q.key, q.group, q.groupCol)
+	if q.query != "SELECT id, tenant FROM b" || q.key != `"ID"` || q.keyName != "ID" || q.timeout != 7*time.Second ||
+		q.group == nil || q.groupCol != `"tenant"` {
+		t.Errorf("shared source = query %q key %q timeout %s group %v %q", q.query, q.key, q.timeout, q.group, q.groupCol)
 	}
-	if p.group != nil || p.query != "SELECT id FROM a" {
-		t.Errorf("the pool's own source changed: query %q group %v", p.query, p.group)
+	if p.group != nil || p.query != "SELECT id FROM a" || p.timeout != 0 {
+		t.Errorf("the pool's own source changed: query %q timeout %s group %v", p.query, p.timeout, p.group)
 	}
 	if _, err := p.Share(config.Source{Query: "q", Key: "id"}, PerGroup{Column: "tenant", Max: 0}); err == nil {
 		t.Error("a PerGroup of Max 0 is accepted")

@@ -19,34 +19,9 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/testkit/pgkit"
 	"github.com/jobsched/jobsched/pkg/testkit/tcpkit"
 )
-
-// EscapingQueries are source.query texts that try to leave jobsched's READ ONLY transaction and write to table
-// audit (which the caller's role may write), each in another way of ending or changing a transaction. %[1]s is the
-// schema. cmd's integration test runs the same texts through dry-run, status and tick.
-func EscapingQueries(schema string) map[string]string {
-	ins := "INSERT INTO " + schema + ".audit VALUES ('escaped')"
-	// The first part closes jobsched's wrapper, the last reopens it, so that the whole text parses.
-	wrap := func(middle string) string {
-		return "SELECT id FROM " + schema + ".tasks) AS x; " + middle + "; SELECT * FROM (SELECT id FROM " + schema + ".tasks"
-	}
-	return map[string]string{
-		"COMMIT":                    wrap("COMMIT; " + ins),
-		"END":                       wrap("END; " + ins),
-		"ROLLBACK":                  wrap("ROLLBACK; " + ins),
-		"ABORT":                     wrap("ABORT; " + ins),
-		"COMMIT AND CHAIN":          wrap("COMMIT AND CHAIN; SET TRANSACTION READ WRITE; " + ins),
-		"SET TRANSACTION":           wrap("SET TRANSACTION READ WRITE; " + ins),
-		"SET SESSION":               wrap("COMMIT; SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE; " + ins),
-		"BEGIN READ WRITE":          wrap("ROLLBACK; BEGIN READ WRITE; " + ins + "; COMMIT"),
-		"DO block after COMMIT":     wrap("COMMIT; DO $$BEGIN " + ins + "; END$$"),
-		"DO block that commits":     wrap("DO $$BEGIN COMMIT; " + ins + "; END$$"),
-		"DO block as the query":     "DO $$BEGIN " + ins + "; END$$",
-		"set_config read write":     "SELECT id FROM " + schema + ".tasks WHERE set_config('transaction_read_only', 'off', true) IS NOT NULL",
-		"COMMIT, no closing reopen": "SELECT id FROM " + schema + ".tasks) AS x; COMMIT; " + ins + "; SELECT (1",
-	}
-}
 
 // TestQueryCannotWrite runs every call of the source with queries that try to end the READ ONLY transaction and
 // write, as a role that may write (the test's superuser): each call fails as a configuration error, and the table
@@ -66,7 +41,7 @@ func TestQueryCannotWrite(t *testing.T) {
 	}
 	explain := func(p *Postgres) error { p.Explain(t.Context(), nil, 10); return nil } // never fails: only no write
 	calls["Explain"] = explain
-	for name, query := range EscapingQueries(s) {
+	for name, query := range pgkit.EscapingQueries(s) {
 		t.Run(name, func(t *testing.T) {
 			for call, fn := range calls {
 				exec(t, "TRUNCATE "+s+".audit")
@@ -96,7 +71,7 @@ func TestQueryCannotWritePerGroup(t *testing.T) {
 	s := newSchema(t)
 	exec(t, "CREATE TABLE "+s+".tasks (id int8 PRIMARY KEY)", "INSERT INTO "+s+".tasks VALUES (1), (2)",
 		"CREATE TABLE "+s+".audit (note text)")
-	for name, query := range EscapingQueries(s) {
+	for name, query := range pgkit.EscapingQueries(s) {
 		t.Run(name, func(t *testing.T) {
 			p := openGroup(t, testDSN, query, "id", PerGroup{Column: "id", Max: 2})
 			_, selErr := p.Select(t.Context(), Selection{Exclude: []string{"1"}, Limit: 10, Held: map[string]int{"2": 1}})
@@ -370,6 +345,26 @@ func TestConnectTimeoutIsTheBound(t *testing.T) {
 	}
 	if n := l.Accepted(); n != 1 {
 		t.Errorf("the two reads connected %d times, each bounded by connect_timeout; want once", n)
+	}
+}
+
+// TestSharedSourcesConnectOnce: the queues of an install share one pool, so a database that does not answer
+// costs a pass the connect timeout once, not once per queue: after the first queue's read failed connecting, the
+// second's fails at once with that error.
+func TestSharedSourcesConnectOnce(t *testing.T) {
+	l := tcpkit.NewSilent(t)
+	p := open(t, "postgres://app:pw@"+l.Addr()+"/app?sslmode=disable&connect_timeout=1", "SELECT 1 AS id", "id", 10*time.Second)
+	q, err := p.Share(config.Source{Query: "SELECT 2 AS id", Key: "id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, pErr := p.Select(t.Context(), Selection{Limit: 1})
+	_, qErr := q.Select(t.Context(), Selection{Limit: 1})
+	if pErr == nil || qErr == nil || !strings.Contains(qErr.Error(), "i/o timeout") {
+		t.Fatalf("Select: %v, then the other queue's: %v; want both to fail connecting", pErr, qErr)
+	}
+	if n := l.Accepted(); n != 1 {
+		t.Errorf("the two queues' reads connected %d times, each bounded by connect_timeout; want once", n)
 	}
 }
 

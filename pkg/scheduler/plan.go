@@ -150,10 +150,14 @@ func (p *Plan) Deletes() []JobStatus {
 func (p *Plan) Excluded() []string { return slices.Clone(p.exclude) }
 
 // Count returns how many Jobs are in state s and kept.
-func (p *Plan) Count(s State) int {
+func (p *Plan) Count(s State) int { return p.CountIn("", s) }
+
+// CountIn returns how many Jobs of queue (a queue's name; "": every queue) are in state s and kept: what status,
+// the metrics and the pass count as a queue's Jobs in a state.
+func (p *Plan) CountIn(queue string, s State) int {
 	n := 0
 	for _, j := range p.Jobs {
-		if j.State == s && j.Delete == "" {
+		if j.State == s && j.Delete == "" && (queue == "" || j.Queue == queue) {
 			n++
 		}
 	}
