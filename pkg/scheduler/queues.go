@@ -18,8 +18,9 @@ type Queue struct {
 	Renderer *render.Renderer
 }
 
-// queues are s.Queues, or (a Scheduler built with Source and Renderer only) its one queue.
-func (s *Scheduler) queues() []Queue {
+// AllQueues are the queues' I/O in the order of config.Config.AllQueues: s.Queues, or (a Scheduler built with
+// Source and Renderer only) its one queue. Every reader of a queue's source or renderer goes through it.
+func (s *Scheduler) AllQueues() []Queue {
 	if len(s.Queues) > 0 {
 		return s.Queues
 	}
