@@ -157,8 +157,8 @@ func (p *Plan) room(cfg *config.Config, obs *Observation) {
 		p.roomBound = true
 	}
 	switch {
-	case obs.Held != nil: // another pass holds the guard (a Lease): this one creates nothing
-		p.block("not the holder: " + obs.Held.Error())
+	case obs.GuardRefused != nil: // another pass holds the guard (a Lease): this one creates nothing
+		p.block("not the holder: " + obs.GuardRefused.Error())
 		p.hard = true
 	case obs.PodsErr != nil: // without the pods the pass cannot tell what is unschedulable
 		p.block("cannot list Pending pods")

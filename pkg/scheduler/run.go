@@ -128,7 +128,7 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 	if err != nil {
 		return x.done(nil, nil, Admission{}, cause(ctx, err))
 	}
-	obs.Held = held
+	obs.GuardRefused = held
 	p := Decide(s.Config, obs) // 2
 	obs.Jobs = nil             // the plan keeps what it needs of them
 	x.deletes(p.Deletes())     // 3
