@@ -14,7 +14,9 @@ type QueryFinding = querydoctor.Finding
 // Explain asks the (first) queue's query doctor about its first read of this pass: the keys p excludes and its slots as
 // the LIMIT (maxPerTick when it has none, as the next pass with room would read). nil when the source has no doctor
 // (a rows file). A doctor that cannot check says so in the finding; it never fails the pass or the report.
-func (s *Scheduler) Explain(ctx context.Context, p *Plan) *QueryFinding { return s.ExplainQueue(ctx, p, 0) }
+func (s *Scheduler) Explain(ctx context.Context, p *Plan) *QueryFinding {
+	return s.ExplainQueue(ctx, p, 0)
+}
 
 // ExplainQueue is Explain for queue i's read: its exclusions, its slots (or its maxPerTick).
 func (s *Scheduler) ExplainQueue(ctx context.Context, p *Plan, i int) *QueryFinding {
