@@ -21,8 +21,8 @@ import (
 	"github.com/jobsched/jobsched/pkg/kube"
 )
 
-// -update rewrites the goldens from the code under test. The goldens under testdata/golden were written by the
-// single-queue code of before several queues (issue 20): a single-queue config must keep its output byte for byte.
+// -update rewrites the goldens from the code under test. The goldens under testdata/golden pin the outputs of
+// configurations without queues: byte for byte, so that adding queues changes nothing for them.
 var updateGoldens = flag.Bool("update", false, "rewrite testdata/golden/*/dry-run.* from the code under test")
 
 // TestDryRunGoldens pins `dry-run` byte for byte on single-queue configs of today: the README's minimal config, the

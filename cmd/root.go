@@ -331,8 +331,6 @@ func (g *globalOptions) newScheduler(o schedulerOptions) (*scheduler.Scheduler, 
 	for i := range s.Queues {
 		s.Queues[i].Renderer = render.New(cfg.QueueConfig(i), os.Environ())
 	}
-	// The first queue's parts are the scheduler's own too (the reports read them).
-	s.Source, s.Renderer = s.Queues[0].Source, s.Queues[0].Renderer
 	return s, closeFn, nil
 }
 

@@ -172,7 +172,7 @@ func pushMetrics(ctx context.Context, s *scheduler.Scheduler, url string, mode s
 	}
 	if mode == scheduler.DeleteOnly {
 		p.Job = metrics.JobGC
-	} else if plan != nil && s.Source != nil && ctx.Err() == nil {
+	} else if plan != nil && s.AllQueues()[0].Source != nil && ctx.Err() == nil {
 		bctx, cancel := context.WithTimeout(ctx, reportTimeout)
 		bs, err := report.Backlogs(bctx, s, plan)
 		cancel()

@@ -47,10 +47,7 @@ func fitsAfter(demand corev1.ResourceList, names []corev1.ResourceName, free, ta
 
 // quotient is floor(free/per) in the resource's unit (millicores for cpu), and false when per is not positive.
 func quotient(free, per resource.Quantity, name corev1.ResourceName) (int64, bool) {
-	f, p := free.Value(), per.Value()
-	if name == corev1.ResourceCPU {
-		f, p = free.MilliValue(), per.MilliValue()
-	}
+	f, p := units(free, name), units(per, name)
 	if p <= 0 {
 		return 0, false
 	}

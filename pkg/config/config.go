@@ -209,9 +209,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	for _, e := range cfg.Validate() {
 		// A value of the wrong type was left out, and reported: it is not also "required".
-		key, _, ok := strings.Cut(e.Error(), ": ")
-		key = queueNamed.ReplaceAllString(key, "queues[$1]") // the decoder names a queue by its index only
-		if !ok || unknown == nil || !strings.Contains(unknown.Error(), key+": ") {
+		if p, ok := e.(*problem); !ok || !strictyaml.LeftOut(unknown, p.at.path(p.key)) {
 			errs = append(errs, e)
 		}
 	}
@@ -290,9 +288,7 @@ func (c *Config) setDefaults() {
 // Validate checks the keys of c after defaulting; it is pure and returns every problem, each naming its key.
 func (c *Config) Validate() []error {
 	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
-	}
+	bad := badAt(&errs, at{})
 	if c.Name == "" {
 		bad("name", "required")
 	} else if msgs := validation.IsDNS1123Label(c.Name); len(msgs) > 0 {
@@ -314,8 +310,8 @@ func (c *Config) Validate() []error {
 	}
 	explicit := c.explicitQueues()
 	if !explicit {
-		errs = append(errs, validateSource("", c.Source)...)
-		errs = append(errs, validateJob("", c.Job)...)
+		errs = append(errs, validateSource(at{}, c.Source)...)
+		errs = append(errs, validateJob(at{}, c.Job)...)
 	} else {
 		if strings.TrimSpace(c.Source.Query) != "" {
 			bad("source.query", "with queues: each queue has its own query: move it into a queue (queues[].source.query)")
@@ -330,7 +326,7 @@ func (c *Config) Validate() []error {
 			bad("job", "with queues: each queue has its own job: move it into a queue (queues[].job)")
 		}
 	}
-	errs = append(errs, validateEnv("", c.Env)...)
+	errs = append(errs, validateEnv(at{}, c.Env)...)
 	if c.Limits.MaxActive != nil && *c.Limits.MaxActive < 0 {
 		bad("limits.maxActive", "must not be negative")
 	}
@@ -343,8 +339,8 @@ func (c *Config) Validate() []error {
 		bad("limits.capacity", "%q is not one of nodes, quota, off, kueue", c.Limits.Capacity)
 	}
 	errs = append(errs, c.validateKueue()...)
-	errs = append(errs, validateGC("", c.GC.SucceededRetention, c.GC.FailedRetention)...)
-	errs = append(errs, validateRetry("", c.Retry.MaxAttempts, c.Retry.Backoff, c.Retry.MaxBackoff, c.Retry.DeadRetention.Duration)...)
+	errs = append(errs, validateGC(at{}, c.GC.SucceededRetention, c.GC.FailedRetention)...)
+	errs = append(errs, validateRetry(at{}, c.Retry.MaxAttempts, c.Retry.Backoff, c.Retry.MaxBackoff, c.Retry.DeadRetention.Duration)...)
 	if err := ValidatePushgateway(c.Metrics.Pushgateway); err != nil {
 		bad("metrics.pushgateway", "%v", err)
 	}
@@ -355,7 +351,7 @@ func (c *Config) Validate() []error {
 }
 
 // validateSource checks a queue's source keys (path is "" for the implicit queue, else the queue's).
-func validateSource(path string, src Source) []error {
+func validateSource(path at, src Source) []error {
 	var errs []error
 	bad := badAt(&errs, path)
 	if strings.TrimSpace(src.Query) == "" {
@@ -371,7 +367,7 @@ func validateSource(path string, src Source) []error {
 }
 
 // validateJob checks a queue's job keys.
-func validateJob(path string, job Job) []error {
+func validateJob(path at, job Job) []error {
 	var errs []error
 	bad := badAt(&errs, path)
 	if job.Template == "" {
@@ -388,7 +384,7 @@ func validateJob(path string, job Job) []error {
 }
 
 // validateEnv checks env keys.
-func validateEnv(path string, env Env) []error {
+func validateEnv(path at, env Env) []error {
 	var errs []error
 	bad := badAt(&errs, path)
 	if p := env.Prefix; p != "" && strings.Trim(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
@@ -405,7 +401,7 @@ func validateEnv(path string, env Env) []error {
 }
 
 // validateGC checks gc keys.
-func validateGC(path string, succeeded metav1.Duration, failed *metav1.Duration) []error {
+func validateGC(path at, succeeded metav1.Duration, failed *metav1.Duration) []error {
 	var errs []error
 	bad := badAt(&errs, path)
 	if succeeded.Duration < 0 {
@@ -420,7 +416,7 @@ func validateGC(path string, succeeded metav1.Duration, failed *metav1.Duration)
 }
 
 // validateRetry checks retry keys.
-func validateRetry(path string, attempts *int, backoff, maxBackoff *metav1.Duration, dead time.Duration) []error {
+func validateRetry(path at, attempts *int, backoff, maxBackoff *metav1.Duration, dead time.Duration) []error {
 	var errs []error
 	bad := badAt(&errs, path)
 	if n := attempts; n != nil && *n < 1 {
@@ -438,12 +434,46 @@ func validateRetry(path string, attempts *int, backoff, maxBackoff *metav1.Durat
 	return errs
 }
 
-// badAt returns a reporter of problems at keys under path ("" or a queue's "queues[1] (exports).").
-func badAt(errs *[]error, path string) func(key, format string, args ...any) {
+// badAt returns a reporter of problems at keys under path.
+func badAt(errs *[]error, path at) func(key, format string, args ...any) {
 	return func(key, format string, args ...any) {
-		*errs = append(*errs, fmt.Errorf("%s%s: %s", path, key, fmt.Sprintf(format, args...)))
+		*errs = append(*errs, &problem{at: path, key: key, msg: fmt.Sprintf(format, args...)})
 	}
 }
+
+// at is where a problem's key is: the top level (the zero value), or a queue of queues:.
+type at struct {
+	queue int // 1 + the queue's index; 0: the top level
+	name  string
+}
+
+// String is how a problem names it: "" at the top level, "queues[1] (exports).", or "queues[1]." for a queue whose
+// name is not a DNS-1123 label (its own problem shows the name, quoted).
+func (a at) String() string {
+	switch {
+	case a.queue == 0:
+		return ""
+	case len(validation.IsDNS1123Label(a.name)) == 0:
+		return fmt.Sprintf("queues[%d] (%s).", a.queue-1, a.name)
+	}
+	return fmt.Sprintf("queues[%d].", a.queue-1)
+}
+
+// path is key under a as the decoder names it (queues[1].limits.maxActive).
+func (a at) path(key string) string {
+	if a.queue == 0 {
+		return key
+	}
+	return fmt.Sprintf("queues[%d].%s", a.queue-1, key)
+}
+
+// problem is a Validate problem: a key (under at) and what is wrong with its value.
+type problem struct {
+	at       at
+	key, msg string
+}
+
+func (p *problem) Error() string { return p.at.String() + p.key + ": " + p.msg }
 
 // ValidatePushgateway checks a Pushgateway URL (metrics.pushgateway, --pushgateway): empty, or http(s) with a host
 // and no query or fragment. Its errors show the URL as RedactURL does.
@@ -495,7 +525,7 @@ func RedactURL(s string) string {
 // queues' default, and each queue's (inherited or its own) is checked with the queue.
 func (c *Config) validateKueue() []error {
 	var errs []error
-	bad := badAt(&errs, "")
+	bad := badAt(&errs, at{})
 	if c.Limits.Capacity != CapacityKueue {
 		if c.Kueue != nil {
 			bad("kueue", "is read only with limits.capacity: kueue (it is %s)", c.Limits.Capacity)
@@ -510,15 +540,15 @@ func (c *Config) validateKueue() []error {
 	}
 	if c.explicitQueues() {
 		if c.Kueue != nil {
-			errs = append(errs, kueueNames("", *c.Kueue)...)
+			errs = append(errs, kueueNames(at{}, *c.Kueue)...)
 		}
 		return errs
 	}
-	return append(errs, kueueRequired("", c.Kueue)...)
+	return append(errs, kueueRequired(at{}, c.Kueue)...)
 }
 
 // kueueRequired checks the kueue block a queue resolves to, with limits.capacity: kueue.
-func kueueRequired(path string, k *Kueue) []error {
+func kueueRequired(path at, k *Kueue) []error {
 	if k == nil || k.LocalQueue == "" {
 		var errs []error
 		badAt(&errs, path)("kueue.localQueue", "required with limits.capacity: kueue: the LocalQueue (in the Jobs' namespace) Kueue admits them from")
@@ -528,7 +558,7 @@ func kueueRequired(path string, k *Kueue) []error {
 }
 
 // kueueNames checks that the names of a kueue block are label values.
-func kueueNames(path string, k Kueue) []error {
+func kueueNames(path at, k Kueue) []error {
 	var errs []error
 	bad := badAt(&errs, path)
 	labelValue := func(key, v string) {

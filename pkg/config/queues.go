@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -225,16 +224,8 @@ func (c *Config) resolveQueues() {
 	}
 }
 
-// queueNamed is a queue as a problem names it, queues[1] (exports).
-var queueNamed = regexp.MustCompile(`^queues\[(\d+)\] \([^)]*\)`)
-
-// queuePath is how a problem names queue i: queues[1] (exports), or queues[1] when its name is not a DNS-1123 label.
-func (c *Config) queuePath(i int) string {
-	if n := c.Queues[i].Name; len(validation.IsDNS1123Label(n)) == 0 { // a name that is not one is shown quoted, once
-		return fmt.Sprintf("queues[%d] (%s).", i, n)
-	}
-	return fmt.Sprintf("queues[%d].", i)
-}
+// queueAt is where queue i's problems are.
+func (c *Config) queueAt(i int) at { return at{queue: i + 1, name: c.Queues[i].Name} }
 
 // validateQueues checks every queue of queues:, each problem naming the queue by index and name.
 func (c *Config) validateQueues() []error {
@@ -242,7 +233,7 @@ func (c *Config) validateQueues() []error {
 	names := map[string]int{}
 	prefixes := map[string]int{}
 	for i, q := range c.Queues {
-		path := c.queuePath(i)
+		path := c.queueAt(i)
 		bad := badAt(&errs, path)
 		switch msgs := validation.IsDNS1123Label(q.Name); {
 		case q.Name == "":
@@ -266,7 +257,7 @@ func (c *Config) validateQueues() []error {
 		if p := q.Job.NamePrefix; p != "" {
 			if j, ok := prefixes[p]; ok {
 				bad("job.namePrefix", "%q is also the name prefix of %s: the queues' Job names would collide (set job.namePrefix)",
-					p, strings.TrimSuffix(c.queuePath(j), "."))
+					p, strings.TrimSuffix(c.queueAt(j).String(), "."))
 			} else {
 				prefixes[p] = i
 			}
@@ -314,12 +305,12 @@ func (c *Config) loadQueueTemplates() []error {
 		}
 		tpl, err := loadTemplate(file, c.KueueMode())
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%sjob.template: %w", c.queuePath(i), err))
+			errs = append(errs, fmt.Errorf("%sjob.template: %w", c.queueAt(i), err))
 			continue
 		}
 		q.Template = tpl
 		for _, e := range c.QueueConfig(i).validateContainer() {
-			errs = append(errs, fmt.Errorf("%s%w", c.queuePath(i), e))
+			errs = append(errs, fmt.Errorf("%s%w", c.queueAt(i), e))
 		}
 	}
 	return errs

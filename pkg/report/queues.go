@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jobsched/jobsched/pkg/querydoctor"
-	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -32,31 +30,19 @@ type QueueBacklog struct {
 	Capped bool
 }
 
-// sources are the sources of s's queues, in the configuration's order.
-func sources(s *scheduler.Scheduler) []rows.Source {
-	if len(s.Queues) == 0 {
-		return []rows.Source{s.Source}
-	}
-	out := make([]rows.Source, len(s.Queues))
-	for i, q := range s.Queues {
-		out[i] = q.Source
-	}
-	return out
-}
-
 // queueBacklogs counts each queue's backlog, leaving out the keys the plan p excludes from the queue's read and
 // those of extra (a queue's creates). For a plan of one queue (no Plan.Queues) it is one count, of the plan's
 // exclusions, named "".
 func queueBacklogs(ctx context.Context, s *scheduler.Scheduler, p *scheduler.Plan, extra func(queue string) []string) ([]QueueBacklog, error) {
-	srcs := sources(s)
+	qs := s.AllQueues()
 	type part struct {
 		name    string
 		exclude []string
 	}
 	parts := []part{{"", p.Excluded()}}
 	if len(p.Queues) > 0 {
-		if len(p.Queues) != len(srcs) {
-			return nil, fmt.Errorf("counting the backlog: %d queues planned, %d sources", len(p.Queues), len(srcs))
+		if len(p.Queues) != len(qs) {
+			return nil, fmt.Errorf("counting the backlog: %d queues planned, %d sources", len(p.Queues), len(qs))
 		}
 		parts = parts[:0]
 		for _, q := range p.Queues {
@@ -69,7 +55,7 @@ func queueBacklogs(ctx context.Context, s *scheduler.Scheduler, p *scheduler.Pla
 		if extra != nil {
 			exclude = append(exclude, extra(pt.name)...)
 		}
-		n, err := srcs[i].Count(ctx, exclude, BacklogCap+1)
+		n, err := qs[i].Source.Count(ctx, exclude, BacklogCap+1)
 		if err != nil {
 			if pt.name != "" {
 				return nil, fmt.Errorf("queue %s: %w", pt.name, err)
@@ -96,7 +82,6 @@ func queueStatuses(ctx context.Context, s *scheduler.Scheduler, p *scheduler.Pla
 	if len(p.Queues) == 0 {
 		return nil
 	}
-	srcs := sources(s)
 	out := make([]QueueStatus, len(p.Queues))
 	for i, q := range p.Queues {
 		qs := QueueStatus{Name: q.Name, Priority: q.Priority, Weight: q.Weight,
@@ -106,13 +91,7 @@ func queueStatuses(ctx context.Context, s *scheduler.Scheduler, p *scheduler.Pla
 		if g := s.Config.AllQueues()[i].Limits.PerGroup; g != nil {
 			qs.GroupMax = g.MaxActive
 		}
-		if d, ok := srcs[i].(querydoctor.Explainer); ok { // the queue's next read: its exclusions, its slots
-			limit := q.Slots
-			if limit <= 0 {
-				limit = s.Config.QueueConfig(i).MaxPerTick()
-			}
-			qs.Query = d.Explain(ctx, q.Excluded(), limit)
-		}
+		qs.Query = s.ExplainQueue(ctx, p, i) // the queue's next read
 		out[i] = qs
 	}
 	return out

@@ -99,21 +99,18 @@ func TaskViewOf(ctx context.Context, s *scheduler.Scheduler, key string) (*TaskV
 			}
 		}
 	}
-	srcs := sources(s)
+	qs := s.AllQueues()
 	for _, i := range candidates {
-		if srcs[i] == nil {
+		if qs[i].Source == nil {
 			break
 		}
-		rows, err := srcs[i].Lookup(ctx, []string{key})
+		rows, err := qs[i].Source.Lookup(ctx, []string{key})
 		if err != nil {
 			return nil, err
 		}
 		if len(rows) > 0 {
 			selected, qi = true, i
-			renderer := s.Renderer
-			if len(s.Queues) > 0 {
-				renderer = s.Queues[i].Renderer
-			}
+			renderer := qs[i].Renderer
 			attempt := scheduler.NextAttempt(newest) // a Job in backoff: the next attempt; else its own
 			if newest != nil && newest.State != scheduler.StateBackoff {
 				attempt = newest.Attempt

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -142,23 +141,14 @@ func (p *Plan) unfinished(st *JobStatus, job JobSummary, pods []PodSummary, obs 
 }
 
 // room sets Slots = min(maxActive − unfinished, maxPerTick) and says what bound it; when no Job may be created,
-// Blocked says why. (With Kueue, limits.maxQueued − queued is the install's: see roomOf.)
+// Blocked says why. (An Unschedulable pod, of any queue, and with Kueue limits.maxQueued − queued are the
+// install's: see Decide and roomOf.)
 func (p *Plan) room(cfg *config.Config, obs *Observation) {
-	if cfg.BlockOnUnschedulable() && p.Unschedulable > 0 {
-		p.block(fmt.Sprintf("%d pod(s) Unschedulable (%s)", p.Unschedulable, p.firstUnschedulable()))
-		p.hard = true
-		return
-	}
-	p.Slots = cfg.MaxPerTick()
-	p.Limit = fmt.Sprintf("limits.maxPerTick: %d", p.Slots)
-	if free := cfg.MaxActive() - p.Unfinished; free < p.Slots {
-		p.Slots = max(free, 0)
-		p.Limit = fmt.Sprintf("limits.maxActive: %d of %d unfinished", p.Unfinished, cfg.MaxActive())
-		p.roomBound = true
-	}
+	r := activeRoom(cfg, p.Unfinished)
+	p.Slots, p.Limit, p.roomBound = r.slots, r.limit, r.roomBound
 	switch {
-	case obs.Held != nil: // another pass holds the guard (a Lease): this one creates nothing
-		p.block("not the holder: " + obs.Held.Error())
+	case obs.GuardRefused != nil: // another pass holds the guard (a Lease): this one creates nothing
+		p.block("not the holder: " + obs.GuardRefused.Error())
 		p.hard = true
 	case obs.PodsErr != nil: // without the pods the pass cannot tell what is unschedulable
 		p.block("cannot list Pending pods")

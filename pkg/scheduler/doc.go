@@ -85,11 +85,11 @@
 // # Queues
 //
 // A configuration with queues: (config.Queue) is one install of several queues; one without is one implicit queue
-// named after the install, whose plan is exactly the plan of before queues existed (Plan.Queues is nil, no Job
-// carries a queue label). The rules:
+// named after the install: its plan has no Plan.Queues, its Jobs carry no queue label, and its outputs have no
+// queue sections. The rules:
 //
-//   - Whose Job: a Job carries its queue in the label jobsched.io/queue. A Job without it (made before the
-//     configuration had queues:) belongs to the queue named after the install if there is one, else to the first
+//   - Whose Job: a Job carries its queue in the label jobsched.io/queue. A Job without it (made by a
+//     configuration without queues:) belongs to the queue named after the install if there is one, else to the first
 //     queue; so does a Job whose queue is no longer in the file (it is counted, kept for its retention and deleted,
 //     and its task is retried by that queue only if that queue's query selects its row).
 //   - One observation: a pass lists the install's Jobs once (label jobsched.io/scheduler) and its Pending pods once,
@@ -99,7 +99,7 @@
 //     limits.maxQueued − the queued Jobs of all queues]) is the install's; a queue's own room is r = min(its
 //     maxPerTick, its maxActive − its unfinished Jobs, what fits for its template alone, R). An Unschedulable pod of
 //     any queue blocks every queue (limits.blockOnUnschedulable is the install's). Plan.Slots is min(R, Σ r).
-//   - Read: each queue with r > 0 reads once (more only to replace skipped rows, as before), up to r rows; a queue
+//   - Read: each queue with r > 0 reads once (again only to replace rows it skipped, up to MaxSkippedRows), up to r rows; a queue
 //     with no room is not read.
 //   - Share: the R slots are given one at a time. The candidates are the queues with a create admitted and not yet
 //     kept whose next Job fits; the slot goes to the highest priority; among equal priorities to the queue with the

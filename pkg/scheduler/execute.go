@@ -74,12 +74,15 @@ func (x *execution) fail(errs ...error) {
 	}
 }
 
-// fitted takes the plan after Fit: it fails the pass for what could not be observed and logs capacity's warning.
+// fitted takes the plan after Fit: it fails the pass for what could not be observed and logs capacity's warnings,
+// each once: what the install's one observation could not read is in every queue's report.
 func (x *execution) fitted(p *Plan, obs *Observation) *Plan {
 	x.fail(obs.PodsErr, obs.CapacityErr)
+	logged := map[string]bool{}
 	for _, part := range p.parts {
-		if part.Capacity != nil && part.Capacity.Warning != "" {
-			x.log.Warn().Msg(part.Capacity.Warning)
+		if c := part.Capacity; c != nil && c.Warning != "" && !logged[c.Warning] {
+			logged[c.Warning] = true
+			x.log.Warn().Msg(c.Warning)
 		}
 	}
 	return p

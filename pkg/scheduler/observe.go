@@ -34,8 +34,8 @@ type Observation struct {
 	// not been observed: a pass observes it only when the limits leave room).
 	Capacity    *capacity.Snapshot
 	CapacityErr error
-	// Held is the Guard's refusal, when a Guard is set and this pass did not get it.
-	Held error
+	// GuardRefused is the Guard's refusal, when a Guard is set and this pass did not get it.
+	GuardRefused error
 	// Kueue is what Kueue says of the Jobs (limits.capacity: kueue): read by the reports, never by a pass, which
 	// decides from the Jobs alone (a Job Kueue holds is suspended).
 	Kueue *kueue.Snapshot

@@ -15,11 +15,16 @@ type QueryFinding = querydoctor.Finding
 // the LIMIT (maxPerTick when it has none, as the next pass with room would read). nil when the source has no doctor
 // (a rows file). A doctor that cannot check says so in the finding; it never fails the pass or the report.
 func (s *Scheduler) Explain(ctx context.Context, p *Plan) *QueryFinding {
+	return s.ExplainQueue(ctx, p, 0)
+}
+
+// ExplainQueue is Explain for queue i's read: its exclusions, its slots (or its maxPerTick).
+func (s *Scheduler) ExplainQueue(ctx context.Context, p *Plan, i int) *QueryFinding {
 	part := p
-	if len(p.parts) > 0 {
-		part = p.parts[0]
+	if i < len(p.parts) {
+		part = p.parts[i]
 	}
-	return explain(ctx, s.queues()[0].Source, part, s.Config.QueueConfig(0).MaxPerTick())
+	return explain(ctx, s.AllQueues()[i].Source, part, s.Config.QueueConfig(i).MaxPerTick())
 }
 
 // explain is Explain for one queue's plan p and source; maxPerTick is the queue's.

@@ -18,8 +18,9 @@ type Queue struct {
 	Renderer *render.Renderer
 }
 
-// queues are s.Queues, or (a Scheduler built with Source and Renderer only) its one queue.
-func (s *Scheduler) queues() []Queue {
+// AllQueues are the queues' I/O in the order of config.Config.AllQueues: s.Queues, or (a Scheduler built with
+// Source and Renderer only) its one queue. Every reader of a queue's source or renderer goes through it.
+func (s *Scheduler) AllQueues() []Queue {
 	if len(s.Queues) > 0 {
 		return s.Queues
 	}
@@ -85,9 +86,11 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 	}
 	r := roomOf(cfg, unfinished, queued)
 	for _, p := range parts {
-		if cfg.BlockOnUnschedulable() && unschedulable > 0 && !p.hard {
+		if cfg.BlockOnUnschedulable() && unschedulable > 0 { // before any other reason: it is what the user must fix
+			p.Limit, p.roomBound = "", false
 			p.block(fmt.Sprintf("%d pod(s) Unschedulable (%s)", unschedulable, first))
 			p.hard = true
+			continue
 		}
 		if r.slots < p.Slots {
 			p.Slots, p.Limit = max(r.slots, 0), r.limit
@@ -103,14 +106,20 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 // roomOf is R: the install's limits across its queues. limits.maxQueued is only here: Kueue, not jobsched, decides
 // when a Job runs, so what jobsched bounds with Kueue is how many of the install's Jobs wait there, queued, at once.
 func roomOf(cfg *config.Config, unfinished, queued int) installRoom {
-	r := installRoom{slots: cfg.MaxPerTick(), limit: fmt.Sprintf("limits.maxPerTick: %d", cfg.MaxPerTick())}
-	if free := cfg.MaxActive() - unfinished; free < r.slots {
-		r = installRoom{slots: max(free, 0), limit: fmt.Sprintf("limits.maxActive: %d of %d unfinished", unfinished, cfg.MaxActive()), roomBound: true}
-	}
+	r := activeRoom(cfg, unfinished)
 	if cfg.KueueMode() {
 		if free := cfg.MaxQueued() - queued; free < r.slots {
 			r = installRoom{slots: max(free, 0), limit: fmt.Sprintf("limits.maxQueued: %d of %d queued", queued, cfg.MaxQueued())}
 		}
+	}
+	return r
+}
+
+// activeRoom is min(maxPerTick, maxActive − unfinished) of cfg (a queue's or the install's limits) and what bound it.
+func activeRoom(cfg *config.Config, unfinished int) installRoom {
+	r := installRoom{slots: cfg.MaxPerTick(), limit: fmt.Sprintf("limits.maxPerTick: %d", cfg.MaxPerTick())}
+	if free := cfg.MaxActive() - unfinished; free < r.slots {
+		r = installRoom{slots: max(free, 0), limit: fmt.Sprintf("limits.maxActive: %d of %d unfinished", unfinished, cfg.MaxActive()), roomBound: true}
 	}
 	return r
 }

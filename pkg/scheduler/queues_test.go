@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,10 +12,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rs/zerolog"
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/jobsched/jobsched/pkg/config"
@@ -356,5 +362,26 @@ func TestReadPerGroupAfterSkips(t *testing.T) {
 	}
 	if len(res.Plan.Skipped) != 2 {
 		t.Errorf("skipped %v, want x-0 and y-0", res.Plan.Skipped)
+	}
+}
+
+// TestCapacityWarningOncePerPass: what capacity could not read is the install's (one observation for every
+// queue's template), so the pass logs it once however many queues there are, not once per queue.
+func TestCapacityWarningOncePerPass(t *testing.T) {
+	cfg := queuesConfig(t, "capacity: nodes", queue("a", "")+queue("b", "")+queue("c", ""))
+	client := fake.NewClientset()
+	client.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "", errors.New("RBAC: access denied"))
+	})
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now }}
+	for i := range cfg.Queues {
+		s.Queues = append(s.Queues, Queue{Source: &source{Rows: rowsFor("1")}, Renderer: render.New(cfg.QueueConfig(i), nil)})
+	}
+	var log bytes.Buffer
+	if _, err := s.Run(zerolog.New(&log).WithContext(t.Context()), Execute); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(log.String(), "capacity nodes needs list on nodes"); n != 1 {
+		t.Errorf("the missing permission is logged %d times, want once:\n%s", n, log.String())
 	}
 }

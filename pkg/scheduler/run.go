@@ -53,16 +53,16 @@ type Scheduler struct {
 	Kube   kubernetes.Interface
 	// Dynamic reads Kueue's objects for the reports (limits.capacity: kueue); nil: they cannot say why Kueue holds
 	// a Job.
-	Dynamic  dynamic.Interface
+	Dynamic dynamic.Interface
+	// Queues are the queues' sources and renderers, in the order of Config.AllQueues (the command sets them); a
+	// Scheduler of one queue may give its Source and Renderer instead. Read them through AllQueues.
 	Source   rows.Source
 	Renderer *render.Renderer
-	// Queues are the queues' sources and renderers, in the order of Config.Queues; nil: one queue, Source and
-	// Renderer.
-	Queues  []Queue
-	Now     func() time.Time
-	Timeout time.Duration
-	Events  Events // nil: none
-	Guard   Guard  // nil: none; taken by Execute passes only
+	Queues   []Queue
+	Now      func() time.Time
+	Timeout  time.Duration
+	Events   Events // nil: none
+	Guard    Guard  // nil: none; taken by Execute passes only
 	// BeforeCreates, when set, is called once before the first create of a pass (the command sets its collector
 	// policy there: see cmd).
 	BeforeCreates func()
@@ -128,7 +128,7 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 	if err != nil {
 		return x.done(nil, nil, Admission{}, cause(ctx, err))
 	}
-	obs.Held = held
+	obs.GuardRefused = held
 	p := Decide(s.Config, obs) // 2
 	obs.Jobs = nil             // the plan keeps what it needs of them
 	x.deletes(p.Deletes())     // 3
@@ -156,7 +156,7 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 // checkQueues is step 5 for each queue: its finished tasks' rows checked, the Jobs of the gone ones deleted. A
 // configuration error stops the pass; a failed read blocks that queue only (see execution.rows).
 func (s *Scheduler) checkQueues(ctx context.Context, x *execution, p *Plan) (*Plan, error) {
-	qs := s.queues()
+	qs := s.AllQueues()
 	return p.eachQueue(s.Config, func(i int, _ *config.Config, part *Plan) (*Plan, error) {
 		rc, err := s.checkRows(ctx, part, qs[i].Source)
 		part, err = x.rows(part.checked(rc), err)
@@ -169,7 +169,7 @@ func (s *Scheduler) checkQueues(ctx context.Context, x *execution, p *Plan) (*Pl
 
 // readQueues is step 6 for each queue with slots: its rows read and admitted, up to its slots.
 func (s *Scheduler) readQueues(ctx context.Context, x *execution, p *Plan) (*Plan, Admission, error) {
-	qs := s.queues()
+	qs := s.AllQueues()
 	var a Admission
 	p, err := p.eachQueue(s.Config, func(i int, _ *config.Config, part *Plan) (*Plan, error) {
 		qa, err := s.read(ctx, part, qs[i])
@@ -181,9 +181,8 @@ func (s *Scheduler) readQueues(ctx context.Context, x *execution, p *Plan) (*Pla
 
 // explainQueues is each queue's plan with what the query doctor says of its read (dry-run).
 func (s *Scheduler) explainQueues(ctx context.Context, p *Plan) *Plan {
-	qs := s.queues()
-	p, _ = p.eachQueue(s.Config, func(i int, qcfg *config.Config, part *Plan) (*Plan, error) {
-		return part.explained(explain(ctx, qs[i].Source, part, qcfg.MaxPerTick())), nil
+	p, _ = p.eachQueue(s.Config, func(i int, _ *config.Config, part *Plan) (*Plan, error) {
+		return part.explained(s.ExplainQueue(ctx, p, i)), nil
 	})
 	return p
 }

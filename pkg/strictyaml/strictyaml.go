@@ -26,7 +26,8 @@ import (
 // by its full path (e.g. limits.maxActiv, spec.template.spec.containers[0].imag) and line, every key out has no
 // field for, every key written twice, and every value that is not of its field's type, in the words the file uses
 // (limits.maxActive: "ten" is not an integer); out is still filled with every other key, so that they can be
-// validated too. err is a file that cannot be read at all: not YAML, a second document, not a mapping.
+// validated too (LeftOut says which were not). err is a file that cannot be read at all: not YAML, a second
+// document, not a mapping.
 func Decode(data []byte, out any) (problems, err error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
@@ -69,7 +70,26 @@ func Decode(data []byte, out any) (problems, err error) {
 		sort.Strings(d.unknown)
 		d.problems = append([]error{fmt.Errorf("unknown key(s): %s", strings.Join(d.unknown, ", "))}, d.problems...)
 	}
-	return errors.Join(d.problems...), nil
+	if len(d.problems) == 0 {
+		return nil, nil
+	}
+	return &Problems{errs: d.problems, leftOut: d.leftOut}, nil
+}
+
+// Problems are Decode's problems, reported together (one per line).
+type Problems struct {
+	errs    []error
+	leftOut map[string]bool
+}
+
+func (p *Problems) Error() string   { return errors.Join(p.errs...).Error() }
+func (p *Problems) Unwrap() []error { return p.errs }
+
+// LeftOut says whether Decode's problems say that the value at path (as they name it: limits.maxActive,
+// queues[1].source.key) is not of its field's type, and so was left out of the decoded value.
+func LeftOut(problems error, path string) bool {
+	var p *Problems
+	return errors.As(problems, &p) && p.leftOut[path]
 }
 
 // withLine gives a YAML error that names no line (a bad tag, bad UTF-8, a control character) the first line where
@@ -113,6 +133,7 @@ func isEmptyDocument(n *yaml.Node) bool {
 type decoder struct {
 	unknown  []string
 	problems []error
+	leftOut  map[string]bool     // the paths of the values with a problem: left out of the result
 	values   int                 // values converted, aliases expanded
 	active   map[*yaml.Node]bool // the targets of the aliases being converted
 }
@@ -145,6 +166,10 @@ func (d *decoder) enter(n *yaml.Node, path string) (target *yaml.Node, leave fun
 }
 
 func (d *decoder) bad(n *yaml.Node, path, format string, args ...any) {
+	if d.leftOut == nil {
+		d.leftOut = map[string]bool{}
+	}
+	d.leftOut[path] = true
 	d.problems = append(d.problems, fmt.Errorf("%s: %s (line %d)", path, fmt.Sprintf(format, args...), n.Line))
 }
 

@@ -205,3 +205,22 @@ func laughs(n int) string {
 	}
 	return b.String()
 }
+
+// TestLeftOut: the paths of the values Decode left out for their type are known by path, as the problems name them;
+// a value decoded, an unknown key, and no problems at all are not left out.
+func TestLeftOut(t *testing.T) {
+	var s sample
+	problems, err := Decode([]byte("name: a\ninner: {max: ten, on: true}\nitems:\n- {max: 1}\n- {small: 300}\nnope: 1\n"), &s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]bool{"inner.max": true, "items[1].small": true, "inner.on": false, "items[0].max": false,
+		"name": false, "nope": false, "max": false} {
+		if got := LeftOut(problems, path); got != want {
+			t.Errorf("LeftOut(%s) = %v, want %v (problems: %v)", path, got, want, problems)
+		}
+	}
+	if problems, err := Decode([]byte("name: a\n"), &s); problems != nil || err != nil || LeftOut(problems, "name") {
+		t.Errorf("a clean file: problems %v, err %v", problems, err)
+	}
+}

@@ -3,18 +3,12 @@
 package apicalls
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"regexp"
-	"strconv"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
-)
-
-var (
-	requestTotal = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
-	label        = regexp.MustCompile(`(\w+)="([^"]*)"`)
 )
 
 // Get reads the API server's /metrics and returns Parse of it.
@@ -30,31 +24,37 @@ func Get(ctx context.Context, c kubernetes.Interface) (map[string]float64, error
 // as "cluster-wide WATCH …": a WATCH is counted when it ends, so a namespaced one within a measured window is a
 // pass's streaming list, and a cluster-wide one is some controller's.
 func Parse(metrics []byte) (map[string]float64, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(metrics))
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(metrics))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		m := requestTotal.FindStringSubmatch(sc.Text())
-		if m == nil {
-			continue
-		}
+	f, ok := families["apiserver_request_total"]
+	if !ok {
+		return out, nil
+	}
+	for _, m := range f.GetMetric() {
 		l := map[string]string{}
-		for _, kv := range label.FindAllStringSubmatch(m[1], -1) {
-			l[kv[1]] = kv[2]
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
 		}
 		res := l["resource"]
 		if res == "" {
-			res = "/metrics"
+			res = "/metrics" // a request for no resource: /metrics, /healthz, /version, /openapi
 		}
 		if l["subresource"] != "" {
 			res += "/" + l["subresource"]
 		}
-		v, _ := strconv.ParseFloat(m[2], 64)
 		verb := l["verb"]
 		if verb == "WATCH" && l["scope"] != "namespace" {
 			verb = "cluster-wide WATCH"
 		}
+		v := m.GetCounter().GetValue()
+		if m.GetCounter() == nil {
+			v = m.GetUntyped().GetValue()
+		}
 		out[verb+" "+res] += v
 	}
-	return out, sc.Err()
+	return out, nil
 }
