@@ -60,16 +60,8 @@ func TestSeedScenario(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	deadline := time.Now().Add(4 * time.Minute)
-	for {
-		e.tick(cfg)
-		if len(l.created()) == len(keys) && len(e.jobs()) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not drained: %d of %d rows got a Job, %d Jobs left", len(l.created()), len(keys), len(e.jobs()))
-		}
-		time.Sleep(time.Second)
+	if !e.passUntil(cfg, l, 4*time.Minute, func(int) bool { return len(l.created()) == len(keys) && len(e.jobs()) == 0 }) {
+		t.Fatalf("not drained: %d of %d rows got a Job, %d Jobs left", len(l.created()), len(keys), len(e.jobs()))
 	}
 	close(stop)
 	<-observed

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -528,12 +529,16 @@ type ledger struct {
 	byKey      map[string][]*batchv1.Job // task key → every Job created for it
 	unfinished map[string]bool           // Job names without a Complete or Failed condition, now
 	peak       int                       // the most unfinished Jobs at once
+	finished   map[string]bool           // Job names seen with a Complete or Failed condition
+	live       map[string]string         // unfinished Jobs not being deleted, now: name → task key
+	overlap    map[string]bool           // task keys that had two live Jobs at once
 	markers    map[string]bool           // marker Jobs delivered (see sync); not counted as Jobs
 }
 
 func (e *env) ledger() *ledger {
 	e.t.Helper()
-	l := &ledger{byKey: map[string][]*batchv1.Job{}, unfinished: map[string]bool{}, markers: map[string]bool{}}
+	l := &ledger{byKey: map[string][]*batchv1.Job{}, unfinished: map[string]bool{}, finished: map[string]bool{},
+		live: map[string]string{}, overlap: map[string]bool{}, markers: map[string]bool{}}
 	e.followJobs(func(ev watch.Event) {
 		job, ok := ev.Object.(*batchv1.Job)
 		if !ok {
@@ -545,9 +550,26 @@ func (e *env) ledger() *ledger {
 			l.markers[job.Name] = true
 			return
 		}
+		key := job.Annotations[render.AnnotationTaskKey]
 		if ev.Type == watch.Added {
-			key := job.Annotations[render.AnnotationTaskKey]
 			l.byKey[key] = append(l.byKey[key], job)
+		}
+		if ev.Type == watch.Deleted || jobFinished(job) || job.DeletionTimestamp != nil {
+			delete(l.live, job.Name)
+		} else if ev.Type == watch.Added || ev.Type == watch.Modified {
+			l.live[job.Name] = key
+			n := 0
+			for _, k := range l.live {
+				if k == key {
+					n++
+				}
+			}
+			if n > 1 {
+				l.overlap[key] = true
+			}
+		}
+		if jobFinished(job) {
+			l.finished[job.Name] = true
 		}
 		if ev.Type == watch.Deleted || jobFinished(job) {
 			delete(l.unfinished, job.Name)
@@ -567,21 +589,20 @@ func (e *env) follow(list func() (string, error), start func(rv string) (watch.I
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	go func() {
-		for e.ctx.Err() == nil {
-			w, err := start(rv)
-			if err != nil {
-				time.Sleep(100 * time.Millisecond) // the pace of the retries
-				continue
-			}
-			for ev := range w.ResultChan() {
-				if m, ok := ev.Object.(metav1.Object); ok {
-					rv = m.GetResourceVersion()
-				}
-				on(ev)
-			}
+	// A watch that could not start, or that ended, is opened again from rv 100ms later.
+	go wait.UntilWithContext(e.ctx, func(context.Context) {
+		w, err := start(rv)
+		if err != nil {
+			return
 		}
-	}()
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if m, ok := ev.Object.(metav1.Object); ok {
+				rv = m.GetResourceVersion()
+			}
+			on(ev)
+		}
+	}, 100*time.Millisecond)
 }
 
 // followJobs follows the namespace's Jobs from now on (see follow).
@@ -673,6 +694,46 @@ func (l *ledger) created() map[string]int {
 	return out
 }
 
+// overlapping are the task keys that had two unfinished Jobs (not being deleted) at once, sorted.
+func (l *ledger) overlapping() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Sorted(maps.Keys(l.overlap))
+}
+
+// progress is how many Jobs have finished so far, and how many are unfinished now.
+func (l *ledger) progress() (finished, unfinished int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.finished), len(l.unfinished)
+}
+
+// passUntil runs passes of config until done says the scenario is over (it is called after each pass with the
+// pass's number: 0, 1, …) and returns true, or returns false once timeout has passed. Between two passes it waits
+// for what the next one acts on, as the ledger l's watch shows it: a Job that finished since the pass before began
+// (its slot, its room on a node, its row); with no Job unfinished there is nothing to wait for, and it passes again.
+func (e *env) passUntil(config string, l *ledger, timeout time.Duration, done func(pass int) bool) bool {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for pass := 0; ; pass++ {
+		before, _ := l.progress()
+		e.tick(config)
+		if done(pass) {
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, time.Until(deadline), true, func(context.Context) (bool, error) {
+			finished, unfinished := l.progress()
+			return finished > before || unfinished == 0, nil
+		})
+		if err != nil {
+			return false
+		}
+	}
+}
+
 // peakUnfinished is the most Jobs that were unfinished at once.
 func (l *ledger) peakUnfinished() int {
 	l.mu.Lock()
@@ -712,22 +773,32 @@ func (l *ledger) first(key string) *batchv1.Job {
 // before it exits. It stops with the test.
 func (e *env) worker() { e.workerOn(corev1.PodRunning, corev1.PodSucceeded) }
 
-// workerOn marks a task's row done once one of its pods reaches one of phases.
+// workerOn marks a task's row done once one of its pods reaches one of phases: the pods there now, then each pod
+// event of the namespace's watch.
 func (e *env) workerOn(phases ...corev1.PodPhase) {
-	go func() {
-		for e.ctx.Err() == nil {
-			pods, err := e.kube.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
-			if err == nil {
-				for _, p := range pods.Items {
-					if slices.Contains(phases, p.Status.Phase) {
-						_, _ = e.db.ExecContext(e.ctx, `UPDATE `+e.table+` SET status = 'done' WHERE id = $1 AND status = 'waiting'`,
-							p.Annotations[render.AnnotationTaskKey])
-					}
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
+	e.t.Helper()
+	mark := func(p *corev1.Pod) {
+		if slices.Contains(phases, p.Status.Phase) {
+			_, _ = e.db.ExecContext(e.ctx, `UPDATE `+e.table+` SET status = 'done' WHERE id = $1 AND status = 'waiting'`,
+				p.Annotations[render.AnnotationTaskKey])
 		}
-	}()
+	}
+	e.follow(func() (string, error) {
+		l, err := e.kube.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return "", err
+		}
+		for i := range l.Items {
+			mark(&l.Items[i])
+		}
+		return l.ResourceVersion, nil
+	}, func(rv string) (watch.Interface, error) {
+		return e.kube.CoreV1().Pods(e.ns).Watch(e.ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+	}, func(ev watch.Event) {
+		if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted {
+			mark(p)
+		}
+	})
 }
 
 // dump logs the namespace's Jobs and pods when a scenario failed.

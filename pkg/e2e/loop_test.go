@@ -22,25 +22,20 @@ func TestWholeLoop(t *testing.T) {
 	l := e.ledger()
 	e.worker()
 
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		e.tick(cfg)
+	done := 0
+	if !e.passUntil(cfg, l, 3*time.Minute, func(int) bool {
 		if active := len(e.jobs()); active > 5 {
 			t.Fatalf("%d Jobs exist, maxActive is 5", active)
 		}
-		done := 0
+		done = 0
 		for _, st := range e.statuses() {
 			if st == "done" {
 				done++
 			}
 		}
-		if done == len(keys) && len(e.jobs()) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("backlog not drained: %d of %d done, %d Jobs left", done, len(keys), len(e.jobs()))
-		}
-		time.Sleep(time.Second)
+		return done == len(keys) && len(e.jobs()) == 0
+	}) {
+		t.Fatalf("backlog not drained: %d of %d done, %d Jobs left", done, len(keys), len(e.jobs()))
 	}
 	created := l.created()
 	for _, k := range keys {

@@ -45,16 +45,8 @@ func TestFullClusterBlocks(t *testing.T) {
 		t.Errorf("status does not say why the next tick is blocked (exit %d):\n%s", st.code, st.stdout)
 	}
 	// The first pods finish, the third is scheduled, and the passes go on until the backlog is drained.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		e.tick(cfg)
-		if len(l.created()) == len(keys) && len(e.jobs()) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("did not resume: Jobs ever %v, Jobs now %d", l.created(), len(e.jobs()))
-		}
-		time.Sleep(time.Second)
+	if !e.passUntil(cfg, l, 2*time.Minute, func(int) bool { return len(l.created()) == len(keys) && len(e.jobs()) == 0 }) {
+		t.Fatalf("did not resume: Jobs ever %v, Jobs now %d", l.created(), len(e.jobs()))
 	}
 	for k, n := range l.created() {
 		if n != 1 {

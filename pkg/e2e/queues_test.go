@@ -18,7 +18,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/jobsched/jobsched/pkg/render"
@@ -173,39 +172,24 @@ type groupWatch struct {
 func (e *env) watchGroups(groupOf func(*batchv1.Job) string) *groupWatch {
 	e.t.Helper()
 	g := &groupWatch{unfinished: map[string]map[string]bool{}, peak: map[string]int{}}
-	list, err := e.kube.BatchV1().Jobs(e.ns).List(e.ctx, metav1.ListOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	rv := list.ResourceVersion
-	go func() {
-		for e.ctx.Err() == nil {
-			w, err := e.kube.BatchV1().Jobs(e.ns).Watch(e.ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
-			if err != nil {
-				time.Sleep(100 * time.Millisecond)
-				continue
-			}
-			for ev := range w.ResultChan() {
-				job, ok := ev.Object.(*batchv1.Job)
-				if !ok {
-					continue
-				}
-				rv = job.ResourceVersion
-				group := groupOf(job)
-				g.mu.Lock()
-				if g.unfinished[group] == nil {
-					g.unfinished[group] = map[string]bool{}
-				}
-				if ev.Type == watch.Deleted || jobFinished(job) {
-					delete(g.unfinished[group], job.Name)
-				} else if ev.Type == watch.Added || ev.Type == watch.Modified {
-					g.unfinished[group][job.Name] = true
-					g.peak[group] = max(g.peak[group], len(g.unfinished[group]))
-				}
-				g.mu.Unlock()
-			}
+	e.followJobs(func(ev watch.Event) {
+		job, ok := ev.Object.(*batchv1.Job)
+		if !ok {
+			return
 		}
-	}()
+		group := groupOf(job)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.unfinished[group] == nil {
+			g.unfinished[group] = map[string]bool{}
+		}
+		if ev.Type == watch.Deleted || jobFinished(job) {
+			delete(g.unfinished[group], job.Name)
+		} else if ev.Type == watch.Added || ev.Type == watch.Modified {
+			g.unfinished[group][job.Name] = true
+			g.peak[group] = max(g.peak[group], len(g.unfinished[group]))
+		}
+	})
 	return g
 }
 
@@ -236,30 +220,26 @@ func checkQueueLabels(t *testing.T, jobs []batchv1.Job, queueOf func(key string)
 	}
 }
 
-// drain ticks cfg once a second (as a CronJob would, faster) until every key has a Job and no Job is left, or fails
-// after timeout. after is called after each tick with its number (0, 1, …).
+// drain runs passes of cfg (see passUntil) until every key has a Job and no Job is left, or fails after timeout.
+// after is called after each pass with its number (0, 1, …).
 func (e *env) drain(cfg string, keys []string, l *ledger, timeout time.Duration, after func(tick int)) {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for tick := 0; ; tick++ {
-		e.tick(cfg)
+	ticks, done := 0, 0
+	if !e.passUntil(cfg, l, timeout, func(tick int) bool {
 		if after != nil {
 			after(tick)
 		}
+		ticks = tick + 1
 		created := l.created()
-		done := 0
+		done = 0
 		for _, k := range keys {
 			if created[k] > 0 {
 				done++
 			}
 		}
-		if done == len(keys) && len(e.jobs()) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("not drained after %d ticks: %d of %d rows got a Job, %d Jobs left", tick+1, done, len(keys), len(e.jobs()))
-		}
-		time.Sleep(time.Second) // the tick schedule, not a condition
+		return done == len(keys) && len(e.jobs()) == 0
+	}) {
+		e.t.Fatalf("not drained after %d ticks: %d of %d rows got a Job, %d Jobs left", ticks, done, len(keys), len(e.jobs()))
 	}
 }
 
@@ -439,21 +419,16 @@ func TestQueuesTenants(t *testing.T) {
 	l := e.ledger()
 	groups := e.watchGroups(func(j *batchv1.Job) string { return prefixOf(j.Annotations[render.AnnotationTaskKey]) })
 	e.worker()
-	deadline := time.Now().Add(4 * time.Minute)
-	for tick := 0; ; tick++ {
-		e.tick(cfg)
-		n := byPrefix(l.created())
+	var n map[string]int
+	if !e.passUntil(cfg, l, 4*time.Minute, func(tick int) bool {
+		n = byPrefix(l.created())
 		t.Logf("tick %d: Jobs created so far %v, most unfinished at once %v", tick, n, groups.peaks())
 		if tick == 0 && (n["a"] == 0 || n["b"] == 0) {
 			t.Errorf("the first pass created %v: a and b should get Jobs in it", n)
 		}
-		if n["a"] == 5 && n["b"] == 5 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a and b not drained: %v", n)
-		}
-		time.Sleep(time.Second) // the tick schedule, not a condition
+		return n["a"] == 5 && n["b"] == 5
+	}) {
+		t.Fatalf("a and b not drained: %v", n)
 	}
 	for g, p := range groups.peaks() {
 		if p > 2 {

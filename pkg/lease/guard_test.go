@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/jobsched/jobsched/pkg/testkit"
@@ -141,11 +142,10 @@ func TestGuardLost(t *testing.T) {
 		t.Errorf("release of a lost Lease wrote it %d times, want none", n)
 	}
 	// The warning is logged as the context ends, from its own goroutine.
-	for i := 0; !strings.Contains(buf.String(), "lost the Lease: this pass creates nothing more"); i++ {
-		if i == 100 {
-			t.Fatalf("no warning of the loss:\n%s", buf.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Contains(buf.String(), "lost the Lease: this pass creates nothing more"), nil
+	}); err != nil {
+		t.Fatalf("no warning of the loss (%v):\n%s", err, buf.String())
 	}
 }
 

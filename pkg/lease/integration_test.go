@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // These run against the real API server of scripts/test.sh (KUBECONFIG): its optimistic concurrency is what makes
@@ -100,7 +102,10 @@ func TestIntegrationWaitingHoldersTakeTurns(t *testing.T) {
 			n := inside.Add(1)
 			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 			}
-			time.Sleep(100 * time.Millisecond) // the holder's work
+			// The holder's work, while the others wait their turn: the scenario's schedule, not a wait for something.
+			if err := testkit.Pause(t.Context(), 100*time.Millisecond); err != nil {
+				t.Error(err)
+			}
 			inside.Add(-1)
 			turns.Add(1)
 			if _, err := h.Release(context.Background()); err != nil {

@@ -252,8 +252,10 @@ func TestRenewFailureEndsContext(t *testing.T) {
 
 func TestRenewThatHangsEndsContextAtValidity(t *testing.T) {
 	c := newFake()
+	hang := make(chan struct{}) // an API server that does not answer: the renewal returns only when the test ends
+	t.Cleanup(func() { close(hang) })
 	c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
-		time.Sleep(2 * time.Second) // an API server that does not answer
+		<-hang
 		return true, nil, errors.New("timeout")
 	})
 	start := time.Now()

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/jobsched/jobsched/pkg/kube"
@@ -235,34 +236,32 @@ func follow[L metav1.ListInterface, T any](ctx context.Context, c kube.Collectio
 		return err
 	}
 	rv := l.GetResourceVersion()
-	go func() {
-		for ctx.Err() == nil {
-			w, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
-			if err != nil {
-				time.Sleep(200 * time.Millisecond)
+	// A watch that could not start, or that closed, is opened again 100ms later.
+	go wait.UntilWithContext(ctx, func(ctx context.Context) {
+		w, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+		if err != nil {
+			return
+		}
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error && ctx.Err() != nil {
+				return // the variant is over
+			}
+			if ev.Type == watch.Error { // expired, most likely: on from now (the bench misses what happened since)
+				if l, err := c.List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+					rv = l.GetResourceVersion()
+				}
+				progress("    the watch failed (%v): watching on from now", apierrors.FromObject(ev.Object))
 				continue
 			}
-			for ev := range w.ResultChan() {
-				if ev.Type == watch.Error && ctx.Err() != nil {
-					return // the variant is over
-				}
-				if ev.Type == watch.Error { // expired, most likely: on from now (the bench misses what happened since)
-					if l, err := c.List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
-						rv = l.GetResourceVersion()
-					}
-					progress("    the watch failed (%v): watching on from now", apierrors.FromObject(ev.Object))
-					continue
-				}
-				if m, err := meta.Accessor(ev.Object); err == nil && m.GetResourceVersion() != "" {
-					rv = m.GetResourceVersion()
-				}
-				if obj, ok := any(ev.Object).(*T); ok && ev.Type != watch.Bookmark {
-					fn(ev.Type, obj)
-				}
+			if m, err := meta.Accessor(ev.Object); err == nil && m.GetResourceVersion() != "" {
+				rv = m.GetResourceVersion()
 			}
-			time.Sleep(100 * time.Millisecond)
+			if obj, ok := any(ev.Object).(*T); ok && ev.Type != watch.Bookmark {
+				fn(ev.Type, obj)
+			}
 		}
-	}()
+	}, 100*time.Millisecond)
 	return nil
 }
 
@@ -338,15 +337,13 @@ func (b *bench) drainReset(ns, table, pool string, rows int) error {
 		return err
 	}
 	// Ready, and untainted by the node lifecycle controller: until then neither kube-scheduler nor capacity uses it.
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		n, err := b.admin.CoreV1().Nodes().Get(b.ctx, node.Name, metav1.GetOptions{})
-		if err == nil && nodeUsable(n) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("node %s not Ready and untainted after 2 minutes", node.Name)
-		}
+	if err := wait.PollUntilContextTimeout(b.ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := b.admin.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		return err == nil && nodeUsable(n), nil
+	}); err != nil {
+		return fmt.Errorf("node %s not Ready and untainted after 2 minutes: %w", node.Name, err)
 	}
+	return nil
 }
 
 func nodeUsable(n *corev1.Node) bool {

@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
@@ -207,8 +208,7 @@ func (b *bench) apiCalls() error {
 				return err
 			}
 		}
-		time.Sleep(2 * time.Second) // let the cluster settle: a quiet cluster
-		before, err := b.requests()
+		before, err := b.quiet()
 		if err != nil {
 			return err
 		}
@@ -223,7 +223,7 @@ func (b *bench) apiCalls() error {
 		var calls []string
 		total := 0
 		for k, v := range after {
-			if d := v - before[k]; d > 0 && !strings.HasPrefix(k, "cluster-wide WATCH ") && k != "GET /metrics" {
+			if d := v - before[k]; d > 0 && counted(k) {
 				calls = append(calls, fmt.Sprintf("%s %d", k, int(d)))
 				total += int(d)
 			}
@@ -238,6 +238,39 @@ func (b *bench) apiCalls() error {
 
 // requests reads apiserver_request_total as "VERB resource[/subresource]" → count (see apicalls.Parse).
 func (b *bench) requests() (map[string]float64, error) { return apicalls.Get(b.ctx, b.admin) }
+
+// counted says whether requests of kind k count as a pass's: not the cluster-wide WATCHes (the other clients'
+// informers) nor the reads of /metrics (the bench's own).
+func counted(k string) bool {
+	return !strings.HasPrefix(k, "cluster-wide WATCH ") && k != "GET /metrics"
+}
+
+// quiet returns the request counts once the cluster is quiet: two readings a second apart count the same requests
+// (the controllers are done with what came before, e.g. the cleared Jobs' pods), or fails after a minute.
+func (b *bench) quiet() (map[string]float64, error) {
+	last, err := b.requests()
+	if err != nil {
+		return nil, err
+	}
+	err = wait.PollUntilContextTimeout(b.ctx, time.Second, time.Minute, false, func(context.Context) (bool, error) {
+		now, err := b.requests()
+		if err != nil {
+			return false, err
+		}
+		same := true
+		for k, v := range now {
+			if counted(k) && v != last[k] {
+				same = false
+			}
+		}
+		last = now
+		return same, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the cluster did not quieten (two readings of its requests a second apart the same): %w", err)
+	}
+	return last, nil
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Pass time vs backlog: a dry-run pass (the tick's pass without its writes) over 100 and over 1,000,000 waiting
@@ -771,16 +804,14 @@ func (b *bench) clearJobs(ns string) error {
 	if err := b.admin.BatchV1().Jobs(ns).DeleteCollection(b.ctx, metav1.DeleteOptions{PropagationPolicy: &bg}, metav1.ListOptions{}); err != nil {
 		return err
 	}
-	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		l, err := b.admin.BatchV1().Jobs(ns).List(b.ctx, metav1.ListOptions{Limit: 1})
-		if err != nil {
-			return err
-		}
-		if len(l.Items) == 0 {
-			return nil
-		}
+	err := wait.PollUntilContextTimeout(b.ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := b.admin.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil && len(l.Items) == 0, err
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("Jobs in %s still there after 5 minutes", ns)
 	}
-	return fmt.Errorf("Jobs in %s still there after 5 minutes", ns)
+	return err
 }
 
 // summary is the pass done line of a tick.
