@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/utils/clock"
 )
 
 // What a pass says of the Lease in its `pass done` line.
@@ -32,6 +33,7 @@ type Guard struct {
 	// just started refuses everything until its RBAC cache is filled, and such a pass must not create unserialised.
 	// nil: every Forbidden is the Role's.
 	Confirm func(ctx context.Context) error
+	Clock   clock.WithTicker // nil: the real one (see Config.Clock)
 
 	mu     sync.Mutex
 	state  string
@@ -58,8 +60,10 @@ func MaxWait(ctx context.Context, duration time.Duration) time.Duration {
 // and returns ctx: the pass creates unserialised, as before the Lease.
 func (g *Guard) Take(ctx context.Context) (context.Context, func(), error) {
 	log := zerolog.Ctx(ctx)
-	start := time.Now()
-	cfg := Config{Client: g.Client, Namespace: g.Namespace, Name: Name(g.Scheduler), Holder: g.Holder, Duration: g.Duration}
+	cfg := Config{Client: g.Client, Namespace: g.Namespace, Name: Name(g.Scheduler), Holder: g.Holder, Duration: g.Duration,
+		Clock: g.Clock}
+	cfg.defaults()
+	start := cfg.Clock.Now()
 	cfg.Wait = MaxWait(ctx, g.Duration)
 	h, _, err := Acquire(ctx, cfg)
 	if errors.Is(err, ErrForbidden) && g.Confirm != nil {
@@ -72,7 +76,7 @@ func (g *Guard) Take(ctx context.Context) (context.Context, func(), error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.waited = time.Since(start)
+	g.waited = cfg.Clock.Since(start)
 	var he *HeldError
 	switch {
 	case err == nil:

@@ -148,8 +148,9 @@ func TestIntegrationUnrenewedLeaseExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h2.Stop()
-	if d := time.Since(start); d < 2*time.Second || d > 3500*time.Millisecond {
-		t.Errorf("took the unrenewed Lease after %s, want its duration, 2s (and at most one poll more)", d)
+	// Taken within other's Wait (4s, twice the duration: no HeldError), and not before the Lease's duration.
+	if d := time.Since(start); d < 2*time.Second {
+		t.Errorf("took the unrenewed Lease after %s, before its duration, 2s", d)
 	}
 	// The old holder's write now conflicts: it cannot take the Lease back by renewing.
 	l, err := c.CoordinationV1().Leases(ns).Get(context.Background(), "jobsched-expiry", metav1.GetOptions{})

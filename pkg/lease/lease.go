@@ -81,6 +81,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/utils/clock"
 )
 
 // DefaultDuration is how long a holder that stopped renewing (killed) keeps the others from creating.
@@ -118,6 +119,9 @@ type Config struct {
 	Wait time.Duration
 	// Poll is how often Acquire reads the Lease while it waits (default 500ms).
 	Poll time.Duration
+	// Clock is the holder's own clock, on which the waits, the renewals and the takeover are timed (default the
+	// real one; tests give a fake one).
+	Clock clock.WithTicker
 }
 
 // HeldError is Acquire's answer when another holder kept the Lease for the whole wait.
@@ -162,6 +166,9 @@ func (c *Config) defaults() {
 	if c.Poll <= 0 {
 		c.Poll = 500 * time.Millisecond
 	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
 }
 
 // seconds is d as leaseDurationSeconds, at least 1.
@@ -175,11 +182,12 @@ func seconds(d time.Duration) *int32 {
 func Acquire(ctx context.Context, cfg Config) (_ *Held, calls int, err error) {
 	cfg.defaults()
 	leases := cfg.Client.Leases(cfg.Namespace)
-	start := time.Now()
+	clk := cfg.Clock
+	start := clk.Now()
 	var seenRV string
 	var seenAt time.Time
 	for {
-		sent := time.Now()
+		sent := clk.Now()
 		calls++
 		cur, err := leases.Get(ctx, cfg.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -196,12 +204,12 @@ func Acquire(ctx context.Context, cfg Config) (_ *Held, calls int, err error) {
 		if err != nil {
 			return nil, calls, classify(cfg, "reading", err)
 		}
-		now := time.Now()
+		now := clk.Now()
 		if seenAt.IsZero() || cur.ResourceVersion != seenRV {
 			seenRV, seenAt = cur.ResourceVersion, now
 		}
 		if Free(cur, cfg.Holder, seenAt, now) {
-			sent = time.Now()
+			sent = clk.Now()
 			calls++
 			got, err := leases.Update(ctx, record(cur, cfg, sent), metav1.UpdateOptions{FieldManager: "jobsched"})
 			if apierrors.IsConflict(err) {
@@ -216,11 +224,11 @@ func Acquire(ctx context.Context, cfg Config) (_ *Held, calls int, err error) {
 		if waited >= cfg.Wait {
 			return nil, calls, &HeldError{Name: cfg.Name, Holder: *cur.Spec.HolderIdentity, Waited: waited}
 		}
-		pause := min(cfg.Poll, cfg.Wait-waited, time.Until(expiry(cur, seenAt)))
+		pause := min(cfg.Poll, cfg.Wait-waited, expiry(cur, seenAt).Sub(clk.Now()))
 		select {
 		case <-ctx.Done():
 			return nil, calls, context.Cause(ctx)
-		case <-time.After(max(pause, 10*time.Millisecond)):
+		case <-clk.After(max(pause, 10*time.Millisecond)):
 		}
 	}
 }
@@ -293,7 +301,8 @@ func (h *Held) validity() time.Duration { return h.cfg.Duration - h.cfg.Duration
 func (h *Held) renew(sent time.Time) {
 	defer close(h.done)
 	every := h.cfg.Duration / 3
-	t := time.NewTicker(every)
+	clk := h.cfg.Clock
+	t := clk.NewTicker(every)
 	defer t.Stop()
 	for {
 		deadline := sent.Add(h.validity())
@@ -302,12 +311,12 @@ func (h *Held) renew(sent time.Time) {
 			return
 		case <-h.ctx.Done():
 			return
-		case <-time.After(time.Until(deadline)):
+		case <-clk.After(deadline.Sub(clk.Now())):
 			h.lose(fmt.Errorf("%w: not renewed within %s", ErrLost, h.validity()))
 			return
-		case <-t.C:
+		case <-t.C():
 		}
-		now := time.Now()
+		now := clk.Now()
 		h.mu.Lock()
 		next := record(h.lease, h.cfg, now)
 		h.calls++
@@ -322,7 +331,7 @@ func (h *Held) renew(sent time.Time) {
 		var r renewal
 		select {
 		case r = <-res:
-		case <-time.After(time.Until(deadline)):
+		case <-clk.After(deadline.Sub(clk.Now())):
 			r.err = fmt.Errorf("no answer within %s", h.validity())
 		}
 		cancel()
@@ -394,7 +403,7 @@ func (h *Held) Release(ctx context.Context) (int, error) {
 	l := h.lease.DeepCopy()
 	h.mu.Unlock()
 	empty := ""
-	now := metav1.NewMicroTime(time.Now())
+	now := metav1.NewMicroTime(h.cfg.Clock.Now())
 	l.Spec.HolderIdentity = &empty
 	l.Spec.RenewTime = &now
 	if _, err := h.cfg.Client.Leases(h.cfg.Namespace).Update(ctx, l, metav1.UpdateOptions{FieldManager: "jobsched"}); err != nil {

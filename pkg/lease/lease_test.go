@@ -3,6 +3,8 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
+	goruntime "runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,8 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 var leasesGR = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
@@ -149,20 +153,59 @@ func TestAcquireCreatesAndReleases(t *testing.T) {
 	h2.Stop()
 }
 
+// fakeClock is a holder's clock that the test moves on; it starts at the real time, as the Leases of held do.
+func fakeClock() *clocktesting.FakeClock { return clocktesting.NewFakeClock(time.Now()) }
+
+// until waits, polling, for cond: what the code under test has done on the fake clock before the test moves it on.
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	}); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// stepping runs fn, moving c on by step each time the code under test waits on c (its only timer: a wait for the
+// next read), until fn returns; it returns how long fn took on c.
+func stepping(c *clocktesting.FakeClock, step time.Duration, fn func()) time.Duration {
+	start := c.Now()
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	for {
+		select {
+		case <-done:
+			return c.Since(start)
+		default:
+		}
+		if c.Waiters() > 0 {
+			c.Step(step)
+		} else {
+			goruntime.Gosched()
+		}
+	}
+}
+
+// acquireStepping is Acquire with cfg on clock c, stepped by cfg.Poll (see stepping), and how long it took on c.
+func acquireStepping(t *testing.T, c *clocktesting.FakeClock, cfg Config) (h *Held, calls int, err error, took time.Duration) {
+	t.Helper()
+	cfg.Clock = c
+	took = stepping(c, cfg.Poll, func() { h, calls, err = Acquire(context.Background(), cfg) })
+	return h, calls, err, took
+}
+
+// TestAcquireHeld: a live holder's Lease is read every Poll until Wait has passed, then Acquire gives up with a
+// HeldError naming the holder; it never writes the Lease.
 func TestAcquireHeld(t *testing.T) {
 	c := newFake(held("other", 15))
-	start := time.Now()
-	_, calls, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me",
-		Wait: 300 * time.Millisecond, Poll: 100 * time.Millisecond})
+	_, calls, err, took := acquireStepping(t, fakeClock(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s",
+		Holder: "me", Wait: 300 * time.Millisecond, Poll: 100 * time.Millisecond})
 	var he *HeldError
-	if !errors.As(err, &he) || he.Holder != "other" {
-		t.Fatalf("err = %v, want a HeldError naming other", err)
+	if !errors.As(err, &he) || he.Holder != "other" || he.Waited != 300*time.Millisecond {
+		t.Fatalf("err = %v, want a HeldError naming other after its Wait, 300ms", err)
 	}
-	if d := time.Since(start); d < 300*time.Millisecond {
-		t.Errorf("gave up after %s, before its Wait", d)
-	}
-	if calls < 3 {
-		t.Errorf("read the Lease %d times while waiting, want it polled", calls)
+	if took != 300*time.Millisecond || calls != 4 {
+		t.Errorf("gave up after %s with %d reads, want 300ms and 4 (at 0, 100, 200, 300ms)", took, calls)
 	}
 	for _, a := range c.Actions() {
 		if a.GetVerb() != "get" {
@@ -171,18 +214,18 @@ func TestAcquireHeld(t *testing.T) {
 	}
 }
 
+// TestAcquireTakesOverAnUnrenewedLease: a Lease nobody renews is taken over once it has gone unrenewed for its own
+// duration (1s) on the taker's clock from when it first saw it, not after the taker's Wait (3s).
 func TestAcquireTakesOverAnUnrenewedLease(t *testing.T) {
 	c := newFake(held("killed", 1))
-	start := time.Now()
-	h, _, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me",
-		Wait: 3 * time.Second, Poll: 100 * time.Millisecond})
+	h, _, err, took := acquireStepping(t, fakeClock(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s",
+		Holder: "me", Wait: 3 * time.Second, Poll: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Stop()
-	// It waits the Lease's own duration (1s) from when it first saw it, not its Wait.
-	if d := time.Since(start); d < time.Second || d > 2*time.Second {
-		t.Errorf("took over after %s, want about 1s", d)
+	if took != time.Second {
+		t.Errorf("took over after %s, want the Lease's duration, 1s", took)
 	}
 	l, _ := c.CoordinationV1().Leases("ns").Get(context.Background(), "jobsched-s", metav1.GetOptions{})
 	if *l.Spec.HolderIdentity != "me" || *l.Spec.LeaseTransitions != 3 {
@@ -224,6 +267,8 @@ func TestAcquireForbidden(t *testing.T) {
 	}
 }
 
+// TestRenewFailureEndsContext: the holder renews every third of the duration; the first renewal that fails ends
+// its Context with ErrLost, and a lost Lease is not released.
 func TestRenewFailureEndsContext(t *testing.T) {
 	c := newFake()
 	var renewals atomic.Int32 // the Lease is created: every update is a renewal
@@ -233,12 +278,21 @@ func TestRenewFailureEndsContext(t *testing.T) {
 		}
 		return true, nil, errors.New("connection refused")
 	})
+	clk := fakeClock()
 	h, _, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me",
-		Duration: 300 * time.Millisecond})
+		Duration: 300 * time.Millisecond, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-h.Context().Done()
+	until(t, "the renewals' ticker and deadline", func() bool { return clk.Waiters() >= 2 })
+	for n := int32(1); n <= 2; n++ { // a renewal every 100ms, each done before the clock moves on
+		clk.Step(100 * time.Millisecond)
+		// Done: the renewal has been sent, and the holder waits again (the ticker, the deadlines of the renewal and
+		// of the wait before it, and the next deadline, from this renewal: 4 timers).
+		until(t, fmt.Sprintf("renewal %d", n), func() bool { return renewals.Load() == n && clk.Waiters() >= 4 })
+	}
+	clk.Step(100 * time.Millisecond) // the third renewal fails
+	until(t, "the Context's end", func() bool { return h.Context().Err() != nil })
 	if !errors.Is(context.Cause(h.Context()), ErrLost) || h.Lost() == nil {
 		t.Errorf("cause %v, Lost %v: want ErrLost", context.Cause(h.Context()), h.Lost())
 	}
@@ -250,27 +304,35 @@ func TestRenewFailureEndsContext(t *testing.T) {
 	}
 }
 
+// TestRenewThatHangsEndsContextAtValidity: a renewal the API server never answers ends the Context when the
+// Lease's validity (two thirds of its duration after the last successful write) runs out, not later.
 func TestRenewThatHangsEndsContextAtValidity(t *testing.T) {
 	c := newFake()
 	hang := make(chan struct{}) // an API server that does not answer: the renewal returns only when the test ends
 	t.Cleanup(func() { close(hang) })
+	var renewals atomic.Int32
 	c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		renewals.Add(1)
 		<-hang
 		return true, nil, errors.New("timeout")
 	})
-	start := time.Now()
+	clk := fakeClock()
+	start := clk.Now()
 	h, _, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me",
-		Duration: 600 * time.Millisecond})
+		Duration: 600 * time.Millisecond, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-h.Context().Done()
-	// Valid for 2/3 of the duration after the acquiring write: 400ms.
-	if d := time.Since(start); d > 500*time.Millisecond {
-		t.Errorf("Context ended %s after the acquire, want by 400ms", d)
+	until(t, "the renewals' ticker and deadline", func() bool { return clk.Waiters() >= 2 })
+	clk.Step(200 * time.Millisecond) // the first renewal: it hangs
+	until(t, "the hanging renewal and its deadline", func() bool { return renewals.Load() == 1 && clk.Waiters() >= 3 })
+	if h.Context().Err() != nil {
+		t.Fatal("the Context ended while the Lease was still valid")
 	}
-	if !errors.Is(context.Cause(h.Context()), ErrLost) {
-		t.Errorf("cause %v, want ErrLost", context.Cause(h.Context()))
+	clk.Step(200 * time.Millisecond) // 400ms after the acquiring write: the validity has run out
+	until(t, "the Context's end", func() bool { return h.Context().Err() != nil })
+	if !errors.Is(context.Cause(h.Context()), ErrLost) || clk.Since(start) != 400*time.Millisecond {
+		t.Errorf("cause %v at %s; want ErrLost at 400ms", context.Cause(h.Context()), clk.Since(start))
 	}
 }
 
