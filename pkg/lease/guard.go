@@ -65,13 +65,13 @@ func (g *Guard) Take(ctx context.Context) (context.Context, func(), error) {
 	cfg.defaults()
 	start := cfg.Clock.Now()
 	cfg.Wait = MaxWait(ctx, g.Duration)
-	h, _, err := Acquire(ctx, cfg)
+	h, err := Acquire(ctx, cfg)
 	if errors.Is(err, ErrForbidden) && g.Confirm != nil {
 		if cerr := g.Confirm(ctx); cerr != nil {
 			err = fmt.Errorf("%v; and the check that the Role is loaded failed: %w", err, cerr) // no longer ErrForbidden
 		} else {
 			cfg.Wait = MaxWait(ctx, g.Duration)
-			h, _, err = Acquire(ctx, cfg) // a Forbidden now is the Role's
+			h, err = Acquire(ctx, cfg) // a Forbidden now is the Role's
 		}
 	}
 	g.mu.Lock()
@@ -109,7 +109,7 @@ func (g *Guard) release(ctx context.Context, h *Held) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if _, err := h.Release(rctx); err != nil {
+	if err := h.Release(rctx); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("the Lease was not released: the next pass takes it when it expires")
 	}
 }

@@ -58,7 +58,7 @@ func TestIntegrationOneOfRacingHolders(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				h, _, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: ns, Name: "jobsched-race",
+				h, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: ns, Name: "jobsched-race",
 					Holder: fmt.Sprintf("h%d-%d", round, i), Duration: 3 * time.Second})
 				mu.Lock()
 				defer mu.Unlock()
@@ -78,7 +78,7 @@ func TestIntegrationOneOfRacingHolders(t *testing.T) {
 		if len(got) != 1 || heldErrs != 9 {
 			t.Fatalf("round %d: %d holders, %d told it is held; want 1 and 9", round, len(got), heldErrs)
 		}
-		if _, err := got[0].Release(context.Background()); err != nil {
+		if err := got[0].Release(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,7 +93,7 @@ func TestIntegrationWaitingHoldersTakeTurns(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h, _, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: ns, Name: "jobsched-turns",
+			h, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: ns, Name: "jobsched-turns",
 				Holder: fmt.Sprintf("h%d", i), Duration: 3 * time.Second, Wait: 30 * time.Second, Poll: 50 * time.Millisecond})
 			if err != nil {
 				t.Error(err)
@@ -108,7 +108,7 @@ func TestIntegrationWaitingHoldersTakeTurns(t *testing.T) {
 			}
 			inside.Add(-1)
 			turns.Add(1)
-			if _, err := h.Release(context.Background()); err != nil {
+			if err := h.Release(context.Background()); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -127,7 +127,7 @@ func TestIntegrationUnrenewedLeaseExpires(t *testing.T) {
 		Poll: 100 * time.Millisecond}
 	first := cfg
 	first.Holder = "renewing"
-	h, _, err := Acquire(context.Background(), first)
+	h, err := Acquire(context.Background(), first)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestIntegrationUnrenewedLeaseExpires(t *testing.T) {
 	other := cfg
 	other.Holder, other.Wait = "contender", 4*time.Second
 	var he *HeldError
-	if _, _, err := Acquire(context.Background(), other); !errors.As(err, &he) || he.Holder != "renewing" {
+	if _, err := Acquire(context.Background(), other); !errors.As(err, &he) || he.Holder != "renewing" {
 		t.Fatalf("a renewed Lease: %v, want held by renewing", err)
 	}
 	if h.Context().Err() != nil {
@@ -143,7 +143,7 @@ func TestIntegrationUnrenewedLeaseExpires(t *testing.T) {
 	}
 	h.Stop() // killed: no more renewals, no release
 	start := time.Now()
-	h2, _, err := Acquire(context.Background(), other)
+	h2, err := Acquire(context.Background(), other)
 	if err != nil {
 		t.Fatal(err)
 	}

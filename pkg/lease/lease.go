@@ -155,8 +155,6 @@ type Held struct {
 	mu    sync.Mutex
 	lease *coordinationv1.Lease // as last written
 	lost  error
-	// Calls counts the API calls made on the Lease, for the pass's report.
-	calls int
 }
 
 func (c *Config) defaults() {
@@ -178,8 +176,8 @@ func seconds(d time.Duration) *int32 {
 }
 
 // Acquire takes the Lease, waiting up to cfg.Wait for a live holder. It returns a *HeldError when the Lease stayed
-// held, an error wrapping ErrForbidden when the Role lacks the verbs, and calls, the API calls it made, in any case.
-func Acquire(ctx context.Context, cfg Config) (_ *Held, calls int, err error) {
+// held, and an error wrapping ErrForbidden when the Role lacks the verbs.
+func Acquire(ctx context.Context, cfg Config) (*Held, error) {
 	cfg.defaults()
 	leases := cfg.Client.Leases(cfg.Namespace)
 	clk := cfg.Clock
@@ -188,21 +186,19 @@ func Acquire(ctx context.Context, cfg Config) (_ *Held, calls int, err error) {
 	var seenAt time.Time
 	for {
 		sent := clk.Now()
-		calls++
 		cur, err := leases.Get(ctx, cfg.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			calls++
-			got, err := leases.Create(ctx, record(nil, cfg, sent), metav1.CreateOptions{FieldManager: "jobsched"})
+				got, err := leases.Create(ctx, record(nil, cfg, sent), metav1.CreateOptions{FieldManager: "jobsched"})
 			if apierrors.IsAlreadyExists(err) {
 				continue // another pass created it first: read it
 			}
 			if err != nil {
-				return nil, calls, classify(cfg, "creating", err)
+				return nil, classify(cfg, "creating", err)
 			}
-			return cfg.hold(ctx, got, sent), calls, nil
+			return cfg.hold(ctx, got, sent), nil
 		}
 		if err != nil {
-			return nil, calls, classify(cfg, "reading", err)
+			return nil, classify(cfg, "reading", err)
 		}
 		now := clk.Now()
 		if seenAt.IsZero() || cur.ResourceVersion != seenRV {
@@ -210,24 +206,23 @@ func Acquire(ctx context.Context, cfg Config) (_ *Held, calls int, err error) {
 		}
 		if Free(cur, cfg.Holder, seenAt, now) {
 			sent = clk.Now()
-			calls++
-			got, err := leases.Update(ctx, record(cur, cfg, sent), metav1.UpdateOptions{FieldManager: "jobsched"})
+				got, err := leases.Update(ctx, record(cur, cfg, sent), metav1.UpdateOptions{FieldManager: "jobsched"})
 			if apierrors.IsConflict(err) {
 				continue // another pass wrote it since we read it: read it again
 			}
 			if err != nil {
-				return nil, calls, classify(cfg, "taking", err)
+				return nil, classify(cfg, "taking", err)
 			}
-			return cfg.hold(ctx, got, sent), calls, nil
+			return cfg.hold(ctx, got, sent), nil
 		}
 		waited := now.Sub(start)
 		if waited >= cfg.Wait {
-			return nil, calls, &HeldError{Name: cfg.Name, Holder: *cur.Spec.HolderIdentity, Waited: waited}
+			return nil, &HeldError{Name: cfg.Name, Holder: *cur.Spec.HolderIdentity, Waited: waited}
 		}
 		pause := min(cfg.Poll, cfg.Wait-waited, expiry(cur, seenAt).Sub(clk.Now()))
 		select {
 		case <-ctx.Done():
-			return nil, calls, context.Cause(ctx)
+			return nil, context.Cause(ctx)
 		case <-clk.After(max(pause, 10*time.Millisecond)):
 		}
 	}
@@ -319,7 +314,6 @@ func (h *Held) renew(sent time.Time) {
 		now := clk.Now()
 		h.mu.Lock()
 		next := record(h.lease, h.cfg, now)
-		h.calls++
 		h.mu.Unlock()
 		// The write gets until the validity runs out, and so does the wait for it, whatever the client does.
 		rctx, cancel := context.WithDeadline(h.ctx, deadline)
@@ -373,13 +367,6 @@ func (h *Held) Lost() error {
 	return h.lost
 }
 
-// Calls is how many API calls the renewals made so far.
-func (h *Held) Calls() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.calls
-}
-
 // Stop ends the renewals and leaves the Lease to expire: for a holder whose writes may still be in flight (its
 // creates were cut short), so that the next holder observes only after they landed.
 func (h *Held) Stop() {
@@ -392,12 +379,12 @@ func (h *Held) Stop() {
 }
 
 // Release ends the renewals and gives the Lease up (an empty holder), so the next pass takes it at once. A Lease
-// already lost is left alone. It returns the API calls it made.
-func (h *Held) Release(ctx context.Context) (int, error) {
+// already lost is left alone.
+func (h *Held) Release(ctx context.Context) error {
 	h.Stop()
 	defer h.cancel(errors.New("the Lease was released"))
 	if h.Lost() != nil {
-		return 0, nil
+		return nil
 	}
 	h.mu.Lock()
 	l := h.lease.DeepCopy()
@@ -407,7 +394,7 @@ func (h *Held) Release(ctx context.Context) (int, error) {
 	l.Spec.HolderIdentity = &empty
 	l.Spec.RenewTime = &now
 	if _, err := h.cfg.Client.Leases(h.cfg.Namespace).Update(ctx, l, metav1.UpdateOptions{FieldManager: "jobsched"}); err != nil {
-		return 1, fmt.Errorf("releasing Lease %s: %w", h.cfg.Name, err)
+		return fmt.Errorf("releasing Lease %s: %w", h.cfg.Name, err)
 	}
-	return 1, nil
+	return nil
 }
