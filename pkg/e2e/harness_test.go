@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	crand "crypto/rand"
 	"database/sql"
@@ -35,6 +36,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/testkit"
+	"github.com/jobsched/jobsched/pkg/testkit/kwokkit"
 )
 
 // The environment scripts/test.sh provides.
@@ -157,6 +159,17 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 	return e
 }
 
+// newTaskScenario is how most scenarios begin, run in parallel with the others: newEnv, one node n0 of cpu and memory
+// (110 pods), rows waiting rows task-0 … task-(rows-1) (their keys), and the config c written (its path).
+func newTaskScenario(t *testing.T, cpu, memory string, rows int, c config) (e *env, keys []string, cfg string) {
+	t.Helper()
+	t.Parallel()
+	e = newEnv(t)
+	e.addNode("n0", cpu, memory, 110, nil)
+	keys = e.insert("task", rows)
+	return e, keys, e.writeConfig(c)
+}
+
 // addTable creates a task table named name, dropped when the test ends, and returns its name: a serial n (the
 // order of the rows), id, url, status ('waiting' until the worker sets 'done') and created_at.
 func (e *env) addTable(name string) string {
@@ -235,20 +248,7 @@ func (e *env) addNode(name, cpu, memory string, pods int, mutate func(*corev1.No
 	// neither kube-scheduler nor jobsched's capacity would place a pod there).
 	e.eventually("node "+name+" Ready and untainted", time.Minute, func() bool {
 		n, err := e.kube.CoreV1().Nodes().Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		for _, t := range n.Spec.Taints {
-			if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
-				return false
-			}
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				return true
-			}
-		}
-		return false
+		return err == nil && kwokkit.NodeUsable(n)
 	})
 	return name
 }
@@ -257,8 +257,8 @@ func (e *env) addNode(name, cpu, memory string, pods int, mutate func(*corev1.No
 type config struct {
 	name        string // scheduler name; default "e2e"
 	extra       string // YAML appended to jobsched.yaml (limits:, gc:, env: …)
-	cpu         string // each task pod's CPU request; default 100m
-	memory      string // each task pod's memory request; default 64Mi
+	cpu         string // each task pod's CPU request; default 100m (taskPodSpec)
+	memory      string // each task pod's memory request; default 64Mi (taskPodSpec)
 	duration    string // how long a task pod runs (kwok); default 2s
 	fail        bool   // task pods fail
 	failFirst   bool   // only attempt 1 of a task fails (kwok-fail: "first")
@@ -266,6 +266,7 @@ type config struct {
 	anyNode     bool   // the task pods may run on any node, not only on this scenario's pool
 	table       string // the task table; default the scenario's
 	where       string // extra condition of the query's WHERE, e.g. "id LIKE 'fail-%'"
+	order       string // the query's ORDER BY; default n (the rows' order)
 	query       string // replaces the whole query
 	timeout     string // source.timeout; default 10s
 }
@@ -277,15 +278,6 @@ func (e *env) writeConfig(c config) string {
 	if c.name == "" {
 		c.name = "e2e"
 	}
-	if c.cpu == "" {
-		c.cpu = "100m"
-	}
-	if c.memory == "" {
-		c.memory = "64Mi"
-	}
-	if c.containerNm == "" {
-		c.containerNm = "worker"
-	}
 	if c.table == "" {
 		c.table = e.table
 	}
@@ -293,7 +285,7 @@ func (e *env) writeConfig(c config) string {
 		c.where = " AND " + c.where
 	}
 	if c.query == "" {
-		c.query = fmt.Sprintf("SELECT id, url, created_at FROM %s WHERE status = 'waiting'%s ORDER BY n", c.table, c.where)
+		c.query = fmt.Sprintf("SELECT id, url, created_at FROM %s WHERE status = 'waiting'%s ORDER BY %s", c.table, c.where, cmp.Or(c.order, "n"))
 	}
 	if c.timeout == "" {
 		c.timeout = "10s"
@@ -329,49 +321,20 @@ env:
 	return path
 }
 
-// jobTemplate is the tests' Job template: backoffLimit 0, a task pod that kwok runs for duration (default 2s) and
-// then fails when fail says so ("true"; "first": attempt 1 only), with podSpec (YAML at column 0: nodeSelector,
-// containers, …) besides restartPolicy Never.
+// jobTemplate is the tests' Job template (see kwokkit.Job): a task pod that kwok runs for duration (default 2s)
+// and then fails when fail says so ("true"; "first": attempt 1 only), with podSpec (YAML at column 0).
 type jobTemplate struct {
 	duration, fail, podSpec string
 }
 
 func (j jobTemplate) yaml() string {
-	if j.duration == "" {
-		j.duration = "2s"
-	}
-	fail := ""
-	if j.fail != "" {
-		fail = fmt.Sprintf("\n        jobsched.io/kwok-fail: %q", j.fail)
-	}
-	return fmt.Sprintf(`apiVersion: batch/v1
-kind: Job
-spec:
-  backoffLimit: 0
-  template:
-    metadata:
-      annotations:
-        jobsched.io/kwok-duration: %q%s
-    spec:
-      restartPolicy: Never
-`, j.duration, fail) + indent(j.podSpec, "      ")
+	return kwokkit.Job{Duration: j.duration, Fail: j.fail, PodSpec: j.podSpec}.YAML()
 }
 
 // taskPodSpec is the pod spec of a plain task: on the nodes of pool (any node when ""), one container named
-// container with cpu and memory requests.
+// container (default worker) with cpu (default 100m) and memory (default 64Mi) requests.
 func taskPodSpec(pool, container, cpu, memory string) string {
-	sel := ""
-	if pool != "" {
-		sel = "nodeSelector:\n  jobsched.io/e2e-pool: " + pool + "\n"
-	}
-	return sel + fmt.Sprintf(`containers:
-- name: %s
-  image: worker:1
-  resources:
-    requests:
-      cpu: %s
-      memory: %s
-`, container, cpu, memory)
+	return kwokkit.Task{PoolLabel: "jobsched.io/e2e-pool", Pool: pool, Container: container, CPU: cpu, Memory: memory}.PodSpec()
 }
 
 // writeTemplate writes j as the Job template of scheduler name's config (NAME-job.yaml).
@@ -382,13 +345,7 @@ func (e *env) writeTemplate(name string, j jobTemplate) {
 	}
 }
 
-func indent(s, prefix string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i := range lines {
-		lines[i] = prefix + lines[i]
-	}
-	return strings.Join(lines, "\n") + "\n"
-}
+func indent(s, prefix string) string { return kwokkit.Indent(s, prefix) }
 
 // result is one run of the jobsched binary.
 type result struct {

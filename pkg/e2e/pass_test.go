@@ -17,11 +17,7 @@ import (
 // TestFullClusterBlocks: one node that fits 2 task pods and capacity off: the third pod is Unschedulable (the real
 // scheduler says so), the next tick creates nothing and says why, and once pods finish the passes resume.
 func TestFullClusterBlocks(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "6", "16Gi", 110, nil)
-	keys := e.insert("task", 4)
-	cfg := e.writeConfig(config{cpu: "2500m", duration: "6s", extra: "limits:\n  maxActive: 10\n  maxPerTick: 3\n  capacity: off\n"})
+	e, keys, cfg := newTaskScenario(t, "6", "16Gi", 4, config{cpu: "2500m", duration: "6s", extra: "limits:\n  maxActive: 10\n  maxPerTick: 3\n  capacity: off\n"})
 	l := e.ledger()
 	e.worker()
 
@@ -165,11 +161,7 @@ func (e *env) snapshot() map[string]string {
 // TestReadOnlyCommands: dry-run and status change nothing on the server or in the database; dry-run --server
 // rejects a template the API server would reject, with the server's message.
 func TestReadOnlyCommands(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "8", "16Gi", 110, nil)
-	e.insert("task", 6)
-	cfg := e.writeConfig(config{duration: "10m", extra: "limits:\n  maxPerTick: 2\ngc:\n  succeededRetention: 0s\n"})
+	e, _, cfg := newTaskScenario(t, "8", "16Gi", 6, config{duration: "10m", extra: "limits:\n  maxPerTick: 2\ngc:\n  succeededRetention: 0s\n"})
 	e.tick(cfg)
 	l := e.ledger()
 	// Wait until the controllers are done with the two Jobs (pods Running, Job status counts them Ready), so that

@@ -42,8 +42,8 @@ type queueSpec struct {
 	name     string
 	priority int    // 0: not written (the default)
 	weight   int    // 0: not written (the default 1)
-	cpu      string // each pod's CPU request; default 100m
-	duration string // how long a pod runs (kwok); default 2s
+	cpu      string // each pod's CPU request; default 100m (taskPodSpec)
+	duration string // how long a pod runs (kwok); default 2s (jobTemplate)
 	limits   string // the queue's limits as a YAML flow mapping, e.g. "{maxActive: 2}"; "" for none
 	columns  string // the query's columns; default "id, url, tenant"
 }
@@ -90,16 +90,10 @@ func (e *env) writeQueues(c queuesConfig) string {
 	}
 	b.WriteString("queues:\n")
 	for _, q := range c.queues {
-		if q.cpu == "" {
-			q.cpu = "100m"
-		}
-		if q.duration == "" {
-			q.duration = "2s"
-		}
 		if q.columns == "" {
 			q.columns = "id, url, tenant"
 		}
-		tpl := fmt.Sprintf("%s-%s-job.yaml", c.name, q.name)
+		tpl := c.name + "-" + q.name
 		fmt.Fprintf(&b, "- name: %s\n", q.name)
 		if q.priority != 0 {
 			fmt.Fprintf(&b, "  priority: %d\n", q.priority)
@@ -109,33 +103,11 @@ func (e *env) writeQueues(c queuesConfig) string {
 		}
 		fmt.Fprintf(&b, "  source:\n    query: SELECT %s FROM %s WHERE status = 'waiting' AND queue = '%s' ORDER BY n\n    key: id\n    timeout: 10s\n",
 			q.columns, e.table, q.name)
-		fmt.Fprintf(&b, "  job:\n    template: %s\n", tpl)
+		fmt.Fprintf(&b, "  job:\n    template: %s-job.yaml\n", tpl)
 		if q.limits != "" {
 			fmt.Fprintf(&b, "  limits: %s\n", q.limits)
 		}
-		job := fmt.Sprintf(`apiVersion: batch/v1
-kind: Job
-spec:
-  backoffLimit: 0
-  template:
-    metadata:
-      annotations:
-        jobsched.io/kwok-duration: %q
-    spec:
-      restartPolicy: Never
-      nodeSelector:
-        jobsched.io/e2e-pool: %s
-      containers:
-      - name: worker
-        image: worker:1
-        resources:
-          requests:
-            cpu: %s
-            memory: 64Mi
-`, q.duration, e.pool, q.cpu)
-		if err := os.WriteFile(filepath.Join(e.dir, tpl), []byte(job), 0o600); err != nil {
-			e.t.Fatal(err)
-		}
+		e.writeTemplate(tpl, jobTemplate{duration: q.duration, podSpec: taskPodSpec(e.pool, "", q.cpu, "")})
 	}
 	path := filepath.Join(e.dir, c.name+".yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/kube"
 
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/testkit/kwokkit"
 )
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -339,25 +340,11 @@ func (b *bench) drainReset(ns, table, pool string, rows int) error {
 	// Ready, and untainted by the node lifecycle controller: until then neither kube-scheduler nor capacity uses it.
 	if err := wait.PollUntilContextTimeout(b.ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		n, err := b.admin.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-		return err == nil && nodeUsable(n), nil
+		return err == nil && kwokkit.NodeUsable(n), nil
 	}); err != nil {
 		return fmt.Errorf("node %s not Ready and untainted after 2 minutes: %w", node.Name, err)
 	}
 	return nil
-}
-
-func nodeUsable(n *corev1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
-			return false
-		}
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
 }
 
 // fillTableFresh makes table with n waiting rows, even when one of that size exists (the drain marks rows done).
@@ -375,24 +362,8 @@ func (b *bench) drainScenario(name, ns, table, pool string, dur time.Duration) (
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	tpl := fmt.Sprintf(`apiVersion: batch/v1
-kind: Job
-spec:
-  backoffLimit: 0
-  template:
-    metadata:
-      annotations:
-        jobsched.io/kwok-duration: %q
-    spec:
-      restartPolicy: Never
-      nodeSelector:
-        jobsched.io/bench-pool: %s
-      containers:
-      - name: worker
-        image: registry.example/worker:1.0
-        resources:
-          requests: {cpu: %s, memory: 128Mi}
-`, dur.String(), pool, drainTaskCPU)
+	tpl := kwokkit.Job{Duration: dur.String(), PodSpec: kwokkit.Task{PoolLabel: "jobsched.io/bench-pool", Pool: pool,
+		Image: "registry.example/worker:1.0", CPU: drainTaskCPU, Memory: "128Mi"}.PodSpec()}.YAML()
 	cfg := fmt.Sprintf(`name: drain
 namespace: %s
 source:
