@@ -222,11 +222,9 @@ func (b *bench) apiCalls() error {
 		}
 		var calls []string
 		total := 0
-		for k, v := range after {
-			if d := v - before[k]; d > 0 && counted(k) {
-				calls = append(calls, fmt.Sprintf("%s %d", k, int(d)))
-				total += int(d)
-			}
+		for k, d := range apicalls.Between(before, after) {
+			calls = append(calls, fmt.Sprintf("%s %d", k, d))
+			total += d
 		}
 		slices.Sort(calls)
 		b.add(row{what: fmt.Sprintf("API calls, one tick creating %d Jobs, %s (all clients; cluster-wide WATCHes, the other clients' informers, excluded)", sum.Created, what),
@@ -238,12 +236,6 @@ func (b *bench) apiCalls() error {
 
 // requests reads apiserver_request_total as "VERB resource[/subresource]" → count (see apicalls.Parse).
 func (b *bench) requests() (map[string]float64, error) { return apicalls.Get(b.ctx, b.admin) }
-
-// counted says whether requests of kind k count as a pass's: not the cluster-wide WATCHes (the other clients'
-// informers) nor the reads of /metrics (the bench's own).
-func counted(k string) bool {
-	return !strings.HasPrefix(k, "cluster-wide WATCH ") && k != "GET /metrics"
-}
 
 // quiet returns the request counts once the cluster is quiet: two readings a second apart count the same requests
 // (the controllers are done with what came before, e.g. the cleared Jobs' pods), or fails after a minute.
@@ -259,7 +251,7 @@ func (b *bench) quiet() (map[string]float64, error) {
 		}
 		same := true
 		for k, v := range now {
-			if counted(k) && v != last[k] {
+			if apicalls.Counted(k) && v != last[k] {
 				same = false
 			}
 		}
