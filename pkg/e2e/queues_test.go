@@ -3,12 +3,10 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/testkit/apicalls"
+	"github.com/jobsched/jobsched/pkg/testkit/runinfo"
 )
 
 // The tests of several queues in one install (issue 20): one observation of the cluster for all queues, the
@@ -499,7 +498,7 @@ func TestQueuesCallsPerPass(t *testing.T) {
 			out = filepath.Join("..", "..", out)
 		}
 		doc := "# API calls per pass with 1 and 5 queues (written by TestQueuesCallsPerPass; do not edit)\n\n" +
-			fmt.Sprintf("%s, commit %s; %s.\n\n", time.Now().UTC().Format("2006-01-02"), gitCommit(t), machine()) +
+			fmt.Sprintf("%s, commit %s; %s.\n\n", time.Now().UTC().Format("2006-01-02"), runinfo.Commit(), machine()) +
 			fmt.Sprintf("One tick creating %d Jobs, counted by the API server (apiserver_request_total before and after; every client; "+
 				"cluster-wide WATCHes, other clients' informers, left out; a namespaced WATCH is a streaming list), the least of %d "+
 				"alternating rounds, on a control plane whose controller-manager is stopped (the Jobs make no pods). The five "+
@@ -548,26 +547,9 @@ func apiRequests(t *testing.T, e *env) map[string]float64 {
 	return out
 }
 
-// gitCommit is the repository's HEAD, short, and says so when the work tree has uncommitted changes.
-func gitCommit(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
-	if err != nil {
-		t.Logf("git rev-parse: %v", err)
-		return "?"
-	}
-	commit := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
-		commit += " with uncommitted changes"
-	}
-	return commit
-}
-
 // machine says what the figures were measured on: cores, Go, the load average.
 func machine() string {
-	load, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(load))
-	return fmt.Sprintf("%d cores, %s, load average (1, 5, 15 min) %s", runtime.NumCPU(), runtime.Version(), strings.Join(f[:min(3, len(f))], " "))
+	return fmt.Sprintf("%d cores, %s, load average (1, 5, 15 min) %s", runtime.NumCPU(), runtime.Version(), runinfo.LoadAvg(3))
 }
 
 // TestQueuesReports: the reports of an install with two queues after one tick (the install's maxActive 3, Jobs that

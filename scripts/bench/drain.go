@@ -27,6 +27,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/testkit/kwokkit"
+	"github.com/jobsched/jobsched/pkg/testkit/runinfo"
 )
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -200,7 +201,7 @@ func (b *bench) drainOnce(v drainVariant, rows int, dur, every time.Duration) (d
 	mu.Lock()
 	r.makespan = lastComplete.Sub(t0)
 	mu.Unlock()
-	r.load = loadAvg()
+	r.load = runinfo.LoadAvg(1)
 	if proc != nil { // the last invocation ends by itself once a pass finds the backlog empty; past its schedule, SIGTERM
 		select {
 		case inv := <-procDone:

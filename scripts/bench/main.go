@@ -38,6 +38,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 	"github.com/jobsched/jobsched/pkg/testkit/apicalls"
+	"github.com/jobsched/jobsched/pkg/testkit/runinfo"
 )
 
 const dsnEnv = "JOBSCHED_BENCH_DSN" // the variable the benchmark's configs name in source.dsnEnv
@@ -89,7 +90,7 @@ func run() error {
 			}
 		}()
 	}
-	start, loadBefore := time.Now(), loadAvg()
+	start, loadBefore := time.Now(), runinfo.LoadAvg(1)
 	steps := []struct {
 		name string
 		fn   func() error
@@ -119,7 +120,7 @@ func run() error {
 			b.add(row{what: s.name, jobsched: "failed: " + err.Error()})
 		}
 	}
-	info := runInfo{date: start, commit: commit(), cpus: runtime.NumCPU(), loadBefore: loadBefore, loadAfter: loadAvg(), only: only}
+	info := runInfo{date: start, commit: runinfo.Commit(), cpus: runtime.NumCPU(), loadBefore: loadBefore, loadAfter: runinfo.LoadAvg(1), only: only}
 	table(os.Stdout, b.rows)
 	if err := writeResults(cmp.Or(os.Getenv("BENCH_RESULTS"), "scripts/bench/results/bench.md"), info, b.rows); err != nil {
 		errs = append(errs, err)
@@ -164,22 +165,9 @@ func table(w io.Writer, rows []row) {
 	}
 }
 
-// commit is the commit the bench runs at, marked -dirty when the work tree has changes; "?" outside git.
-func commit() string {
-	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
-	if err != nil {
-		return "?"
-	}
-	c := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
-		c += "-dirty"
-	}
-	return c
-}
-
 func (b *bench) add(r row) {
 	if r.load == "" {
-		r.load = loadAvg()
+		r.load = runinfo.LoadAvg(1)
 	}
 	b.rows = append(b.rows, r)
 	progress("  %s: %s | %s | %s", r.what, r.jobsched, r.reference, r.ratio)
@@ -845,14 +833,6 @@ func parallel(workers, n int, fn func(i int) error) error {
 		}
 	})
 	return context.Cause(ctx)
-}
-
-func loadAvg() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Fields(string(data))[0]
 }
 
 func ms(d time.Duration) string {
