@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 
@@ -97,11 +98,12 @@ func populate(b *testing.B, c kubernetes.Interface, nodes, pods int) {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		b.Fatal(err)
 	}
-	for {
-		if _, err := c.CoreV1().ServiceAccounts("bench").Get(ctx, "default", metav1.GetOptions{}); err == nil {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+	// Pods need the namespace's default ServiceAccount, which the controller-manager makes.
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.CoreV1().ServiceAccounts("bench").Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		b.Fatalf("waiting for the default ServiceAccount of namespace bench: %v", err)
 	}
 	start := time.Now()
 	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110")}

@@ -18,11 +18,7 @@ import (
 // and 2048Mi, 20 rows, maxActive 10, pods that run a while, a worker, ticks every second. At no observation is a pod
 // of jobsched Unschedulable, all rows drain with one Job each, and 2 pods run most of the time.
 func TestSeedScenario(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "6", "16Gi", 110, nil)
-	keys := e.insert("task", 20)
-	cfg := e.writeConfig(config{cpu: "2500m", duration: "5s", extra: "limits:\n  maxActive: 10\n  capacity: nodes\n"})
+	e, keys, cfg := newTaskScenario(t, "6", "16Gi", 20, config{cpu: "2500m", duration: "5s", extra: "limits:\n  maxActive: 10\n  capacity: nodes\n"})
 	l := e.ledger()
 	e.worker()
 
@@ -60,16 +56,8 @@ func TestSeedScenario(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	deadline := time.Now().Add(4 * time.Minute)
-	for {
-		e.tick(cfg)
-		if len(l.created()) == len(keys) && len(e.jobs()) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not drained: %d of %d rows got a Job, %d Jobs left", len(l.created()), len(keys), len(e.jobs()))
-		}
-		time.Sleep(time.Second)
+	if !e.passUntil(cfg, l, 4*time.Minute, func(int) bool { return len(l.created()) == len(keys) && len(e.jobs()) == 0 }) {
+		t.Fatalf("not drained: %d of %d rows got a Job, %d Jobs left", len(l.created()), len(keys), len(e.jobs()))
 	}
 	close(stop)
 	<-observed
@@ -162,11 +150,7 @@ func TestCapacityQuota(t *testing.T) {
 // TestCapacityWithoutClusterRole: with only the namespaced Role (no ClusterRole to list nodes), capacity nodes falls
 // back to quota for the pass, says so, and still creates.
 func TestCapacityWithoutClusterRole(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "8", "16Gi", 110, nil)
-	e.insert("task", 2)
-	cfg := e.writeConfig(config{extra: "limits:\n  capacity: nodes\n"})
+	e, _, cfg := newTaskScenario(t, "8", "16Gi", 2, config{extra: "limits:\n  capacity: nodes\n"})
 	e.kcfg = e.asServiceAccount("jobsched", []rbacv1.PolicyRule{
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"list", "create", "delete", "get"}},
 		{APIGroups: []string{""}, Resources: []string{"pods", "resourcequotas"}, Verbs: []string{"list"}},

@@ -31,6 +31,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
@@ -136,6 +137,7 @@ type chaos struct {
 	dbDown      bool
 	passes      []*chaosPass
 	gaps        int
+	finishes    int // Jobs seen finished so far
 	workerUpd   atomic.Int64
 	producerIn  atomic.Int64
 	keyN        atomic.Int64
@@ -332,6 +334,7 @@ func (c *chaos) observe(typ watch.EventType, j *batchv1.Job, gap bool) {
 		if rec != nil && !rec.deleted {
 			if finished, failed, at, _ := chaosFinished(j); finished && !rec.finished {
 				rec.finished, rec.failed, rec.finishedAt, rec.complete = true, failed, at, !failed
+				c.finishes++
 			}
 			rec.deleted = true
 			// Only jobsched deletes Jobs (no TTL, no owner): it may delete only finished ones.
@@ -382,6 +385,7 @@ func (c *chaos) observe(typ watch.EventType, j *batchv1.Job, gap bool) {
 	}
 	finished, failed, at, reason := chaosFinished(j)
 	if finished && !rec.finished {
+		c.finishes++
 		rec.finished, rec.failed, rec.finishedAt = true, failed, at
 		rec.complete = !failed
 		rec.dead = failed && (rec.attempt >= chaosMaxAttempts || reason == "PodFailurePolicy")
@@ -466,21 +470,20 @@ func (c *chaos) watchJobs(ns string, ready chan<- struct{}) {
 		rv = l.ResourceVersion
 		return true
 	}
-	for !relist() {
-		time.Sleep(100 * time.Millisecond)
+	// Until the API server answers (it may be restarting): a re-list that fails is tried again 50ms later.
+	relistOK := func(interval time.Duration) {
+		_ = wait.PollUntilContextCancel(c.ctx, interval, true, func(context.Context) (bool, error) { return relist(), nil })
 	}
+	relistOK(100 * time.Millisecond)
 	close(ready)
-	for c.ctx.Err() == nil {
+	// A watch that could not start, or that ended, is opened again 50ms later.
+	wait.UntilWithContext(c.ctx, func(context.Context) {
 		w, err := c.kube.BatchV1().Jobs(ns).Watch(c.ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 		if err != nil {
 			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-				for !relist() && c.ctx.Err() == nil {
-					time.Sleep(50 * time.Millisecond)
-				}
-			} else {
-				time.Sleep(50 * time.Millisecond)
+				relistOK(50 * time.Millisecond)
 			}
-			continue
+			return
 		}
 		expired := false
 		for ev := range w.ResultChan() {
@@ -510,11 +513,9 @@ func (c *chaos) watchJobs(ns string, ready chan<- struct{}) {
 		}
 		w.Stop()
 		if expired {
-			for !relist() && c.ctx.Err() == nil {
-				time.Sleep(50 * time.Millisecond)
-			}
+			relistOK(50 * time.Millisecond)
 		}
-	}
+	}, 50*time.Millisecond)
 }
 
 // sync returns once the watches have delivered every Job event up to now: a marker Job in each namespace, delivered
@@ -537,10 +538,12 @@ func (c *chaos) sync() {
 }
 
 // worker stands in for the task pods: it closes a row (UPDATE status='done') once its Job succeeded, read from the
-// API server, on its own database connection. It is the only writer besides the setup.
+// API server, on its own database connection. It is the only writer besides the setup. It polls, every 300ms
+// (wait.UntilWithContext), rather than following a watch: a row it could not close while the database or the API
+// server was down is closed by a later round.
 func (c *chaos) worker(ctx context.Context, db *sql.DB) {
 	closed := map[string]bool{}
-	for ctx.Err() == nil {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		for _, s := range c.scheds {
 			l, err := c.kube.BatchV1().Jobs(s.ns).List(ctx, metav1.ListOptions{LabelSelector: render.LabelScheduler + "=" + s.name})
 			if err != nil {
@@ -561,11 +564,7 @@ func (c *chaos) worker(ctx context.Context, db *sql.DB) {
 				}
 			}
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(300 * time.Millisecond):
-		}
-	}
+	}, 300*time.Millisecond)
 }
 
 // produce adds n rows to random tables (the test setup is the other writer). With backlog > 0 a table gets a row only
@@ -713,7 +712,7 @@ func (c *chaos) restartAPIServer() error {
 		return err
 	}
 	c.setDown(true, false)
-	time.Sleep(time.Duration(mathrand.IntN(3000)) * time.Millisecond)
+	_ = testkit.Pause(c.ctx, time.Duration(mathrand.IntN(3000))*time.Millisecond) // the outage's length: the scenario's schedule
 	c.setDown(false, false)
 	_, err := runScript(cluster, "cluster.sh", "start", "kube-apiserver")
 	c.clearFault()
@@ -744,21 +743,21 @@ func (c *chaos) killPostgres() error {
 	for _, p := range pids {
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
-	for i := 0; i < 200; i++ {
-		alive := false
+	// Dead (gone, or a zombie): they are not our children, so there is no exit to wait for.
+	err = wait.PollUntilContextTimeout(c.ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		for _, p := range pids {
 			if _, err := os.Stat(fmt.Sprintf("/proc/%d", p)); err == nil {
 				if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p)); !strings.Contains(string(st), ") Z ") {
-					alive = true
+					return false, nil
 				}
 			}
 		}
-		if !alive {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("postgres %d did not die: %w", pid, err)
 	}
-	return fmt.Errorf("postgres %d did not die", pid)
+	return nil
 }
 
 func childrenOf(pid int) []int {
@@ -822,18 +821,19 @@ func (c *chaos) restartPostgres(blackholeFor time.Duration) error {
 		if err != nil {
 			return fmt.Errorf("the never-answering listener: %w", err)
 		}
-		time.Sleep(blackholeFor) // the outage's length: a schedule of the run, not a wait
+		_ = testkit.Pause(c.ctx, blackholeFor) // the outage's length: the scenario's schedule
 		silent.Close()
 	} else {
-		time.Sleep(time.Duration(mathrand.IntN(3000)) * time.Millisecond)
+		_ = testkit.Pause(c.ctx, time.Duration(mathrand.IntN(3000))*time.Millisecond) // likewise
 	}
 	c.setDown(false, false)
+	// Five tries, a second apart: the port may not be free yet.
 	var err error
-	for range 5 {
-		if err = c.startPostgres(); err == nil {
-			return nil
-		}
-		time.Sleep(time.Second)
+	if werr := wait.ExponentialBackoffWithContext(c.ctx, wait.Backoff{Duration: time.Second, Steps: 5}, func(context.Context) (bool, error) {
+		err = c.startPostgres()
+		return err == nil, nil
+	}); werr != nil && err == nil {
+		err = werr
 	}
 	return err
 }
@@ -861,7 +861,7 @@ func (c *chaos) run() {
 		defer close(producerDone)
 		for pctx.Err() == nil {
 			c.produce(pctx, 2+mathrand.IntN(3), 40)
-			time.Sleep(time.Second)
+			_ = testkit.Pause(pctx, time.Second) // new rows arrive about every second: the scenario's schedule
 		}
 	}()
 
@@ -948,7 +948,7 @@ func (c *chaos) run() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				time.Sleep(time.Duration(i*mathrand.IntN(150)) * time.Millisecond)
+				_ = testkit.Pause(c.ctx, time.Duration(i*mathrand.IntN(150))*time.Millisecond) // the wave's passes start apart: the scenario's schedule
 				p := c.runPass(s, kill, atFirstWrite, "tick")
 				waveMu.Lock()
 				defer waveMu.Unlock()
@@ -1012,6 +1012,9 @@ func (c *chaos) run() {
 	deadline := time.Now().Add(6 * time.Minute)
 	settled := time.Time{}
 	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		before := c.finishes
+		c.mu.Unlock()
 		for _, s := range c.scheds {
 			p := c.runPass(s, 0, false, "tick")
 			if p.code != 0 {
@@ -1026,7 +1029,17 @@ func (c *chaos) run() {
 				break
 			}
 		}
-		time.Sleep(2 * time.Second)
+		// The next round acts on a Job that finished since this one began (its row done, or retried); failing that,
+		// on what is due by time alone, which no event shows: a retry after its backoff (2s), a succeeded Job past
+		// its retention. So: until a Job finishes, for at most 2s.
+		err := wait.PollUntilContextTimeout(c.ctx, 100*time.Millisecond, 2*time.Second, true, func(context.Context) (bool, error) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.finishes > before, nil
+		})
+		if c.ctx.Err() != nil {
+			t.Fatalf("clean passes: %v", err)
+		}
 	}
 	lastPass := time.Now()
 	for _, s := range c.scheds {

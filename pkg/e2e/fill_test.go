@@ -48,11 +48,7 @@ func checkRefills(t *testing.T, passes []summary) {
 // every row gets exactly one Job, no pod is ever Unschedulable, and the invocation ends by itself once the backlog
 // is empty, long before its --fill-for.
 func TestFillDrains(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "3", "8Gi", 110, nil)
-	keys := e.insert("task", 6)
-	cfg := e.writeConfig(config{cpu: "1200m", duration: "2s", extra: "gc:\n  succeededRetention: 0s\n"})
+	e, keys, cfg := newTaskScenario(t, "3", "8Gi", 6, config{cpu: "1200m", duration: "2s", extra: "gc:\n  succeededRetention: 0s\n"})
 	l := e.ledger()
 	unsched := e.unschedulableEver()
 	e.worker()
@@ -91,11 +87,7 @@ func TestFillDrains(t *testing.T) {
 // line of a pass is the pass done line of the pass before the wait, and no pass starts after the signal. The task
 // runs 10 minutes so that the wait cannot end any other way within the test.
 func TestFillSIGTERM(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "2", "8Gi", 110, nil)
-	e.insert("task", 3)
-	cfg := e.writeConfig(config{cpu: "1500m", duration: "10m"}) // 1 fits
+	e, _, cfg := newTaskScenario(t, "2", "8Gi", 3, config{cpu: "1500m", duration: "10m"}) // 1 fits
 	cmd, stderr := e.start(dsn, "tick", "--config", cfg, "--fill-for", "10m")
 	e.eventually("the wait for a Job to finish", time.Minute, func() bool {
 		return strings.Contains(stderr.String(), `"message":"waiting for a Job to finish"`)

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	crand "crypto/rand"
 	"database/sql"
@@ -11,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -34,6 +36,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/testkit"
+	"github.com/jobsched/jobsched/pkg/testkit/kwokkit"
 )
 
 // The environment scripts/test.sh provides.
@@ -156,6 +159,17 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 	return e
 }
 
+// newTaskScenario is how most scenarios begin, run in parallel with the others: newEnv, one node n0 of cpu and memory
+// (110 pods), rows waiting rows task-0 … task-(rows-1) (their keys), and the config c written (its path).
+func newTaskScenario(t *testing.T, cpu, memory string, rows int, c config) (e *env, keys []string, cfg string) {
+	t.Helper()
+	t.Parallel()
+	e = newEnv(t)
+	e.addNode("n0", cpu, memory, 110, nil)
+	keys = e.insert("task", rows)
+	return e, keys, e.writeConfig(c)
+}
+
 // addTable creates a task table named name, dropped when the test ends, and returns its name: a serial n (the
 // order of the rows), id, url, status ('waiting' until the worker sets 'done') and created_at.
 func (e *env) addTable(name string) string {
@@ -234,20 +248,7 @@ func (e *env) addNode(name, cpu, memory string, pods int, mutate func(*corev1.No
 	// neither kube-scheduler nor jobsched's capacity would place a pod there).
 	e.eventually("node "+name+" Ready and untainted", time.Minute, func() bool {
 		n, err := e.kube.CoreV1().Nodes().Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		for _, t := range n.Spec.Taints {
-			if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
-				return false
-			}
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				return true
-			}
-		}
-		return false
+		return err == nil && kwokkit.NodeUsable(n)
 	})
 	return name
 }
@@ -256,8 +257,8 @@ func (e *env) addNode(name, cpu, memory string, pods int, mutate func(*corev1.No
 type config struct {
 	name        string // scheduler name; default "e2e"
 	extra       string // YAML appended to jobsched.yaml (limits:, gc:, env: …)
-	cpu         string // each task pod's CPU request; default 100m
-	memory      string // each task pod's memory request; default 64Mi
+	cpu         string // each task pod's CPU request; default 100m (taskPodSpec)
+	memory      string // each task pod's memory request; default 64Mi (taskPodSpec)
 	duration    string // how long a task pod runs (kwok); default 2s
 	fail        bool   // task pods fail
 	failFirst   bool   // only attempt 1 of a task fails (kwok-fail: "first")
@@ -265,6 +266,7 @@ type config struct {
 	anyNode     bool   // the task pods may run on any node, not only on this scenario's pool
 	table       string // the task table; default the scenario's
 	where       string // extra condition of the query's WHERE, e.g. "id LIKE 'fail-%'"
+	order       string // the query's ORDER BY; default n (the rows' order)
 	query       string // replaces the whole query
 	timeout     string // source.timeout; default 10s
 }
@@ -276,15 +278,6 @@ func (e *env) writeConfig(c config) string {
 	if c.name == "" {
 		c.name = "e2e"
 	}
-	if c.cpu == "" {
-		c.cpu = "100m"
-	}
-	if c.memory == "" {
-		c.memory = "64Mi"
-	}
-	if c.containerNm == "" {
-		c.containerNm = "worker"
-	}
 	if c.table == "" {
 		c.table = e.table
 	}
@@ -292,7 +285,7 @@ func (e *env) writeConfig(c config) string {
 		c.where = " AND " + c.where
 	}
 	if c.query == "" {
-		c.query = fmt.Sprintf("SELECT id, url, created_at FROM %s WHERE status = 'waiting'%s ORDER BY n", c.table, c.where)
+		c.query = fmt.Sprintf("SELECT id, url, created_at FROM %s WHERE status = 'waiting'%s ORDER BY %s", c.table, c.where, cmp.Or(c.order, "n"))
 	}
 	if c.timeout == "" {
 		c.timeout = "10s"
@@ -328,49 +321,20 @@ env:
 	return path
 }
 
-// jobTemplate is the tests' Job template: backoffLimit 0, a task pod that kwok runs for duration (default 2s) and
-// then fails when fail says so ("true"; "first": attempt 1 only), with podSpec (YAML at column 0: nodeSelector,
-// containers, …) besides restartPolicy Never.
+// jobTemplate is the tests' Job template (see kwokkit.Job): a task pod that kwok runs for duration (default 2s)
+// and then fails when fail says so ("true"; "first": attempt 1 only), with podSpec (YAML at column 0).
 type jobTemplate struct {
 	duration, fail, podSpec string
 }
 
 func (j jobTemplate) yaml() string {
-	if j.duration == "" {
-		j.duration = "2s"
-	}
-	fail := ""
-	if j.fail != "" {
-		fail = fmt.Sprintf("\n        jobsched.io/kwok-fail: %q", j.fail)
-	}
-	return fmt.Sprintf(`apiVersion: batch/v1
-kind: Job
-spec:
-  backoffLimit: 0
-  template:
-    metadata:
-      annotations:
-        jobsched.io/kwok-duration: %q%s
-    spec:
-      restartPolicy: Never
-`, j.duration, fail) + indent(j.podSpec, "      ")
+	return kwokkit.Job{Duration: j.duration, Fail: j.fail, PodSpec: j.podSpec}.YAML()
 }
 
 // taskPodSpec is the pod spec of a plain task: on the nodes of pool (any node when ""), one container named
-// container with cpu and memory requests.
+// container (default worker) with cpu (default 100m) and memory (default 64Mi) requests.
 func taskPodSpec(pool, container, cpu, memory string) string {
-	sel := ""
-	if pool != "" {
-		sel = "nodeSelector:\n  jobsched.io/e2e-pool: " + pool + "\n"
-	}
-	return sel + fmt.Sprintf(`containers:
-- name: %s
-  image: worker:1
-  resources:
-    requests:
-      cpu: %s
-      memory: %s
-`, container, cpu, memory)
+	return kwokkit.Task{PoolLabel: "jobsched.io/e2e-pool", Pool: pool, Container: container, CPU: cpu, Memory: memory}.PodSpec()
 }
 
 // writeTemplate writes j as the Job template of scheduler name's config (NAME-job.yaml).
@@ -381,13 +345,7 @@ func (e *env) writeTemplate(name string, j jobTemplate) {
 	}
 }
 
-func indent(s, prefix string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i := range lines {
-		lines[i] = prefix + lines[i]
-	}
-	return strings.Join(lines, "\n") + "\n"
-}
+func indent(s, prefix string) string { return kwokkit.Indent(s, prefix) }
 
 // result is one run of the jobsched binary.
 type result struct {
@@ -528,12 +486,16 @@ type ledger struct {
 	byKey      map[string][]*batchv1.Job // task key → every Job created for it
 	unfinished map[string]bool           // Job names without a Complete or Failed condition, now
 	peak       int                       // the most unfinished Jobs at once
+	finished   map[string]bool           // Job names seen with a Complete or Failed condition
+	live       map[string]string         // unfinished Jobs not being deleted, now: name → task key
+	overlap    map[string]bool           // task keys that had two live Jobs at once
 	markers    map[string]bool           // marker Jobs delivered (see sync); not counted as Jobs
 }
 
 func (e *env) ledger() *ledger {
 	e.t.Helper()
-	l := &ledger{byKey: map[string][]*batchv1.Job{}, unfinished: map[string]bool{}, markers: map[string]bool{}}
+	l := &ledger{byKey: map[string][]*batchv1.Job{}, unfinished: map[string]bool{}, finished: map[string]bool{},
+		live: map[string]string{}, overlap: map[string]bool{}, markers: map[string]bool{}}
 	e.followJobs(func(ev watch.Event) {
 		job, ok := ev.Object.(*batchv1.Job)
 		if !ok {
@@ -545,9 +507,26 @@ func (e *env) ledger() *ledger {
 			l.markers[job.Name] = true
 			return
 		}
+		key := job.Annotations[render.AnnotationTaskKey]
 		if ev.Type == watch.Added {
-			key := job.Annotations[render.AnnotationTaskKey]
 			l.byKey[key] = append(l.byKey[key], job)
+		}
+		if ev.Type == watch.Deleted || jobFinished(job) || job.DeletionTimestamp != nil {
+			delete(l.live, job.Name)
+		} else if ev.Type == watch.Added || ev.Type == watch.Modified {
+			l.live[job.Name] = key
+			n := 0
+			for _, k := range l.live {
+				if k == key {
+					n++
+				}
+			}
+			if n > 1 {
+				l.overlap[key] = true
+			}
+		}
+		if jobFinished(job) {
+			l.finished[job.Name] = true
 		}
 		if ev.Type == watch.Deleted || jobFinished(job) {
 			delete(l.unfinished, job.Name)
@@ -567,21 +546,20 @@ func (e *env) follow(list func() (string, error), start func(rv string) (watch.I
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	go func() {
-		for e.ctx.Err() == nil {
-			w, err := start(rv)
-			if err != nil {
-				time.Sleep(100 * time.Millisecond) // the pace of the retries
-				continue
-			}
-			for ev := range w.ResultChan() {
-				if m, ok := ev.Object.(metav1.Object); ok {
-					rv = m.GetResourceVersion()
-				}
-				on(ev)
-			}
+	// A watch that could not start, or that ended, is opened again from rv 100ms later.
+	go wait.UntilWithContext(e.ctx, func(context.Context) {
+		w, err := start(rv)
+		if err != nil {
+			return
 		}
-	}()
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if m, ok := ev.Object.(metav1.Object); ok {
+				rv = m.GetResourceVersion()
+			}
+			on(ev)
+		}
+	}, 100*time.Millisecond)
 }
 
 // followJobs follows the namespace's Jobs from now on (see follow).
@@ -673,6 +651,46 @@ func (l *ledger) created() map[string]int {
 	return out
 }
 
+// overlapping are the task keys that had two unfinished Jobs (not being deleted) at once, sorted.
+func (l *ledger) overlapping() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Sorted(maps.Keys(l.overlap))
+}
+
+// progress is how many Jobs have finished so far, and how many are unfinished now.
+func (l *ledger) progress() (finished, unfinished int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.finished), len(l.unfinished)
+}
+
+// passUntil runs passes of config until done says the scenario is over (it is called after each pass with the
+// pass's number: 0, 1, …) and returns true, or returns false once timeout has passed. Between two passes it waits
+// for what the next one acts on, as the ledger l's watch shows it: a Job that finished since the pass before began
+// (its slot, its room on a node, its row); with no Job unfinished there is nothing to wait for, and it passes again.
+func (e *env) passUntil(config string, l *ledger, timeout time.Duration, done func(pass int) bool) bool {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for pass := 0; ; pass++ {
+		before, _ := l.progress()
+		e.tick(config)
+		if done(pass) {
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, time.Until(deadline), true, func(context.Context) (bool, error) {
+			finished, unfinished := l.progress()
+			return finished > before || unfinished == 0, nil
+		})
+		if err != nil {
+			return false
+		}
+	}
+}
+
 // peakUnfinished is the most Jobs that were unfinished at once.
 func (l *ledger) peakUnfinished() int {
 	l.mu.Lock()
@@ -712,22 +730,32 @@ func (l *ledger) first(key string) *batchv1.Job {
 // before it exits. It stops with the test.
 func (e *env) worker() { e.workerOn(corev1.PodRunning, corev1.PodSucceeded) }
 
-// workerOn marks a task's row done once one of its pods reaches one of phases.
+// workerOn marks a task's row done once one of its pods reaches one of phases: the pods there now, then each pod
+// event of the namespace's watch.
 func (e *env) workerOn(phases ...corev1.PodPhase) {
-	go func() {
-		for e.ctx.Err() == nil {
-			pods, err := e.kube.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
-			if err == nil {
-				for _, p := range pods.Items {
-					if slices.Contains(phases, p.Status.Phase) {
-						_, _ = e.db.ExecContext(e.ctx, `UPDATE `+e.table+` SET status = 'done' WHERE id = $1 AND status = 'waiting'`,
-							p.Annotations[render.AnnotationTaskKey])
-					}
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
+	e.t.Helper()
+	mark := func(p *corev1.Pod) {
+		if slices.Contains(phases, p.Status.Phase) {
+			_, _ = e.db.ExecContext(e.ctx, `UPDATE `+e.table+` SET status = 'done' WHERE id = $1 AND status = 'waiting'`,
+				p.Annotations[render.AnnotationTaskKey])
 		}
-	}()
+	}
+	e.follow(func() (string, error) {
+		l, err := e.kube.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return "", err
+		}
+		for i := range l.Items {
+			mark(&l.Items[i])
+		}
+		return l.ResourceVersion, nil
+	}, func(rv string) (watch.Interface, error) {
+		return e.kube.CoreV1().Pods(e.ns).Watch(e.ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+	}, func(ev watch.Event) {
+		if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted {
+			mark(p)
+		}
+	})
 }
 
 // dump logs the namespace's Jobs and pods when a scenario failed.

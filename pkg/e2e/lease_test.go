@@ -60,12 +60,7 @@ func (e *env) racingTicks(n int, args ...string) []result {
 // passes which observed at once would each pick other rows, and their creates would add up): exactly 5 unfinished
 // Jobs, created by one pass; the others observed after its creates and found no room.
 func TestLeaseRacingTicks(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "32", "64Gi", 110, nil)
-	e.insert("task", 30)
-	cfg := e.writeConfig(config{duration: "10m", query: "SELECT id, url FROM " + e.table + " WHERE status = 'waiting' ORDER BY random()",
-		extra: "limits:\n  maxActive: 5\n  capacity: quota\n"})
+	e, _, cfg := newTaskScenario(t, "32", "64Gi", 30, config{duration: "10m", order: "random()", extra: "limits:\n  maxActive: 5\n  capacity: quota\n"})
 	created := e.racingHeldTicks(t, 5, cfg)
 	if n, all := e.unfinished(), len(e.jobs()); n != 5 || all != 5 || created != 5 {
 		t.Errorf("%d unfinished Jobs (%d in all), %d created by the passes; want exactly 5", n, all, created)
@@ -156,11 +151,7 @@ func (e *env) startKillable(kcfg string, args ...string) (*exec.Cmd, *lockedBuff
 // TestLeaseKilledHolder: a pass SIGKILLed while it holds the Lease (at its first create) delays the next pass by at
 // most one Lease duration, as the API server's Lease record shows: the next pass takes it over, and creates.
 func TestLeaseKilledHolder(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "32", "64Gi", 110, nil)
-	e.insert("task", 20)
-	cfg := e.writeConfig(config{duration: "10m", extra: "limits:\n  maxActive: 20\n  maxPerTick: 20\n  capacity: quota\n"})
+	e, _, cfg := newTaskScenario(t, "32", "64Gi", 20, config{duration: "10m", extra: "limits:\n  maxActive: 20\n  maxPerTick: 20\n  capacity: quota\n"})
 	cmd, out, killed := e.startKillable(e.kcfg, "tick", "--config", cfg, "--kube-qps", "2")
 	select {
 	case <-killed:
@@ -272,11 +263,7 @@ func (p *proxy) restore() {
 // (its connections cut, as when the server is killed): the pass cannot renew and stops creating at once; once the
 // server is reachable again it creates nothing more, and the next pass takes the Lease over after its duration.
 func TestLeaseUnreachableAPIServer(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "32", "64Gi", 110, nil)
-	e.insert("task", 40)
-	cfg := e.writeConfig(config{duration: "10m", extra: "limits:\n  maxActive: 40\n  maxPerTick: 40\n  capacity: quota\n"})
+	e, _, cfg := newTaskScenario(t, "32", "64Gi", 40, config{duration: "10m", extra: "limits:\n  maxActive: 40\n  maxPerTick: 40\n  capacity: quota\n"})
 
 	kc, err := clientcmd.LoadFromFile(e.kcfg)
 	if err != nil {

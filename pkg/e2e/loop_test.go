@@ -14,33 +14,24 @@ import (
 // TestWholeLoop: 20 waiting rows, maxActive 5, a worker that marks a row done when its pod runs; repeated ticks drain
 // the backlog, every row has exactly one Job ever, with its columns as env, and every finished Job is cleaned up.
 func TestWholeLoop(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "8", "16Gi", 110, nil)
-	keys := e.insert("task", 20)
-	cfg := e.writeConfig(config{extra: "limits:\n  maxActive: 5\n"})
+	e, keys, cfg := newTaskScenario(t, "8", "16Gi", 20, config{extra: "limits:\n  maxActive: 5\n"})
 	l := e.ledger()
 	e.worker()
 
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		e.tick(cfg)
+	done := 0
+	if !e.passUntil(cfg, l, 3*time.Minute, func(int) bool {
 		if active := len(e.jobs()); active > 5 {
 			t.Fatalf("%d Jobs exist, maxActive is 5", active)
 		}
-		done := 0
+		done = 0
 		for _, st := range e.statuses() {
 			if st == "done" {
 				done++
 			}
 		}
-		if done == len(keys) && len(e.jobs()) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("backlog not drained: %d of %d done, %d Jobs left", done, len(keys), len(e.jobs()))
-		}
-		time.Sleep(time.Second)
+		return done == len(keys) && len(e.jobs()) == 0
+	}) {
+		t.Fatalf("backlog not drained: %d of %d done, %d Jobs left", done, len(keys), len(e.jobs()))
 	}
 	created := l.created()
 	for _, k := range keys {

@@ -17,11 +17,7 @@ import (
 // TestFullClusterBlocks: one node that fits 2 task pods and capacity off: the third pod is Unschedulable (the real
 // scheduler says so), the next tick creates nothing and says why, and once pods finish the passes resume.
 func TestFullClusterBlocks(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "6", "16Gi", 110, nil)
-	keys := e.insert("task", 4)
-	cfg := e.writeConfig(config{cpu: "2500m", duration: "6s", extra: "limits:\n  maxActive: 10\n  maxPerTick: 3\n  capacity: off\n"})
+	e, keys, cfg := newTaskScenario(t, "6", "16Gi", 4, config{cpu: "2500m", duration: "6s", extra: "limits:\n  maxActive: 10\n  maxPerTick: 3\n  capacity: off\n"})
 	l := e.ledger()
 	e.worker()
 
@@ -45,16 +41,8 @@ func TestFullClusterBlocks(t *testing.T) {
 		t.Errorf("status does not say why the next tick is blocked (exit %d):\n%s", st.code, st.stdout)
 	}
 	// The first pods finish, the third is scheduled, and the passes go on until the backlog is drained.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		e.tick(cfg)
-		if len(l.created()) == len(keys) && len(e.jobs()) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("did not resume: Jobs ever %v, Jobs now %d", l.created(), len(e.jobs()))
-		}
-		time.Sleep(time.Second)
+	if !e.passUntil(cfg, l, 2*time.Minute, func(int) bool { return len(l.created()) == len(keys) && len(e.jobs()) == 0 }) {
+		t.Fatalf("did not resume: Jobs ever %v, Jobs now %d", l.created(), len(e.jobs()))
 	}
 	for k, n := range l.created() {
 		if n != 1 {
@@ -173,11 +161,7 @@ func (e *env) snapshot() map[string]string {
 // TestReadOnlyCommands: dry-run and status change nothing on the server or in the database; dry-run --server
 // rejects a template the API server would reject, with the server's message.
 func TestReadOnlyCommands(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "8", "16Gi", 110, nil)
-	e.insert("task", 6)
-	cfg := e.writeConfig(config{duration: "10m", extra: "limits:\n  maxPerTick: 2\ngc:\n  succeededRetention: 0s\n"})
+	e, _, cfg := newTaskScenario(t, "8", "16Gi", 6, config{duration: "10m", extra: "limits:\n  maxPerTick: 2\ngc:\n  succeededRetention: 0s\n"})
 	e.tick(cfg)
 	l := e.ledger()
 	// Wait until the controllers are done with the two Jobs (pods Running, Job status counts them Ready), so that

@@ -3,12 +3,10 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -18,11 +16,11 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/testkit/apicalls"
+	"github.com/jobsched/jobsched/pkg/testkit/runinfo"
 )
 
 // The tests of several queues in one install (issue 20): one observation of the cluster for all queues, the
@@ -43,8 +41,8 @@ type queueSpec struct {
 	name     string
 	priority int    // 0: not written (the default)
 	weight   int    // 0: not written (the default 1)
-	cpu      string // each pod's CPU request; default 100m
-	duration string // how long a pod runs (kwok); default 2s
+	cpu      string // each pod's CPU request; default 100m (taskPodSpec)
+	duration string // how long a pod runs (kwok); default 2s (jobTemplate)
 	limits   string // the queue's limits as a YAML flow mapping, e.g. "{maxActive: 2}"; "" for none
 	columns  string // the query's columns; default "id, url, tenant"
 }
@@ -91,16 +89,10 @@ func (e *env) writeQueues(c queuesConfig) string {
 	}
 	b.WriteString("queues:\n")
 	for _, q := range c.queues {
-		if q.cpu == "" {
-			q.cpu = "100m"
-		}
-		if q.duration == "" {
-			q.duration = "2s"
-		}
 		if q.columns == "" {
 			q.columns = "id, url, tenant"
 		}
-		tpl := fmt.Sprintf("%s-%s-job.yaml", c.name, q.name)
+		tpl := c.name + "-" + q.name
 		fmt.Fprintf(&b, "- name: %s\n", q.name)
 		if q.priority != 0 {
 			fmt.Fprintf(&b, "  priority: %d\n", q.priority)
@@ -110,33 +102,11 @@ func (e *env) writeQueues(c queuesConfig) string {
 		}
 		fmt.Fprintf(&b, "  source:\n    query: SELECT %s FROM %s WHERE status = 'waiting' AND queue = '%s' ORDER BY n\n    key: id\n    timeout: 10s\n",
 			q.columns, e.table, q.name)
-		fmt.Fprintf(&b, "  job:\n    template: %s\n", tpl)
+		fmt.Fprintf(&b, "  job:\n    template: %s-job.yaml\n", tpl)
 		if q.limits != "" {
 			fmt.Fprintf(&b, "  limits: %s\n", q.limits)
 		}
-		job := fmt.Sprintf(`apiVersion: batch/v1
-kind: Job
-spec:
-  backoffLimit: 0
-  template:
-    metadata:
-      annotations:
-        jobsched.io/kwok-duration: %q
-    spec:
-      restartPolicy: Never
-      nodeSelector:
-        jobsched.io/e2e-pool: %s
-      containers:
-      - name: worker
-        image: worker:1
-        resources:
-          requests:
-            cpu: %s
-            memory: 64Mi
-`, q.duration, e.pool, q.cpu)
-		if err := os.WriteFile(filepath.Join(e.dir, tpl), []byte(job), 0o600); err != nil {
-			e.t.Fatal(err)
-		}
+		e.writeTemplate(tpl, jobTemplate{duration: q.duration, podSpec: taskPodSpec(e.pool, "", q.cpu, "")})
 	}
 	path := filepath.Join(e.dir, c.name+".yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
@@ -173,39 +143,24 @@ type groupWatch struct {
 func (e *env) watchGroups(groupOf func(*batchv1.Job) string) *groupWatch {
 	e.t.Helper()
 	g := &groupWatch{unfinished: map[string]map[string]bool{}, peak: map[string]int{}}
-	list, err := e.kube.BatchV1().Jobs(e.ns).List(e.ctx, metav1.ListOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	rv := list.ResourceVersion
-	go func() {
-		for e.ctx.Err() == nil {
-			w, err := e.kube.BatchV1().Jobs(e.ns).Watch(e.ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
-			if err != nil {
-				time.Sleep(100 * time.Millisecond)
-				continue
-			}
-			for ev := range w.ResultChan() {
-				job, ok := ev.Object.(*batchv1.Job)
-				if !ok {
-					continue
-				}
-				rv = job.ResourceVersion
-				group := groupOf(job)
-				g.mu.Lock()
-				if g.unfinished[group] == nil {
-					g.unfinished[group] = map[string]bool{}
-				}
-				if ev.Type == watch.Deleted || jobFinished(job) {
-					delete(g.unfinished[group], job.Name)
-				} else if ev.Type == watch.Added || ev.Type == watch.Modified {
-					g.unfinished[group][job.Name] = true
-					g.peak[group] = max(g.peak[group], len(g.unfinished[group]))
-				}
-				g.mu.Unlock()
-			}
+	e.followJobs(func(ev watch.Event) {
+		job, ok := ev.Object.(*batchv1.Job)
+		if !ok {
+			return
 		}
-	}()
+		group := groupOf(job)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.unfinished[group] == nil {
+			g.unfinished[group] = map[string]bool{}
+		}
+		if ev.Type == watch.Deleted || jobFinished(job) {
+			delete(g.unfinished[group], job.Name)
+		} else if ev.Type == watch.Added || ev.Type == watch.Modified {
+			g.unfinished[group][job.Name] = true
+			g.peak[group] = max(g.peak[group], len(g.unfinished[group]))
+		}
+	})
 	return g
 }
 
@@ -236,30 +191,26 @@ func checkQueueLabels(t *testing.T, jobs []batchv1.Job, queueOf func(key string)
 	}
 }
 
-// drain ticks cfg once a second (as a CronJob would, faster) until every key has a Job and no Job is left, or fails
-// after timeout. after is called after each tick with its number (0, 1, …).
+// drain runs passes of cfg (see passUntil) until every key has a Job and no Job is left, or fails after timeout.
+// after is called after each pass with its number (0, 1, …).
 func (e *env) drain(cfg string, keys []string, l *ledger, timeout time.Duration, after func(tick int)) {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for tick := 0; ; tick++ {
-		e.tick(cfg)
+	ticks, done := 0, 0
+	if !e.passUntil(cfg, l, timeout, func(tick int) bool {
 		if after != nil {
 			after(tick)
 		}
+		ticks = tick + 1
 		created := l.created()
-		done := 0
+		done = 0
 		for _, k := range keys {
 			if created[k] > 0 {
 				done++
 			}
 		}
-		if done == len(keys) && len(e.jobs()) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("not drained after %d ticks: %d of %d rows got a Job, %d Jobs left", tick+1, done, len(keys), len(e.jobs()))
-		}
-		time.Sleep(time.Second) // the tick schedule, not a condition
+		return done == len(keys) && len(e.jobs()) == 0
+	}) {
+		e.t.Fatalf("not drained after %d ticks: %d of %d rows got a Job, %d Jobs left", ticks, done, len(keys), len(e.jobs()))
 	}
 }
 
@@ -439,21 +390,16 @@ func TestQueuesTenants(t *testing.T) {
 	l := e.ledger()
 	groups := e.watchGroups(func(j *batchv1.Job) string { return prefixOf(j.Annotations[render.AnnotationTaskKey]) })
 	e.worker()
-	deadline := time.Now().Add(4 * time.Minute)
-	for tick := 0; ; tick++ {
-		e.tick(cfg)
-		n := byPrefix(l.created())
+	var n map[string]int
+	if !e.passUntil(cfg, l, 4*time.Minute, func(tick int) bool {
+		n = byPrefix(l.created())
 		t.Logf("tick %d: Jobs created so far %v, most unfinished at once %v", tick, n, groups.peaks())
 		if tick == 0 && (n["a"] == 0 || n["b"] == 0) {
 			t.Errorf("the first pass created %v: a and b should get Jobs in it", n)
 		}
-		if n["a"] == 5 && n["b"] == 5 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a and b not drained: %v", n)
-		}
-		time.Sleep(time.Second) // the tick schedule, not a condition
+		return n["a"] == 5 && n["b"] == 5
+	}) {
+		t.Fatalf("a and b not drained: %v", n)
 	}
 	for g, p := range groups.peaks() {
 		if p > 2 {
@@ -527,12 +473,7 @@ func TestQueuesCallsPerPass(t *testing.T) {
 			if s.Created != perTick {
 				t.Fatalf("round %d, %s: the tick created %d, want %d", round, in.name, s.Created, perTick)
 			}
-			got := map[string]int{}
-			for k, v := range after {
-				if d := int(v - before[k]); d > 0 && !strings.HasPrefix(k, "cluster-wide WATCH ") && k != "GET /metrics" {
-					got[k] = d
-				}
-			}
+			got := apicalls.Between(before, after)
 			if round == 0 {
 				calls[i] = got
 				continue
@@ -557,7 +498,7 @@ func TestQueuesCallsPerPass(t *testing.T) {
 			out = filepath.Join("..", "..", out)
 		}
 		doc := "# API calls per pass with 1 and 5 queues (written by TestQueuesCallsPerPass; do not edit)\n\n" +
-			fmt.Sprintf("%s, commit %s; %s.\n\n", time.Now().UTC().Format("2006-01-02"), gitCommit(t), machine()) +
+			fmt.Sprintf("%s, commit %s; %s.\n\n", time.Now().UTC().Format("2006-01-02"), runinfo.Commit(), machine()) +
 			fmt.Sprintf("One tick creating %d Jobs, counted by the API server (apiserver_request_total before and after; every client; "+
 				"cluster-wide WATCHes, other clients' informers, left out; a namespaced WATCH is a streaming list), the least of %d "+
 				"alternating rounds, on a control plane whose controller-manager is stopped (the Jobs make no pods). The five "+
@@ -606,26 +547,9 @@ func apiRequests(t *testing.T, e *env) map[string]float64 {
 	return out
 }
 
-// gitCommit is the repository's HEAD, short, and says so when the work tree has uncommitted changes.
-func gitCommit(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
-	if err != nil {
-		t.Logf("git rev-parse: %v", err)
-		return "?"
-	}
-	commit := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
-		commit += " with uncommitted changes"
-	}
-	return commit
-}
-
 // machine says what the figures were measured on: cores, Go, the load average.
 func machine() string {
-	load, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(load))
-	return fmt.Sprintf("%d cores, %s, load average (1, 5, 15 min) %s", runtime.NumCPU(), runtime.Version(), strings.Join(f[:min(3, len(f))], " "))
+	return fmt.Sprintf("%d cores, %s, load average (1, 5, 15 min) %s", runtime.NumCPU(), runtime.Version(), runinfo.LoadAvg(3))
 }
 
 // TestQueuesReports: the reports of an install with two queues after one tick (the install's maxActive 3, Jobs that

@@ -153,32 +153,6 @@ func TestRacingRetries(t *testing.T) {
 	keys := e.insert("race", 6)
 	cfg := e.writeConfig(config{fail: true, duration: "1s", extra: "retry:\n  maxAttempts: 3\n  backoff: 2s\n"})
 	l := e.ledger()
-	var mu sync.Mutex
-	var overlap []string
-	stop := make(chan struct{})
-	go func() { // watch for two unfinished Jobs of one task
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			unfinished := map[string]int{}
-			for _, j := range e.jobs() {
-				if !jobFinished(&j) && j.DeletionTimestamp == nil {
-					unfinished[j.Annotations[render.AnnotationTaskKey]]++
-				}
-			}
-			for k, n := range unfinished {
-				if n > 1 {
-					mu.Lock()
-					overlap = append(overlap, k)
-					mu.Unlock()
-				}
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}()
 	e.eventually("every task dead", 3*time.Minute, func() bool {
 		var wg sync.WaitGroup
 		for range 10 {
@@ -191,7 +165,7 @@ func TestRacingRetries(t *testing.T) {
 		wg.Wait()
 		return len(e.status(cfg).Dead) == len(keys)
 	})
-	close(stop)
+	e.sync(l) // the ledger has seen every Job event, so every overlap
 	for _, k := range keys {
 		got := l.attempts(k)
 		sort.Strings(got)
@@ -201,7 +175,7 @@ func TestRacingRetries(t *testing.T) {
 			t.Errorf("task %s: Jobs %v, want exactly %v", k, got, want)
 		}
 	}
-	if len(overlap) > 0 {
+	if overlap := l.overlapping(); len(overlap) > 0 {
 		t.Errorf("two unfinished Jobs at once for %v", overlap)
 	}
 }

@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -116,7 +115,7 @@ func New(ctx context.Context, client kubernetes.Interface, o Options) *Recorder 
 	}
 	log := zerolog.Ctx(ctx).With().Str("component", "events").Logger()
 	lg := logger(log)
-	s := &sink{EventSinkImpl: events.EventSinkImpl{Interface: client.EventsV1()}}
+	s := &sink{EventSinkImpl: events.EventSinkImpl{Interface: client.EventsV1()}, ended: make(chan struct{})}
 	bc := events.NewBroadcaster(s)
 	// The library's goroutines live until Close, not as long as the pass's context: Events recorded at the end of
 	// a pass that ran out of time are still written.
@@ -268,19 +267,18 @@ func (r *Recorder) Close(timeout time.Duration) {
 	for _, e := range held {
 		r.rec.Eventf(e.regarding, e.related, e.typ, e.reason, e.action, "%s", e.note)
 	}
-	deadline := time.Now().Add(timeout)
-	for r.sink.done.Load() < int64(recorded) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	wctx, stop := context.WithTimeout(context.Background(), timeout)
+	r.sink.wait(wctx, recorded)
+	stop()
 	r.cancel()
 	r.bc.Shutdown()
 	r.sink.mu.Lock()
-	refused, firstErr := r.sink.refused, r.sink.firstErr
+	refused, firstErr, done := r.sink.refused, r.sink.firstErr, r.sink.done
 	r.sink.mu.Unlock()
 	if refused > 0 {
 		r.log.Warn().Err(firstErr).Int("events", refused).Msg("Events refused by the API server (the first error is shown)")
 	}
-	if n := int64(recorded) - r.sink.done.Load(); n > 0 {
+	if n := int64(recorded - done); n > 0 {
 		r.log.Warn().Int64("events", n).Dur("waited", timeout).Msg("Events not written before exit")
 	}
 	if dropped > 0 {
@@ -304,24 +302,45 @@ func truncate(s string) string {
 // until it ends.
 type sink struct {
 	events.EventSinkImpl
-	done atomic.Int64
 
 	mu       sync.Mutex
+	done     int           // writes that ended
+	ended    chan struct{} // closed (and replaced) when a write ends
 	refused  int
 	firstErr error
 }
 
 func (s *sink) count(err error) {
 	_, refused := err.(apierrors.APIStatus)
+	if err != nil && !refused {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if refused {
-		s.mu.Lock()
 		if s.refused++; s.firstErr == nil {
 			s.firstErr = err
 		}
-		s.mu.Unlock()
 	}
-	if err == nil || refused {
-		s.done.Add(1)
+	s.done++
+	close(s.ended)
+	s.ended = make(chan struct{})
+}
+
+// wait returns once n writes have ended, or when ctx ends.
+func (s *sink) wait(ctx context.Context, n int) {
+	for {
+		s.mu.Lock()
+		done, ended := s.done, s.ended
+		s.mu.Unlock()
+		if done >= n {
+			return
+		}
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/utils/clock"
 )
 
 // What a pass says of the Lease in its `pass done` line.
@@ -32,6 +33,7 @@ type Guard struct {
 	// just started refuses everything until its RBAC cache is filled, and such a pass must not create unserialised.
 	// nil: every Forbidden is the Role's.
 	Confirm func(ctx context.Context) error
+	Clock   clock.WithTicker // nil: the real one (see Config.Clock)
 
 	mu     sync.Mutex
 	state  string
@@ -58,21 +60,23 @@ func MaxWait(ctx context.Context, duration time.Duration) time.Duration {
 // and returns ctx: the pass creates unserialised, as before the Lease.
 func (g *Guard) Take(ctx context.Context) (context.Context, func(), error) {
 	log := zerolog.Ctx(ctx)
-	start := time.Now()
-	cfg := Config{Client: g.Client, Namespace: g.Namespace, Name: Name(g.Scheduler), Holder: g.Holder, Duration: g.Duration}
+	cfg := Config{Client: g.Client, Namespace: g.Namespace, Name: Name(g.Scheduler), Holder: g.Holder, Duration: g.Duration,
+		Clock: g.Clock}
+	cfg.defaults()
+	start := cfg.Clock.Now()
 	cfg.Wait = MaxWait(ctx, g.Duration)
-	h, _, err := Acquire(ctx, cfg)
+	h, err := Acquire(ctx, cfg)
 	if errors.Is(err, ErrForbidden) && g.Confirm != nil {
 		if cerr := g.Confirm(ctx); cerr != nil {
 			err = fmt.Errorf("%v; and the check that the Role is loaded failed: %w", err, cerr) // no longer ErrForbidden
 		} else {
 			cfg.Wait = MaxWait(ctx, g.Duration)
-			h, _, err = Acquire(ctx, cfg) // a Forbidden now is the Role's
+			h, err = Acquire(ctx, cfg) // a Forbidden now is the Role's
 		}
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.waited = time.Since(start)
+	g.waited = cfg.Clock.Since(start)
 	var he *HeldError
 	switch {
 	case err == nil:
@@ -105,7 +109,7 @@ func (g *Guard) release(ctx context.Context, h *Held) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if _, err := h.Release(rctx); err != nil {
+	if err := h.Release(rctx); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("the Lease was not released: the next pass takes it when it expires")
 	}
 }

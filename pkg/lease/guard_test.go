@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/jobsched/jobsched/pkg/testkit"
@@ -66,17 +67,22 @@ func TestGuardHeldByAnother(t *testing.T) {
 	other := held("other", 15)
 	other.Name = Name("s")
 	c := newFake(other)
-	g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me"}
-	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond) // MaxWait: half of it
+	clk := fakeClock()
+	g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me", Clock: clk}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
-	_, _, err := g.Take(ctx)
+	bound := MaxWait(ctx, 0) // half of what is left of the pass (about 2s), not a Lease duration and a second (16s)
+	var err error
+	stepping(clk, 100*time.Millisecond, func() { _, _, err = g.Take(ctx) })
 	var he *HeldError
 	if !errors.As(err, &he) {
 		t.Fatalf("err %v, want a HeldError", err)
 	}
+	// The Guard's bound is this one, less the moments between the two reads of the deadline; it waits until then,
+	// read by read (100ms apart here).
 	st, waited := g.Report()
-	if st != "held by other" || waited < 150*time.Millisecond || waited > 350*time.Millisecond {
-		t.Errorf("state %q after waiting %s, want held by other after about 200ms (half the pass)", st, waited)
+	if st != "held by other" || waited <= bound/2 || waited >= bound+100*time.Millisecond {
+		t.Errorf("state %q after waiting %s, want held by other after waiting its bound, %s (half the pass)", st, waited, bound)
 	}
 }
 
@@ -141,11 +147,10 @@ func TestGuardLost(t *testing.T) {
 		t.Errorf("release of a lost Lease wrote it %d times, want none", n)
 	}
 	// The warning is logged as the context ends, from its own goroutine.
-	for i := 0; !strings.Contains(buf.String(), "lost the Lease: this pass creates nothing more"); i++ {
-		if i == 100 {
-			t.Fatalf("no warning of the loss:\n%s", buf.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Contains(buf.String(), "lost the Lease: this pass creates nothing more"), nil
+	}); err != nil {
+		t.Fatalf("no warning of the loss (%v):\n%s", err, buf.String())
 	}
 }
 

@@ -81,6 +81,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/utils/clock"
 )
 
 // DefaultDuration is how long a holder that stopped renewing (killed) keeps the others from creating.
@@ -118,6 +119,9 @@ type Config struct {
 	Wait time.Duration
 	// Poll is how often Acquire reads the Lease while it waits (default 500ms).
 	Poll time.Duration
+	// Clock is the holder's own clock, on which the waits, the renewals and the takeover are timed (default the
+	// real one; tests give a fake one).
+	Clock clock.WithTicker
 }
 
 // HeldError is Acquire's answer when another holder kept the Lease for the whole wait.
@@ -151,8 +155,6 @@ type Held struct {
 	mu    sync.Mutex
 	lease *coordinationv1.Lease // as last written
 	lost  error
-	// Calls counts the API calls made on the Lease, for the pass's report.
-	calls int
 }
 
 func (c *Config) defaults() {
@@ -161,6 +163,9 @@ func (c *Config) defaults() {
 	}
 	if c.Poll <= 0 {
 		c.Poll = 500 * time.Millisecond
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
 	}
 }
 
@@ -171,56 +176,54 @@ func seconds(d time.Duration) *int32 {
 }
 
 // Acquire takes the Lease, waiting up to cfg.Wait for a live holder. It returns a *HeldError when the Lease stayed
-// held, an error wrapping ErrForbidden when the Role lacks the verbs, and calls, the API calls it made, in any case.
-func Acquire(ctx context.Context, cfg Config) (_ *Held, calls int, err error) {
+// held, and an error wrapping ErrForbidden when the Role lacks the verbs.
+func Acquire(ctx context.Context, cfg Config) (*Held, error) {
 	cfg.defaults()
 	leases := cfg.Client.Leases(cfg.Namespace)
-	start := time.Now()
+	clk := cfg.Clock
+	start := clk.Now()
 	var seenRV string
 	var seenAt time.Time
 	for {
-		sent := time.Now()
-		calls++
+		sent := clk.Now()
 		cur, err := leases.Get(ctx, cfg.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			calls++
-			got, err := leases.Create(ctx, record(nil, cfg, sent), metav1.CreateOptions{FieldManager: "jobsched"})
+				got, err := leases.Create(ctx, record(nil, cfg, sent), metav1.CreateOptions{FieldManager: "jobsched"})
 			if apierrors.IsAlreadyExists(err) {
 				continue // another pass created it first: read it
 			}
 			if err != nil {
-				return nil, calls, classify(cfg, "creating", err)
+				return nil, classify(cfg, "creating", err)
 			}
-			return cfg.hold(ctx, got, sent), calls, nil
+			return cfg.hold(ctx, got, sent), nil
 		}
 		if err != nil {
-			return nil, calls, classify(cfg, "reading", err)
+			return nil, classify(cfg, "reading", err)
 		}
-		now := time.Now()
+		now := clk.Now()
 		if seenAt.IsZero() || cur.ResourceVersion != seenRV {
 			seenRV, seenAt = cur.ResourceVersion, now
 		}
 		if Free(cur, cfg.Holder, seenAt, now) {
-			sent = time.Now()
-			calls++
-			got, err := leases.Update(ctx, record(cur, cfg, sent), metav1.UpdateOptions{FieldManager: "jobsched"})
+			sent = clk.Now()
+				got, err := leases.Update(ctx, record(cur, cfg, sent), metav1.UpdateOptions{FieldManager: "jobsched"})
 			if apierrors.IsConflict(err) {
 				continue // another pass wrote it since we read it: read it again
 			}
 			if err != nil {
-				return nil, calls, classify(cfg, "taking", err)
+				return nil, classify(cfg, "taking", err)
 			}
-			return cfg.hold(ctx, got, sent), calls, nil
+			return cfg.hold(ctx, got, sent), nil
 		}
 		waited := now.Sub(start)
 		if waited >= cfg.Wait {
-			return nil, calls, &HeldError{Name: cfg.Name, Holder: *cur.Spec.HolderIdentity, Waited: waited}
+			return nil, &HeldError{Name: cfg.Name, Holder: *cur.Spec.HolderIdentity, Waited: waited}
 		}
-		pause := min(cfg.Poll, cfg.Wait-waited, time.Until(expiry(cur, seenAt)))
+		pause := min(cfg.Poll, cfg.Wait-waited, expiry(cur, seenAt).Sub(clk.Now()))
 		select {
 		case <-ctx.Done():
-			return nil, calls, context.Cause(ctx)
-		case <-time.After(max(pause, 10*time.Millisecond)):
+			return nil, context.Cause(ctx)
+		case <-clk.After(max(pause, 10*time.Millisecond)):
 		}
 	}
 }
@@ -293,7 +296,8 @@ func (h *Held) validity() time.Duration { return h.cfg.Duration - h.cfg.Duration
 func (h *Held) renew(sent time.Time) {
 	defer close(h.done)
 	every := h.cfg.Duration / 3
-	t := time.NewTicker(every)
+	clk := h.cfg.Clock
+	t := clk.NewTicker(every)
 	defer t.Stop()
 	for {
 		deadline := sent.Add(h.validity())
@@ -302,15 +306,14 @@ func (h *Held) renew(sent time.Time) {
 			return
 		case <-h.ctx.Done():
 			return
-		case <-time.After(time.Until(deadline)):
+		case <-clk.After(deadline.Sub(clk.Now())):
 			h.lose(fmt.Errorf("%w: not renewed within %s", ErrLost, h.validity()))
 			return
-		case <-t.C:
+		case <-t.C():
 		}
-		now := time.Now()
+		now := clk.Now()
 		h.mu.Lock()
 		next := record(h.lease, h.cfg, now)
-		h.calls++
 		h.mu.Unlock()
 		// The write gets until the validity runs out, and so does the wait for it, whatever the client does.
 		rctx, cancel := context.WithDeadline(h.ctx, deadline)
@@ -322,7 +325,7 @@ func (h *Held) renew(sent time.Time) {
 		var r renewal
 		select {
 		case r = <-res:
-		case <-time.After(time.Until(deadline)):
+		case <-clk.After(deadline.Sub(clk.Now())):
 			r.err = fmt.Errorf("no answer within %s", h.validity())
 		}
 		cancel()
@@ -364,13 +367,6 @@ func (h *Held) Lost() error {
 	return h.lost
 }
 
-// Calls is how many API calls the renewals made so far.
-func (h *Held) Calls() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.calls
-}
-
 // Stop ends the renewals and leaves the Lease to expire: for a holder whose writes may still be in flight (its
 // creates were cut short), so that the next holder observes only after they landed.
 func (h *Held) Stop() {
@@ -383,22 +379,22 @@ func (h *Held) Stop() {
 }
 
 // Release ends the renewals and gives the Lease up (an empty holder), so the next pass takes it at once. A Lease
-// already lost is left alone. It returns the API calls it made.
-func (h *Held) Release(ctx context.Context) (int, error) {
+// already lost is left alone.
+func (h *Held) Release(ctx context.Context) error {
 	h.Stop()
 	defer h.cancel(errors.New("the Lease was released"))
 	if h.Lost() != nil {
-		return 0, nil
+		return nil
 	}
 	h.mu.Lock()
 	l := h.lease.DeepCopy()
 	h.mu.Unlock()
 	empty := ""
-	now := metav1.NewMicroTime(time.Now())
+	now := metav1.NewMicroTime(h.cfg.Clock.Now())
 	l.Spec.HolderIdentity = &empty
 	l.Spec.RenewTime = &now
 	if _, err := h.cfg.Client.Leases(h.cfg.Namespace).Update(ctx, l, metav1.UpdateOptions{FieldManager: "jobsched"}); err != nil {
-		return 1, fmt.Errorf("releasing Lease %s: %w", h.cfg.Name, err)
+		return fmt.Errorf("releasing Lease %s: %w", h.cfg.Name, err)
 	}
-	return 1, nil
+	return nil
 }

@@ -3,6 +3,8 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
+	goruntime "runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,8 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 var leasesGR = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
@@ -117,12 +121,12 @@ func newFake(objs ...runtime.Object) *fake.Clientset { return fake.NewClientset(
 
 func TestAcquireCreatesAndReleases(t *testing.T) {
 	c := newFake()
-	h, calls, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me"})
+	h, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls != 2 {
-		t.Errorf("calls = %d, want 2 (GET: not found, CREATE)", calls)
+	if got := verbs(c); got != "get create" {
+		t.Errorf("calls %q, want get (not found), create", got)
 	}
 	l, err := c.CoordinationV1().Leases("ns").Get(context.Background(), "jobsched-s", metav1.GetOptions{})
 	if err != nil || *l.Spec.HolderIdentity != "me" || *l.Spec.LeaseDurationSeconds != 15 {
@@ -131,8 +135,9 @@ func TestAcquireCreatesAndReleases(t *testing.T) {
 	if h.Context().Err() != nil {
 		t.Fatal("a fresh Lease's Context is done")
 	}
-	if n, err := h.Release(context.Background()); err != nil || n != 1 {
-		t.Fatalf("Release: %d calls, %v", n, err)
+	c.ClearActions()
+	if err := h.Release(context.Background()); err != nil || verbs(c) != "update" {
+		t.Fatalf("Release: calls %q, %v; want one update", verbs(c), err)
 	}
 	l, _ = c.CoordinationV1().Leases("ns").Get(context.Background(), "jobsched-s", metav1.GetOptions{})
 	if *l.Spec.HolderIdentity != "" {
@@ -142,47 +147,91 @@ func TestAcquireCreatesAndReleases(t *testing.T) {
 		t.Error("after Release the Context is not done")
 	}
 	// A released Lease is taken at once: GET, UPDATE.
-	h2, calls, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "next"})
-	if err != nil || calls != 2 {
-		t.Fatalf("taking a released Lease: %d calls, %v", calls, err)
+	c.ClearActions()
+	h2, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "next"})
+	if err != nil || verbs(c) != "get update" {
+		t.Fatalf("taking a released Lease: calls %q, %v; want get, update", verbs(c), err)
 	}
 	h2.Stop()
 }
 
-func TestAcquireHeld(t *testing.T) {
-	c := newFake(held("other", 15))
-	start := time.Now()
-	_, calls, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me",
-		Wait: 300 * time.Millisecond, Poll: 100 * time.Millisecond})
-	var he *HeldError
-	if !errors.As(err, &he) || he.Holder != "other" {
-		t.Fatalf("err = %v, want a HeldError naming other", err)
+// fakeClock is a holder's clock that the test moves on; it starts at the real time, as the Leases of held do.
+func fakeClock() *clocktesting.FakeClock { return clocktesting.NewFakeClock(time.Now()) }
+
+// until waits, polling, for cond: what the code under test has done on the fake clock before the test moves it on.
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	}); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
-	if d := time.Since(start); d < 300*time.Millisecond {
-		t.Errorf("gave up after %s, before its Wait", d)
-	}
-	if calls < 3 {
-		t.Errorf("read the Lease %d times while waiting, want it polled", calls)
-	}
-	for _, a := range c.Actions() {
-		if a.GetVerb() != "get" {
-			t.Errorf("a held Lease got a %s", a.GetVerb())
+}
+
+// stepping runs fn, moving c on by step each time the code under test waits on c (its only timer: a wait for the
+// next read), until fn returns; it returns how long fn took on c.
+func stepping(c *clocktesting.FakeClock, step time.Duration, fn func()) time.Duration {
+	start := c.Now()
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	for {
+		select {
+		case <-done:
+			return c.Since(start)
+		default:
+		}
+		if c.Waiters() > 0 {
+			c.Step(step)
+		} else {
+			goruntime.Gosched()
 		}
 	}
 }
 
+// acquireStepping is Acquire with cfg on clock c, stepped by cfg.Poll (see stepping), and how long it took on c.
+func acquireStepping(t *testing.T, c *clocktesting.FakeClock, cfg Config) (h *Held, err error, took time.Duration) {
+	t.Helper()
+	cfg.Clock = c
+	took = stepping(c, cfg.Poll, func() { h, err = Acquire(context.Background(), cfg) })
+	return h, err, took
+}
+
+// verbs are the fake's actions' verbs, in order.
+func verbs(c *fake.Clientset) string {
+	var out []string
+	for _, a := range c.Actions() {
+		out = append(out, a.GetVerb())
+	}
+	return strings.Join(out, " ")
+}
+
+// TestAcquireHeld: a live holder's Lease is read every Poll until Wait has passed, then Acquire gives up with a
+// HeldError naming the holder; it never writes the Lease.
+func TestAcquireHeld(t *testing.T) {
+	c := newFake(held("other", 15))
+	_, err, took := acquireStepping(t, fakeClock(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s",
+		Holder: "me", Wait: 300 * time.Millisecond, Poll: 100 * time.Millisecond})
+	var he *HeldError
+	if !errors.As(err, &he) || he.Holder != "other" || he.Waited != 300*time.Millisecond {
+		t.Fatalf("err = %v, want a HeldError naming other after its Wait, 300ms", err)
+	}
+	if took != 300*time.Millisecond || verbs(c) != "get get get get" {
+		t.Errorf("gave up after %s with calls %q, want 300ms and 4 reads, no write (at 0, 100, 200, 300ms)", took, verbs(c))
+	}
+}
+
+// TestAcquireTakesOverAnUnrenewedLease: a Lease nobody renews is taken over once it has gone unrenewed for its own
+// duration (1s) on the taker's clock from when it first saw it, not after the taker's Wait (3s).
 func TestAcquireTakesOverAnUnrenewedLease(t *testing.T) {
 	c := newFake(held("killed", 1))
-	start := time.Now()
-	h, _, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me",
-		Wait: 3 * time.Second, Poll: 100 * time.Millisecond})
+	h, err, took := acquireStepping(t, fakeClock(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s",
+		Holder: "me", Wait: 3 * time.Second, Poll: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Stop()
-	// It waits the Lease's own duration (1s) from when it first saw it, not its Wait.
-	if d := time.Since(start); d < time.Second || d > 2*time.Second {
-		t.Errorf("took over after %s, want about 1s", d)
+	if took != time.Second {
+		t.Errorf("took over after %s, want the Lease's duration, 1s", took)
 	}
 	l, _ := c.CoordinationV1().Leases("ns").Get(context.Background(), "jobsched-s", metav1.GetOptions{})
 	if *l.Spec.HolderIdentity != "me" || *l.Spec.LeaseTransitions != 3 {
@@ -199,13 +248,13 @@ func TestAcquireConflictRereads(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	h, calls, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me"})
+	h, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.Stop()
-	if calls != 4 {
-		t.Errorf("calls = %d, want 4 (GET, UPDATE: conflict, GET, UPDATE)", calls)
+	if got := verbs(c); got != "get update get update" {
+		t.Errorf("calls %q, want get, update (conflict), get, update", got)
 	}
 }
 
@@ -216,7 +265,7 @@ func TestAcquireForbidden(t *testing.T) {
 			c.PrependReactor(verb, "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
 				return true, nil, apierrors.NewForbidden(leasesGR, "jobsched-s", errors.New("RBAC: access denied"))
 			})
-			_, _, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me"})
+			_, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me"})
 			if !errors.Is(err, ErrForbidden) {
 				t.Errorf("err = %v, want ErrForbidden", err)
 			}
@@ -224,6 +273,8 @@ func TestAcquireForbidden(t *testing.T) {
 	}
 }
 
+// TestRenewFailureEndsContext: the holder renews every third of the duration; the first renewal that fails ends
+// its Context with ErrLost, and a lost Lease is not released.
 func TestRenewFailureEndsContext(t *testing.T) {
 	c := newFake()
 	var renewals atomic.Int32 // the Lease is created: every update is a renewal
@@ -233,42 +284,62 @@ func TestRenewFailureEndsContext(t *testing.T) {
 		}
 		return true, nil, errors.New("connection refused")
 	})
-	h, _, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me",
-		Duration: 300 * time.Millisecond})
+	clk := fakeClock()
+	h, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me",
+		Duration: 300 * time.Millisecond, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-h.Context().Done()
+	until(t, "the renewals' ticker and deadline", func() bool { return clk.Waiters() >= 2 })
+	for n := int32(1); n <= 2; n++ { // a renewal every 100ms, each done before the clock moves on
+		clk.Step(100 * time.Millisecond)
+		// Done: the renewal has been sent, and the holder waits again (the ticker, the deadlines of the renewal and
+		// of the wait before it, and the next deadline, from this renewal: 4 timers).
+		until(t, fmt.Sprintf("renewal %d", n), func() bool { return renewals.Load() == n && clk.Waiters() >= 4 })
+	}
+	clk.Step(100 * time.Millisecond) // the third renewal fails
+	until(t, "the Context's end", func() bool { return h.Context().Err() != nil })
 	if !errors.Is(context.Cause(h.Context()), ErrLost) || h.Lost() == nil {
 		t.Errorf("cause %v, Lost %v: want ErrLost", context.Cause(h.Context()), h.Lost())
 	}
 	if n := renewals.Load(); n != 3 {
 		t.Errorf("%d renewals tried, want 3 (two that succeeded, then the one that failed)", n)
 	}
-	if n, err := h.Release(context.Background()); n != 0 || err != nil {
-		t.Errorf("releasing a lost Lease: %d calls, %v; want none", n, err)
+	c.ClearActions()
+	if err := h.Release(context.Background()); verbs(c) != "" || err != nil {
+		t.Errorf("releasing a lost Lease: calls %q, %v; want none", verbs(c), err)
 	}
 }
 
+// TestRenewThatHangsEndsContextAtValidity: a renewal the API server never answers ends the Context when the
+// Lease's validity (two thirds of its duration after the last successful write) runs out, not later.
 func TestRenewThatHangsEndsContextAtValidity(t *testing.T) {
 	c := newFake()
+	hang := make(chan struct{}) // an API server that does not answer: the renewal returns only when the test ends
+	t.Cleanup(func() { close(hang) })
+	var renewals atomic.Int32
 	c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
-		time.Sleep(2 * time.Second) // an API server that does not answer
+		renewals.Add(1)
+		<-hang
 		return true, nil, errors.New("timeout")
 	})
-	start := time.Now()
-	h, _, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me",
-		Duration: 600 * time.Millisecond})
+	clk := fakeClock()
+	start := clk.Now()
+	h, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me",
+		Duration: 600 * time.Millisecond, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-h.Context().Done()
-	// Valid for 2/3 of the duration after the acquiring write: 400ms.
-	if d := time.Since(start); d > 500*time.Millisecond {
-		t.Errorf("Context ended %s after the acquire, want by 400ms", d)
+	until(t, "the renewals' ticker and deadline", func() bool { return clk.Waiters() >= 2 })
+	clk.Step(200 * time.Millisecond) // the first renewal: it hangs
+	until(t, "the hanging renewal and its deadline", func() bool { return renewals.Load() == 1 && clk.Waiters() >= 3 })
+	if h.Context().Err() != nil {
+		t.Fatal("the Context ended while the Lease was still valid")
 	}
-	if !errors.Is(context.Cause(h.Context()), ErrLost) {
-		t.Errorf("cause %v, want ErrLost", context.Cause(h.Context()))
+	clk.Step(200 * time.Millisecond) // 400ms after the acquiring write: the validity has run out
+	until(t, "the Context's end", func() bool { return h.Context().Err() != nil })
+	if !errors.Is(context.Cause(h.Context()), ErrLost) || clk.Since(start) != 400*time.Millisecond {
+		t.Errorf("cause %v at %s; want ErrLost at 400ms", context.Cause(h.Context()), clk.Since(start))
 	}
 }
 

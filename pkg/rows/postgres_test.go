@@ -27,6 +27,7 @@ import (
 
 	"github.com/lib/pq"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/testkit/tcpkit"
@@ -1089,22 +1090,13 @@ func TestReadAfterDeadline(t *testing.T) {
 		t.Errorf("Select took %v with a 500ms deadline", d)
 	}
 	// The statement is cancelled on the server: it does not run on.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 		var n int
-		err := adminDB.QueryRowContext(t.Context(), "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "+
+		err := adminDB.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "+
 			"AND query LIKE '%'||$1||'%' AND pid <> pg_backend_pid()", marker).Scan(&n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("the statement still runs on the server %v after its read ended", time.Since(start))
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
+		return n == 0, err
+	}); err != nil {
+		t.Errorf("the statement still runs on the server %v after its read ended: %v", time.Since(start), err)
 	}
 	// The next read, with a fresh context, works.
 	q := &Postgres{}

@@ -6,7 +6,9 @@
 // and the fake client's actions in compact form. What the tests of the commands read in jobsched's output (cmd,
 // pkg/e2e): the `pass done` line (PassDone) and the errors of a JSON log (WithErrors); and a Buffer that a test reads
 // while another goroutine or a process writes it (pkg/events, pkg/lease, pkg/e2e). A database host that never answers
-// is in the subpackage tcpkit, which pkg/rows' own tests can import.
+// is in the subpackage tcpkit, which pkg/rows' own tests can import; the Job template of a kwok task pod and the
+// node check in kwokkit, which the bench imports too. Pause is the one way a scenario keeps a schedule (an outage's
+// length, the moment of a fault).
 package testkit
 
 import (

@@ -20,11 +20,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/jobsched/jobsched/pkg/kube"
 
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/testkit/kwokkit"
+	"github.com/jobsched/jobsched/pkg/testkit/runinfo"
 )
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -198,7 +201,7 @@ func (b *bench) drainOnce(v drainVariant, rows int, dur, every time.Duration) (d
 	mu.Lock()
 	r.makespan = lastComplete.Sub(t0)
 	mu.Unlock()
-	r.load = loadAvg()
+	r.load = runinfo.LoadAvg(1)
 	if proc != nil { // the last invocation ends by itself once a pass finds the backlog empty; past its schedule, SIGTERM
 		select {
 		case inv := <-procDone:
@@ -235,34 +238,32 @@ func follow[L metav1.ListInterface, T any](ctx context.Context, c kube.Collectio
 		return err
 	}
 	rv := l.GetResourceVersion()
-	go func() {
-		for ctx.Err() == nil {
-			w, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
-			if err != nil {
-				time.Sleep(200 * time.Millisecond)
+	// A watch that could not start, or that closed, is opened again 100ms later.
+	go wait.UntilWithContext(ctx, func(ctx context.Context) {
+		w, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+		if err != nil {
+			return
+		}
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error && ctx.Err() != nil {
+				return // the variant is over
+			}
+			if ev.Type == watch.Error { // expired, most likely: on from now (the bench misses what happened since)
+				if l, err := c.List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+					rv = l.GetResourceVersion()
+				}
+				progress("    the watch failed (%v): watching on from now", apierrors.FromObject(ev.Object))
 				continue
 			}
-			for ev := range w.ResultChan() {
-				if ev.Type == watch.Error && ctx.Err() != nil {
-					return // the variant is over
-				}
-				if ev.Type == watch.Error { // expired, most likely: on from now (the bench misses what happened since)
-					if l, err := c.List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
-						rv = l.GetResourceVersion()
-					}
-					progress("    the watch failed (%v): watching on from now", apierrors.FromObject(ev.Object))
-					continue
-				}
-				if m, err := meta.Accessor(ev.Object); err == nil && m.GetResourceVersion() != "" {
-					rv = m.GetResourceVersion()
-				}
-				if obj, ok := any(ev.Object).(*T); ok && ev.Type != watch.Bookmark {
-					fn(ev.Type, obj)
-				}
+			if m, err := meta.Accessor(ev.Object); err == nil && m.GetResourceVersion() != "" {
+				rv = m.GetResourceVersion()
 			}
-			time.Sleep(100 * time.Millisecond)
+			if obj, ok := any(ev.Object).(*T); ok && ev.Type != watch.Bookmark {
+				fn(ev.Type, obj)
+			}
 		}
-	}()
+	}, 100*time.Millisecond)
 	return nil
 }
 
@@ -338,29 +339,13 @@ func (b *bench) drainReset(ns, table, pool string, rows int) error {
 		return err
 	}
 	// Ready, and untainted by the node lifecycle controller: until then neither kube-scheduler nor capacity uses it.
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		n, err := b.admin.CoreV1().Nodes().Get(b.ctx, node.Name, metav1.GetOptions{})
-		if err == nil && nodeUsable(n) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("node %s not Ready and untainted after 2 minutes", node.Name)
-		}
+	if err := wait.PollUntilContextTimeout(b.ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := b.admin.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		return err == nil && kwokkit.NodeUsable(n), nil
+	}); err != nil {
+		return fmt.Errorf("node %s not Ready and untainted after 2 minutes: %w", node.Name, err)
 	}
-}
-
-func nodeUsable(n *corev1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
-			return false
-		}
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
+	return nil
 }
 
 // fillTableFresh makes table with n waiting rows, even when one of that size exists (the drain marks rows done).
@@ -378,24 +363,8 @@ func (b *bench) drainScenario(name, ns, table, pool string, dur time.Duration) (
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	tpl := fmt.Sprintf(`apiVersion: batch/v1
-kind: Job
-spec:
-  backoffLimit: 0
-  template:
-    metadata:
-      annotations:
-        jobsched.io/kwok-duration: %q
-    spec:
-      restartPolicy: Never
-      nodeSelector:
-        jobsched.io/bench-pool: %s
-      containers:
-      - name: worker
-        image: registry.example/worker:1.0
-        resources:
-          requests: {cpu: %s, memory: 128Mi}
-`, dur.String(), pool, drainTaskCPU)
+	tpl := kwokkit.Job{Duration: dur.String(), PodSpec: kwokkit.Task{PoolLabel: "jobsched.io/bench-pool", Pool: pool,
+		Image: "registry.example/worker:1.0", CPU: drainTaskCPU, Memory: "128Mi"}.PodSpec()}.YAML()
 	cfg := fmt.Sprintf(`name: drain
 namespace: %s
 source:

@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
@@ -37,6 +38,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 	"github.com/jobsched/jobsched/pkg/testkit/apicalls"
+	"github.com/jobsched/jobsched/pkg/testkit/runinfo"
 )
 
 const dsnEnv = "JOBSCHED_BENCH_DSN" // the variable the benchmark's configs name in source.dsnEnv
@@ -88,7 +90,7 @@ func run() error {
 			}
 		}()
 	}
-	start, loadBefore := time.Now(), loadAvg()
+	start, loadBefore := time.Now(), runinfo.LoadAvg(1)
 	steps := []struct {
 		name string
 		fn   func() error
@@ -118,7 +120,7 @@ func run() error {
 			b.add(row{what: s.name, jobsched: "failed: " + err.Error()})
 		}
 	}
-	info := runInfo{date: start, commit: commit(), cpus: runtime.NumCPU(), loadBefore: loadBefore, loadAfter: loadAvg(), only: only}
+	info := runInfo{date: start, commit: runinfo.Commit(), cpus: runtime.NumCPU(), loadBefore: loadBefore, loadAfter: runinfo.LoadAvg(1), only: only}
 	table(os.Stdout, b.rows)
 	if err := writeResults(cmp.Or(os.Getenv("BENCH_RESULTS"), "scripts/bench/results/bench.md"), info, b.rows); err != nil {
 		errs = append(errs, err)
@@ -163,22 +165,9 @@ func table(w io.Writer, rows []row) {
 	}
 }
 
-// commit is the commit the bench runs at, marked -dirty when the work tree has changes; "?" outside git.
-func commit() string {
-	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
-	if err != nil {
-		return "?"
-	}
-	c := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
-		c += "-dirty"
-	}
-	return c
-}
-
 func (b *bench) add(r row) {
 	if r.load == "" {
-		r.load = loadAvg()
+		r.load = runinfo.LoadAvg(1)
 	}
 	b.rows = append(b.rows, r)
 	progress("  %s: %s | %s | %s", r.what, r.jobsched, r.reference, r.ratio)
@@ -207,8 +196,7 @@ func (b *bench) apiCalls() error {
 				return err
 			}
 		}
-		time.Sleep(2 * time.Second) // let the cluster settle: a quiet cluster
-		before, err := b.requests()
+		before, err := b.quiet()
 		if err != nil {
 			return err
 		}
@@ -222,11 +210,9 @@ func (b *bench) apiCalls() error {
 		}
 		var calls []string
 		total := 0
-		for k, v := range after {
-			if d := v - before[k]; d > 0 && !strings.HasPrefix(k, "cluster-wide WATCH ") && k != "GET /metrics" {
-				calls = append(calls, fmt.Sprintf("%s %d", k, int(d)))
-				total += int(d)
-			}
+		for k, d := range apicalls.Between(before, after) {
+			calls = append(calls, fmt.Sprintf("%s %d", k, d))
+			total += d
 		}
 		slices.Sort(calls)
 		b.add(row{what: fmt.Sprintf("API calls, one tick creating %d Jobs, %s (all clients; cluster-wide WATCHes, the other clients' informers, excluded)", sum.Created, what),
@@ -238,6 +224,33 @@ func (b *bench) apiCalls() error {
 
 // requests reads apiserver_request_total as "VERB resource[/subresource]" → count (see apicalls.Parse).
 func (b *bench) requests() (map[string]float64, error) { return apicalls.Get(b.ctx, b.admin) }
+
+// quiet returns the request counts once the cluster is quiet: two readings a second apart count the same requests
+// (the controllers are done with what came before, e.g. the cleared Jobs' pods), or fails after a minute.
+func (b *bench) quiet() (map[string]float64, error) {
+	last, err := b.requests()
+	if err != nil {
+		return nil, err
+	}
+	err = wait.PollUntilContextTimeout(b.ctx, time.Second, time.Minute, false, func(context.Context) (bool, error) {
+		now, err := b.requests()
+		if err != nil {
+			return false, err
+		}
+		same := true
+		for k, v := range now {
+			if apicalls.Counted(k) && v != last[k] {
+				same = false
+			}
+		}
+		last = now
+		return same, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the cluster did not quieten (two readings of its requests a second apart the same): %w", err)
+	}
+	return last, nil
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Pass time vs backlog: a dry-run pass (the tick's pass without its writes) over 100 and over 1,000,000 waiting
@@ -771,16 +784,14 @@ func (b *bench) clearJobs(ns string) error {
 	if err := b.admin.BatchV1().Jobs(ns).DeleteCollection(b.ctx, metav1.DeleteOptions{PropagationPolicy: &bg}, metav1.ListOptions{}); err != nil {
 		return err
 	}
-	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		l, err := b.admin.BatchV1().Jobs(ns).List(b.ctx, metav1.ListOptions{Limit: 1})
-		if err != nil {
-			return err
-		}
-		if len(l.Items) == 0 {
-			return nil
-		}
+	err := wait.PollUntilContextTimeout(b.ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := b.admin.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil && len(l.Items) == 0, err
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("Jobs in %s still there after 5 minutes", ns)
 	}
-	return fmt.Errorf("Jobs in %s still there after 5 minutes", ns)
+	return err
 }
 
 // summary is the pass done line of a tick.
@@ -822,14 +833,6 @@ func parallel(workers, n int, fn func(i int) error) error {
 		}
 	})
 	return context.Cause(ctx)
-}
-
-func loadAvg() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Fields(string(data))[0]
 }
 
 func ms(d time.Duration) string {

@@ -5,11 +5,33 @@ package apicalls
 import (
 	"bytes"
 	"context"
+	"strings"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
 )
+
+// NoResource names the requests for no resource (/metrics, /healthz, /version, /openapi): "GET (no resource)".
+const NoResource = "(no resource)"
+
+// Counted says whether requests of kind k count as a pass's: not the cluster-wide WATCHes (some controller's or
+// another client's informers) nor the requests for no resource (the measurer's own reads of /metrics).
+func Counted(k string) bool {
+	return !strings.HasPrefix(k, "cluster-wide WATCH ") && !strings.HasSuffix(k, " "+NoResource)
+}
+
+// Between are the requests a pass made between the readings before and after (Parse's): the Counted kinds that
+// grew, by how much.
+func Between(before, after map[string]float64) map[string]int {
+	out := map[string]int{}
+	for k, v := range after {
+		if d := int(v - before[k]); d > 0 && Counted(k) {
+			out[k] = d
+		}
+	}
+	return out
+}
 
 // Get reads the API server's /metrics and returns Parse of it.
 func Get(ctx context.Context, c kubernetes.Interface) (map[string]float64, error) {
@@ -41,7 +63,7 @@ func Parse(metrics []byte) (map[string]float64, error) {
 		}
 		res := l["resource"]
 		if res == "" {
-			res = "/metrics" // a request for no resource: /metrics, /healthz, /version, /openapi
+			res = NoResource
 		}
 		if l["subresource"] != "" {
 			res += "/" + l["subresource"]

@@ -26,9 +26,18 @@ apiserver_request_duration_seconds_count{resource="jobs",verb="LIST"} 99
 		"PUT jobs/status":         1,
 		"cluster-wide WATCH pods": 4,
 		"WATCH pods":              1,
-		"GET /metrics":            7,
+		"GET (no resource)":       7,
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("Parse = %v, want %v", got, want)
+	}
+}
+
+// TestBetween: what grew between two readings, without the others' cluster-wide WATCHes and the reads of /metrics.
+func TestBetween(t *testing.T) {
+	before := map[string]float64{"LIST jobs": 3, "POST jobs": 2, "GET (no resource)": 5, "cluster-wide WATCH pods": 1}
+	after := map[string]float64{"LIST jobs": 3, "POST jobs": 12, "GET (no resource)": 9, "cluster-wide WATCH pods": 4, "WATCH pods": 1}
+	if got, want := Between(before, after), map[string]int{"POST jobs": 10, "WATCH pods": 1}; !maps.Equal(got, want) {
+		t.Errorf("Between = %v, want %v", got, want)
 	}
 }
