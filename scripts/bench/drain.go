@@ -365,24 +365,14 @@ func (b *bench) drainScenario(name, ns, table, pool string, dur time.Duration) (
 	}
 	tpl := kwokkit.Job{Duration: dur.String(), PodSpec: kwokkit.Task{PoolLabel: "jobsched.io/bench-pool", Pool: pool,
 		Image: "registry.example/worker:1.0", CPU: drainTaskCPU, Memory: "128Mi"}.PodSpec()}.YAML()
-	cfg := fmt.Sprintf(`name: drain
-namespace: %s
-source:
-  dsnEnv: %s
-  query: SELECT id, created_at FROM %s WHERE status = 'waiting' ORDER BY created_at
-  key: id
-job:
-  template: job.yaml
-env:
-  prefix: TASK_
-limits:
+	cfg := benchConfig("drain", ns, table, `limits:
   maxActive: 10
   maxPerTick: 10
   capacity: nodes
   reserveForTick: false
 gc:
   succeededRetention: 0s
-`, ns, dsnEnv, table)
+`)
 	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(tpl), 0o644); err != nil {
 		return "", err
 	}

@@ -165,6 +165,22 @@ func table(w io.Writer, rows []row) {
 	}
 }
 
+// benchConfig is the jobsched.yaml of a bench scheduler name in ns reading table's waiting rows (job.yaml beside
+// it), with more (its limits, its gc) appended.
+func benchConfig(name, ns, table, more string) string {
+	return fmt.Sprintf(`name: %s
+namespace: %s
+source:
+  dsnEnv: %s
+  query: SELECT id, created_at FROM %s WHERE status = 'waiting' ORDER BY created_at
+  key: id
+job:
+  template: job.yaml
+env:
+  prefix: TASK_
+`, name, ns, dsnEnv, table) + more
+}
+
 func (b *bench) add(r row) {
 	if r.load == "" {
 		r.load = runinfo.LoadAvg(1)
@@ -726,21 +742,7 @@ spec:
         resources:
           requests: {cpu: 100m, memory: 128Mi}
 `
-	cfg := fmt.Sprintf(`name: %s
-namespace: %s
-source:
-  dsnEnv: %s
-  query: SELECT id, created_at FROM %s WHERE status = 'waiting' ORDER BY created_at
-  key: id
-job:
-  template: job.yaml
-env:
-  prefix: TASK_
-limits:
-  maxActive: %d
-  maxPerTick: %d
-  capacity: "off"
-`, name, ns, dsnEnv, table, maxActive, maxPerTick)
+	cfg := benchConfig(name, ns, table, fmt.Sprintf("limits:\n  maxActive: %d\n  maxPerTick: %d\n  capacity: \"off\"\n", maxActive, maxPerTick))
 	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(tpl), 0o644); err != nil {
 		return "", err
 	}
