@@ -102,7 +102,7 @@ func OpenPostgres(dsn string, src config.Source, opts ...Option) (*Postgres, err
 func (p *Postgres) Close() error { return p.db.Close() }
 
 // typedKeys are the key types compared as values of the type, so that an index on the key can serve Selected, and
-// because their rendered text (see render) is not always PostgreSQL's ::text of the value. A key that is not the
+// because their text (see columnText) is not always PostgreSQL's ::text of the value. A key that is not the
 // rendered text of a value of the type matches no row and is left out before the statement (it would fail it with
 // SQLSTATE 22P02). Every other type is compared as text (key::text), which never fails, whatever a Job's annotation
 // holds.
@@ -317,7 +317,7 @@ func (p *Postgres) Selected(ctx context.Context, keys []string) ([]string, error
 			if err := rs.Scan(&v); err != nil {
 				return err
 			}
-			found[render(types[0].DatabaseTypeName(), v)] = true
+			found[columnText(types[0].DatabaseTypeName(), v)] = true
 		}
 		return p.inQuery(stmt, rs.Err())
 	})
@@ -616,21 +616,21 @@ func (p *Postgres) scan(rs *sql.Rows, extra int) ([]Row, error) {
 				row.Columns[i].Null = true
 				continue
 			}
-			row.Columns[i].Value = render(t.DatabaseTypeName(), vals[i])
+			row.Columns[i].Value = columnText(t.DatabaseTypeName(), vals[i])
 		}
 		row.Key = row.Columns[keyAt].Value
 		if extra > 0 {
-			row.Group = render(all[len(types)].DatabaseTypeName(), vals[len(types)])
+			row.Group = columnText(all[len(types)].DatabaseTypeName(), vals[len(types)])
 		}
 		out = append(out, row)
 	}
 	return out, rs.Err()
 }
 
-// render gives a column value the text the README promises: text as is, numbers and booleans in their SQL text form,
+// columnText gives a column value the text the README promises: text as is, numbers and booleans in their SQL text form,
 // timestamps RFC 3339 in UTC, json/jsonb as JSON text, bytea base64. Other types (numeric, uuid, arrays, intervals…)
 // arrive from lib/pq as their PostgreSQL text form and are kept as is.
-func render(dbType string, v any) string {
+func columnText(dbType string, v any) string {
 	switch v := v.(type) {
 	case []byte:
 		if dbType == "BYTEA" {
