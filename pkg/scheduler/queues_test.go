@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,8 +25,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/querydoctor"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 const queueTemplate = `apiVersion: batch/v1
@@ -384,4 +388,61 @@ func TestCapacityWarningOncePerPass(t *testing.T) {
 	if n := strings.Count(log.String(), "capacity nodes needs list on nodes"); n != 1 {
 		t.Errorf("the missing permission is logged %d times, want once:\n%s", n, log.String())
 	}
+}
+
+// TestCountIn: a queue's Jobs in a state are its own kept ones; "" counts every queue's.
+func TestCountIn(t *testing.T) {
+	p := &Plan{Jobs: []JobStatus{
+		{Queue: "a", State: StateRunning}, {Queue: "a", State: StateRunning}, {Queue: "a", State: StateDead},
+		{Queue: "b", State: StateRunning}, {Queue: "b", State: StateRunning, Delete: DeleteRetention},
+	}}
+	for _, tc := range []struct {
+		queue string
+		state State
+		want  int
+	}{{"a", StateRunning, 2}, {"a", StateDead, 1}, {"b", StateRunning, 1}, {"b", StateDead, 0}, {"", StateRunning, 3}, {"c", StateRunning, 0}} {
+		if got := p.CountIn(tc.queue, tc.state); got != tc.want {
+			t.Errorf("CountIn(%q, %s) = %d, want %d", tc.queue, tc.state, got, tc.want)
+		}
+	}
+}
+
+// TestExplainQueue: each queue's read is explained by its own doctor, with its own exclusions and slots, not the
+// install's.
+func TestExplainQueue(t *testing.T) {
+	cfg := queuesConfig(t, "maxPerTick: 10", queue("a", "  limits: {maxPerTick: 3}\n")+queue("b", "  limits: {maxPerTick: 4}\n"))
+	client := fake.NewClientset(queueJob(t, cfg, 0, "a-running"), queueJob(t, cfg, 1, "b-running"))
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now }}
+	var doctors []*testkit.DoctorSource
+	for i := range cfg.Queues {
+		d := &testkit.DoctorSource{Source: source{Rows: rowsFor("x")}, Finding: &querydoctor.Finding{}}
+		doctors = append(doctors, d)
+		s.Queues = append(s.Queues, Queue{Source: d, Renderer: render.New(cfg.QueueConfig(i), nil)})
+	}
+	p := Decide(cfg, &Observation{Now: now, Jobs: summaries(t, client)})
+	for i, want := range []struct {
+		exclude []string
+		limit   int
+	}{{[]string{"a-running"}, 3}, {[]string{"b-running"}, 4}} {
+		if f := s.ExplainQueue(t.Context(), p, i); f != doctors[i].Finding {
+			t.Errorf("queue %d: finding %v, want its own doctor's", i, f)
+		}
+		if !slices.Equal(doctors[i].Exclude, want.exclude) || doctors[i].Limit != want.limit {
+			t.Errorf("queue %d: explained with exclude %q, limit %d; want %q, %d", i, doctors[i].Exclude, doctors[i].Limit, want.exclude, want.limit)
+		}
+	}
+}
+
+// summaries are the client's Jobs as the pass observes them.
+func summaries(t *testing.T, client *fake.Clientset) []JobSummary {
+	t.Helper()
+	jobs, err := client.BatchV1().Jobs("work").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []JobSummary
+	for i := range jobs.Items {
+		out = append(out, SummarizeJob(&jobs.Items[i]))
+	}
+	return out
 }
