@@ -2,12 +2,20 @@ package scheduler
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/jobsched/jobsched/pkg/render"
 )
@@ -77,5 +85,50 @@ func TestResetDead(t *testing.T) {
 				t.Errorf("writes %q, want %q", deletes, tc.wantDeletes)
 			}
 		})
+	}
+}
+
+// TestResetDeadQueues: a key dead in two queues has a record in each, both deleted, in queue order; a delete that
+// fails is the command's error, and the other records are still deleted.
+func TestResetDeadQueues(t *testing.T) {
+	cfg := queuesConfig(t, "maxPerTick: 10", queue("b", "  retry: {maxAttempts: 1}\n")+queue("a", "  retry: {maxAttempts: 1}\n"))
+	var objects []runtime.Object
+	for _, qi := range []int{0, 1} {
+		for _, key := range []string{"k", "m"} {
+			j := queueJob(t, cfg, qi, key)
+			j.UID = types.UID(fmt.Sprintf("uid-%d-%s", qi, key))
+			j.Status = batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
+				LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))}}}
+			objects = append(objects, j)
+		}
+	}
+	client := fake.NewClientset(objects...)
+	failing := queueJob(t, cfg, 1, "m").Name
+	client.PrependReactor("delete", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.DeleteAction).GetName() == failing {
+			return true, nil, errors.New("the API server refused")
+		}
+		return false, nil, nil
+	})
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now }}
+	records, err := s.ResetDead(t.Context(), []string{"k", "m"}, false, false)
+	if err == nil || !strings.Contains(err.Error(), "the API server refused") {
+		t.Errorf("err = %v, want the failed delete's", err)
+	}
+	var got []string
+	for _, r := range records {
+		got = append(got, r.Key+"/"+r.Queue)
+	}
+	if want := []string{"k/a", "k/b", "m/a", "m/b"}; !slices.Equal(got, want) {
+		t.Errorf("records %q, want %q (by key, then queue)", got, want)
+	}
+	deleted := 0
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "delete" {
+			deleted++
+		}
+	}
+	if deleted != 4 {
+		t.Errorf("%d deletes tried, want all 4 (one failing)", deleted)
 	}
 }
