@@ -90,7 +90,8 @@ func run() error {
 			}
 		}()
 	}
-	start, loadBefore := time.Now(), runinfo.LoadAvg(1)
+	// The commit before the run: the drain rewrites its own results file, which would mark the tree dirty.
+	start, loadBefore, commit := time.Now(), runinfo.LoadAvg(1), runinfo.Commit()
 	steps := []struct {
 		name string
 		fn   func() error
@@ -120,7 +121,7 @@ func run() error {
 			b.add(row{what: s.name, jobsched: "failed: " + err.Error()})
 		}
 	}
-	info := runInfo{date: start, commit: runinfo.Commit(), cpus: runtime.NumCPU(), loadBefore: loadBefore, loadAfter: runinfo.LoadAvg(1), only: only}
+	info := runInfo{date: start, commit: commit, cpus: runtime.NumCPU(), loadBefore: loadBefore, loadAfter: runinfo.LoadAvg(1), only: only}
 	table(os.Stdout, b.rows)
 	if err := writeResults(cmp.Or(os.Getenv("BENCH_RESULTS"), "scripts/bench/results/bench.md"), info, b.rows); err != nil {
 		errs = append(errs, err)
