@@ -20,12 +20,6 @@ import (
 	"github.com/jobsched/jobsched/pkg/lease"
 )
 
-// leaseSummary is the pass done line, with what it says of the Lease.
-func (r result) leaseSummary(t *testing.T) summary {
-	t.Helper()
-	return r.summary(t)
-}
-
 func (e *env) unfinished() int {
 	e.t.Helper()
 	n := 0
@@ -76,7 +70,7 @@ func (e *env) racingHeldTicks(t *testing.T, n int, cfg string) (created int) {
 			t.Errorf("tick %d exited %d:\n%s", i, r.code, r.stderr)
 			continue
 		}
-		s := r.leaseSummary(t)
+		s := r.summary(t)
 		t.Logf("tick %d: created %d, blocked %q, lease %q, waited %d ms", i, s.Created, s.Blocked, s.Lease, s.LeaseWait)
 		if s.Lease != "held" {
 			t.Errorf("tick %d: lease %q, want held (the others waited their turn)", i, s.Lease)
@@ -110,7 +104,7 @@ func TestLeaseHeldByAnother(t *testing.T) {
 	start := time.Now()
 	r := e.tick(cfg)
 	took := time.Since(start)
-	s := r.leaseSummary(t)
+	s := r.summary(t)
 	if s.Created != 0 || s.Deleted != 2 || !strings.Contains(s.Blocked, "held by someone-else") || s.Lease != "held by someone-else" {
 		t.Errorf("tick while the Lease is held: %+v, want 2 deleted, none created, blocked by the Lease", s)
 	}
@@ -166,7 +160,7 @@ func TestLeaseKilledHolder(t *testing.T) {
 	killedHolder := *before.Spec.HolderIdentity
 	start := time.Now()
 	r := e.tick(cfg)
-	s := r.leaseSummary(t)
+	s := r.summary(t)
 	after, err := e.kube.CoordinationV1().Leases(e.ns).Get(e.ctx, lease.Name("e2e"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +293,7 @@ func TestLeaseUnreachableAPIServer(t *testing.T) {
 		t.Fatalf("the pass did not end:\n%s", output())
 	}
 	r := result{code: exitCode(werr), stderr: output()}
-	s := r.leaseSummary(t)
+	s := r.summary(t)
 	atEnd := len(e.jobs())
 	t.Logf("the pass: exit %d, created %d, failed %d, notCreated %d, lease %q; Jobs at the loss %d, at its end %d",
 		r.code, s.Created, s.Failed, s.NotCreated, s.Lease, atLoss, atEnd)
@@ -310,7 +304,7 @@ func TestLeaseUnreachableAPIServer(t *testing.T) {
 		t.Errorf("the pass that lost the Lease: exit %d, lease %q, notCreated %d; want 1, lost and its creates left", r.code, s.Lease, s.NotCreated)
 	}
 	// The next pass (reaching the API server) takes the Lease over and creates the rest.
-	next := e.tick(cfg).leaseSummary(t)
+	next := e.tick(cfg).summary(t)
 	if next.Lease != "held" || next.Created != 40-atEnd || len(e.jobs()) != 40 {
 		t.Errorf("the next pass: lease %q, created %d, Jobs %d; want held, %d created, 40 Jobs", next.Lease, next.Created, len(e.jobs()), 40-atEnd)
 	}
@@ -332,7 +326,7 @@ func TestRBACWithoutLease(t *testing.T) {
 	e.kcfg = e.asServiceAccount("jobsched", rules, nil)
 	e.waitAllowed(e.kcfg, rules, false)
 	r := e.tick(cfg)
-	s := r.leaseSummary(t)
+	s := r.summary(t)
 	if s.Created != len(keys) || s.Failed != 0 || s.Lease != "forbidden" {
 		t.Errorf("tick without the Lease's RBAC: %+v, want %d created, lease forbidden", s, len(keys))
 	}
