@@ -188,7 +188,7 @@ func Acquire(ctx context.Context, cfg Config) (*Held, error) {
 		sent := clk.Now()
 		cur, err := leases.Get(ctx, cfg.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-				got, err := leases.Create(ctx, record(nil, cfg, sent), metav1.CreateOptions{FieldManager: "jobsched"})
+			got, err := leases.Create(ctx, record(nil, cfg, sent), metav1.CreateOptions{FieldManager: "jobsched"})
 			if apierrors.IsAlreadyExists(err) {
 				continue // another pass created it first: read it
 			}
@@ -206,7 +206,7 @@ func Acquire(ctx context.Context, cfg Config) (*Held, error) {
 		}
 		if Free(cur, cfg.Holder, seenAt, now) {
 			sent = clk.Now()
-				got, err := leases.Update(ctx, record(cur, cfg, sent), metav1.UpdateOptions{FieldManager: "jobsched"})
+			got, err := leases.Update(ctx, record(cur, cfg, sent), metav1.UpdateOptions{FieldManager: "jobsched"})
 			if apierrors.IsConflict(err) {
 				continue // another pass wrote it since we read it: read it again
 			}
