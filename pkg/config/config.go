@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/url"
 	"os"
@@ -191,7 +192,7 @@ func IsConfigError(err error) bool {
 // Load reads file, applies defaults and the namespace override, validates everything and reads the Job template.
 // Every problem is reported, each naming the file and the key.
 func Load(file, namespace string) (*Config, error) {
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
 		return nil, &Error{fmt.Errorf("reading config: %w", err)}
 	}
@@ -654,6 +655,21 @@ func (c *Config) BlockOnUnschedulable() bool { return *c.Limits.BlockOnUnschedul
 // ReserveForTick is the defaulted limits.reserveForTick.
 func (c *Config) ReserveForTick() bool { return *c.Limits.ReserveForTick }
 
+// readFile reads a configuration or template file of at most strictyaml.MaxBytes, what either may decode to: a
+// larger one (or a device that never ends) is refused before more of it is read.
+func readFile(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, strictyaml.MaxBytes+1))
+	if err == nil && len(data) > strictyaml.MaxBytes {
+		err = fmt.Errorf("%s is larger than %d bytes", file, strictyaml.MaxBytes)
+	}
+	return data, err
+}
+
 // LoadTemplate reads a batch/v1 Job manifest and checks what jobsched relies on; the API server checks the rest
 // (see dry-run --server).
 func LoadTemplate(file string) (*batchv1.Job, error) { return loadTemplate(file, false) }
@@ -661,7 +677,7 @@ func LoadTemplate(file string) (*batchv1.Job, error) { return loadTemplate(file,
 // loadTemplate is LoadTemplate; with kueue (limits.capacity: kueue) a suspended template and MultiKueue's managedBy
 // are accepted, since Kueue unsuspends the Jobs it admits and MultiKueue mirrors a worker's Job status back.
 func loadTemplate(file string, kueue bool) (*batchv1.Job, error) {
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
 		return nil, err
 	}
