@@ -133,14 +133,14 @@ func TestLoadAccepts(t *testing.T) {
 
 // TestDecodeValues checks the values decoded, not only that decoding succeeds.
 func TestDecodeValues(t *testing.T) {
-	file := write(t, map[string]string{"jobsched.yaml": minimal + "limits:\n  maxActive: 0x10\n  blockOnUnschedulable: off\n" +
+	file := write(t, map[string]string{"jobsched.yaml": minimal + "limits:\n  maxActive: 0x10\n  maxPerTick: 010\n  blockOnUnschedulable: off\n" +
 		"env:\n  columns: &c [a, 'b']\n  passthrough: *c\n"})
 	cfg, err := Load(file, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.MaxActive() != 16 || cfg.BlockOnUnschedulable() || strings.Join(cfg.Env.Passthrough, ",") != "a,b" {
-		t.Errorf("maxActive %d, blockOnUnschedulable %v, passthrough %q", cfg.MaxActive(), cfg.BlockOnUnschedulable(), cfg.Env.Passthrough)
+	if cfg.MaxActive() != 16 || cfg.MaxPerTick() != 10 || cfg.BlockOnUnschedulable() || strings.Join(cfg.Env.Passthrough, ",") != "a,b" {
+		t.Errorf("maxActive %d, maxPerTick %d, blockOnUnschedulable %v, passthrough %q", cfg.MaxActive(), cfg.MaxPerTick(), cfg.BlockOnUnschedulable(), cfg.Env.Passthrough)
 	}
 	c := cfg.Template.Spec.Template.Spec.Containers
 	if len(c) != 1 || c[0].Name != "worker" || c[0].Image != "worker:1" {
