@@ -328,6 +328,8 @@ func TestDryRunRowsFile(t *testing.T) {
 		{"no key column", `{"url": "1"}` + "\n", 2, []string{`"id"`}, 0},
 		{"invalid UTF-8 is skipped with its line", `{"id": "a", "url": "1"}` + "\n" + `{"id": "b", "url": "x` + "\xff" + `y"}` + "\n" +
 			`{"id": "c", "url": "3"}` + "\n", 0, []string{"skip", `"b"`, "--rows line 2 is not valid UTF-8 (byte 22): no Job"}, 2},
+		{"a lone surrogate is skipped with its line", `{"id": "a", "url": "1"}` + "\n" + `{"id": "b", "url": "\ud800x"}` + "\n", 0,
+			[]string{"skip", `"b"`, `--rows line 2 holds \ud800 (byte 21), a lone half of a UTF-16 surrogate pair: no Job`}, 1},
 		{"a byte-order mark", "\ufeff" + `{"id": "a", "url": "1"}` + "\n", 0, nil, 1},
 		{"a column twice in one object", `{"id": "a", "url": "1", "url": "2"}` + "\n", 2,
 			[]string{`--rows standard input:1: column "url" appears twice in the object`}, 0},
