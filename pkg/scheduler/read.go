@@ -95,8 +95,8 @@ type Admission struct {
 // excluded; a row that cannot get a Job is skipped and more rows are read in its place, asking each time for what is
 // still needed plus as many as were skipped so far, so a head of bad rows costs a few reads, not a stalled queue.
 // The rows a --rows file left out as repeated keys are skipped too: the file is read with them. The request saturates
-// (the slots may be near the top of int), and every round checks ctx: a source that does not (a --rows file) still
-// ends with the pass's deadline.
+// (the slots may be near the top of int), and every round after the first checks ctx: a source that does not (a
+// --rows file) still ends with the pass's deadline.
 func (s *Scheduler) read(ctx context.Context, p *Plan, q Queue) (a Admission, err error) {
 	if f, ok := q.Source.(*rows.File); ok {
 		defer func() { a.Skipped = append(a.Skipped, fileSkips(f)...) }()
@@ -111,8 +111,8 @@ func (s *Scheduler) read(ctx context.Context, p *Plan, q Queue) (a Admission, er
 		budget = s.maxSkipped
 	}
 	skipped := len(p.Skipped) // the worker bugs count against the budget, as rows skipped this pass
-	for need > 0 && skipped < budget {
-		if err = ctx.Err(); err != nil {
+	for round := 0; need > 0 && skipped < budget; round++ {
+		if err = ctx.Err(); err != nil && round > 0 { // the first request is the source's to refuse
 			return a, err
 		}
 		ask := need // + min(skipped, budget−skipped): what is needed and as many as were skipped, within the budget

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/rows"
 )
 
 // TestReadWithHugeLimits: limits at the top of int (beyond what Validate accepts: the arithmetic must not depend on
@@ -31,16 +32,18 @@ func TestReadWithHugeLimits(t *testing.T) {
 	}
 }
 
-// TestReadChecksItsContext: a read whose context has ended reads no row, even from a source that does not look at
-// the context (a --rows file): the pass's deadline and SIGTERM end it.
+// TestReadChecksItsContext: a read whose context has ended asks for no more rows after its first request, even from
+// a source that does not look at the context (a --rows file), however many of them it skipped: the pass's deadline
+// and SIGTERM end it.
 func TestReadChecksItsContext(t *testing.T) {
 	cfg := testConfig(t, nil)
-	src := &source{Rows: rowsFor("a", "b")}
+	bad := []rows.Row{{Key: "bad", Columns: []rows.Column{{Name: "v", Value: "\xff"}}}}
+	src := &source{Rows: append(bad, rowsFor("a", "b")...)}
 	s := &Scheduler{Config: cfg, Now: func() time.Time { return now }}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	a, err := s.read(ctx, &Plan{Slots: 2}, Queue{Source: src, Renderer: render.New(cfg, nil)})
-	if !errors.Is(err, context.Canceled) || len(a.Creates) != 0 || len(src.Calls) != 0 {
-		t.Errorf("read = %d creates, %d reads, %v; want none, and context.Canceled", len(a.Creates), len(src.Calls), err)
+	a, err := s.read(ctx, &Plan{Slots: 1}, Queue{Source: src, Renderer: render.New(cfg, nil)})
+	if !errors.Is(err, context.Canceled) || len(a.Creates) != 0 || len(src.Calls) != 1 {
+		t.Errorf("read = %d creates, %d reads, %v; want none after the first, and context.Canceled", len(a.Creates), len(src.Calls), err)
 	}
 }
