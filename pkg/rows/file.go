@@ -264,11 +264,12 @@ func column(name string, raw json.RawMessage) (Column, error) {
 func (f *File) Select(_ context.Context, s Selection) ([]Row, error) {
 	var out []Row
 	taken := map[string]int{}
+	excluded := set(s.Exclude)
 	for _, r := range f.rows {
 		if len(out) >= s.Limit {
 			break
 		}
-		if slices.Contains(s.Exclude, r.Key) {
+		if excluded[r.Key] {
 			continue
 		}
 		if f.group != nil {
@@ -294,8 +295,9 @@ func (f *File) Selected(_ context.Context, keys []string) ([]string, error) {
 // Lookup implements Source.
 func (f *File) Lookup(_ context.Context, keys []string) ([]Row, error) {
 	var out []Row
+	wanted := set(keys)
 	for _, r := range f.rows {
-		if slices.Contains(keys, r.Key) {
+		if wanted[r.Key] {
 			out = append(out, r)
 		}
 	}
@@ -305,10 +307,20 @@ func (f *File) Lookup(_ context.Context, keys []string) ([]Row, error) {
 // Count implements Source.
 func (f *File) Count(_ context.Context, exclude []string, max int) (int, error) {
 	n := 0
+	excluded := set(exclude)
 	for _, r := range f.rows {
-		if n < max && !slices.Contains(exclude, r.Key) {
+		if n < max && !excluded[r.Key] {
 			n++
 		}
 	}
 	return n, nil
+}
+
+// set is keys as a set: a pass's read of a large file with many keys excluded stays linear in both.
+func set(keys []string) map[string]bool {
+	out := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		out[k] = true
+	}
+	return out
 }
