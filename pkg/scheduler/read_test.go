@@ -3,7 +3,9 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -45,5 +47,78 @@ func TestReadChecksItsContext(t *testing.T) {
 	a, err := s.read(ctx, &Plan{Slots: 1}, Queue{Source: src, Renderer: render.New(cfg, nil)})
 	if !errors.Is(err, context.Canceled) || len(a.Creates) != 0 || len(src.Calls) != 1 {
 		t.Errorf("read = %d creates, %d reads, %v; want none after the first, and context.Canceled", len(a.Creates), len(src.Calls), err)
+	}
+}
+
+// asks is a source that records the Limit of each request.
+type asks struct {
+	source
+	limits []int
+}
+
+func (a *asks) Select(ctx context.Context, sel rows.Selection) ([]rows.Row, error) {
+	a.limits = append(a.limits, sel.Limit)
+	return a.source.Select(ctx, sel)
+}
+
+// TestReadProperties checks the read's arithmetic over random slots (from none to the top of int), skip budgets and
+// heads of good and bad rows: it ends; it admits exactly what one scan of the rows in order would (a create per
+// good row until the slots are filled, a skip per bad row until the budget is spent); every request asks for at
+// least one row and does not overflow; and it asks again only after a round that skipped.
+func TestReadProperties(t *testing.T) {
+	cfg := testConfig(t, nil)
+	r := render.New(cfg, nil)
+	rnd := rand.New(rand.NewPCG(29, 1))
+	slotChoices := []func() int{
+		func() int { return rnd.IntN(5) },
+		func() int { return rnd.IntN(100) },
+		func() int { return config.MaxCount },
+		func() int { return math.MaxInt - rnd.IntN(10) },
+	}
+	for i := range 2000 {
+		slots, budget := slotChoices[rnd.IntN(len(slotChoices))](), 1+rnd.IntN(20)
+		var all []rows.Row
+		var good []bool
+		for k := range rnd.IntN(60) {
+			key := fmt.Sprintf("r%d", k)
+			ok := rnd.IntN(3) > 0
+			v := "x"
+			if !ok {
+				v = "\xff" // not UTF-8: no Job
+			}
+			all = append(all, rows.Row{Key: key, Columns: []rows.Column{{Name: "v", Value: v}}})
+			good = append(good, ok)
+		}
+		// The model: one scan of the rows in order.
+		wantCreates, wantSkips := 0, 0
+		for _, ok := range good {
+			if wantCreates == slots || wantSkips == budget {
+				break
+			}
+			if ok {
+				wantCreates++
+			} else {
+				wantSkips++
+			}
+		}
+		src := &asks{source: source{Rows: all}}
+		s := &Scheduler{Config: cfg, Now: func() time.Time { return now }, maxSkipped: budget}
+		a, err := s.read(context.Background(), &Plan{Slots: slots}, Queue{Source: src, Renderer: r})
+		name := fmt.Sprintf("case %d: %d slots, budget %d, %d rows", i, slots, budget, len(all))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(a.Creates) != wantCreates || len(a.Skipped) != wantSkips || a.Selected != wantCreates+wantSkips {
+			t.Errorf("%s: %d creates, %d skips, %d selected; want %d, %d, %d", name, len(a.Creates), len(a.Skipped), a.Selected,
+				wantCreates, wantSkips, wantCreates+wantSkips)
+		}
+		for _, limit := range src.limits {
+			if limit < 1 {
+				t.Errorf("%s: asked for %d rows (requests %v)", name, limit, src.limits)
+			}
+		}
+		if len(src.limits) > 1+len(a.Skipped) {
+			t.Errorf("%s: %d requests for %d skips, want at most one more request than skips", name, len(src.limits), len(a.Skipped))
+		}
 	}
 }
