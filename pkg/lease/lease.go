@@ -70,7 +70,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -170,9 +169,9 @@ func (c *Config) defaults() {
 	}
 }
 
-// seconds is d as leaseDurationSeconds, an int32: from 1 to math.MaxInt32 (the command allows at most a day).
+// seconds is d as leaseDurationSeconds, at least 1.
 func seconds(d time.Duration) *int32 {
-	s := int32(min(max((d+time.Second-1)/time.Second, 1), math.MaxInt32))
+	s := max(int32((d+time.Second-1)/time.Second), 1)
 	return &s
 }
 
