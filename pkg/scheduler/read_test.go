@@ -38,15 +38,15 @@ func TestReadWithHugeLimits(t *testing.T) {
 // a source that does not look at the context (a --rows file), however many of them it skipped: the pass's deadline
 // and SIGTERM end it.
 func TestReadChecksItsContext(t *testing.T) {
-	cfg := testConfig(t, nil)
+	cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr.To(1) })
 	bad := []rows.Row{{Key: "bad", Columns: []rows.Column{{Name: "v", Value: "\xff"}}}}
 	src := &source{Rows: append(bad, rowsFor("a", "b")...)}
-	s := &Scheduler{Config: cfg, Now: func() time.Time { return now }}
+	s := &Scheduler{Config: cfg, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	a, err := s.read(ctx, &Plan{Slots: 1}, Queue{Source: src, Renderer: render.New(cfg, nil)})
-	if !errors.Is(err, context.Canceled) || len(a.Creates) != 0 || len(src.Calls) != 1 {
-		t.Errorf("read = %d creates, %d reads, %v; want none after the first, and context.Canceled", len(a.Creates), len(src.Calls), err)
+	res, err := s.Run(ctx, DryRun) // offline: only the source is asked
+	if !errors.Is(err, context.Canceled) || len(res.Plan.Creates) != 0 || len(src.Calls) != 1 {
+		t.Errorf("pass = %d creates, %d reads, %v; want none after the first, and context.Canceled", len(res.Plan.Creates), len(src.Calls), err)
 	}
 }
 
@@ -61,13 +61,11 @@ func (a *asks) Select(ctx context.Context, sel rows.Selection) ([]rows.Row, erro
 	return a.source.Select(ctx, sel)
 }
 
-// TestReadProperties checks the read's arithmetic over random slots (from none to the top of int), skip budgets and
+// TestReadProperties checks the read's arithmetic, through an offline dry-run pass, over random slots (from none to the top of int), skip budgets and
 // heads of good and bad rows: it ends; it admits exactly what one scan of the rows in order would (a create per
 // good row until the slots are filled, a skip per bad row until the budget is spent); every request asks for at
 // least one row and does not overflow; and it asks again only after a round that skipped.
 func TestReadProperties(t *testing.T) {
-	cfg := testConfig(t, nil)
-	r := render.New(cfg, nil)
 	rnd := rand.New(rand.NewPCG(29, 1))
 	slotChoices := []func() int{
 		func() int { return rnd.IntN(5) },
@@ -102,12 +100,14 @@ func TestReadProperties(t *testing.T) {
 			}
 		}
 		src := &asks{source: source{Rows: all}}
-		s := &Scheduler{Config: cfg, Now: func() time.Time { return now }, maxSkipped: budget}
-		a, err := s.read(context.Background(), &Plan{Slots: slots}, Queue{Source: src, Renderer: r})
+		cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxActive, c.Limits.MaxPerTick = ptr.To(math.MaxInt), ptr.To(slots) })
+		s := &Scheduler{Config: cfg, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }, maxSkipped: budget}
+		res, err := s.Run(context.Background(), DryRun) // offline: the read is the pass's only I/O
 		name := fmt.Sprintf("case %d: %d slots, budget %d, %d rows", i, slots, budget, len(all))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
+		a := res.Plan
 		if len(a.Creates) != wantCreates || len(a.Skipped) != wantSkips || a.Selected != wantCreates+wantSkips {
 			t.Errorf("%s: %d creates, %d skips, %d selected; want %d, %d, %d", name, len(a.Creates), len(a.Skipped), a.Selected,
 				wantCreates, wantSkips, wantCreates+wantSkips)
