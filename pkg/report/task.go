@@ -170,6 +170,9 @@ func taskWhy(p taskRoom, now time.Time, newest *JobStatus, selected bool) (strin
 		}
 		return string(j.State), fmt.Sprintf("attempt %d succeeded at %s", j.Attempt, at(j.FinishedAt))
 	case scheduler.StateBackoff:
+		if j.RetryAt == nil { // see scheduler's decideQueue
+			return string(j.State), fmt.Sprintf("attempt %d of %d failed (%s) at an unknown time (its condition has no lastTransitionTime): it is not retried while its Job %s exists", j.Attempt, p.maxAttempts, j.Reason, j.Name)
+		}
 		if j.RetryAt.After(now) {
 			return string(j.State), fmt.Sprintf("attempt %d of %d failed (%s); the next attempt may start at %s", j.Attempt, p.maxAttempts, j.Reason, at(j.RetryAt))
 		}

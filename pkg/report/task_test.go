@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/render"
@@ -22,6 +23,8 @@ func TestTask(t *testing.T) {
 	pod.Status.Phase = corev1.PodFailed
 	dead := attempt("d", 3, batchv1.JobFailed, time.Hour, "")
 	g1, g2 := attempt("g", 1, batchv1.JobFailed, time.Hour, ""), attempt("g", 2, "", 0, "")
+	untimed := job("u", batchv1.JobFailed, 0)
+	untimed.Status.Conditions[0].LastTransitionTime = metav1.Time{}
 	tests := []struct {
 		key, wantState, wantWhy string
 		wantAttempts            int
@@ -32,13 +35,15 @@ func TestTask(t *testing.T) {
 		{"d", "dead", "no attempt left (3 of 3;", 1, 0, true},
 		{"w", "waiting", "its row waits for a Job: the next tick has 9 slot(s)", 0, 0, true},
 		{"g", "running", "attempt 2 (Job " + render.AttemptName("reports", "g", 2) + ") is running", 2, 0, true},
+		{"u", "backoff", "attempt 1 of 3 failed (BackoffLimitExceeded: Job has reached the specified backoff limit) at an unknown time " +
+			"(its condition has no lastTransitionTime): it is not retried while its Job " + name("u") + " exists", 1, 0, true},
 		{"gone", "not selected", "the query does not return this key", 0, 0, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.key, func(t *testing.T) {
 			cfg := testConfig(t, nil)
-			client := fake.NewClientset(failed, pod, dead, g1, g2)
-			s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &source{Rows: rowsFor("f", "d", "w", "g")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			client := fake.NewClientset(failed, pod, dead, g1, g2, untimed)
+			s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &source{Rows: rowsFor("f", "d", "w", "g", "u")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			v, err := TaskViewOf(context.Background(), s, tc.key)
 			if err != nil {
 				t.Fatal(err)

@@ -1107,3 +1107,19 @@ func TestReadAfterDeadline(t *testing.T) {
 		t.Errorf("the read after the cut one: %+v, %v", got, err)
 	}
 }
+
+// TestStatementTimeoutRange: the ends of source.timeout's range (config.MinTimeout, MaxTimeout) are statement
+// timeouts PostgreSQL takes, and one millisecond more than MaxTimeout is one it refuses (22023): Validate's range
+// is PostgreSQL's.
+func TestStatementTimeoutRange(t *testing.T) {
+	for _, d := range []time.Duration{config.MinTimeout, config.MaxTimeout} {
+		p := open(t, testDSN, "SELECT 1 AS id", "id", d)
+		if got, err := p.Select(t.Context(), Selection{Limit: 10}); err != nil || !reflect.DeepEqual(keys(got), []string{"1"}) {
+			t.Errorf("source.timeout %v: %+v, %v", d, got, err)
+		}
+	}
+	p := open(t, testDSN, "SELECT 1 AS id", "id", config.MaxTimeout+time.Millisecond)
+	if _, err := p.Select(t.Context(), Selection{Limit: 10}); err == nil || !strings.Contains(err.Error(), "22023") {
+		t.Errorf("source.timeout %v: %v, want PostgreSQL's 22023", config.MaxTimeout+time.Millisecond, err)
+	}
+}
