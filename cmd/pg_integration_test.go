@@ -6,9 +6,11 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +99,51 @@ func TestCommandsCannotWrite(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDryRunSkipsOversizedRow: a row of 20 MB, first in the query's order, is skipped with its key and why (the
+// database sent its key only), and the rows after it get their Jobs: the pass reads past it, with its key left out
+// of the next read, as it does every skipped row.
+func TestDryRunSkipsOversizedRow(t *testing.T) {
+	dsn, db, s := testDB(t)
+	for _, stmt := range []string{"CREATE TABLE " + s + ".tasks (id int8 PRIMARY KEY, payload text)",
+		"INSERT INTO " + s + ".tasks VALUES (1, repeat('x', 20 << 20)), (2, 'a'), (3, 'b')"} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("DATABASE_URL", dsn)
+	dir := t.TempDir()
+	tpl, err := os.ReadFile("testdata/job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "jobsched.yaml")
+	body := fmt.Sprintf("name: reports\nnamespace: batch\nlimits: {maxPerTick: 2, capacity: off}\nsource:\n  key: id\n"+
+		"  query: SELECT id, payload FROM %s.tasks ORDER BY id\njob:\n  template: job.yaml\n", s)
+	for name, data := range map[string][]byte{cfg: []byte(body), filepath.Join(dir, "job.yaml"): tpl} {
+		if err := os.WriteFile(name, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := runWith(context.Background(), []string{"dry-run", "--offline", "-o", "json", "--config", cfg}, &out, &errOut, nil); code != 0 {
+		t.Fatalf("dry-run: exit %d; stderr:\n%s", code, errOut.String())
+	}
+	var plan struct {
+		Creates []struct{ Key string }
+		Skipped []struct{ Key, Reason string }
+	}
+	if err := json.Unmarshal(out.Bytes(), &plan); err != nil {
+		t.Fatalf("%v:\n%.2000s", err, out.String())
+	}
+	var creates []string
+	for _, c := range plan.Creates {
+		creates = append(creates, c.Key)
+	}
+	if !reflect.DeepEqual(creates, []string{"2", "3"}) || len(plan.Skipped) != 1 || plan.Skipped[0].Key != "1" ||
+		!strings.Contains(plan.Skipped[0].Reason, "bytes as text; PostgreSQL sends at most 1048576 a row") {
+		t.Errorf("creates %v, skipped %+v; want creates 2 and 3, row 1 skipped as too large", creates, plan.Skipped)
 	}
 }

@@ -7,9 +7,10 @@ import (
 	"github.com/jobsched/jobsched/pkg/querydoctor"
 )
 
-// Explain implements querydoctor.Explainer: EXPLAIN (never ANALYZE: nothing runs) of the exact statement Select
-// sends without a PerGroup, with its parameters, in the same READ ONLY transaction, and the sizes of the tables it
-// reads whole from pg_class; the query doctor judges the plan.
+// Explain implements querydoctor.Explainer: EXPLAIN (never ANALYZE: nothing runs) of the statement Select sends
+// without a PerGroup, with its parameters, in the same READ ONLY transaction, and the sizes of the tables it reads
+// whole from pg_class; the query doctor judges the plan. The row-size bound around it (boundedSQL) is left out: it
+// only measures the rows the statement returns, and would hide the plan's top under its join.
 func (p *Postgres) Explain(ctx context.Context, exclude []string, limit int) *querydoctor.Finding {
 	var plan *querydoctor.Plan
 	rows := map[querydoctor.Table]float64{}

@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"reflect"
 	"strings"
@@ -147,14 +146,10 @@ func TestOneStatementErrorSaysWhy(t *testing.T) {
 // client sends: the protocol that runs each statement of a text.
 func simpleQueryProxy(t *testing.T, target string) (addr string, simple func() []string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var seen []string
-	record := func(client io.Reader, up io.Writer) {
-		r := bufio.NewReader(io.TeeReader(client, up))
+	record := func(client io.Reader) {
+		r := bufio.NewReader(client)
 		head := make([]byte, 4) // the startup message: length, then payload, no type byte
 		if _, err := io.ReadFull(r, head); err != nil {
 			return
@@ -181,24 +176,7 @@ func simpleQueryProxy(t *testing.T, target string) (addr string, simple func() [
 			}
 		}
 	}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			t.Cleanup(func() { c.Close(); up.Close() })
-			go func() { _, _ = io.Copy(c, up) }()
-			go record(c, up)
-		}
-	}()
-	t.Cleanup(func() { l.Close() })
-	return l.Addr().String(), func() []string {
+	return tcpkit.NewProxy(t, target, record).Addr(), func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]string(nil), seen...)
