@@ -3,6 +3,7 @@ package rows
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -418,7 +419,13 @@ func (p *Postgres) readOnly(ctx context.Context, fn func(*sql.Tx) error) (err er
 	}
 	stop := p.guard.Watch(ctx)
 	defer stop()
-	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	conn, err := p.db.Conn(ctx)
+	var tx *sql.Tx
+	if err == nil {
+		if tx, err = conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}); err != nil {
+			conn.Close()
+		}
+	}
 	if err != nil {
 		err = p.redact(classify("connecting to PostgreSQL", err))
 		if ctx.Err() == nil {
@@ -427,6 +434,7 @@ func (p *Postgres) readOnly(ctx context.Context, fn func(*sql.Tx) error) (err er
 		return err
 	}
 	p.failed = nil
+	defer clean(ctx, conn)
 	defer tx.Rollback() //nolint:errcheck // read-only: there is nothing to keep
 	if ms := p.timeout.Milliseconds(); ms > 0 {
 		// set_config(..., true) is SET LOCAL, with the value as a parameter (see learnKeyType).
@@ -443,6 +451,21 @@ func (p *Postgres) readOnly(ctx context.Context, fn func(*sql.Tx) error) (err er
 		return p.redact(classify("running source.query", err))
 	}
 	return nil
+}
+
+// clean ends, after the read's transaction, what its query may have left in the session: the pool keeps its one
+// connection for the next read and the next pass (status -w, tick --fill-for), and a session-level advisory lock, a
+// temporary table, a setting, a LISTEN or a prepared statement would outlive the read. DISCARD ALL ends them; a
+// connection it cannot clean (ctx ended, the server is gone) is closed, never reused. It is cheaper than a session
+// per read (a connect, with SCRAM, each time) and keeps the one connection a role's CONNECTION LIMIT may allow (a
+// new session can be refused while the old one's backend is still exiting). What it does not end, a connection a
+// function opened elsewhere (dblink, postgres_fdw), is what the role check of the query doctor warns about. The
+// text is fixed, with no parameter: like the driver's BEGIN and ROLLBACK it goes in the simple-query protocol.
+func clean(ctx context.Context, conn *sql.Conn) {
+	if _, err := conn.ExecContext(ctx, "DISCARD ALL"); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // database/sql closes the connection
+	}
+	conn.Close()
 }
 
 // redact is pgdsn.Redact with what of the DSN may be the password.

@@ -184,7 +184,7 @@ func simpleQueryProxy(t *testing.T, target string) (addr string, simple func() [
 }
 
 // TestOnlyFixedSimpleQueries watches the wire: the only statements jobsched sends in the simple-query protocol are
-// the driver's own BEGIN READ ONLY and ROLLBACK; every statement with the user's text, and the statement timeout, go
+// the driver's own BEGIN READ ONLY and ROLLBACK, and the DISCARD ALL after them (see clean); every statement with the user's text, and the statement timeout, go
 // as one statement with bound parameters.
 func TestOnlyFixedSimpleQueries(t *testing.T) {
 	s := newSchema(t)
@@ -224,7 +224,7 @@ func TestOnlyFixedSimpleQueries(t *testing.T) {
 		t.Fatal("the proxy saw no simple query at all (not even BEGIN): is it in the path?")
 	}
 	for _, q := range got {
-		if q != "BEGIN READ ONLY" && q != "ROLLBACK" {
+		if q != "BEGIN READ ONLY" && q != "ROLLBACK" && q != "DISCARD ALL" {
 			t.Errorf("sent in the simple-query protocol: %q", q)
 		}
 	}
@@ -375,5 +375,47 @@ func TestQueryErrorsInTheUsersWords(t *testing.T) {
 				t.Errorf("error %q shows jobsched's wrapper", err)
 			}
 		})
+	}
+}
+
+// TestSessionLeftClean: what a query takes for its session (a session-level advisory lock, a temporary table, a
+// setting) does not outlive the read. The pool keeps its one connection between reads and passes (status -w, tick
+// --fill-for), so without a reset the lock would be held until the process ends, by a read-only role too.
+func TestSessionLeftClean(t *testing.T) {
+	s := newSchema(t)
+	exec(t, "CREATE TABLE "+s+".tasks (id int8 PRIMARY KEY)", "INSERT INTO "+s+".tasks VALUES (1), (2)")
+	lock := time.Now().UnixNano()
+	query := fmt.Sprintf("SELECT id, pg_advisory_lock(%d)::text AS l, set_config('application_name', 'dirty', false) AS a "+
+		"FROM %s.tasks ORDER BY id", lock, s)
+	p := open(t, testDSN, query, "id", 10*time.Second)
+	other, err := adminDB.Conn(t.Context()) // one session: the lock it takes it must release itself
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, read := range []func() error{
+		func() error { _, err := p.Select(t.Context(), Selection{Limit: 10}); return err },
+		func() error { _, err := p.Count(t.Context(), nil, 10); return err },
+	} {
+		if err := read(); err != nil {
+			t.Fatal(err)
+		}
+		var free bool
+		if err := other.QueryRowContext(t.Context(), "SELECT pg_try_advisory_lock($1)", lock).Scan(&free); err != nil {
+			t.Fatal(err)
+		}
+		if !free {
+			t.Fatal("after the read, another session cannot take the advisory lock the query took: the session kept it")
+		}
+		if err := other.QueryRowContext(t.Context(), "SELECT pg_advisory_unlock($1)", lock).Scan(&free); err != nil || !free {
+			t.Fatalf("unlocking: %v, %v", free, err)
+		}
+	}
+	var dirty int
+	if err := adminDB.QueryRowContext(t.Context(), "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'dirty'").Scan(&dirty); err != nil {
+		t.Fatal(err)
+	}
+	if dirty != 0 {
+		t.Errorf("%d session(s) kept the setting a query made", dirty)
 	}
 }
