@@ -22,7 +22,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/testkit"
 	"github.com/jobsched/jobsched/pkg/testkit/pgkit"
+	"github.com/jobsched/jobsched/pkg/testkit/tcpkit"
 )
 
 // testDB is the database of scripts/test.sh (JOBSCHED_TEST_DSN, a superuser: a role that may write), with a
@@ -145,5 +147,47 @@ func TestDryRunSkipsOversizedRow(t *testing.T) {
 	if !reflect.DeepEqual(creates, []string{"2", "3"}) || len(plan.Skipped) != 1 || plan.Skipped[0].Key != "1" ||
 		!strings.Contains(plan.Skipped[0].Reason, "bytes as text; PostgreSQL sends at most 1048576 a row") {
 		t.Errorf("creates %v, skipped %+v; want creates 2 and 3, row 1 skipped as too large", creates, plan.Skipped)
+	}
+}
+
+// TestFullQueueSeesLostDatabase: a tick whose queue is full (limits.maxActive reached) reads no row, and still
+// proves the database answers: against PostgreSQL it exits 0, blocked by maxActive; against a stopped database it
+// exits 1 with the connect error in its pass done line, as a failed read does.
+func TestFullQueueSeesLostDatabase(t *testing.T) {
+	dsn, db, s := testDB(t)
+	if _, err := db.Exec("CREATE TABLE " + s + ".tasks (id text PRIMARY KEY); INSERT INTO " + s + ".tasks VALUES ('a'), ('b')"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tpl, err := os.ReadFile("testdata/job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "jobsched.yaml")
+	body := fmt.Sprintf("name: reports\nnamespace: batch\nlimits: {maxActive: 1, capacity: off}\nsource:\n  key: id\n"+
+		"  query: SELECT id FROM %s.tasks ORDER BY id\njob:\n  template: job.yaml\n", s)
+	for name, data := range map[string][]byte{cfg: []byte(body), filepath.Join(dir, "job.yaml"): tpl} {
+		if err := os.WriteFile(name, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopped := "postgres://app:pw@" + tcpkit.ClosedPort(t) + "/app?sslmode=disable"
+	for _, tc := range []struct {
+		name, dsn string
+		code      int
+		err       string
+	}{{"database answers", dsn, 0, ""}, {"database stopped", stopped, 1, "connecting to PostgreSQL"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("DATABASE_URL", tc.dsn)
+			newKube := func(kube.Options) (kubernetes.Interface, string, error) {
+				return fake.NewClientset(testkit.Job("a", "", 0)), "batch", nil
+			}
+			var out, errOut bytes.Buffer
+			code := runWith(context.Background(), []string{"tick", "--config", cfg, "--log-format", "json"}, &out, &errOut, newKube)
+			sum := testkit.PassDone(t, errOut.String())
+			if code != tc.code || !strings.Contains(sum.Error, tc.err) || (tc.err == "") != (sum.Error == "") {
+				t.Errorf("exit %d, pass done error %q; want exit %d and an error with %q:\n%s", code, sum.Error, tc.code, tc.err, errOut.String())
+			}
+		})
 	}
 }

@@ -382,6 +382,15 @@ func (p *Postgres) Lookup(ctx context.Context, keys []string) ([]Row, error) {
 	return out, err
 }
 
+// Ping implements Source: one SELECT in the read's READ ONLY transaction, under source.timeout and the pass's
+// deadline, like every read.
+func (p *Postgres) Ping(ctx context.Context) error {
+	return p.readOnly(ctx, func(tx *sql.Tx) error {
+		var one int
+		return tx.QueryRowContext(ctx, "SELECT $1::int4", 1).Scan(&one)
+	})
+}
+
 func selectedInOrder(keys []string, found map[string]bool) []string {
 	var out []string
 	for _, k := range keys {

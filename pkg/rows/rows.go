@@ -95,4 +95,7 @@ type Source interface {
 	Selected(ctx context.Context, keys []string) ([]string, error)
 	// Lookup returns the rows of keys that the query returns now, in its order: one read, pushed down like Selected.
 	Lookup(ctx context.Context, keys []string) ([]Row, error)
+	// Ping proves the source answers, at the cost of one read that returns nothing: a pass that has no room to read
+	// a row still sees a lost database.
+	Ping(ctx context.Context) error
 }

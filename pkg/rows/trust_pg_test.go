@@ -419,3 +419,17 @@ func TestSessionLeftClean(t *testing.T) {
 		t.Errorf("%d session(s) kept the setting a query made", dirty)
 	}
 }
+
+// TestPing: Ping answers through the real server, and fails as a run-time error (not a configuration one) on a
+// stopped database (nothing listens) and on a host that never answers (within the connect timeout).
+func TestPing(t *testing.T) {
+	if err := open(t, testDSN, "SELECT 1 AS id", "id", 10*time.Second).Ping(t.Context()); err != nil {
+		t.Errorf("Ping of the test database: %v", err)
+	}
+	for name, addr := range map[string]string{"stopped": tcpkit.ClosedPort(t), "silent": tcpkit.NewSilent(t).Addr()} {
+		p := open(t, "postgres://app:pw@"+addr+"/app?sslmode=disable&connect_timeout=1", "SELECT 1 AS id", "id", 10*time.Second)
+		if err := p.Ping(t.Context()); err == nil || config.IsConfigError(err) {
+			t.Errorf("Ping of a %s database: %v; want a run-time error", name, err)
+		}
+	}
+}
