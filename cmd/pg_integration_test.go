@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -187,6 +188,56 @@ func TestFullQueueSeesLostDatabase(t *testing.T) {
 			sum := testkit.PassDone(t, errOut.String())
 			if code != tc.code || !strings.Contains(sum.Error, tc.err) || (tc.err == "") != (sum.Error == "") {
 				t.Errorf("exit %d, pass done error %q; want exit %d and an error with %q:\n%s", code, sum.Error, tc.code, tc.err, errOut.String())
+			}
+		})
+	}
+}
+
+// TestStatusWarnsOfRole: status says what the configured role may do that READ ONLY does not cover, with the fix:
+// the tests' superuser gets the warning, a role that may only SELECT the query's table does not.
+func TestStatusWarnsOfRole(t *testing.T) {
+	dsn, db, s := testDB(t)
+	role := s + "_ro"
+	for _, stmt := range []string{"CREATE TABLE " + s + ".tasks (id text PRIMARY KEY)", "CREATE ROLE " + role + " LOGIN PASSWORD 'pw'",
+		"GRANT USAGE ON SCHEMA " + s + " TO " + role, "GRANT SELECT ON " + s + ".tasks TO " + role} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _, _ = db.Exec("DROP OWNED BY " + role + "; DROP ROLE " + role) })
+	reader, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader.User = url.UserPassword(role, "pw")
+	dir := t.TempDir()
+	tpl, err := os.ReadFile("testdata/job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "jobsched.yaml")
+	body := fmt.Sprintf("name: reports\nnamespace: batch\nlimits: {capacity: off}\nsource:\n  key: id\n"+
+		"  query: SELECT id FROM %s.tasks ORDER BY id\njob:\n  template: job.yaml\n", s)
+	for name, data := range map[string][]byte{cfg: []byte(body), filepath.Join(dir, "job.yaml"): tpl} {
+		if err := os.WriteFile(name, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name, dsn string
+		warns     bool
+	}{{"superuser", dsn, true}, {"SELECT only", reader.String(), false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("DATABASE_URL", tc.dsn)
+			newKube := func(kube.Options) (kubernetes.Interface, string, error) { return fake.NewClientset(), "batch", nil }
+			var out, errOut bytes.Buffer
+			if code := runWith(context.Background(), []string{"status", "--config", cfg}, &out, &errOut, newKube); code != 0 {
+				t.Fatalf("status: exit %d\n%s", code, errOut.String())
+			}
+			warns := strings.Contains(out.String(), "is a superuser: READ ONLY stops writes") &&
+				strings.Contains(out.String(), "fix: connect as a role that may only SELECT")
+			if warns != tc.warns || !tc.warns && strings.Contains(out.String(), "warning:") {
+				t.Errorf("status output (want a role warning: %v):\n%s", tc.warns, out.String())
 			}
 		})
 	}
