@@ -117,19 +117,7 @@ func TestDryRunSkipsOversizedRow(t *testing.T) {
 		}
 	}
 	t.Setenv("DATABASE_URL", dsn)
-	dir := t.TempDir()
-	tpl, err := os.ReadFile("testdata/job.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "jobsched.yaml")
-	body := fmt.Sprintf("name: reports\nnamespace: batch\nlimits: {maxPerTick: 2, capacity: off}\nsource:\n  key: id\n"+
-		"  query: SELECT id, payload FROM %s.tasks ORDER BY id\njob:\n  template: job.yaml\n", s)
-	for name, data := range map[string][]byte{cfg: []byte(body), filepath.Join(dir, "job.yaml"): tpl} {
-		if err := os.WriteFile(name, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cfg := writeConfig(t, "maxPerTick: 2, capacity: off", "SELECT id, payload FROM "+s+".tasks ORDER BY id")
 	var out, errOut bytes.Buffer
 	if code := runWith(context.Background(), []string{"dry-run", "--offline", "-o", "json", "--config", cfg}, &out, &errOut, nil); code != 0 {
 		t.Fatalf("dry-run: exit %d; stderr:\n%s", code, errOut.String())
@@ -159,19 +147,7 @@ func TestFullQueueSeesLostDatabase(t *testing.T) {
 	if _, err := db.Exec("CREATE TABLE " + s + ".tasks (id text PRIMARY KEY); INSERT INTO " + s + ".tasks VALUES ('a'), ('b')"); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	tpl, err := os.ReadFile("testdata/job.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "jobsched.yaml")
-	body := fmt.Sprintf("name: reports\nnamespace: batch\nlimits: {maxActive: 1, capacity: off}\nsource:\n  key: id\n"+
-		"  query: SELECT id FROM %s.tasks ORDER BY id\njob:\n  template: job.yaml\n", s)
-	for name, data := range map[string][]byte{cfg: []byte(body), filepath.Join(dir, "job.yaml"): tpl} {
-		if err := os.WriteFile(name, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cfg := writeConfig(t, "maxActive: 1, capacity: off", "SELECT id FROM "+s+".tasks ORDER BY id")
 	stopped := "postgres://app:pw@" + tcpkit.ClosedPort(t) + "/app?sslmode=disable"
 	for _, tc := range []struct {
 		name, dsn string
@@ -210,19 +186,7 @@ func TestStatusWarnsOfRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	reader.User = url.UserPassword(role, "pw")
-	dir := t.TempDir()
-	tpl, err := os.ReadFile("testdata/job.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "jobsched.yaml")
-	body := fmt.Sprintf("name: reports\nnamespace: batch\nlimits: {capacity: off}\nsource:\n  key: id\n"+
-		"  query: SELECT id FROM %s.tasks ORDER BY id\njob:\n  template: job.yaml\n", s)
-	for name, data := range map[string][]byte{cfg: []byte(body), filepath.Join(dir, "job.yaml"): tpl} {
-		if err := os.WriteFile(name, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cfg := writeConfig(t, "capacity: off", "SELECT id FROM "+s+".tasks ORDER BY id")
 	for _, tc := range []struct {
 		name, dsn string
 		warns     bool
@@ -241,4 +205,24 @@ func TestStatusWarnsOfRole(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeConfig writes, in a directory of the test's own, jobsched.yaml (scheduler reports in namespace batch, key id,
+// the limits and the query given) and the Job template it names, and returns the config's path.
+func writeConfig(t *testing.T, limits, query string) string {
+	t.Helper()
+	dir := t.TempDir()
+	tpl, err := os.ReadFile("testdata/job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "jobsched.yaml")
+	body := fmt.Sprintf("name: reports\nnamespace: batch\nlimits: {%s}\nsource:\n  key: id\n  query: %q\njob:\n  template: job.yaml\n",
+		limits, query)
+	for name, data := range map[string][]byte{cfg: []byte(body), filepath.Join(dir, "job.yaml"): tpl} {
+		if err := os.WriteFile(name, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cfg
 }

@@ -3,7 +3,6 @@
 package rows
 
 import (
-	"database/sql"
 	"fmt"
 	"net/url"
 	"reflect"
@@ -17,20 +16,8 @@ import (
 // call its functions; a role that may only SELECT gets none once dblink's functions are revoked from PUBLIC (the fix
 // the warning gives).
 func TestRoleWarnings(t *testing.T) {
+	u, db := newDatabase(t, "jobsched_roles", "")
 	suffix := time.Now().UnixNano()
-	dbName := fmt.Sprintf("jobsched_roles_%d", suffix)
-	exec(t, "CREATE DATABASE "+dbName)
-	t.Cleanup(func() { _, _ = adminDB.Exec("DROP DATABASE " + dbName + " WITH (FORCE)") })
-	u, err := url.Parse(testDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + dbName
-	db, err := sql.Open("postgres", u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	reader, writer, member := fmt.Sprintf("jobsched_ro_%d", suffix), fmt.Sprintf("jobsched_rw_%d", suffix), fmt.Sprintf("jobsched_wad_%d", suffix)
 	for _, r := range []string{reader, writer, member} {
 		exec(t, "CREATE ROLE "+r+" LOGIN PASSWORD 'pw'")

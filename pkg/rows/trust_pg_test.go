@@ -280,26 +280,14 @@ func TestPasswordEqualToUserName(t *testing.T) {
 // TestSQLASCIIInvalidByte: in a SQL_ASCII database a value that is not valid UTF-8 fails the read (SQLSTATE 22021,
 // every pass, whatever the row): the error says what it is and how to fix the query.
 func TestSQLASCIIInvalidByte(t *testing.T) {
-	db := fmt.Sprintf("jobsched_ascii_%d", time.Now().UnixNano())
-	exec(t, "CREATE DATABASE "+db+" ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
-	t.Cleanup(func() { _, _ = adminDB.Exec("DROP DATABASE " + db + " WITH (FORCE)") })
-	u, err := url.Parse(testDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + db
-	conn, err := sql.Open("postgres", u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	u, conn := newDatabase(t, "jobsched_ascii", "ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
 	for _, s := range []string{"CREATE TABLE t (id int8, name text)", `INSERT INTO t VALUES (1, 'ok'), (2, E'caf\xe9')`} {
 		if _, err := conn.Exec(s); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}
 	p := open(t, u.String(), "SELECT id, name FROM t ORDER BY id", "id", 10*time.Second)
-	_, err = p.Select(t.Context(), Selection{Limit: 10})
+	_, err := p.Select(t.Context(), Selection{Limit: 10})
 	if err == nil {
 		t.Fatal("Select of a value that is not valid UTF-8 succeeded")
 	}
@@ -308,6 +296,26 @@ func TestSQLASCIIInvalidByte(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
+}
+
+// newDatabase creates a database of the test's own (name: prefix and a number; options follow CREATE DATABASE), dropped
+// when the test ends, and returns the test DSN pointing at it and a connection pool to it, closed then too.
+func newDatabase(t *testing.T, prefix, options string) (*url.URL, *sql.DB) {
+	t.Helper()
+	name := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano())
+	exec(t, "CREATE DATABASE "+name+" "+options)
+	t.Cleanup(func() { _, _ = adminDB.Exec("DROP DATABASE " + name + " WITH (FORCE)") })
+	u, err := url.Parse(testDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	db, err := sql.Open("postgres", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return u, db
 }
 
 // TestConnectTimeoutIsTheBound: a pass pays the connect timeout once. It reads, then asks the query doctor (another
