@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -72,5 +73,21 @@ func TestTask(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTaskOversizedRow: status KEY of a row PostgreSQL sent as its key only (over rows.MaxRowBytes) shows the task
+// and says why its row gets no Job, rather than failing the command.
+func TestTaskOversizedRow(t *testing.T) {
+	cfg := testConfig(t, nil)
+	big := rows.Row{Key: "big", Oversize: 2 << 20}
+	s := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(), Source: &source{Rows: []rows.Row{big}},
+		Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	v, err := TaskViewOf(context.Background(), s, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "; its row gets no Job: the row is 2097152 bytes as text"; v.State != "waiting" || !strings.Contains(v.Why, want) || v.Env != nil {
+		t.Errorf("state %q, why %q, env %v; want waiting, a why with %q, no env", v.State, v.Why, v.Env, want)
 	}
 }

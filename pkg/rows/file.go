@@ -284,6 +284,9 @@ func (f *File) Select(_ context.Context, s Selection) ([]Row, error) {
 }
 
 // Selected implements Source.
+// Ping implements Source: a file read at start answers.
+func (f *File) Ping(context.Context) error { return nil }
+
 func (f *File) Selected(_ context.Context, keys []string) ([]string, error) {
 	found := map[string]bool{}
 	for _, r := range f.rows {

@@ -1098,10 +1098,11 @@ func TestReadAfterDeadline(t *testing.T) {
 	}); err != nil {
 		t.Errorf("the statement still runs on the server %v after its read ended: %v", time.Since(start), err)
 	}
-	// The next read, with a fresh context, works.
-	q := &Postgres{}
-	*q = *p
-	q.query = "SELECT 1 AS id"
+	// The next read on the pool, with a fresh context, works.
+	q, err := p.Share(config.Source{Query: "SELECT 1 AS id", Key: "id"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	got, err := q.Select(t.Context(), Selection{Limit: 1})
 	if err != nil || !reflect.DeepEqual(keys(got), []string{"1"}) {
 		t.Errorf("the read after the cut one: %+v, %v", got, err)

@@ -27,7 +27,7 @@ type RowCheck struct {
 // checkRows asks the queue's source, in one read pushed down like the others, which of the plan's succeeded, dead and due
 // keys the query still selects.
 func (s *Scheduler) checkRows(ctx context.Context, p *Plan, src rows.Source) (RowCheck, error) {
-	keys := append(append(append([]string(nil), p.succeeded...), p.dead...), p.due...)
+	keys := p.checkKeys()
 	if src == nil || len(keys) == 0 {
 		return RowCheck{}, nil
 	}
@@ -36,6 +36,11 @@ func (s *Scheduler) checkRows(ctx context.Context, p *Plan, src rows.Source) (Ro
 		return RowCheck{}, err
 	}
 	return p.check(selected), nil
+}
+
+// checkKeys are the keys checkRows asks the source about: the succeeded, dead and due tasks.
+func (p *Plan) checkKeys() []string {
+	return append(append(append([]string(nil), p.succeeded...), p.dead...), p.due...)
 }
 
 // check is the pure part of checkRows: selected are the keys the query still returns.
@@ -157,6 +162,18 @@ func (s *Scheduler) read(ctx context.Context, p *Plan, q Queue) (a Admission, er
 		zerolog.Ctx(ctx).Warn().Int("skipped", skipped).Msg("stopped reading: too many selected rows in a row could not get a Job; the next pass reads on")
 	}
 	return a, nil
+}
+
+// readQueue is the read step of one queue: read when it has slots, and when it has none, prove its source answers all
+// the same (a pass that reads no row would not see a lost database while the queue is full), unless the row check
+// already read from it this pass.
+func (s *Scheduler) readQueue(ctx context.Context, p *Plan, q Queue) (Admission, error) {
+	if p.Slots == 0 && q.Source != nil && len(p.checkKeys()) == 0 {
+		if err := q.Source.Ping(ctx); err != nil {
+			return Admission{}, err
+		}
+	}
+	return s.read(ctx, p, q)
 }
 
 // fileSkips are the skips of the rows a --rows file left out: a value no row can hold (not valid UTF-8), and a
