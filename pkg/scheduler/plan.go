@@ -169,10 +169,19 @@ func (p *Plan) CountIn(queue string, s State) int {
 }
 
 // NextAttempt is the attempt a new Job of a task gets after last, its newest Job (nil: none, attempt 1). It is
-// computed here only: admit numbers the creates with it, and the task view the environment it shows.
+// computed here only: admit numbers the creates with it.
 func NextAttempt(last *JobStatus) int {
 	if last == nil {
 		return 1
 	}
 	return last.Attempt + 1
+}
+
+// RowAttempt is the attempt a task's row is rendered for now, given its newest Job (nil: none): that Job's own,
+// unless it failed with attempts left (in backoff), then the next one, the one the pass creates for the row.
+func RowAttempt(newest *JobStatus) int {
+	if newest != nil && newest.State != StateBackoff {
+		return newest.Attempt
+	}
+	return NextAttempt(newest)
 }

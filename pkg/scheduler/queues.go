@@ -334,6 +334,25 @@ func share(qs []shareQueue, slots int, pl Placer) []int {
 	return order
 }
 
+// share is the queue of each slot the share gives p's queues, each with admitted(i, part) creates.
+func (p *Plan) share(cfg *config.Config, pl Placer, admitted func(i int, part *Plan) int) []int {
+	qs := cfg.AllQueues()
+	in := make([]shareQueue, len(p.parts))
+	for i, part := range p.parts {
+		in[i] = shareQueue{Priority: qs[i].Priority, Weight: *qs[i].Weight, Unfinished: part.Unfinished, Admitted: admitted(i, part)}
+	}
+	return share(in, p.inst.slots, pl)
+}
+
+// WouldCreate is what the pass after p (a plan of Decide and Fit, as status makes it) creates if each queue's read
+// admits min(its backlog, its slots) rows: the share of those, as the pass makes it (the install's slots, the
+// queues' priorities and weights, and with capacity fitted what fits). It is an estimate where the pass reads rows
+// and status does not: a backlog counts rows the read would skip (and with limits.perGroup rows of groups at their
+// cap), and the tasks due for a retry whose row is gone.
+func (p *Plan) WouldCreate(cfg *config.Config, obs *Observation, backlogs []int) int {
+	return len(p.share(cfg, p.sharePlacer(cfg, obs), func(i int, part *Plan) int { return min(backlogs[i], max(part.Slots, 0)) }))
+}
+
 // before says queue a (with ka kept) takes a slot before queue b (kb kept), b being earlier in the configuration.
 func before(a shareQueue, ka int, b shareQueue, kb int) bool {
 	if a.Priority != b.Priority {
@@ -349,11 +368,7 @@ func before(a shareQueue, ka int, b shareQueue, kb int) bool {
 // exists.
 func (p *Plan) shared(cfg *config.Config, pl Placer) *Plan {
 	qs := cfg.AllQueues()
-	in := make([]shareQueue, len(p.parts))
-	for i, part := range p.parts {
-		in[i] = shareQueue{Priority: qs[i].Priority, Weight: *qs[i].Weight, Unfinished: part.Unfinished, Admitted: len(part.Creates)}
-	}
-	order := share(in, p.inst.slots, pl)
+	order := p.share(cfg, pl, func(_ int, part *Plan) int { return len(part.Creates) })
 	kept := make([]int, len(p.parts))
 	for _, i := range order {
 		kept[i]++
