@@ -200,3 +200,29 @@ func jobOf(t *testing.T, cfg *config.Config, key string, n int, cond batchv1.Job
 	j.UID, j.Status = fin.UID, fin.Status
 	return j
 }
+
+// TestNameTakenByAnotherQueue: a row whose Job name is taken by a Job of another queue (the same key there; say
+// made before job.namePrefix changed) gets no Job and is a skip with its reason, every pass, not "already present"
+// (issue 29.9: the second queue's row never got a Job, silently).
+func TestNameTakenByAnotherQueue(t *testing.T) {
+	cfg := queuesConfig(t, "maxPerTick: 5, maxActive: 10", queue("x", "")+queue("y", ""))
+	taken := queueJob(t, cfg, 1, "k") // the name queue y gives key k's Job, made by queue x
+	taken.Labels[render.LabelQueue] = "x"
+	for pass := range 2 {
+		client := fake.NewClientset(taken.DeepCopy())
+		s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now },
+			Queues: []Queue{{Source: &source{}, Renderer: render.New(cfg.QueueConfig(0), nil)},
+				{Source: &source{Rows: rowsFor("k")}, Renderer: render.New(cfg.QueueConfig(1), nil)}}}
+		res, err := s.Run(context.Background(), Execute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []Skip{{Queue: "y", Key: "k", Reason: `name collision: Job ` + taken.Name + ` exists for task "k" of queue x`}}
+		if diff := cmp.Diff(want, res.Plan.Skipped); diff != "" {
+			t.Errorf("pass %d: skips (-want +got):\n%s", pass, diff)
+		}
+		if sum := res.Summary; sum.Skipped != 1 || sum.Created+sum.AlreadyPresent != 0 {
+			t.Errorf("pass %d: summary %+v, want the row skipped", pass, sum)
+		}
+	}
+}
