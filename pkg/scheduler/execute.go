@@ -72,6 +72,15 @@ func (x *execution) fail(errs ...error) {
 	}
 }
 
+// failedWrite records the errors of writes (each names its Job and why it failed, the deadline included).
+func (x *execution) failedWrite(errs ...error) {
+	for _, err := range errs {
+		if err != nil {
+			x.errs = append(x.errs, err)
+		}
+	}
+}
+
 // fitted takes the plan after Fit: it fails the pass for what could not be observed and logs capacity's warnings,
 // each once: what the install's one observation could not read is in every queue's report.
 func (x *execution) fitted(p *Plan, obs *Observation) *Plan {
@@ -119,7 +128,7 @@ func (x *execution) deletes(js []JobStatus) {
 	if x.mode.deletes() {
 		for _, err := range x.s.executeDeletes(x.ctx, js) {
 			x.deleted = append(x.deleted, err)
-			x.fail(err)
+			x.failedWrite(err)
 		}
 	}
 }
@@ -143,7 +152,7 @@ func (x *execution) creates(p *Plan) {
 	}
 	notStarted := 0
 	for _, o := range x.created {
-		x.fail(o.err, o.retireErr)
+		x.failedWrite(o.err, o.retireErr)
 		if !o.started {
 			notStarted++
 		}
@@ -154,7 +163,7 @@ func (x *execution) creates(p *Plan) {
 	if notStarted > 0 {
 		cause := context.Cause(x.held)
 		x.log.Warn().Int("notCreated", notStarted).Err(cause).Msg("the pass stopped creating (its deadline, a signal, or a lost Lease); the next pass creates the rest")
-		x.fail(fmt.Errorf("%d planned Job(s) not created: %w", notStarted, cause))
+		x.failedWrite(fmt.Errorf("%d planned Job(s) not created: %w", notStarted, cause))
 	}
 }
 
