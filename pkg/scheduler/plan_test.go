@@ -226,3 +226,43 @@ func TestNameTakenByAnotherQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestWouldCreateIsThePass: what status says the next pass creates (Plan.WouldCreate of the backlogs) is what that
+// pass creates when every waiting row can get a Job: the same share, not a second formula (issue 28.5).
+func TestWouldCreateIsThePass(t *testing.T) {
+	for seed := range uint64(100) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 28))
+			cfg := queuesConfig(t, fmt.Sprintf("maxPerTick: %d, maxActive: %d", 1+r.IntN(8), 3+r.IntN(8)),
+				queue("x", fmt.Sprintf("  priority: %d\n  limits: {maxPerTick: %d}\n", r.IntN(2), 1+r.IntN(5)))+
+					queue("y", fmt.Sprintf("  weight: %d\n", 1+r.IntN(3))))
+			var objects []runtime.Object
+			queues := make([]Queue, 2)
+			backlogs := make([]int, 2)
+			for i := range queues {
+				for k := range r.IntN(3) {
+					objects = append(objects, queueJob(t, cfg, i, fmt.Sprintf("run-%d-%d", i, k)))
+				}
+				backlogs[i] = r.IntN(8)
+				var keys []string
+				for k := range backlogs[i] {
+					keys = append(keys, fmt.Sprintf("q%d-%d", i, k))
+				}
+				queues[i] = Queue{Source: &source{Rows: rowsFor(keys...)}, Renderer: render.New(cfg.QueueConfig(i), nil)}
+			}
+			s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(objects...), Queues: queues, Now: func() time.Time { return now }}
+			obs, err := s.Observe(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Decide(cfg, obs).Fit(cfg, obs).WouldCreate(cfg, obs, backlogs)
+			res, err := s.Run(context.Background(), DryRun)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(res.Plan.Creates); got != want {
+				t.Errorf("status says the next pass creates %d, the pass creates %d (backlogs %v)", want, got, backlogs)
+			}
+		})
+	}
+}
