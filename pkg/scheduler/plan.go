@@ -127,13 +127,18 @@ type Plan struct {
 	roomBound bool
 }
 
-// job finds an existing Job by name (p.Jobs is sorted by name).
+// job finds an existing Job by name.
 func (p *Plan) job(name string) (JobStatus, bool) {
-	i, ok := slices.BinarySearchFunc(p.Jobs, name, func(j JobStatus, name string) int { return strings.Compare(j.Name, name) })
+	i, ok := p.jobIndex(name)
 	if !ok {
 		return JobStatus{}, false
 	}
 	return p.Jobs[i], true
+}
+
+// jobIndex is where the Job name is in p.Jobs (sorted by name, once, by Decide).
+func (p *Plan) jobIndex(name string) (int, bool) {
+	return slices.BinarySearchFunc(p.Jobs, name, func(j JobStatus, name string) int { return strings.Compare(j.Name, name) })
 }
 
 // Deletes are every Job this pass deletes, by name: before it creates, those past their retention, superseded, dead

@@ -202,22 +202,21 @@ func (p *Plan) next() *Plan {
 	return &q
 }
 
-// part is queue i's part of q (a plan from next), copied for the step to change.
+// part is queue i's part of p (a plan from next), copied for the step to change.
 func (p *Plan) part(i int) *Plan {
 	c := *p.parts[i]
 	p.parts[i] = &c
 	return &c
 }
 
-// mark is the step's deletes js marked in q's Jobs (a plan from next), each with its reason.
+// mark is a step's deletes js marked in p's Jobs (p a plan from next), each with its reason.
 func (p *Plan) mark(js []JobStatus) {
 	if len(js) == 0 {
 		return
 	}
 	p.Jobs = slices.Clone(p.Jobs)
 	for _, d := range js {
-		i, ok := slices.BinarySearchFunc(p.Jobs, d.Name, func(j JobStatus, name string) int { return strings.Compare(j.Name, name) })
-		if ok && p.Jobs[i].UID == d.UID {
+		if i, ok := p.jobIndex(d.Name); ok && p.Jobs[i].UID == d.UID {
 			p.Jobs[i].Delete = d.Delete
 		}
 	}
