@@ -34,6 +34,7 @@ func decideQueue(cfg *config.Config, obs *Observation) *Plan {
 	p := &Plan{
 		Scheduler: cfg.Name,
 		Namespace: cfg.Namespace,
+		queueName: cfg.QueueName,
 		Jobs:      make([]JobStatus, 0, len(obs.Jobs)),
 		retry:     map[string]*JobStatus{},
 	}
