@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -239,9 +238,7 @@ func TestDryRunCommandWritesNothing(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Status: corev1.NodeStatus{
-				Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10"), corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")},
-				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+			node := testkit.MakeNode("node-0").Allocatable(corev1.ResourcePods, "10").Allocatable(corev1.ResourceCPU, "4").Allocatable(corev1.ResourceMemory, "8Gi").Obj()
 			client := fake.NewClientset(old.DeepCopy(), node)
 			newKube := func(kube.Options) (kubernetes.Interface, string, error) { return client, "default", nil }
 			var out, errOut bytes.Buffer
