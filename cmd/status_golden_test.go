@@ -51,8 +51,7 @@ func TestStatusGoldens(t *testing.T) {
 func goldenStatus(t *testing.T, mutate func(*config.Config)) *report.Status {
 	t.Helper()
 	cfg := testkit.Config(t, mutate)
-	stuck := testkit.MakeJob("stuck").Obj()
-	stuck.Status.Active = 0
+	stuck := testkit.MakeJob("stuck").Active(0).Obj()
 	client := fake.NewClientset(
 		testkit.MakeJob("run").Obj(), stuck, testkit.MakePod(stuck).Unschedulable("0/1 nodes are available: 1 Insufficient cpu.").Obj(),
 		testkit.MakeJob("ok").Finished(batchv1.JobComplete, testkit.Ago(time.Hour)).Obj(),
