@@ -26,11 +26,8 @@ import (
 func TestWalkthroughHelm(t *testing.T) {
 	needHelm(t)
 	const ns = "batch"
-	kube := adminClient(t)
+	kube, clone := walkthrough(t, ns, "walkthrough-helm")
 	ctx := context.Background()
-	freshNamespace(t, kube, ns)
-	addClusterNode(t, kube, "walkthrough-helm")
-	clone := cloneWithManifests(t)
 	path := "PATH=" + filepath.Dir(helmBinary) + string(os.PathListSeparator) + filepath.Dir(binary) + string(os.PathListSeparator) + os.Getenv("PATH")
 	t.Cleanup(func() { _, _ = runHelm(t, "uninstall", "reports", "-n", ns, "--ignore-not-found") })
 

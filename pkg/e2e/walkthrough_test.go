@@ -325,6 +325,16 @@ func runAs(t *testing.T, dir, kcfg, dbDSN string, args ...string) result {
 }
 
 // tickAs runs one pass as a ServiceAccount and fails the test unless it exits 0 without falling back to quota.
+// walkthrough prepares one: namespace ns made afresh, a cluster node called node, a clone with the manifests. It
+// returns the admin client and the clone.
+func walkthrough(t *testing.T, ns, node string) (kubernetes.Interface, string) {
+	t.Helper()
+	kube := adminClient(t)
+	freshNamespace(t, kube, ns)
+	addClusterNode(t, kube, node)
+	return kube, cloneWithManifests(t)
+}
+
 // passAndOperate is what both walkthroughs do once the install is up: a pass as the install's ServiceAccount sa (the
 // CronJob's pod: the same binary with that identity's token; its config in dir) creates a Job per row of a fresh
 // table, then the README's block (pause, resume, run a pass now) runs line by line in shellDir with env, each line
@@ -479,11 +489,8 @@ func TestWalkthroughTry(t *testing.T) {
 // pods have no nodeSelector and would land on their nodes.
 func TestWalkthroughDeploy(t *testing.T) {
 	const ns = "batch"
-	kube := adminClient(t)
+	kube, clone := walkthrough(t, ns, "walkthrough")
 	ctx := context.Background()
-	freshNamespace(t, kube, ns)
-	addClusterNode(t, kube, "walkthrough")
-	clone := cloneWithManifests(t)
 
 	shell(t, clone, readmeBlock(t, "README.md", "install"))
 	dir := filepath.Join(clone, "my-jobsched", "examples", "reports")
