@@ -50,6 +50,31 @@ func view(p *Plan) decided {
 	return d
 }
 
+// observed is what the pass observes of jobs and pods, at now.
+func observed(jobs []*batchv1.Job, pods []*corev1.Pod) *Observation {
+	obs := &Observation{Now: now}
+	for _, j := range jobs {
+		obs.Jobs = append(obs.Jobs, SummarizeJob(j))
+	}
+	for _, p := range pods {
+		if sum, ok := SummarizePod(p); ok {
+			obs.Pods = append(obs.Pods, sum)
+		}
+	}
+	return obs
+}
+
+// filled is d with empty maps where it has none, as view makes them.
+func (d decided) filled() decided {
+	if d.Jobs == nil {
+		d.Jobs = map[string]string{}
+	}
+	if d.Retry == nil {
+		d.Retry = map[string]int{}
+	}
+	return d
+}
+
 // TestDecide pins each rule of Decide with a case of its own.
 func TestDecide(t *testing.T) {
 	running := makeJob("r").Obj()
@@ -186,23 +211,7 @@ func TestDecide(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, tc.mutate)
-			obs := &Observation{Now: now}
-			for _, j := range tc.jobs {
-				obs.Jobs = append(obs.Jobs, SummarizeJob(j))
-			}
-			for _, p := range tc.pods {
-				if sum, ok := SummarizePod(p); ok {
-					obs.Pods = append(obs.Pods, sum)
-				}
-			}
-			want := tc.want
-			if want.Jobs == nil {
-				want.Jobs = map[string]string{}
-			}
-			if want.Retry == nil {
-				want.Retry = map[string]int{}
-			}
-			if diff := cmp.Diff(want, view(Decide(cfg, obs))); diff != "" {
+			if diff := cmp.Diff(tc.want.filled(), view(Decide(cfg, observed(tc.jobs, tc.pods)))); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
 		})

@@ -77,22 +77,10 @@ func TestDecideKueue(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, tc.mutate)
-			obs := &Observation{Now: now, Capacity: tc.cap}
-			for _, j := range tc.jobs {
-				obs.Jobs = append(obs.Jobs, SummarizeJob(j))
-			}
-			for _, p := range tc.pods {
-				if sum, ok := SummarizePod(p); ok {
-					obs.Pods = append(obs.Pods, sum)
-				}
-			}
-			want := tc.want
-			if want.Jobs == nil {
-				want.Jobs = map[string]string{}
-			}
-			want.Retry = map[string]int{}
+			obs := observed(tc.jobs, tc.pods)
+			obs.Capacity = tc.cap
 			p := Decide(cfg, obs).Fit(cfg, obs) // the pass fits after its deletes: in this mode it must not
-			if diff := cmp.Diff(want, view(p)); diff != "" {
+			if diff := cmp.Diff(tc.want.filled(), view(p)); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
 			if p.Capacity != nil {
