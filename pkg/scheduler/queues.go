@@ -111,10 +111,8 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 // when a Job runs, so what jobsched bounds with Kueue is how many of the install's Jobs wait there, queued, at once.
 func roomOf(cfg *config.Config, unfinished, queued int) installRoom {
 	r := activeRoom(cfg, unfinished)
-	if cfg.KueueMode() {
-		if free := cfg.MaxQueued() - queued; free < r.slots {
-			r = installRoom{slots: max(free, 0), limit: fmt.Sprintf("limits.maxQueued: %d of %d queued", queued, cfg.MaxQueued())}
-		}
+	if free, limit, ok := capacity.ModeOf(cfg.Limits.Capacity).Bound(cfg, queued); ok && free < r.slots {
+		r = installRoom{slots: max(free, 0), limit: limit}
 	}
 	return r
 }
@@ -250,22 +248,22 @@ func (p *Plan) eachQueue(cfg *config.Config, step func(i int, qcfg *config.Confi
 func (p *Plan) Fit(cfg *config.Config, obs *Observation) *Plan {
 	pl := p.placer(cfg, obs)
 	p, _ = p.eachQueue(cfg, func(i int, qcfg *config.Config, part *Plan) (*Plan, error) {
-		return part.fitQueue(qcfg, obs, func() capacity.Report { return pl.Report(i) }), nil
+		return part.fitQueue(obs, pl, i), nil
 	})
 	return p
 }
 
-// placer is a capacity.Placer of every queue's template on obs's capacity, with the pods the queues' Jobs already
-// claim room for; nil when capacity is not fitted (off, Kueue, offline, or not observed).
-func (p *Plan) placer(cfg *config.Config, obs *Observation) *capacity.Placer {
-	if obs.Capacity == nil || cfg.Limits.Capacity == config.CapacityOff || cfg.KueueMode() {
+// placer is the capacity mode's Room for every queue's template on obs's capacity, with the pods the queues' Jobs
+// already claim room for; nil when capacity is not fitted (a mode that counts none, offline, or not observed).
+func (p *Plan) placer(cfg *config.Config, obs *Observation) capacity.Room {
+	if obs.Capacity == nil {
 		return nil
 	}
 	claims := make([]capacity.Claim, len(p.parts))
 	for i, part := range p.parts {
 		claims[i] = capacity.Claim{Template: cfg.QueueConfig(i).Template, Unbound: part.unboundPods, Podless: part.podlessPods}
 	}
-	return capacity.NewPlacer(obs.Capacity, claims)
+	return capacity.ModeOf(cfg.Limits.Capacity).Room(obs.Capacity, claims)
 }
 
 // sharePlacer is placer as share takes it: nil (everything fits) when capacity is not fitted.

@@ -1,0 +1,8 @@
+package capacity
+
+// quotaMode is limits.capacity: quota: each template's room is what the namespace's ResourceQuotas admit, nodes
+// not counted. The base Role's list on resourcequotas and limitranges is all it needs (get on the RuntimeClass a
+// template names, from manifests/capacity, adds its overhead; without it the template is counted as written).
+type quotaMode struct{ fitted }
+
+func (quotaMode) Needs() Needs { return Needs{} }
