@@ -26,8 +26,9 @@
 // scheduler, status and the commands ask the mode (ModeOf) and never test its name. To add a mode:
 //
 //  1. its name in config.Capacities (with the keys only it reads, in config's schema and validation);
-//  2. a file mode_<name>.go here with a type that implements Mode (embed fitted to count nodes and quotas as
-//     nodes does, and add to its Snapshot or wrap its Room), listed in Modes in config's order;
+//  2. a file mode_<name>.go here with a type that implements Mode, listed in Modes in config's order (a mode that
+//     counts the nodes as nodes does embeds fitted, observes with Options.Mode nodes and adds to the Snapshot, or
+//     wraps the Room);
 //  3. when it reads beyond the base Role: a component manifests/<name> with exactly Needs().Rules (TestModeNeeds
 //     holds them equal), and the chart value of the same name;
 //  4. the README's Capacity section.

@@ -40,7 +40,7 @@ type Mode interface {
 
 // Modes are the capacity modes, in the order of config.Capacities: the one place a mode is registered.
 func Modes() []Mode {
-	return []Mode{nodesMode{fitted{config.CapacityNodes}}, quotaMode{fitted{config.CapacityQuota}}, offMode{}, kueueMode{}}
+	return []Mode{nodesMode{}, quotaMode{}, offMode{}, kueueMode{}}
 }
 
 // ModeOf is the mode named name. A name no mode has (a configuration not validated) is a mode that fits templates
@@ -51,7 +51,7 @@ func ModeOf(name config.Capacity) Mode {
 			return m
 		}
 	}
-	return unknownMode{fitted{name}}
+	return unknownMode{name: name}
 }
 
 // Room is the room a pass has for its templates (claim i is queue i's): Place places one more Job of claim i and
@@ -90,27 +90,33 @@ type Section struct {
 	Kueue *KueueStatus // limits.capacity: kueue
 }
 
-// fitted is what the modes that fit each template on the nodes and quotas share: they observe them (Observe, with
-// their name as the mode) and place the claims there (NewPlacer); they bound nothing else and show nothing else.
-type fitted struct{ mode config.Capacity }
+// quiet is the part of a mode that bounds the install by nothing beyond the limits and shows nothing beyond each
+// template's Report.
+type quiet struct{}
 
-func (f fitted) Name() config.Capacity { return f.mode }
+func (quiet) Bound(*config.Config, int) (int, string, bool) { return 0, "", false }
 
-func (f fitted) Observe(ctx context.Context, c Clients, namespace string, o Options) (*Snapshot, error) {
-	o.Mode = f.mode
-	return Observe(ctx, c.Kube, namespace, o)
-}
+func (quiet) Inspect(context.Context, Clients, *config.Config) (*Details, error) { return nil, nil }
+
+func (quiet) Status(*config.Config, int, *Details) Section { return Section{} }
+
+// fitted is a quiet mode that places the claims on what it observed (the Placer).
+type fitted struct{ quiet }
 
 func (fitted) Room(snap *Snapshot, claims []Claim) Room { return NewPlacer(snap, claims) }
 
-func (fitted) Bound(*config.Config, int) (int, string, bool) { return 0, "", false }
-
-func (fitted) Inspect(context.Context, Clients, *config.Config) (*Details, error) { return nil, nil }
-
-func (fitted) Status(*config.Config, int, *Details) Section { return Section{} }
-
 // unknownMode is ModeOf of a name no mode has: it fits, as every mode but off and kueue, and Observe refuses the
 // name.
-type unknownMode struct{ fitted }
+type unknownMode struct {
+	fitted
+	name config.Capacity
+}
+
+func (u unknownMode) Name() config.Capacity { return u.name }
+
+func (u unknownMode) Observe(ctx context.Context, c Clients, namespace string, o Options) (*Snapshot, error) {
+	o.Mode = u.name
+	return Observe(ctx, c.Kube, namespace, o)
+}
 
 func (unknownMode) Needs() Needs { return Needs{} }

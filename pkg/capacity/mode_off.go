@@ -8,18 +8,12 @@ import (
 
 // offMode is limits.capacity: off: no room is counted; limits.maxActive and limits.maxPerTick alone bound the
 // creates, and an Unschedulable pod (limits.blockOnUnschedulable) is the only sign of a full cluster.
-type offMode struct{}
+type offMode struct{ quiet }
 
 func (offMode) Name() config.Capacity { return config.CapacityOff }
 
 func (offMode) Observe(context.Context, Clients, string, Options) (*Snapshot, error) { return nil, nil }
 
 func (offMode) Room(*Snapshot, []Claim) Room { return nil }
-
-func (offMode) Bound(*config.Config, int) (int, string, bool) { return 0, "", false }
-
-func (offMode) Inspect(context.Context, Clients, *config.Config) (*Details, error) { return nil, nil }
-
-func (offMode) Status(*config.Config, int, *Details) Section { return Section{} }
 
 func (offMode) Needs() Needs { return Needs{} }
