@@ -21,9 +21,9 @@ type Mode interface {
 	// Observe reads, once per pass, what the templates' room is counted on (o.Templates: every queue's). A mode
 	// that counts no room returns nil, nil and makes no call.
 	Observe(ctx context.Context, c Clients, namespace string, o Options) (*Snapshot, error)
-	// Room is the room the mode gives the claims' templates on snap (nil when it was not observed: the pass is
-	// offline, or full): a Room places Jobs one at a time and reports how many more fit. nil for a mode that bounds
-	// no template by capacity: the limits alone bound the creates, and a failed Observe blocks nothing.
+	// Room is the room the mode gives the claims' templates (claim i is queue i's) on what its Observe returned
+	// (asked only when that is not nil): a Room places Jobs one at a time and reports how many more fit. nil for a
+	// mode that bounds no template by capacity, whatever snap holds: the limits alone bound the creates.
 	Room(snap *Snapshot, claims []Claim) Room
 	// Bound is the install's room the mode allows beyond limits.maxActive and limits.maxPerTick, given its Jobs that
 	// are queued (suspended), and the limit in words; ok is false when the mode sets none.
@@ -44,7 +44,7 @@ func Modes() []Mode {
 }
 
 // ModeOf is the mode named name. A name no mode has (a configuration not validated) is a mode that fits templates
-// and fails to Observe, saying which names there are.
+// and whose Observe fails, naming the name.
 func ModeOf(name config.Capacity) Mode {
 	for _, m := range Modes() {
 		if m.Name() == name {

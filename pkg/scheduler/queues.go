@@ -107,8 +107,8 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 	return (&Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, inst: r}).with(cfg, parts)
 }
 
-// roomOf is R: the install's limits across its queues. limits.maxQueued is only here: Kueue, not jobsched, decides
-// when a Job runs, so what jobsched bounds with Kueue is how many of the install's Jobs wait there, queued, at once.
+// roomOf is R: the install's limits across its queues, and the capacity mode's bound on the install (capacity.Mode's
+// Bound: with Kueue, limits.maxQueued − the Jobs queued, since Kueue, not jobsched, decides when a Job runs).
 func roomOf(cfg *config.Config, unfinished, queued int) installRoom {
 	r := activeRoom(cfg, unfinished)
 	if free, limit, ok := capacity.ModeOf(cfg.Limits.Capacity).Bound(cfg, queued); ok && free < r.slots {
