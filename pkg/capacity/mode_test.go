@@ -87,8 +87,17 @@ func TestModesThatCountNoRoom(t *testing.T) {
 }
 
 // TestModeNeeds: what each mode says it reads beyond the base Role is exactly what its kustomize component under
-// manifests/ grants (the chart grants the same, see pkg/e2e's chart tests); a mode without a component needs none.
+// manifests/ grants, and the chart has a value of the component's name (which grants the same, see pkg/e2e's chart
+// tests); a mode without a component needs none.
 func TestModeNeeds(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "manifests", "chart", "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
 	for _, m := range Modes() {
 		t.Run(string(m.Name()), func(t *testing.T) {
 			n := m.Needs()
@@ -97,6 +106,9 @@ func TestModeNeeds(t *testing.T) {
 					t.Errorf("rules %v but no component grants them", n.Rules)
 				}
 				return
+			}
+			if _, ok := values[n.Component].(bool); !ok {
+				t.Errorf("the chart has no value %s: true/false (it has %v)", n.Component, values[n.Component])
 			}
 			dir := filepath.Join("..", "..", "manifests", n.Component)
 			files, err := filepath.Glob(filepath.Join(dir, "*role.yaml"))

@@ -35,8 +35,8 @@ type Observation struct {
 	CapacityErr error
 	// GuardRefused is the Guard's refusal, when a Guard is set and this pass did not get it.
 	GuardRefused error
-	// Kueue is what Kueue says of the Jobs (limits.capacity: kueue): read by the reports, never by a pass, which
-	// decides from the Jobs alone (a Job Kueue holds is suspended).
+	// Kueue is what Kueue says of the Jobs (limits.capacity: kueue; the mode's Inspect): read by the reports, never
+	// by a pass, which decides from the Jobs alone (a Job Kueue holds is suspended).
 	Kueue *kueue.Snapshot
 }
 
