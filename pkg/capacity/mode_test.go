@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,10 +11,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/kueue"
 )
 
 // TestModes: the registry holds one mode for each value config accepts for limits.capacity, in config's order, and
@@ -133,5 +139,50 @@ func TestModeNeeds(t *testing.T) {
 				t.Errorf("rules (-%s +Needs):\n%s", dir, diff)
 			}
 		})
+	}
+}
+
+// TestKueueModeStatus: the Kueue mode's section of status counts the queued Jobs against limits.maxQueued, with the
+// LocalQueue and why Kueue could not be read from what Inspect read, if anything; Inspect reads with the dynamic
+// client (without one it says so) and wraps a failure to read.
+func TestKueueModeStatus(t *testing.T) {
+	cfg := &config.Config{Namespace: "ns", Limits: config.Limits{MaxQueued: new(int)}, Kueue: &config.Kueue{LocalQueue: "team-a"}}
+	*cfg.Limits.MaxQueued = 3
+	m := ModeOf(config.CapacityKueue)
+	lq := &kueue.LocalQueue{Name: "team-a", Found: true, Admitted: 1}
+	tests := []struct {
+		name string
+		d    *Details
+		want *KueueStatus
+	}{
+		{"nothing read", nil, &KueueStatus{MaxQueued: 3, Queued: 2}},
+		{"Kueue not read", &Details{}, &KueueStatus{MaxQueued: 3, Queued: 2}},
+		{"the LocalQueue", &Details{Kueue: &kueue.Snapshot{LocalQueue: lq}}, &KueueStatus{MaxQueued: 3, Queued: 2, LocalQueue: lq}},
+		{"unavailable", &Details{Kueue: &kueue.Snapshot{Unavailable: "no RBAC"}}, &KueueStatus{MaxQueued: 3, Queued: 2, Unavailable: "no RBAC"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(Section{Kueue: tc.want}, m.Status(cfg, 2, tc.d)); diff != "" {
+				t.Errorf("section (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, other := range []config.Capacity{config.CapacityNodes, config.CapacityQuota, config.CapacityOff} {
+		if s := ModeOf(other).Status(cfg, 2, &Details{Kueue: &kueue.Snapshot{}}); s != (Section{}) {
+			t.Errorf("%s shows %+v", other, s)
+		}
+	}
+
+	d, err := m.Inspect(context.Background(), Clients{}, cfg)
+	if err != nil || d == nil || d.Kueue == nil || !strings.Contains(d.Kueue.Unavailable, "no client") {
+		t.Errorf("Inspect without a dynamic client: %+v, %v; want it said unavailable", d, err)
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{kueue.WorkloadsResource: "WorkloadList"})
+	dyn.PrependReactor("list", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	if _, err := m.Inspect(context.Background(), Clients{Dynamic: dyn}, cfg); err == nil || !strings.Contains(err.Error(), "observing Kueue: ") {
+		t.Errorf("Inspect when the list fails: %v, want the error wrapped", err)
 	}
 }
