@@ -29,9 +29,13 @@
 //  2. a file mode_<name>.go here with a type that implements Mode, listed in Modes in config's order (a mode that
 //     counts the nodes as nodes does embeds fitted, observes with Options.Mode nodes and adds to the Snapshot, or
 //     wraps the Room);
-//  3. when it reads beyond the base Role: a component manifests/<name> with exactly Needs().Rules (TestModeNeeds
-//     holds them equal), and the chart value of the same name;
+//  3. when it reads beyond the base Role: a kustomize component under manifests/ named by Needs().Component that
+//     grants exactly Needs().Rules (TestModeNeeds holds them equal), and the chart value of the same name;
 //  4. the README's Capacity section.
+//
+// What it says of each template goes in its Report (status and dry-run show it as it is); a section of status for
+// the install as a whole is a field of Section, of report.Status and a line of the status table. Which
+// Unschedulable pods block a pass (limits.blockOnUnschedulable) is the scheduler's rule, not a mode's.
 //
 // # What the fit counts (limits.capacity: nodes)
 //
