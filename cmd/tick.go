@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zerologr"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,6 +86,8 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 			return fillPassOf(res, err)
 		},
 		wait: func(ctx context.Context, rv string, finished map[types.UID]bool) (string, error) {
+			// client-go's watch logs (a watch it opens again) go to the pass's log, not to klog's stderr.
+			ctx = logr.NewContext(ctx, zerologr.New(zerolog.Ctx(ctx)))
 			return kube.WaitJobEnd(ctx, jobs, sel, rv, finished)
 		},
 	}
