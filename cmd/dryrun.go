@@ -116,7 +116,7 @@ func printActions(out io.Writer, p *scheduler.Plan, queue string) error {
 		if d.Queue != queue {
 			continue
 		}
-		fmt.Fprintf(w, "delete\t%s\t%q\t%d\t%s %s: %s\n", d.Name, d.Key, d.Attempt, d.State, stamp(d.FinishedAt), printable(d.Delete))
+		fmt.Fprintf(w, "delete\t%s\t%q\t%d\t%s %s: %s\n", printable(d.Name), d.Key, d.Attempt, d.State, stamp(d.FinishedAt), printable(d.Delete))
 	}
 	for _, c := range p.Creates {
 		if c.Queue != queue {

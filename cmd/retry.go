@@ -36,7 +36,7 @@ an error (exit 2) and nothing is deleted. --dry-run says what it would delete.`,
 				verb = "would delete"
 			}
 			for _, j := range records {
-				fmt.Fprintf(g.out, "%s %s (task %q, attempt %d): the next tick starts it again at attempt 1\n", verb, j.Name, j.Key, j.Attempt)
+				fmt.Fprintf(g.out, "%s %s (task %q, attempt %d): the next tick starts it again at attempt 1\n", verb, printable(j.Name), j.Key, j.Attempt)
 			}
 			return err
 		},
