@@ -34,19 +34,17 @@ func newStatusCmd(g *globalOptions) *cobra.Command {
 		Long: `status reports on the scheduler: backlog, Jobs by state, the tasks in backoff and the dead ones, slots,
 capacity and what the next tick would do. With a task key it shows that task: its Jobs and attempts, their pods
 (phase, node, reason), the variables its row would get now, and why it waits. It writes nothing.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 1 {
-				return usageError{fmt.Errorf("status takes at most one task key, not %d arguments", len(args))}
+		Args: cobra.MaximumNArgs(1),
+		PreRunE: func(*cobra.Command, []string) error {
+			if o.output != "table" && o.output != "json" && o.output != "yaml" {
+				return fmt.Errorf("-o: %q is not table, json or yaml", o.output)
+			}
+			if o.interval <= 0 {
+				return fmt.Errorf("--interval: must be positive, not %s", o.interval)
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.output != "table" && o.output != "json" && o.output != "yaml" {
-				return usageError{fmt.Errorf("-o: %q is not table, json or yaml", o.output)}
-			}
-			if o.interval <= 0 {
-				return usageError{fmt.Errorf("--interval: must be positive, not %s", o.interval)}
-			}
 			s, closeFn, err := g.newScheduler(schedulerOptions{source: true})
 			if err != nil {
 				return err
