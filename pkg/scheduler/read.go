@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/rs/zerolog"
@@ -26,7 +27,7 @@ type RowCheck struct {
 // checkRows asks the queue's source, in one read pushed down like the others, which of the plan's succeeded, dead and due
 // keys the query still selects.
 func (s *Scheduler) checkRows(ctx context.Context, p *Plan, src rows.Source) (RowCheck, error) {
-	keys := append(append(append([]string(nil), p.succeeded...), p.dead...), p.due...)
+	keys := p.checkKeys()
 	if src == nil || len(keys) == 0 {
 		return RowCheck{}, nil
 	}
@@ -35,6 +36,11 @@ func (s *Scheduler) checkRows(ctx context.Context, p *Plan, src rows.Source) (Ro
 		return RowCheck{}, err
 	}
 	return p.check(selected), nil
+}
+
+// checkKeys are the keys checkRows asks the source about: the succeeded, dead and due tasks.
+func (p *Plan) checkKeys() []string {
+	return append(append(append([]string(nil), p.succeeded...), p.dead...), p.due...)
 }
 
 // check is the pure part of checkRows: selected are the keys the query still returns.
@@ -93,12 +99,14 @@ type Admission struct {
 // read reads the rows there is room for in p (one queue's plan) from the queue's source and admits each. The rows are read with the keys that have a Job
 // excluded; a row that cannot get a Job is skipped and more rows are read in its place, asking each time for what is
 // still needed plus as many as were skipped so far, so a head of bad rows costs a few reads, not a stalled queue.
-// The rows a --rows file left out as repeated keys are skipped too: the file is read with them.
+// The rows a --rows file left out as repeated keys are skipped too: the file is read with them. The request saturates
+// (the slots may be near the top of int), and every round after the first checks ctx: a source that does not (a
+// --rows file) still ends with the pass's deadline.
 func (s *Scheduler) read(ctx context.Context, p *Plan, q Queue) (a Admission, err error) {
 	if f, ok := q.Source.(*rows.File); ok {
 		defer func() { a.Skipped = append(a.Skipped, fileSkips(f)...) }()
 	}
-	if p.Slots == 0 || q.Source == nil {
+	if p.Slots <= 0 || q.Source == nil {
 		return a, nil
 	}
 	exclude := append([]string(nil), p.exclude...)
@@ -108,8 +116,14 @@ func (s *Scheduler) read(ctx context.Context, p *Plan, q Queue) (a Admission, er
 		budget = s.maxSkipped
 	}
 	skipped := len(p.Skipped) // the worker bugs count against the budget, as rows skipped this pass
-	for need > 0 && skipped < budget {
-		ask := min(need+skipped, need+budget-skipped)
+	for round := 0; need > 0 && skipped < budget; round++ {
+		if err = ctx.Err(); err != nil && round > 0 { // the first request is the source's to refuse
+			return a, err
+		}
+		ask := need // + min(skipped, budget−skipped): what is needed and as many as were skipped, within the budget
+		if more := min(skipped, budget-skipped); ask <= math.MaxInt-more {
+			ask += more
+		}
 		var got []rows.Row
 		got, err = q.Source.Select(ctx, rows.Selection{Exclude: exclude, Limit: ask, Held: held})
 		if err != nil {
@@ -148,6 +162,18 @@ func (s *Scheduler) read(ctx context.Context, p *Plan, q Queue) (a Admission, er
 		zerolog.Ctx(ctx).Warn().Int("skipped", skipped).Msg("stopped reading: too many selected rows in a row could not get a Job; the next pass reads on")
 	}
 	return a, nil
+}
+
+// readQueue is the read step of one queue: read when it has slots, and when it has none, prove its source answers all
+// the same (a pass that reads no row would not see a lost database while the queue is full), unless the row check
+// already read from it this pass.
+func (s *Scheduler) readQueue(ctx context.Context, p *Plan, q Queue) (Admission, error) {
+	if p.Slots == 0 && q.Source != nil && len(p.checkKeys()) == 0 {
+		if err := q.Source.Ping(ctx); err != nil {
+			return Admission{}, err
+		}
+	}
+	return s.read(ctx, p, q)
 }
 
 // fileSkips are the skips of the rows a --rows file left out: a value no row can hold (not valid UTF-8), and a

@@ -167,12 +167,13 @@ func (s *Scheduler) checkQueues(ctx context.Context, x *execution, p *Plan) (*Pl
 	})
 }
 
-// readQueues is step 6 for each queue with slots: its rows read and admitted, up to its slots.
+// readQueues is step 6 for each queue with slots: its rows read and admitted, up to its slots; a queue without
+// slots reads no row but proves its source answers (readQueue).
 func (s *Scheduler) readQueues(ctx context.Context, x *execution, p *Plan) (*Plan, Admission, error) {
 	qs := s.AllQueues()
 	var a Admission
 	p, err := p.eachQueue(s.Config, func(i int, _ *config.Config, part *Plan) (*Plan, error) {
-		qa, err := s.read(ctx, part, qs[i])
+		qa, err := s.readQueue(ctx, part, qs[i])
 		a.RowsWait = a.RowsWait || qa.RowsWait
 		return x.rows(part.admitted(qa), err)
 	})

@@ -240,6 +240,7 @@ func (f failingSource) Select(context.Context, rows.Selection) ([]rows.Row, erro
 func (f failingSource) Count(context.Context, []string, int) (int, error)          { return 0, f.err }
 func (f failingSource) Selected(context.Context, []string) ([]string, error)       { return nil, f.err }
 func (f failingSource) Lookup(context.Context, []string) ([]rows.Row, error)       { return nil, f.err }
+func (f failingSource) Ping(context.Context) error                                 { return f.err }
 
 // TestPassFailures: the deletes never wait on the database or the capacity LISTs; a failure there means "create
 // nothing this pass" and a run-time error (exit 1); a query the database rejects as wrong is a configuration error.
@@ -252,6 +253,8 @@ func TestPassFailures(t *testing.T) {
 		source      rows.Source
 		failList    string // a resource whose LIST fails
 		failDelete  bool   // every delete fails
+		maxActive   int    // limits.maxActive when not 0 (one Job runs)
+		onlyRunning bool   // no finished Job either: no row to check
 		wantActions []string
 		wantErr     string
 		wantConfig  bool
@@ -260,6 +263,9 @@ func TestPassFailures(t *testing.T) {
 		{name: "database down: the deletes happen, nothing is created", mode: Execute, source: failingSource{boom},
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old"},
 			wantErr:     "connection refused", wantBlocked: "reading rows failed"},
+		{name: "database down while maxActive is reached: no row to read, and the pass still fails", mode: Execute,
+			source: failingSource{boom}, maxActive: 1, onlyRunning: true,
+			wantActions: []string{"list jobs", "list pods"}, wantErr: "connection refused", wantBlocked: "reading rows failed"},
 		{name: "a query the database rejects: configuration error, nothing created", mode: Execute,
 			source:      failingSource{&config.Error{Err: errors.New("source.query: syntax error")}},
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old"},
@@ -290,8 +296,14 @@ func TestPassFailures(t *testing.T) {
 				if tc.capacity != "" {
 					c.Limits.Capacity = tc.capacity
 				}
+				if tc.maxActive != 0 {
+					c.Limits.MaxActive = &tc.maxActive
+				}
 			})
 			client := fake.NewClientset(job("old", batchv1.JobComplete, 3*time.Hour), job("run", "", 0))
+			if tc.onlyRunning {
+				client = fake.NewClientset(job("run", "", 0))
+			}
 			if tc.failDelete {
 				client.PrependReactor("delete", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
 					return true, nil, apierrors.NewInternalError(errors.New("etcd timeout"))

@@ -140,6 +140,8 @@ func (s *Source) Selected(_ context.Context, keys []string) ([]string, error) {
 	return out, nil
 }
 
+func (s *Source) Ping(context.Context) error { return nil }
+
 func (s *Source) Lookup(_ context.Context, keys []string) ([]rows.Row, error) {
 	var out []rows.Row
 	for _, r := range s.Rows {
