@@ -66,22 +66,13 @@ type installRoom struct {
 // R = min(limits.maxPerTick, limits.maxActive − unfinished Jobs of all queues [, limits.maxQueued − queued]).
 func Decide(cfg *config.Config, obs *Observation) *Plan {
 	qs := cfg.AllQueues()
-	byQueue := make([][]JobSummary, len(qs))
-	if len(qs) == 1 {
-		byQueue[0] = obs.Jobs // every Job is the one queue's: no second copy of 10,000 summaries at the pass's peak
-	} else {
-		for _, j := range obs.Jobs {
-			i := cfg.QueueIndex(j.Queue)
-			byQueue[i] = append(byQueue[i], j)
-		}
-	}
 	parts := make([]*Plan, len(qs))
 	unfinished, queued, unschedulable := 0, 0, 0
 	first := ""
 	for i := range qs {
-		o := *obs
-		o.Jobs = byQueue[i]
-		p := decideQueue(cfg.QueueConfig(i), &o) // its Jobs carry its name (QueueName), none for the implicit queue
+		// Each queue reads its Jobs in obs.Jobs: no second copy of 10,000 summaries at the pass's peak.
+		mine := func(j *JobSummary) bool { return len(qs) == 1 || cfg.QueueIndex(j.Queue) == i }
+		p := decideQueue(cfg.QueueConfig(i), obs, mine) // its Jobs carry its name (QueueName), none for the implicit queue
 		unfinished, queued, unschedulable = unfinished+p.Unfinished, queued+p.queued, unschedulable+p.Unschedulable
 		if first == "" {
 			first = p.firstUnschedulable()
@@ -140,12 +131,24 @@ func (p *Plan) with(cfg *config.Config, parts []*Plan) *Plan {
 	}
 	q := &Plan{Scheduler: p.Scheduler, Namespace: p.Namespace, Query: p.Query, parts: parts, inst: p.inst, order: p.order,
 		retry: map[string]*JobStatus{}}
+	// The install's Jobs and exclusions are the parts' put together, sorted: a copy of every Job, made again only when
+	// a step gave a part new ones (not at each of the pass's steps, which would copy 10,000 Jobs each time).
+	same := len(p.parts) == len(parts)
+	for i := 0; same && i < len(parts); i++ {
+		same = sameSlice(p.parts[i].Jobs, parts[i].Jobs) && sameSlice(p.parts[i].exclude, parts[i].exclude)
+	}
+	if same {
+		q.Jobs, q.exclude = p.Jobs, p.exclude
+	}
 	sum := 0
 	var limits []string
 	blocked := map[string]bool{}
 	for i, part := range parts {
 		name := qs[i].Name
-		q.Jobs = append(q.Jobs, part.Jobs...)
+		if !same {
+			q.Jobs = append(q.Jobs, part.Jobs...)
+			q.exclude = append(q.exclude, part.exclude...)
+		}
 		q.Unfinished += part.Unfinished
 		q.Unschedulable += part.Unschedulable
 		q.Selected += part.Selected
@@ -153,7 +156,6 @@ func (p *Plan) with(cfg *config.Config, parts []*Plan) *Plan {
 			sk.Queue = name
 			q.Skipped = append(q.Skipped, sk)
 		}
-		q.exclude = append(q.exclude, part.exclude...)
 		q.queued += part.queued
 		q.hard = q.hard || part.hard
 		q.roomBound = q.roomBound || part.roomBound
@@ -165,8 +167,10 @@ func (p *Plan) with(cfg *config.Config, parts []*Plan) *Plan {
 			Creates: len(part.Creates), Capacity: part.Capacity, Query: part.Query, GroupsAtCap: part.groupsAtCap(qs[i].Limits.PerGroup),
 			exclude: part.exclude})
 	}
-	slices.SortFunc(q.Jobs, func(a, b JobStatus) int { return strings.Compare(a.Name, b.Name) })
-	slices.Sort(q.exclude)
+	if !same {
+		slices.SortFunc(q.Jobs, func(a, b JobStatus) int { return strings.Compare(a.Name, b.Name) })
+		slices.Sort(q.exclude)
+	}
 	q.Slots, q.Limit = sum, strings.Join(limits, "; ")
 	if p.inst.slots <= sum { // the install's limits bind (or tie): they are what frees slots for every queue
 		q.Slots, q.Limit = p.inst.slots, p.inst.limit
@@ -180,6 +184,11 @@ func (p *Plan) with(cfg *config.Config, parts []*Plan) *Plan {
 	}
 	q.Creates = creates(parts, qs, p.order)
 	return q
+}
+
+// sameSlice says a and b are the same slice (the same elements in the same memory), not equal ones.
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // groupsAtCap are the groups of one queue's plan with g.MaxActive unfinished Jobs, its creates counted, sorted.
