@@ -104,8 +104,6 @@ func fillPassOf(res scheduler.Result, err error) fillPass {
 	if res.Plan == nil {
 		return p
 	}
-	// A pass with no room read no row: whether rows wait, the pass after a Job's end tells.
-	p.rowsWait = p.rowsWait || (p.room && res.Plan.Slots == 0)
 	for _, j := range res.Plan.Jobs {
 		if j.FinishedAt != nil {
 			p.finished[j.UID] = true

@@ -259,6 +259,19 @@ func (c *Config) validateQueues() []error {
 			} else {
 				prefixes[p] = i
 			}
+			// A Job's name is the prefix, "-", then the key's readable part: "r-" + "b-…" is "r-b-" + "…".
+			for j := range i {
+				other := c.Queues[j].Job.NamePrefix
+				switch of := strings.TrimSuffix(c.queueAt(j).String(), "."); {
+				case other == "":
+				case strings.HasPrefix(p, other+"-"):
+					bad("job.namePrefix", "%q begins with %q, the name prefix of %s: the queues' Job names could collide (set job.namePrefix so that neither begins with the other and a dash)",
+						p, other+"-", of)
+				case strings.HasPrefix(other, p+"-"):
+					bad("job.namePrefix", "%q is how %q, the name prefix of %s, begins: the queues' Job names could collide (set job.namePrefix so that neither begins with the other and a dash)",
+						p+"-", other, of)
+				}
+			}
 		}
 		errs = append(errs, validateEnv(path, *q.Env)...)
 		errs = append(errs, validateGC(path, *q.GC.SucceededRetention, q.GC.FailedRetention)...)

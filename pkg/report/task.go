@@ -113,11 +113,7 @@ func TaskViewOf(ctx context.Context, s *scheduler.Scheduler, key string) (*TaskV
 		if len(rows) > 0 {
 			selected, qi = true, i
 			renderer := qs[i].Renderer
-			attempt := scheduler.NextAttempt(newest) // a Job in backoff: the next attempt; else its own
-			if newest != nil && newest.State != scheduler.StateBackoff {
-				attempt = newest.Attempt
-			}
-			env, err := renderer.Env(rows[0], attempt)
+			env, err := renderer.Env(rows[0], scheduler.RowAttempt(newest))
 			var rowErr *render.RowError
 			if errors.As(err, &rowErr) {
 				noJob = rowErr.Reason

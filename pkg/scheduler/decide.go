@@ -35,6 +35,7 @@ func decideQueue(cfg *config.Config, obs *Observation, mine func(*JobSummary) bo
 	p := &Plan{
 		Scheduler: cfg.Name,
 		Namespace: cfg.Namespace,
+		queueName: cfg.QueueName,
 		retry:     map[string]*JobStatus{},
 	}
 	podsByJob := map[types.UID][]PodSummary{}

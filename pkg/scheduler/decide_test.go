@@ -26,10 +26,13 @@ type decided struct {
 	Retry                           map[string]int // key → the attempt its next Job gets
 }
 
+// view is what a test compares of the plan of a configuration without queues: the install's Jobs and room, its one
+// queue's keys and pods.
 func view(p *Plan) decided {
+	q := p.parts[0]
 	d := decided{Jobs: map[string]string{}, Retry: map[string]int{}, Unfinished: p.Unfinished, Unschedulable: p.Unschedulable,
-		UnboundPods: p.unboundPods, PodlessPods: p.podlessPods, Slots: p.Slots, Limit: p.Limit, Blocked: p.Blocked,
-		Exclude: p.exclude, Succeeded: p.succeeded, Dead: p.dead, Due: p.due}
+		UnboundPods: q.unboundPods, PodlessPods: q.podlessPods, Slots: p.Slots, Limit: p.Limit, Blocked: p.Blocked,
+		Exclude: p.exclude, Succeeded: q.succeeded, Dead: q.dead, Due: q.due}
 	for _, j := range p.Jobs {
 		v := string(j.State) + " " + strconv.Itoa(j.Attempt)
 		if j.Delete != "" {
@@ -40,7 +43,7 @@ func view(p *Plan) decided {
 		}
 		d.Jobs[j.Name] = v
 	}
-	for k, last := range p.retry {
+	for k, last := range q.retry {
 		d.Retry[k] = last.Attempt + 1
 	}
 	return d

@@ -102,7 +102,7 @@ func TestPass(t *testing.T) {
 			rows:        []string{"done", "next"},
 			wantActions: []string{"list jobs", "list pods", "create jobs " + name("next")},
 			wantExclude: []string{"done"},
-			wantSum:     Summary{Selected: 1, Created: 1, Skipped: 1}, // skipped: the worker bug, said with its key
+			wantSum:     Summary{Selected: 2, Created: 1, Skipped: 1}, // skipped: the worker bug, said with its key, a row the check selected
 		},
 		{
 			name:    "AlreadyExists from a concurrent pass is already present",
@@ -194,6 +194,7 @@ func TestPass(t *testing.T) {
 			if diff := cmp.Diff(tc.wantActions, actions(client)); diff != "" {
 				t.Errorf("actions (-want +got):\n%s", diff)
 			}
+			checkCreated(t, client, cfg, src.Rows)
 			if diff := cmp.Diff(tc.wantSum, sum); diff != "" {
 				t.Errorf("summary (-want +got):\n%s", diff)
 			}
@@ -209,6 +210,31 @@ func TestPass(t *testing.T) {
 				t.Errorf("Select excluded %v, want %v", firstExclude, tc.wantExclude)
 			}
 		})
+	}
+}
+
+// checkCreated compares each Job the client was asked to create, whole, with the Job its row renders for that
+// attempt (sample-controller's checkAction): the pass sends what it planned, as the renderer made it.
+func checkCreated(t *testing.T, client *fake.Clientset, cfg *config.Config, rs []rows.Row) {
+	t.Helper()
+	want := map[string]*batchv1.Job{}
+	r := render.New(cfg, nil)
+	for _, row := range rs {
+		for n := 1; n <= cfg.MaxAttempts(); n++ {
+			if j, err := r.Job(row, n); err == nil {
+				want[j.Name] = j
+			}
+		}
+	}
+	for _, a := range client.Actions() {
+		c, ok := a.(k8stesting.CreateAction)
+		if !ok {
+			continue
+		}
+		got := c.GetObject().(*batchv1.Job)
+		if diff := cmp.Diff(want[got.Name], got); diff != "" {
+			t.Errorf("created Job %s (-rendered +sent):\n%s", got.Name, diff)
+		}
 	}
 }
 
