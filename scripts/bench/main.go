@@ -550,19 +550,26 @@ func (b *bench) peakRSS(cfgFile string, env []string) (float64, error) {
 }
 
 func (b *bench) peakRSSOnce(cfgFile string, env []string) (float64, error) {
-	cmd := exec.Command("/usr/bin/time", "-v", b.bin, "--config", cfgFile, "--kubeconfig", b.kcfg, "--log-format", "json", "dry-run")
+	mb, _, _, err := b.maxRSS(b.bin, cfgFile, env, "dry-run")
+	return mb, err
+}
+
+// maxRSS runs bin with cfgFile and args under /usr/bin/time -v and returns its maximum resident set size in MB, its
+// standard output and its standard error.
+func (b *bench) maxRSS(bin, cfgFile string, env []string, args ...string) (float64, []byte, string, error) {
+	cmd := exec.Command("/usr/bin/time", append([]string{"-v", bin, "--config", cfgFile, "--kubeconfig", b.kcfg, "--log-format", "json"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("%v: %s", err, tail(stderr.String()))
+		return 0, nil, "", fmt.Errorf("%v: %s", err, tail(stderr.String()))
 	}
 	m := regexp.MustCompile(`Maximum resident set size \(kbytes\): (\d+)`).FindStringSubmatch(stderr.String())
 	if m == nil {
-		return 0, fmt.Errorf("no maximum resident set size in: %s", tail(stderr.String()))
+		return 0, nil, "", fmt.Errorf("no maximum resident set size in: %s", tail(stderr.String()))
 	}
 	kb, _ := strconv.Atoi(m[1])
-	return float64(kb) * 1024 / 1e6, nil
+	return float64(kb) * 1024 / 1e6, stdout.Bytes(), stderr.String(), nil
 }
 
 func (b *bench) countJobs(ns string) (int, error) {
@@ -721,17 +728,9 @@ func (b *bench) makeJobs(cfg *config.Config, n int) error {
 	})
 }
 
-// scenario writes a config for scheduler name in ns reading table, and its template (pods that could never be
-// scheduled, should a controller make them), and returns the config's path.
-func (b *bench) scenario(name, ns, table string, maxActive, maxPerTick int) (string, error) {
-	if err := b.namespace(ns); err != nil {
-		return "", err
-	}
-	dir := filepath.Join(b.dir, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	tpl := `apiVersion: batch/v1
+// benchTemplate is the Job template of the bench's schedulers: pods that could never be scheduled, should a
+// controller make them.
+const benchTemplate = `apiVersion: batch/v1
 kind: Job
 spec:
   backoffLimit: 0
@@ -747,8 +746,19 @@ spec:
         resources:
           requests: {cpu: 100m, memory: 128Mi}
 `
+
+// scenario writes a config for scheduler name in ns reading table, and its template (pods that could never be
+// scheduled, should a controller make them), and returns the config's path.
+func (b *bench) scenario(name, ns, table string, maxActive, maxPerTick int) (string, error) {
+	if err := b.namespace(ns); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(b.dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
 	cfg := benchConfig(name, ns, table, fmt.Sprintf("limits:\n  maxActive: %d\n  maxPerTick: %d\n  capacity: \"off\"\n", maxActive, maxPerTick))
-	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(tpl), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(benchTemplate), 0o644); err != nil {
 		return "", err
 	}
 	file := filepath.Join(dir, "jobsched.yaml")

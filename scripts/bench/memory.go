@@ -6,11 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -138,23 +135,7 @@ func memoryConfigs(dir, ns, table string, n, queues int) (dryRun, tick string, e
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", err
 	}
-	tpl := `apiVersion: batch/v1
-kind: Job
-spec:
-  backoffLimit: 0
-  template:
-    spec:
-      restartPolicy: Never
-      nodeSelector:
-        jobsched.io/bench: nowhere
-      containers:
-      - name: worker
-        image: registry.example/worker:1.0
-        command: ["/worker", "--task", "$(TASK_ID)"]
-        resources:
-          requests: {cpu: 100m, memory: 128Mi}
-`
-	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(tpl), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(benchTemplate), 0o644); err != nil {
 		return "", "", err
 	}
 	doc := func(maxActive int) string {
@@ -217,18 +198,10 @@ func (b *bench) memoryJobs(cfgFile string, n int) error {
 // measureRSS runs one command of case c with bin and cfg under /usr/bin/time -v, checks that it did what c says
 // (dry-run: saw the n Jobs; tick: created memoryCreates Jobs, which it then deletes), and returns its peak RSS in MB.
 func (b *bench) measureRSS(bin, cfg string, c memoryCase, n int) (float64, error) {
-	args := append([]string{"-v", bin, "--config", cfg, "--kubeconfig", b.kcfg, "--log-format", "json"}, c.args...)
-	cmd := exec.Command("/usr/bin/time", args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("%v: %s", err, tail(stderr.String()))
+	mb, stdout, stderr, err := b.maxRSS(bin, cfg, nil, c.args...)
+	if err != nil {
+		return 0, err
 	}
-	m := regexp.MustCompile(`Maximum resident set size \(kbytes\): (\d+)`).FindStringSubmatch(stderr.String())
-	if m == nil {
-		return 0, fmt.Errorf("no maximum resident set size in: %s", tail(stderr.String()))
-	}
-	kb, _ := strconv.Atoi(m[1])
 	switch {
 	case c.tick:
 		made, err := b.countCreated(c.ns)
@@ -236,18 +209,18 @@ func (b *bench) measureRSS(bin, cfg string, c memoryCase, n int) (float64, error
 			return 0, err
 		}
 		if made != memoryCreates {
-			return 0, fmt.Errorf("the tick created %d Jobs, want %d: %s", made, memoryCreates, tail(stderr.String()))
+			return 0, fmt.Errorf("the tick created %d Jobs, want %d: %s", made, memoryCreates, tail(stderr))
 		}
 		if err := b.clearCreated(c.ns); err != nil {
 			return 0, err
 		}
 	case slices.Contains(c.args, "json"):
 		var p struct{ Unfinished int }
-		if err := json.Unmarshal(stdout.Bytes(), &p); err != nil || p.Unfinished != n {
+		if err := json.Unmarshal(stdout, &p); err != nil || p.Unfinished != n {
 			return 0, fmt.Errorf("the plan counts %d unfinished Jobs, want %d (%v)", p.Unfinished, n, err)
 		}
 	}
-	return float64(kb) * 1024 / 1e6, nil
+	return mb, nil
 }
 
 // notBase selects the Jobs a tick created (not made by the bench).
