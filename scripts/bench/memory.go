@@ -16,6 +16,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/testkit/runinfo"
 )
 
 // The memory part: the peak RSS of this build against a reference build (BENCH_REF, default be8acfe: before queues,
@@ -120,7 +121,7 @@ func (b *bench) memory() error {
 		}
 		rows = append(rows, row{what: fmt.Sprintf("peak RSS, %s, %s Jobs (median of %d alternating rounds; ratio: the median of the rounds' ratios)", c.what, thousands(n), rounds),
 			jobsched: fmt.Sprintf("%.1f MB (%s)", medianOf(mine[i]), mbs(mine[i])), reference: fmt.Sprintf("%.1f MB at %s (%s)", medianOf(theirs[i]), refName, mbs(theirs[i])),
-			ratio: fmt.Sprintf("%.2f", medianOf(ratios))})
+			ratio: fmt.Sprintf("%.2f", medianOf(ratios)), load: runinfo.LoadAvg(1)})
 	}
 	for _, r := range rows {
 		progress("  %s: %s | %s | %s", r.what, r.jobsched, r.reference, r.ratio)
