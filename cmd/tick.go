@@ -14,10 +14,10 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/events"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/metrics"
-	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
@@ -72,7 +72,7 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 	defer closeFn()
 	cfg := s.Config
 	jobs := s.Kube.BatchV1().Jobs(cfg.Namespace)
-	sel := labels.SelectorFromSet(labels.Set{render.LabelScheduler: cfg.Name}).String()
+	sel := labels.SelectorFromSet(labels.Set{jobmeta.LabelScheduler: cfg.Name}).String()
 	f := filler{fillFor: fillFor, now: time.Now,
 		pass: func(ctx context.Context, refill int) fillPass {
 			if refill > 0 {
@@ -216,7 +216,7 @@ func (g *globalOptions) guard(s *scheduler.Scheduler) error {
 	s.Guard = &lease.Guard{Client: leases.CoordinationV1(), Namespace: cfg.Namespace, Scheduler: cfg.Name,
 		Holder: lease.HolderFromEnv(), Duration: g.leaseDuration,
 		Confirm: func(ctx context.Context) error { // a read the Role grants: its Jobs
-			_, err := s.Kube.BatchV1().Jobs(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: render.LabelScheduler + "=" + cfg.Name, Limit: 1})
+			_, err := s.Kube.BatchV1().Jobs(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: jobmeta.LabelScheduler + "=" + cfg.Name, Limit: 1})
 			return err
 		}}
 	return nil

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/strictyaml"
 )
 
@@ -33,13 +34,6 @@ const (
 	// webhook suspends it and Kueue admits it when its ClusterQueue has quota; jobsched bounds the Jobs that wait
 	// (limits.maxQueued) instead of fitting them onto nodes itself.
 	CapacityKueue Capacity = "kueue"
-)
-
-// Kueue's labels and the managedBy of its MultiKueue controller.
-const (
-	KueueQueueLabel    = "kueue.x-k8s.io/queue-name"
-	KueuePriorityLabel = "kueue.x-k8s.io/priority-class"
-	KueueMultiKueue    = "kueue.x-k8s.io/multikueue"
 )
 
 // Config is jobsched.yaml.
@@ -709,14 +703,14 @@ func loadTemplate(file string, kueue bool) (*batchv1.Job, error) {
 	if job.Spec.Completions != nil && *job.Spec.Completions == 0 {
 		bad("spec.completions", "must not be 0: such a Job does none of the task's work, and holds its task's slot until it is deleted")
 	}
-	if m := job.Spec.ManagedBy; m != nil && *m != "" && *m != batchv1.JobControllerName && !(kueue && *m == KueueMultiKueue) {
+	if m := job.Spec.ManagedBy; m != nil && *m != "" && *m != batchv1.JobControllerName && !(kueue && *m == jobmeta.KueueMultiKueue) {
 		bad("spec.managedBy", fmt.Sprintf("must be empty or %s, not %q: jobsched counts and retires Jobs as the Job "+
 			"controller runs them, and a Job another controller manages may never finish", batchv1.JobControllerName, *m))
 	}
 	for _, labels := range []map[string]string{job.Labels, job.Spec.Template.Labels} {
-		if _, ok := labels[KueueQueueLabel]; ok {
+		if _, ok := labels[jobmeta.KueueQueueLabel]; ok {
 			bad("metadata.labels", fmt.Sprintf("must not set %s: with limits.capacity: kueue jobsched sets it from "+
-				"kueue.localQueue; in another mode Kueue would hold the Jobs while jobsched counts them as starting", KueueQueueLabel))
+				"kueue.localQueue; in another mode Kueue would hold the Jobs while jobsched counts them as starting", jobmeta.KueueQueueLabel))
 			break
 		}
 	}
