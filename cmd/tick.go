@@ -12,13 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/jobsched/jobsched/pkg/backlog"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/events"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/metrics"
-	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -176,12 +176,12 @@ func pushMetrics(ctx context.Context, s *scheduler.Scheduler, url string, mode s
 		p.Job = metrics.JobGC
 	} else if plan != nil && s.AllQueues()[0].Source != nil && ctx.Err() == nil {
 		bctx, cancel := context.WithTimeout(ctx, reportTimeout)
-		bs, err := report.Backlogs(bctx, s, plan)
+		bs, err := backlog.AfterPass(bctx, s, plan)
 		cancel()
 		if err != nil {
 			log.Warn().Err(err).Msg("cannot count the backlog for the metrics")
 		} else {
-			rows, capped := report.Total(bs)
+			rows, capped := backlog.Total(bs)
 			p.Backlog = &metrics.Backlog{Rows: rows, Capped: capped}
 			if len(p.Queues) > 0 {
 				p.QueueBacklogs = map[string]metrics.Backlog{}

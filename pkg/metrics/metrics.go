@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
 
+	"github.com/jobsched/jobsched/pkg/backlog"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
@@ -50,7 +51,7 @@ type Pass struct {
 	QueueBacklogs map[string]Backlog
 }
 
-// Backlog is the rows the query selects that have no Job, counted up to report.BacklogCap.
+// Backlog is the rows the query selects that have no Job, counted up to backlog.Cap.
 type Backlog struct {
 	Rows   int
 	Capped bool
@@ -100,7 +101,7 @@ func Push(ctx context.Context, url string, p Pass) error {
 		if p.Backlog != nil {
 			rows, capped = float64(p.Backlog.Rows), boolean(p.Backlog.Capped)
 		}
-		gauge("jobsched_backlog_rows", fmt.Sprintf("Rows the query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", report.BacklogCap), rows)
+		gauge("jobsched_backlog_rows", fmt.Sprintf("Rows the query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", backlog.Cap), rows)
 		gauge("jobsched_backlog_capped", "1 when there are more rows than jobsched_backlog_rows counts.", capped)
 	}
 	if len(p.Queues) > 0 {
@@ -164,7 +165,7 @@ func pushQueues(reg *prometheus.Registry, p Pass) {
 	selected := vec("jobsched_queue_selected_rows", "Rows the last pass read for the queue.")
 	share := vec("jobsched_queue_planned_jobs", "Jobs the last pass planned for the queue: its share of the install's slots (jobsched_pass_created_jobs counts those created).")
 	blocked := vec("jobsched_queue_blocked", "1 when the queue could create nothing in the last pass (its slots were 0).")
-	rows := vec("jobsched_queue_backlog_rows", fmt.Sprintf("Rows the queue's query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", report.BacklogCap))
+	rows := vec("jobsched_queue_backlog_rows", fmt.Sprintf("Rows the queue's query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", backlog.Cap))
 	capped := vec("jobsched_queue_backlog_capped", "1 when the queue has more rows than jobsched_queue_backlog_rows counts.")
 	atCap := vec("jobsched_queue_groups_at_cap", "Groups of the queue (limits.perGroup) at their cap of unfinished Jobs after the last pass; 0 without a perGroup.")
 	for _, name := range p.Queues {

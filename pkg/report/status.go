@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jobsched/jobsched/pkg/backlog"
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kueue"
@@ -21,9 +22,6 @@ type (
 	JobStatus    = scheduler.JobStatus
 	QueryFinding = scheduler.QueryFinding
 )
-
-// BacklogCap is how far status counts the rows waiting for a Job.
-const BacklogCap = 10000
 
 // StatusAPIVersion and StatusKind identify the status document.
 const (
@@ -60,7 +58,7 @@ type Status struct {
 // Work is the install's or one queue's work as status sees it: the backlog, the Jobs by state, and the next pass's
 // room.
 type Work struct {
-	// Backlog counts the rows the query selects that have no Job yet, up to BacklogCap; BacklogCapped says there
+	// Backlog counts the rows the query selects that have no Job yet, up to backlog.Cap; BacklogCapped says there
 	// are more.
 	Backlog       int           `json:"backlog"`
 	BacklogCapped bool          `json:"backlogCapped"`
@@ -165,11 +163,11 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 			st.Dead = append(st.Dead, t)
 		}
 	}
-	bs, err := queueBacklogs(ctx, s, p, nil)
+	bs, err := backlog.Counts(ctx, s, p, nil)
 	if err != nil {
 		return nil, err
 	}
-	st.Backlog, st.BacklogCapped = Total(bs)
+	st.Backlog, st.BacklogCapped = backlog.Total(bs)
 	st.Queues = queueStatuses(ctx, s, p, bs)
 	n := st.Backlog
 	var runs []scheduler.Run
