@@ -23,7 +23,6 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/backlog"
 	"github.com/jobsched/jobsched/pkg/config"
-	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -73,7 +72,7 @@ func Push(ctx context.Context, url string, p Pass) error {
 
 	jobs := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "jobsched_jobs",
 		Help: "This scheduler's Jobs by state after the last pass (those it deleted not counted); NaN when they could not be listed."}, []string{"state"})
-	for _, st := range report.States { // the states status counts, one series each
+	for _, st := range scheduler.States { // the states status counts, one series each
 		v := math.NaN()
 		if p.Plan != nil {
 			v = float64(p.Plan.Count(st))
@@ -149,7 +148,7 @@ func pushQueues(reg *prometheus.Registry, p Pass) {
 	jobs := vec("jobsched_queue_jobs", "The queue's Jobs by state after the last pass (as jobsched_jobs); NaN when they could not be listed.", "state")
 	for _, name := range p.Queues {
 		_, ok := planned[name]
-		for _, st := range report.States {
+		for _, st := range scheduler.States {
 			v := math.NaN()
 			if ok {
 				v = float64(p.Plan.CountIn(name, st))

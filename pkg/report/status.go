@@ -75,7 +75,7 @@ type Work struct {
 // work is the Work of plan p's Jobs of queue (all queues: ""), with its room; the backlog is added by the caller.
 func work(p *scheduler.Plan, queue string, unfinished, slots int, limit, blocked string, c *capacity.Report) Work {
 	w := Work{States: map[State]int{}, Unfinished: unfinished, Slots: slots, Limit: limit, Blocked: blocked, Capacity: c}
-	for _, state := range States {
+	for _, state := range scheduler.States {
 		w.States[state] = p.CountIn(queue, state)
 	}
 	return w
@@ -104,10 +104,6 @@ func retryPolicy(cfg *config.Config) RetryPolicy {
 	return RetryPolicy{MaxAttempts: cfg.MaxAttempts(), Backoff: cfg.Retry.Backoff.Duration.String(),
 		MaxBackoff: cfg.Retry.MaxBackoff.Duration.String(), DeadRetention: cfg.Retry.DeadRetention.Duration.String()}
 }
-
-// States are the states Status counts, in the order it shows them (superseded Jobs are deleted by the pass).
-var States = []State{scheduler.StateRunning, scheduler.StateStarting, scheduler.StateUnschedulable,
-	scheduler.StateQueued, scheduler.StateSucceeded, scheduler.StateBackoff, scheduler.StateDead}
 
 // KueueStatus is what status shows of Kueue (limits.capacity: kueue): how many Jobs wait in it against
 // limits.maxQueued, the LocalQueue's own counts, and why Kueue's objects could not be read, if so.
