@@ -23,6 +23,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/pushurl"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
@@ -165,7 +166,7 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 					return usageError{fmt.Errorf("-n/--namespace: %q is not a valid namespace: %s", g.namespace, strings.Join(msgs, "; "))}
 				}
 			}
-			if err := config.ValidatePushgateway(g.pushgateway); err != nil {
+			if err := pushurl.Validate(g.pushgateway); err != nil {
 				return usageError{fmt.Errorf("--pushgateway: %w", err)}
 			}
 			if q := float64(g.kube.QPS); math.IsNaN(q) || math.IsInf(q, 0) {

@@ -19,6 +19,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/metrics"
+	"github.com/jobsched/jobsched/pkg/pushurl"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -198,7 +199,7 @@ func pushMetrics(ctx context.Context, s *scheduler.Scheduler, url string, mode s
 		log.Warn().Err(err).Msg("metrics not pushed")
 		return
 	}
-	log.Debug().Str("pushgateway", config.RedactURL(url)).Msg("metrics pushed")
+	log.Debug().Str("pushgateway", pushurl.Redact(url)).Msg("metrics pushed")
 }
 
 // guard makes a tick's passes take the scheduler's Lease (one pass of the scheduler at a time creates), on a client

@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/push"
 
 	"github.com/jobsched/jobsched/pkg/backlog"
-	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/pushurl"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -113,7 +113,7 @@ func Push(ctx context.Context, url string, p Pass) error {
 	// The credentials go as basic auth, not in the URL: the push package's errors quote its URL whole.
 	u, err := neturl.Parse(url)
 	if err != nil {
-		return fmt.Errorf("pushing metrics: %s", config.ValidatePushgateway(url))
+		return fmt.Errorf("pushing metrics: %s", pushurl.Validate(url))
 	}
 	user := u.User
 	u.User = nil

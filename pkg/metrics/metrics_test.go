@@ -17,7 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/pushurl"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -261,8 +261,8 @@ func hexEscape(s string) string {
 // pushgatewayTexts is every text a Pushgateway URL reaches: its validation error, the URL as jobsched prints it,
 // and the push's error.
 func pushgatewayTexts(raw string) []string {
-	texts := []string{config.RedactURL(raw)}
-	if err := config.ValidatePushgateway(raw); err != nil {
+	texts := []string{pushurl.Redact(raw)}
+	if err := pushurl.Validate(raw); err != nil {
 		return append(texts, err.Error())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
