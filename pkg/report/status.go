@@ -11,6 +11,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/backlog"
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/drain"
 	"github.com/jobsched/jobsched/pkg/kueue"
 	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/scheduler"
@@ -47,7 +48,7 @@ type Status struct {
 	Jobs    []JobStatus `json:"jobs"`
 	Next    string      `json:"next"`
 	// Drain is how long the backlog will take at the rate this scheduler's Jobs have been succeeding.
-	Drain scheduler.DrainEstimate `json:"drain"`
+	Drain drain.Estimate `json:"drain"`
 	// Lease is the scheduler's Lease as status reads it (nil offline): who creates now, if anyone.
 	Lease *lease.Info `json:"lease,omitempty"`
 	// Queues are the install's queues (config queues:), in the configuration's order; the fields above are the
@@ -166,13 +167,13 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 	st.Backlog, st.BacklogCapped = backlog.Total(bs)
 	st.Queues = queueStatuses(ctx, s, p, bs)
 	n := st.Backlog
-	var runs []scheduler.Run
+	var runs []drain.Run
 	for _, j := range p.Jobs {
 		if j.State == scheduler.StateSucceeded && j.StartedAt != nil && j.FinishedAt != nil {
-			runs = append(runs, scheduler.Run{Start: *j.StartedAt, End: *j.FinishedAt})
+			runs = append(runs, drain.Run{Start: *j.StartedAt, End: *j.FinishedAt})
 		}
 	}
-	st.Drain = scheduler.EstimateDrain(st.Backlog, st.BacklogCapped, s.Now().UTC(), runs)
+	st.Drain = drain.Of(st.Backlog, st.BacklogCapped, s.Now().UTC(), runs)
 	if s.Kube != nil { // read, never taken: status does not wait for a pass
 		info := lease.Describe(ctx, s.Kube.CoordinationV1(), s.Config.Namespace, s.Config.Name)
 		st.Lease = &info
