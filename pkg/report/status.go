@@ -179,7 +179,7 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 		st.Lease = &info
 	}
 	if len(p.Queues) == 0 { // with queues:, each queue's read is its own: Queues[].Query
-		st.Query = s.Explain(ctx, p)
+		st.Query = s.ExplainQueue(ctx, p, 0)
 	}
 	deletes := len(p.Deletes())
 	switch {
