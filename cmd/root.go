@@ -1,5 +1,5 @@
-// Package cmd is jobsched's command line: one file per subcommand, each turning flags into options and calling the
-// scheduler package.
+// Package cmd is jobsched's command line: one file per subcommand, each turning its flags into a call of a pkg
+// package.
 package cmd
 
 import (

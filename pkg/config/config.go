@@ -1,4 +1,4 @@
-// Package config reads and validates jobsched.yaml and the Job template it names.
+// Package config reads jobsched.yaml, with the Job template it names, into a validated Config.
 package config
 
 import (

@@ -1,5 +1,7 @@
-// Package render turns a row into its Job: the deterministic name, the labels and annotations that tie the Job to its
-// scheduler and task, and the environment built from the row's columns.
+// Package render turns a row into its Job.
+//
+// The Job gets a deterministic name, the labels and annotations (package jobmeta) that tie it to its scheduler and
+// task, and the environment built from the row's columns.
 package render
 
 import (

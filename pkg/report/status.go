@@ -1,6 +1,8 @@
 // Package report holds the read-only reports of a scheduler: `jobsched status` (Status), `jobsched status KEY` (the
-// task view) and the backlog the metrics push. Each is a versioned document for scripts. They observe and decide as
-// a pass does (scheduler.Observe, scheduler.Decide), read rows but never a page of them, and write nothing.
+// task view).
+//
+// Each is a versioned document for scripts. They observe and decide as a pass does (scheduler.Observe,
+// scheduler.Decide), read rows but never a page of them, and write nothing.
 package report
 
 import (
