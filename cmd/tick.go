@@ -17,8 +17,8 @@ import (
 	"github.com/jobsched/jobsched/pkg/backlog"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/events"
+	"github.com/jobsched/jobsched/pkg/jobend"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
-	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/metrics"
 	"github.com/jobsched/jobsched/pkg/pushurl"
@@ -94,7 +94,7 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 		wait: func(ctx context.Context, rv string, finished map[types.UID]bool) (string, error) {
 			// client-go's watch logs (a watch it opens again) go to the pass's log, not to klog's stderr.
 			ctx = logr.NewContext(ctx, zerologr.New(zerolog.Ctx(ctx)))
-			return kube.WaitJobEnd(ctx, jobs, sel, rv, finished)
+			return jobend.Wait(ctx, jobs, sel, rv, finished)
 		},
 	}
 	return f.run(ctx)
