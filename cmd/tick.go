@@ -187,14 +187,7 @@ func pushMetrics(ctx context.Context, s *scheduler.Scheduler, url string, mode s
 		if err != nil {
 			log.Warn().Err(err).Msg("cannot count the backlog for the metrics")
 		} else {
-			rows, capped := backlog.Total(bs)
-			p.Backlog = &metrics.Backlog{Rows: rows, Capped: capped}
-			if len(p.Queues) > 0 {
-				p.QueueBacklogs = map[string]metrics.Backlog{}
-				for _, b := range bs {
-					p.QueueBacklogs[b.Queue] = metrics.Backlog{Rows: b.Rows, Capped: b.Capped}
-				}
-			}
+			p.Backlogs = bs
 		}
 	}
 	// Pushed even after SIGTERM: the push is bounded, and it is what says the pass was cut short.

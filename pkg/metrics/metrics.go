@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math"
 	neturl "net/url"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,20 +41,14 @@ type Pass struct {
 	Duration  time.Duration
 	Summary   scheduler.Summary
 	Plan      *scheduler.Plan // nil: the Jobs could not be listed
-	Backlog   *Backlog        // nil: not counted (gc, or the count failed); tick only
-	Failed    bool            // the pass returned an error: last success is not pushed
-	End       time.Time
+	// Backlogs are each queue's backlog after the pass (one, of queue "", without queues:), their sum the install's;
+	// nil: not counted (gc, or the count failed); tick only.
+	Backlogs []backlog.Count
+	Failed   bool // the pass returned an error: last success is not pushed
+	End      time.Time
 	// Queues are the install's queues (config queues:), in the configuration's order; nil without queues:, whose
 	// pass pushes no per-queue series. Each queue's series are pushed even when the Jobs could not be listed (NaN).
 	Queues []string
-	// QueueBacklogs are the queues' backlogs by queue name (nil or absent: not counted); tick only.
-	QueueBacklogs map[string]Backlog
-}
-
-// Backlog is the rows the query selects that have no Job, counted up to backlog.Cap.
-type Backlog struct {
-	Rows   int
-	Capped bool
 }
 
 // Push sends p to the Pushgateway at url. The caller bounds it with ctx.
@@ -97,8 +92,9 @@ func Push(ctx context.Context, url string, p Pass) error {
 		info.WithLabelValues(limit).Set(1)
 		reg.MustRegister(info)
 		rows, capped := math.NaN(), math.NaN()
-		if p.Backlog != nil {
-			rows, capped = float64(p.Backlog.Rows), boolean(p.Backlog.Capped)
+		if p.Backlogs != nil {
+			r, c := backlog.Total(p.Backlogs)
+			rows, capped = float64(r), boolean(c)
 		}
 		gauge("jobsched_backlog_rows", fmt.Sprintf("Rows the query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", backlog.Cap), rows)
 		gauge("jobsched_backlog_capped", "1 when there are more rows than jobsched_backlog_rows counts.", capped)
@@ -184,9 +180,9 @@ func pushQueues(reg *prometheus.Registry, p Pass) {
 			}
 		}
 		info.WithLabelValues(name, limit).Set(1)
-		if b, ok := p.QueueBacklogs[name]; ok {
-			rows.WithLabelValues(name).Set(float64(b.Rows))
-			capped.WithLabelValues(name).Set(boolean(b.Capped))
+		if i := slices.IndexFunc(p.Backlogs, func(b backlog.Count) bool { return b.Queue == name }); i >= 0 {
+			rows.WithLabelValues(name).Set(float64(p.Backlogs[i].Rows))
+			capped.WithLabelValues(name).Set(boolean(p.Backlogs[i].Capped))
 		} else {
 			rows.WithLabelValues(name).Set(nan)
 			capped.WithLabelValues(name).Set(nan)
