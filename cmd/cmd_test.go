@@ -22,6 +22,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/report"
@@ -192,8 +193,8 @@ func TestDryRunOffline(t *testing.T) {
 		if j.APIVersion != "batch/v1" || j.Kind != "Job" || j.Name != render.JobName("reports", c.Key) || j.Namespace != "batch" {
 			t.Errorf("create %d: %s %s %s/%s", i, j.APIVersion, j.Kind, j.Namespace, j.Name)
 		}
-		if j.Labels[render.LabelScheduler] != "reports" || j.Spec.Template.Labels[render.LabelScheduler] != "reports" ||
-			j.Annotations[render.AnnotationTaskKey] != c.Key || j.Labels[render.LabelTask] != render.TaskLabel(c.Key) {
+		if j.Labels[jobmeta.LabelScheduler] != "reports" || j.Spec.Template.Labels[jobmeta.LabelScheduler] != "reports" ||
+			j.Annotations[jobmeta.AnnotationTaskKey] != c.Key || j.Labels[jobmeta.LabelTask] != render.TaskLabel(c.Key) {
 			t.Errorf("create %d: labels %v annotations %v", i, j.Labels, j.Annotations)
 		}
 		if diff := cmp.Diff(wantEnv[i], j.Spec.Template.Spec.Containers[0].Env); diff != "" {
@@ -232,7 +233,7 @@ func TestPrintNodes(t *testing.T) {
 // and room for rows: the client sees only reads. tick on the same cluster writes, so the check can fail.
 func TestDryRunCommandWritesNothing(t *testing.T) {
 	old := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "reports-old", Namespace: "batch", UID: "u1",
-		Labels: map[string]string{render.LabelScheduler: "reports"}, Annotations: map[string]string{render.AnnotationTaskKey: "old"}},
+		Labels: map[string]string{jobmeta.LabelScheduler: "reports"}, Annotations: map[string]string{jobmeta.AnnotationTaskKey: "old"}},
 		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue,
 			LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}}}
 	tests := []struct {
@@ -277,12 +278,12 @@ func TestDryRunCommandWritesNothing(t *testing.T) {
 
 func TestRetryCommand(t *testing.T) {
 	dead := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: render.AttemptName("reports", "d", 3), Namespace: "batch", UID: "u-d",
-		Labels:      map[string]string{render.LabelScheduler: "reports", render.LabelAttempt: "3"},
-		Annotations: map[string]string{render.AnnotationTaskKey: "d"}},
+		Labels:      map[string]string{jobmeta.LabelScheduler: "reports", jobmeta.LabelAttempt: "3"},
+		Annotations: map[string]string{jobmeta.AnnotationTaskKey: "d"}},
 		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
 			Reason: "BackoffLimitExceeded", LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}}}
 	backoff := dead.DeepCopy()
-	backoff.Name, backoff.UID, backoff.Labels[render.LabelAttempt], backoff.Annotations[render.AnnotationTaskKey] = render.JobName("reports", "b"), "u-b", "1", "b"
+	backoff.Name, backoff.UID, backoff.Labels[jobmeta.LabelAttempt], backoff.Annotations[jobmeta.AnnotationTaskKey] = render.JobName("reports", "b"), "u-b", "1", "b"
 	backoff.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Now())
 	tests := []struct {
 		args        []string

@@ -1,5 +1,7 @@
-// Package lease makes one pass of a scheduler at a time the one that creates: it holds a coordination.k8s.io/v1
-// Lease in the cluster while it observes and creates, so the cluster keeps the lock and jobsched keeps no state.
+// Package lease makes one pass of a scheduler at a time the one that creates.
+//
+// It holds a coordination.k8s.io/v1 Lease in the cluster while it observes and creates, so the cluster keeps the
+// lock and jobsched keeps no state.
 //
 // The Lease is taken with an optimistic-concurrency write (a create, or an update conditional on the
 // resourceVersion that was read): of two passes that race, exactly one write succeeds. A holder that stops renewing

@@ -1,5 +1,7 @@
 // Package scheduler holds the pass: one stateless run that turns the rows a query selects into Kubernetes Jobs,
-// within limits, and deletes the Jobs it no longer needs.
+// within limits.
+//
+// The pass also deletes the Jobs it no longer needs.
 //
 // # The pass is a line of values
 //
