@@ -97,6 +97,10 @@ func addHelp(root *cobra.Command) {
 			return target.Help()
 		},
 	})
+	for _, t := range topics {
+		// A command with no Run is a help topic: cobra lists it apart and `help` prints its Long alone.
+		root.AddCommand(&cobra.Command{Use: t.name, Short: t.short, Long: t.long})
+	}
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {

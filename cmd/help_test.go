@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
@@ -140,7 +144,7 @@ func TestOutputCompletionsAccepted(t *testing.T) {
 func TestExamples(t *testing.T) {
 	root := newRootCmd(io.Discard, io.Discard)
 	for _, c := range append(root.Commands(), root) {
-		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" || c.IsAdditionalHelpTopicCommand() {
 			continue
 		}
 		t.Run(c.Name(), func(t *testing.T) {
@@ -182,5 +186,80 @@ func TestHelpFlagNames(t *testing.T) {
 		if code != 0 || strings.Contains(out, "--timeout pass") {
 			t.Errorf("%s --help (exit %d) shows a value name taken from back quotes:\n%s", sub, code, out)
 		}
+	}
+}
+
+// TestHelpTopics: `jobsched help TOPIC` prints the topic and nothing else (no usage, no flags), every line fits a
+// terminal, and `jobsched --help` lists each topic.
+func TestHelpTopics(t *testing.T) {
+	const width = 110
+	_, rootHelp, _ := runCmd(t, "--help")
+	_, topicsList, found := strings.Cut(rootHelp, "Additional help topics:\n")
+	if !found {
+		t.Fatalf("jobsched --help has no Additional help topics:\n%s", rootHelp)
+	}
+	for _, topic := range topics {
+		t.Run(topic.name, func(t *testing.T) {
+			code, out, stderr := runCmd(t, "help", topic.name)
+			if want := topic.long + "\n\n"; code != 0 || out != want || stderr != "" {
+				t.Errorf("help %s: exit %d, stderr %q, stdout (-want +got):\n%s", topic.name, code, stderr, cmp.Diff(want, out))
+			}
+			for i, line := range strings.Split(topic.long, "\n") {
+				if n := utf8.RuneCountInString(line); n > width {
+					t.Errorf("line %d is %d characters, more than %d: %q", i+1, n, width, line)
+				}
+			}
+			if !strings.Contains(topicsList, "jobsched "+topic.name+" ") {
+				t.Errorf("jobsched --help does not list the topic %s:\n%s", topic.name, topicsList)
+			}
+		})
+	}
+}
+
+// helpReference is a `jobsched help WORD` in the documentation.
+var helpReference = regexp.MustCompile("jobsched help ([a-z][a-z-]*)")
+
+// TestDocsNameHelpTopics: every `jobsched help WORD` in the repository's Markdown files and in the topics themselves
+// names a topic or a command, so a reader sent there finds it.
+func TestDocsNameHelpTopics(t *testing.T) {
+	root := newRootCmd(io.Discard, io.Discard)
+	exists := map[string]bool{}
+	for _, c := range root.Commands() {
+		exists[c.Name()] = true
+	}
+	check := func(where, text string) {
+		for _, m := range helpReference.FindAllStringSubmatch(text, -1) {
+			if !exists[m[1]] {
+				t.Errorf("%s names `jobsched help %s`, which is no topic or command", where, m[1])
+			}
+		}
+	}
+	for _, topic := range topics {
+		check("the topic "+topic.name, topic.long)
+	}
+	n := 0
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".md") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		n += len(helpReference.FindAllIndex(data, -1))
+		check(path, string(data))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Error("no Markdown file names a `jobsched help` topic: is the walk reading the repository?")
 	}
 }
