@@ -219,8 +219,8 @@ func TestHelpTopics(t *testing.T) {
 // helpReference is a `jobsched help WORD` in the documentation.
 var helpReference = regexp.MustCompile("jobsched help ([a-z][a-z-]*)")
 
-// TestDocsNameHelpTopics: every `jobsched help WORD` in the repository's Markdown files and in the topics themselves
-// names a topic or a command, so a reader sent there finds it.
+// TestDocsNameHelpTopics: every `jobsched help WORD` in the repository's Markdown and YAML files (the annotated
+// manifests) and in the topics themselves names a topic or a command, so a reader sent there finds it.
 func TestDocsNameHelpTopics(t *testing.T) {
 	root := newRootCmd(io.Discard, io.Discard)
 	exists := map[string]bool{}
@@ -245,7 +245,7 @@ func TestDocsNameHelpTopics(t *testing.T) {
 		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".md") {
+		if d.IsDir() || !(strings.HasSuffix(path, ".md") || strings.HasSuffix(path, ".yaml")) {
 			return nil
 		}
 		data, err := os.ReadFile(path)
