@@ -17,6 +17,8 @@
 //
 // # What the fit counts (limits.capacity: nodes)
 //
+// Users read this and the cost below in `jobsched help capacity` (cmd/topics.go); a change here changes that text.
+//
 //   - The template as the pod the API server admits from it: LimitRange defaults (read with the Role's list on
 //     limitranges) and a RuntimeClass's overhead, nodeSelector and tolerations; extended resources (nvidia.com/gpu)
 //     count like cpu and memory. A Job with parallelism > 1 counts min(parallelism, completions) pods.
