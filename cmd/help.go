@@ -97,7 +97,7 @@ func addHelp(root *cobra.Command) {
 			return target.Help()
 		},
 	})
-	for _, t := range topics {
+	for _, t := range allTopics() {
 		// A command with no Run is a help topic: cobra lists it apart and `help` prints its Long alone.
 		root.AddCommand(&cobra.Command{Use: t.name, Short: t.short, Long: t.long})
 	}

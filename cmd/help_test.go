@@ -198,7 +198,7 @@ func TestHelpTopics(t *testing.T) {
 	if !found {
 		t.Fatalf("jobsched --help has no Additional help topics:\n%s", rootHelp)
 	}
-	for _, topic := range topics {
+	for _, topic := range allTopics() {
 		t.Run(topic.name, func(t *testing.T) {
 			code, out, stderr := runCmd(t, "help", topic.name)
 			if want := topic.long + "\n\n"; code != 0 || out != want || stderr != "" {
@@ -234,7 +234,7 @@ func TestDocsNameHelpTopics(t *testing.T) {
 			}
 		}
 	}
-	for _, topic := range topics {
+	for _, topic := range allTopics() {
 		check("the topic "+topic.name, topic.long)
 	}
 	n := 0
@@ -261,5 +261,106 @@ func TestDocsNameHelpTopics(t *testing.T) {
 	}
 	if n == 0 {
 		t.Error("no Markdown file names a `jobsched help` topic: is the walk reading the repository?")
+	}
+}
+
+// documentPaths reads the section of `jobsched help documents` whose title starts with title: the path of each
+// field ("capacity.nodes[].name") and, for a field listed "as X", X.
+func documentPaths(t *testing.T, title string) (paths map[string]bool, alias map[string]string) {
+	t.Helper()
+	paths, alias = map[string]bool{}, map[string]string{}
+	_, section, found := strings.Cut(documentsTopic().long, "\n\n"+title)
+	if !found {
+		t.Fatalf("jobsched help documents has no section %q", title)
+	}
+	section, _, _ = strings.Cut(section, "\n\n")
+	var stack []string
+	for _, line := range strings.Split(section, "\n")[1:] {
+		depth := (len(line)-len(strings.TrimLeft(line, " ")))/2 - 1
+		f := strings.Fields(line)
+		stack = append(stack[:depth], f[0])
+		path := strings.Join(stack, ".")
+		paths[path] = true
+		if _, as, ok := strings.Cut(line, ", as "); ok {
+			alias[path], _, _ = strings.Cut(as, ",")
+		}
+	}
+	return paths, alias
+}
+
+// TestDocumentsTopic: every field of the documents in the goldens (status with and without queues; dry-run's plan
+// of several configs) is in `jobsched help documents` at its path, so the list made from the types holds what the
+// encoder writes.
+func TestDocumentsTopic(t *testing.T) {
+	for _, tc := range []struct {
+		title string
+		files []string
+	}{
+		{"jobsched status -o", []string{"testdata/golden-status/status.json", "testdata/golden-status/queues/status.json"}},
+		{"jobsched dry-run -o", []string{"testdata/golden/minimal/dry-run.json", "testdata/golden/demo/dry-run.json",
+			"testdata/golden/env-retry/dry-run.json", "testdata/golden/kueue/dry-run.json"}},
+	} {
+		paths, alias := documentPaths(t, tc.title)
+		// known resolves a path through the "as X" of its longest aliased prefix.
+		var known func(path string) bool
+		known = func(path string) bool {
+			if paths[path] {
+				return true
+			}
+			for from, to := range alias {
+				if rest, ok := strings.CutPrefix(path, from+"."); ok {
+					return known(to + "." + rest)
+				}
+			}
+			return false
+		}
+		var walk func(file, path string, v any)
+		walk = func(file, path string, v any) {
+			obj, ok := v.(map[string]any)
+			if !ok {
+				return
+			}
+			for k, e := range obj {
+				name := strings.TrimPrefix(path+"."+k, ".")
+				switch e := e.(type) {
+				case []any:
+					name += "[]"
+					if !known(name) {
+						t.Errorf("%s: %s is not in jobsched help documents", file, name)
+					}
+					for _, item := range e {
+						walk(file, name, item)
+					}
+				case map[string]any:
+					if known(name + "{}") {
+						continue // a map by name: its keys are values
+					}
+					if !known(name) {
+						t.Errorf("%s: %s is not in jobsched help documents", file, name)
+					}
+					walk(file, name, e)
+				default:
+					if !known(name) && !known(name+"[]") && !known(name+"{}") { // null: an empty list or map
+						t.Errorf("%s: %s is not in jobsched help documents", file, name)
+					}
+				}
+			}
+		}
+		for _, file := range tc.files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc any
+			if err := json.Unmarshal(data, &doc); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			if tc.title == "jobsched dry-run -o" {
+				for _, c := range doc.(map[string]any)["creates"].([]any) {
+					delete(c.(map[string]any), "job") // a Kubernetes Job: the API's reference has its fields
+				}
+			}
+			walk(file, "", doc)
+		}
 	}
 }

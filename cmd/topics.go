@@ -1,10 +1,25 @@
 package cmd
 
+import (
+	"encoding"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jobsched/jobsched/pkg/report"
+	"github.com/jobsched/jobsched/pkg/scheduler"
+)
+
 // topics are the rules a user relies on that do not fit a command's help: `jobsched help TOPIC` prints one, and
 // `jobsched --help` lists them under "Additional help topics". They are for people with the binary and no clone
 // (a Helm install); the package docs say how the code keeps these rules. A test checks that every topic the
 // Markdown files name exists and that each line fits a terminal.
-var topics = []struct{ name, short, long string }{
+var topics = []topic{
 	{
 		"pass",
 		"The rules of a pass: what counts as unfinished, which keys it excludes, its read, failures, cost, log line",
@@ -168,3 +183,119 @@ is not valid UTF-8 or is over 1 KiB skips its row. jobsched_g, jobsched_ord and 
 names with perGroup.`,
 	},
 }
+
+// topic is one help topic: `jobsched help NAME` prints long.
+type topic struct{ name, short, long string }
+
+// allTopics are the written topics and the generated one.
+func allTopics() []topic { return append(slices.Clone(topics), documentsTopic()) }
+
+// documentsTopic is the topic that lists the fields of the documents jobsched prints, made from the types the
+// commands encode, so it is this build's and cannot drift from them.
+func documentsTopic() topic {
+	var b strings.Builder
+	b.WriteString(`The fields of the documents that -o json and -o yaml print, from this build's types. A name with []
+is a list, one with {} a map by name or resource; "omitted": left out when empty; "as X": the fields listed
+under X.`)
+	for _, d := range []struct {
+		title string
+		v     any
+	}{
+		{"jobsched status -o json|yaml (kind: Status)", report.Status{}},
+		{"jobsched status KEY -o json|yaml (kind: Task)", report.TaskView{}},
+		{"jobsched dry-run -o json|yaml (the plan)", scheduler.Plan{}},
+	} {
+		b.WriteString("\n\n" + d.title)
+		writeFields(&b, reflect.TypeOf(d.v), "", map[reflect.Type]string{})
+	}
+	return topic{"documents", "The fields of the -o json|yaml documents of status and dry-run", b.String()}
+}
+
+// writeFields writes the JSON fields of t, one a line, under path; listed holds the struct types written so far
+// (by path), which are named rather than written again.
+func writeFields(b *strings.Builder, t reflect.Type, path string, listed map[reflect.Type]string) {
+	depth := 1
+	if path != "" {
+		depth += strings.Count(path, ".") + 1
+	}
+	indent := strings.Repeat("  ", depth)
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
+			writeFields(b, ft, path, listed) // embedded: its fields are the parent's
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		kind, inner := jsonKind(ft)
+		switch {
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() != reflect.Uint8:
+			name += "[]"
+		case ft.Kind() == reflect.Map:
+			name += "{}"
+		}
+		here := strings.TrimPrefix(path+"."+name, ".")
+		if first, ok := listed[inner]; ok && inner != nil {
+			kind, inner = "object, as "+first, nil
+		}
+		if strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero") {
+			kind += ", omitted"
+		}
+		fmt.Fprintf(b, "\n%s%-*s %s", indent, max(24-len(indent), len(name)), name, kind)
+		if inner != nil {
+			listed[inner] = here
+			writeFields(b, inner, here, listed)
+		}
+	}
+}
+
+// jsonKind names how a value of t is encoded, and the struct whose fields follow it (nil: none).
+func jsonKind(t reflect.Type) (string, reflect.Type) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == reflect.TypeOf(time.Time{}) || t == reflect.TypeOf(metav1.Time{}):
+		return "time (RFC 3339)", nil
+	case strings.HasPrefix(t.PkgPath(), "k8s.io/api/"): // a Kubernetes object or field: the API's reference has it
+		return "Kubernetes " + strings.TrimPrefix(t.PkgPath(), "k8s.io/api/") + " " + t.Name(), nil
+	case t.Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(jsonMarshaler),
+		t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(textMarshaler):
+		return "string (" + t.String() + ")", nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		return "object", t
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "string (base64)", nil
+		}
+		return jsonKind(t.Elem())
+	case reflect.Map:
+		return jsonKind(t.Elem())
+	case reflect.String:
+		return "string", nil
+	case reflect.Bool:
+		return "boolean", nil
+	case reflect.Float32, reflect.Float64:
+		return "number", nil
+	case reflect.Interface:
+		return "any", nil
+	default:
+		return "integer", nil
+	}
+}
+
+var (
+	jsonMarshaler = reflect.TypeOf((*json.Marshaler)(nil)).Elem()
+	textMarshaler = reflect.TypeOf((*encoding.TextMarshaler)(nil)).Elem()
+)
