@@ -180,7 +180,10 @@ cap gets no row that pass, each other at most cap - unfinished, in the query's o
 waiting rows never starves one with 5. The group is the annotation jobsched.io/group and the label of the same
 name (the value when it is a valid label value, else h- and 16 hex digits of its SHA-256). A group value that
 is not valid UTF-8 or is over 1 KiB skips its row. jobsched_g, jobsched_ord and jobsched_n are reserved column
-names with perGroup.`,
+names with perGroup.
+
+In status. The install's totals, then each queue, with perGroup its first 10 groups at their cap. status KEY
+shows the task's queue: its newest Job's, else the first whose query returns the key.`,
 	},
 }
 
