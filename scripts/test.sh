@@ -13,7 +13,9 @@ cd "$(dirname "$0")/.."
 
 log() { printf '[test] %s\n' "$*" >&2; }
 
-log "go vet"
+log "gofmt, go vet"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
+[[ -z $unformatted ]] || { printf '[test] not gofmt-formatted:\n%s\n' "$unformatted" >&2; exit 1; }
 go vet ./...
 go vet -tags integration ./...
 
