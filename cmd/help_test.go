@@ -190,9 +190,14 @@ func TestHelpFlagNames(t *testing.T) {
 }
 
 // TestHelpTopics: `jobsched help TOPIC` prints the topic and nothing else (no usage, no flags), every line fits a
-// terminal, and `jobsched --help` lists each topic.
+// terminal, `jobsched --help` lists each topic and shell completion offers it after help.
 func TestHelpTopics(t *testing.T) {
 	const width = 110
+	offered := map[string]bool{}
+	for _, c := range complete(t, "help", "") {
+		name, _, _ := strings.Cut(c, "\t")
+		offered[name] = true
+	}
 	_, rootHelp, _ := runCmd(t, "--help")
 	_, topicsList, found := strings.Cut(rootHelp, "Additional help topics:\n")
 	if !found {
@@ -208,6 +213,9 @@ func TestHelpTopics(t *testing.T) {
 				if n := utf8.RuneCountInString(line); n > width {
 					t.Errorf("line %d is %d characters, more than %d: %q", i+1, n, width, line)
 				}
+			}
+			if !offered[topic.name] {
+				t.Errorf("completion of jobsched help does not offer %s", topic.name)
 			}
 			if !strings.Contains(topicsList, "jobsched "+topic.name+" ") {
 				t.Errorf("jobsched --help does not list the topic %s:\n%s", topic.name, topicsList)
