@@ -111,8 +111,11 @@ Cost. Three API calls per tick: GET and PUT (take), PUT (release); the first tic
 	{
 		"capacity",
 		"What limits.capacity counts, what it does not, what it needs and what it costs",
-		`limits.capacity decides how a pass knows what fits now, so that it creates only Jobs whose pods can start:
-nodes (the default), quota, off or kueue (the README's Capacity has the table of modes and their RBAC).
+		`limits.capacity decides how a pass knows what fits now, so that it creates only Jobs whose pods can start.
+nodes (the default) counts the free room on the nodes the template may use and the ResourceQuota headroom;
+quota the headroom alone; off nothing, only the limits, with blockOnUnschedulable as the brake (a cluster with
+an autoscaler, where Unschedulable pods are the signal to grow); kueue the Jobs Kueue holds, against
+limits.maxQueued, and Kueue's quotas decide the rest.
 
 What nodes counts.
   - The template as the pod the API server admits from it: LimitRange defaults and a RuntimeClass's overhead,
