@@ -55,6 +55,15 @@ func TestExitCodes(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("name: Bad_Name\nlimits:\n  maxActive: -1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	huge := filepath.Join(dir, "huge.yaml")
+	abs, err := filepath.Abs("testdata/job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(huge, []byte("name: r\nsource: {query: q, key: id}\njob: {template: "+abs+"}\n"+
+		"limits: {maxActive: 9223372036854775807, maxPerTick: 9223372036854775807, capacity: off}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	collide := filepath.Join(dir, "collide.jsonl")
 	if err := os.WriteFile(collide, []byte(`{"id": 1, "Created At": "a", "created_at": "b"}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -87,6 +96,18 @@ func TestExitCodes(t *testing.T) {
 		{"no burst with a QPS", []string{"gc", "--kube-qps", "5", "--kube-burst", "0", "--config", "testdata/jobsched.yaml"}, 2,
 			"--kube-burst: must be at least 1 with --kube-qps"},
 		{"zero timeout", []string{"gc", "--timeout", "0s", "--config", "testdata/jobsched.yaml"}, 2, "--timeout: must be positive"},
+		// Numbers and levels that were accepted and then overflowed, or silenced every error (issue 29).
+		{"a QPS that is not a number", []string{"gc", "--kube-qps", "NaN", "--config", "testdata/jobsched.yaml"}, 2,
+			"--kube-qps: NaN is not a finite number"},
+		{"an infinite QPS", []string{"gc", "--kube-qps", "Inf", "--config", "testdata/jobsched.yaml"}, 2, "--kube-qps: +Inf is not a finite number"},
+		{"a lease longer than its field holds", []string{"tick", "--lease-duration", "1000000h", "--config", "testdata/jobsched.yaml"}, 2,
+			"--lease-duration: must be whole seconds from 3s to 24h0m0s, not 1000000h0m0s"},
+		{"log level disabled", []string{"version", "--log-level", "disabled"}, 2, `--log-level: "disabled" is not one of debug, info, warn, error`},
+		{"log level panic", []string{"version", "--log-level", "panic"}, 2, `--log-level: "panic" is not one of`},
+		{"log level fatal", []string{"version", "--log-level", "fatal"}, 2, `--log-level: "fatal" is not one of`},
+		{"log level by number", []string{"version", "--log-level", "7"}, 2, `--log-level: "7" is not one of`},
+		{"limits at the top of int", []string{"dry-run", "--offline", "--rows", "testdata/rows.jsonl", "--timeout", "3s", "--config", huge}, 2,
+			"limits.maxActive: must be at most 1000000, not 9223372036854775807"},
 	}
 	t.Setenv("DATABASE_URL", "")
 	for _, tc := range tests {
@@ -307,6 +328,8 @@ func TestDryRunRowsFile(t *testing.T) {
 		{"no key column", `{"url": "1"}` + "\n", 2, []string{`"id"`}, 0},
 		{"invalid UTF-8 is skipped with its line", `{"id": "a", "url": "1"}` + "\n" + `{"id": "b", "url": "x` + "\xff" + `y"}` + "\n" +
 			`{"id": "c", "url": "3"}` + "\n", 0, []string{"skip", `"b"`, "--rows line 2 is not valid UTF-8 (byte 22): no Job"}, 2},
+		{"a lone surrogate is skipped with its line", `{"id": "a", "url": "1"}` + "\n" + `{"id": "b", "url": "\ud800x"}` + "\n", 0,
+			[]string{"skip", `"b"`, `--rows line 2 holds \ud800 (byte 21), a lone half of a UTF-16 surrogate pair: no Job`}, 1},
 		{"a byte-order mark", "\ufeff" + `{"id": "a", "url": "1"}` + "\n", 0, nil, 1},
 		{"a column twice in one object", `{"id": "a", "url": "1", "url": "2"}` + "\n", 2,
 			[]string{`--rows standard input:1: column "url" appears twice in the object`}, 0},

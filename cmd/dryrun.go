@@ -113,15 +113,18 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 }
 
 // printActions prints the deletes, creates and skips of queue (all of them for a configuration without queues:,
-// whose queue is "").
+// whose queue is ""), in the order tick makes them: the deletes, then each create, a retry's followed by the delete
+// of the attempt it supersedes.
 func printActions(out io.Writer, p *scheduler.Plan, queue string) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ACTION\tJOB\tTASK\tATTEMPT\tWHY")
-	for _, d := range p.Deletes() {
-		if d.Queue != queue {
-			continue
-		}
+	del := func(d scheduler.JobStatus) {
 		fmt.Fprintf(w, "delete\t%s\t%q\t%d\t%s %s: %s\n", d.Name, d.Key, d.Attempt, d.State, stamp(d.FinishedAt), printable(d.Delete))
+	}
+	for _, d := range p.Deletes() {
+		if d.Queue == queue && d.Delete != scheduler.DeleteRetried {
+			del(d)
+		}
 	}
 	for _, c := range p.Creates {
 		if c.Queue != queue {
@@ -132,6 +135,9 @@ func printActions(out io.Writer, p *scheduler.Plan, queue string) error {
 			why = fmt.Sprintf("retry: attempt %d failed (%s)", c.Supersedes.Attempt, printable(c.Supersedes.Reason))
 		}
 		fmt.Fprintf(w, "create\t%s\t%q\t%d\t%s\n", c.Job.Name, c.Key, c.Attempt, why)
+		if c.Supersedes != nil {
+			del(*c.Supersedes)
+		}
 	}
 	for _, sk := range p.Skipped {
 		if sk.Queue != queue {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -167,6 +168,9 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 			if err := config.ValidatePushgateway(g.pushgateway); err != nil {
 				return usageError{fmt.Errorf("--pushgateway: %w", err)}
 			}
+			if q := float64(g.kube.QPS); math.IsNaN(q) || math.IsInf(q, 0) {
+				return usageError{fmt.Errorf("--kube-qps: %v is not a finite number, e.g. --kube-qps 20", q)}
+			}
 			if g.kube.QPS < 0 {
 				return usageError{fmt.Errorf("--kube-qps: must not be negative (0: no client-side cap), not %v", g.kube.QPS)}
 			}
@@ -243,8 +247,10 @@ func noArgs(cmd *cobra.Command, args []string) error {
 }
 
 func (g *globalOptions) logger() (zerolog.Logger, error) {
+	// Only the levels of logLevels: none silences errors (zerolog's fatal, panic, disabled and numbers would, and
+	// a failing pass would exit 1 with nothing said).
 	level, err := zerolog.ParseLevel(g.logLevel)
-	if err != nil || g.logLevel == "" {
+	if err != nil || !slices.Contains(logLevels, g.logLevel) {
 		return zerolog.Logger{}, usageError{fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", g.logLevel)}
 	}
 	var w io.Writer = g.errOut

@@ -29,6 +29,10 @@ const (
 	reportTimeout = 10 * time.Second
 )
 
+// maxLeaseDuration bounds --lease-duration: a killed pass keeps every other from creating that long (and the Lease's
+// leaseDurationSeconds is an int32).
+const maxLeaseDuration = 24 * time.Hour
+
 func newTickCmd(g *globalOptions) *cobra.Command {
 	var fillFor time.Duration
 	cmd := &cobra.Command{
@@ -43,15 +47,15 @@ is blocked (an Unschedulable pod) or it is told to stop.`,
 			if fillFor < 0 {
 				return usageError{fmt.Errorf("--fill-for: must not be negative, not %s", fillFor)}
 			}
-			if d := g.leaseDuration; d < 3*time.Second || d%time.Second != 0 {
-				return usageError{fmt.Errorf("--lease-duration: must be whole seconds, at least 3s, not %s", d)}
+			if d := g.leaseDuration; d < 3*time.Second || d > maxLeaseDuration || d%time.Second != 0 {
+				return usageError{fmt.Errorf("--lease-duration: must be whole seconds from 3s to %s, not %s", maxLeaseDuration, d)}
 			}
 			return g.executeTick(cmd.Context(), fillFor)
 		},
 	}
 	cmd.Flags().DurationVar(&fillFor, "fill-for", 0, "after a pass bound by room, wait for a Job to finish and refill, for this long (0: one pass)")
 	cmd.Flags().DurationVar(&g.leaseDuration, "lease-duration", lease.DefaultDuration,
-		"how long a killed pass keeps the others from creating (the scheduler's Lease; renewed every third of it)")
+		"how long a killed pass keeps the others from creating (the scheduler's Lease; renewed every third of it), 3s to 24h")
 	return cmd
 }
 
@@ -100,8 +104,6 @@ func fillPassOf(res scheduler.Result, err error) fillPass {
 	if res.Plan == nil {
 		return p
 	}
-	// A pass with no room read no row: whether rows wait, the pass after a Job's end tells.
-	p.rowsWait = p.rowsWait || (p.room && res.Plan.Slots == 0)
 	for _, j := range res.Plan.Jobs {
 		if j.FinishedAt != nil {
 			p.finished[j.UID] = true

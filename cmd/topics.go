@@ -31,7 +31,9 @@ starting (no pod yet, or waiting for the scheduler, pulling, starting on a node)
 (suspended: Kueue holds it; an evicted and requeued Job is queued again, not failed, and costs no attempt).
 Pods that are scheduled but still starting do not block. Deletes use propagationPolicy Background (the garbage
 collector removes the pods) and a UID precondition, so a Job another pass has just re-created under the same
-name is never deleted.
+name is never deleted. A finished Job whose condition has no lastTransitionTime finished at an unknown time:
+no retention or backoff passes, so it is kept and its task not retried until the Job is deleted (as
+Kubernetes' TTL controller keeps it).
 
 The keys it excludes. The key of every unfinished Job, every kept failed Job and every succeeded Job is left
 out of the read, so a row never gets a second Job while one of its Jobs exists, and a failed task waits out
@@ -51,7 +53,8 @@ created.
 Failures. The plan comes from one observation taken at the start; the deletes run first and never wait on
 anything that may fail. If the Pending pods, the capacity lists or the database fail (refused, or a host that
 never answers: every read has source.timeout), the deletes still happen, nothing is created, the log says why
-and the pass exits 1. A wrong configuration is exit 2 before anything is contacted.
+and the pass exits 1. A pass with no slot still sends one SELECT, so a lost database fails it even while the
+queue is full. A wrong configuration is exit 2 before anything is contacted.
 
 Racing passes. A tick's passes take turns through the scheduler's Lease (jobsched help lease), so maxActive
 and the capacity fit hold across them. Without the Lease, names still make racing safe: a Job's name is a
@@ -68,8 +71,10 @@ pass could not create before its --timeout waits for the next pass.
 Its log line. Every pass ends with one line, "pass done": selected, created, alreadyPresent, skipped, blocked,
 deleted, failed, duration (ms), retried, dead; refill in a --fill-for run; dryRun and wouldCreate in a dry
 run; notCreated when it ran out of time or lost its Lease before all its creates (those rows wait for the next
-pass); in a tick lease (held, held by HOLDER, lost, forbidden or error) and leaseWait (ms). Logs carry the
-fields namespace, job and task.`,
+pass); with queues: readAhead (rows read for a queue the share gave no slot: read again next pass). Each
+selected row is in one of created, alreadyPresent, skipped, failed, notCreated, readAhead. A tick adds lease
+(held, held by HOLDER, lost, forbidden or error) and leaseWait (ms). Logs carry the fields namespace, job and
+task.`,
 	},
 	{
 		"lease",
@@ -88,8 +93,7 @@ and lease "held by ..." in pass done, jobsched_pass_blocked 1 and jobsched_slots
 
 A killed holder (SIGKILL, a lost node) blocks the others for at most one Lease duration, 15 s: the next pass
 takes the Lease over once it has gone unrenewed that long, counted on its own clock (no two clocks are
-compared). tick --lease-duration sets it (whole seconds, at least 3s); the renewals and the wait scale with
-it.
+compared). tick --lease-duration sets it (whole seconds, 3s to 24h); the renewals and the wait scale with it.
 
 Renewing. Every third of the duration (5 s) while the pass holds it. A renewal that fails (the API server
 unreachable, the Lease written by someone else) stops the creates at once: none starts after it, those in
@@ -157,7 +161,9 @@ Pending pods listed once), each queue with its own query, template, retry, gc an
 Whose Job. A Job carries its queue in the label jobsched.io/queue. A Job without it (made by a config without
 queues:) belongs to the queue named after the install if there is one, else to the first; so does a Job whose
 queue is no longer in the file: it is counted, kept for its retention and deleted, and its task is retried by
-that queue only if that queue's query selects its row.
+that queue only if that queue's query selects its row. No queue's job.namePrefix may begin with another's and
+- (r, r-b): their names could be equal. A problem in a queue's keys names it: queues[1]
+(exports).limits.maxActive: must be at least 1.
 
 Room. The install's room is R = min(limits.maxPerTick, limits.maxActive - the unfinished Jobs of all queues),
 and with Kueue also limits.maxQueued - the queued Jobs of all queues. A queue's own room is min(its

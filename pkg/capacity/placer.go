@@ -164,10 +164,12 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 	p.observeQuotas(claims)
 	for _, cl := range p.claims {
 		for range cl.claimed {
-			if s := p.best(cl); s != nil {
-				free, _ := minus(s.free, cl.demand)
-				p.setFree(s, free)
+			s := p.best(cl)
+			if s == nil {
+				break // the rest fit nowhere either: room only shrinks
 			}
+			free, _ := minus(s.free, cl.demand)
+			p.setFree(s, free)
 		}
 	}
 	return p
@@ -255,7 +257,11 @@ func (p *Placer) observeQuotas(claims []Claim) {
 			e.q.left = units(left, name)
 			if e.q.podCharged { // quota charges a pod when it is created
 				for c := range p.claims {
-					e.q.left -= int64(claims[c].Podless) * e.per[c]
+					if take := mulCount(int64(claims[c].Podless), e.per[c]); e.q.left < math.MinInt64+take {
+						e.q.left = math.MinInt64
+					} else {
+						e.q.left -= take
+					}
 				}
 			}
 			entries = append(entries, e)
@@ -348,7 +354,7 @@ func (p *Placer) Place(i int) bool {
 // charge is what one Job of cl takes of quota entry j, in its unit.
 func (p *Placer) charge(cl *claim, j int) int64 {
 	if p.quotas[j].podCharged {
-		return cl.per[j] * int64(cl.perJob)
+		return mulCount(cl.per[j], int64(cl.perJob))
 	}
 	return cl.per[j]
 }

@@ -249,6 +249,15 @@ func addCount(a, b int64) int64 {
 	return a + b
 }
 
+// mulCount multiplies counts (not negative: pods, a quota's units per pod), saturating: a Job's parallelism is an
+// int32 and a pod's memory an int64 of bytes.
+func mulCount(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
 // tickRoomFor is how many more pods of claim i (up to room) our pods may take with the next tick's room kept, and
 // that room in words.
 func (p *Placer) tickRoomFor(i, room int) (int, string) {

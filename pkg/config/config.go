@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -161,6 +163,17 @@ const (
 	DefaultMaxBackoff  = time.Hour
 )
 
+// The ranges of the numbers a configuration gives, checked at load. Every count (limits.maxActive, maxPerTick,
+// maxQueued, perGroup.maxActive, retry.maxAttempts, a queue's weight) is at most MaxCount: far above what one
+// namespace runs, and small enough that no sum or product of counts a pass makes can overflow. source.timeout is
+// PostgreSQL's statement_timeout, an int of milliseconds: from 1ms (0 would be no timeout) to MaxTimeout.
+// Durations are at most what a time.Duration holds (about 292 years): the arithmetic on them saturates.
+const (
+	MaxCount   = 1_000_000
+	MinTimeout = time.Millisecond
+	MaxTimeout = math.MaxInt32 * time.Millisecond
+)
+
 // maxNamePrefix leaves room in a 63-character Job name for "-" and the key's hash.
 const maxNamePrefix = 40
 
@@ -179,7 +192,7 @@ func IsConfigError(err error) bool {
 // Load reads file, applies defaults and the namespace override, validates everything and reads the Job template.
 // Every problem is reported, each naming the file and the key.
 func Load(file, namespace string) (*Config, error) {
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
 		return nil, &Error{fmt.Errorf("reading config: %w", err)}
 	}
@@ -319,20 +332,14 @@ func (c *Config) Validate() []error {
 		if c.Source.Key != "" {
 			bad("source.key", "with queues: each queue has its own key: move it into a queue (queues[].source.key)")
 		}
-		if c.Source.Timeout.Duration < 0 {
-			bad("source.timeout", "must not be negative")
-		}
+		validTimeout(bad, c.Source.Timeout.Duration)
 		if c.Job != (Job{}) {
 			bad("job", "with queues: each queue has its own job: move it into a queue (queues[].job)")
 		}
 	}
 	errs = append(errs, validateEnv(at{}, c.Env)...)
-	if c.Limits.MaxActive != nil && *c.Limits.MaxActive < 0 {
-		bad("limits.maxActive", "must not be negative")
-	}
-	if c.Limits.MaxPerTick != nil && *c.Limits.MaxPerTick < 0 {
-		bad("limits.maxPerTick", "must not be negative")
-	}
+	count(bad, "limits.maxActive", c.Limits.MaxActive, 0)
+	count(bad, "limits.maxPerTick", c.Limits.MaxPerTick, 0)
 	switch c.Limits.Capacity {
 	case CapacityNodes, CapacityQuota, CapacityOff, CapacityKueue:
 	default:
@@ -360,10 +367,33 @@ func validateSource(path at, src Source) []error {
 	if src.Key == "" {
 		bad("source.key", "required")
 	}
-	if src.Timeout.Duration < 0 {
-		bad("source.timeout", "must not be negative")
-	}
+	validTimeout(bad, src.Timeout.Duration)
 	return errs
+}
+
+// validTimeout checks source.timeout (after defaults: 0 is already the default) against statement_timeout's range.
+func validTimeout(bad func(key, format string, args ...any), d time.Duration) {
+	switch {
+	case d < 0:
+		bad("source.timeout", "must not be negative")
+	case d < MinTimeout:
+		bad("source.timeout", "%s is shorter than %s, the shortest statement_timeout PostgreSQL takes (0 or unset: the default, %s)", d, MinTimeout, DefaultTimeout)
+	case d > MaxTimeout:
+		bad("source.timeout", "%s is longer than %s, the longest statement_timeout PostgreSQL takes", d, MaxTimeout)
+	}
+}
+
+// count checks the count at key (when set) against [least, MaxCount].
+func count(bad func(key, format string, args ...any), key string, n *int, least int) {
+	switch {
+	case n == nil:
+	case *n < 0 && least == 0:
+		bad(key, "must not be negative, not %d", *n)
+	case *n < least:
+		bad(key, "must be at least %d, not %d", least, *n)
+	case *n > MaxCount:
+		bad(key, "must be at most %d, not %d", MaxCount, *n)
+	}
 }
 
 // validateJob checks a queue's job keys.
@@ -419,9 +449,7 @@ func validateGC(path at, succeeded metav1.Duration, failed *metav1.Duration) []e
 func validateRetry(path at, attempts *int, backoff, maxBackoff *metav1.Duration, dead time.Duration) []error {
 	var errs []error
 	bad := badAt(&errs, path)
-	if n := attempts; n != nil && *n < 1 {
-		bad("retry.maxAttempts", "must be at least 1 (1 = never retry), not %d", *n)
-	}
+	count(bad, "retry.maxAttempts", attempts, 1) // 1 = never retry
 	if b := backoff; b != nil && b.Duration < 0 {
 		bad("retry.backoff", "must not be negative")
 	}
@@ -535,9 +563,7 @@ func (c *Config) validateKueue() []error {
 		}
 		return errs
 	}
-	if n := c.Limits.MaxQueued; n != nil && *n < 0 {
-		bad("limits.maxQueued", "must not be negative")
-	}
+	count(bad, "limits.maxQueued", c.Limits.MaxQueued, 0)
 	if c.explicitQueues() {
 		if c.Kueue != nil {
 			errs = append(errs, kueueNames(at{}, *c.Kueue)...)
@@ -613,6 +639,9 @@ func (c *Config) MaxAttempts() int { return *c.Retry.MaxAttempts }
 func (c *Config) BackoffAfter(n int) time.Duration {
 	d, limit := c.Retry.Backoff.Duration, c.Retry.MaxBackoff.Duration
 	for i := 1; i < n && d < limit; i++ {
+		if d > limit/2 { // twice d is past the limit, and may be past the largest duration
+			return limit
+		}
 		d *= 2
 	}
 	return min(d, limit)
@@ -626,6 +655,21 @@ func (c *Config) BlockOnUnschedulable() bool { return *c.Limits.BlockOnUnschedul
 // ReserveForTick is the defaulted limits.reserveForTick.
 func (c *Config) ReserveForTick() bool { return *c.Limits.ReserveForTick }
 
+// readFile reads a configuration or template file of at most strictyaml.MaxBytes, what either may decode to: a
+// larger one (or a device that never ends) is refused before more of it is read.
+func readFile(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, strictyaml.MaxBytes+1))
+	if err == nil && len(data) > strictyaml.MaxBytes {
+		err = fmt.Errorf("%s is larger than %d bytes", file, strictyaml.MaxBytes)
+	}
+	return data, err
+}
+
 // LoadTemplate reads a batch/v1 Job manifest and checks what jobsched relies on; the API server checks the rest
 // (see dry-run --server).
 func LoadTemplate(file string) (*batchv1.Job, error) { return loadTemplate(file, false) }
@@ -633,7 +677,7 @@ func LoadTemplate(file string) (*batchv1.Job, error) { return loadTemplate(file,
 // loadTemplate is LoadTemplate; with kueue (limits.capacity: kueue) a suspended template and MultiKueue's managedBy
 // are accepted, since Kueue unsuspends the Jobs it admits and MultiKueue mirrors a worker's Job status back.
 func loadTemplate(file string, kueue bool) (*batchv1.Job, error) {
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
 		return nil, err
 	}

@@ -246,9 +246,7 @@ func (c *Config) validateQueues() []error {
 		} else {
 			names[q.Name] = i
 		}
-		if q.Weight != nil && *q.Weight < 1 {
-			bad("weight", "must be at least 1, not %d", *q.Weight)
-		}
+		count(bad, "weight", q.Weight, 1)
 		if q.Source.DSNEnv != "" || q.Source.DSNFile != "" {
 			bad("source", "dsnEnv and dsnFile are the install's: one connection for every queue, in the top-level source")
 		}
@@ -261,6 +259,19 @@ func (c *Config) validateQueues() []error {
 			} else {
 				prefixes[p] = i
 			}
+			// A Job's name is the prefix, "-", then the key's readable part: "r-" + "b-…" is "r-b-" + "…".
+			for j := range i {
+				other := c.Queues[j].Job.NamePrefix
+				switch of := strings.TrimSuffix(c.queueAt(j).String(), "."); {
+				case other == "":
+				case strings.HasPrefix(p, other+"-"):
+					bad("job.namePrefix", "%q begins with %q, the name prefix of %s: the queues' Job names could collide (set job.namePrefix so that neither begins with the other and a dash)",
+						p, other+"-", of)
+				case strings.HasPrefix(other, p+"-"):
+					bad("job.namePrefix", "%q is how %q, the name prefix of %s, begins: the queues' Job names could collide (set job.namePrefix so that neither begins with the other and a dash)",
+						p+"-", other, of)
+				}
+			}
 		}
 		errs = append(errs, validateEnv(path, *q.Env)...)
 		errs = append(errs, validateGC(path, *q.GC.SucceededRetention, q.GC.FailedRetention)...)
@@ -270,19 +281,13 @@ func (c *Config) validateQueues() []error {
 		} else if c.Queues[i].Kueue != nil && c.Kueue == nil {
 			bad("kueue", "is read only with limits.capacity: kueue (it is %s)", c.Limits.Capacity)
 		}
-		if n := q.Limits.MaxActive; n != nil && *n < 1 {
-			bad("limits.maxActive", "must be at least 1")
-		}
-		if n := q.Limits.MaxPerTick; n != nil && *n < 1 {
-			bad("limits.maxPerTick", "must be at least 1")
-		}
+		count(bad, "limits.maxActive", q.Limits.MaxActive, 1)
+		count(bad, "limits.maxPerTick", q.Limits.MaxPerTick, 1)
 		if g := q.Limits.PerGroup; g != nil {
 			if g.Column == "" {
 				bad("limits.perGroup.column", "required: the column whose value is the group (a tenant)")
 			}
-			if g.MaxActive < 1 {
-				bad("limits.perGroup.maxActive", "must be at least 1")
-			}
+			count(bad, "limits.perGroup.maxActive", &g.MaxActive, 1)
 		}
 	}
 	return errs

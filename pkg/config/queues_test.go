@@ -134,6 +134,9 @@ func TestQueuesErrors(t *testing.T) {
 		{"weight", base + q("a", "  weight: 0\n"), []string{"queues[0] (a).weight: must be at least 1, not 0"}},
 		{"prefixes collide", base + q("a", "") + "- name: b\n  source: {query: q, key: id}\n  job: {template: job.yaml, namePrefix: batch-a}\n",
 			[]string{`queues[1] (b).job.namePrefix: "batch-a" is also the name prefix of queues[0] (a)`}},
+		{"a prefix begins with another and a dash (issue 29.9)", base + "- name: one\n  source: {query: q, key: id}\n  job: {template: job.yaml, namePrefix: r}\n" +
+			"- name: two\n  source: {query: q, key: id}\n  job: {template: job.yaml, namePrefix: r-b}\n",
+			[]string{`queues[1] (two).job.namePrefix: "r-b" begins with "r-", the name prefix of queues[0] (one): the queues' Job names could collide (set job.namePrefix`}},
 		{"default prefix too long", base + q(strings.Repeat("q", 40), ""),
 			[]string{"job.namePrefix:", "longer than 40 characters (set job.namePrefix to a shorter one)"}},
 		{"a queue's own keys", base + "- name: a\n  source: {dsnEnv: X}\n  job: {container: nope}\n  retry: {maxAttempts: 0}\n  env: {prefix: x-}\n  gc: {failedRetention: 1h}\n",

@@ -45,12 +45,14 @@ type queueSpec struct {
 	duration string // how long a pod runs (kwok); default 2s (jobTemplate)
 	limits   string // the queue's limits as a YAML flow mapping, e.g. "{maxActive: 2}"; "" for none
 	columns  string // the query's columns; default "id, url, tenant"
+	fail     string // its pods fail (jobTemplate.fail: "true", or "first" for attempt 1 only); "": they succeed
 }
 
 // queuesConfig is a scenario's install with several queues.
 type queuesConfig struct {
 	name   string // the install; default "e2e"
 	limits string // the install's limits as a YAML flow mapping
+	extra  string // more top-level keys (YAML: gc:, retry: …), which the queues inherit
 	queues []queueSpec
 }
 
@@ -87,6 +89,7 @@ func (e *env) writeQueues(c queuesConfig) string {
 	if c.limits != "" {
 		fmt.Fprintf(&b, "limits: %s\n", c.limits)
 	}
+	b.WriteString(c.extra)
 	b.WriteString("queues:\n")
 	for _, q := range c.queues {
 		if q.columns == "" {
@@ -106,7 +109,7 @@ func (e *env) writeQueues(c queuesConfig) string {
 		if q.limits != "" {
 			fmt.Fprintf(&b, "  limits: %s\n", q.limits)
 		}
-		e.writeTemplate(tpl, jobTemplate{duration: q.duration, podSpec: taskPodSpec(e.pool, "", q.cpu, "")})
+		e.writeTemplate(tpl, jobTemplate{duration: q.duration, fail: q.fail, podSpec: taskPodSpec(e.pool, "", q.cpu, "")})
 	}
 	path := filepath.Join(e.dir, c.name+".yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {

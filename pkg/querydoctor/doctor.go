@@ -1,6 +1,7 @@
 // Package querydoctor judges the plan PostgreSQL makes for a pass's read (EXPLAIN, never run): the whole-table scans
-// and sorts in it, each said in words with the index that would let the read stop after the rows it needs. The read
-// itself, and the EXPLAIN that plans it, belong to the source (package rows); this package only reads the plan.
+// and sorts in it, each said in words with the index that would let the read stop after the rows it needs; and what
+// the configured role may do that READ ONLY does not cover (Access). The read itself, the EXPLAIN that plans it and
+// the catalog queries belong to the source (package rows); this package only judges what they found.
 package querydoctor
 
 import (
@@ -23,6 +24,9 @@ type Finding struct {
 	Problems []Problem `json:"problems"`
 	// Unchecked says why the plan could not be checked (then Problems is empty).
 	Unchecked string `json:"unchecked,omitempty"`
+	// Warnings are what the configured role may do that READ ONLY does not cover (see Access); checked even when the
+	// plan could not be.
+	Warnings []Warning `json:"warnings,omitempty"`
 }
 
 // Problem is one costly step of the read's plan.
@@ -37,19 +41,23 @@ type Problem struct {
 	Fix string `json:"fix"`
 }
 
-// String is the finding in one line.
+// String is the finding in one line: the plan's, then the role's warnings.
 func (f *Finding) String() string {
-	switch {
-	case f == nil:
+	if f == nil {
 		return ""
-	case f.Unchecked != "":
-		return "not checked: " + f.Unchecked
-	case len(f.Problems) == 0:
-		return "ok: EXPLAIN shows no whole-table scan or sort in the read"
 	}
 	var parts []string
+	switch {
+	case f.Unchecked != "":
+		parts = append(parts, "not checked: "+f.Unchecked)
+	case len(f.Problems) == 0:
+		parts = append(parts, "ok: EXPLAIN shows no whole-table scan or sort in the read")
+	}
 	for _, p := range f.Problems {
 		parts = append(parts, p.Message+"; fix: "+p.Fix)
+	}
+	for _, w := range f.Warnings {
+		parts = append(parts, "warning: "+w.Message+"; fix: "+w.Fix)
 	}
 	return strings.Join(parts, "; ")
 }
@@ -99,6 +107,24 @@ func (p *Plan) Tables() []Table {
 	for _, n := range scannedTables(p.root) {
 		out = append(out, Table{Schema: n.Schema, Name: n.Relation})
 	}
+	return out
+}
+
+// Relations are the tables the plan reads, by any scan, each once, in the plan's order.
+func (p *Plan) Relations() []Table {
+	var out []Table
+	seen := map[Table]bool{}
+	var walk func(n explainNode)
+	walk = func(n explainNode) {
+		if t := (Table{Schema: n.Schema, Name: n.Relation}); n.Relation != "" && !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+		for _, c := range n.Plans {
+			walk(c)
+		}
+	}
+	walk(p.root)
 	return out
 }
 

@@ -244,6 +244,10 @@ func (r *Renderer) rowEnv(row rows.Row, attempt int) ([]corev1.EnvVar, error) {
 		return nil, &config.Error{Err: fmt.Errorf("env.passthrough: the value of %s is not valid UTF-8, which no Job's variable "+
 			"may hold: fix the variable in jobsched's environment, or leave it out of env.passthrough", r.badPassthrough)}
 	}
+	if row.Oversize > 0 {
+		return nil, &RowError{Key: row.Key, Reason: fmt.Sprintf("the row is %d bytes as text; PostgreSQL sends at most %d "+
+			"a row (its key only, when larger): select the large column's part a Job needs, or leave it out", row.Oversize, rows.MaxRowBytes)}
+	}
 	var env []corev1.EnvVar
 	from := map[string]string{EnvTaskKey: EnvTaskKey, EnvScheduler: EnvScheduler, EnvAttempt: EnvAttempt} // variable → column that set it
 	add := func(col rows.Column) error {

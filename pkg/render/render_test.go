@@ -163,6 +163,10 @@ func TestJobErrors(t *testing.T) {
 			}
 			return cols
 		}()}, wantRow: "etcd takes at most"},
+		{name: "row too large: its key only", row: rows.Row{Key: "1", Oversize: 20 << 20},
+			wantRow: "the row is 20971520 bytes as text; PostgreSQL sends at most 1048576 a row"},
+		{name: "row too large, with env.columns", columns: []string{"id"}, row: rows.Row{Key: "1", Oversize: 20 << 20},
+			wantRow: "the row is 20971520 bytes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

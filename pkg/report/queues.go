@@ -96,19 +96,3 @@ func queueStatuses(ctx context.Context, s *scheduler.Scheduler, p *scheduler.Pla
 	}
 	return out
 }
-
-// creates is how many Jobs the next pass would create from the backlogs bs: each queue at most its slots and its
-// backlog, all at most the install's slots (before capacity's share among the queues' pods). With limits.perGroup
-// it is an upper bound: a backlog counts the rows of every group, also those of the groups at their cap, which
-// status lists beside it.
-func creates(p *scheduler.Plan, bs []QueueBacklog) int {
-	if len(p.Queues) == 0 {
-		n, _ := Total(bs)
-		return min(n, p.Slots)
-	}
-	n := 0
-	for i, q := range p.Queues {
-		n += min(bs[i].Rows, max(q.Slots, 0))
-	}
-	return min(n, p.Slots)
-}

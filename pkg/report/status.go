@@ -141,6 +141,10 @@ func decide(ctx context.Context, s *scheduler.Scheduler) (*scheduler.Plan, *sche
 	return scheduler.Decide(s.Config, obs).Fit(s.Config, obs), obs, nil
 }
 
+// estimated says what status's next tick cannot know: it reads no row (the pass's own plan is dry-run's).
+// It counts the rows a read would skip, and not the deletes of failed attempts retried or whose rows are gone.
+const estimated = "estimated from the backlog: status reads no row, dry-run does"
+
 // StatusOf observes the cluster, decides the pass and counts the backlog; it reads no row and writes nothing.
 func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 	p, obs, err := decide(ctx, s)
@@ -189,7 +193,12 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 	case n == 0:
 		st.Next = fmt.Sprintf("delete %d finished Job(s); create nothing: no rows waiting", deletes)
 	default:
-		st.Next = fmt.Sprintf("delete %d finished Job(s); create %d Job(s) (slots %d, bound by %s)", deletes, creates(p, bs), p.Slots, p.Limit)
+		backlogs := make([]int, len(bs))
+		for i, b := range bs {
+			backlogs[i] = b.Rows
+		}
+		st.Next = fmt.Sprintf("delete %d finished Job(s); create up to %d Job(s) (slots %d, bound by %s; %s)", deletes,
+			p.WouldCreate(s.Config, obs, backlogs), p.Slots, p.Limit, estimated)
 	}
 	return st, nil
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -100,6 +101,7 @@ func TaskViewOf(ctx context.Context, s *scheduler.Scheduler, key string) (*TaskV
 		}
 	}
 	qs := s.AllQueues()
+	noJob := "" // why the row the query returns cannot make a Job (render.RowError)
 	for _, i := range candidates {
 		if qs[i].Source == nil {
 			break
@@ -111,11 +113,12 @@ func TaskViewOf(ctx context.Context, s *scheduler.Scheduler, key string) (*TaskV
 		if len(rows) > 0 {
 			selected, qi = true, i
 			renderer := qs[i].Renderer
-			attempt := scheduler.NextAttempt(newest) // a Job in backoff: the next attempt; else its own
-			if newest != nil && newest.State != scheduler.StateBackoff {
-				attempt = newest.Attempt
+			env, err := renderer.Env(rows[0], scheduler.RowAttempt(newest))
+			var rowErr *render.RowError
+			if errors.As(err, &rowErr) {
+				noJob = rowErr.Reason
+				break
 			}
-			env, err := renderer.Env(rows[0], attempt)
 			if err != nil {
 				return nil, err
 			}
@@ -133,6 +136,9 @@ func TaskViewOf(ctx context.Context, s *scheduler.Scheduler, key string) (*TaskV
 		room = taskRoom{slots: q.Slots, limit: q.Limit, blocked: q.Blocked, maxAttempts: s.Config.QueueConfig(qi).MaxAttempts()}
 	}
 	v.State, v.Why = taskWhy(room, obs.Now, newest, selected)
+	if noJob != "" {
+		v.Why += "; its row gets no Job: " + noJob
+	}
 	return v, nil
 }
 
@@ -170,6 +176,9 @@ func taskWhy(p taskRoom, now time.Time, newest *JobStatus, selected bool) (strin
 		}
 		return string(j.State), fmt.Sprintf("attempt %d succeeded at %s", j.Attempt, at(j.FinishedAt))
 	case scheduler.StateBackoff:
+		if j.RetryAt == nil { // see scheduler's decideQueue
+			return string(j.State), fmt.Sprintf("attempt %d of %d failed (%s) at an unknown time (its condition has no lastTransitionTime): it is not retried while its Job %s exists", j.Attempt, p.maxAttempts, j.Reason, j.Name)
+		}
 		if j.RetryAt.After(now) {
 			return string(j.State), fmt.Sprintf("attempt %d of %d failed (%s); the next attempt may start at %s", j.Attempt, p.maxAttempts, j.Reason, at(j.RetryAt))
 		}

@@ -8,9 +8,11 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -22,6 +24,8 @@ func TestTask(t *testing.T) {
 	pod.Status.Phase = corev1.PodFailed
 	dead := attempt("d", 3, batchv1.JobFailed, time.Hour, "")
 	g1, g2 := attempt("g", 1, batchv1.JobFailed, time.Hour, ""), attempt("g", 2, "", 0, "")
+	untimed := job("u", batchv1.JobFailed, 0)
+	untimed.Status.Conditions[0].LastTransitionTime = metav1.Time{}
 	tests := []struct {
 		key, wantState, wantWhy string
 		wantAttempts            int
@@ -32,13 +36,15 @@ func TestTask(t *testing.T) {
 		{"d", "dead", "no attempt left (3 of 3;", 1, 0, true},
 		{"w", "waiting", "its row waits for a Job: the next tick has 9 slot(s)", 0, 0, true},
 		{"g", "running", "attempt 2 (Job " + render.AttemptName("reports", "g", 2) + ") is running", 2, 0, true},
+		{"u", "backoff", "attempt 1 of 3 failed (BackoffLimitExceeded: Job has reached the specified backoff limit) at an unknown time " +
+			"(its condition has no lastTransitionTime): it is not retried while its Job " + name("u") + " exists", 1, 0, true},
 		{"gone", "not selected", "the query does not return this key", 0, 0, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.key, func(t *testing.T) {
 			cfg := testConfig(t, nil)
-			client := fake.NewClientset(failed, pod, dead, g1, g2)
-			s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &source{Rows: rowsFor("f", "d", "w", "g")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			client := fake.NewClientset(failed, pod, dead, g1, g2, untimed)
+			s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &source{Rows: rowsFor("f", "d", "w", "g", "u")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			v, err := TaskViewOf(context.Background(), s, tc.key)
 			if err != nil {
 				t.Fatal(err)
@@ -67,5 +73,21 @@ func TestTask(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTaskOversizedRow: status KEY of a row PostgreSQL sent as its key only (over rows.MaxRowBytes) shows the task
+// and says why its row gets no Job, rather than failing the command.
+func TestTaskOversizedRow(t *testing.T) {
+	cfg := testConfig(t, nil)
+	big := rows.Row{Key: "big", Oversize: 2 << 20}
+	s := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(), Source: &source{Rows: []rows.Row{big}},
+		Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	v, err := TaskViewOf(context.Background(), s, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "; its row gets no Job: the row is 2097152 bytes as text"; v.State != "waiting" || !strings.Contains(v.Why, want) || v.Env != nil {
+		t.Errorf("state %q, why %q, env %v; want waiting, a why with %q, no env", v.State, v.Why, v.Env, want)
 	}
 }

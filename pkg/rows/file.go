@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/jobsched/jobsched/pkg/config"
@@ -24,7 +25,8 @@ type File struct {
 	// Duplicates are the rows left out because an earlier row has the same key, in the file's order: the first row
 	// of a key is the task, as a table with a unique key would have it.
 	Duplicates []Duplicate
-	// Invalid are the rows left out because a value is not what a row can hold (not valid UTF-8), in the file's
+	// Invalid are the rows left out because a value is not what a row can hold (not valid UTF-8, or a \u escape of
+	// half a surrogate pair, which is no character), in the file's
 	// order: the pass skips them with their line, as it skips a row of the database that cannot make a Job.
 	Invalid []Invalid
 }
@@ -112,6 +114,12 @@ func ReadFrom(r io.Reader, name, key string, opts ...Option) (*File, error) {
 				Reason: fmt.Sprintf("is not valid UTF-8 (byte %d)", at+1)})
 			continue
 		}
+		if at, esc := loneSurrogate(sc.Bytes()); at >= 0 {
+			// encoding/json reads it as U+FFFD too.
+			out.Invalid = append(out.Invalid, Invalid{Key: row.Key, Line: line,
+				Reason: fmt.Sprintf("holds %s (byte %d), a lone half of a UTF-16 surrogate pair", esc, at+1)})
+			continue
+		}
 		if at, ok := first[row.Key]; ok {
 			out.Duplicates = append(out.Duplicates, Duplicate{Key: row.Key, Line: line, First: at})
 			continue
@@ -139,6 +147,41 @@ func invalidUTF8(b []byte) int {
 		i += size
 	}
 	return -1
+}
+
+// loneSurrogate is the offset and text of the first \u escape in the JSON line b that is half of a UTF-16 surrogate
+// pair without its other half, or -1. A backslash outside a string is no JSON: b has been read as an object.
+func loneSurrogate(b []byte) (int, string) {
+	hex := func(i int) rune { // the \uXXXX at i, or -1
+		if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+			return -1
+		}
+		n, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
+		if err != nil {
+			return -1
+		}
+		return rune(n)
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		r := hex(i)
+		switch {
+		case r < 0:
+			i++ // an escaped character (\\, \", \n, ...): not the start of another escape
+		case r >= 0xd800 && r < 0xdc00:
+			if lo := hex(i + 6); lo < 0xdc00 || lo > 0xdfff {
+				return i, string(b[i : i+6])
+			}
+			i += 11 // the pair
+		case r >= 0xdc00 && r <= 0xdfff:
+			return i, string(b[i : i+6])
+		default:
+			i += 5
+		}
+	}
+	return -1, ""
 }
 
 // What parseObject found of the key column.
@@ -221,11 +264,12 @@ func column(name string, raw json.RawMessage) (Column, error) {
 func (f *File) Select(_ context.Context, s Selection) ([]Row, error) {
 	var out []Row
 	taken := map[string]int{}
+	excluded := set(s.Exclude)
 	for _, r := range f.rows {
 		if len(out) >= s.Limit {
 			break
 		}
-		if slices.Contains(s.Exclude, r.Key) {
+		if excluded[r.Key] {
 			continue
 		}
 		if f.group != nil {
@@ -240,6 +284,9 @@ func (f *File) Select(_ context.Context, s Selection) ([]Row, error) {
 }
 
 // Selected implements Source.
+// Ping implements Source: a file read at start answers.
+func (f *File) Ping(context.Context) error { return nil }
+
 func (f *File) Selected(_ context.Context, keys []string) ([]string, error) {
 	found := map[string]bool{}
 	for _, r := range f.rows {
@@ -251,8 +298,9 @@ func (f *File) Selected(_ context.Context, keys []string) ([]string, error) {
 // Lookup implements Source.
 func (f *File) Lookup(_ context.Context, keys []string) ([]Row, error) {
 	var out []Row
+	wanted := set(keys)
 	for _, r := range f.rows {
-		if slices.Contains(keys, r.Key) {
+		if wanted[r.Key] {
 			out = append(out, r)
 		}
 	}
@@ -262,10 +310,20 @@ func (f *File) Lookup(_ context.Context, keys []string) ([]Row, error) {
 // Count implements Source.
 func (f *File) Count(_ context.Context, exclude []string, max int) (int, error) {
 	n := 0
+	excluded := set(exclude)
 	for _, r := range f.rows {
-		if n < max && !slices.Contains(exclude, r.Key) {
+		if n < max && !excluded[r.Key] {
 			n++
 		}
 	}
 	return n, nil
+}
+
+// set is keys as a set: a pass's read of a large file with many keys excluded stays linear in both.
+func set(keys []string) map[string]bool {
+	out := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		out[k] = true
+	}
+	return out
 }

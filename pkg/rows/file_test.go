@@ -251,6 +251,36 @@ func TestReadFileDuplicates(t *testing.T) {
 	}
 }
 
+// TestReadFileSurrogates: a \u escape of half a UTF-16 surrogate pair is no character (encoding/json would read it
+// as U+FFFD, and the Job would get another value than the row's): its row is left out as Invalid, with the escape
+// and its byte, like a value that is not UTF-8; a whole pair, an escaped backslash before "u", and U+FFFD itself read.
+func TestReadFileSurrogates(t *testing.T) {
+	content := `{"id": "a", "v": "\ud800x"}
+{"id": "b", "v": "\uD83D\uDE00 \\ud800 \ufffd"}
+{"id": "c", "v": "x\udc00"}
+{"id": "d", "v": "\ud83d\u0041"}
+{"id": "\udfff"}
+`
+	f, err := rows.ReadFile(writeRows(t, content), "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.Select(context.Background(), rows.Selection{Limit: 100})
+	want := []rows.Row{{Key: "b", Columns: []rows.Column{{Name: "id", Value: "b"}, {Name: "v", Value: "\U0001F600 \\ud800 \uFFFD"}}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Select = %+v, want %+v", got, want)
+	}
+	wantInvalid := []rows.Invalid{
+		{Key: "a", Line: 1, Reason: `holds \ud800 (byte 19), a lone half of a UTF-16 surrogate pair`},
+		{Key: "c", Line: 3, Reason: `holds \udc00 (byte 20), a lone half of a UTF-16 surrogate pair`},
+		{Key: "d", Line: 4, Reason: `holds \ud83d (byte 19), a lone half of a UTF-16 surrogate pair`},
+		{Key: "\uFFFD", Line: 5, Reason: `holds \udfff (byte 9), a lone half of a UTF-16 surrogate pair`},
+	}
+	if !reflect.DeepEqual(f.Invalid, wantInvalid) {
+		t.Errorf("Invalid = %+v, want %+v", f.Invalid, wantInvalid)
+	}
+}
+
 // TestReadFileStdin checks that "-" reads standard input.
 func TestReadFileStdin(t *testing.T) {
 	name := writeRows(t, `{"id": "from-stdin"}`+"\n")

@@ -206,16 +206,19 @@ func TestSelectPerGroupNoColumn(t *testing.T) {
 	}
 }
 
-// TestSelectPerGroupSQL: without a PerGroup the statement is the read's of before (the bench and the golden tests
-// rely on it); with one, everything the caller gives is a parameter.
+// TestSelectPerGroupSQL: without a PerGroup the statement is the read's of before, under the row-size bound (the
+// bench relies on it); with one, everything the caller gives is a parameter, the bound too.
 func TestSelectPerGroupSQL(t *testing.T) {
 	p, err := OpenPostgres("host=127.0.0.1 dbname=none", config.Source{Query: "SELECT id FROM t ORDER BY id;", Key: "id"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stmt, args := p.SelectStatement(Selection{Exclude: []string{"a"}, Limit: 10, Held: map[string]int{"x": 1}})
-	if want := "SELECT * FROM (\nSELECT id FROM t ORDER BY id\n) AS jobsched_q WHERE jobsched_q.\"id\" IS NOT NULL AND " +
-		"jobsched_q.\"id\"::text NOT IN (SELECT unnest($1::text[])) LIMIT $2"; stmt != want || len(args) != 2 {
+	if want := "SELECT jobsched_r.*, jobsched_b.\"id\", jobsched_s.n FROM (SELECT * FROM (\nSELECT id FROM t ORDER BY id\n) " +
+		"AS jobsched_q WHERE jobsched_q.\"id\" IS NOT NULL AND jobsched_q.\"id\"::text NOT IN (SELECT unnest($1::text[])) " +
+		"LIMIT $2) AS jobsched_b CROSS JOIN LATERAL (SELECT octet_length(jobsched_b.*::text) AS n) AS jobsched_s " +
+		"LEFT JOIN LATERAL (SELECT jobsched_b.*) AS jobsched_r ON jobsched_s.n <= $3"; stmt != want ||
+		!reflect.DeepEqual(args[1:], []any{10, MaxRowBytes}) {
 		t.Errorf("statement without a PerGroup = %q (%d args), want %q", stmt, len(args), want)
 	}
 	g, err := OpenPostgres("host=127.0.0.1 dbname=none", config.Source{Query: "SELECT id, tenant FROM t ORDER BY id", Key: "id"},
@@ -224,12 +227,12 @@ func TestSelectPerGroupSQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	stmt, args = g.SelectStatement(Selection{Exclude: []string{"a"}, Limit: 10, Held: map[string]int{"x'); COMMIT; --": 1, "y": 2}})
-	for _, part := range []string{`"ten""ant"`, "$3::text[]", "$4::int8[]", "$5", "LIMIT $2"} {
+	for _, part := range []string{`"ten""ant"`, "$3::text[]", "$4::int8[]", "$5", "LIMIT $2", "jobsched_s.n <= $6"} {
 		if !strings.Contains(stmt, part) {
 			t.Errorf("statement %q has no %s", stmt, part)
 		}
 	}
-	if strings.Contains(stmt, "COMMIT") || strings.Contains(stmt, "'x") || len(args) != 5 || args[4] != 3 {
+	if strings.Contains(stmt, "COMMIT") || strings.Contains(stmt, "'x") || len(args) != 6 || args[4] != 3 || args[5] != MaxRowBytes {
 		t.Errorf("statement %q, args %v: want the held groups and Max as parameters only", stmt, args)
 	}
 }

@@ -3,6 +3,7 @@ package rows
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -35,6 +36,7 @@ type Postgres struct {
 	groupCol string    // quoted group column
 
 	keyType string // the key column's database type name, learned by the first read
+	columns int    // how many columns the query returns, learned with keyType
 }
 
 // pool is what the sources of one install share (see Share): the connection pool and what guards it.
@@ -236,23 +238,51 @@ func heldArrays(held map[string]int) (groups, counts any) {
 func (p *Postgres) SelectStatement(s Selection) (string, []any) {
 	excluded, arg := p.keyExcluded(s.Exclude)
 	if p.group == nil {
-		return p.selectSQL(excluded), []any{arg, s.Limit}
+		return p.boundedSQL(p.selectSQL(excluded), 3), []any{arg, s.Limit, MaxRowBytes}
 	}
 	groups, counts := heldArrays(s.Held)
-	return p.selectGroupSQL(excluded), []any{arg, s.Limit, groups, counts, p.group.Max}
+	return p.boundedSQL(p.selectGroupSQL(excluded), 6), []any{arg, s.Limit, groups, counts, p.group.Max, MaxRowBytes}
+}
+
+// boundedSQL wraps stmt, a read of rows, so that no row over MaxRowBytes (parameter $n) is sent: PostgreSQL measures
+// each row it returns, and a row over the bound comes with every column NULL. Two columns follow stmt's: the key and
+// the size (see scan). The size is the sum of the octet_length of the query's columns as text, at least what the wire
+// carries of them (pg_column_size is not: it counts a value as stored, compressed); a text value is measured from its
+// header, without reading it. Before the first read has learned the query's columns, the row is measured as one
+// text (the row's literal), which is the same bound but reads the values. Only the rows stmt returns are measured:
+// the bound sits above its LIMIT, and each row of stmt is one row of the result, in stmt's order (a nested loop over
+// stmt, which keeps its ORDER BY as a subquery with a LIMIT or an ORDER BY).
+func (p *Postgres) boundedSQL(stmt string, n int) string {
+	size := "(SELECT octet_length(jobsched_b.*::text) AS n)"
+	if p.columns > 0 {
+		cols, sum := make([]string, p.columns), make([]string, p.columns)
+		for i := range cols {
+			cols[i] = "jobsched_c" + strconv.Itoa(i+1)
+			sum[i] = "coalesce(octet_length(jobsched_p." + cols[i] + "::text)::int8, 0)" // a sum of int4 may overflow
+		}
+		// The query's columns by position: their names may repeat, or be jobsched's own.
+		size = "(SELECT " + strings.Join(sum, " + ") + " AS n FROM (SELECT jobsched_b.*) AS jobsched_p(" +
+			strings.Join(cols, ", ") + "))"
+	}
+	return "SELECT jobsched_r.*, jobsched_b." + p.key + ", jobsched_s.n FROM (" + stmt + ") AS jobsched_b " +
+		"CROSS JOIN LATERAL " + size + " AS jobsched_s " +
+		"LEFT JOIN LATERAL (SELECT jobsched_b.*) AS jobsched_r ON jobsched_s.n <= $" + strconv.Itoa(n)
 }
 
 // extraColumns is how many columns the statement of Select or Lookup returns after the query's: the group's text
-// (and, for Select, the ordinal and the rank).
+// (and, for Select, the ordinal and the rank), then the two of boundedSQL.
 func (p *Postgres) extraColumns(lookup bool) int {
 	switch {
 	case p.group == nil:
-		return 0
+		return boundColumns
 	case lookup:
-		return 1
+		return 1 + boundColumns
 	}
-	return 3
+	return 3 + boundColumns
 }
+
+// boundColumns are the columns boundedSQL adds: the key and the row's size.
+const boundColumns = 2
 
 func (p *Postgres) countSQL(excluded string) string {
 	return "SELECT count(*) FROM (SELECT 1 FROM (\n" + p.query + "\n) AS jobsched_q WHERE jobsched_q." + p.key +
@@ -340,7 +370,8 @@ func (p *Postgres) Lookup(ctx context.Context, keys []string) ([]Row, error) {
 			stmt = "SELECT jobsched_q.*, " + p.groupText() + " AS jobsched_g FROM (\n" + p.query + "\n) AS jobsched_q WHERE jobsched_q." +
 				p.key + " IS NOT NULL AND " + match
 		}
-		rs, err := tx.QueryContext(ctx, stmt, arg)
+		stmt = p.boundedSQL(stmt, 2)
+		rs, err := tx.QueryContext(ctx, stmt, arg, MaxRowBytes)
 		if err != nil {
 			return p.inQuery(stmt, err)
 		}
@@ -349,6 +380,15 @@ func (p *Postgres) Lookup(ctx context.Context, keys []string) ([]Row, error) {
 		return p.inQuery(stmt, err)
 	})
 	return out, err
+}
+
+// Ping implements Source: one SELECT in the read's READ ONLY transaction, under source.timeout and the pass's
+// deadline, like every read.
+func (p *Postgres) Ping(ctx context.Context) error {
+	return p.readOnly(ctx, func(tx *sql.Tx) error {
+		var one int
+		return tx.QueryRowContext(ctx, "SELECT $1::int4", 1).Scan(&one)
+	})
 }
 
 func selectedInOrder(keys []string, found map[string]bool) []string {
@@ -388,7 +428,13 @@ func (p *Postgres) readOnly(ctx context.Context, fn func(*sql.Tx) error) (err er
 	}
 	stop := p.guard.Watch(ctx)
 	defer stop()
-	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	conn, err := p.db.Conn(ctx)
+	var tx *sql.Tx
+	if err == nil {
+		if tx, err = conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}); err != nil {
+			conn.Close()
+		}
+	}
 	if err != nil {
 		err = p.redact(classify("connecting to PostgreSQL", err))
 		if ctx.Err() == nil {
@@ -397,6 +443,7 @@ func (p *Postgres) readOnly(ctx context.Context, fn func(*sql.Tx) error) (err er
 		return err
 	}
 	p.failed = nil
+	defer clean(ctx, conn)
 	defer tx.Rollback() //nolint:errcheck // read-only: there is nothing to keep
 	if ms := p.timeout.Milliseconds(); ms > 0 {
 		// set_config(..., true) is SET LOCAL, with the value as a parameter (see learnKeyType).
@@ -413,6 +460,21 @@ func (p *Postgres) readOnly(ctx context.Context, fn func(*sql.Tx) error) (err er
 		return p.redact(classify("running source.query", err))
 	}
 	return nil
+}
+
+// clean ends, after the read's transaction, what its query may have left in the session: the pool keeps its one
+// connection for the next read and the next pass (status -w, tick --fill-for), and a session-level advisory lock, a
+// temporary table, a setting, a LISTEN or a prepared statement would outlive the read. DISCARD ALL ends them; a
+// connection it cannot clean (ctx ended, the server is gone) is closed, never reused. It is cheaper than a session
+// per read (a connect, with SCRAM, each time) and keeps the one connection a role's CONNECTION LIMIT may allow (a
+// new session can be refused while the old one's backend is still exiting). What it does not end, a connection a
+// function opened elsewhere (dblink, postgres_fdw), is what the role check of the query doctor warns about. The
+// text is fixed, with no parameter: like the driver's BEGIN and ROLLBACK it goes in the simple-query protocol.
+func clean(ctx context.Context, conn *sql.Conn) {
+	if _, err := conn.ExecContext(ctx, "DISCARD ALL"); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // database/sql closes the connection
+	}
+	conn.Close()
 }
 
 // redact is pgdsn.Redact with what of the DSN may be the password.
@@ -463,7 +525,7 @@ func (p *Postgres) learnKeyType(ctx context.Context, tx *sql.Tx) error {
 			}
 		}
 	}
-	p.keyType = keyType
+	p.keyType, p.columns = keyType, len(names)
 	return nil
 }
 
@@ -579,7 +641,9 @@ func classify(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// scan reads the rows of rs, whose last extra columns are jobsched's, the first of them the group's text.
+// scan reads the rows of rs, whose last extra columns are jobsched's: the group's text first when there is a group,
+// and last the two of boundedSQL, the key and the row's size. A row over MaxRowBytes came with every other column
+// NULL: it is its key and its size only.
 func (p *Postgres) scan(rs *sql.Rows, extra int) ([]Row, error) {
 	all, err := rs.ColumnTypes()
 	if err != nil {
@@ -609,6 +673,10 @@ func (p *Postgres) scan(rs *sql.Rows, extra int) ([]Row, error) {
 		if err := rs.Scan(ptrs...); err != nil {
 			return nil, err
 		}
+		if size, _ := vals[len(all)-1].(int64); size > MaxRowBytes {
+			out = append(out, Row{Key: columnText(all[len(all)-2].DatabaseTypeName(), vals[len(all)-2]), Oversize: size})
+			continue
+		}
 		row := Row{Columns: make([]Column, len(types))}
 		for i, t := range types {
 			row.Columns[i] = Column{Name: t.Name()}
@@ -619,7 +687,7 @@ func (p *Postgres) scan(rs *sql.Rows, extra int) ([]Row, error) {
 			row.Columns[i].Value = columnText(t.DatabaseTypeName(), vals[i])
 		}
 		row.Key = row.Columns[keyAt].Value
-		if extra > 0 {
+		if p.group != nil {
 			row.Group = columnText(all[len(types)].DatabaseTypeName(), vals[len(types)])
 		}
 		out = append(out, row)

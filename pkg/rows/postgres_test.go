@@ -1098,12 +1098,29 @@ func TestReadAfterDeadline(t *testing.T) {
 	}); err != nil {
 		t.Errorf("the statement still runs on the server %v after its read ended: %v", time.Since(start), err)
 	}
-	// The next read, with a fresh context, works.
-	q := &Postgres{}
-	*q = *p
-	q.query = "SELECT 1 AS id"
+	// The next read on the pool, with a fresh context, works.
+	q, err := p.Share(config.Source{Query: "SELECT 1 AS id", Key: "id"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	got, err := q.Select(t.Context(), Selection{Limit: 1})
 	if err != nil || !reflect.DeepEqual(keys(got), []string{"1"}) {
 		t.Errorf("the read after the cut one: %+v, %v", got, err)
+	}
+}
+
+// TestStatementTimeoutRange: the ends of source.timeout's range (config.MinTimeout, MaxTimeout) are statement
+// timeouts PostgreSQL takes, and one millisecond more than MaxTimeout is one it refuses (22023): Validate's range
+// is PostgreSQL's.
+func TestStatementTimeoutRange(t *testing.T) {
+	for _, d := range []time.Duration{config.MinTimeout, config.MaxTimeout} {
+		p := open(t, testDSN, "SELECT 1 AS id", "id", d)
+		if got, err := p.Select(t.Context(), Selection{Limit: 10}); err != nil || !reflect.DeepEqual(keys(got), []string{"1"}) {
+			t.Errorf("source.timeout %v: %+v, %v", d, got, err)
+		}
+	}
+	p := open(t, testDSN, "SELECT 1 AS id", "id", config.MaxTimeout+time.Millisecond)
+	if _, err := p.Select(t.Context(), Selection{Limit: 10}); err == nil || !strings.Contains(err.Error(), "22023") {
+		t.Errorf("source.timeout %v: %v, want PostgreSQL's 22023", config.MaxTimeout+time.Millisecond, err)
 	}
 }

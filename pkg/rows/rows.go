@@ -28,7 +28,15 @@ type Row struct {
 	// source has no group column. From PostgreSQL it is the value's own text (column::text), the text the read
 	// compares Selection.Held's groups with.
 	Group string
+	// Oversize is the row's size as text, in bytes, when it is over MaxRowBytes: PostgreSQL measured it and sent
+	// only its key, so Columns and Group are empty and the row cannot make a Job. 0 for every other row.
+	Oversize int64
 }
+
+// MaxRowBytes bounds a row read from PostgreSQL, as text (all its columns): a larger row never enters the process,
+// only its key and its size do. A Job holds at most 1 MiB (render.MaxJobBytes) and a variable 128 KiB, so the bound
+// only turns away rows that could make no Job, or only through env.columns leaving most of them out.
+const MaxRowBytes = 1 << 20
 
 // Selection says which rows Select returns.
 type Selection struct {
@@ -87,4 +95,7 @@ type Source interface {
 	Selected(ctx context.Context, keys []string) ([]string, error)
 	// Lookup returns the rows of keys that the query returns now, in its order: one read, pushed down like Selected.
 	Lookup(ctx context.Context, keys []string) ([]Row, error)
+	// Ping proves the source answers, at the cost of one read that returns nothing: a pass that has no room to read
+	// a row still sees a lost database.
+	Ping(ctx context.Context) error
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"reflect"
 	"strings"
@@ -147,14 +146,10 @@ func TestOneStatementErrorSaysWhy(t *testing.T) {
 // client sends: the protocol that runs each statement of a text.
 func simpleQueryProxy(t *testing.T, target string) (addr string, simple func() []string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var seen []string
-	record := func(client io.Reader, up io.Writer) {
-		r := bufio.NewReader(io.TeeReader(client, up))
+	record := func(client io.Reader) {
+		r := bufio.NewReader(client)
 		head := make([]byte, 4) // the startup message: length, then payload, no type byte
 		if _, err := io.ReadFull(r, head); err != nil {
 			return
@@ -181,24 +176,7 @@ func simpleQueryProxy(t *testing.T, target string) (addr string, simple func() [
 			}
 		}
 	}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			t.Cleanup(func() { c.Close(); up.Close() })
-			go func() { _, _ = io.Copy(c, up) }()
-			go record(c, up)
-		}
-	}()
-	t.Cleanup(func() { l.Close() })
-	return l.Addr().String(), func() []string {
+	return tcpkit.NewProxy(t, target, record).Addr(), func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]string(nil), seen...)
@@ -206,7 +184,7 @@ func simpleQueryProxy(t *testing.T, target string) (addr string, simple func() [
 }
 
 // TestOnlyFixedSimpleQueries watches the wire: the only statements jobsched sends in the simple-query protocol are
-// the driver's own BEGIN READ ONLY and ROLLBACK; every statement with the user's text, and the statement timeout, go
+// the driver's own BEGIN READ ONLY and ROLLBACK, and the DISCARD ALL after them (see clean); every statement with the user's text, and the statement timeout, go
 // as one statement with bound parameters.
 func TestOnlyFixedSimpleQueries(t *testing.T) {
 	s := newSchema(t)
@@ -246,7 +224,7 @@ func TestOnlyFixedSimpleQueries(t *testing.T) {
 		t.Fatal("the proxy saw no simple query at all (not even BEGIN): is it in the path?")
 	}
 	for _, q := range got {
-		if q != "BEGIN READ ONLY" && q != "ROLLBACK" {
+		if q != "BEGIN READ ONLY" && q != "ROLLBACK" && q != "DISCARD ALL" {
 			t.Errorf("sent in the simple-query protocol: %q", q)
 		}
 	}
@@ -302,26 +280,14 @@ func TestPasswordEqualToUserName(t *testing.T) {
 // TestSQLASCIIInvalidByte: in a SQL_ASCII database a value that is not valid UTF-8 fails the read (SQLSTATE 22021,
 // every pass, whatever the row): the error says what it is and how to fix the query.
 func TestSQLASCIIInvalidByte(t *testing.T) {
-	db := fmt.Sprintf("jobsched_ascii_%d", time.Now().UnixNano())
-	exec(t, "CREATE DATABASE "+db+" ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
-	t.Cleanup(func() { _, _ = adminDB.Exec("DROP DATABASE " + db + " WITH (FORCE)") })
-	u, err := url.Parse(testDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + db
-	conn, err := sql.Open("postgres", u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	u, conn := newDatabase(t, "jobsched_ascii", "ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
 	for _, s := range []string{"CREATE TABLE t (id int8, name text)", `INSERT INTO t VALUES (1, 'ok'), (2, E'caf\xe9')`} {
 		if _, err := conn.Exec(s); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}
 	p := open(t, u.String(), "SELECT id, name FROM t ORDER BY id", "id", 10*time.Second)
-	_, err = p.Select(t.Context(), Selection{Limit: 10})
+	_, err := p.Select(t.Context(), Selection{Limit: 10})
 	if err == nil {
 		t.Fatal("Select of a value that is not valid UTF-8 succeeded")
 	}
@@ -330,6 +296,26 @@ func TestSQLASCIIInvalidByte(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
+}
+
+// newDatabase creates a database of the test's own (name: prefix and a number; options follow CREATE DATABASE), dropped
+// when the test ends, and returns the test DSN pointing at it and a connection pool to it, closed then too.
+func newDatabase(t *testing.T, prefix, options string) (*url.URL, *sql.DB) {
+	t.Helper()
+	name := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano())
+	exec(t, "CREATE DATABASE "+name+" "+options)
+	t.Cleanup(func() { _, _ = adminDB.Exec("DROP DATABASE " + name + " WITH (FORCE)") })
+	u, err := url.Parse(testDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	db, err := sql.Open("postgres", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return u, db
 }
 
 // TestConnectTimeoutIsTheBound: a pass pays the connect timeout once. It reads, then asks the query doctor (another
@@ -397,5 +383,61 @@ func TestQueryErrorsInTheUsersWords(t *testing.T) {
 				t.Errorf("error %q shows jobsched's wrapper", err)
 			}
 		})
+	}
+}
+
+// TestSessionLeftClean: what a query takes for its session (a session-level advisory lock, a temporary table, a
+// setting) does not outlive the read. The pool keeps its one connection between reads and passes (status -w, tick
+// --fill-for), so without a reset the lock would be held until the process ends, by a read-only role too.
+func TestSessionLeftClean(t *testing.T) {
+	s := newSchema(t)
+	exec(t, "CREATE TABLE "+s+".tasks (id int8 PRIMARY KEY)", "INSERT INTO "+s+".tasks VALUES (1), (2)")
+	lock := time.Now().UnixNano()
+	query := fmt.Sprintf("SELECT id, pg_advisory_lock(%d)::text AS l, set_config('application_name', 'dirty', false) AS a "+
+		"FROM %s.tasks ORDER BY id", lock, s)
+	p := open(t, testDSN, query, "id", 10*time.Second)
+	other, err := adminDB.Conn(t.Context()) // one session: the lock it takes it must release itself
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, read := range []func() error{
+		func() error { _, err := p.Select(t.Context(), Selection{Limit: 10}); return err },
+		func() error { _, err := p.Count(t.Context(), nil, 10); return err },
+	} {
+		if err := read(); err != nil {
+			t.Fatal(err)
+		}
+		var free bool
+		if err := other.QueryRowContext(t.Context(), "SELECT pg_try_advisory_lock($1)", lock).Scan(&free); err != nil {
+			t.Fatal(err)
+		}
+		if !free {
+			t.Fatal("after the read, another session cannot take the advisory lock the query took: the session kept it")
+		}
+		if err := other.QueryRowContext(t.Context(), "SELECT pg_advisory_unlock($1)", lock).Scan(&free); err != nil || !free {
+			t.Fatalf("unlocking: %v, %v", free, err)
+		}
+	}
+	var dirty int
+	if err := adminDB.QueryRowContext(t.Context(), "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'dirty'").Scan(&dirty); err != nil {
+		t.Fatal(err)
+	}
+	if dirty != 0 {
+		t.Errorf("%d session(s) kept the setting a query made", dirty)
+	}
+}
+
+// TestPing: Ping answers through the real server, and fails as a run-time error (not a configuration one) on a
+// stopped database (nothing listens) and on a host that never answers (within the connect timeout).
+func TestPing(t *testing.T) {
+	if err := open(t, testDSN, "SELECT 1 AS id", "id", 10*time.Second).Ping(t.Context()); err != nil {
+		t.Errorf("Ping of the test database: %v", err)
+	}
+	for name, addr := range map[string]string{"stopped": tcpkit.ClosedPort(t), "silent": tcpkit.NewSilent(t).Addr()} {
+		p := open(t, "postgres://app:pw@"+addr+"/app?sslmode=disable&connect_timeout=1", "SELECT 1 AS id", "id", 10*time.Second)
+		if err := p.Ping(t.Context()); err == nil || config.IsConfigError(err) {
+			t.Errorf("Ping of a %s database: %v; want a run-time error", name, err)
+		}
 	}
 }

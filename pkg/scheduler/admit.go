@@ -8,10 +8,12 @@ import (
 	"github.com/jobsched/jobsched/pkg/rows"
 )
 
-// admit renders row into a Create, or says why it is skipped; it changes nothing. Only a configuration problem is an
-// error. A row due for a retry gets the next attempt of its task and supersedes the failed one.
-func (p *Plan) admit(r *render.Renderer, row rows.Row) (Create, *Skip, error) {
-	last := p.retry[row.Key]
+// admit renders row of queue i into a Create, or says why it is skipped; it changes nothing. Only a configuration
+// problem is an error. A row due for a retry gets the next attempt of its task and supersedes the failed one. A row
+// whose Job name is taken by a Job of another task or queue is skipped, every pass, with the Job it collides with.
+func (p *Plan) admit(i int, r *render.Renderer, row rows.Row) (Create, *Skip, error) {
+	part := p.parts[i]
+	last := part.retry[row.Key]
 	attempt := NextAttempt(last)
 	job, err := r.Job(row, attempt)
 	var rowErr *render.RowError
@@ -21,8 +23,18 @@ func (p *Plan) admit(r *render.Renderer, row rows.Row) (Create, *Skip, error) {
 	if err != nil {
 		return Create{}, nil, err
 	}
-	if other, ok := p.job(job.Name); ok && other.Key != row.Key {
-		return Create{}, &Skip{Key: row.Key, Reason: fmt.Sprintf("name collision: Job %s exists for task %q", job.Name, other.Key)}, nil
+	if other, ok := p.job(job.Name); ok && (other.Key != row.Key || other.Queue != part.queueName) {
+		return Create{}, &Skip{Key: row.Key, Reason: collisionReason(job.Name, other.Key, other.Queue)}, nil
 	}
-	return Create{Key: row.Key, Attempt: attempt, Job: job, Supersedes: last}, nil, nil
+	return Create{Queue: part.queueName, Key: row.Key, Attempt: attempt, Job: job, Supersedes: last}, nil, nil
+}
+
+// collisionReason is the reason a row is skipped when its Job's name is taken by a Job of task key (of queue, when the
+// install has queues).
+func collisionReason(job, key, queue string) string {
+	of := ""
+	if queue != "" {
+		of = " of queue " + queue
+	}
+	return fmt.Sprintf("name collision: Job %s exists for task %q%s", job, key, of)
 }

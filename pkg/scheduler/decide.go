@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,10 +24,17 @@ import (
 // excluded until backoff·2^(n-1) (at most maxBackoff) after the failure, then the row competes for a slot and gets
 // attempt n+1; failed with none left, or by its podFailurePolicy (FailJob), the task is dead: its Job is kept as
 // the record and its key excluded. Older finished attempts are deleted.
+//
+// A condition with a zero lastTransitionTime finished at an unknown time (the Job controller always sets it; a
+// status written by hand or restored from a backup may not): no retention and no backoff counted from it ever
+// passes, so the Job is kept and its task is not retried until someone deletes the Job (a dead one: jobsched
+// retry), as Kubernetes' TTL-after-finished controller keeps such a Job. Deleting at once would let its row be
+// retried, or its record go, on a time nobody knows.
 func decideQueue(cfg *config.Config, obs *Observation) *Plan {
 	p := &Plan{
 		Scheduler: cfg.Name,
 		Namespace: cfg.Namespace,
+		queueName: cfg.QueueName,
 		Jobs:      make([]JobStatus, 0, len(obs.Jobs)),
 		retry:     map[string]*JobStatus{},
 	}
@@ -61,6 +69,8 @@ func decideQueue(cfg *config.Config, obs *Observation) *Plan {
 		}
 		t := cond.At
 		st.FinishedAt = &t
+		// past says d has passed since the Job finished; never when its time is unknown (zero).
+		past := func(d time.Duration) bool { return !t.IsZero() && !obs.Now.Before(t.Add(d)) }
 		switch {
 		case cond.Type == batchv1.JobComplete:
 			st.State = StateSucceeded
@@ -68,21 +78,23 @@ func decideQueue(cfg *config.Config, obs *Observation) *Plan {
 			st.State, st.Reason = StateDead, strings.TrimSpace(cond.Reason+": "+cond.Message)
 		default:
 			st.State, st.Reason = StateBackoff, strings.TrimSpace(cond.Reason+": "+cond.Message)
-			at := t.Add(cfg.BackoffAfter(st.Attempt))
-			st.RetryAt = &at
+			if !t.IsZero() { // else no RetryAt: its backoff never passes
+				at := t.Add(cfg.BackoffAfter(st.Attempt))
+				st.RetryAt = &at
+			}
 		}
 		switch {
 		case gone:
 		case key != "" && st.Attempt < newest[key]:
 			st.State, st.Delete, st.RetryAt = StateSuperseded, DeleteSuperseded, nil
-		case st.State == StateSucceeded && !obs.Now.Before(t.Add(cfg.GC.SucceededRetention.Duration)):
+		case st.State == StateSucceeded && past(cfg.GC.SucceededRetention.Duration):
 			st.Delete = DeleteRetention
-		case st.State == StateDead && cfg.Retry.DeadRetention.Duration > 0 && !obs.Now.Before(t.Add(cfg.Retry.DeadRetention.Duration)):
+		case st.State == StateDead && cfg.Retry.DeadRetention.Duration > 0 && past(cfg.Retry.DeadRetention.Duration):
 			st.Delete = DeleteDead
 		case key == "" && st.State != StateSucceeded:
 			// A failed Job without a task key (made by hand) has no row to retry: it is kept for
 			// gc.succeededRetention like a succeeded one, then deleted.
-			if !obs.Now.Before(t.Add(cfg.GC.SucceededRetention.Duration)) {
+			if past(cfg.GC.SucceededRetention.Duration) {
 				st.Delete = DeleteRetention
 			}
 		}
@@ -96,8 +108,8 @@ func decideQueue(cfg *config.Config, obs *Observation) *Plan {
 				if st.Delete == "" && !gone {
 					p.dead = append(p.dead, key)
 				}
-			case st.RetryAt.After(obs.Now) || gone:
-				p.exclude = append(p.exclude, key) // backoff: not yet
+			case st.RetryAt == nil || st.RetryAt.After(obs.Now) || gone:
+				p.exclude = append(p.exclude, key) // backoff: not yet (or never: its time is unknown)
 			default:
 				p.due = append(p.due, key) // its row competes for a slot and gets the next attempt
 				p.retry[key] = &st

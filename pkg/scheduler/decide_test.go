@@ -26,10 +26,13 @@ type decided struct {
 	Retry                           map[string]int // key → the attempt its next Job gets
 }
 
+// view is what a test compares of the plan of a configuration without queues: the install's Jobs and room, its one
+// queue's keys and pods.
 func view(p *Plan) decided {
+	q := p.parts[0]
 	d := decided{Jobs: map[string]string{}, Retry: map[string]int{}, Unfinished: p.Unfinished, Unschedulable: p.Unschedulable,
-		UnboundPods: p.unboundPods, PodlessPods: p.podlessPods, Slots: p.Slots, Limit: p.Limit, Blocked: p.Blocked,
-		Exclude: p.exclude, Succeeded: p.succeeded, Dead: p.dead, Due: p.due}
+		UnboundPods: q.unboundPods, PodlessPods: q.podlessPods, Slots: p.Slots, Limit: p.Limit, Blocked: p.Blocked,
+		Exclude: p.exclude, Succeeded: q.succeeded, Dead: q.dead, Due: q.due}
 	for _, j := range p.Jobs {
 		v := string(j.State) + " " + strconv.Itoa(j.Attempt)
 		if j.Delete != "" {
@@ -40,7 +43,7 @@ func view(p *Plan) decided {
 		}
 		d.Jobs[j.Name] = v
 	}
-	for k, last := range p.retry {
+	for k, last := range q.retry {
 		d.Retry[k] = last.Attempt + 1
 	}
 	return d
@@ -67,6 +70,10 @@ func TestDecide(t *testing.T) {
 	running := job("r", "", 0)
 	podless := job("p", "", 0)
 	podless.Status.Active = 0
+	// untimed is j with a condition whose lastTransitionTime is zero: the time it finished is unknown.
+	untimed := func(j *batchv1.Job) *batchv1.Job { j.Status.Conditions[0].LastTransitionTime = metav1.Time{}; return j }
+	untimedNoKey := untimed(job("y", batchv1.JobFailed, 0))
+	delete(untimedNoKey.Annotations, render.AnnotationTaskKey)
 
 	tests := []struct {
 		name   string
@@ -160,6 +167,29 @@ func TestDecide(t *testing.T) {
 			want: decided{Jobs: map[string]string{render.AttemptName("reports", "f", 3): "dead 3 delete: " + DeleteDead,
 				render.AttemptName("reports", "g", 3): "dead 3"}, Slots: 10, Limit: "limits.maxPerTick: 10",
 				Exclude: []string{"f", "g"}, Dead: []string{"g"}}},
+		// A zero lastTransitionTime is an unknown finish time: never past a retention or a backoff (the Job is kept and
+		// its task not retried, as the TTL-after-finished controller keeps it); a newer attempt still supersedes it.
+		{name: "finished at an unknown time: succeeded, kept past gc.succeededRetention",
+			jobs: []*batchv1.Job{untimed(job("s", batchv1.JobComplete, 0))},
+			want: decided{Jobs: map[string]string{name("s"): "succeeded 1"}, Slots: 10, Limit: "limits.maxPerTick: 10",
+				Exclude: []string{"s"}, Succeeded: []string{"s"}}},
+		{name: "finished at an unknown time: failed, its backoff never passes",
+			jobs: []*batchv1.Job{untimed(job("f", batchv1.JobFailed, 0))},
+			want: decided{Jobs: map[string]string{name("f"): "backoff 1"}, Slots: 10, Limit: "limits.maxPerTick: 10",
+				Exclude: []string{"f"}}},
+		{name: "finished at an unknown time: dead, kept past retry.deadRetention",
+			mutate: func(c *config.Config) { c.Retry.DeadRetention = metav1.Duration{Duration: time.Second} },
+			jobs:   []*batchv1.Job{untimed(attempt("d", 3, batchv1.JobFailed, 0, ""))},
+			want: decided{Jobs: map[string]string{render.AttemptName("reports", "d", 3): "dead 3"}, Slots: 10,
+				Limit: "limits.maxPerTick: 10", Exclude: []string{"d"}, Dead: []string{"d"}}},
+		{name: "finished at an unknown time: failed without a task key, kept",
+			jobs: []*batchv1.Job{untimedNoKey},
+			want: decided{Jobs: map[string]string{name("y"): "backoff 1"}, Slots: 10, Limit: "limits.maxPerTick: 10"}},
+		{name: "finished at an unknown time: an old attempt is still superseded",
+			jobs: []*batchv1.Job{untimed(attempt("f", 1, batchv1.JobFailed, 0, "")), attempt("f", 2, batchv1.JobFailed, 10*time.Second, "")},
+			want: decided{Jobs: map[string]string{render.AttemptName("reports", "f", 1): "superseded 1 delete: " + DeleteSuperseded,
+				render.AttemptName("reports", "f", 2): "backoff 2 retry in 1m50s"}, Slots: 10, Limit: "limits.maxPerTick: 10",
+				Exclude: []string{"f"}}},
 		{name: "an old attempt next to a newer one is deleted",
 			jobs: []*batchv1.Job{attempt("f", 1, batchv1.JobFailed, time.Hour, ""), attempt("f", 2, batchv1.JobFailed, 10*time.Second, "")},
 			want: decided{Jobs: map[string]string{render.AttemptName("reports", "f", 1): "superseded 1 delete: " + DeleteSuperseded,

@@ -13,13 +13,16 @@
 //	fit      → Plan         Plan.Fit: each queue's slots, bounded by what fits for its template alone
 //	check    → RowCheck     per queue, the rows of succeeded, dead and due tasks: worker bugs, rows gone
 //	read     → Admission    per queue with slots, the rows there is room for, each admitted (a Create) or skipped
-//	share    → Plan         the install's slots given to the queues' creates, one at a time (see Queues below)
+//	share    → Plan         the install's slots given to the queues' creates, one at a time (see Queues below); the
+//	                        failed attempt each kept retry supersedes marked for its delete (DeleteRetried)
 //	execute  ·              the creates; a retry's failed attempt deleted once its next attempt exists
 //
-// Nothing outside that line changes the plan: `dry-run` prints Result.Plan, the value `tick` executes, and `status`
-// (package report) shows the plan the same Observe and Decide make. A step that cannot read what it needs (pods,
-// capacity, rows) puts that in its value; the plan then creates nothing (Plan.Blocked says why) and the pass fails,
-// but the deletes still happen. Only a wrong configuration (a *config.Error) stops the line.
+// Nothing outside that line changes the plan: `dry-run` prints Result.Plan, the value `tick` executes (every delete
+// and create of the pass is in it), and `status` (package report) shows the plan the same Observe and Decide make.
+// Each field of the plan is set by the step that decides it, and the summary is counted once, from the plan and what
+// came of each write (summarize). A step that cannot read what it needs (pods, capacity, rows) puts that in its
+// value; the plan then creates nothing (Plan.Blocked says why) and the pass fails, but the deletes still happen.
+// Only a wrong configuration (a *config.Error) stops the line.
 //
 // # Hooks for what comes next
 //

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,12 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
 )
 
-// execution is one pass's writes and what they amount to: the execute steps of Run, the summary they count into,
-// the errors that fail the pass without stopping it, and its one `pass done` line.
+// execution is one pass's writes and what came of each: the execute steps of Run, the errors that fail the pass
+// without stopping it, and its one `pass done` line, counted once from the plan and these outcomes (Summary).
 type execution struct {
 	s       *Scheduler
 	ctx     context.Context
@@ -28,7 +26,8 @@ type execution struct {
 	mode    Mode
 	log     zerolog.Logger
 	start   time.Time
-	sum     Summary
+	deleted []error         // each delete tried (nil: done), the retries' failed attempts included
+	created []createOutcome // each of the plan's creates, in its order (nil: none tried)
 	errs    []error
 	release func()
 	cancel  context.CancelFunc
@@ -43,7 +42,6 @@ func (s *Scheduler) begin(ctx context.Context, mode Mode) (context.Context, *exe
 		ctx, x.cancel = context.WithTimeoutCause(ctx, s.Timeout, fmt.Errorf("the pass ran out of its --timeout of %s", s.Timeout))
 	}
 	x.ctx, x.held = ctx, ctx
-	x.sum.DryRun = mode.dryRun()
 	return ctx, x
 }
 
@@ -74,6 +72,15 @@ func (x *execution) fail(errs ...error) {
 	}
 }
 
+// failedWrite records the errors of writes (each names its Job and why it failed, the deadline included).
+func (x *execution) failedWrite(errs ...error) {
+	for _, err := range errs {
+		if err != nil {
+			x.errs = append(x.errs, err)
+		}
+	}
+}
+
 // fitted takes the plan after Fit: it fails the pass for what could not be observed and logs capacity's warnings,
 // each once: what the install's one observation could not read is in every queue's report.
 func (x *execution) fitted(p *Plan, obs *Observation) *Plan {
@@ -88,28 +95,12 @@ func (x *execution) fitted(p *Plan, obs *Observation) *Plan {
 	return p
 }
 
-// rows takes the plan after a step that read the source and that step's error: a configuration error stops the
-// pass (returned), any other blocks the creates of this pass and fails it.
-func (x *execution) rows(p *Plan, err error) (*Plan, error) {
-	switch {
-	case err == nil:
-		return p, nil
-	case config.IsConfigError(err):
-		return p, err
-	}
-	q := *p
-	q.block("reading rows failed")
-	x.fail(err)
-	return &q, nil
-}
-
 // done ends the pass with p (nil: the Jobs could not be listed, and stop says why) and logs its summary line.
-func (x *execution) done(p *Plan, obs *Observation, a Admission, stop error) (Result, error) {
-	r := Result{Plan: p, RowsWait: a.RowsWait}
-	if p == nil {
-		x.sum.Blocked = "cannot list Jobs"
-	} else {
-		x.sum.fromPlan(p)
+// rowsWait is what the read said (see Result.RowsWait).
+func (x *execution) done(p *Plan, obs *Observation, rowsWait bool, stop error) (Result, error) {
+	r := Result{Plan: p}
+	if p != nil {
+		r.RowsWait = rowsWait || (p.roomBound && p.Slots == 0)
 	}
 	if obs != nil {
 		r.JobsResourceVersion = obs.JobsResourceVersion
@@ -118,12 +109,12 @@ func (x *execution) done(p *Plan, obs *Observation, a Admission, stop error) (Re
 	if err == nil {
 		err = errors.Join(x.errs...)
 	}
+	r.Summary = summarize(p, x.mode.dryRun(), x.deleted, x.created)
 	if g, ok := x.s.Guard.(guardReport); ok && x.mode == Execute {
 		state, waited := g.Report()
-		x.sum.Lease, x.sum.LeaseWait = state, waited.Milliseconds()
+		r.Summary.Lease, r.Summary.LeaseWait = state, waited.Milliseconds()
 	}
-	r.Summary = x.sum
-	x.sum.Log(&x.log, err, time.Since(x.start))
+	r.Summary.Log(&x.log, err, time.Since(x.start))
 	return r, err
 }
 
@@ -135,7 +126,10 @@ type guardReport interface {
 // deletes is an execute step: it deletes js (in a mode that deletes).
 func (x *execution) deletes(js []JobStatus) {
 	if x.mode.deletes() {
-		x.s.executeDeletes(x.ctx, js, &x.sum, func(err error) { x.errs = append(x.errs, err) })
+		for _, err := range x.s.executeDeletes(x.ctx, js) {
+			x.deleted = append(x.deleted, err)
+			x.failedWrite(err)
+		}
 	}
 }
 
@@ -145,15 +139,31 @@ func (x *execution) creates(p *Plan) {
 	for _, sk := range p.Skipped {
 		x.log.Warn().Str("task", sk.Key).Msg(sk.Reason)
 	}
-	fail := func(err error) { x.errs = append(x.errs, err) }
 	switch x.mode {
 	case Execute:
-		x.s.executeCreates(x.held, p, false, &x.sum, fail)
+		x.created = x.s.executeCreates(x.held, p, false)
 		if p.Blocked != "" && x.s.Events != nil {
 			x.s.Events.PassBlocked(p.Blocked)
 		}
 	case ServerDryRun:
-		x.s.executeCreates(x.ctx, p, true, &x.sum, fail)
+		x.created = x.s.executeCreates(x.ctx, p, true)
+	default:
+		return
+	}
+	notStarted := 0
+	for _, o := range x.created {
+		x.failedWrite(o.err, o.retireErr)
+		if !o.started {
+			notStarted++
+		}
+		if o.res == collision && o.err == nil {
+			x.log.Warn().Str("task", o.skip.Key).Msg(o.skip.Reason)
+		}
+	}
+	if notStarted > 0 {
+		cause := context.Cause(x.held)
+		x.log.Warn().Int("notCreated", notStarted).Err(cause).Msg("the pass stopped creating (its deadline, a signal, or a lost Lease); the next pass creates the rest")
+		x.failedWrite(fmt.Errorf("%d planned Job(s) not created: %w", notStarted, cause))
 	}
 }
 
@@ -166,6 +176,7 @@ type Summary struct {
 	AlreadyPresent int    `json:"alreadyPresent"`
 	NotCreated     int    `json:"notCreated,omitempty"` // planned, not tried: the pass stopped creating (its deadline, a signal, a lost Lease); the next pass takes them
 	Skipped        int    `json:"skipped"`
+	ReadAhead      int    `json:"readAhead,omitempty"` // with queues: rows read for a queue the share gave no slot; the next pass reads them again
 	Blocked        string `json:"blocked,omitempty"`
 	Deleted        int    `json:"deleted"`
 	Failed         int    `json:"failed"`
@@ -177,11 +188,51 @@ type Summary struct {
 	LeaseWait int64  `json:"leaseWait,omitempty"`
 }
 
-func (s *Summary) fromPlan(p *Plan) {
-	s.Selected, s.Skipped, s.Blocked, s.Dead = p.Selected, len(p.Skipped), p.Blocked, p.Count(StateDead)
-	if s.DryRun {
+// summarize is the summary of a pass: the plan's counts (nil: the Jobs could not be listed) and what came of each
+// delete and create the pass tried. It is the one place the pass is counted: every row the plan selected is in
+// exactly one of created, alreadyPresent, skipped (a create that found its name taken included), failed,
+// notCreated and readAhead; every delete tried in deleted or failed.
+func summarize(p *Plan, dryRun bool, deleted []error, outcomes []createOutcome) Summary {
+	s := Summary{DryRun: dryRun}
+	if p == nil {
+		s.Blocked = "cannot list Jobs"
+		return s
+	}
+	s.Selected, s.Skipped, s.ReadAhead, s.Blocked, s.Dead = p.Selected, len(p.Skipped), p.ReadAhead, p.Blocked, p.Count(StateDead)
+	if dryRun {
 		s.WouldCreate = len(p.Creates)
 	}
+	for _, err := range deleted {
+		if err != nil {
+			s.Failed++
+		} else {
+			s.Deleted++
+		}
+	}
+	for i, o := range outcomes {
+		switch {
+		case !o.started:
+			s.NotCreated++
+		case o.err != nil:
+			s.Failed++
+		case o.res == created:
+			s.Created++
+			if p.Creates[i].Attempt > 1 {
+				s.Retried++
+			}
+		case o.res == present:
+			s.AlreadyPresent++
+		default:
+			s.Skipped++
+		}
+		switch {
+		case o.retireErr != nil:
+			s.Failed++
+		case o.retired:
+			s.Deleted++
+		}
+	}
+	return s
 }
 
 // Log writes the summary line: at level error when the pass failed (err), else info.
@@ -196,6 +247,9 @@ func (s Summary) Log(log *zerolog.Logger, err error, d time.Duration) {
 	if s.NotCreated > 0 {
 		ev = ev.Int("notCreated", s.NotCreated)
 	}
+	if s.ReadAhead > 0 {
+		ev = ev.Int("readAhead", s.ReadAhead)
+	}
 	if s.Lease != "" {
 		ev = ev.Str("lease", s.Lease).Int64("leaseWait", s.LeaseWait)
 	}
@@ -205,70 +259,46 @@ func (s Summary) Log(log *zerolog.Logger, err error, d time.Duration) {
 		Int64("duration", d.Milliseconds()).Msg("pass done")
 }
 
-// executeDeletes deletes finished Jobs, concurrently; one failure does not stop the others.
-func (s *Scheduler) executeDeletes(ctx context.Context, deletes []JobStatus, sum *Summary, fail func(error)) {
-	var mu sync.Mutex
-	s.parallel(ctx, len(deletes), func(i int) {
-		err := s.delete(ctx, deletes[i])
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			sum.Failed++
-			fail(err)
-		} else {
-			sum.Deleted++
-		}
-	})
+// executeDeletes deletes finished Jobs, concurrently; one failure does not stop the others. It returns the error of
+// each (nil: deleted).
+func (s *Scheduler) executeDeletes(ctx context.Context, deletes []JobStatus) []error {
+	errs := make([]error, len(deletes))
+	s.parallel(ctx, len(deletes), func(i int) { errs[i] = s.delete(ctx, deletes[i]) })
+	return errs
+}
+
+// createOutcome is what came of one planned create: not started (the pass's context ended first), failed (err),
+// or created, already present, or a name collision (res; skip says with what); and of its superseded attempt's
+// delete, once it exists (retired, or retireErr).
+type createOutcome struct {
+	started   bool
+	res       createResult
+	err       error
+	skip      Skip
+	retired   bool
+	retireErr error
 }
 
 // executeCreates creates the Jobs p plans, concurrently; one failure does not stop the others. With serverDryRun
 // they go to the API server with dryRun=All: it validates and admits them and stores nothing. Creates not started
-// when the pass's context ends are left for the next pass, and counted.
-func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bool, sum *Summary, fail func(error)) {
+// when the pass's context ends are left for the next pass. It returns the outcome of each of p.Creates.
+func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bool) []createOutcome {
 	if s.BeforeCreates != nil && len(p.Creates) > 0 {
 		s.BeforeCreates()
 	}
-	var mu sync.Mutex
-	started := s.parallel(ctx, len(p.Creates), func(i int) {
+	out := make([]createOutcome, len(p.Creates))
+	s.parallel(ctx, len(p.Creates), func(i int) {
 		c := p.Creates[i]
-		res, err := s.create(ctx, c, serverDryRun, p)
+		o := &out[i]
+		o.started = true
+		o.res, o.skip, o.err = s.create(ctx, c, serverDryRun, p)
 		// The attempt a retry supersedes goes only once the retry exists: a pass killed in between loses no count.
-		retire := err == nil && res != collision && c.Supersedes != nil && !serverDryRun
-		var delErr error
-		if retire {
-			old := *c.Supersedes
-			old.Delete = DeleteRetried
-			delErr = s.delete(ctx, old)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case err != nil:
-			sum.Failed++
-			fail(err)
-		case res == created:
-			sum.Created++
-			if c.Attempt > 1 {
-				sum.Retried++
-			}
-		case res == present:
-			sum.AlreadyPresent++
-		default:
-			sum.Skipped++
-		}
-		switch {
-		case delErr != nil:
-			sum.Failed++
-			fail(delErr)
-		case retire:
-			sum.Deleted++
+		if o.err == nil && o.res != collision && c.Supersedes != nil && !serverDryRun {
+			o.retireErr = s.delete(ctx, *c.Supersedes)
+			o.retired = o.retireErr == nil
 		}
 	})
-	if left := len(p.Creates) - started; left > 0 {
-		sum.NotCreated = left
-		zerolog.Ctx(ctx).Warn().Int("notCreated", left).Err(context.Cause(ctx)).Msg("the pass stopped creating (its deadline, a signal, or a lost Lease); the next pass creates the rest")
-		fail(fmt.Errorf("%d planned Job(s) not created: %w", left, context.Cause(ctx)))
-	}
+	return out
 }
 
 // parallel runs fn(0..n-1) with at most workers in flight and starts no new one once ctx is done; it returns how
@@ -315,8 +345,9 @@ const (
 )
 
 // create creates one Job. AlreadyExists means another pass (or an earlier try) created it: the Job is already present,
-// unless it belongs to another task or scheduler, which is a name collision (logged and skipped).
-func (s *Scheduler) create(ctx context.Context, c Create, serverDryRun bool, p *Plan) (createResult, error) {
+// unless it belongs to another task, queue or scheduler, which is a name collision: the row is skipped, and the skip
+// says why.
+func (s *Scheduler) create(ctx context.Context, c Create, serverDryRun bool, p *Plan) (createResult, Skip, error) {
 	log := zerolog.Ctx(ctx).With().Str("job", c.Job.Name).Str("task", c.Key).Logger()
 	jobs := s.Kube.BatchV1().Jobs(s.Config.Namespace)
 	opts := metav1.CreateOptions{FieldManager: "jobsched"}
@@ -329,25 +360,30 @@ func (s *Scheduler) create(ctx context.Context, c Create, serverDryRun bool, p *
 		if s.Events != nil && !serverDryRun {
 			s.Events.JobCreated(job, c, fmt.Sprintf("%d slot(s) this pass, bound by %s", p.Slots, p.Limit))
 		}
-		return created, nil
+		return created, Skip{}, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
 		log.Error().Err(err).Msg("creating Job")
-		return 0, fmt.Errorf("creating Job %s (task %q): %w", c.Job.Name, c.Key, err)
+		return 0, Skip{}, fmt.Errorf("creating Job %s (task %q): %w", c.Job.Name, c.Key, err)
 	}
 	existing, err := jobs.Get(ctx, c.Job.Name, metav1.GetOptions{})
 	if err != nil {
-		return 0, fmt.Errorf("creating Job %s (task %q): it exists, and reading it failed: %w", c.Job.Name, c.Key, err)
+		return 0, Skip{}, fmt.Errorf("creating Job %s (task %q): it exists, and reading it failed: %w", c.Job.Name, c.Key, err)
 	}
-	if !ours(existing, s.Config.Name, c.Key) {
-		log.Error().Str("existingTask", existing.Annotations[render.AnnotationTaskKey]).
-			Msg("name collision: a Job of this name exists for another task or owner; skipped")
-		return collision, nil
+	if !s.ours(existing, c) {
+		reason := collisionReason(c.Job.Name, existing.Annotations[render.AnnotationTaskKey], existing.Labels[render.LabelQueue])
+		if sched := existing.Labels[render.LabelScheduler]; sched != s.Config.Name {
+			reason = fmt.Sprintf("name collision: Job %s exists and is not this scheduler's (scheduler label %q)", c.Job.Name, sched)
+		}
+		return collision, Skip{Queue: c.Queue, Key: c.Key, Reason: reason}, nil
 	}
 	log.Debug().Msg("Job already present")
-	return present, nil
+	return present, Skip{}, nil
 }
 
-func ours(job *batchv1.Job, scheduler, key string) bool {
-	return job.Labels[render.LabelScheduler] == scheduler && job.Annotations[render.AnnotationTaskKey] == key
+// ours says job, found under c's name, is c's: this scheduler's, of c's task and of c's queue (a Job without the
+// queue label is the queue's the pass takes it for, see config.Config.QueueIndex).
+func (s *Scheduler) ours(job *batchv1.Job, c Create) bool {
+	sameQueue := c.Queue == "" || s.Config.QueueIndex(job.Labels[render.LabelQueue]) == s.Config.QueueIndex(c.Queue)
+	return job.Labels[render.LabelScheduler] == s.Config.Name && job.Annotations[render.AnnotationTaskKey] == c.Key && sameQueue
 }

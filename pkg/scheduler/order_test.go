@@ -89,20 +89,26 @@ func TestPassOrder(t *testing.T) {
 	if want := (Summary{Selected: 2, Created: 2, Retried: 1, Deleted: 3}); res.Summary != want {
 		t.Errorf("summary %+v, want %+v", res.Summary, want)
 	}
-	// What the plan holds is what was written (the retried attempt is the create's Supersedes).
+	// What the plan holds is what was written: its deletes decided first, then those found gone, then each create
+	// and after it the attempt it supersedes (in Deletes too, marked DeleteRetried).
 	var planned []write
-	for _, rowGone := range []bool{false, true} { // decided first, then found gone
+	for _, why := range []string{"", DeleteRowGone} {
 		for _, d := range res.Plan.Deletes() {
-			if (d.Delete == DeleteRowGone) == rowGone {
+			if d.Delete == why || why == "" && d.Delete != DeleteRowGone && d.Delete != DeleteRetried {
 				planned = append(planned, deleteOf(d.Name, d.UID))
 			}
 		}
 	}
+	retired := 0
 	for _, c := range res.Plan.Creates {
 		planned = append(planned, write{Verb: "create", Name: c.Job.Name, Job: c.Job})
 		if c.Supersedes != nil {
 			planned = append(planned, deleteOf(c.Supersedes.Name, c.Supersedes.UID))
+			retired++
 		}
+	}
+	if n := len(res.Plan.Deletes()); len(planned) != n+len(res.Plan.Creates) || retired != 1 {
+		t.Errorf("the plan's %d deletes are not each written once: %v", n, planned)
 	}
 	if diff := cmp.Diff(want, planned); diff != "" {
 		t.Errorf("the plan (-written +planned):\n%s", diff)

@@ -32,7 +32,7 @@ const (
 	DeleteSuperseded = "a newer attempt exists"
 	DeleteDead       = "retry.deadRetention passed"
 	DeleteRowGone    = "the query no longer selects its row"
-	DeleteRetried    = "its next attempt was created"
+	DeleteRetried    = "retried: deleted once its next attempt exists"
 	DeleteReset      = "retry" // `jobsched retry`: the dead task starts again at attempt 1
 )
 
@@ -56,8 +56,9 @@ type JobStatus struct {
 	UID      types.UID `json:"-"`
 }
 
-// Create is a Job the plan creates for a row. Supersedes is the failed attempt it retries: deleted once this one
-// exists, never before (a pass killed in between loses no count). Attempt is NextAttempt(Supersedes).
+// Create is a Job the plan creates for a row. Supersedes is the failed attempt it retries, its Delete DeleteRetried
+// (marked so in Plan.Jobs too): deleted once this one exists, never before (a pass killed in between loses no count);
+// a create that fails leaves it. Attempt is NextAttempt(Supersedes).
 type Create struct {
 	Queue      string       `json:"queue,omitempty"` // as JobStatus.Queue
 	Key        string       `json:"key"`
@@ -86,9 +87,12 @@ type Plan struct {
 	Slots    int      `json:"slots"`
 	Limit    string   `json:"limit"`
 	Blocked  string   `json:"blocked,omitempty"`
-	Selected int      `json:"selected"` // rows read from the source
+	Selected int      `json:"selected"` // rows read from the source (the rows of succeeded tasks still selected included)
 	Creates  []Create `json:"creates"`
 	Skipped  []Skip   `json:"skipped,omitempty"`
+	// ReadAhead are the rows read for a queue that got no slot in the share: neither created nor skipped, the next
+	// pass reads them again.
+	ReadAhead int `json:"readAhead,omitempty"`
 	// Query is what the query doctor says about the read (dry-run only; nil without a database; with queues: in
 	// each queue's plan).
 	Query *QueryFinding `json:"query,omitempty"`
@@ -96,11 +100,11 @@ type Plan struct {
 	// queues:, whose one queue the fields above are). With queues:, Capacity is in each queue's part.
 	Queues []QueuePlan `json:"queues,omitempty"`
 
-	// parts are the queues' own plans (one for a configuration without queues:), and inst the install's room.
-	parts []*Plan
-	inst  installRoom
-	// order is the queue of each create, in the order share gave the slots (nil before share).
-	order []int
+	// parts are the queues' own plans (one for a configuration without queues:), and inst the install's room. A
+	// part has no Jobs: the install's are the one list. queueName is a part's queue (JobStatus.Queue).
+	parts     []*Plan
+	inst      installRoom
+	queueName string
 
 	// exclude are the keys that must not be read (a Job exists and is kept, or succeeded and is deleted by this
 	// pass).
@@ -123,18 +127,23 @@ type Plan struct {
 	roomBound bool
 }
 
-// job finds an existing Job by name (p.Jobs is sorted by name).
+// job finds an existing Job by name.
 func (p *Plan) job(name string) (JobStatus, bool) {
-	i, ok := slices.BinarySearchFunc(p.Jobs, name, func(j JobStatus, name string) int { return strings.Compare(j.Name, name) })
+	i, ok := p.jobIndex(name)
 	if !ok {
 		return JobStatus{}, false
 	}
 	return p.Jobs[i], true
 }
 
-// Deletes are the Jobs this pass deletes before it creates: past their retention, superseded, dead past
-// retry.deadRetention, or (once the source was asked) whose row is gone. A retried attempt is deleted only after
-// its next one exists: see Create.Supersedes.
+// jobIndex is where the Job name is in p.Jobs (sorted by name, once, by Decide).
+func (p *Plan) jobIndex(name string) (int, bool) {
+	return slices.BinarySearchFunc(p.Jobs, name, func(j JobStatus, name string) int { return strings.Compare(j.Name, name) })
+}
+
+// Deletes are every Job this pass deletes, by name: before it creates, those past their retention, superseded, dead
+// past retry.deadRetention, or (once the source was asked) whose row is gone; and after its create, the failed
+// attempt of each retry (DeleteRetried: see Create.Supersedes).
 func (p *Plan) Deletes() []JobStatus {
 	var out []JobStatus
 	for _, j := range p.Jobs {
@@ -165,7 +174,7 @@ func (p *Plan) CountIn(queue string, s State) int {
 }
 
 // NextAttempt is the attempt a new Job of a task gets after last, its newest Job (nil: none, attempt 1). It is
-// computed here only: admit numbers the creates with it, and the task view the environment it shows.
+// computed here only: admit numbers the creates with it.
 func NextAttempt(last *JobStatus) int {
 	if last == nil {
 		return 1
@@ -173,9 +182,11 @@ func NextAttempt(last *JobStatus) int {
 	return last.Attempt + 1
 }
 
-// explained is the plan with what the query doctor says about its read (dry-run).
-func (p *Plan) explained(f *QueryFinding) *Plan {
-	q := *p
-	q.Query = f
-	return &q
+// RowAttempt is the attempt a task's row is rendered for now, given its newest Job (nil: none): that Job's own,
+// unless it failed with attempts left (in backoff), then the next one, the one the pass creates for the row.
+func RowAttempt(newest *JobStatus) int {
+	if newest != nil && newest.State != StateBackoff {
+		return newest.Attempt
+	}
+	return NextAttempt(newest)
 }

@@ -104,7 +104,9 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 			p.block(p.Limit)
 		}
 	}
-	return (&Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, inst: r}).with(cfg, parts)
+	p := &Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, inst: r}
+	p.assemble(cfg, parts)
+	return p
 }
 
 // roomOf is R: the install's limits across its queues. limits.maxQueued is only here: Kueue, not jobsched, decides
@@ -128,58 +130,105 @@ func activeRoom(cfg *config.Config, unfinished int) installRoom {
 	return r
 }
 
-// with is the install's plan made of the queues' parts: for the one queue of a configuration without queues: that
-// queue's plan itself, else the parts put together (Jobs, skips, counts), the slots min(R, the queues' slots), and
-// the creates in the order share gave them.
-func (p *Plan) with(cfg *config.Config, parts []*Plan) *Plan {
+// assemble is the last of Decide: the install's plan made of the queues' parts, each field derived here once: the
+// Jobs (the one queue's as they are, else all queues' sorted by name, once), the counts and the exclusions, the
+// queues' rows (Queues) and the room (see rooms). Later steps change only what they decide.
+func (p *Plan) assemble(cfg *config.Config, parts []*Plan) {
 	qs := cfg.AllQueues()
-	if len(parts) == 1 && qs[0].Implicit {
-		q := *parts[0]
-		q.parts, q.inst, q.order = parts, p.inst, p.order
-		return &q
+	p.parts = parts
+	if len(parts) == 1 {
+		part := parts[0]
+		p.Jobs, p.exclude = part.Jobs, part.exclude
+	} else {
+		for _, part := range parts {
+			p.Jobs = append(p.Jobs, part.Jobs...)
+			p.exclude = append(p.exclude, part.exclude...)
+		}
+		slices.SortFunc(p.Jobs, func(a, b JobStatus) int { return strings.Compare(a.Name, b.Name) })
+		slices.Sort(p.exclude)
 	}
-	q := &Plan{Scheduler: p.Scheduler, Namespace: p.Namespace, Query: p.Query, parts: parts, inst: p.inst, order: p.order,
-		retry: map[string]*JobStatus{}}
+	for i, part := range parts {
+		part.Jobs = nil // the install's list is the one list: the steps mark its deletes there
+		p.Unfinished += part.Unfinished
+		p.Unschedulable += part.Unschedulable
+		p.queued += part.queued
+		if !qs[i].Implicit {
+			p.Queues = append(p.Queues, QueuePlan{Name: qs[i].Name, Priority: qs[i].Priority, Weight: *qs[i].Weight,
+				Unfinished: part.Unfinished, GroupsAtCap: part.groupsAtCap(qs[i].Limits.PerGroup), exclude: part.exclude})
+		}
+	}
+	p.rooms()
+}
+
+// rooms is the install's room from its queues': for the one queue of a configuration without queues: that queue's
+// room itself, else min(R, the queues' slots) and each queue's row of Queues. The steps that change a queue's room
+// (Decide, Fit, a read that fails) call it.
+func (p *Plan) rooms() {
+	if p.Queues == nil {
+		part := p.parts[0]
+		p.Slots, p.Limit, p.Blocked, p.Capacity, p.hard, p.roomBound = part.Slots, part.Limit, part.Blocked, part.Capacity, part.hard, part.roomBound
+		return
+	}
 	sum := 0
 	var limits []string
 	blocked := map[string]bool{}
-	for i, part := range parts {
-		name := qs[i].Name
-		q.Jobs = append(q.Jobs, part.Jobs...)
-		q.Unfinished += part.Unfinished
-		q.Unschedulable += part.Unschedulable
-		q.Selected += part.Selected
-		for _, sk := range part.Skipped {
-			sk.Queue = name
-			q.Skipped = append(q.Skipped, sk)
-		}
-		q.exclude = append(q.exclude, part.exclude...)
-		q.queued += part.queued
-		q.hard = q.hard || part.hard
-		q.roomBound = q.roomBound || part.roomBound
+	p.hard, p.roomBound, p.Blocked = false, false, ""
+	for i, part := range p.parts {
+		q := &p.Queues[i]
+		q.Slots, q.Limit, q.Blocked, q.Capacity = part.Slots, part.Limit, part.Blocked, part.Capacity
+		p.hard = p.hard || part.hard
+		p.roomBound = p.roomBound || part.roomBound
 		sum += part.Slots
-		limits = append(limits, name+": "+part.Limit)
+		limits = append(limits, q.Name+": "+part.Limit)
 		blocked[part.Blocked] = true
-		q.Queues = append(q.Queues, QueuePlan{Name: name, Priority: qs[i].Priority, Weight: *qs[i].Weight,
-			Unfinished: part.Unfinished, Slots: part.Slots, Limit: part.Limit, Blocked: part.Blocked, Selected: part.Selected,
-			Creates: len(part.Creates), Capacity: part.Capacity, Query: part.Query, GroupsAtCap: part.groupsAtCap(qs[i].Limits.PerGroup),
-			exclude: part.exclude})
 	}
-	slices.SortFunc(q.Jobs, func(a, b JobStatus) int { return strings.Compare(a.Name, b.Name) })
-	slices.Sort(q.exclude)
-	q.Slots, q.Limit = sum, strings.Join(limits, "; ")
+	p.Slots, p.Limit = sum, strings.Join(limits, "; ")
 	if p.inst.slots <= sum { // the install's limits bind (or tie): they are what frees slots for every queue
-		q.Slots, q.Limit = p.inst.slots, p.inst.limit
-		q.roomBound = q.roomBound || p.inst.roomBound
+		p.Slots, p.Limit = p.inst.slots, p.inst.limit
+		p.roomBound = p.roomBound || p.inst.roomBound
 	}
-	if q.Slots <= 0 {
-		q.Slots, q.Blocked = 0, q.Limit
+	if p.Slots <= 0 {
+		p.Slots, p.Blocked = 0, p.Limit
 		if len(blocked) == 1 && !blocked[""] { // every queue blocked for the one reason
-			q.Blocked = parts[0].Blocked
+			p.Blocked = p.parts[0].Blocked
 		}
 	}
-	q.Creates = creates(parts, qs, p.order)
-	return q
+}
+
+// next is a copy of p for a step to change: the queues' parts and rows are copied, so p is not changed.
+func (p *Plan) next() *Plan {
+	q := *p
+	q.parts, q.Queues = slices.Clone(p.parts), slices.Clone(p.Queues)
+	return &q
+}
+
+// part is queue i's part of p (a plan from next), copied for the step to change.
+func (p *Plan) part(i int) *Plan {
+	c := *p.parts[i]
+	p.parts[i] = &c
+	return &c
+}
+
+// mark is a step's deletes js marked in p's Jobs (p a plan from next), each with its reason.
+func (p *Plan) mark(js []JobStatus) {
+	if len(js) == 0 {
+		return
+	}
+	p.Jobs = slices.Clone(p.Jobs)
+	for _, d := range js {
+		if i, ok := p.jobIndex(d.Name); ok && p.Jobs[i].UID == d.UID {
+			p.Jobs[i].Delete = d.Delete
+		}
+	}
+}
+
+// skip adds a queue's skips to the part and to the install's, labelled with the queue.
+func (p *Plan) skip(part *Plan, skips []Skip) {
+	for _, sk := range skips {
+		sk.Queue = part.queueName
+		part.Skipped = append(slices.Clip(part.Skipped), sk)
+		p.Skipped = append(slices.Clip(p.Skipped), sk)
+	}
 }
 
 // groupsAtCap are the groups of one queue's plan with g.MaxActive unfinished Jobs, its creates counted, sorted.
@@ -206,53 +255,16 @@ func (p *Plan) groupsAtCap(g *config.PerGroup) []string {
 	return out
 }
 
-// creates are the parts' creates in the order the slots were given (order: the queue of each), or all of them in the
-// queues' order before share.
-func creates(parts []*Plan, qs []config.Queue, order []int) []Create {
-	label := func(i int, c Create) Create {
-		if !qs[i].Implicit {
-			c.Queue = qs[i].Name
-		}
-		return c
-	}
-	var out []Create
-	if order == nil {
-		for i, part := range parts {
-			for _, c := range part.Creates {
-				out = append(out, label(i, c))
-			}
-		}
-		return out
-	}
-	next := make([]int, len(parts))
-	for _, i := range order {
-		out = append(out, label(i, parts[i].Creates[next[i]]))
-		next[i]++
-	}
-	return out
-}
-
-// eachQueue is the plan after step ran on each queue's part (i, its config.QueueConfig, the part). The first error
-// stops it: the parts after it are kept as they were.
-func (p *Plan) eachQueue(cfg *config.Config, step func(i int, qcfg *config.Config, part *Plan) (*Plan, error)) (*Plan, error) {
-	parts := slices.Clone(p.parts)
-	var err error
-	for i, part := range p.parts {
-		if parts[i], err = step(i, cfg.QueueConfig(i), part); err != nil {
-			break
-		}
-	}
-	return p.with(cfg, parts), err
-}
-
 // Fit is the step after the deletes: it bounds each queue's slots by what fits on the nodes and in the quotas now,
 // as obs holds it, for that queue alone (see fitQueue), and returns the new plan (p is not changed).
 func (p *Plan) Fit(cfg *config.Config, obs *Observation) *Plan {
 	pl := p.placer(cfg, obs)
-	p, _ = p.eachQueue(cfg, func(i int, qcfg *config.Config, part *Plan) (*Plan, error) {
-		return part.fitQueue(qcfg, obs, func() capacity.Report { return pl.Report(i) }), nil
-	})
-	return p
+	q := p.next()
+	for i, part := range p.parts {
+		q.parts[i] = part.fitQueue(cfg.QueueConfig(i), obs, func() capacity.Report { return pl.Report(i) })
+	}
+	q.rooms()
+	return q
 }
 
 // placer is a capacity.Placer of every queue's template on obs's capacity, with the pods the queues' Jobs already
@@ -321,6 +333,25 @@ func share(qs []shareQueue, slots int, pl Placer) []int {
 	return order
 }
 
+// share is the queue of each slot the share gives p's queues, each with admitted(i, part) creates.
+func (p *Plan) share(cfg *config.Config, pl Placer, admitted func(i int, part *Plan) int) []int {
+	qs := cfg.AllQueues()
+	in := make([]shareQueue, len(p.parts))
+	for i, part := range p.parts {
+		in[i] = shareQueue{Priority: qs[i].Priority, Weight: *qs[i].Weight, Unfinished: part.Unfinished, Admitted: admitted(i, part)}
+	}
+	return share(in, p.inst.slots, pl)
+}
+
+// WouldCreate is what the pass after p (a plan of Decide and Fit, as status makes it) creates if each queue's read
+// admits min(its backlog, its slots) rows: the share of those, as the pass makes it (the install's slots, the
+// queues' priorities and weights, and with capacity fitted what fits). It is an estimate where the pass reads rows
+// and status does not: a backlog counts rows the read would skip (and with limits.perGroup rows of groups at their
+// cap), and the tasks due for a retry whose row is gone.
+func (p *Plan) WouldCreate(cfg *config.Config, obs *Observation, backlogs []int) int {
+	return len(p.share(cfg, p.sharePlacer(cfg, obs), func(i int, part *Plan) int { return min(backlogs[i], max(part.Slots, 0)) }))
+}
+
 // before says queue a (with ka kept) takes a slot before queue b (kb kept), b being earlier in the configuration.
 func before(a shareQueue, ka int, b shareQueue, kb int) bool {
 	if a.Priority != b.Priority {
@@ -331,28 +362,39 @@ func before(a shareQueue, ka int, b shareQueue, kb int) bool {
 }
 
 // shared is the plan after the share: each queue keeps the creates it got slots for (the first in its query's order;
-// the rest were read ahead, not skipped), and the install's creates are in the order the slots were given.
+// the rest were read ahead, not skipped: ReadAhead), the install's creates are in the order the slots were given, and
+// the failed attempt each kept retry supersedes is marked for its delete (DeleteRetried), which runs once the retry
+// exists.
 func (p *Plan) shared(cfg *config.Config, pl Placer) *Plan {
 	qs := cfg.AllQueues()
-	in := make([]shareQueue, len(p.parts))
-	for i, part := range p.parts {
-		in[i] = shareQueue{Priority: qs[i].Priority, Weight: *qs[i].Weight, Unfinished: part.Unfinished, Admitted: len(part.Creates)}
-	}
-	order := share(in, p.inst.slots, pl)
+	order := p.share(cfg, pl, func(_ int, part *Plan) int { return len(part.Creates) })
 	kept := make([]int, len(p.parts))
 	for _, i := range order {
 		kept[i]++
 	}
-	parts := make([]*Plan, len(p.parts))
+	q := p.next()
 	for i, part := range p.parts {
-		q := *part
-		q.Creates = part.Creates[:kept[i]:kept[i]]
-		parts[i] = &q
+		q.ReadAhead += len(part.Creates) - kept[i]
+		part = q.part(i)
+		part.Creates = part.Creates[:kept[i]:kept[i]]
+		if q.Queues != nil {
+			q.Queues[i].Creates, q.Queues[i].GroupsAtCap = kept[i], part.groupsAtCap(qs[i].Limits.PerGroup)
+		}
 	}
-	r := *p
-	r.order = order
-	if order == nil {
-		r.order = []int{}
+	q.Creates = nil
+	var retired []JobStatus
+	next := make([]int, len(p.parts))
+	for _, i := range order {
+		c := q.parts[i].Creates[next[i]]
+		next[i]++
+		if c.Supersedes != nil {
+			old := *c.Supersedes
+			old.Delete = DeleteRetried
+			c.Supersedes = &old
+			retired = append(retired, old)
+		}
+		q.Creates = append(q.Creates, c)
 	}
-	return r.with(cfg, parts)
+	q.mark(retired)
+	return q
 }

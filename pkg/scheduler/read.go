@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
+	"math"
 
 	"github.com/rs/zerolog"
 
@@ -21,40 +21,48 @@ type RowCheck struct {
 	// Gone are the Jobs of dead tasks, and of tasks due for a retry, whose row the query no longer selects (someone
 	// fixed or closed it): they are deleted, with Delete = DeleteRowGone, and the due ones are not retried.
 	Gone []JobStatus
+	// Err is why the source could not be asked: the queue creates nothing this pass (see Plan.checked).
+	Err error
 }
 
-// checkRows asks the queue's source, in one read pushed down like the others, which of the plan's succeeded, dead and due
+// checkRows asks queue i's source, in one read pushed down like the others, which of its succeeded, dead and due
 // keys the query still selects.
-func (s *Scheduler) checkRows(ctx context.Context, p *Plan, src rows.Source) (RowCheck, error) {
-	keys := append(append(append([]string(nil), p.succeeded...), p.dead...), p.due...)
+func (s *Scheduler) checkRows(ctx context.Context, p *Plan, i int, src rows.Source) RowCheck {
+	keys := p.parts[i].checkKeys()
 	if src == nil || len(keys) == 0 {
-		return RowCheck{}, nil
+		return RowCheck{}
 	}
 	selected, err := src.Selected(ctx, keys)
 	if err != nil {
-		return RowCheck{}, err
+		return RowCheck{Err: err}
 	}
-	return p.check(selected), nil
+	return p.check(i, selected)
+}
+
+// checkKeys are the keys checkRows asks the source about: the succeeded, dead and due tasks.
+func (p *Plan) checkKeys() []string {
+	return append(append(append([]string(nil), p.succeeded...), p.dead...), p.due...)
 }
 
 // check is the pure part of checkRows: selected are the keys the query still returns.
-func (p *Plan) check(selected []string) RowCheck {
+func (p *Plan) check(i int, selected []string) RowCheck {
+	part := p.parts[i]
 	still := map[string]bool{}
 	for _, k := range selected {
 		still[k] = true
 	}
 	var rc RowCheck
-	for _, key := range p.succeeded {
+	for _, key := range part.succeeded {
 		if still[key] {
 			rc.WorkerBugs = append(rc.WorkerBugs, Skip{Key: key, Reason: "worker bug: the row is still selected although its Job succeeded; no second Job is created"})
 		}
 	}
 	gone := map[string]bool{}
-	for _, k := range append(append([]string(nil), p.dead...), p.due...) {
+	for _, k := range append(append([]string(nil), part.dead...), part.due...) {
 		gone[k] = !still[k]
 	}
 	for _, j := range p.Jobs {
-		if gone[j.Key] && j.Delete == "" && (j.State == StateDead || j.State == StateBackoff) {
+		if j.Queue == part.queueName && gone[j.Key] && j.Delete == "" && (j.State == StateDead || j.State == StateBackoff) {
 			j.Delete = DeleteRowGone
 			rc.Gone = append(rc.Gone, j)
 		}
@@ -62,23 +70,29 @@ func (p *Plan) check(selected []string) RowCheck {
 	return rc
 }
 
-// checked is the plan after the row check: its worker bugs skipped, its gone rows' Jobs deleted and not retried.
-func (p *Plan) checked(rc RowCheck) *Plan {
-	if len(rc.WorkerBugs) == 0 && len(rc.Gone) == 0 {
+// checked is the plan after queue i's row check: its worker bugs skipped (rows the check selected), its gone rows'
+// Jobs marked for their delete and not retried. A check that failed blocks the queue: it creates nothing this pass.
+func (p *Plan) checked(i int, rc RowCheck) *Plan {
+	if rc.Err == nil && len(rc.WorkerBugs) == 0 && len(rc.Gone) == 0 {
 		return p
 	}
-	q := *p
-	q.Skipped = append(slices.Clip(p.Skipped), rc.WorkerBugs...)
-	q.Jobs, q.retry = slices.Clone(p.Jobs), maps.Clone(p.retry)
-	for _, g := range rc.Gone {
-		for i := range q.Jobs {
-			if q.Jobs[i].UID == g.UID && q.Jobs[i].Name == g.Name {
-				q.Jobs[i].Delete = g.Delete
-			}
-		}
-		delete(q.retry, g.Key)
+	q := p.next()
+	part := q.part(i)
+	if rc.Err != nil {
+		part.block("reading rows failed")
+		q.rooms()
+		return q
 	}
-	return &q
+	q.skip(part, rc.WorkerBugs)
+	part.Selected += len(rc.WorkerBugs)
+	q.Selected += len(rc.WorkerBugs)
+	q.mark(rc.Gone)
+	part.retry = maps.Clone(part.retry)
+	for _, g := range rc.Gone {
+		delete(part.retry, g.Key)
+	}
+	q.selected(i, part)
+	return q
 }
 
 // Admission is the read step's value: the rows read and what each became, a Create or a Skip.
@@ -88,32 +102,48 @@ type Admission struct {
 	Skipped  []Skip
 	// RowsWait says the last read returned all it asked for: the source may hold more rows than the pass took.
 	RowsWait bool
+	// Err is why the read failed: the queue creates nothing this pass (see Plan.admitted).
+	Err error
 }
 
-// read reads the rows there is room for in p (one queue's plan) from the queue's source and admits each. The rows are read with the keys that have a Job
-// excluded; a row that cannot get a Job is skipped and more rows are read in its place, asking each time for what is
+// read reads the rows there is room for in queue i's part of p from the queue's source and admits each. The rows are
+// read with the keys that have a Job excluded; a row that cannot get a Job is skipped and more rows are read in its place, asking each time for what is
 // still needed plus as many as were skipped so far, so a head of bad rows costs a few reads, not a stalled queue.
-// The rows a --rows file left out as repeated keys are skipped too: the file is read with them.
-func (s *Scheduler) read(ctx context.Context, p *Plan, q Queue) (a Admission, err error) {
+// The rows a --rows file left out as repeated keys are skipped too: the file is read with them. The request saturates
+// (the slots may be near the top of int), and every round after the first checks ctx: a source that does not (a
+// --rows file) still ends with the pass's deadline.
+func (s *Scheduler) read(ctx context.Context, p *Plan, i int, q Queue) (a Admission) {
 	if f, ok := q.Source.(*rows.File); ok {
-		defer func() { a.Skipped = append(a.Skipped, fileSkips(f)...) }()
+		defer func() {
+			fs := fileSkips(f)
+			a.Skipped, a.Selected = append(a.Skipped, fs...), a.Selected+len(fs) // rows of the file, read and skipped
+		}()
 	}
-	if p.Slots == 0 || q.Source == nil {
-		return a, nil
+	part := p.parts[i]
+	if part.Slots <= 0 || q.Source == nil {
+		return a
 	}
-	exclude := append([]string(nil), p.exclude...)
-	held := maps.Clone(p.held) // with limits.perGroup: the group's unfinished Jobs, and the creates admitted so far
-	need, budget := p.Slots, MaxSkippedRows
+	exclude := append([]string(nil), part.exclude...)
+	held := maps.Clone(part.held) // with limits.perGroup: the group's unfinished Jobs, and the creates admitted so far
+	need, budget := part.Slots, MaxSkippedRows
 	if s.maxSkipped > 0 {
 		budget = s.maxSkipped
 	}
-	skipped := len(p.Skipped) // the worker bugs count against the budget, as rows skipped this pass
-	for need > 0 && skipped < budget {
-		ask := min(need+skipped, need+budget-skipped)
+	skipped := len(part.Skipped) // the worker bugs count against the budget, as rows skipped this pass
+	for round := 0; need > 0 && skipped < budget; round++ {
+		if err := ctx.Err(); err != nil && round > 0 { // the first request is the source's to refuse
+			a.Err = err
+			return a
+		}
+		ask := need // + min(skipped, budget−skipped): what is needed and as many as were skipped, within the budget
+		if more := min(skipped, budget-skipped); ask <= math.MaxInt-more {
+			ask += more
+		}
 		var got []rows.Row
-		got, err = q.Source.Select(ctx, rows.Selection{Exclude: exclude, Limit: ask, Held: held})
+		got, err := q.Source.Select(ctx, rows.Selection{Exclude: exclude, Limit: ask, Held: held})
 		if err != nil {
-			return a, err
+			a.Err = err
+			return a
 		}
 		for _, row := range got {
 			exclude = append(exclude, row.Key)
@@ -121,10 +151,11 @@ func (s *Scheduler) read(ctx context.Context, p *Plan, q Queue) (a Admission, er
 				break // read ahead for rows that were not needed after all, or past the budget
 			}
 			a.Selected++
-			c, skip, err := p.admit(q.Renderer, row)
+			c, skip, err := p.admit(i, q.Renderer, row)
 			switch {
 			case err != nil:
-				return a, err
+				a.Err = err
+				return a
 			case skip != nil:
 				a.Skipped = append(a.Skipped, *skip)
 				skipped++
@@ -147,7 +178,19 @@ func (s *Scheduler) read(ctx context.Context, p *Plan, q Queue) (a Admission, er
 	if need > 0 && skipped >= budget {
 		zerolog.Ctx(ctx).Warn().Int("skipped", skipped).Msg("stopped reading: too many selected rows in a row could not get a Job; the next pass reads on")
 	}
-	return a, nil
+	return a
+}
+
+// readQueue is the read step of queue i: read when it has slots, and when it has none, prove its source answers all
+// the same (a pass that reads no row would not see a lost database while the queue is full), unless the row check
+// already read from it this pass.
+func (s *Scheduler) readQueue(ctx context.Context, p *Plan, i int, q Queue) Admission {
+	if part := p.parts[i]; part.Slots <= 0 && q.Source != nil && len(part.checkKeys()) == 0 {
+		if err := q.Source.Ping(ctx); err != nil {
+			return Admission{Err: err}
+		}
+	}
+	return s.read(ctx, p, i, q)
 }
 
 // fileSkips are the skips of the rows a --rows file left out: a value no row can hold (not valid UTF-8), and a
@@ -163,10 +206,29 @@ func fileSkips(f *rows.File) []Skip {
 	return out
 }
 
-// admitted is the plan after the read: its creates and the rows it skipped.
-func (p *Plan) admitted(a Admission) *Plan {
-	q := *p
-	q.Selected, q.Creates = a.Selected, a.Creates
-	q.Skipped = append(slices.Clip(p.Skipped), a.Skipped...)
-	return &q
+// admitted is the plan after queue i's read: its creates (before the share) and the rows it skipped. A read that
+// failed blocks the queue: what it admitted is not created this pass (its rows are read again by the next), and
+// what it skipped stays skipped.
+func (p *Plan) admitted(i int, a Admission) *Plan {
+	q := p.next()
+	part := q.part(i)
+	if a.Err != nil {
+		a.Selected -= len(a.Creates)
+		a.Creates = nil
+		part.block("reading rows failed")
+		q.rooms()
+	}
+	part.Creates = a.Creates
+	part.Selected += a.Selected
+	q.Selected += a.Selected
+	q.skip(part, a.Skipped)
+	q.selected(i, part)
+	return q
+}
+
+// selected is queue i's rows read (part's) in its row of Queues.
+func (p *Plan) selected(i int, part *Plan) {
+	if p.Queues != nil {
+		p.Queues[i].Selected = part.Selected
+	}
 }

@@ -35,7 +35,7 @@ func TestResultRoom(t *testing.T) {
 		{name: "bound by maxActive, rows wait", maxActive: 3, maxPerTick: 10, objs: []runtime.Object{running}, rows: []string{"a", "b", "c"},
 			room: true, rowsWait: true, wantLimit: "limits.maxActive: 1 of 3 unfinished"},
 		{name: "no room at all: blocked by maxActive, not hard", maxActive: 1, maxPerTick: 10, objs: []runtime.Object{running}, rows: []string{"a"},
-			room: true, wantLimit: "limits.maxActive: 1 of 1 unfinished", wantBlocked: "limits.maxActive: 1 of 1 unfinished"},
+			room: true, rowsWait: true, wantLimit: "limits.maxActive: 1 of 1 unfinished", wantBlocked: "limits.maxActive: 1 of 1 unfinished"},
 		{name: "fewer rows than room: the backlog bound it", maxActive: 10, maxPerTick: 10, rows: []string{"a"},
 			wantLimit: "limits.maxPerTick: 10"},
 		{name: "an Unschedulable pod: hard", maxActive: 10, maxPerTick: 10, objs: []runtime.Object{running, withPod(running, unsched)[0]}, rows: []string{"a"},

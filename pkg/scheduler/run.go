@@ -80,8 +80,9 @@ type Result struct {
 	// JobsResourceVersion is the resourceVersion this pass listed its Jobs at ("" offline, or when the list failed): a
 	// next pass can list at least that new, to see every Job this one created.
 	JobsResourceVersion string
-	// RowsWait says the read returned all it asked for, so rows may still wait for a Job; false when the source ran
-	// out or no row was read (Blocked, or no slots).
+	// RowsWait says rows may still wait for a Job: a read returned all it asked for, or the pass had no room (bound by
+	// room a finishing Job frees, it read no row: the pass after a Job's end tells); false when the source ran out, or
+	// the pass was blocked otherwise.
 	RowsWait bool
 }
 
@@ -126,65 +127,77 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 	held := x.hold(s.Guard)                        // 0
 	obs, err := s.observe(ctx, mode != DeleteOnly) // 1
 	if err != nil {
-		return x.done(nil, nil, Admission{}, cause(ctx, err))
+		return x.done(nil, nil, false, cause(ctx, err))
 	}
 	obs.GuardRefused = held
 	p := Decide(s.Config, obs) // 2
 	obs.Jobs = nil             // the plan keeps what it needs of them
 	x.deletes(p.Deletes())     // 3
 	if mode == DeleteOnly {
-		return x.done(p, obs, Admission{}, nil)
+		return x.done(p, obs, false, nil)
 	}
 	obs = s.observeCapacity(ctx, obs, p) // 4
 	p = x.fitted(p.Fit(s.Config, obs), obs)
 	p, err = s.checkQueues(ctx, x, p) // 5
 	if err != nil {
-		return x.done(p, obs, Admission{}, err)
+		return x.done(p, obs, false, err)
 	}
-	p, a, err := s.readQueues(ctx, x, p) // 6
+	p, wait, err := s.readQueues(ctx, x, p) // 6
 	if err != nil {
-		return x.done(p, obs, a, err)
+		return x.done(p, obs, wait, err)
 	}
 	p = p.shared(s.Config, p.sharePlacer(s.Config, obs)) // 7
 	if mode.dryRun() {
 		p = s.explainQueues(ctx, p)
 	}
 	x.creates(p) // 8
-	return x.done(p, obs, a, nil)
+	return x.done(p, obs, wait, nil)
 }
 
 // checkQueues is step 5 for each queue: its finished tasks' rows checked, the Jobs of the gone ones deleted. A
-// configuration error stops the pass; a failed read blocks that queue only (see execution.rows).
+// configuration error stops the pass; a failed read blocks that queue only (its RowCheck says so, see Plan.checked).
 func (s *Scheduler) checkQueues(ctx context.Context, x *execution, p *Plan) (*Plan, error) {
-	qs := s.AllQueues()
-	return p.eachQueue(s.Config, func(i int, _ *config.Config, part *Plan) (*Plan, error) {
-		rc, err := s.checkRows(ctx, part, qs[i].Source)
-		part, err = x.rows(part.checked(rc), err)
-		if err == nil {
-			x.deletes(rc.Gone)
+	for i, q := range s.AllQueues() {
+		rc := s.checkRows(ctx, p, i, q.Source)
+		if config.IsConfigError(rc.Err) {
+			return p, rc.Err
 		}
-		return part, err
-	})
+		x.fail(rc.Err)
+		p = p.checked(i, rc)
+		x.deletes(rc.Gone)
+	}
+	return p, nil
 }
 
-// readQueues is step 6 for each queue with slots: its rows read and admitted, up to its slots.
-func (s *Scheduler) readQueues(ctx context.Context, x *execution, p *Plan) (*Plan, Admission, error) {
-	qs := s.AllQueues()
-	var a Admission
-	p, err := p.eachQueue(s.Config, func(i int, _ *config.Config, part *Plan) (*Plan, error) {
-		qa, err := s.read(ctx, part, qs[i])
-		a.RowsWait = a.RowsWait || qa.RowsWait
-		return x.rows(part.admitted(qa), err)
-	})
-	return p, a, err
+// readQueues is step 6 for each queue: its rows read and admitted, up to its slots; a queue without slots reads no
+// row but proves its source answers (readQueue). wait says a read returned all it asked for (rows may still wait). A
+// configuration error stops the pass; a failed read blocks that queue only (see Plan.admitted).
+func (s *Scheduler) readQueues(ctx context.Context, x *execution, p *Plan) (_ *Plan, wait bool, _ error) {
+	for i, q := range s.AllQueues() {
+		a := s.readQueue(ctx, p, i, q)
+		if config.IsConfigError(a.Err) {
+			return p, wait, a.Err
+		}
+		x.fail(a.Err)
+		wait = wait || a.RowsWait
+		p = p.admitted(i, a)
+	}
+	return p, wait, nil
 }
 
 // explainQueues is each queue's plan with what the query doctor says of its read (dry-run).
 func (s *Scheduler) explainQueues(ctx context.Context, p *Plan) *Plan {
-	p, _ = p.eachQueue(s.Config, func(i int, _ *config.Config, part *Plan) (*Plan, error) {
-		return part.explained(s.ExplainQueue(ctx, p, i)), nil
-	})
-	return p
+	q := p.next()
+	for i := range p.parts {
+		part := q.part(i)
+		part.Query = s.ExplainQueue(ctx, p, i)
+		if q.Queues != nil {
+			q.Queues[i].Query = part.Query
+		} else {
+			q.Query = part.Query
+		}
+	}
+	return q
 }
 
 // cause names the pass's deadline or a signal when they are why err happened.

@@ -102,7 +102,7 @@ func TestPass(t *testing.T) {
 			rows:        []string{"done", "next"},
 			wantActions: []string{"list jobs", "list pods", "create jobs " + name("next")},
 			wantExclude: []string{"done"},
-			wantSum:     Summary{Selected: 1, Created: 1, Skipped: 1}, // skipped: the worker bug, said with its key
+			wantSum:     Summary{Selected: 2, Created: 1, Skipped: 1}, // skipped: the worker bug, said with its key, a row the check selected
 		},
 		{
 			name:    "AlreadyExists from a concurrent pass is already present",
@@ -194,6 +194,7 @@ func TestPass(t *testing.T) {
 			if diff := cmp.Diff(tc.wantActions, actions(client)); diff != "" {
 				t.Errorf("actions (-want +got):\n%s", diff)
 			}
+			checkCreated(t, client, cfg, src.Rows)
 			if diff := cmp.Diff(tc.wantSum, sum); diff != "" {
 				t.Errorf("summary (-want +got):\n%s", diff)
 			}
@@ -209,6 +210,31 @@ func TestPass(t *testing.T) {
 				t.Errorf("Select excluded %v, want %v", firstExclude, tc.wantExclude)
 			}
 		})
+	}
+}
+
+// checkCreated compares each Job the client was asked to create, whole, with the Job its row renders for that
+// attempt (sample-controller's checkAction): the pass sends what it planned, as the renderer made it.
+func checkCreated(t *testing.T, client *fake.Clientset, cfg *config.Config, rs []rows.Row) {
+	t.Helper()
+	want := map[string]*batchv1.Job{}
+	r := render.New(cfg, nil)
+	for _, row := range rs {
+		for n := 1; n <= cfg.MaxAttempts(); n++ {
+			if j, err := r.Job(row, n); err == nil {
+				want[j.Name] = j
+			}
+		}
+	}
+	for _, a := range client.Actions() {
+		c, ok := a.(k8stesting.CreateAction)
+		if !ok {
+			continue
+		}
+		got := c.GetObject().(*batchv1.Job)
+		if diff := cmp.Diff(want[got.Name], got); diff != "" {
+			t.Errorf("created Job %s (-rendered +sent):\n%s", got.Name, diff)
+		}
 	}
 }
 
@@ -240,6 +266,7 @@ func (f failingSource) Select(context.Context, rows.Selection) ([]rows.Row, erro
 func (f failingSource) Count(context.Context, []string, int) (int, error)          { return 0, f.err }
 func (f failingSource) Selected(context.Context, []string) ([]string, error)       { return nil, f.err }
 func (f failingSource) Lookup(context.Context, []string) ([]rows.Row, error)       { return nil, f.err }
+func (f failingSource) Ping(context.Context) error                                 { return f.err }
 
 // TestPassFailures: the deletes never wait on the database or the capacity LISTs; a failure there means "create
 // nothing this pass" and a run-time error (exit 1); a query the database rejects as wrong is a configuration error.
@@ -252,6 +279,8 @@ func TestPassFailures(t *testing.T) {
 		source      rows.Source
 		failList    string // a resource whose LIST fails
 		failDelete  bool   // every delete fails
+		maxActive   int    // limits.maxActive when not 0 (one Job runs)
+		onlyRunning bool   // no finished Job either: no row to check
 		wantActions []string
 		wantErr     string
 		wantConfig  bool
@@ -260,6 +289,9 @@ func TestPassFailures(t *testing.T) {
 		{name: "database down: the deletes happen, nothing is created", mode: Execute, source: failingSource{boom},
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old"},
 			wantErr:     "connection refused", wantBlocked: "reading rows failed"},
+		{name: "database down while maxActive is reached: no row to read, and the pass still fails", mode: Execute,
+			source: failingSource{boom}, maxActive: 1, onlyRunning: true,
+			wantActions: []string{"list jobs", "list pods"}, wantErr: "connection refused", wantBlocked: "reading rows failed"},
 		{name: "a query the database rejects: configuration error, nothing created", mode: Execute,
 			source:      failingSource{&config.Error{Err: errors.New("source.query: syntax error")}},
 			wantActions: []string{"list jobs", "list pods", "delete jobs " + name("old") + " Background uid=uid-old"},
@@ -290,8 +322,14 @@ func TestPassFailures(t *testing.T) {
 				if tc.capacity != "" {
 					c.Limits.Capacity = tc.capacity
 				}
+				if tc.maxActive != 0 {
+					c.Limits.MaxActive = &tc.maxActive
+				}
 			})
 			client := fake.NewClientset(job("old", batchv1.JobComplete, 3*time.Hour), job("run", "", 0))
+			if tc.onlyRunning {
+				client = fake.NewClientset(job("run", "", 0))
+			}
 			if tc.failDelete {
 				client.PrependReactor("delete", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
 					return true, nil, apierrors.NewInternalError(errors.New("etcd timeout"))

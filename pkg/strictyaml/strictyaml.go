@@ -6,6 +6,7 @@ package strictyaml
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -135,25 +136,29 @@ type decoder struct {
 	problems []error
 	leftOut  map[string]bool     // the paths of the values with a problem: left out of the result
 	values   int                 // values converted, aliases expanded
+	bytes    int                 // the bytes of their text and of the keys
+	over     bool                // past maxValues or MaxBytes: nothing more is converted
 	active   map[*yaml.Node]bool // the targets of the aliases being converted
 }
 
-// maxValues bounds what aliases of aliases can expand a small file to.
-const maxValues = 1 << 17
+// What aliases of aliases may expand a small file to: maxValues values, MaxBytes bytes of text (keys and values;
+// far above a Kubernetes object, which the API server holds to 1.5 MiB). A file past either is refused before it
+// is expanded further.
+const (
+	maxValues = 1 << 17
+	MaxBytes  = 4 << 20
+)
 
-// enter counts n and follows an alias, refusing one inside its own target and a file that expands past maxValues;
-// leave is to be called when n is converted.
+// enter counts n and follows an alias, refusing one inside its own target and a file that expands past maxValues
+// or MaxBytes; leave is to be called when n is converted.
 func (d *decoder) enter(n *yaml.Node, path string) (target *yaml.Node, leave func(), ok bool) {
-	if d.values++; d.values > maxValues {
-		if d.values == maxValues+1 {
-			d.bad(n, path, "the file expands to more than %d values (aliases of aliases)", maxValues)
-		}
+	target = resolve(n)
+	if !d.count(n, path, len(target.Value)) {
 		return nil, nil, false
 	}
 	if n.Kind != yaml.AliasNode {
 		return n, func() {}, true
 	}
-	target = resolve(n)
 	if d.active == nil {
 		d.active = map[*yaml.Node]bool{}
 	}
@@ -163,6 +168,25 @@ func (d *decoder) enter(n *yaml.Node, path string) (target *yaml.Node, leave fun
 	}
 	d.active[target] = true
 	return target, func() { delete(d.active, target) }, true
+}
+
+// count adds a value of size bytes and says whether the file is still within maxValues and MaxBytes; the first
+// value past them is the problem.
+func (d *decoder) count(n *yaml.Node, path string, size int) bool {
+	if d.over {
+		return false
+	}
+	d.values, d.bytes = d.values+1, d.bytes+size
+	switch {
+	case d.values > maxValues:
+		d.bad(n, path, "the file expands to more than %d values (aliases of aliases)", maxValues)
+	case d.bytes > MaxBytes:
+		d.bad(n, path, "the file expands to more than %d bytes (aliases of aliases)", MaxBytes)
+	default:
+		return true
+	}
+	d.over = true
+	return false
 }
 
 func (d *decoder) bad(n *yaml.Node, path, format string, args ...any) {
@@ -274,7 +298,8 @@ func (d *decoder) convert(n *yaml.Node, t reflect.Type, path string) (v any, ok 
 		return d.scalar(n, path, "true or false", false, nil)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		var i int64
-		ok := n.Kind == yaml.ScalarNode && n.Tag == "!!int" && n.Decode(&i) == nil
+		m := decimal(n)
+		ok := m.Kind == yaml.ScalarNode && m.Tag == "!!int" && m.Decode(&i) == nil
 		if ok && (i < -1<<(t.Bits()-1) || i > 1<<(t.Bits()-1)-1) {
 			d.bad(n, path, "%s is out of range", shown(n))
 			return nil, false
@@ -282,7 +307,8 @@ func (d *decoder) convert(n *yaml.Node, t reflect.Type, path string) (v any, ok 
 		return d.scalar(n, path, "an integer", ok, i)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		var u uint64
-		ok := n.Kind == yaml.ScalarNode && n.Tag == "!!int" && n.Decode(&u) == nil
+		m := decimal(n)
+		ok := m.Kind == yaml.ScalarNode && m.Tag == "!!int" && m.Decode(&u) == nil
 		if ok && t.Bits() < 64 && u > 1<<t.Bits()-1 {
 			d.bad(n, path, "%s is out of range", shown(n))
 			return nil, false
@@ -290,7 +316,8 @@ func (d *decoder) convert(n *yaml.Node, t reflect.Type, path string) (v any, ok 
 		return d.scalar(n, path, "a whole number", ok, u)
 	case reflect.Float32, reflect.Float64:
 		var f float64
-		ok := n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float") && n.Decode(&f) == nil &&
+		m := decimal(n)
+		ok := m.Kind == yaml.ScalarNode && (m.Tag == "!!int" || m.Tag == "!!float") && m.Decode(&f) == nil &&
 			!math.IsInf(f, 0) && !math.IsNaN(f)
 		return d.scalar(n, path, "a number", ok, f)
 	}
@@ -327,6 +354,7 @@ func (d *decoder) mapping(n *yaml.Node, path string, fn func(key string, kn, vn 
 			continue
 		}
 		seen[key] = kn.Line
+		d.bytes += len(key)
 		fn(key, kn, vn)
 	}
 	for _, m := range merges {
@@ -347,6 +375,7 @@ func (d *decoder) mapping(n *yaml.Node, path string, fn func(key string, kn, vn 
 					continue
 				}
 				seen[kn.Value] = kn.Line
+				d.bytes += len(kn.Value)
 				fn(kn.Value, kn, src.Content[i+1])
 			}
 		}
@@ -386,10 +415,10 @@ func (d *decoder) plain(n *yaml.Node, path string) any {
 		}
 	case "!!int", "!!float":
 		var f float64
-		if n.Decode(&f) == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
-			if n.Tag == "!!int" {
+		if m := decimal(n); m.Decode(&f) == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			if m.Tag == "!!int" {
 				var i int64
-				if n.Decode(&i) == nil {
+				if m.Decode(&i) == nil {
 					return json.Number(strconv.FormatInt(i, 10))
 				}
 			}
@@ -398,6 +427,23 @@ func (d *decoder) plain(n *yaml.Node, path string) any {
 	}
 	return n.Value
 }
+
+// decimal is n, a number, with leading zeros (010, -09) read as the decimal integer a person means: the YAML library
+// reads them as YAML 1.1 does, 010 as octal 8 and 09 as a float. 0o10, 0x10 and 0b10 keep their base.
+func decimal(n *yaml.Node) *yaml.Node {
+	if n.Kind != yaml.ScalarNode || n.Style != 0 || n.Tag != "!!int" && n.Tag != "!!float" || !leadingZeros.MatchString(n.Value) {
+		return n
+	}
+	sign, digits := "", n.Value
+	if digits[0] == '-' || digits[0] == '+' {
+		sign, digits = digits[:1], digits[1:]
+	}
+	m := *n
+	m.Tag, m.Value = "!!int", sign+cmp.Or(strings.TrimLeft(digits, "0"), "0")
+	return &m
+}
+
+var leadingZeros = regexp.MustCompile(`^[-+]?0[0-9]+$`)
 
 // resolve follows an alias (*name) to the node it names.
 func resolve(n *yaml.Node) *yaml.Node {

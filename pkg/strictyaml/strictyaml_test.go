@@ -1,6 +1,7 @@
 package strictyaml
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -222,5 +223,60 @@ func TestLeftOut(t *testing.T) {
 	}
 	if problems, err := Decode([]byte("name: a\n"), &s); problems != nil || err != nil || LeftOut(problems, "name") {
 		t.Errorf("a clean file: problems %v, err %v", problems, err)
+	}
+}
+
+// TestDecodeDecimal: an integer written with leading zeros is the decimal number a person means (YAML 1.1, which
+// the YAML library follows there, reads 010 as octal 8 and 09 as a float), in every kind of number field; a prefix
+// says another base.
+func TestDecodeDecimal(t *testing.T) {
+	var out sample
+	problems, err := Decode([]byte("inner: {max: 010, small: -09, whole: 007, ratio: 010}\nitems: [{max: 0o10}, {max: 0x10}, {max: 00}]\n"+
+		"size: 010\nany: 010\nptr: +0010\n"), &out)
+	if err != nil || problems != nil {
+		t.Fatalf("err %v, problems %v", err, problems)
+	}
+	want := inner{Max: 10, Small: -9, Whole: 7, Ratio: 10}
+	if out.Inner != want || len(out.Items) != 3 || out.Items[0].Max != 8 || out.Items[1].Max != 16 || out.Items[2].Max != 0 ||
+		out.Size.String() != "10" || out.Ptr == nil || *out.Ptr != 10 {
+		t.Errorf("decoded %+v", out)
+	}
+	if n, ok := out.Any.(float64); !ok || n != 10 {
+		t.Errorf("any decoded as %#v, want 10", out.Any)
+	}
+	problems, _ = Decode([]byte("name: 010\n"), &out)
+	if problems == nil || !strings.Contains(problems.Error(), `name: 010 is not a string (quote it: "010")`) {
+		t.Errorf("problems %v, want the string field to show 010 as written", problems)
+	}
+}
+
+// TestDecodeAliasBytes: aliases of aliases over a long string are refused by the bytes they expand to, before they
+// are expanded (the issue's file: 10 KB, 46 s and 3.65 GB before the bound), whatever the number of values.
+func TestDecodeAliasBytes(t *testing.T) {
+	bomb := func(levels int) string {
+		var b strings.Builder
+		b.WriteString("list:\n- &a0 " + strings.Repeat("x", 10000) + "\n")
+		for i := 1; i <= levels; i++ {
+			b.WriteString("- &a" + strconv.Itoa(i) + " [")
+			for j := range 10 {
+				if j > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString("*a" + strconv.Itoa(i-1))
+			}
+			b.WriteString("]\n")
+		}
+		return b.String()
+	}
+	for _, levels := range []int{3, 5} { // 10 MB in 1,000 values; 1 GB in 100,000 (fewer than maxValues)
+		var out any
+		problems, err := Decode([]byte(bomb(levels)), &out)
+		if err != nil || problems == nil || !strings.Contains(problems.Error(), "the file expands to more than 4194304 bytes (aliases of aliases)") {
+			t.Errorf("%d levels: err %v, problems %v; want the bytes it expands to refused", levels, err, problems)
+		}
+	}
+	var out any
+	if problems, err := Decode([]byte(bomb(2)), &out); err != nil || problems != nil { // 1 MB: a file may use aliases
+		t.Errorf("2 levels: err %v, problems %v", err, problems)
 	}
 }

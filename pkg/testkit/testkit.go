@@ -37,7 +37,7 @@ import (
 var Now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 // Config is the scheduler "reports" in "batch" with capacity off, changed by mutate (nil: as is).
-func Config(t *testing.T, mutate func(*config.Config)) *config.Config {
+func Config(t testing.TB, mutate func(*config.Config)) *config.Config {
 	t.Helper()
 	cfg := &config.Config{
 		Name: "reports", Namespace: "batch", File: "jobsched.yaml",
@@ -139,6 +139,8 @@ func (s *Source) Selected(_ context.Context, keys []string) ([]string, error) {
 	}
 	return out, nil
 }
+
+func (s *Source) Ping(context.Context) error { return nil }
 
 func (s *Source) Lookup(_ context.Context, keys []string) ([]rows.Row, error) {
 	var out []rows.Row

@@ -45,7 +45,7 @@ func TestBeforeStatement(t *testing.T) {
 	defer src.Close()
 	now, args := src.SelectStatement(rows.Selection{Exclude: []string{"a", "b"}, Limit: 10})
 	before := notIn.ReplaceAllString(now, "NOT ($1 = ANY($2))")
-	if !strings.Contains(now, ` NOT IN (SELECT unnest($1::text[]))`) || len(args) != 2 {
+	if !strings.Contains(now, ` NOT IN (SELECT unnest($1::text[]))`) || len(args) != 3 {
 		t.Fatalf("the read's statement %q (args %v) has no NOT IN over $1", now, args)
 	}
 	if want := strings.Replace(now, `jobsched_q."id"::text NOT IN (SELECT unnest($1::text[]))`, `NOT (jobsched_q."id"::text = ANY($1::text[]))`, 1); before != want {

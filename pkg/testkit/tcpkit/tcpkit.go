@@ -4,8 +4,10 @@
 package tcpkit
 
 import (
+	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -82,4 +84,83 @@ func ClosedPort(t testing.TB) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// Proxy forwards the TCP connections it accepts to a target and counts the bytes the target sends back: what the
+// client received. A test reads it to prove that something never crossed the wire.
+type Proxy struct {
+	ln       net.Listener
+	received atomic.Int64
+}
+
+// NewProxy is a Proxy on a free port of 127.0.0.1 to target, closed with its connections when the test ends. watch,
+// when not nil, reads a copy of what each client sends, one call per connection, in a goroutine of its own; it
+// returns when the connection ends.
+func NewProxy(t testing.TB, target string, watch func(io.Reader)) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{ln: ln}
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, up)
+			mu.Unlock()
+			go func() {
+				_, _ = io.Copy(counter{c, &p.received}, up)
+				c.Close()
+			}()
+			go func() {
+				var client io.Reader = c
+				if watch != nil {
+					pr, pw := io.Pipe()
+					go func() { watch(pr); _, _ = io.Copy(io.Discard, pr) }()
+					defer pw.Close()
+					client = io.TeeReader(c, pw)
+				}
+				_, _ = io.Copy(up, client)
+				up.Close()
+			}()
+		}
+	}()
+	return p
+}
+
+// Addr is host:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Received is how many bytes the target has sent to the clients, over every connection so far.
+func (p *Proxy) Received() int64 { return p.received.Load() }
+
+// counter is a Writer that adds what it writes to n as it goes.
+type counter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c counter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n.Add(int64(n))
+	return n, err
 }
