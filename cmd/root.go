@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/render"
@@ -324,7 +325,7 @@ func (g *globalOptions) newScheduler(o schedulerOptions) (*scheduler.Scheduler, 
 		if cfg.Namespace == "" {
 			cfg.Namespace = ns
 		}
-		if cfg.KueueMode() && g.newDynamic != nil {
+		if capacity.ModeOf(cfg.Limits.Capacity).Needs().Dynamic && g.newDynamic != nil {
 			if s.Dynamic, err = g.newDynamic(g.kube); err != nil {
 				closeFn()
 				return nil, nil, &config.Error{Err: err}

@@ -1,5 +1,6 @@
-// Package capacity admits Jobs by capacity: it answers how many more Jobs of a template can start now on the
-// cluster's nodes and within the namespace's ResourceQuotas, so that no pod of ours is left Unschedulable.
+// Package capacity admits Jobs by capacity: it answers, in the mode limits.capacity names, how many more Jobs of a
+// template can start now (with nodes, on the cluster's nodes within the namespace's ResourceQuotas), so that no pod
+// of ours is left Unschedulable.
 //
 // It reads the cluster once per pass for every template (Observe) and then decides without I/O: Fit for one
 // template, or a Placer that places Jobs of several templates one at a time, each pod on a node it fits on and
@@ -9,11 +10,32 @@
 // defaults, RuntimeClass overhead), summing per node, the quota headroom, the room kept for the next tick, and the
 // report.
 //
-// The files, by job: observe.go reads the cluster (nodes, pods, quotas, the pass's own pod); admission.go is what the
+// The files, by job: mode.go is the Mode interface and the registry of the modes (Modes), and mode_<name>.go one
+// mode each; observe.go reads the cluster (nodes, pods, quotas, the pass's own pod); admission.go is what the
 // API server adds to the template at admission (LimitRange defaults, RuntimeClass); demand.go is one pod's and one
 // Job's demand; quotascope.go is which ResourceQuotas apply to a pod (their scopes); resources.go is ResourceList
 // arithmetic; fit.go is Fit and which nodes a pod may use; placer.go is the Placer (nodes and quota); tick.go is the
 // room kept for the next tick; report.go is the Report.
+//
+// # Capacity modes
+//
+// Each value of limits.capacity is a Mode: what a pass reads (Observe), the room that gives each queue's template
+// (Room: a Room places Jobs one at a time and reports why they fit; nodes and quota use the Placer), what it bounds
+// the install's Jobs to beyond maxActive and maxPerTick (Bound: Kueue's maxQueued), what status shows of it (Inspect,
+// read by status only, and Status) and what it needs granted (Needs: the kustomize component and its rules). The
+// scheduler, status and the commands ask the mode (ModeOf) and never test its name. To add a mode:
+//
+//  1. its name in config.Capacities (with the keys only it reads, in config's schema and validation);
+//  2. a file mode_<name>.go here with a type that implements Mode, listed in Modes in config's order (a mode that
+//     counts the nodes as nodes does embeds fitted, observes with Options.Mode nodes and adds to the Snapshot, or
+//     wraps the Room);
+//  3. when it reads beyond the base Role: a kustomize component under manifests/ named by Needs().Component that
+//     grants exactly Needs().Rules (TestModeNeeds holds them equal), and the chart value of the same name;
+//  4. the README's Capacity section.
+//
+// What it says of each template goes in its Report (status and dry-run show it as it is); a section of status for
+// the install as a whole is a field of Section, of report.Status and a line of the status table. Which
+// Unschedulable pods block a pass (limits.blockOnUnschedulable) is the scheduler's rule, not a mode's.
 //
 // # What the fit counts (limits.capacity: nodes)
 //

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -119,6 +120,21 @@ type Kueue struct {
 // Capacity is limits.capacity. YAML 1.1 reads a bare `off` as the boolean false, so false is taken as "off".
 type Capacity string
 
+// Capacities are the values of limits.capacity, in the order the errors name them. Each is a mode of
+// pkg/capacity, which registers them in the same order (capacity.Modes; a test there holds the two lists equal).
+func Capacities() []Capacity {
+	return []Capacity{CapacityNodes, CapacityQuota, CapacityOff, CapacityKueue}
+}
+
+// CapacityNames are Capacities in words: "nodes, quota, off, kueue".
+func CapacityNames() string {
+	names := make([]string, 0, len(Capacities()))
+	for _, c := range Capacities() {
+		names = append(names, string(c))
+	}
+	return strings.Join(names, ", ")
+}
+
 // UnmarshalJSON implements json.Unmarshaler.
 func (c *Capacity) UnmarshalJSON(data []byte) error {
 	if string(data) == "false" {
@@ -127,7 +143,7 @@ func (c *Capacity) UnmarshalJSON(data []byte) error {
 	}
 	var s string
 	if err := json.Unmarshal(data, &s); err != nil {
-		return fmt.Errorf("limits.capacity: %s is not one of nodes, quota, off", data)
+		return fmt.Errorf("limits.capacity: %s is not one of %s", data, CapacityNames())
 	}
 	*c = Capacity(s)
 	return nil
@@ -340,10 +356,8 @@ func (c *Config) Validate() []error {
 	errs = append(errs, validateEnv(at{}, c.Env)...)
 	count(bad, "limits.maxActive", c.Limits.MaxActive, 0)
 	count(bad, "limits.maxPerTick", c.Limits.MaxPerTick, 0)
-	switch c.Limits.Capacity {
-	case CapacityNodes, CapacityQuota, CapacityOff, CapacityKueue:
-	default:
-		bad("limits.capacity", "%q is not one of nodes, quota, off, kueue", c.Limits.Capacity)
+	if !slices.Contains(Capacities(), c.Limits.Capacity) {
+		bad("limits.capacity", "%q is not one of %s", c.Limits.Capacity, CapacityNames())
 	}
 	errs = append(errs, c.validateKueue()...)
 	errs = append(errs, validateGC(at{}, c.GC.SucceededRetention, c.GC.FailedRetention)...)

@@ -205,10 +205,11 @@ func (r *Renderer) Job(row rows.Row, attempt int) (*batchv1.Job, error) {
 	return job, nil
 }
 
-// kueueLabels puts the Job into kueue.localQueue (limits.capacity: kueue), at the row's WorkloadPriorityClass
-// (kueue.priorityColumn) or else kueue.priorityClass. Kueue reads both labels from the Job itself.
+// kueueLabels puts the Job into kueue.localQueue, at the row's WorkloadPriorityClass (kueue.priorityColumn) or else
+// kueue.priorityClass (a kueue: block, which config accepts with limits.capacity: kueue only). Kueue reads both
+// labels from the Job itself.
 func kueueLabels(cfg *config.Config, row rows.Row, job *batchv1.Job) error {
-	if !cfg.KueueMode() || cfg.Kueue == nil {
+	if cfg.Kueue == nil {
 		return nil
 	}
 	job.Labels[config.KueueQueueLabel] = cfg.Kueue.LocalQueue

@@ -10,7 +10,6 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
-	"github.com/jobsched/jobsched/pkg/kueue"
 	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
@@ -111,25 +110,12 @@ func retryPolicy(cfg *config.Config) RetryPolicy {
 var States = []State{scheduler.StateRunning, scheduler.StateStarting, scheduler.StateUnschedulable,
 	scheduler.StateQueued, scheduler.StateSucceeded, scheduler.StateBackoff, scheduler.StateDead}
 
-// KueueStatus is what status shows of Kueue (limits.capacity: kueue): how many Jobs wait in it against
-// limits.maxQueued, the LocalQueue's own counts, and why Kueue's objects could not be read, if so.
-type KueueStatus struct {
-	MaxQueued   int               `json:"maxQueued"`
-	Queued      int               `json:"queued"`
-	LocalQueue  *kueue.LocalQueue `json:"localQueue,omitempty"`
-	Unavailable string            `json:"unavailable,omitempty"`
-}
+// KueueStatus is what status shows of Kueue (limits.capacity: kueue): the Kueue mode's section (capacity.Section).
+type KueueStatus = capacity.KueueStatus
 
-// kueueStatus is the Kueue section of status (nil outside the Kueue mode).
-func kueueStatus(cfg *config.Config, p *scheduler.Plan, obs *scheduler.Observation) *KueueStatus {
-	if !cfg.KueueMode() {
-		return nil
-	}
-	ks := &KueueStatus{MaxQueued: cfg.MaxQueued(), Queued: p.Queued()}
-	if obs.Kueue != nil {
-		ks.LocalQueue, ks.Unavailable = obs.Kueue.LocalQueue, obs.Kueue.Unavailable
-	}
-	return ks
+// modeStatus is the capacity mode's section of status, from what the observation read of it.
+func modeStatus(cfg *config.Config, p *scheduler.Plan, obs *scheduler.Observation) capacity.Section {
+	return capacity.ModeOf(cfg.Limits.Capacity).Status(cfg, p.Queued(), &capacity.Details{Kueue: obs.Kueue})
 }
 
 // decide observes the cluster whole and decides as the next pass would (capacity fitted).
@@ -153,7 +139,7 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 	}
 	st := &Status{APIVersion: StatusAPIVersion, Kind: StatusKind, Scheduler: p.Scheduler, Namespace: p.Namespace,
 		Work:  work(p, "", p.Unfinished, p.Slots, p.Limit, p.Blocked, p.Capacity),
-		Kueue: kueueStatus(s.Config, p, obs), Retry: retryPolicy(s.Config), Backoff: []Task{}, Dead: []Task{}, Jobs: p.Jobs}
+		Kueue: modeStatus(s.Config, p, obs).Kueue, Retry: retryPolicy(s.Config), Backoff: []Task{}, Dead: []Task{}, Jobs: p.Jobs}
 	for _, j := range p.Jobs {
 		t := Task{Queue: j.Queue, Key: j.Key, Attempt: j.Attempt, Job: j.Name, Reason: j.Reason, Since: j.FinishedAt, RetryAt: j.RetryAt}
 		switch {

@@ -170,11 +170,13 @@ func (p *Plan) room(cfg *config.Config, obs *Observation) {
 	}
 }
 
-// fitQueue is the step after the deletes, for one queue's plan p: it bounds p's slots by what fits on the nodes and in the quotas now, as obs
-// holds it, and returns the new plan (p is not changed). A plan blocked for a reason capacity cannot change (an
-// Unschedulable pod, pods or guard unknown) is returned as it is; capacity that could not be observed blocks it.
-func (p *Plan) fitQueue(cfg *config.Config, obs *Observation, report func() capacity.Report) *Plan {
-	if p.hard || cfg.Limits.Capacity == config.CapacityOff || cfg.KueueMode() { // with Kueue, Kueue decides what fits
+// fitQueue is the step after the deletes, for queue i's plan p: it bounds p's slots by the room its capacity mode
+// gives the queue's template on what obs holds (room: the install's, nil when there is none), and returns the new
+// plan (p is not changed). A plan blocked for a reason capacity cannot change (an Unschedulable pod, pods or guard
+// unknown), or without room (a mode that bounds no template: off; with Kueue, Kueue decides what fits), is returned
+// as it is; capacity that could not be observed blocks it.
+func (p *Plan) fitQueue(obs *Observation, room capacity.Room, i int) *Plan {
+	if p.hard || room == nil && obs.CapacityErr == nil {
 		return p
 	}
 	q := *p
@@ -182,8 +184,8 @@ func (p *Plan) fitQueue(cfg *config.Config, obs *Observation, report func() capa
 	case obs.CapacityErr != nil:
 		q.block("capacity unknown: " + obs.CapacityErr.Error())
 		q.hard = true
-	case obs.Capacity != nil:
-		rep := report() // rep.Fit is in Jobs: capacity.Fit of the queue's template, the other queues' claims counted
+	default:
+		rep := room.Report(i) // rep.Fit is in Jobs: capacity.Fit of the queue's template, the other queues' claims counted
 		q.Capacity = &rep
 		if rep.Fit >= 0 && rep.Fit < q.Slots {
 			q.Slots = rep.Fit

@@ -1,12 +1,5 @@
 package scheduler
 
-import (
-	"context"
-	"fmt"
-
-	"github.com/jobsched/jobsched/pkg/kueue"
-)
-
 // Queued counts the plan's queued Jobs (suspended: Kueue holds them).
 func (p *Plan) Queued() int { return p.queued }
 
@@ -28,17 +21,4 @@ func (p *Plan) queue(st *JobStatus, job JobSummary, obs *Observation) {
 			st.Workload = w.Name
 		}
 	}
-}
-
-// readKueue reads the Workloads and the LocalQueue (limits.capacity: kueue), for the reports.
-func (s *Scheduler) readKueue(ctx context.Context) (*kueue.Snapshot, error) {
-	if !s.Config.KueueMode() || s.Kube == nil {
-		return nil, nil
-	}
-	// With queues: the LocalQueue whose status is read is the first queue's (the Workloads are the namespace's).
-	snap, err := kueue.Observe(ctx, s.Dynamic, s.Config.Namespace, s.Config.QueueConfig(0).Kueue.LocalQueue)
-	if err != nil {
-		return nil, fmt.Errorf("observing Kueue: %w", err)
-	}
-	return snap, nil
 }

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
-	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/kueue"
 	"github.com/jobsched/jobsched/pkg/render"
@@ -36,8 +35,8 @@ type Observation struct {
 	CapacityErr error
 	// GuardRefused is the Guard's refusal, when a Guard is set and this pass did not get it.
 	GuardRefused error
-	// Kueue is what Kueue says of the Jobs (limits.capacity: kueue): read by the reports, never by a pass, which
-	// decides from the Jobs alone (a Job Kueue holds is suspended).
+	// Kueue is what Kueue says of the Jobs (limits.capacity: kueue; the mode's Inspect): read by the reports, never
+	// by a pass, which decides from the Jobs alone (a Job Kueue holds is suspended).
 	Kueue *kueue.Snapshot
 }
 
@@ -54,8 +53,12 @@ func (s *Scheduler) Observe(ctx context.Context) (*Observation, error) {
 	if obs.Capacity, obs.CapacityErr = s.readCapacity(ctx); obs.CapacityErr != nil {
 		return nil, obs.CapacityErr
 	}
-	if obs.Kueue, err = s.readKueue(ctx); err != nil {
+	d, err := s.inspectCapacity(ctx)
+	if err != nil {
 		return nil, err
+	}
+	if d != nil {
+		obs.Kueue = d.Kueue
 	}
 	return obs, nil
 }
@@ -124,21 +127,34 @@ func (s *Scheduler) listPendingPods(ctx context.Context) ([]PodSummary, error) {
 	return pods, nil
 }
 
-// readCapacity reads what limits.capacity needs (nil when it is off or the pass is offline): one observation for
-// every queue's template.
+// readCapacity reads what the capacity mode counts room on (capacity.Mode.Observe; nil when it counts none or the
+// pass is offline): one observation for every queue's template.
 func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error) {
-	if s.Kube == nil || s.Config.Limits.Capacity == config.CapacityOff || s.Config.KueueMode() {
+	if s.Kube == nil {
 		return nil, nil
 	}
 	var templates []*batchv1.Job
 	for i := range s.Config.AllQueues() {
 		templates = append(templates, s.Config.QueueConfig(i).Template)
 	}
-	snap, err := capacity.Observe(ctx, s.Kube, s.Config.Namespace, capacity.Options{Mode: s.Config.Limits.Capacity, Templates: templates, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick()})
+	snap, err := capacity.ModeOf(s.Config.Limits.Capacity).Observe(ctx, s.clients(), s.Config.Namespace, capacity.Options{Templates: templates, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick()})
 	if err != nil {
 		return nil, fmt.Errorf("observing capacity: %w", err)
 	}
 	return snap, nil
+}
+
+// inspectCapacity reads what status shows of the capacity mode beyond a pass's observation (capacity.Mode.Inspect:
+// with Kueue its Workloads and LocalQueue), for the reports only; nil offline.
+func (s *Scheduler) inspectCapacity(ctx context.Context) (*capacity.Details, error) {
+	if s.Kube == nil {
+		return nil, nil
+	}
+	return capacity.ModeOf(s.Config.Limits.Capacity).Inspect(ctx, s.clients(), s.Config)
+}
+
+func (s *Scheduler) clients() capacity.Clients {
+	return capacity.Clients{Kube: s.Kube, Dynamic: s.Dynamic}
 }
 
 // JobSummary is what a pass keeps of one of its Jobs. Each LIST page is summarised as it arrives and then dropped,

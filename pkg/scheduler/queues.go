@@ -109,14 +109,12 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 	return p
 }
 
-// roomOf is R: the install's limits across its queues. limits.maxQueued is only here: Kueue, not jobsched, decides
-// when a Job runs, so what jobsched bounds with Kueue is how many of the install's Jobs wait there, queued, at once.
+// roomOf is R: the install's limits across its queues, and the capacity mode's bound on the install (capacity.Mode's
+// Bound: with Kueue, limits.maxQueued − the Jobs queued, since Kueue, not jobsched, decides when a Job runs).
 func roomOf(cfg *config.Config, unfinished, queued int) installRoom {
 	r := activeRoom(cfg, unfinished)
-	if cfg.KueueMode() {
-		if free := cfg.MaxQueued() - queued; free < r.slots {
-			r = installRoom{slots: max(free, 0), limit: fmt.Sprintf("limits.maxQueued: %d of %d queued", queued, cfg.MaxQueued())}
-		}
+	if free, limit, ok := capacity.ModeOf(cfg.Limits.Capacity).Bound(cfg, queued); ok && free < r.slots {
+		r = installRoom{slots: max(free, 0), limit: limit}
 	}
 	return r
 }
@@ -261,23 +259,23 @@ func (p *Plan) Fit(cfg *config.Config, obs *Observation) *Plan {
 	pl := p.placer(cfg, obs)
 	q := p.next()
 	for i, part := range p.parts {
-		q.parts[i] = part.fitQueue(cfg.QueueConfig(i), obs, func() capacity.Report { return pl.Report(i) })
+		q.parts[i] = part.fitQueue(obs, pl, i)
 	}
 	q.rooms()
 	return q
 }
 
-// placer is a capacity.Placer of every queue's template on obs's capacity, with the pods the queues' Jobs already
-// claim room for; nil when capacity is not fitted (off, Kueue, offline, or not observed).
-func (p *Plan) placer(cfg *config.Config, obs *Observation) *capacity.Placer {
-	if obs.Capacity == nil || cfg.Limits.Capacity == config.CapacityOff || cfg.KueueMode() {
+// placer is the capacity mode's Room for every queue's template on obs's capacity, with the pods the queues' Jobs
+// already claim room for; nil when capacity is not fitted (a mode that counts none, offline, or not observed).
+func (p *Plan) placer(cfg *config.Config, obs *Observation) capacity.Room {
+	if obs.Capacity == nil {
 		return nil
 	}
 	claims := make([]capacity.Claim, len(p.parts))
 	for i, part := range p.parts {
 		claims[i] = capacity.Claim{Template: cfg.QueueConfig(i).Template, Unbound: part.unboundPods, Podless: part.podlessPods}
 	}
-	return capacity.NewPlacer(obs.Capacity, claims)
+	return capacity.ModeOf(cfg.Limits.Capacity).Room(obs.Capacity, claims)
 }
 
 // sharePlacer is placer as share takes it: nil (everything fits) when capacity is not fitted.

@@ -1,0 +1,188 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/yaml"
+
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/kueue"
+)
+
+// TestModes: the registry holds one mode for each value config accepts for limits.capacity, in config's order, and
+// ModeOf finds each; a name config would refuse is a mode whose Observe names the name.
+func TestModes(t *testing.T) {
+	var names []config.Capacity
+	for _, m := range Modes() {
+		names = append(names, m.Name())
+		if got := ModeOf(m.Name()); got != m {
+			t.Errorf("ModeOf(%s) = %#v, want %#v", m.Name(), got, m)
+		}
+	}
+	if diff := cmp.Diff(config.Capacities(), names); diff != "" {
+		t.Errorf("registered modes (-config.Capacities +Modes):\n%s", diff)
+	}
+	_, err := ModeOf("lots").Observe(context.Background(), Clients{Kube: fake.NewClientset()}, "ns", Options{})
+	if err == nil || !strings.Contains(err.Error(), `"lots"`) {
+		t.Errorf("Observe of an unknown mode: %v, want an error naming it", err)
+	}
+}
+
+// TestModesThatCountNoRoom: off and kueue observe nothing (no call at all: a tick needs no grant for them), give no
+// room to fit, and only kueue bounds the install (maxQueued − queued); nodes and quota observe and give a Room.
+func TestModesThatCountNoRoom(t *testing.T) {
+	cfg := &config.Config{Limits: config.Limits{MaxQueued: new(int), MaxPerTick: new(int)}}
+	*cfg.Limits.MaxQueued = 5
+	tests := []struct {
+		mode      config.Capacity
+		observes  bool
+		bound     int // -1: none
+		boundText string
+	}{
+		{config.CapacityNodes, true, -1, ""},
+		{config.CapacityQuota, true, -1, ""},
+		{config.CapacityOff, false, -1, ""},
+		{config.CapacityKueue, false, 3, "limits.maxQueued: 2 of 5 queued"},
+	}
+	for _, tc := range tests {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			m := ModeOf(tc.mode)
+			c := fake.NewClientset()
+			snap, err := m.Observe(context.Background(), Clients{Kube: c}, "ns", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := snap != nil; got != tc.observes {
+				t.Errorf("observed %v, want %v", got, tc.observes)
+			}
+			if got := len(c.Actions()) > 0; got != tc.observes {
+				t.Errorf("calls %v, want calls: %v", c.Actions(), tc.observes)
+			}
+			if snap != nil {
+				if m.Room(snap, []Claim{{Template: job(&corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", "1"), nil)}})}}) == nil {
+					t.Error("no Room on what it observed")
+				}
+			} else if r := m.Room(&Snapshot{}, nil); r != nil {
+				t.Errorf("Room %v, want none", r)
+			}
+			slots, limit, ok := m.Bound(cfg, 2)
+			if tc.bound < 0 {
+				if ok {
+					t.Errorf("Bound %d (%s), want none", slots, limit)
+				}
+				return
+			}
+			if !ok || slots != tc.bound || limit != tc.boundText {
+				t.Errorf("Bound = %d, %q, %v; want %d, %q", slots, limit, ok, tc.bound, tc.boundText)
+			}
+		})
+	}
+}
+
+// TestModeNeeds: what each mode says it reads beyond the base Role is exactly what its kustomize component under
+// manifests/ grants, and the chart has a value of the component's name (which grants the same, see pkg/e2e's chart
+// tests); a mode without a component needs none.
+func TestModeNeeds(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "manifests", "chart", "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range Modes() {
+		t.Run(string(m.Name()), func(t *testing.T) {
+			n := m.Needs()
+			if n.Component == "" {
+				if len(n.Rules) > 0 {
+					t.Errorf("rules %v but no component grants them", n.Rules)
+				}
+				return
+			}
+			if _, ok := values[n.Component].(bool); !ok {
+				t.Errorf("the chart has no value %s: true/false (it has %v)", n.Component, values[n.Component])
+			}
+			dir := filepath.Join("..", "..", "manifests", n.Component)
+			files, err := filepath.Glob(filepath.Join(dir, "*role.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rules []rbacv1.PolicyRule
+			for _, f := range files {
+				data, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var role rbacv1.ClusterRole // a Role's rules have the same shape
+				if err := yaml.UnmarshalStrict(data, &role); err != nil {
+					t.Fatalf("%s: %v", f, err)
+				}
+				if role.Kind == "Role" || role.Kind == "ClusterRole" {
+					rules = append(rules, role.Rules...)
+				}
+			}
+			if diff := cmp.Diff(rules, n.Rules); diff != "" {
+				t.Errorf("rules (-%s +Needs):\n%s", dir, diff)
+			}
+		})
+	}
+}
+
+// TestKueueModeStatus: the Kueue mode's section of status counts the queued Jobs against limits.maxQueued, with the
+// LocalQueue and why Kueue could not be read from what Inspect read, if anything; Inspect reads with the dynamic
+// client (without one it says so) and wraps a failure to read.
+func TestKueueModeStatus(t *testing.T) {
+	cfg := &config.Config{Namespace: "ns", Limits: config.Limits{MaxQueued: new(int)}, Kueue: &config.Kueue{LocalQueue: "team-a"}}
+	*cfg.Limits.MaxQueued = 3
+	m := ModeOf(config.CapacityKueue)
+	lq := &kueue.LocalQueue{Name: "team-a", Found: true, Admitted: 1}
+	tests := []struct {
+		name string
+		d    *Details
+		want *KueueStatus
+	}{
+		{"nothing read", nil, &KueueStatus{MaxQueued: 3, Queued: 2}},
+		{"Kueue not read", &Details{}, &KueueStatus{MaxQueued: 3, Queued: 2}},
+		{"the LocalQueue", &Details{Kueue: &kueue.Snapshot{LocalQueue: lq}}, &KueueStatus{MaxQueued: 3, Queued: 2, LocalQueue: lq}},
+		{"unavailable", &Details{Kueue: &kueue.Snapshot{Unavailable: "no RBAC"}}, &KueueStatus{MaxQueued: 3, Queued: 2, Unavailable: "no RBAC"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(Section{Kueue: tc.want}, m.Status(cfg, 2, tc.d)); diff != "" {
+				t.Errorf("section (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, other := range []config.Capacity{config.CapacityNodes, config.CapacityQuota, config.CapacityOff} {
+		if s := ModeOf(other).Status(cfg, 2, &Details{Kueue: &kueue.Snapshot{}}); s != (Section{}) {
+			t.Errorf("%s shows %+v", other, s)
+		}
+	}
+
+	d, err := m.Inspect(context.Background(), Clients{}, cfg)
+	if err != nil || d == nil || d.Kueue == nil || !strings.Contains(d.Kueue.Unavailable, "no client") {
+		t.Errorf("Inspect without a dynamic client: %+v, %v; want it said unavailable", d, err)
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{kueue.WorkloadsResource: "WorkloadList"})
+	dyn.PrependReactor("list", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	if _, err := m.Inspect(context.Background(), Clients{Dynamic: dyn}, cfg); err == nil || !strings.Contains(err.Error(), "observing Kueue: ") {
+		t.Errorf("Inspect when the list fails: %v, want the error wrapped", err)
+	}
+}
