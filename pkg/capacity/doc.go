@@ -31,7 +31,7 @@
 //     wraps the Room);
 //  3. when it reads beyond the base Role: a kustomize component under manifests/ named by Needs().Component that
 //     grants exactly Needs().Rules (TestModeNeeds holds them equal), and the chart value of the same name;
-//  4. the README's Capacity section.
+//  4. the README's Capacity section and `jobsched help capacity` (cmd/topics.go).
 //
 // What it says of each template goes in its Report (status and dry-run show it as it is); a section of status for
 // the install as a whole is a field of Section, of report.Status and a line of the status table. Which
