@@ -124,14 +124,14 @@ func addHelp(root *cobra.Command) {
 			shells = append(shells, sh.Name())
 			sh.Args = func(_ *cobra.Command, args []string) error {
 				if len(args) > 0 {
-					return usageError{fmt.Errorf("completion takes one shell (%s), not %d arguments", strings.Join(shells, ", "), len(args)+1)}
+					return fmt.Errorf("completion takes one shell (%s), not %d arguments", strings.Join(shells, ", "), len(args)+1)
 				}
 				return nil
 			}
 		}
 		c.Args = func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageError{fmt.Errorf("completion: %q is not one of %s", args[0], strings.Join(shells, ", "))}
+				return fmt.Errorf("completion: %q is not one of %s", args[0], strings.Join(shells, ", "))
 			}
 			return nil
 		}

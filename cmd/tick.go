@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zerologr"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,16 +44,17 @@ func newTickCmd(g *globalOptions) *cobra.Command {
 With --fill-for, while a pass was bound by room (capacity, the quota, limits.maxActive) and rows still wait, it
 waits for one of its Jobs to finish and runs the next pass, until that time has passed, the backlog is empty, a pass
 is blocked (an Unschedulable pod) or it is told to stop.`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
 			if fillFor < 0 {
-				return usageError{fmt.Errorf("--fill-for: must not be negative, not %s", fillFor)}
+				return fmt.Errorf("--fill-for: must not be negative, not %s", fillFor)
 			}
 			if d := g.leaseDuration; d < 3*time.Second || d > maxLeaseDuration || d%time.Second != 0 {
-				return usageError{fmt.Errorf("--lease-duration: must be whole seconds from 3s to %s, not %s", maxLeaseDuration, d)}
+				return fmt.Errorf("--lease-duration: must be whole seconds from 3s to %s, not %s", maxLeaseDuration, d)
 			}
-			return g.executeTick(cmd.Context(), fillFor)
+			return nil
 		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return g.executeTick(cmd.Context(), fillFor) },
 	}
 	cmd.Flags().DurationVar(&fillFor, "fill-for", 0, "after a pass bound by room, wait for a Job to finish and refill, for this long (0: one pass)")
 	cmd.Flags().DurationVar(&g.leaseDuration, "lease-duration", lease.DefaultDuration,
@@ -88,6 +91,8 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 			return fillPassOf(res, err)
 		},
 		wait: func(ctx context.Context, rv string, finished map[types.UID]bool) (string, error) {
+			// client-go's watch logs (a watch it opens again) go to the pass's log, not to klog's stderr.
+			ctx = logr.NewContext(ctx, zerologr.New(zerolog.Ctx(ctx)))
 			return kube.WaitJobEnd(ctx, jobs, sel, rv, finished)
 		},
 	}

@@ -33,12 +33,13 @@ const expiredEvent = `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1
 
 // TestWaitJobEnd: what wakes the wait (a Job that finishes, or is deleted unfinished, after the list) and what does
 // not (a new Job, a Job already finished when listed, a bookmark); a watch the server closes is opened again from
-// the last resourceVersion seen; an expired resourceVersion is ErrExpired, on the WATCH or in its stream.
+// the last resourceVersion seen, and one it failed from the same; an expired resourceVersion is ErrExpired, on the
+// WATCH or in its stream.
 func TestWaitJobEnd(t *testing.T) {
 	tests := []struct {
 		name     string
 		watches  [][]string // the events each WATCH answers, in turn; then the stream closes
-		code     int        // the first WATCH's HTTP status instead (410)
+		code     int        // the first WATCH's HTTP status instead (410, 500), with no events
 		want     string
 		wantErr  error
 		wantRVs  []string // the resourceVersion of each WATCH
@@ -57,6 +58,8 @@ func TestWaitJobEnd(t *testing.T) {
 			want:    "a", wantRVs: []string{"10", "17"}},
 		{name: "expired in the stream", watches: [][]string{{expiredEvent}}, wantErr: ErrExpired, wantRVs: []string{"10"}},
 		{name: "expired on the WATCH", code: http.StatusGone, wantErr: ErrExpired, wantRVs: []string{"10"}},
+		{name: "a WATCH the server fails is opened again", code: http.StatusInternalServerError,
+			watches: [][]string{nil, {jobEvent("MODIFIED", "a", "u-a", "11", "Complete")}}, want: "a", wantRVs: []string{"10", "10"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +76,7 @@ func TestWaitJobEnd(t *testing.T) {
 				rvs = append(rvs, q.Get("resourceVersion"))
 				n := len(rvs)
 				mu.Unlock()
-				if tt.code != 0 {
+				if tt.code != 0 && n == 1 {
 					w.Header().Set("Content-Type", "application/json")
 					w.WriteHeader(tt.code)
 					fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","message":"too old","code":%d}`, tt.code)

@@ -121,7 +121,7 @@ func TestStatusDrain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "backlog 6 rows, about 75 min at the rate of the last 25 min (2 Jobs succeeded, 5 an hour)"
+	want := "backlog 6 rows, about 75m at the rate of the last 25m (2 Jobs succeeded, 5 an hour)"
 	if st.Drain.Message != want || st.Drain.Succeeded != 2 || st.Drain.Seconds == nil || *st.Drain.Seconds != 75*60 {
 		t.Errorf("drain %+v, want %q", st.Drain, want)
 	}

@@ -2,8 +2,9 @@ package scheduler
 
 import (
 	"fmt"
-	"math"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
 )
 
 // DrainWindow is how far back status looks at this scheduler's succeeded Jobs to tell how fast the backlog drains.
@@ -60,33 +61,15 @@ func EstimateDrain(backlog int, capped bool, now time.Time, runs []Run) DrainEst
 	}
 	rate := "the last hour's rate"
 	if window < DrainWindow-time.Minute {
-		rate = "the rate of the last " + humanDuration(window)
+		rate = "the rate of the last " + duration.HumanDuration(window)
 	}
 	about := "about"
 	if capped {
 		about = "at least about"
 	}
 	d.Message = fmt.Sprintf("backlog %s, %s %s at %s (%d Jobs succeeded, %.0f an hour)", rows, about,
-		humanDuration(time.Duration(secs*float64(time.Second))), rate, d.Succeeded, d.PerHour)
+		duration.HumanDuration(time.Duration(secs*float64(time.Second))), rate, d.Succeeded, d.PerHour)
 	return d
-}
-
-// humanDuration rounds d for a person: "40 s", "35 min", "3 h 20 min", "4 days".
-func humanDuration(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%.0f s", math.Max(1, math.Round(d.Seconds())))
-	case d < 2*time.Hour:
-		return fmt.Sprintf("%.0f min", math.Round(d.Minutes()))
-	case d < 48*time.Hour:
-		total := int(math.Round(d.Minutes()))
-		if h, m := total/60, total%60; m > 0 {
-			return fmt.Sprintf("%d h %d min", h, m)
-		}
-		return fmt.Sprintf("%d h", total/60)
-	default:
-		return fmt.Sprintf("%.0f days", math.Round(d.Hours()/24))
-	}
 }
 
 func minTime(a, b time.Time) time.Time {
