@@ -28,7 +28,12 @@ func newDryRunCmd(g *globalOptions) *cobra.Command {
 		Long: `dry-run makes the same plan tick would and prints it; it creates and deletes nothing.
 --rows FILE reads rows from JSON lines instead of the database; --offline contacts no cluster (taken as empty);
 together they render the exact Jobs of a config change in CI. --server sends each planned create to the API server
-with dryRun=All, so the server validates the Jobs (admission included) without storing them.`,
+with dryRun=All, so the server validates the Jobs (admission included) without storing them.
+
+A --rows line is one row: an object whose keys are its columns, in column order; strings are taken as they are,
+numbers and booleans as written, null as NULL, objects and arrays as compact JSON. With queues:, a queue without a
+file reads no row. --offline sees no node or quota limit and nothing queued by Kueue; its output is the same on every
+run while env.passthrough copies nothing.`,
 		Args:    cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error { return o.validate() },
 		RunE: func(cmd *cobra.Command, _ []string) error {

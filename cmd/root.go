@@ -147,8 +147,8 @@ type globalOptions struct {
 	leaseDuration time.Duration // tick's --lease-duration
 }
 
-// DefaultTimeout bounds a pass: below the CronJob's activeDeadlineSeconds (150), so that a pass ends with its
-// `pass done` line before the kubelet kills it.
+// DefaultTimeout bounds a pass: below the shipped CronJob's activeDeadlineSeconds (170, manifests/base/cronjob.yaml
+// and the chart's values.yaml), so that a pass ends with its `pass done` line before the kubelet kills it.
 const DefaultTimeout = 2 * time.Minute
 
 func newRootCmd(out, errOut io.Writer) *cobra.Command {

@@ -37,6 +37,8 @@
 //
 // # The rules of a pass
 //
+// Users read these rules in `jobsched help pass` (cmd/topics.go), in their words; a change here changes that text.
+//
 //   - Finished means the Job's `Complete` or `Failed` condition is True; its age is that condition's
 //     `lastTransitionTime` (failed Jobs have no `completionTime`). Deletion uses `propagationPolicy: Background`
 //     (the garbage collector removes the pods) and a UID precondition, so a Job that a concurrent pass has just
@@ -88,6 +90,8 @@
 //     many (`notCreated`).
 //
 // # Queues
+//
+// Users read these rules in `jobsched help queues` (cmd/topics.go); a change here changes that text.
 //
 // A configuration with queues: (config.Queue) is one install of several queues; one without is one implicit queue
 // named after the install: its plan has no Plan.Queues, its Jobs carry no queue label, and its outputs have no

@@ -20,8 +20,8 @@ import (
 )
 
 // Observation is everything a pass knows about the cluster, read in one place (this file) by the pass, by the reports
-// and by ResetDead. What could not be read is part of it (PodsErr, CapacityErr, Held): the decision says what that
-// means (create nothing), and the deletes still happen.
+// and by ResetDead. What could not be read is part of it (PodsErr, CapacityErr, GuardRefused): the decision says what
+// that means (create nothing), and the deletes still happen.
 type Observation struct {
 	Now  time.Time
 	Jobs []JobSummary // this scheduler's Jobs (label selector)
