@@ -22,6 +22,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/report"
@@ -86,7 +87,14 @@ func TestExitCodes(t *testing.T) {
 		{"version", []string{"version"}, 0, ""},
 		{"unknown command is bad usage", []string{"dryrun"}, 2, `unknown command "dryrun" for "jobsched"; did you mean dry-run?`},
 		{"bad namespace", []string{"dry-run", "--offline", "-n", "Bad_NS", "--config", "testdata/jobsched.yaml"}, 2, `-n/--namespace: "Bad_NS" is not a valid namespace`},
-		{"tick takes no arguments", []string{"tick", "extra"}, 2, `tick takes no arguments, not "extra"`},
+		{"tick takes no arguments", []string{"tick", "extra"}, 2, `unknown command "extra" for "jobsched tick" (see jobsched tick --help)`},
+		{"status takes one key at most", []string{"status", "a", "b"}, 2, "accepts at most 1 arg(s), received 2 (see jobsched status --help)"},
+		{"--server with --offline", []string{"dry-run", "--server", "--offline", "--config", "testdata/jobsched.yaml"}, 2,
+			"if any flags in the group [server offline] are set none of the others can be; [offline server] were all set"},
+		{"keys and --all-dead", []string{"retry", "--all-dead", "k1", "--kubeconfig", writeKubeconfig(t)}, 2, "give the keys of dead tasks, or --all-dead (not both)"},
+		{"a bool flag that is no bool", []string{"dry-run", "--offline=maybe"}, 2, `--offline: "maybe" is not true or false, e.g. --offline=true`},
+		{"a bad -o of status", []string{"status", "-o", "xml", "--kubeconfig", writeKubeconfig(t)}, 2, `-o: "xml" is not table, json or yaml`},
+		{"a negative --fill-for", []string{"tick", "--fill-for", "-1s", "--kubeconfig", writeKubeconfig(t)}, 2, "--fill-for: must not be negative"},
 		{"completion of an unknown shell", []string{"completion", "nosuch"}, 2, `completion: "nosuch" is not one of bash, fish, powershell, zsh`},
 		{"completion with an extra argument", []string{"completion", "bash", "extra"}, 2, "completion takes one shell"},
 		{"help of an unknown command", []string{"help", "nosuch"}, 2, `help: unknown command "nosuch"`},
@@ -185,8 +193,8 @@ func TestDryRunOffline(t *testing.T) {
 		if j.APIVersion != "batch/v1" || j.Kind != "Job" || j.Name != render.JobName("reports", c.Key) || j.Namespace != "batch" {
 			t.Errorf("create %d: %s %s %s/%s", i, j.APIVersion, j.Kind, j.Namespace, j.Name)
 		}
-		if j.Labels[render.LabelScheduler] != "reports" || j.Spec.Template.Labels[render.LabelScheduler] != "reports" ||
-			j.Annotations[render.AnnotationTaskKey] != c.Key || j.Labels[render.LabelTask] != render.TaskLabel(c.Key) {
+		if j.Labels[jobmeta.LabelScheduler] != "reports" || j.Spec.Template.Labels[jobmeta.LabelScheduler] != "reports" ||
+			j.Annotations[jobmeta.AnnotationTaskKey] != c.Key || j.Labels[jobmeta.LabelTask] != render.TaskLabel(c.Key) {
 			t.Errorf("create %d: labels %v annotations %v", i, j.Labels, j.Annotations)
 		}
 		if diff := cmp.Diff(wantEnv[i], j.Spec.Template.Spec.Containers[0].Env); diff != "" {
@@ -225,7 +233,7 @@ func TestPrintNodes(t *testing.T) {
 // and room for rows: the client sees only reads. tick on the same cluster writes, so the check can fail.
 func TestDryRunCommandWritesNothing(t *testing.T) {
 	old := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "reports-old", Namespace: "batch", UID: "u1",
-		Labels: map[string]string{render.LabelScheduler: "reports"}, Annotations: map[string]string{render.AnnotationTaskKey: "old"}},
+		Labels: map[string]string{jobmeta.LabelScheduler: "reports"}, Annotations: map[string]string{jobmeta.AnnotationTaskKey: "old"}},
 		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue,
 			LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}}}
 	tests := []struct {
@@ -270,12 +278,12 @@ func TestDryRunCommandWritesNothing(t *testing.T) {
 
 func TestRetryCommand(t *testing.T) {
 	dead := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: render.AttemptName("reports", "d", 3), Namespace: "batch", UID: "u-d",
-		Labels:      map[string]string{render.LabelScheduler: "reports", render.LabelAttempt: "3"},
-		Annotations: map[string]string{render.AnnotationTaskKey: "d"}},
+		Labels:      map[string]string{jobmeta.LabelScheduler: "reports", jobmeta.LabelAttempt: "3"},
+		Annotations: map[string]string{jobmeta.AnnotationTaskKey: "d"}},
 		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
 			Reason: "BackoffLimitExceeded", LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}}}
 	backoff := dead.DeepCopy()
-	backoff.Name, backoff.UID, backoff.Labels[render.LabelAttempt], backoff.Annotations[render.AnnotationTaskKey] = render.JobName("reports", "b"), "u-b", "1", "b"
+	backoff.Name, backoff.UID, backoff.Labels[jobmeta.LabelAttempt], backoff.Annotations[jobmeta.AnnotationTaskKey] = render.JobName("reports", "b"), "u-b", "1", "b"
 	backoff.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Now())
 	tests := []struct {
 		args        []string

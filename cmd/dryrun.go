@@ -28,12 +28,15 @@ func newDryRunCmd(g *globalOptions) *cobra.Command {
 		Long: `dry-run makes the same plan tick would and prints it; it creates and deletes nothing.
 --rows FILE reads rows from JSON lines instead of the database; --offline contacts no cluster (taken as empty);
 together they render the exact Jobs of a config change in CI. --server sends each planned create to the API server
-with dryRun=All, so the server validates the Jobs (admission included) without storing them.`,
-		Args: noArgs,
+with dryRun=All, so the server validates the Jobs (admission included) without storing them.
+
+A --rows line is one row: an object whose keys are its columns, in column order; strings are taken as they are,
+numbers and booleans as written, null as NULL, objects and arrays as compact JSON. With queues:, a queue without a
+file reads no row. --offline sees no node or quota limit and nothing queued by Kueue; its output is the same on every
+run while env.passthrough copies nothing.`,
+		Args:    cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error { return o.validate() },
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
 			s, closeFn, err := g.newScheduler(schedulerOptions{source: true, rowsFile: o.rowsFile, offline: o.offline, stdin: cmd.InOrStdin()})
 			if err != nil {
 				return err
@@ -56,6 +59,7 @@ with dryRun=All, so the server validates the Jobs (admission included) without s
 	f.StringVar(&o.rowsFile, "rows", "", "read rows from this JSON-lines file (one object per line; - for standard input) instead of the database; with queues: QUEUE=FILE,QUEUE=FILE")
 	f.BoolVar(&o.offline, "offline", false, "contact no cluster: it is taken as empty")
 	f.BoolVar(&o.server, "server", false, "send each planned create to the API server with dryRun=All")
+	cmd.MarkFlagsMutuallyExclusive("server", "offline")
 	return cmd
 }
 
@@ -63,10 +67,7 @@ func (o *dryRunOptions) validate() error {
 	switch o.output {
 	case "table", "json", "yaml", "jobs":
 	default:
-		return usageError{fmt.Errorf("-o: %q is not table, json, yaml or jobs", o.output)}
-	}
-	if o.server && o.offline {
-		return usageError{fmt.Errorf("--server and --offline cannot be used together")}
+		return fmt.Errorf("-o: %q is not table, json, yaml or jobs", o.output)
 	}
 	return nil
 }
@@ -118,7 +119,7 @@ func printActions(out io.Writer, p *scheduler.Plan, queue string) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ACTION\tJOB\tTASK\tATTEMPT\tWHY")
 	del := func(d scheduler.JobStatus) {
-		fmt.Fprintf(w, "delete\t%s\t%q\t%d\t%s %s: %s\n", d.Name, d.Key, d.Attempt, d.State, stamp(d.FinishedAt), printable(d.Delete))
+		fmt.Fprintf(w, "delete\t%s\t%q\t%d\t%s %s: %s\n", printable(d.Name), d.Key, d.Attempt, d.State, stamp(d.FinishedAt), printable(d.Delete))
 	}
 	for _, d := range p.Deletes() {
 		if d.Queue == queue && d.Delete != scheduler.DeleteRetried {

@@ -6,7 +6,7 @@ func newGCCmd(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "gc",
 		Short: "Only delete this scheduler's finished Jobs past their retention (no database is opened)",
-		Args:  noArgs,
+		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return g.executePass(cmd.Context(), true) },
 	}
 }

@@ -17,10 +17,13 @@ func newRetryCmd(g *globalOptions) *cobra.Command {
 		Long: `retry deletes the record of each dead task named (its last failed Job), so that the next pass starts the
 task again at attempt 1, if the query still selects its row. A key that is not a dead task of this scheduler is
 an error (exit 2) and nothing is deleted. --dry-run says what it would delete.`,
-		RunE: func(cmd *cobra.Command, keys []string) error {
+		Args: func(_ *cobra.Command, keys []string) error {
 			if allDead == (len(keys) > 0) {
-				return usageError{errors.New("give the keys of dead tasks, or --all-dead (not both)")}
+				return errors.New("give the keys of dead tasks, or --all-dead (not both)")
 			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, keys []string) error {
 			s, closeFn, err := g.newScheduler(schedulerOptions{})
 			if err != nil {
 				return err
@@ -36,7 +39,7 @@ an error (exit 2) and nothing is deleted. --dry-run says what it would delete.`,
 				verb = "would delete"
 			}
 			for _, j := range records {
-				fmt.Fprintf(g.out, "%s %s (task %q, attempt %d): the next tick starts it again at attempt 1\n", verb, j.Name, j.Key, j.Attempt)
+				fmt.Fprintf(g.out, "%s %s (task %q, attempt %d): the next tick starts it again at attempt 1\n", verb, printable(j.Name), j.Key, j.Attempt)
 			}
 			return err
 		},

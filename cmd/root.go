@@ -1,5 +1,5 @@
-// Package cmd is jobsched's command line: one file per subcommand, each turning flags into options and calling the
-// scheduler package.
+// Package cmd is jobsched's command line: one file per subcommand, each turning its flags into a call of a pkg
+// package.
 package cmd
 
 import (
@@ -9,14 +9,13 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -24,9 +23,10 @@ import (
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/pushurl"
 	"github.com/jobsched/jobsched/pkg/render"
-	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
+	"github.com/jobsched/jobsched/pkg/source"
 )
 
 // Exit codes.
@@ -36,7 +36,8 @@ const (
 	exitUsage  = 2 // bad usage or configuration; nothing was touched
 )
 
-// usageError is bad usage of the command line.
+// usageError is bad usage found once a command's RunE runs (a word that is no command, the configuration's
+// --rows files, a key that is no dead task). Errors before RunE starts are bad usage without it (see runRoot).
 type usageError struct{ error }
 
 // Execute runs the command line and returns the process exit code. Only main exits.
@@ -56,21 +57,42 @@ func runWith(ctx context.Context, args []string, out, errOut io.Writer, newKube 
 	return runRoot(ctx, newRoot(out, errOut, newKube), args, errOut)
 }
 
-// runRoot runs root with args and returns the exit code; errors go to errOut.
+// runRoot runs root with args and returns the exit code; errors go to errOut. Which errors are bad usage (exit 2)
+// is decided here: every error before a command's RunE starts (cobra's flag parsing, Args and flag groups, the
+// PersistentPreRunE and PreRunE that validate flags), and a usageError or a config.Error that RunE returns; any
+// other error is a failure at run time (exit 1). An error before RunE names the command whose --help tells more.
 func runRoot(ctx context.Context, root *cobra.Command, args []string, errOut io.Writer) int {
+	ran := false
+	markRun(root, &ran)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
+	}
+	if !ran && cmd != nil {
+		err = fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())
 	}
 	if !errors.As(err, new(loggedError)) {
 		printError(root, errOut, err)
 	}
 	var ue usageError
-	if errors.As(err, &ue) || config.IsConfigError(err) {
+	if !ran || errors.As(err, &ue) || config.IsConfigError(err) {
 		return exitUsage
 	}
 	return exitFailed
+}
+
+// markRun sets *ran when the RunE of c or of a command under it starts.
+func markRun(c *cobra.Command, ran *bool) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			*ran = true
+			return run(cmd, args)
+		}
+	}
+	for _, sub := range c.Commands() {
+		markRun(sub, ran)
+	}
 }
 
 // loggedError is an error the pass's `pass done` line already carries: it is not printed a second time.
@@ -125,8 +147,8 @@ type globalOptions struct {
 	leaseDuration time.Duration // tick's --lease-duration
 }
 
-// DefaultTimeout bounds a pass: below the CronJob's activeDeadlineSeconds (150), so that a pass ends with its
-// `pass done` line before the kubelet kills it.
+// DefaultTimeout bounds a pass: below the shipped CronJob's activeDeadlineSeconds (170, manifests/base/cronjob.yaml
+// and the chart's values.yaml), so that a pass ends with its `pass done` line before the kubelet kills it.
 const DefaultTimeout = 2 * time.Minute
 
 func newRootCmd(out, errOut io.Writer) *cobra.Command {
@@ -163,23 +185,23 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 			}
 			if g.namespace != "" {
 				if msgs := validation.IsDNS1123Label(g.namespace); len(msgs) > 0 {
-					return usageError{fmt.Errorf("-n/--namespace: %q is not a valid namespace: %s", g.namespace, strings.Join(msgs, "; "))}
+					return fmt.Errorf("-n/--namespace: %q is not a valid namespace: %s", g.namespace, strings.Join(msgs, "; "))
 				}
 			}
-			if err := config.ValidatePushgateway(g.pushgateway); err != nil {
-				return usageError{fmt.Errorf("--pushgateway: %w", err)}
+			if err := pushurl.Validate(g.pushgateway); err != nil {
+				return fmt.Errorf("--pushgateway: %w", err)
 			}
 			if q := float64(g.kube.QPS); math.IsNaN(q) || math.IsInf(q, 0) {
-				return usageError{fmt.Errorf("--kube-qps: %v is not a finite number, e.g. --kube-qps 20", q)}
+				return fmt.Errorf("--kube-qps: %v is not a finite number, e.g. --kube-qps 20", q)
 			}
 			if g.kube.QPS < 0 {
-				return usageError{fmt.Errorf("--kube-qps: must not be negative (0: no client-side cap), not %v", g.kube.QPS)}
+				return fmt.Errorf("--kube-qps: must not be negative (0: no client-side cap), not %v", g.kube.QPS)
 			}
 			if g.kube.QPS > 0 && g.kube.Burst < 1 {
-				return usageError{fmt.Errorf("--kube-burst: must be at least 1 with --kube-qps %v, e.g. --kube-burst 100", g.kube.QPS)}
+				return fmt.Errorf("--kube-burst: must be at least 1 with --kube-qps %v, e.g. --kube-burst 100", g.kube.QPS)
 			}
 			if g.timeout <= 0 {
-				return usageError{fmt.Errorf("--timeout: must be positive, not %s", g.timeout)}
+				return fmt.Errorf("--timeout: must be positive, not %s", g.timeout)
 			}
 			cmd.SetContext(logger.WithContext(cmd.Context()))
 			return nil
@@ -187,7 +209,7 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 	}
 	cmd.SetOut(out)
 	cmd.SetErr(errOut)
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{flagError(c, err)} })
+	cmd.SetFlagErrorFunc(flagError)
 
 	defaultConfig := "jobsched.yaml"
 	if env := os.Getenv("JOBSCHED_CONFIG"); env != "" {
@@ -210,41 +232,27 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 	return cmd
 }
 
-// pflagInvalid is pflag's error for a value its flag's type does not parse.
-var pflagInvalid = regexp.MustCompile(`^invalid argument ("(?:[^"\\]|\\.)*") for "(?:-[A-Za-z], )?(--[A-Za-z0-9-]+)" flag: `)
-
-// valueKinds say, by pflag type, what a flag's value must be and an example.
+// valueKinds say, by pflag type, what a flag's value must be and an example of it after the flag's name.
 var valueKinds = map[string]struct{ kind, example string }{
-	"float32":  {"a number", "20"},
-	"float64":  {"a number", "20"},
-	"int":      {"a whole number", "100"},
-	"duration": {"a duration", "90s"},
-	"bool":     {"true or false", "true"},
+	"float32":  {"a number", " 20"},
+	"float64":  {"a number", " 20"},
+	"int":      {"a whole number", " 100"},
+	"duration": {"a duration", " 90s"},
+	"bool":     {"true or false", "=true"}, // a bool flag takes its value after "=" only
 }
 
 // flagError says in one sentence what is wrong with a flag's value (pflag's error names strconv or time).
-func flagError(c *cobra.Command, err error) error {
-	m := pflagInvalid.FindStringSubmatch(err.Error())
-	if m == nil {
+func flagError(_ *cobra.Command, err error) error {
+	var invalid *pflag.InvalidValueError
+	if !errors.As(err, &invalid) {
 		return err
 	}
-	f := c.Flags().Lookup(strings.TrimPrefix(m[2], "--"))
-	if f == nil {
-		return err
-	}
-	k, ok := valueKinds[f.Value.Type()]
+	k, ok := valueKinds[invalid.GetFlag().Value.Type()]
 	if !ok {
 		return err
 	}
-	return fmt.Errorf("%s: %s is not %s, e.g. %s %s", m[2], m[1], k.kind, m[2], k.example)
-}
-
-// noArgs is cobra.NoArgs as a usage error.
-func noArgs(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return usageError{fmt.Errorf("%s takes no arguments, not %q", cmd.Name(), strings.Join(args, " "))}
-	}
-	return nil
+	name := "--" + invalid.GetFlag().Name
+	return fmt.Errorf("%s: %q is not %s, e.g. %s%s", name, invalid.GetValue(), k.kind, name, k.example)
 }
 
 func (g *globalOptions) logger() (zerolog.Logger, error) {
@@ -252,7 +260,7 @@ func (g *globalOptions) logger() (zerolog.Logger, error) {
 	// a failing pass would exit 1 with nothing said).
 	level, err := zerolog.ParseLevel(g.logLevel)
 	if err != nil || !slices.Contains(logLevels, g.logLevel) {
-		return zerolog.Logger{}, usageError{fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", g.logLevel)}
+		return zerolog.Logger{}, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", g.logLevel)
 	}
 	var w io.Writer = g.errOut
 	// zerolog quotes the fields of a console line, not its message, which may hold a row's text (a skip reason).
@@ -267,7 +275,7 @@ func (g *globalOptions) logger() (zerolog.Logger, error) {
 			w = console
 		}
 	default:
-		return zerolog.Logger{}, usageError{fmt.Errorf("--log-format: %q is not json or console", g.logFormat)}
+		return zerolog.Logger{}, fmt.Errorf("--log-format: %q is not json or console", g.logFormat)
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
 }
@@ -341,53 +349,23 @@ func (g *globalOptions) newScheduler(o schedulerOptions) (*scheduler.Scheduler, 
 	return s, closeFn, nil
 }
 
-// perGroup is queue i's limits.perGroup as a source option (none without one).
-func perGroup(cfg *config.Config, i int) []rows.Option {
-	if g := cfg.AllQueues()[i].Limits.PerGroup; g != nil {
-		return []rows.Option{rows.PerGroup{Column: g.Column, Max: g.MaxActive}}
-	}
-	return nil
-}
-
-// openPostgres gives each queue its source, all on one pool (one *sql.DB); the close func releases it.
+// openPostgres gives each queue its source, all on one pool; the close func releases it.
 func openPostgres(cfg *config.Config, qs []scheduler.Queue) (func(), error) {
-	dsn, err := readDSN(cfg)
+	srcs, closeFn, err := source.Postgres(cfg)
 	if err != nil {
 		return nil, err
 	}
-	var pool *rows.Postgres
-	for i := range qs {
-		src := cfg.QueueConfig(i).Source
-		var pg *rows.Postgres
-		if pool == nil {
-			pg, err = rows.OpenPostgres(dsn, src, perGroup(cfg, i)...)
-			pool = pg
-		} else {
-			pg, err = pool.Share(src, perGroup(cfg, i)...)
-		}
-		if err != nil {
-			if pool != nil {
-				_ = pool.Close()
-			}
-			return nil, err
-		}
-		qs[i].Source = pg
+	for i, src := range srcs {
+		qs[i].Source = src
 	}
-	return func() { _ = pool.Close() }, nil
+	return closeFn, nil
 }
 
 // openFiles gives the queues their --rows files: the one file of a configuration without queues:, else
 // QUEUE=FILE,QUEUE=FILE (a queue without one reads no row).
 func openFiles(cfg *config.Config, qs []scheduler.Queue, o schedulerOptions) error {
 	read := func(i int, file string) error {
-		key := cfg.QueueConfig(i).Source.Key
-		var f *rows.File
-		var err error
-		if file == rows.Stdin {
-			f, err = rows.ReadFrom(o.stdin, "standard input", key, perGroup(cfg, i)...)
-		} else {
-			f, err = rows.ReadFile(file, key, perGroup(cfg, i)...)
-		}
+		f, err := source.File(cfg, i, file, o.stdin)
 		if err == nil {
 			qs[i].Source = f
 		}
@@ -408,31 +386,4 @@ func openFiles(cfg *config.Config, qs []scheduler.Queue, o schedulerOptions) err
 		}
 	}
 	return nil
-}
-
-// readDSN reads the DSN from the variable or file the config names, trimmed of surrounding white space (a Secret
-// made with --from-file ends in a newline). A relative source.dsnFile is read next to the config file, like
-// job.template. It is never logged.
-func readDSN(cfg *config.Config) (string, error) {
-	src := cfg.Source
-	if src.DSNFile != "" {
-		file := src.DSNFile
-		if !filepath.IsAbs(file) {
-			file = filepath.Join(filepath.Dir(cfg.File), file)
-		}
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return "", &config.Error{Err: fmt.Errorf("source.dsnFile: %w", err)}
-		}
-		dsn := strings.TrimSpace(string(data))
-		if dsn == "" {
-			return "", &config.Error{Err: fmt.Errorf("source.dsnFile: %s is empty: it must hold the PostgreSQL DSN, e.g. postgres://user:password@host:5432/db", file)}
-		}
-		return dsn, nil
-	}
-	dsn := strings.TrimSpace(os.Getenv(src.DSNEnv))
-	if dsn == "" {
-		return "", &config.Error{Err: fmt.Errorf("source.dsnEnv: the environment variable %s is empty or not set", src.DSNEnv)}
-	}
-	return dsn, nil
 }

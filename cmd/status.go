@@ -36,19 +36,17 @@ func newStatusCmd(g *globalOptions) *cobra.Command {
 		Long: `status reports on the scheduler: backlog, Jobs by state, the tasks in backoff and the dead ones, slots,
 capacity and what the next tick would do. With a task key it shows that task: its Jobs and attempts, their pods
 (phase, node, reason), the variables its row would get now, and why it waits. It writes nothing.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 1 {
-				return usageError{fmt.Errorf("status takes at most one task key, not %d arguments", len(args))}
+		Args: cobra.MaximumNArgs(1),
+		PreRunE: func(*cobra.Command, []string) error {
+			if o.output != "table" && o.output != "json" && o.output != "yaml" {
+				return fmt.Errorf("-o: %q is not table, json or yaml", o.output)
+			}
+			if o.interval <= 0 {
+				return fmt.Errorf("--interval: must be positive, not %s", o.interval)
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.output != "table" && o.output != "json" && o.output != "yaml" {
-				return usageError{fmt.Errorf("-o: %q is not table, json or yaml", o.output)}
-			}
-			if o.interval <= 0 {
-				return usageError{fmt.Errorf("--interval: must be positive, not %s", o.interval)}
-			}
 			s, closeFn, err := g.newScheduler(schedulerOptions{source: true})
 			if err != nil {
 				return err
@@ -228,7 +226,7 @@ func printStatus(out io.Writer, st *report.Status) error {
 		fmt.Fprintln(out, "\nQueued in Kueue (suspended until their Workload is admitted):")
 		fmt.Fprintln(w, "  JOB\tTASK\tWHY")
 		for _, j := range queued {
-			fmt.Fprintf(w, "  %s\t%q\t%s\n", j.Name, j.Key, printable(j.Reason))
+			fmt.Fprintf(w, "  %s\t%q\t%s\n", printable(j.Name), j.Key, printable(j.Reason))
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -238,7 +236,7 @@ func printStatus(out io.Writer, st *report.Status) error {
 		fmt.Fprintln(out, "\nUnschedulable:")
 		fmt.Fprintln(w, "  JOB\tTASK\tWHY")
 		for _, j := range problems {
-			fmt.Fprintf(w, "  %s\t%q\t%s\n", j.Name, j.Key, printable(j.Reason))
+			fmt.Fprintf(w, "  %s\t%q\t%s\n", printable(j.Name), j.Key, printable(j.Reason))
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -248,7 +246,7 @@ func printStatus(out io.Writer, st *report.Status) error {
 		fmt.Fprintln(out, "\nIn backoff (the next attempt competes for a slot from its time on):")
 		fmt.Fprintln(w, queueCol(st, "QUEUE")+"TASK\tATTEMPT\tNEXT ATTEMPT AT\tJOB\tLAST FAILURE")
 		for _, t := range st.Backoff {
-			fmt.Fprintf(w, "%s%q\t%d\t%s\t%s\t%s\n", queueCol(st, t.Queue), t.Key, t.Attempt, stamp(t.RetryAt), t.Job, printable(t.Reason))
+			fmt.Fprintf(w, "%s%q\t%d\t%s\t%s\t%s\n", queueCol(st, t.Queue), t.Key, t.Attempt, stamp(t.RetryAt), printable(t.Job), printable(t.Reason))
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -258,7 +256,7 @@ func printStatus(out io.Writer, st *report.Status) error {
 		fmt.Fprintln(out, "\nDead (no attempt left; `jobsched retry KEY` starts again at attempt 1):")
 		fmt.Fprintln(w, queueCol(st, "QUEUE")+"TASK\tATTEMPTS\tSINCE\tJOB\tLAST FAILURE")
 		for _, t := range st.Dead {
-			fmt.Fprintf(w, "%s%q\t%d\t%s\t%s\t%s\n", queueCol(st, t.Queue), t.Key, t.Attempt, stamp(t.Since), t.Job, printable(t.Reason))
+			fmt.Fprintf(w, "%s%q\t%d\t%s\t%s\t%s\n", queueCol(st, t.Queue), t.Key, t.Attempt, stamp(t.Since), printable(t.Job), printable(t.Reason))
 		}
 	}
 	return w.Flush()
@@ -276,7 +274,7 @@ func printCapacity(out io.Writer, w *tabwriter.Writer, title string, c *capacity
 	fmt.Fprintf(out, "\n%s: %s; %s\n", title, fit, printable(c.Binding))
 	printNodes(w, c.Nodes)
 	for _, q := range c.Quota {
-		fmt.Fprintf(w, "  quota %s %s:\t%d more\n", printable(q.Name), q.Resource, q.Fits)
+		fmt.Fprintf(w, "  quota %s %s:\t%d more\n", printable(q.Name), printable(q.Resource), q.Fits)
 	}
 	if c.Tick != "" {
 		fmt.Fprintf(w, "  next tick:\t%s\n", printable(c.Tick))
@@ -365,9 +363,9 @@ func printTask(out io.Writer, v *report.TaskView) error {
 		fmt.Fprintln(out, "\nAttempts:")
 		fmt.Fprintln(w, "  ATTEMPT\tJOB\tSTATE\tFINISHED\tREASON")
 		for _, a := range v.Attempts {
-			fmt.Fprintf(w, "  %d\t%s\t%s\t%s\t%s\n", a.Attempt, a.Name, a.State, stamp(a.FinishedAt), printable(a.Reason))
+			fmt.Fprintf(w, "  %d\t%s\t%s\t%s\t%s\n", a.Attempt, printable(a.Name), a.State, stamp(a.FinishedAt), printable(a.Reason))
 			for _, p := range a.Pods {
-				fmt.Fprintf(w, "    pod %s\t%s\t%s\t\t%s\n", p.Name, p.Phase, p.Node, printable(p.Reason))
+				fmt.Fprintf(w, "    pod %s\t%s\t%s\t\t%s\n", printable(p.Name), printable(p.Phase), printable(p.Node), printable(p.Reason))
 			}
 		}
 		if err := w.Flush(); err != nil {
@@ -391,9 +389,9 @@ func localQueue(k *report.KueueStatus) string {
 	case q == nil:
 		return ""
 	case !q.Found:
-		return fmt.Sprintf("; LocalQueue %s does not exist: Kueue admits none of the Jobs", q.Name)
+		return fmt.Sprintf("; LocalQueue %s does not exist: Kueue admits none of the Jobs", printable(q.Name))
 	default:
-		return fmt.Sprintf("; LocalQueue %s (ClusterQueue %s): %d pending, %d reserving, %d admitted", q.Name, q.ClusterQueue, q.Pending, q.Reserving, q.Admitted)
+		return fmt.Sprintf("; LocalQueue %s (ClusterQueue %s): %d pending, %d reserving, %d admitted", printable(q.Name), printable(q.ClusterQueue), q.Pending, q.Reserving, q.Admitted)
 	}
 }
 
@@ -431,7 +429,7 @@ func printNodes(w io.Writer, nodes []capacity.NodeFit) {
 			fmt.Fprintf(w, "  …\t%d more node(s) considered\n", len(considered)-i)
 			break
 		}
-		fmt.Fprintf(w, "  %s:\t%d more fit (bound by %s); free %s\n", n.Name, n.Fits, printable(n.Limit), resources(n.Free))
+		fmt.Fprintf(w, "  %s:\t%d more fit (bound by %s); free %s\n", printable(n.Name), n.Fits, printable(n.Limit), resources(n.Free))
 	}
 	reasons := make([]string, 0, len(excluded))
 	for r := range excluded {
@@ -446,7 +444,7 @@ func printNodes(w io.Writer, nodes []capacity.NodeFit) {
 func resources(rl corev1.ResourceList) string {
 	var parts []string
 	for name, q := range rl {
-		parts = append(parts, string(name)+"="+q.String())
+		parts = append(parts, printable(string(name))+"="+q.String())
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, " ")

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/querydoctor"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/report"
@@ -178,11 +179,11 @@ func queuesScheduler(t *testing.T) (*scheduler.Scheduler, *testkit.DoctorSource)
 	queueJob := func(queue, key string, cond batchv1.JobConditionType) *batchv1.Job {
 		j := testkit.Job(key, cond, time.Hour)
 		j.Name = render.JobName("reports-"+queue, key)
-		j.Labels[render.LabelQueue] = queue
+		j.Labels[jobmeta.LabelQueue] = queue
 		return j
 	}
 	e1 := queueJob("exports", "e1", "")
-	e1.Annotations[render.AnnotationGroup] = "acme\n" // a row's value: the table quotes it
+	e1.Annotations[jobmeta.AnnotationGroup] = "acme\n" // a row's value: the table quotes it
 	client := fake.NewClientset(queueJob("daily", "d1", ""), queueJob("daily", "d2", ""), e1, queueJob("exports", "e2", batchv1.JobFailed))
 	s := &scheduler.Scheduler{Config: cfg, Kube: client, Now: func() time.Time { return testkit.Now }}
 	doctor := &testkit.DoctorSource{Source: testkit.Source{Rows: testkit.RowsFor("e1", "e2", "e3")},

@@ -10,7 +10,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/kueue"
 	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
@@ -43,13 +46,55 @@ func TestTextOutputQuotesControlCharacters(t *testing.T) {
 	if err := printPlan(&out, "table", p); err != nil {
 		t.Fatal(err)
 	}
+	assertEscaped(t, out.String())
+}
+
+// assertEscaped fails unless out holds evil only escaped.
+func assertEscaped(t *testing.T, out string) {
+	t.Helper()
 	for _, bad := range []string{"\x1b", "\r", "\u202e", "\nline2"} {
-		if strings.Contains(out.String(), bad) {
-			t.Errorf("the output holds %q raw:\n%s", bad, out.String())
+		if strings.Contains(out, bad) {
+			t.Errorf("the output holds %q raw:\n%s", bad, out)
 		}
 	}
-	if !strings.Contains(out.String(), `\x1b[2J\x1b[31mFAKE: all good\x1b[0m\nline2\r\u202eevil`) {
-		t.Errorf("the output does not show the value escaped:\n%s", out.String())
+	if !strings.Contains(out, `\x1b[2J\x1b[31mFAKE: all good\x1b[0m\nline2\r\u202eevil`) {
+		t.Errorf("the output does not show the value escaped:\n%s", out)
+	}
+}
+
+// TestTextOutputEscapesAPIServerValues: every value the API server gives (a Job's, pod's or node's name, a pod's
+// phase and node, a resource's name, Kueue's queues) is escaped in a table or text output as row values are: an API
+// server, or whoever can write those objects, cannot write to the terminal either (issue 29 point 8).
+func TestTextOutputEscapesAPIServerValues(t *testing.T) {
+	printers := map[string]func(*bytes.Buffer) error{
+		"status KEY": func(out *bytes.Buffer) error {
+			return printTask(out, &report.TaskView{Key: "k", Scheduler: "reports", Namespace: "batch", State: "waiting",
+				Attempts: []report.TaskAttempt{{JobStatus: scheduler.JobStatus{Name: evil, State: scheduler.StateDead},
+					Pods: []report.TaskPod{{Name: evil, Phase: evil, Node: evil}}}}})
+		},
+		"status": func(out *bytes.Buffer) error {
+			free := corev1.ResourceList{corev1.ResourceName(evil): resource.MustParse("1")}
+			return printStatus(out, &report.Status{Scheduler: "reports", Namespace: "batch",
+				Jobs: []scheduler.JobStatus{{Name: evil, Key: "k", State: scheduler.StateUnschedulable},
+					{Name: evil, Key: "k", State: scheduler.StateQueued}},
+				Backoff: []report.Task{{Key: "k", Job: evil}}, Dead: []report.Task{{Key: "k", Job: evil}},
+				Kueue: &report.KueueStatus{LocalQueue: &kueue.LocalQueue{Name: evil, Found: true, ClusterQueue: evil}},
+				Work: report.Work{Capacity: &capacity.Report{Nodes: []capacity.NodeFit{{Name: evil, Fits: 1, Free: free}},
+					Quota: []capacity.QuotaFit{{Name: "q", Resource: evil}}}}})
+		},
+		"dry-run": func(out *bytes.Buffer) error {
+			return printPlan(out, "table", &scheduler.Plan{Scheduler: "reports", Namespace: "batch",
+				Jobs: []scheduler.JobStatus{{Name: evil, Key: "k", State: scheduler.StateSucceeded, Delete: scheduler.DeleteRetention}}})
+		},
+	}
+	for name, print := range printers {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := print(&out); err != nil {
+				t.Fatal(err)
+			}
+			assertEscaped(t, out.String())
+		})
 	}
 }
 

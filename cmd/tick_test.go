@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
-	"github.com/jobsched/jobsched/pkg/render"
 )
 
 // TestPassReports: gc (the pass without a database) reports a Deleted Event for the Job it deletes and pushes its
@@ -28,7 +28,7 @@ import (
 // http(s) URL is exit 2.
 func TestPassReports(t *testing.T) {
 	old := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "reports-old", Namespace: "batch", UID: "u1",
-		Labels: map[string]string{render.LabelScheduler: "reports"}, Annotations: map[string]string{render.AnnotationTaskKey: "old"}},
+		Labels: map[string]string{jobmeta.LabelScheduler: "reports"}, Annotations: map[string]string{jobmeta.AnnotationTaskKey: "old"}},
 		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue,
 			LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}}}
 	tests := []struct {

@@ -22,7 +22,7 @@ func newVersionCmd(g *globalOptions) *cobra.Command {
 		Long: `version prints the release this binary was built from: the version stamped by the image build, else the module
 version go install recorded (a pseudo-version for a build from a git checkout), with the commit and the Go version.
 It reads no configuration and contacts nothing. jobsched --version prints the same line.`,
-		Args: noArgs,
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return printVersion(g.out, output, version.Get())
 		},

@@ -33,6 +33,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/zerologr"
 	"github.com/rs/zerolog"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -105,7 +106,7 @@ type heldEvent struct {
 var _ scheduler.Events = (*Recorder)(nil)
 
 // New starts a broadcaster that writes to the API server through client. The events library's own errors are
-// logged to the zerolog logger of ctx. Close it before the process exits.
+// logged to the zerolog logger of ctx at --log-level debug (see logger). Close it before the process exits.
 func New(ctx context.Context, client kubernetes.Interface, o Options) *Recorder {
 	if o.QPS == 0 {
 		o.QPS = DefaultQPS
@@ -130,42 +131,13 @@ func New(ctx context.Context, client kubernetes.Interface, o Options) *Recorder 
 	return r
 }
 
-// logger is a logr.Logger writing the events library's messages to log: its errors (an Event the API server
-// refused, or could not be reached for) as warnings, each with the Event's reason and object instead of its dump.
-func logger(log zerolog.Logger) logr.Logger { return logr.New(&logSink{log: log}) }
-
-type logSink struct {
-	log zerolog.Logger
-	kv  []any
-}
-
-func (s *logSink) Init(logr.RuntimeInfo)  {}
-func (s *logSink) Enabled(level int) bool { return level == 0 }
-func (s *logSink) Info(_ int, msg string, kv ...any) {
-	s.write(s.log.Debug(), msg, kv)
-}
-func (s *logSink) Error(err error, msg string, kv ...any) {
-	s.write(s.log.Debug().Err(err), msg, kv) // refusals are summed up by Close, in one line
-}
-func (s *logSink) WithValues(kv ...any) logr.LogSink {
-	return &logSink{log: s.log, kv: append(append([]any(nil), s.kv...), kv...)}
-}
-func (s *logSink) WithName(string) logr.LogSink { return s }
-
-func (s *logSink) write(ev *zerolog.Event, msg string, kv []any) {
-	kv = append(append([]any(nil), s.kv...), kv...)
-	for i := 0; i+1 < len(kv); i += 2 {
-		key, _ := kv[i].(string)
-		switch v := kv[i+1].(type) {
-		case *eventsv1.Event:
-			ev = ev.Str("reason", v.Reason).Str("regarding", strings.TrimPrefix(v.Regarding.Kind+"/"+v.Regarding.Name, "/"))
-		case error:
-			ev = ev.AnErr(key, v)
-		default:
-			ev = ev.Interface(key, v)
-		}
+// logger is the events library's logr.Logger: its lines (an Event the API server refused, or could not be reached
+// for) are written to log only at --log-level debug; at the other levels Close sums them up, in one line each.
+func logger(log zerolog.Logger) logr.Logger {
+	if log.GetLevel() > zerolog.DebugLevel {
+		log = log.Level(zerolog.Disabled)
 	}
-	ev.Msg("events: " + msg)
+	return zerologr.New(&log)
 }
 
 // PodFromEnv is the jobsched pod when it runs in one: POD_NAME and POD_NAMESPACE (and POD_UID, if set) from the

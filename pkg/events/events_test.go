@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -173,25 +174,38 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
-// TestForbidden: an API server that refuses Events (no RBAC permission) costs one log line, and Close does not
-// wait for Events that will never be written.
+// TestForbidden: an API server that refuses Events (no RBAC permission) costs one log line at --log-level info,
+// and Close does not wait for Events that will never be written.
 func TestForbidden(t *testing.T) {
 	client := fake.NewClientset()
 	client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "", nil)
 	})
 	var logs testkit.Buffer
-	ctx := zerolog.New(&logs).WithContext(context.Background())
+	ctx := zerolog.New(&logs).Level(zerolog.InfoLevel).WithContext(context.Background())
 	r := New(ctx, client, Options{Namespace: ns})
 	r.JobCreated(createdJob(), scheduler.Create{Key: "k1", Attempt: 1}, "room")
 	r.PassBlocked("limits.maxActive: 1 of 1 unfinished")
 	r.Close(time.Hour) // returns once both writes were refused
 	if !strings.Contains(logs.String(), `"level":"warn","component":"events","error":"events.events.k8s.io is forbidden`) ||
-		!strings.Contains(logs.String(), `"events":2,"message":"Events refused by the API server`) {
-		t.Errorf("the refusals are not logged in one warning:\n%s", logs.String())
+		!strings.Contains(logs.String(), `"events":2,"message":"Events refused by the API server`) ||
+		strings.Count(logs.String(), "\n") != 1 {
+		t.Errorf("the refusals are not logged in one warning, alone:\n%s", logs.String())
 	}
 	if strings.Contains(logs.String(), "not written before exit") {
 		t.Errorf("refused Events were waited for:\n%s", logs.String())
+	}
+}
+
+// TestLibraryLogs: the events library's own lines (each refusal) are written at --log-level debug, and not at info,
+// where Close sums them up.
+func TestLibraryLogs(t *testing.T) {
+	for level, want := range map[zerolog.Level]int{zerolog.DebugLevel: 1, zerolog.InfoLevel: 0} {
+		var logs strings.Builder
+		logger(zerolog.New(&logs).Level(level)).Error(errors.New("forbidden"), "Server rejected event (will not retry!)")
+		if got := strings.Count(logs.String(), `"error":"forbidden","message":"Server rejected event`); got != want {
+			t.Errorf("at %s: %d of the library's lines, want %d:\n%s", level, got, want, logs.String())
+		}
 	}
 }
 

@@ -1,5 +1,7 @@
-// Package lease makes one pass of a scheduler at a time the one that creates: it holds a coordination.k8s.io/v1
-// Lease in the cluster while it observes and creates, so the cluster keeps the lock and jobsched keeps no state.
+// Package lease makes one pass of a scheduler at a time the one that creates.
+//
+// It holds a coordination.k8s.io/v1 Lease in the cluster while it observes and creates, so the cluster keeps the
+// lock and jobsched keeps no state.
 //
 // The Lease is taken with an optimistic-concurrency write (a create, or an update conditional on the
 // resourceVersion that was read): of two passes that race, exactly one write succeeds. A holder that stops renewing
@@ -8,50 +10,26 @@
 // are compared. The holder stops creating before that: its Context ends at the first renewal that fails, and at the
 // latest a margin before its last successful renewal's duration runs out.
 //
-// # What a pass does with it
+// # How it keeps its promises
 //
-//   - Taking it is one optimistic write: a create, or an update conditional on the `resourceVersion` it read; of
-//     passes that race for it exactly one write succeeds. The holder is the pod's name (`POD_NAME`, as the CronJob
-//     sets it), else the host's name and the process id. The cluster holds it: jobsched still keeps no state.
-//   - What it guarantees: the next pass lists its Jobs after the previous one's creates (a consistent list), so
-//     `maxActive` and the capacity fit are exact across racing passes of one scheduler: it counts those Jobs as
-//     unfinished and their pods (or their pod-less Jobs) as taking room. The chaos run checks this at every
-//     observation (scripts/README.md, Chaos).
-//   - Held by another: the pass waits for it, at most one Lease duration and a second (16 s), and never more than
-//     half of what is left of its `--timeout`. A pass holds it for about the time of its creates (tens of
-//     milliseconds to seconds), so a pass started by hand that races the CronJob's gets its turn instead of being
-//     dropped, and the Lease of a holder that was killed is taken over within the wait. If a live holder keeps
-//     renewing it for the whole wait (a pass with thousands of creates), the pass still deletes its finished Jobs,
-//     creates nothing and says so: `blocked: "not the holder: Lease jobsched-reports is held by … (waited 16s)"`
-//     and `lease: "held by …"` in `pass done`, `jobsched_pass_blocked 1` and `jobsched_slots 0` in its metrics,
-//     and a `Blocked` Event; it exits 0. `status` shows who holds it (`Lease: jobsched-reports: held by …, renewed
-//     2s ago`; `lease` in `-o json|yaml`).
-//   - A killed holder (SIGKILL, a lost node) blocks the others for at most one Lease duration, 15 s: the next pass
-//     takes the Lease over once it has gone unrenewed that long, counted on its own clock from when it first read
-//     that version of it (as client-go's leader election does: no two clocks are compared). `tick
-//     --lease-duration` sets it (whole seconds, at least 3s; the renewals, the validity and the wait below scale
-//     with it).
-//   - Renewing: every 5 s (a third of the duration) while the pass holds it. A renewal that fails (the API server
-//     unreachable, the Lease written by someone else) stops the creates at once: none is started after, those in
-//     flight are cancelled; at the latest they stop 10 s after the last renewal that succeeded, 5 s before any
-//     other pass may take the Lease over, so that what was in flight has landed when the next pass observes. Such
-//     a pass logs `lost the Lease`, ends with `lease: "lost"` and `notCreated`, and exits 1. A pass cut short by
-//     its deadline or a signal leaves its Lease to expire rather than releasing it, for the same reason.
-//   - An API server that has just started answers Forbidden to everything until its RBAC cache is filled: a pass
-//     takes a Forbidden on the Lease as its Role's answer only after a read its Role grants (a LIST of its Jobs)
-//     has succeeded and the Lease is still refused; otherwise it creates nothing.
-//   - Who takes none: `gc`, `status` and `dry-run` never take it (deletes are safe without it: UID preconditions);
-//     `status` reads it (one GET).
-//   - What it costs: three API calls per tick: `GET` and `PUT` (take) and `PUT` (release); the first tick
-//     of a scheduler creates the Lease instead (`GET` not found, `POST`), and its release is the `PUT`. A pass
-//     that creates for longer adds one `PUT` per 5 s; one that waits for a holder reads the Lease twice a second
-//     while it waits. The RBAC: `get`, `create` and `update` on `leases` in the Role (no `resourceNames`: `create`
-//     cannot be limited by name).
-//   - Without its RBAC (a Role from before this release, without `get`, `create`, `update` on `leases`): the pass
-//     logs once `caps not guaranteed under racing passes` and runs as before, unserialised, with `lease:
-//     "forbidden"`. `maxActive` then holds for each pass alone; racing passes may add up (never to a duplicate
-//     Job: names are deterministic). Apply the new Role (`manifests/base/role.yaml`, or `helm upgrade` the chart)
-//     to get the guarantee back.
+// What users rely on (the wait, the takeover, what losing it does, the RBAC and the API calls it costs) is
+// `jobsched help lease` (cmd/topics.go); a change of behaviour changes that text too. Here is how the code holds it:
+//
+//   - Acquire is the one optimistic write (a create, or an update conditional on the resourceVersion read); a
+//     *HeldError after Config.Wait. Guard.Take is what a tick calls: it waits at most MaxWait (one duration and a
+//     second, at most half of what is left of the pass) and records what `pass done` says (Guard.Report).
+//   - The next holder lists its Jobs after the previous one's creates (a consistent list), so maxActive and the
+//     capacity fit are exact across racing passes; the chaos run checks this at every observation
+//     (scripts/README.md, Chaos).
+//   - Held renews every third of the duration; its Context ends at the first renewal that fails (ErrLost) and at the
+//     latest after validity (two thirds of the duration) from the last renewal that succeeded, a third before any
+//     taker may take over, so that what was in flight has landed when the next holder observes. Stop ends a hold
+//     without releasing it (a pass cut short), Release gives it up.
+//   - Takeover (Free) counts the holder's silence on the taker's own clock from when it first saw that version of
+//     the record; the unit tests run on a fake clock (Config.Clock).
+//   - Guard.Confirm: a Forbidden is taken as the Role's answer (ErrForbidden: the pass runs unserialised) only after
+//     a read the Role grants has succeeded, because an API server that has just started refuses everything until
+//     its RBAC cache is filled.
 //
 // # Why not client-go's leader election
 //
@@ -61,12 +39,13 @@
 // still deletes and reports), a Forbidden taken as the Role's answer only after a granted read (an API server's
 // cold RBAC cache), and Stop without a release when its creates were cut short (the next holder must observe
 // after they landed). Its record is written as resourcelock.LeaseLock writes it (holder, duration, acquire and
-// renew times, transitions, each write conditional on the version read), with jobsched's field manager; the
-// takeover rule (unrenewed for its duration on the taker's own clock since it first saw that version) is
-// LeaderElector's.
+// renew times, transitions), read and written by client-go's resourcelock.LeaseLock, which LeaderElector uses: each
+// write is conditional on the version read, and the field manager is the client's (jobsched). The takeover rule
+// (unrenewed for its duration on the taker's own clock since it first saw that record) is LeaderElector's.
 package lease
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -77,10 +56,10 @@ import (
 	"time"
 	"unicode"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
 )
 
@@ -152,9 +131,11 @@ type Held struct {
 	stop   chan struct{}
 	done   chan struct{}
 
-	mu    sync.Mutex
-	lease *coordinationv1.Lease // as last written
-	lost  error
+	lock *resourcelock.LeaseLock // used by one goroutine at a time: Acquire's, then renew's, then Release's
+
+	mu     sync.Mutex
+	record resourcelock.LeaderElectionRecord // as last written
+	lost   error
 }
 
 func (c *Config) defaults() {
@@ -170,54 +151,56 @@ func (c *Config) defaults() {
 }
 
 // seconds is d as leaseDurationSeconds, at least 1.
-func seconds(d time.Duration) *int32 {
-	s := max(int32((d+time.Second-1)/time.Second), 1)
-	return &s
+func seconds(d time.Duration) int {
+	return max(int((d+time.Second-1)/time.Second), 1)
 }
 
 // Acquire takes the Lease, waiting up to cfg.Wait for a live holder. It returns a *HeldError when the Lease stayed
 // held, and an error wrapping ErrForbidden when the Role lacks the verbs.
 func Acquire(ctx context.Context, cfg Config) (*Held, error) {
 	cfg.defaults()
-	leases := cfg.Client.Leases(cfg.Namespace)
+	lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Name},
+		Client: cfg.Client, LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Holder}}
 	clk := cfg.Clock
 	start := clk.Now()
-	var seenRV string
+	var seen []byte // the record as last read
 	var seenAt time.Time
 	for {
 		sent := clk.Now()
-		cur, err := leases.Get(ctx, cfg.Name, metav1.GetOptions{})
+		cur, raw, err := lock.Get(ctx)
 		if apierrors.IsNotFound(err) {
-			got, err := leases.Create(ctx, record(nil, cfg, sent), metav1.CreateOptions{FieldManager: "jobsched"})
+			rec := record(nil, cfg, sent)
+			err := lock.Create(ctx, rec)
 			if apierrors.IsAlreadyExists(err) {
 				continue // another pass created it first: read it
 			}
 			if err != nil {
 				return nil, classify(cfg, "creating", err)
 			}
-			return cfg.hold(ctx, got, sent), nil
+			return cfg.hold(ctx, lock, rec, sent), nil
 		}
 		if err != nil {
 			return nil, classify(cfg, "reading", err)
 		}
 		now := clk.Now()
-		if seenAt.IsZero() || cur.ResourceVersion != seenRV {
-			seenRV, seenAt = cur.ResourceVersion, now
+		if seenAt.IsZero() || !bytes.Equal(raw, seen) {
+			seen, seenAt = raw, now
 		}
 		if Free(cur, cfg.Holder, seenAt, now) {
 			sent = clk.Now()
-			got, err := leases.Update(ctx, record(cur, cfg, sent), metav1.UpdateOptions{FieldManager: "jobsched"})
+			rec := record(cur, cfg, sent)
+			err := lock.Update(ctx, rec) // conditional on the resourceVersion Get read
 			if apierrors.IsConflict(err) {
 				continue // another pass wrote it since we read it: read it again
 			}
 			if err != nil {
 				return nil, classify(cfg, "taking", err)
 			}
-			return cfg.hold(ctx, got, sent), nil
+			return cfg.hold(ctx, lock, rec, sent), nil
 		}
 		waited := now.Sub(start)
 		if waited >= cfg.Wait {
-			return nil, &HeldError{Name: cfg.Name, Holder: *cur.Spec.HolderIdentity, Waited: waited}
+			return nil, &HeldError{Name: cfg.Name, Holder: cur.HolderIdentity, Waited: waited}
 		}
 		pause := min(cfg.Poll, cfg.Wait-waited, expiry(cur, seenAt).Sub(clk.Now()))
 		select {
@@ -228,48 +211,42 @@ func Acquire(ctx context.Context, cfg Config) (*Held, error) {
 	}
 }
 
-// Free says whether a holder called holder may take the Lease l now: nobody holds it (released), holder does, or
-// it has gone unrenewed for its duration since seenAt, when this version of it was first seen.
-func Free(l *coordinationv1.Lease, holder string, seenAt, now time.Time) bool {
-	h := l.Spec.HolderIdentity
-	if h == nil || *h == "" || *h == holder {
+// Free says whether a holder called holder may take the Lease whose record is r now: nobody holds it (released),
+// holder does, or it has gone unrenewed for its duration since seenAt, when this record was first seen.
+func Free(r *resourcelock.LeaderElectionRecord, holder string, seenAt, now time.Time) bool {
+	if r.HolderIdentity == "" || r.HolderIdentity == holder {
 		return true
 	}
-	return !now.Before(expiry(l, seenAt))
+	return !now.Before(expiry(r, seenAt))
 }
 
-// expiry is when l, first seen at seenAt, is free if nobody renews it.
-func expiry(l *coordinationv1.Lease, seenAt time.Time) time.Time {
+// expiry is when the Lease of record r, first seen at seenAt, is free if nobody renews it.
+func expiry(r *resourcelock.LeaderElectionRecord, seenAt time.Time) time.Time {
 	d := DefaultDuration
-	if s := l.Spec.LeaseDurationSeconds; s != nil && *s > 0 {
-		d = time.Duration(*s) * time.Second
+	if r.LeaseDurationSeconds > 0 {
+		d = time.Duration(r.LeaseDurationSeconds) * time.Second
 	}
 	return seenAt.Add(d)
 }
 
-// record is cur (nil: a new Lease) as held by cfg.Holder from now.
-func record(cur *coordinationv1.Lease, cfg Config, now time.Time) *coordinationv1.Lease {
-	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: cfg.Name, Namespace: cfg.Namespace}}
+// record is cur (nil: a new Lease) as held by cfg.Holder from now: a new holder's acquire time and one more
+// transition (none for a new Lease), as LeaderElector writes them.
+func record(cur *resourcelock.LeaderElectionRecord, cfg Config, now time.Time) resourcelock.LeaderElectionRecord {
+	var r resourcelock.LeaderElectionRecord
 	if cur != nil {
-		l = cur.DeepCopy()
+		r = *cur
 	}
-	t := metav1.NewMicroTime(now)
-	prev := l.Spec.HolderIdentity
-	if prev == nil || *prev != cfg.Holder {
-		l.Spec.AcquireTime = &t
+	t := metav1.NewTime(now)
+	if cur == nil || r.HolderIdentity != cfg.Holder {
+		r.AcquireTime = t
 		if cur != nil {
-			n := int32(1)
-			if l.Spec.LeaseTransitions != nil {
-				n = *l.Spec.LeaseTransitions + 1
-			}
-			l.Spec.LeaseTransitions = &n
+			r.LeaderTransitions++
 		}
 	}
-	holder := cfg.Holder
-	l.Spec.HolderIdentity = &holder
-	l.Spec.LeaseDurationSeconds = seconds(cfg.Duration)
-	l.Spec.RenewTime = &t
-	return l
+	r.HolderIdentity = cfg.Holder
+	r.LeaseDurationSeconds = seconds(cfg.Duration)
+	r.RenewTime = t
+	return r
 }
 
 func classify(cfg Config, what string, err error) error {
@@ -279,9 +256,9 @@ func classify(cfg Config, what string, err error) error {
 	return fmt.Errorf("%s Lease %s: %w", what, cfg.Name, err)
 }
 
-// hold starts renewing l, written at sent.
-func (cfg Config) hold(parent context.Context, l *coordinationv1.Lease, sent time.Time) *Held {
-	h := &Held{cfg: cfg, lease: l, stop: make(chan struct{}), done: make(chan struct{})}
+// hold starts renewing the Lease of lock, whose record r was written at sent.
+func (cfg Config) hold(parent context.Context, lock *resourcelock.LeaseLock, r resourcelock.LeaderElectionRecord, sent time.Time) *Held {
+	h := &Held{cfg: cfg, lock: lock, record: r, stop: make(chan struct{}), done: make(chan struct{})}
 	h.ctx, h.cancel = context.WithCancelCause(parent)
 	go h.renew(sent)
 	return h
@@ -313,40 +290,33 @@ func (h *Held) renew(sent time.Time) {
 		}
 		now := clk.Now()
 		h.mu.Lock()
-		next := record(h.lease, h.cfg, now)
+		next := record(&h.record, h.cfg, now)
 		h.mu.Unlock()
-		// The write gets until the validity runs out, and so does the wait for it, whatever the client does.
+		// The write gets until the validity runs out, and so does the wait for it, whatever the client does (a
+		// write still unanswered then keeps the lock: the Lease is lost, nothing uses it again).
 		rctx, cancel := context.WithDeadline(h.ctx, deadline)
-		res := make(chan renewal, 1)
-		go func() {
-			got, err := h.cfg.Client.Leases(h.cfg.Namespace).Update(rctx, next, metav1.UpdateOptions{FieldManager: "jobsched"})
-			res <- renewal{got, err}
-		}()
-		var r renewal
+		res := make(chan error, 1)
+		go func() { res <- h.lock.Update(rctx, next) }()
+		var err error
 		select {
-		case r = <-res:
+		case err = <-res:
 		case <-clk.After(deadline.Sub(clk.Now())):
-			r.err = fmt.Errorf("no answer within %s", h.validity())
+			err = fmt.Errorf("no answer within %s", h.validity())
 		}
 		cancel()
-		if r.err != nil {
+		if err != nil {
 			select {
 			case <-h.stop: // released meanwhile: not a loss
 				return
 			default:
 			}
-			h.lose(fmt.Errorf("%w: renewing it failed: %w", ErrLost, r.err))
+			h.lose(fmt.Errorf("%w: renewing it failed: %w", ErrLost, err))
 			return
 		}
 		h.mu.Lock()
-		h.lease, sent = r.lease, now
+		h.record, sent = next, now
 		h.mu.Unlock()
 	}
-}
-
-type renewal struct {
-	lease *coordinationv1.Lease
-	err   error
 }
 
 func (h *Held) lose(err error) {
@@ -387,13 +357,11 @@ func (h *Held) Release(ctx context.Context) error {
 		return nil
 	}
 	h.mu.Lock()
-	l := h.lease.DeepCopy()
+	r := h.record
 	h.mu.Unlock()
-	empty := ""
-	now := metav1.NewMicroTime(h.cfg.Clock.Now())
-	l.Spec.HolderIdentity = &empty
-	l.Spec.RenewTime = &now
-	if _, err := h.cfg.Client.Leases(h.cfg.Namespace).Update(ctx, l, metav1.UpdateOptions{FieldManager: "jobsched"}); err != nil {
+	r.HolderIdentity = ""
+	r.RenewTime = metav1.NewTime(h.cfg.Clock.Now())
+	if err := h.lock.Update(ctx, r); err != nil {
 		return fmt.Errorf("releasing Lease %s: %w", h.cfg.Name, err)
 	}
 	return nil

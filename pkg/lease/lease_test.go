@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -71,51 +72,54 @@ func TestFree(t *testing.T) {
 		{"no duration: the default", noDuration, seen.Add(DefaultDuration - time.Millisecond), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Free(tc.l, "me", seen, tc.now); got != tc.want {
+			if got := Free(resourcelock.LeaseSpecToLeaderElectionRecord(&tc.l.Spec), "me", seen, tc.now); got != tc.want {
 				t.Errorf("Free = %v, want %v", got, tc.want)
 			}
 		})
 	}
 }
 
+// TestRecord: the record a holder writes, as the Lease's spec: a new Lease's, a takeover's (a new acquire time, one
+// more transition), a renewal's (only the renew time changes).
 func TestRecord(t *testing.T) {
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	cfg := Config{Name: "jobsched-s", Namespace: "ns", Holder: "me", Duration: 15 * time.Second}
 	mt := metav1.NewMicroTime(now)
+	spec := func(r resourcelock.LeaderElectionRecord) coordinationv1.LeaseSpec {
+		return resourcelock.LeaderElectionRecordToLeaseSpec(&r)
+	}
 
 	fresh := record(nil, cfg, now)
-	want := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "jobsched-s", Namespace: "ns"},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("me"), LeaseDurationSeconds: ptr(int32(15)), AcquireTime: &mt, RenewTime: &mt}}
-	if !equal(fresh, want) {
-		t.Errorf("new Lease:\n got %+v\nwant %+v", fresh.Spec, want.Spec)
+	want := coordinationv1.LeaseSpec{HolderIdentity: ptr("me"), LeaseDurationSeconds: ptr(int32(15)), AcquireTime: &mt, RenewTime: &mt,
+		LeaseTransitions: ptr(int32(0))}
+	if got := spec(fresh); !apiequality.Semantic.DeepEqual(got, want) {
+		t.Errorf("new Lease:\n got %+v\nwant %+v", got, want)
 	}
 
 	other := held("other", 3)
-	taken := record(other, cfg, now)
-	want = other.DeepCopy()
-	want.Spec.HolderIdentity, want.Spec.LeaseDurationSeconds, want.Spec.AcquireTime, want.Spec.RenewTime = ptr("me"), ptr(int32(15)), &mt, &mt
-	want.Spec.LeaseTransitions = ptr(int32(3))
-	if !equal(taken, want) {
-		t.Errorf("taken over:\n got %+v\nwant %+v", taken.Spec, want.Spec)
+	otherRecord := resourcelock.LeaseSpecToLeaderElectionRecord(&other.Spec)
+	taken := record(otherRecord, cfg, now)
+	want = *other.Spec.DeepCopy()
+	want.HolderIdentity, want.LeaseDurationSeconds, want.AcquireTime, want.RenewTime = ptr("me"), ptr(int32(15)), &mt, &mt
+	want.LeaseTransitions = ptr(int32(3))
+	if got := spec(taken); !apiequality.Semantic.DeepEqual(got, want) {
+		t.Errorf("taken over:\n got %+v\nwant %+v", got, want)
 	}
-	if other.Spec.HolderIdentity == nil || *other.Spec.HolderIdentity != "other" {
-		t.Error("record changed the Lease it was given")
+	if otherRecord.HolderIdentity != "other" {
+		t.Error("record changed the record it was given")
 	}
 
 	later := now.Add(5 * time.Second)
-	renewed := record(taken, cfg, later)
-	want = taken.DeepCopy()
+	renewed := record(&taken, cfg, later)
 	lt := metav1.NewMicroTime(later)
-	want.Spec.RenewTime = &lt
-	if !equal(renewed, want) {
-		t.Errorf("renewed (acquireTime and transitions kept):\n got %+v\nwant %+v", renewed.Spec, want.Spec)
+	want.RenewTime = &lt
+	if got := spec(renewed); !apiequality.Semantic.DeepEqual(got, want) {
+		t.Errorf("renewed (acquireTime and transitions kept):\n got %+v\nwant %+v", got, want)
 	}
-	if s := *record(nil, Config{Duration: 1500 * time.Millisecond}, now).Spec.LeaseDurationSeconds; s != 2 {
+	if s := record(nil, Config{Duration: 1500 * time.Millisecond}, now).LeaseDurationSeconds; s != 2 {
 		t.Errorf("1.5s as leaseDurationSeconds: %d, want 2 (rounded up)", s)
 	}
 }
-
-func equal(a, b *coordinationv1.Lease) bool { return apiequality.Semantic.DeepEqual(a, b) }
 
 func newFake(objs ...runtime.Object) *fake.Clientset { return fake.NewClientset(objs...) }
 

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
@@ -19,8 +20,8 @@ import (
 func TestTask(t *testing.T) {
 	failed := job("f", batchv1.JobFailed, 30*time.Second)
 	pod := pendingPod(failed, false)
-	pod.Labels[render.LabelTask] = render.TaskLabel("f")
-	pod.Annotations = map[string]string{render.AnnotationTaskKey: "f"}
+	pod.Labels[jobmeta.LabelTask] = render.TaskLabel("f")
+	pod.Annotations = map[string]string{jobmeta.AnnotationTaskKey: "f"}
 	pod.Status.Phase = corev1.PodFailed
 	dead := attempt("d", 3, batchv1.JobFailed, time.Hour, "")
 	g1, g2 := attempt("g", 1, batchv1.JobFailed, time.Hour, ""), attempt("g", 2, "", 0, "")

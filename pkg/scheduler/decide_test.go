@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/render"
 )
 
@@ -66,14 +67,14 @@ func TestDecide(t *testing.T) {
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "no room"}}
 	}
 	noKey := job("x", "", 0)
-	delete(noKey.Annotations, render.AnnotationTaskKey)
+	delete(noKey.Annotations, jobmeta.AnnotationTaskKey)
 	running := job("r", "", 0)
 	podless := job("p", "", 0)
 	podless.Status.Active = 0
 	// untimed is j with a condition whose lastTransitionTime is zero: the time it finished is unknown.
 	untimed := func(j *batchv1.Job) *batchv1.Job { j.Status.Conditions[0].LastTransitionTime = metav1.Time{}; return j }
 	untimedNoKey := untimed(job("y", batchv1.JobFailed, 0))
-	delete(untimedNoKey.Annotations, render.AnnotationTaskKey)
+	delete(untimedNoKey.Annotations, jobmeta.AnnotationTaskKey)
 
 	tests := []struct {
 		name   string

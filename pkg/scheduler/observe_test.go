@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 )
 
 func TestSummarizeJob(t *testing.T) {
@@ -25,9 +25,9 @@ func TestSummarizeJob(t *testing.T) {
 	}{
 		{name: "running, attempt 1 without a label", job: job("r", "", 0),
 			want: JobSummary{Name: name("r"), UID: "uid-r", Key: "r", Attempt: 1, Active: 1, PodsPerJob: 1}},
-		{name: "attempt label", job: job("r", "", 0), mutate: func(j *batchv1.Job) { j.Labels[render.LabelAttempt] = "3" },
+		{name: "attempt label", job: job("r", "", 0), mutate: func(j *batchv1.Job) { j.Labels[jobmeta.LabelAttempt] = "3" },
 			want: JobSummary{Name: name("r"), UID: "uid-r", Key: "r", Attempt: 3, Active: 1, PodsPerJob: 1}},
-		{name: "a bad attempt label is attempt 1", job: job("r", "", 0), mutate: func(j *batchv1.Job) { j.Labels[render.LabelAttempt] = "x" },
+		{name: "a bad attempt label is attempt 1", job: job("r", "", 0), mutate: func(j *batchv1.Job) { j.Labels[jobmeta.LabelAttempt] = "x" },
 			want: JobSummary{Name: name("r"), UID: "uid-r", Key: "r", Attempt: 1, Active: 1, PodsPerJob: 1}},
 		{name: "the True condition counts, a False one does not", job: failed,
 			want: JobSummary{Name: name("f"), UID: "uid-f", Key: "f", Attempt: 1, PodsPerJob: 1, Finished: &Condition{Type: batchv1.JobFailed,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
@@ -230,7 +231,7 @@ func (p *Plan) groupsAtCap(g *config.PerGroup) []string {
 		n = map[string]int{}
 	}
 	for _, c := range p.Creates {
-		if grp, ok := c.Job.Annotations[render.AnnotationGroup]; ok {
+		if grp, ok := c.Job.Annotations[jobmeta.AnnotationGroup]; ok {
 			n[grp]++
 		}
 	}

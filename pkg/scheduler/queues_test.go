@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/querydoctor"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
@@ -217,7 +218,7 @@ func TestPassQueues(t *testing.T) {
 			var got []string
 			for _, c := range p.Creates {
 				got = append(got, c.Queue+"/"+c.Key)
-				if l := c.Job.Labels[render.LabelQueue]; l != c.Queue || c.Job.Spec.Template.Labels[render.LabelQueue] != c.Queue {
+				if l := c.Job.Labels[jobmeta.LabelQueue]; l != c.Queue || c.Job.Spec.Template.Labels[jobmeta.LabelQueue] != c.Queue {
 					t.Errorf("create %s: queue label %q, want %q on the Job and its pods", c.Job.Name, l, c.Queue)
 				}
 				if !strings.HasPrefix(c.Job.Name, "batch-"+c.Queue+"-") {
@@ -301,7 +302,7 @@ func TestPassPerGroup(t *testing.T) {
 	}
 	var got []string
 	for _, c := range res.Plan.Creates {
-		got = append(got, c.Key+"@"+c.Job.Annotations[render.AnnotationGroup])
+		got = append(got, c.Key+"@"+c.Job.Annotations[jobmeta.AnnotationGroup])
 	}
 	if diff := cmp.Diff([]string{"a-0@a", "b-0@b", "b-1@b"}, got); diff != "" {
 		t.Errorf("creates (-want +got):\n%s", diff)
@@ -316,7 +317,7 @@ func TestPassPerGroup(t *testing.T) {
 func TestUnlabelledJobsBelongToTheInstallsQueue(t *testing.T) {
 	cfg := queuesConfig(t, "maxActive: 10", queue("y", "")+queue("batch", "  limits: {maxActive: 1}\n"))
 	old := queueJob(t, cfg, 1, "old")
-	delete(old.Labels, render.LabelQueue)
+	delete(old.Labels, jobmeta.LabelQueue)
 	old.UID = "uid-old"
 	client := fake.NewClientset(old)
 	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now }}

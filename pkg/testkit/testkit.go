@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/querydoctor"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
@@ -64,8 +65,8 @@ func Config(t testing.TB, mutate func(*config.Config)) *config.Config {
 func Job(key string, cond batchv1.JobConditionType, ago time.Duration) *batchv1.Job {
 	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
 		Name: render.JobName("reports", key), Namespace: "batch", UID: types.UID("uid-" + key),
-		Labels:      map[string]string{render.LabelScheduler: "reports"},
-		Annotations: map[string]string{render.AnnotationTaskKey: key},
+		Labels:      map[string]string{jobmeta.LabelScheduler: "reports"},
+		Annotations: map[string]string{jobmeta.AnnotationTaskKey: key},
 	}}
 	if cond == "" {
 		j.Status.Active = 1
@@ -81,7 +82,7 @@ func Attempt(key string, n int, cond batchv1.JobConditionType, ago time.Duration
 	j := Job(key, cond, ago)
 	j.Name = render.AttemptName("reports", key, n)
 	j.UID = types.UID(fmt.Sprintf("uid-%s-%d", key, n))
-	j.Labels[render.LabelAttempt] = strconv.Itoa(n)
+	j.Labels[jobmeta.LabelAttempt] = strconv.Itoa(n)
 	if reason != "" {
 		j.Status.Conditions[0].Reason = reason
 	}
@@ -92,7 +93,7 @@ func Attempt(key string, n int, cond batchv1.JobConditionType, ago time.Duration
 func PendingPod(owner *batchv1.Job, unschedulable bool) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: owner.Name + "-abcde", Namespace: "batch",
-			Labels:          map[string]string{render.LabelScheduler: "reports"},
+			Labels:          map[string]string{jobmeta.LabelScheduler: "reports"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}

@@ -1,21 +1,23 @@
-package scheduler
+// Package drain estimates how long a backlog takes at the rate Jobs have been succeeding.
+package drain
 
 import (
 	"fmt"
-	"math"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
 )
 
-// DrainWindow is how far back status looks at this scheduler's succeeded Jobs to tell how fast the backlog drains.
-const DrainWindow = time.Hour
+// Window is how far back status looks at this scheduler's succeeded Jobs to tell how fast the backlog drains.
+const Window = time.Hour
 
 // Run is when one of this scheduler's Jobs started (status.startTime) and succeeded (its Complete condition).
 type Run struct{ Start, End time.Time }
 
-// DrainEstimate is how long the backlog will take at the rate this scheduler's Jobs have been succeeding: the
-// succeeded Jobs status still sees whose Complete condition is at most DrainWindow old, over the time from the
-// earliest start among them (at most DrainWindow ago) to now.
-type DrainEstimate struct {
+// Estimate is how long the backlog will take at the rate this scheduler's Jobs have been succeeding: the
+// succeeded Jobs status still sees whose Complete condition is at most Window old, over the time from the
+// earliest start among them (at most Window ago) to now.
+type Estimate struct {
 	Succeeded     int     `json:"succeeded"`     // Jobs that succeeded in the window
 	WindowSeconds float64 `json:"windowSeconds"` // the window's length; 0 when no Job succeeded in it
 	PerHour       float64 `json:"perHour"`       // Succeeded over the window, per hour
@@ -24,22 +26,22 @@ type DrainEstimate struct {
 	Message string   `json:"message"`
 }
 
-// EstimateDrain estimates how long backlog rows (more when capped) take at the rate runs show.
-func EstimateDrain(backlog int, capped bool, now time.Time, runs []Run) DrainEstimate {
+// Of estimates how long backlog rows (more when capped) take at the rate runs show.
+func Of(backlog int, capped bool, now time.Time, runs []Run) Estimate {
 	rows := fmt.Sprintf("%d rows", backlog)
 	if capped {
 		rows = fmt.Sprintf("%d+ rows", backlog)
 	}
-	var d DrainEstimate
+	var d Estimate
 	from := now
 	for _, r := range runs {
-		if r.End.After(now) || now.Sub(r.End) > DrainWindow {
+		if r.End.After(now) || now.Sub(r.End) > Window {
 			continue
 		}
 		d.Succeeded++
 		from = minTime(from, r.Start)
 	}
-	from = maxTime(from, now.Add(-DrainWindow))
+	from = maxTime(from, now.Add(-Window))
 	if d.Succeeded == 0 || !now.After(from) {
 		d.Succeeded = 0
 		if backlog == 0 {
@@ -59,34 +61,16 @@ func EstimateDrain(backlog int, capped bool, now time.Time, runs []Run) DrainEst
 		return d
 	}
 	rate := "the last hour's rate"
-	if window < DrainWindow-time.Minute {
-		rate = "the rate of the last " + humanDuration(window)
+	if window < Window-time.Minute {
+		rate = "the rate of the last " + duration.HumanDuration(window)
 	}
 	about := "about"
 	if capped {
 		about = "at least about"
 	}
 	d.Message = fmt.Sprintf("backlog %s, %s %s at %s (%d Jobs succeeded, %.0f an hour)", rows, about,
-		humanDuration(time.Duration(secs*float64(time.Second))), rate, d.Succeeded, d.PerHour)
+		duration.HumanDuration(time.Duration(secs*float64(time.Second))), rate, d.Succeeded, d.PerHour)
 	return d
-}
-
-// humanDuration rounds d for a person: "40 s", "35 min", "3 h 20 min", "4 days".
-func humanDuration(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%.0f s", math.Max(1, math.Round(d.Seconds())))
-	case d < 2*time.Hour:
-		return fmt.Sprintf("%.0f min", math.Round(d.Minutes()))
-	case d < 48*time.Hour:
-		total := int(math.Round(d.Minutes()))
-		if h, m := total/60, total%60; m > 0 {
-			return fmt.Sprintf("%d h %d min", h, m)
-		}
-		return fmt.Sprintf("%d h", total/60)
-	default:
-		return fmt.Sprintf("%.0f days", math.Round(d.Hours()/24))
-	}
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -1,4 +1,4 @@
-package kube
+package jobend
 
 import (
 	"context"
@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // jobEvent is one watch event of a Job in namespace batch: uid, resourceVersion and, unless "", its condition.
@@ -33,12 +36,13 @@ const expiredEvent = `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1
 
 // TestWaitJobEnd: what wakes the wait (a Job that finishes, or is deleted unfinished, after the list) and what does
 // not (a new Job, a Job already finished when listed, a bookmark); a watch the server closes is opened again from
-// the last resourceVersion seen; an expired resourceVersion is ErrExpired, on the WATCH or in its stream.
+// the last resourceVersion seen, and one it failed from the same; an expired resourceVersion is ErrExpired, on the
+// WATCH or in its stream.
 func TestWaitJobEnd(t *testing.T) {
 	tests := []struct {
 		name     string
 		watches  [][]string // the events each WATCH answers, in turn; then the stream closes
-		code     int        // the first WATCH's HTTP status instead (410)
+		code     int        // the first WATCH's HTTP status instead (410, 500), with no events
 		want     string
 		wantErr  error
 		wantRVs  []string // the resourceVersion of each WATCH
@@ -57,6 +61,8 @@ func TestWaitJobEnd(t *testing.T) {
 			want:    "a", wantRVs: []string{"10", "17"}},
 		{name: "expired in the stream", watches: [][]string{{expiredEvent}}, wantErr: ErrExpired, wantRVs: []string{"10"}},
 		{name: "expired on the WATCH", code: http.StatusGone, wantErr: ErrExpired, wantRVs: []string{"10"}},
+		{name: "a WATCH the server fails is opened again", code: http.StatusInternalServerError,
+			watches: [][]string{nil, {jobEvent("MODIFIED", "a", "u-a", "11", "Complete")}}, want: "a", wantRVs: []string{"10", "10"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +79,7 @@ func TestWaitJobEnd(t *testing.T) {
 				rvs = append(rvs, q.Get("resourceVersion"))
 				n := len(rvs)
 				mu.Unlock()
-				if tt.code != 0 {
+				if tt.code != 0 && n == 1 {
 					w.Header().Set("Content-Type", "application/json")
 					w.WriteHeader(tt.code)
 					fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","message":"too old","code":%d}`, tt.code)
@@ -83,10 +89,10 @@ func TestWaitJobEnd(t *testing.T) {
 					t.Errorf("WATCH %d: the wait should have ended", n)
 					return
 				}
-				events(w, tt.watches[n-1]...)
+				testkit.WatchEvents(w, tt.watches[n-1]...)
 			}))
 			defer srv.Close()
-			c, _, err := NewClient(Options{Kubeconfig: kubeconfig(t, srv.URL)})
+			c, _, err := kube.NewClient(kube.Options{Kubeconfig: testkit.Kubeconfig(t, srv.URL)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +102,7 @@ func TestWaitJobEnd(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			got, err := WaitJobEnd(ctx, c.BatchV1().Jobs("batch"), "jobsched.io/scheduler=s", "10", finished)
+			got, err := Wait(ctx, c.BatchV1().Jobs("batch"), "jobsched.io/scheduler=s", "10", finished)
 			if got != tt.want || !errors.Is(err, tt.wantErr) {
 				t.Errorf("got %q, %v; want %q, %v", got, err, tt.want, tt.wantErr)
 			}
@@ -115,19 +121,19 @@ func TestWaitJobEndContext(t *testing.T) {
 	watching := make(chan struct{})
 	var once sync.Once
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		events(w, bookmark("11"))
+		testkit.WatchEvents(w, bookmark("11"))
 		once.Do(func() { close(watching) })
 		<-r.Context().Done() // a watch on which nothing happens
 	}))
 	defer srv.Close()
-	c, _, err := NewClient(Options{Kubeconfig: kubeconfig(t, srv.URL)})
+	c, _, err := kube.NewClient(kube.Options{Kubeconfig: testkit.Kubeconfig(t, srv.URL)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stop := errors.New("terminated")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	go func() { <-watching; cancel(stop) }()
-	_, err = WaitJobEnd(ctx, c.BatchV1().Jobs("batch"), "a=b", "10", nil)
+	_, err = Wait(ctx, c.BatchV1().Jobs("batch"), "a=b", "10", nil)
 	if !errors.Is(err, stop) || strings.Contains(fmt.Sprint(err), "resourceVersion") {
 		t.Errorf("error %v, want the context's cause", err)
 	}
