@@ -447,3 +447,28 @@ func summaries(t *testing.T, client *fake.Clientset) []JobSummary {
 	}
 	return out
 }
+
+// TestDecideCopiesNoJobPerJob: Decide reads the observed Jobs in place, for one queue and for several: it makes no
+// copy of each Job on the heap (issue 33: a copy of each summary and of each status per Job, and of every queue's
+// summaries, were garbage at the pass's peak). Its allocations are counted, not timed: they must not grow with the
+// Jobs (the slices that hold the plan's Jobs and keys grow a few times).
+func TestDecideCopiesNoJobPerJob(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  *config.Config
+	}{
+		{"no queues:", testkit.Config(t, func(c *config.Config) { c.Limits.MaxActive = ptr.To(100000) })},
+		{"two queues", queuesConfig(t, "maxActive: 100000", queue("a", "")+queue("b", ""))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var jobs []JobSummary
+			for i := range 1000 {
+				jobs = append(jobs, JobSummary{Name: fmt.Sprintf("job-%d", i), Key: fmt.Sprintf("k%d", i), Queue: []string{"a", "b"}[i%2], Attempt: 1})
+			}
+			obs := &Observation{Now: now, Jobs: jobs}
+			if got := testing.AllocsPerRun(3, func() { Decide(tc.cfg, obs) }); got > 200 {
+				t.Errorf("Decide over 1,000 Jobs allocated %.0f times: it copies each Job", got)
+			}
+		})
+	}
+}
