@@ -20,6 +20,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/report"
@@ -190,8 +191,8 @@ func TestDryRunOffline(t *testing.T) {
 		if j.APIVersion != "batch/v1" || j.Kind != "Job" || j.Name != render.JobName("reports", c.Key) || j.Namespace != "batch" {
 			t.Errorf("create %d: %s %s %s/%s", i, j.APIVersion, j.Kind, j.Namespace, j.Name)
 		}
-		if j.Labels[render.LabelScheduler] != "reports" || j.Spec.Template.Labels[render.LabelScheduler] != "reports" ||
-			j.Annotations[render.AnnotationTaskKey] != c.Key || j.Labels[render.LabelTask] != render.TaskLabel(c.Key) {
+		if j.Labels[jobmeta.LabelScheduler] != "reports" || j.Spec.Template.Labels[jobmeta.LabelScheduler] != "reports" ||
+			j.Annotations[jobmeta.AnnotationTaskKey] != c.Key || j.Labels[jobmeta.LabelTask] != render.TaskLabel(c.Key) {
 			t.Errorf("create %d: labels %v annotations %v", i, j.Labels, j.Annotations)
 		}
 		if diff := cmp.Diff(wantEnv[i], j.Spec.Template.Spec.Containers[0].Env); diff != "" {

@@ -28,7 +28,12 @@ func newDryRunCmd(g *globalOptions) *cobra.Command {
 		Long: `dry-run makes the same plan tick would and prints it; it creates and deletes nothing.
 --rows FILE reads rows from JSON lines instead of the database; --offline contacts no cluster (taken as empty);
 together they render the exact Jobs of a config change in CI. --server sends each planned create to the API server
-with dryRun=All, so the server validates the Jobs (admission included) without storing them.`,
+with dryRun=All, so the server validates the Jobs (admission included) without storing them.
+
+A --rows line is one row: an object whose keys are its columns, in column order; strings are taken as they are,
+numbers and booleans as written, null as NULL, objects and arrays as compact JSON. With queues:, a queue without a
+file reads no row. --offline sees no node or quota limit and nothing queued by Kueue; its output is the same on every
+run while env.passthrough copies nothing.`,
 		Args:    cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error { return o.validate() },
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -82,7 +87,11 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 			list.Items = append(list.Items, c.Job)
 		}
 		return printDoc(out, "yaml", list)
-	case "json", "yaml":
+	case "json":
+		doc := *p
+		doc.Jobs = nil // written one at a time
+		return printJSONWith(out, &doc, "jobs", p.Jobs)
+	case "yaml":
 		return printDoc(out, format, p)
 	}
 	fmt.Fprintf(out, "Scheduler %s in namespace %s: %d unfinished, slots %d (%s)\n", p.Scheduler, p.Namespace, p.Unfinished, p.Slots,

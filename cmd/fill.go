@@ -8,7 +8,7 @@ import (
 	"github.com/rs/zerolog"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/jobend"
 )
 
 // tick --fill-for: after a pass bound by room while rows wait, wait for one of this scheduler's Jobs to end (a watch
@@ -39,7 +39,7 @@ type fillPass struct {
 }
 
 // filler runs passes for fillFor. pass runs one whole pass (refill 0 is the first); wait returns once a Job of
-// this scheduler ends after rv (see kube.WaitJobEnd).
+// this scheduler ends after rv (see jobend.Wait).
 type filler struct {
 	fillFor time.Duration
 	now     func() time.Time
@@ -68,7 +68,7 @@ func (f filler) run(ctx context.Context) error {
 				reason = endTerminated
 			case errors.Is(err, errFillOver):
 				reason = endTime
-			case errors.Is(err, kube.ErrExpired):
+			case errors.Is(err, jobend.ErrExpired):
 				log.Debug().Err(err).Msg("the next pass observes afresh")
 			case err != nil:
 				reason = endCannotWait + err.Error()

@@ -14,7 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/jobend"
 )
 
 // TestFiller: which pass follows which, and why the invocation ends. Each case scripts the passes and what each wait
@@ -52,7 +52,7 @@ func TestFiller(t *testing.T) {
 		{name: "the refill fails: its error is the invocation's", passes: []fillPass{room("1"), {err: failed}},
 			waits: []wait{{}}, wantPasses: 2, wantReason: endFailed, wantErr: failed, wantRVs: []string{"1"}},
 		{name: "an expired resourceVersion: the next pass at once", passes: []fillPass{room("1"), {room: true, rv: "2"}},
-			waits: []wait{{err: fmt.Errorf("watching: %w", kube.ErrExpired)}}, wantPasses: 2, wantReason: endBacklogEmpty, wantRVs: []string{"1"}},
+			waits: []wait{{err: fmt.Errorf("watching: %w", jobend.ErrExpired)}}, wantPasses: 2, wantReason: endBacklogEmpty, wantRVs: []string{"1"}},
 		{name: "the wait fails otherwise: the end", passes: []fillPass{room("1")},
 			waits: []wait{{err: errors.New("forbidden")}}, wantPasses: 1, wantReason: endCannotWait + "forbidden", wantRVs: []string{"1"}},
 		{name: "no Job ends within --fill-for", passes: []fillPass{room("1")},

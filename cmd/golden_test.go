@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
-	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
 )
 
@@ -130,8 +130,8 @@ func TestOfflineDryRunKeepsKueue(t *testing.T) {
 		t.Fatalf("%d Jobs, want %d (limits.maxQueued)", len(jobs), len(want))
 	}
 	for _, j := range jobs {
-		if j.Labels[config.KueueQueueLabel] != "team-a" || j.Labels[config.KueuePriorityLabel] != want[j.Name] {
-			t.Errorf("Job %s: labels %v, want %s: team-a and %s: %s", j.Name, j.Labels, config.KueueQueueLabel, config.KueuePriorityLabel, want[j.Name])
+		if j.Labels[jobmeta.KueueQueueLabel] != "team-a" || j.Labels[jobmeta.KueuePriorityLabel] != want[j.Name] {
+			t.Errorf("Job %s: labels %v, want %s: team-a and %s: %s", j.Name, j.Labels, jobmeta.KueueQueueLabel, jobmeta.KueuePriorityLabel, want[j.Name])
 		}
 	}
 }

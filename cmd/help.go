@@ -86,8 +86,20 @@ var (
 // values their shell completion. A command that already has an Example or a completion keeps it.
 func addHelp(root *cobra.Command) {
 	root.SetHelpCommand(&cobra.Command{
-		Use:   "help [command]",
-		Short: "Help about any command",
+		Use:   "help [command | topic]",
+		Short: "Help about any command, or a topic: the rules a pass follows (see Additional help topics)",
+		ValidArgsFunction: func(c *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []string
+			for _, sub := range c.Root().Commands() {
+				if sub.IsAvailableCommand() || sub.IsAdditionalHelpTopicCommand() {
+					names = append(names, sub.Name()+"\t"+sub.Short)
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			target, rest, err := c.Root().Find(args)
 			if err != nil || target == nil || len(rest) > 0 {
@@ -97,6 +109,10 @@ func addHelp(root *cobra.Command) {
 			return target.Help()
 		},
 	})
+	for _, t := range allTopics() {
+		// A command with no Run is a help topic: cobra lists it apart and `help` prints its Long alone.
+		root.AddCommand(&cobra.Command{Use: t.name, Short: t.short, Long: t.long})
+	}
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {

@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
@@ -140,7 +144,7 @@ func TestOutputCompletionsAccepted(t *testing.T) {
 func TestExamples(t *testing.T) {
 	root := newRootCmd(io.Discard, io.Discard)
 	for _, c := range append(root.Commands(), root) {
-		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" || c.IsAdditionalHelpTopicCommand() {
 			continue
 		}
 		t.Run(c.Name(), func(t *testing.T) {
@@ -181,6 +185,190 @@ func TestHelpFlagNames(t *testing.T) {
 		code, out, _ := runCmd(t, sub, "--help")
 		if code != 0 || strings.Contains(out, "--timeout pass") {
 			t.Errorf("%s --help (exit %d) shows a value name taken from back quotes:\n%s", sub, code, out)
+		}
+	}
+}
+
+// TestHelpTopics: `jobsched help TOPIC` prints the topic and nothing else (no usage, no flags), every line fits a
+// terminal, `jobsched --help` lists each topic and shell completion offers it after help.
+func TestHelpTopics(t *testing.T) {
+	const width = 110
+	offered := map[string]bool{}
+	for _, c := range complete(t, "help", "") {
+		name, _, _ := strings.Cut(c, "\t")
+		offered[name] = true
+	}
+	_, rootHelp, _ := runCmd(t, "--help")
+	_, topicsList, found := strings.Cut(rootHelp, "Additional help topics:\n")
+	if !found {
+		t.Fatalf("jobsched --help has no Additional help topics:\n%s", rootHelp)
+	}
+	for _, topic := range allTopics() {
+		t.Run(topic.name, func(t *testing.T) {
+			code, out, stderr := runCmd(t, "help", topic.name)
+			if want := topic.long + "\n\n"; code != 0 || out != want || stderr != "" {
+				t.Errorf("help %s: exit %d, stderr %q, stdout (-want +got):\n%s", topic.name, code, stderr, cmp.Diff(want, out))
+			}
+			for i, line := range strings.Split(topic.long, "\n") {
+				if n := utf8.RuneCountInString(line); n > width {
+					t.Errorf("line %d is %d characters, more than %d: %q", i+1, n, width, line)
+				}
+			}
+			if !offered[topic.name] {
+				t.Errorf("completion of jobsched help does not offer %s", topic.name)
+			}
+			if !strings.Contains(topicsList, "jobsched "+topic.name+" ") {
+				t.Errorf("jobsched --help does not list the topic %s:\n%s", topic.name, topicsList)
+			}
+		})
+	}
+}
+
+// helpReference is a `jobsched help WORD` in the documentation.
+var helpReference = regexp.MustCompile("jobsched help ([a-z][a-z-]*)")
+
+// TestDocsNameHelpTopics: every `jobsched help WORD` in the repository's Markdown and YAML files (the annotated
+// manifests) and in the topics themselves names a topic or a command, so a reader sent there finds it.
+func TestDocsNameHelpTopics(t *testing.T) {
+	root := newRootCmd(io.Discard, io.Discard)
+	exists := map[string]bool{}
+	for _, c := range root.Commands() {
+		exists[c.Name()] = true
+	}
+	check := func(where, text string) {
+		for _, m := range helpReference.FindAllStringSubmatch(text, -1) {
+			if !exists[m[1]] {
+				t.Errorf("%s names `jobsched help %s`, which is no topic or command", where, m[1])
+			}
+		}
+	}
+	for _, topic := range allTopics() {
+		check("the topic "+topic.name, topic.long)
+	}
+	n := 0
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !(strings.HasSuffix(path, ".md") || strings.HasSuffix(path, ".yaml")) {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		n += len(helpReference.FindAllIndex(data, -1))
+		check(path, string(data))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Error("no Markdown file names a `jobsched help` topic: is the walk reading the repository?")
+	}
+}
+
+// documentPaths reads the section of `jobsched help documents` whose title starts with title: the path of each
+// field ("capacity.nodes[].name") and, for a field listed "as X", X.
+func documentPaths(t *testing.T, title string) (paths map[string]bool, alias map[string]string) {
+	t.Helper()
+	paths, alias = map[string]bool{}, map[string]string{}
+	_, section, found := strings.Cut(documentsTopic().long, "\n\n"+title)
+	if !found {
+		t.Fatalf("jobsched help documents has no section %q", title)
+	}
+	section, _, _ = strings.Cut(section, "\n\n")
+	var stack []string
+	for _, line := range strings.Split(section, "\n")[1:] {
+		depth := (len(line)-len(strings.TrimLeft(line, " ")))/2 - 1
+		f := strings.Fields(line)
+		stack = append(stack[:depth], f[0])
+		path := strings.Join(stack, ".")
+		paths[path] = true
+		if _, as, ok := strings.Cut(line, ", as "); ok {
+			alias[path], _, _ = strings.Cut(as, ",")
+		}
+	}
+	return paths, alias
+}
+
+// TestDocumentsTopic: every field of the documents in the goldens (status with and without queues; dry-run's plan
+// of several configs) is in `jobsched help documents` at its path, so the list made from the types holds what the
+// encoder writes.
+func TestDocumentsTopic(t *testing.T) {
+	for _, tc := range []struct {
+		title string
+		files []string
+	}{
+		{"jobsched status -o", []string{"testdata/golden-status/status.json", "testdata/golden-status/queues/status.json"}},
+		{"jobsched dry-run -o", []string{"testdata/golden/minimal/dry-run.json", "testdata/golden/demo/dry-run.json",
+			"testdata/golden/env-retry/dry-run.json", "testdata/golden/kueue/dry-run.json"}},
+	} {
+		paths, alias := documentPaths(t, tc.title)
+		// known resolves a path through the "as X" of its longest aliased prefix.
+		var known func(path string) bool
+		known = func(path string) bool {
+			if paths[path] {
+				return true
+			}
+			for from, to := range alias {
+				if rest, ok := strings.CutPrefix(path, from+"."); ok {
+					return known(to + "." + rest)
+				}
+			}
+			return false
+		}
+		var walk func(file, path string, v any)
+		walk = func(file, path string, v any) {
+			obj, ok := v.(map[string]any)
+			if !ok {
+				return
+			}
+			for k, e := range obj {
+				name := strings.TrimPrefix(path+"."+k, ".")
+				switch e := e.(type) {
+				case []any:
+					name += "[]"
+					if !known(name) {
+						t.Errorf("%s: %s is not in jobsched help documents", file, name)
+					}
+					for _, item := range e {
+						walk(file, name, item)
+					}
+				case map[string]any:
+					if known(name + "{}") {
+						continue // a map by name: its keys are values
+					}
+					if !known(name) {
+						t.Errorf("%s: %s is not in jobsched help documents", file, name)
+					}
+					walk(file, name, e)
+				default:
+					if !known(name) && !known(name+"[]") && !known(name+"{}") { // null: an empty list or map
+						t.Errorf("%s: %s is not in jobsched help documents", file, name)
+					}
+				}
+			}
+		}
+		for _, file := range tc.files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc any
+			if err := json.Unmarshal(data, &doc); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			if tc.title == "jobsched dry-run -o" {
+				for _, c := range doc.(map[string]any)["creates"].([]any) {
+					delete(c.(map[string]any), "job") // a Kubernetes Job: the API's reference has its fields
+				}
+			}
+			walk(file, "", doc)
 		}
 	}
 }

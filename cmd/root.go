@@ -1,5 +1,5 @@
-// Package cmd is jobsched's command line: one file per subcommand, each turning flags into options and calling the
-// scheduler package.
+// Package cmd is jobsched's command line: one file per subcommand, each turning its flags into a call of a pkg
+// package.
 package cmd
 
 import (
@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -24,9 +23,10 @@ import (
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/pushurl"
 	"github.com/jobsched/jobsched/pkg/render"
-	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
+	"github.com/jobsched/jobsched/pkg/source"
 )
 
 // Exit codes.
@@ -147,8 +147,8 @@ type globalOptions struct {
 	leaseDuration time.Duration // tick's --lease-duration
 }
 
-// DefaultTimeout bounds a pass: below the CronJob's activeDeadlineSeconds (150), so that a pass ends with its
-// `pass done` line before the kubelet kills it.
+// DefaultTimeout bounds a pass: below the shipped CronJob's activeDeadlineSeconds (170, manifests/base/cronjob.yaml
+// and the chart's values.yaml), so that a pass ends with its `pass done` line before the kubelet kills it.
 const DefaultTimeout = 2 * time.Minute
 
 func newRootCmd(out, errOut io.Writer) *cobra.Command {
@@ -188,7 +188,7 @@ rows there is room for, create their Jobs, exit. It never writes to the database
 					return fmt.Errorf("-n/--namespace: %q is not a valid namespace: %s", g.namespace, strings.Join(msgs, "; "))
 				}
 			}
-			if err := config.ValidatePushgateway(g.pushgateway); err != nil {
+			if err := pushurl.Validate(g.pushgateway); err != nil {
 				return fmt.Errorf("--pushgateway: %w", err)
 			}
 			if q := float64(g.kube.QPS); math.IsNaN(q) || math.IsInf(q, 0) {
@@ -349,53 +349,23 @@ func (g *globalOptions) newScheduler(o schedulerOptions) (*scheduler.Scheduler, 
 	return s, closeFn, nil
 }
 
-// perGroup is queue i's limits.perGroup as a source option (none without one).
-func perGroup(cfg *config.Config, i int) []rows.Option {
-	if g := cfg.AllQueues()[i].Limits.PerGroup; g != nil {
-		return []rows.Option{rows.PerGroup{Column: g.Column, Max: g.MaxActive}}
-	}
-	return nil
-}
-
-// openPostgres gives each queue its source, all on one pool (one *sql.DB); the close func releases it.
+// openPostgres gives each queue its source, all on one pool; the close func releases it.
 func openPostgres(cfg *config.Config, qs []scheduler.Queue) (func(), error) {
-	dsn, err := readDSN(cfg)
+	srcs, closeFn, err := source.Postgres(cfg)
 	if err != nil {
 		return nil, err
 	}
-	var pool *rows.Postgres
-	for i := range qs {
-		src := cfg.QueueConfig(i).Source
-		var pg *rows.Postgres
-		if pool == nil {
-			pg, err = rows.OpenPostgres(dsn, src, perGroup(cfg, i)...)
-			pool = pg
-		} else {
-			pg, err = pool.Share(src, perGroup(cfg, i)...)
-		}
-		if err != nil {
-			if pool != nil {
-				_ = pool.Close()
-			}
-			return nil, err
-		}
-		qs[i].Source = pg
+	for i, src := range srcs {
+		qs[i].Source = src
 	}
-	return func() { _ = pool.Close() }, nil
+	return closeFn, nil
 }
 
 // openFiles gives the queues their --rows files: the one file of a configuration without queues:, else
 // QUEUE=FILE,QUEUE=FILE (a queue without one reads no row).
 func openFiles(cfg *config.Config, qs []scheduler.Queue, o schedulerOptions) error {
 	read := func(i int, file string) error {
-		key := cfg.QueueConfig(i).Source.Key
-		var f *rows.File
-		var err error
-		if file == rows.Stdin {
-			f, err = rows.ReadFrom(o.stdin, "standard input", key, perGroup(cfg, i)...)
-		} else {
-			f, err = rows.ReadFile(file, key, perGroup(cfg, i)...)
-		}
+		f, err := source.File(cfg, i, file, o.stdin)
 		if err == nil {
 			qs[i].Source = f
 		}
@@ -416,31 +386,4 @@ func openFiles(cfg *config.Config, qs []scheduler.Queue, o schedulerOptions) err
 		}
 	}
 	return nil
-}
-
-// readDSN reads the DSN from the variable or file the config names, trimmed of surrounding white space (a Secret
-// made with --from-file ends in a newline). A relative source.dsnFile is read next to the config file, like
-// job.template. It is never logged.
-func readDSN(cfg *config.Config) (string, error) {
-	src := cfg.Source
-	if src.DSNFile != "" {
-		file := src.DSNFile
-		if !filepath.IsAbs(file) {
-			file = filepath.Join(filepath.Dir(cfg.File), file)
-		}
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return "", &config.Error{Err: fmt.Errorf("source.dsnFile: %w", err)}
-		}
-		dsn := strings.TrimSpace(string(data))
-		if dsn == "" {
-			return "", &config.Error{Err: fmt.Errorf("source.dsnFile: %s is empty: it must hold the PostgreSQL DSN, e.g. postgres://user:password@host:5432/db", file)}
-		}
-		return dsn, nil
-	}
-	dsn := strings.TrimSpace(os.Getenv(src.DSNEnv))
-	if dsn == "" {
-		return "", &config.Error{Err: fmt.Errorf("source.dsnEnv: the environment variable %s is empty or not set", src.DSNEnv)}
-	}
-	return dsn, nil
 }

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -119,6 +121,51 @@ func printDoc(out io.Writer, format string, v any) error {
 	}
 	_, err = out.Write(data)
 	return err
+}
+
+// printJSONWith prints doc as printDoc prints it as JSON, byte for byte, with items as the array of doc's top-level
+// field key (nil in doc): each item is encoded on its own and written through a buffer, so that the document is
+// never held whole, as printDoc holds it (encoded, then a second time indented). A plan's Jobs over 10,000 Jobs are
+// megabytes of text.
+func printJSONWith[T any](out io.Writer, doc any, key string, items []T) error {
+	head, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	field := "\n  \"" + key + "\": "
+	before, after, ok := bytes.Cut(head, []byte(field+"null"))
+	if !ok {
+		return fmt.Errorf("printing the document: it has no top-level %q", key)
+	}
+	w := bufio.NewWriter(out)
+	w.Write(before)
+	w.WriteString(field)
+	switch {
+	case items == nil:
+		w.WriteString("null")
+	case len(items) == 0:
+		w.WriteString("[]")
+	default:
+		var item bytes.Buffer
+		enc := json.NewEncoder(&item)
+		enc.SetIndent("    ", "  ")
+		for i := range items {
+			sep := ",\n    "
+			if i == 0 {
+				sep = "[\n    "
+			}
+			item.Reset()
+			if err := enc.Encode(items[i]); err != nil {
+				return err
+			}
+			w.WriteString(sep)
+			w.Write(bytes.TrimSuffix(item.Bytes(), []byte("\n")))
+		}
+		w.WriteString("\n  ]")
+	}
+	w.Write(after)
+	w.WriteString("\n")
+	return w.Flush()
 }
 
 // printStatus prints the report as aligned sections; each section is aligned on its own, so one long line does not

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/querydoctor"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/report"
@@ -178,7 +179,7 @@ func queuesScheduler(t *testing.T) (*scheduler.Scheduler, *testkit.DoctorSource)
 		return testkit.MakeJob(key).Prefix("reports-" + queue).Queue(queue)
 	}
 	client := fake.NewClientset(queueJob("daily", "d1").Obj(), queueJob("daily", "d2").Obj(),
-		queueJob("exports", "e1").Annotation(render.AnnotationGroup, "acme\n").Obj(), // a row's value: the table quotes it
+		queueJob("exports", "e1").Annotation(jobmeta.AnnotationGroup, "acme\n").Obj(), // a row's value: the table quotes it
 		queueJob("exports", "e2").Finished(batchv1.JobFailed, testkit.Ago(time.Hour)).Obj())
 	s := &scheduler.Scheduler{Config: cfg, Kube: client, Now: func() time.Time { return testkit.Now }}
 	doctor := &testkit.DoctorSource{Source: testkit.Source{Rows: testkit.RowsFor("e1", "e2", "e3")},

@@ -14,13 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/jobsched/jobsched/pkg/backlog"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/events"
-	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/jobend"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/metrics"
-	"github.com/jobsched/jobsched/pkg/render"
-	"github.com/jobsched/jobsched/pkg/report"
+	"github.com/jobsched/jobsched/pkg/pushurl"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -75,7 +76,7 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 	defer closeFn()
 	cfg := s.Config
 	jobs := s.Kube.BatchV1().Jobs(cfg.Namespace)
-	sel := labels.SelectorFromSet(labels.Set{render.LabelScheduler: cfg.Name}).String()
+	sel := labels.SelectorFromSet(labels.Set{jobmeta.LabelScheduler: cfg.Name}).String()
 	f := filler{fillFor: fillFor, now: time.Now,
 		pass: func(ctx context.Context, refill int) fillPass {
 			if refill > 0 {
@@ -93,7 +94,7 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 		wait: func(ctx context.Context, rv string, finished map[types.UID]bool) (string, error) {
 			// client-go's watch logs (a watch it opens again) go to the pass's log, not to klog's stderr.
 			ctx = logr.NewContext(ctx, zerologr.New(zerolog.Ctx(ctx)))
-			return kube.WaitJobEnd(ctx, jobs, sel, rv, finished)
+			return jobend.Wait(ctx, jobs, sel, rv, finished)
 		},
 	}
 	return f.run(ctx)
@@ -181,19 +182,12 @@ func pushMetrics(ctx context.Context, s *scheduler.Scheduler, url string, mode s
 		p.Job = metrics.JobGC
 	} else if plan != nil && s.AllQueues()[0].Source != nil && ctx.Err() == nil {
 		bctx, cancel := context.WithTimeout(ctx, reportTimeout)
-		bs, err := report.Backlogs(bctx, s, plan)
+		bs, err := backlog.AfterPass(bctx, s, plan)
 		cancel()
 		if err != nil {
 			log.Warn().Err(err).Msg("cannot count the backlog for the metrics")
 		} else {
-			rows, capped := report.Total(bs)
-			p.Backlog = &metrics.Backlog{Rows: rows, Capped: capped}
-			if len(p.Queues) > 0 {
-				p.QueueBacklogs = map[string]metrics.Backlog{}
-				for _, b := range bs {
-					p.QueueBacklogs[b.Queue] = metrics.Backlog{Rows: b.Rows, Capped: b.Capped}
-				}
-			}
+			p.Backlogs = bs
 		}
 	}
 	// Pushed even after SIGTERM: the push is bounded, and it is what says the pass was cut short.
@@ -203,7 +197,7 @@ func pushMetrics(ctx context.Context, s *scheduler.Scheduler, url string, mode s
 		log.Warn().Err(err).Msg("metrics not pushed")
 		return
 	}
-	log.Debug().Str("pushgateway", config.RedactURL(url)).Msg("metrics pushed")
+	log.Debug().Str("pushgateway", pushurl.Redact(url)).Msg("metrics pushed")
 }
 
 // guard makes a tick's passes take the scheduler's Lease (one pass of the scheduler at a time creates), on a client
@@ -221,7 +215,7 @@ func (g *globalOptions) guard(s *scheduler.Scheduler) error {
 	s.Guard = &lease.Guard{Client: leases.CoordinationV1(), Namespace: cfg.Namespace, Scheduler: cfg.Name,
 		Holder: lease.HolderFromEnv(), Duration: g.leaseDuration,
 		Confirm: func(ctx context.Context) error { // a read the Role grants: its Jobs
-			_, err := s.Kube.BatchV1().Jobs(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: render.LabelScheduler + "=" + cfg.Name, Limit: 1})
+			_, err := s.Kube.BatchV1().Jobs(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: jobmeta.LabelScheduler + "=" + cfg.Name, Limit: 1})
 			return err
 		}}
 	return nil

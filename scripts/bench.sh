@@ -20,13 +20,17 @@
 #   BENCH_JOBS=1000,10000 BENCH_CREATES=10,1000 scripts/bench.sh   # smaller
 #   BENCH_ONLY=backlog,excluded KEEP=1 scripts/bench.sh   # some parts; KEEP=1 keeps the cluster, its Jobs, the tables
 #   BENCH_ONLY=drain scripts/bench.sh                # the drain alone (about 8 minutes)
+#   BENCH_ONLY=memory scripts/bench.sh               # peak RSS against BENCH_REF alone (scripts/bench/memory.go)
 #
 # Environment: BENCH_JOBS, BENCH_CREATES (comma-separated sizes), BENCH_BACKLOG (default 1000000), BENCH_ROUNDS
 # (alternating rounds of each create size, default 5), BENCH_CREATE_BUDGET (seconds that making the RSS rows' Jobs
 # may take, default 900: past it the row is measured at what was made, and says so), BENCH_ONLY (parts, comma-
-# separated: calls, backlog, creates, RSS, excluded, drain), BENCH_DRAIN_ROWS (12), BENCH_DRAIN_TASK_SECONDS (20),
+# separated: calls, backlog, creates, RSS, excluded, drain, memory), BENCH_DRAIN_ROWS (12), BENCH_DRAIN_TASK_SECONDS (20),
 # BENCH_DRAIN_SCHEDULE_SECONDS (60), BENCH_DRAIN_FILL_SECONDS (50), BENCH_DRAIN_RESULTS, BENCH_RESULTS (the table's
-# file, default scripts/bench/results/bench.md: the run writes it with its date, commit and load), KEEP=1.
+# file, default scripts/bench/results/bench.md: the run writes it with its date, commit and load), KEEP=1; the memory
+# part: BENCH_REF (the reference build's git revision, default be8acfe), BENCH_MEMORY_JOBS (10000),
+# BENCH_MEMORY_ROUNDS (alternating rounds, default and at least 5), BENCH_MEMORY_RESULTS (its own file, default
+# scripts/bench/results/memory.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE=${JOBSCHED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jobsched}
@@ -46,6 +50,16 @@ export JOBSCHED_BENCH_DSN
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/jobsched" .
 go build -o "$work/bench" ./scripts/bench
 export JOBSCHED_BIN=$work/jobsched
+[[ -x /usr/bin/time ]] || apt-get install -y time >&2 # GNU time: the peak RSS of each run
+# The memory part's reference: BENCH_REF (default be8acfe, before queues, the Lease and Kueue) built the same way.
+only=${BENCH_ONLY:-}
+if [[ -z $only || ,$only, == *,memory,* ]]; then
+	BENCH_REF=$(git rev-parse --short "${BENCH_REF:-be8acfe}")
+	mkdir "$work/ref"
+	git archive "$BENCH_REF" | tar -x -C "$work/ref"
+	(cd "$work/ref" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/jobsched-$BENCH_REF" .)
+	export BENCH_REF JOBSCHED_REF_BIN=$work/jobsched-$BENCH_REF
+fi
 
 pg=$("$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/postgres" --version 2>/dev/null || echo "PostgreSQL ?")
 commit=$(git rev-parse --short HEAD)
@@ -58,7 +72,6 @@ echo "$BENCH_MACHINE"
 echo
 
 # The drain first: its Jobs must make pods, so it runs while the controller-manager does.
-only=${BENCH_ONLY:-}
 if [[ -z $only || ,$only, == *,drain,* ]]; then
 	"$work/bench" drain
 	echo

@@ -1,27 +1,31 @@
 #!/usr/bin/env bash
 # The demo: on a fresh machine, build jobsched, bring up the local control plane and PostgreSQL, fill a tasks table,
-# and run `jobsched tick` as the CronJob would (every few seconds instead of every 3 minutes), with a stand-in worker
-# that marks each row done when its pod succeeds. Row 1 is flaky: its first attempt fails, and it is retried after
-# its backoff (a second scheduler, demo-flaky, whose fake pods fail on attempt 1). Shows `jobsched status` as the
-# backlog drains.
+# and run jobsched as the shipped CronJob does: `tick --fill-for` (a pass, then another each time one of its Jobs
+# ends and frees room, until the time is up), started on a schedule: every SCHEDULE seconds here, every 3 minutes
+# with --fill-for 2m in manifests/base/cronjob.yaml. A stand-in worker marks each row done once its pod runs. The
+# install has two queues: reports (every row but 1) and flaky (row 1, whose first attempt fails: it is retried after
+# its backoff). Shows `jobsched status` after each run.
 #
-#   scripts/demo.sh            ROWS=12 INTERVAL=5 (seconds between ticks)
+#   scripts/demo.sh            ROWS=12 SCHEDULE=30 (seconds from one run's start to the next's) FILL_FOR=20s
 #
 # The first run builds the control plane (about 12 minutes on 2 cores; cached afterwards). The cluster and database
-# keep running afterwards so you can look around; stop them with: scripts/cluster.sh down; scripts/postgres.sh down
+# keep running afterwards so you can look around; the last lines say how to stop them. State: scripts/cluster.sh
+# and scripts/postgres.sh keep theirs in JOBSCHED_CLUSTER_DIR and JOBSCHED_PG_DIR (see each script); the demo's
+# binary, config and log go to JOBSCHED_DEMO_DIR (default $JOBSCHED_CACHE/demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ROWS=${ROWS:-12}
-INTERVAL=${INTERVAL:-5}
+SCHEDULE=${SCHEDULE:-30}
+FILL_FOR=${FILL_FOR:-20s}
 CACHE=${JOBSCHED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jobsched}
+DIR=${JOBSCHED_DEMO_DIR:-$CACHE/demo}
 say() { printf '\n\033[1m== %s\033[0m\n' "$*" >&2; }
 
 say "Building jobsched"
-mkdir -p "$CACHE/demo"
-go build -o "$CACHE/demo/jobsched" .
-jobsched() { "$CACHE/demo/jobsched" --kubeconfig "$KUBECONFIG" --config "$CACHE/demo/jobsched.yaml" --log-format console "$@"; }
-flaky() { "$CACHE/demo/jobsched" --kubeconfig "$KUBECONFIG" --config "$CACHE/demo/flaky.yaml" --log-format console "$@"; }
+mkdir -p "$DIR"
+go build -o "$DIR/jobsched" .
+jobsched() { "$DIR/jobsched" --kubeconfig "$KUBECONFIG" --config "$DIR/jobsched.yaml" --log-format console "$@"; }
 
 say "Starting PostgreSQL and the local cluster (one fake 4-CPU node)"
 DATABASE_URL=$(scripts/postgres.sh up | tail -n 1)
@@ -38,30 +42,38 @@ INSERT INTO demo_tasks (url) SELECT 'https://example.com/report/' || i FROM gene
 SQL
 kubectl --kubeconfig "$KUBECONFIG" create namespace demo --dry-run=client -o yaml | kubectl --kubeconfig "$KUBECONFIG" apply -f - >/dev/null
 
-cat >"$CACHE/demo/jobsched.yaml" <<'YAML'
+# maxPerTick is above what fits (4 pods of 1 CPU), so the room binds each pass and --fill-for refills it.
+cat >"$DIR/jobsched.yaml" <<'YAML'
 name: demo
 namespace: demo
 source:
-  query: SELECT id, url, created_at FROM demo_tasks WHERE status = 'waiting' AND id <> 1 ORDER BY created_at, id
-  key: id
-job:
-  template: job.yaml
+  timeout: 30s
 env:
   prefix: TASK_
 limits:
   maxActive: 6
-  maxPerTick: 4
+  maxPerTick: 10
   capacity: nodes
 gc:
   succeededRetention: 0s
 retry:
   maxAttempts: 3
   backoff: 10s
+queues:
+- name: reports
+  source:
+    query: SELECT id, url, created_at FROM demo_tasks WHERE status = 'waiting' AND id <> 1 ORDER BY created_at, id
+    key: id
+  job:
+    template: job.yaml
+- name: flaky
+  source:
+    query: SELECT id, url, created_at FROM demo_tasks WHERE status = 'waiting' AND id = 1
+    key: id
+  job:
+    template: flaky-job.yaml
 YAML
-# demo-flaky: the same, for row 1 only, with a template whose fake pod fails on attempt 1 (kwok-fail: first).
-sed -e 's/^name: demo$/name: demo-flaky/' -e 's/AND id <> 1/AND id = 1/' -e 's/job.yaml/flaky-job.yaml/' \
-  "$CACHE/demo/jobsched.yaml" >"$CACHE/demo/flaky.yaml"
-cat >"$CACHE/demo/job.yaml" <<'YAML'
+cat >"$DIR/job.yaml" <<'YAML'
 apiVersion: batch/v1
 kind: Job
 spec:
@@ -79,18 +91,20 @@ spec:
           requests: {cpu: "1", memory: 256Mi}
 YAML
 sed 's|jobsched.io/kwok-duration: 8s.*|&\n        jobsched.io/kwok-fail: "first"   # attempt 1 fails, attempt 2 succeeds|' \
-  "$CACHE/demo/job.yaml" >"$CACHE/demo/flaky-job.yaml"
-: >"$CACHE/demo/flaky.log"
-say "The plan for the first tick (dry-run: nothing is written)"
+  "$DIR/job.yaml" >"$DIR/flaky-job.yaml"
+: >"$DIR/ticks.log"
+say "The plan for the first pass (dry-run: nothing is written)"
 jobsched dry-run
 
-# The stand-in worker: a real worker updates its row when its work is done; here, each succeeded pod's row is
-# marked done (a failed pod leaves its row waiting, so the task is retried).
+# The stand-in worker: a real worker moves its row on when its work is done, before its pod exits. Here the work is
+# done at once: each running pod's row is marked done, except on the flaky queue's attempt 1, which fails (its row
+# stays waiting, so the task is retried).
 worker() {
   while sleep 1; do
-    kubectl --kubeconfig "$KUBECONFIG" -n demo get pods -l 'jobsched.io/scheduler in (demo,demo-flaky)' \
-      --field-selector=status.phase=Succeeded -o jsonpath='{range .items[*]}{.metadata.annotations.jobsched\.io/task-key}{"\n"}{end}' 2>/dev/null |
-      while read -r key; do
+    kubectl --kubeconfig "$KUBECONFIG" -n demo get pods -l jobsched.io/scheduler=demo --field-selector=status.phase=Running \
+      -o jsonpath='{range .items[*]}{.metadata.annotations.jobsched\.io/task-key} {.metadata.labels.jobsched\.io/queue} {.metadata.labels.jobsched\.io/attempt}{"\n"}{end}' 2>/dev/null |
+      while read -r key queue attempt; do
+        [[ "$queue/$attempt" == flaky/1 ]] && continue
         [[ "$key" =~ ^[0-9]+$ ]] && psql -c "UPDATE demo_tasks SET status = 'done' WHERE id = $key AND status = 'waiting'"
       done
   done
@@ -99,24 +113,24 @@ worker &
 worker_pid=$!
 trap 'kill $worker_pid 2>/dev/null || true' EXIT
 
-say "Ticking every ${INTERVAL}s until every row is done and every finished Job is gone"
-for round in $(seq 1 200); do
-  say "tick $round"
-  jobsched tick
-  flaky tick --log-format json 2>&1 | tee -a "$CACHE/demo/flaky.log"
+say "Running the CronJob's command every ${SCHEDULE}s until every row is done and every finished Job is gone"
+for run in $(seq 1 40); do
+  started=$SECONDS
+  say "run $run: jobsched tick --fill-for $FILL_FOR --timeout 20s"
+  jobsched tick --fill-for "$FILL_FOR" --timeout 20s 2>&1 | tee -a "$DIR/ticks.log"
   jobsched status
-  flaky status
   waiting=$(psql -c "SELECT count(*) FROM demo_tasks WHERE status <> 'done'")
-  jobs=$(kubectl --kubeconfig "$KUBECONFIG" -n demo get jobs -l 'jobsched.io/scheduler in (demo,demo-flaky)' -o name | wc -l)
+  jobs=$(kubectl --kubeconfig "$KUBECONFIG" -n demo get jobs -l jobsched.io/scheduler=demo -o name | wc -l)
   if [[ "$waiting" == 0 && "$jobs" == 0 ]]; then
-    say "Done: all $ROWS rows are done and every finished Job was cleaned up after $round ticks"
-    echo "Row 1 failed on attempt 1 and was retried $(grep -c '"retried":1' "$CACHE/demo/flaky.log") time(s) (its pass done lines above)"
+    say "Done: all $ROWS rows are done and every finished Job was cleaned up after $run runs"
+    plain=$(sed 's/\x1b\[[0-9;]*m//g' "$DIR/ticks.log") # the console log's colours out
+    echo "$(grep -c 'pass done' <<<"$plain") passes in $run runs; row 1 failed on attempt 1 and was retried ($(grep -c 'pass done.*retried=1' <<<"$plain") pass done line(s) with retried=1)"
     psql -c "SELECT status, count(*) FROM demo_tasks GROUP BY status"
     echo "The cluster and database are still running: KUBECONFIG=$KUBECONFIG"
-    echo "Stop them with: scripts/cluster.sh down; scripts/postgres.sh down"
+    echo "Stop them with: scripts/cluster.sh down; scripts/postgres.sh down (with the same JOBSCHED_CLUSTER_DIR and JOBSCHED_PG_DIR)"
     exit 0
   fi
-  sleep "$INTERVAL"
+  sleep $((SCHEDULE > SECONDS - started ? SCHEDULE - (SECONDS - started) : 0))
 done
 echo "the backlog did not drain" >&2
 exit 1

@@ -31,13 +31,15 @@
 //     wraps the Room);
 //  3. when it reads beyond the base Role: a kustomize component under manifests/ named by Needs().Component that
 //     grants exactly Needs().Rules (TestModeNeeds holds them equal), and the chart value of the same name;
-//  4. the README's Capacity section.
+//  4. the README's Capacity section and `jobsched help capacity` (cmd/topics.go).
 //
 // What it says of each template goes in its Report (status and dry-run show it as it is); a section of status for
 // the install as a whole is a field of Section, of report.Status and a line of the status table. Which
 // Unschedulable pods block a pass (limits.blockOnUnschedulable) is the scheduler's rule, not a mode's.
 //
 // # What the fit counts (limits.capacity: nodes)
+//
+// Users read this and the cost below in `jobsched help capacity` (cmd/topics.go); a change here changes that text.
 //
 //   - The template as the pod the API server admits from it: LimitRange defaults (read with the Role's list on
 //     limitranges) and a RuntimeClass's overhead, nodeSelector and tolerations; extended resources (nvidia.com/gpu)

@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
-	"github.com/jobsched/jobsched/pkg/render"
 )
 
 // nonTerminal selects the pods that hold node resources; terminal pods have released theirs.
@@ -314,7 +314,7 @@ func (a *aggregator) add(p *corev1.Pod) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if p.Spec.NodeName == "" {
-		if p.DeletionTimestamp == nil && !(p.Namespace == a.namespace && a.scheduler != "" && p.Labels[render.LabelScheduler] == a.scheduler) {
+		if p.DeletionTimestamp == nil && !(p.Namespace == a.namespace && a.scheduler != "" && p.Labels[jobmeta.LabelScheduler] == a.scheduler) {
 			a.pending = append(a.pending, Pending{Namespace: p.Namespace, Name: p.Name, Demand: Demand(p),
 				Spec: corev1.PodSpec{NodeSelector: p.Spec.NodeSelector, Affinity: p.Spec.Affinity, Tolerations: p.Spec.Tolerations}})
 		}

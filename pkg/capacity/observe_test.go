@@ -25,8 +25,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
-	"github.com/jobsched/jobsched/pkg/render"
 )
 
 func kubeNode(name string, ready corev1.ConditionStatus, alloc corev1.ResourceList) *corev1.Node {
@@ -60,7 +60,7 @@ func clusterObjects() []runtime.Object {
 	deleting.DeletionTimestamp = &metav1.Time{}
 	deleting.Finalizers = []string{"example.com/hold"}
 	ours := kubePod("batch", "ours-unbound", "", corev1.PodPending, rl("cpu", "1")) // counted by the caller
-	ours.Labels = map[string]string{render.LabelScheduler: "e2e"}
+	ours.Labels = map[string]string{jobmeta.LabelScheduler: "e2e"}
 	tick := kubePod("batch", "tick-1", "n1", corev1.PodRunning, rl("cpu", "100m"))
 	tick.Spec.NodeSelector = map[string]string{"zone": "a"}
 	return []runtime.Object{

@@ -1,4 +1,4 @@
-// Package config reads and validates jobsched.yaml and the Job template it names.
+// Package config reads jobsched.yaml, with the Job template it names, into a validated Config.
 package config
 
 import (
@@ -7,14 +7,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
+	"github.com/jobsched/jobsched/pkg/jobmeta"
+	"github.com/jobsched/jobsched/pkg/pushurl"
 	"github.com/jobsched/jobsched/pkg/strictyaml"
 )
 
@@ -34,13 +33,6 @@ const (
 	// webhook suspends it and Kueue admits it when its ClusterQueue has quota; jobsched bounds the Jobs that wait
 	// (limits.maxQueued) instead of fitting them onto nodes itself.
 	CapacityKueue Capacity = "kueue"
-)
-
-// Kueue's labels and the managedBy of its MultiKueue controller.
-const (
-	KueueQueueLabel    = "kueue.x-k8s.io/queue-name"
-	KueuePriorityLabel = "kueue.x-k8s.io/priority-class"
-	KueueMultiKueue    = "kueue.x-k8s.io/multikueue"
 )
 
 // Config is jobsched.yaml.
@@ -362,7 +354,7 @@ func (c *Config) Validate() []error {
 	errs = append(errs, c.validateKueue()...)
 	errs = append(errs, validateGC(at{}, c.GC.SucceededRetention, c.GC.FailedRetention)...)
 	errs = append(errs, validateRetry(at{}, c.Retry.MaxAttempts, c.Retry.Backoff, c.Retry.MaxBackoff, c.Retry.DeadRetention.Duration)...)
-	if err := ValidatePushgateway(c.Metrics.Pushgateway); err != nil {
+	if err := pushurl.Validate(c.Metrics.Pushgateway); err != nil {
 		bad("metrics.pushgateway", "%v", err)
 	}
 	if explicit {
@@ -516,51 +508,6 @@ type problem struct {
 }
 
 func (p *problem) Error() string { return p.at.String() + p.key + ": " + p.msg }
-
-// ValidatePushgateway checks a Pushgateway URL (metrics.pushgateway, --pushgateway): empty, or http(s) with a host
-// and no query or fragment. Its errors show the URL as RedactURL does.
-func ValidatePushgateway(s string) error {
-	if s == "" {
-		return nil
-	}
-	shown := strconv.Quote(RedactURL(s))
-	u, err := url.Parse(s)
-	switch {
-	case err != nil && strings.ContainsFunc(s, unicode.IsControl):
-		return fmt.Errorf("%s is not a URL: it holds a control character (a newline at the end?)", shown)
-	case err != nil:
-		return fmt.Errorf("%s is not a URL, e.g. http://pushgateway:9091", shown)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("%s is not an http or https URL, e.g. http://pushgateway:9091", shown)
-	case u.Host == "":
-		return fmt.Errorf("%s has no host, e.g. http://pushgateway:9091", shown)
-	case strings.Contains(u.EscapedPath(), "@"):
-		// http://user:p@ss/word@host/ is host "ss": the password would go, in part, to the wrong host.
-		return fmt.Errorf("%s has an @ after its host: percent-encode the user name and password (@ as %%40, / as %%2F)", shown)
-	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
-		return fmt.Errorf("%s has a query or fragment: give the Pushgateway's base URL, e.g. http://pushgateway:9091", shown)
-	}
-	return nil
-}
-
-// RedactURL is the URL s as jobsched prints it: the user info (everything before the last @ of the authority, so
-// that a password with an unescaped / or @ is hidden whole) becomes user:xxxxx, or xxxxx when there is no password
-// (a user name alone is often a token). It holds no part of the user info, even when s is not a valid URL.
-func RedactURL(s string) string {
-	prefix := ""
-	if i := strings.Index(s, "://"); i >= 0 {
-		prefix, s = s[:i+3], s[i+3:]
-	}
-	at := strings.LastIndexByte(s, '@')
-	if at < 0 {
-		return prefix + s
-	}
-	userinfo := s[:at]
-	if i := strings.IndexByte(userinfo, ':'); i >= 0 && !strings.ContainsAny(userinfo[:i], "/?#") {
-		return prefix + userinfo[:i] + ":xxxxx" + s[at:]
-	}
-	return prefix + "xxxxx" + s[at:]
-}
 
 // validateKueue checks the keys of limits.capacity: kueue: a LocalQueue is required, names must be label values,
 // and neither kueue.* nor limits.maxQueued means anything in another mode. With queues:, the top-level kueue is the
@@ -723,14 +670,14 @@ func loadTemplate(file string, kueue bool) (*batchv1.Job, error) {
 	if job.Spec.Completions != nil && *job.Spec.Completions == 0 {
 		bad("spec.completions", "must not be 0: such a Job does none of the task's work, and holds its task's slot until it is deleted")
 	}
-	if m := job.Spec.ManagedBy; m != nil && *m != "" && *m != batchv1.JobControllerName && !(kueue && *m == KueueMultiKueue) {
+	if m := job.Spec.ManagedBy; m != nil && *m != "" && *m != batchv1.JobControllerName && !(kueue && *m == jobmeta.KueueMultiKueue) {
 		bad("spec.managedBy", fmt.Sprintf("must be empty or %s, not %q: jobsched counts and retires Jobs as the Job "+
 			"controller runs them, and a Job another controller manages may never finish", batchv1.JobControllerName, *m))
 	}
 	for _, labels := range []map[string]string{job.Labels, job.Spec.Template.Labels} {
-		if _, ok := labels[KueueQueueLabel]; ok {
+		if _, ok := labels[jobmeta.KueueQueueLabel]; ok {
 			bad("metadata.labels", fmt.Sprintf("must not set %s: with limits.capacity: kueue jobsched sets it from "+
-				"kueue.localQueue; in another mode Kueue would hold the Jobs while jobsched counts them as starting", KueueQueueLabel))
+				"kueue.localQueue; in another mode Kueue would hold the Jobs while jobsched counts them as starting", jobmeta.KueueQueueLabel))
 			break
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 )
 
 // These scenarios check capacity: nodes against kube-scheduler itself: each template is one the hand-written count
@@ -73,7 +73,7 @@ func (e *env) bound(name string, want int) map[string]int {
 // ours are the pods of scheduler name.
 func (e *env) ours(name string) []corev1.Pod {
 	e.t.Helper()
-	l, err := e.kube.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: render.LabelScheduler + "=" + name})
+	l, err := e.kube.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: jobmeta.LabelScheduler + "=" + name})
 	if err != nil {
 		e.t.Fatal(err)
 	}

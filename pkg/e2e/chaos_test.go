@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/testkit"
 	"github.com/jobsched/jobsched/pkg/testkit/tcpkit"
@@ -327,7 +328,7 @@ func chaosFinished(j *batchv1.Job) (finished, failed bool, at time.Time, reason 
 // observe applies one Job event to the model and checks the invariants it touches. Called with c.mu held.
 func (c *chaos) observe(typ watch.EventType, j *batchv1.Job, gap bool) {
 	now := time.Now()
-	sched := j.Labels[render.LabelScheduler]
+	sched := j.Labels[jobmeta.LabelScheduler]
 	s := c.sched(j.Namespace, sched)
 	rec := c.jobs[j.UID]
 	if typ == watch.Deleted {
@@ -347,8 +348,8 @@ func (c *chaos) observe(typ watch.EventType, j *batchv1.Job, gap bool) {
 		return
 	}
 	if rec == nil {
-		key := j.Annotations[render.AnnotationTaskKey]
-		attempt, _ := strconv.Atoi(j.Labels[render.LabelAttempt])
+		key := j.Annotations[jobmeta.AnnotationTaskKey]
+		attempt, _ := strconv.Atoi(j.Labels[jobmeta.LabelAttempt])
 		rec = &chaosJob{uid: j.UID, ns: j.Namespace, sched: sched, name: j.Name, key: key, attempt: attempt, addedByGap: gap}
 		c.jobs[j.UID] = rec
 		if gap {
@@ -363,8 +364,8 @@ func (c *chaos) observe(typ watch.EventType, j *batchv1.Job, gap bool) {
 		}), "%s/%s managed fields %v", j.Namespace, j.Name, managers(j))
 		c.check("name of its own scheduler", j.Name == render.AttemptName(s.name, key, attempt),
 			"%s/%s is not AttemptName(%q, %q, %d)", j.Namespace, j.Name, s.name, key, attempt)
-		c.check("pod template labelled with its scheduler", j.Spec.Template.Labels[render.LabelScheduler] == sched,
-			"%s/%s pod template scheduler label %q", j.Namespace, j.Name, j.Spec.Template.Labels[render.LabelScheduler])
+		c.check("pod template labelled with its scheduler", j.Spec.Template.Labels[jobmeta.LabelScheduler] == sched,
+			"%s/%s pod template scheduler label %q", j.Namespace, j.Name, j.Spec.Template.Labels[jobmeta.LabelScheduler])
 		ka := fmt.Sprintf("%s/%s/%s/%d", j.Namespace, sched, key, attempt)
 		if other, ok := c.byAttempt[ka]; ok {
 			c.check("one Job per (key, attempt)", false, "%s: %s and %s", ka, other, j.UID)
@@ -460,7 +461,7 @@ func (c *chaos) watchJobs(ns string, ready chan<- struct{}) {
 		for uid, r := range c.jobs {
 			if !r.deleted && !present[uid] && r.ns == ns {
 				c.observe(watch.Deleted, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{UID: uid, Namespace: ns, Name: r.name,
-					Labels: map[string]string{render.LabelScheduler: r.sched}}}, true)
+					Labels: map[string]string{jobmeta.LabelScheduler: r.sched}}}, true)
 			}
 		}
 		c.checkActive(ns)
@@ -545,12 +546,12 @@ func (c *chaos) worker(ctx context.Context, db *sql.DB) {
 	closed := map[string]bool{}
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		for _, s := range c.scheds {
-			l, err := c.kube.BatchV1().Jobs(s.ns).List(ctx, metav1.ListOptions{LabelSelector: render.LabelScheduler + "=" + s.name})
+			l, err := c.kube.BatchV1().Jobs(s.ns).List(ctx, metav1.ListOptions{LabelSelector: jobmeta.LabelScheduler + "=" + s.name})
 			if err != nil {
 				continue
 			}
 			for _, j := range l.Items {
-				key := j.Annotations[render.AnnotationTaskKey]
+				key := j.Annotations[jobmeta.AnnotationTaskKey]
 				if f, failed, _, _ := chaosFinished(&j); !f || failed || closed[s.id()+"/"+key] {
 					continue
 				}
@@ -1289,7 +1290,7 @@ func (c *chaos) checkAudit() {
 		case "list", "watch":
 			u, _ := url.Parse(ev.RequestURI)
 			sel := u.Query().Get("labelSelector")
-			c.check("audit: lists only its own scheduler's Jobs", slices.Contains(strings.Split(sel, ","), render.LabelScheduler+"="+s.name),
+			c.check("audit: lists only its own scheduler's Jobs", slices.Contains(strings.Split(sel, ","), jobmeta.LabelScheduler+"="+s.name),
 				"%s %s by %s", ev.Verb, ev.RequestURI, s.user)
 		case "create", "delete", "get", "update", "patch":
 			if ev.ObjectRef.Name == "" && ev.Verb == "create" && ev.ResponseStatus != nil && ev.ResponseStatus.Code != 201 {

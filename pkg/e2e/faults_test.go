@@ -11,7 +11,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 
-	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/testkit/tcpkit"
 )
 
@@ -114,7 +114,7 @@ func TestBadRowsAheadOfAGoodOne(t *testing.T) {
 		t.Fatalf("created %d and skipped %d, want the good row's Job and 50 skipped", s.Created, s.Skipped)
 	}
 	jobs := e.jobs()
-	if len(jobs) != 1 || jobs[0].Annotations[render.AnnotationTaskKey] != "good" {
+	if len(jobs) != 1 || jobs[0].Annotations[jobmeta.AnnotationTaskKey] != "good" {
 		t.Errorf("Jobs %v, want exactly the good row's", jobs)
 	}
 }

@@ -34,7 +34,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/testkit"
 	"github.com/jobsched/jobsched/pkg/testkit/kwokkit"
 )
@@ -529,7 +529,7 @@ func (e *env) ledger() *ledger {
 			l.markers[job.Name] = true
 			return
 		}
-		key := job.Annotations[render.AnnotationTaskKey]
+		key := job.Annotations[jobmeta.AnnotationTaskKey]
 		if ev.Type == watch.Added {
 			l.byKey[key] = append(l.byKey[key], job)
 		}
@@ -759,7 +759,7 @@ func (e *env) workerOn(phases ...corev1.PodPhase) {
 	mark := func(p *corev1.Pod) {
 		if slices.Contains(phases, p.Status.Phase) {
 			_, _ = e.db.ExecContext(e.ctx, `UPDATE `+e.table+` SET status = 'done' WHERE id = $1 AND status = 'waiting'`,
-				p.Annotations[render.AnnotationTaskKey])
+				p.Annotations[jobmeta.AnnotationTaskKey])
 		}
 	}
 	e.follow(func() (string, error) {

@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 )
 
 // TestKueue runs jobsched in limits.capacity: kueue against a real Kueue: its manager built from source (v0.19.2),
@@ -370,7 +370,7 @@ func testKueuePriority(t *testing.T, kcfg string) {
 	}
 	for _, j := range k.jobs() {
 		want := k.pool + "-low"
-		if j.Annotations[render.AnnotationTaskKey] == "high-0" {
+		if j.Annotations[jobmeta.AnnotationTaskKey] == "high-0" {
 			want = k.pool + "-high"
 		}
 		if got := j.Labels["kueue.x-k8s.io/priority-class"]; got != want {
@@ -465,7 +465,7 @@ func testKueueEviction(t *testing.T, kcfg string) {
 		t.Errorf("the evicted row got %d Jobs, want 1 (an eviction is no failure: no next attempt)", n)
 	}
 	job := l.first("low-0")
-	if job == nil || job.Labels[render.LabelAttempt] != "1" {
+	if job == nil || job.Labels[jobmeta.LabelAttempt] != "1" {
 		t.Errorf("the evicted row's Job: %v, want attempt 1", job)
 	}
 	w.mu.Lock()

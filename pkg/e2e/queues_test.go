@@ -18,7 +18,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/testkit/apicalls"
 	"github.com/jobsched/jobsched/pkg/testkit/runinfo"
 )
@@ -195,7 +195,7 @@ func jobsOfQueue(jobs []batchv1.Job) map[string]int {
 func checkQueueLabels(t *testing.T, jobs []batchv1.Job, queueOf func(key string) string) {
 	t.Helper()
 	for _, j := range jobs {
-		want := queueOf(j.Annotations[render.AnnotationTaskKey])
+		want := queueOf(j.Annotations[jobmeta.AnnotationTaskKey])
 		if got, pod := j.Labels[labelQueue], j.Spec.Template.Labels[labelQueue]; got != want || pod != want {
 			t.Errorf("Job %s: label %s %q, on its pod template %q; want %q", j.Name, labelQueue, got, pod, want)
 		}
@@ -384,7 +384,7 @@ func TestQueuesTenants(t *testing.T) {
 		{name: "work", duration: "2s", limits: "{maxActive: 10, perGroup: {column: tenant, maxActive: 2}}"},
 	}})
 	l := e.ledger()
-	groups := e.watchGroups(func(j *batchv1.Job) string { return prefixOf(j.Annotations[render.AnnotationTaskKey]) })
+	groups := e.watchGroups(func(j *batchv1.Job) string { return prefixOf(j.Annotations[jobmeta.AnnotationTaskKey]) })
 	e.worker()
 	var n map[string]int
 	if !e.passUntil(cfg, l, 4*time.Minute, func(tick int) bool {
@@ -404,7 +404,7 @@ func TestQueuesTenants(t *testing.T) {
 	}
 	checkOneJobEach(t, small, l.created())
 	for _, j := range e.jobs() {
-		tenant := prefixOf(j.Annotations[render.AnnotationTaskKey])
+		tenant := prefixOf(j.Annotations[jobmeta.AnnotationTaskKey])
 		if j.Annotations[annotationGroup] != tenant || j.Labels[labelGroup] != tenant {
 			t.Errorf("Job %s: group annotation %q and label %q, want %q", j.Name, j.Annotations[annotationGroup], j.Labels[labelGroup], tenant)
 		}

@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
@@ -419,7 +420,7 @@ func TestRBACMissingVerb(t *testing.T) {
 			}
 			if verb == "get" {
 				other, err := e.kube.BatchV1().Jobs(e.ns).Get(e.ctx, render.JobName("e2e", keys[0]), metav1.GetOptions{})
-				if err != nil || other.Labels[render.LabelScheduler] != "" || other.Spec.Template.Spec.Containers[0].Name != "other" {
+				if err != nil || other.Labels[jobmeta.LabelScheduler] != "" || other.Spec.Template.Spec.Containers[0].Name != "other" {
 					t.Errorf("the pre-existing Job %s was changed or lost (err %v)", render.JobName("e2e", keys[0]), err)
 				}
 			}

@@ -33,7 +33,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
-	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 )
 
 // The repository's root, relative to this file's directory (pkg/e2e).
@@ -402,7 +402,7 @@ func tickAs(t *testing.T, dir, kcfg, dbDSN string) summary {
 // schedulerJobs returns the names of the Jobs of scheduler in ns, sorted, and their UIDs.
 func schedulerJobs(t *testing.T, kube kubernetes.Interface, ns, scheduler string) ([]string, map[string]string) {
 	t.Helper()
-	l, err := kube.BatchV1().Jobs(ns).List(context.Background(), metav1.ListOptions{LabelSelector: render.LabelScheduler + "=" + scheduler})
+	l, err := kube.BatchV1().Jobs(ns).List(context.Background(), metav1.ListOptions{LabelSelector: jobmeta.LabelScheduler + "=" + scheduler})
 	if err != nil {
 		t.Fatal(err)
 	}

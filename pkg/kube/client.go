@@ -1,4 +1,4 @@
-// Package kube builds the Kubernetes client jobsched uses.
+// Package kube is jobsched's access to the API server: its clients, the paged or streamed lists read with them.
 package kube
 
 import (

@@ -5,30 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-func kubeconfig(t *testing.T, server string) string {
-	t.Helper()
-	f := filepath.Join(t.TempDir(), "kubeconfig")
-	cfg := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: %q}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: c, user: u, namespace: batch}}]
-current-context: x
-`, server)
-	if err := os.WriteFile(f, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
+	"github.com/jobsched/jobsched/pkg/testkit"
+)
 
 // TestNoClientSideLimitByDefault: the default client has no rate limiter; --kube-qps sets one.
 func TestNoClientSideLimitByDefault(t *testing.T) {
@@ -36,7 +20,7 @@ func TestNoClientSideLimitByDefault(t *testing.T) {
 		qps         float32
 		wantLimiter bool
 	}{{0, false}, {20, true}} {
-		c, ns, err := NewClient(Options{Kubeconfig: kubeconfig(t, "http://127.0.0.1:1"), QPS: tc.qps, Burst: 10})
+		c, ns, err := NewClient(Options{Kubeconfig: testkit.Kubeconfig(t, "http://127.0.0.1:1"), QPS: tc.qps, Burst: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +49,7 @@ func TestTooManyRequestsIsRetried(t *testing.T) {
 		fmt.Fprint(w, `{"kind":"Job","apiVersion":"batch/v1","metadata":{"name":"j","namespace":"batch","uid":"u"}}`)
 	}))
 	defer srv.Close()
-	c, _, err := NewClient(Options{Kubeconfig: kubeconfig(t, srv.URL)})
+	c, _, err := NewClient(Options{Kubeconfig: testkit.Kubeconfig(t, srv.URL)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // apiServer answers the Jobs collection of namespace batch: a streaming list (watch=true) with watch, a LIST with
@@ -54,15 +56,6 @@ func job(name string) string {
 	return fmt.Sprintf(`{"kind":"Job","apiVersion":"batch/v1","metadata":{"name":%q,"namespace":"batch"}}`, name)
 }
 
-func events(w http.ResponseWriter, lines ...string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	for _, l := range lines {
-		fmt.Fprintln(w, l)
-		w.(http.Flusher).Flush()
-	}
-}
-
 const endBookmark = `{"type":"BOOKMARK","object":{"kind":"Job","apiVersion":"batch/v1","metadata":{"resourceVersion":"9","annotations":{"k8s.io/initial-events-end":"true"}}}}`
 
 func listPage(w http.ResponseWriter, r *http.Request) {
@@ -76,7 +69,7 @@ func listPage(w http.ResponseWriter, r *http.Request) {
 
 func names(t *testing.T, url string) ([]string, error) {
 	t.Helper()
-	c, _, err := NewClient(Options{Kubeconfig: kubeconfig(t, url)})
+	c, _, err := NewClient(Options{Kubeconfig: testkit.Kubeconfig(t, url)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +82,7 @@ func names(t *testing.T, url string) ([]string, error) {
 // TestEachStreams: a server that streams lists sends the objects one by one and a bookmark: one WATCH, no LIST.
 func TestEachStreams(t *testing.T) {
 	url, calls := apiServer(t, func(w http.ResponseWriter, r *http.Request) {
-		events(w, `{"type":"ADDED","object":`+job("a")+`}`, `{"type":"ADDED","object":`+job("b")+`}`, endBookmark,
+		testkit.WatchEvents(w, `{"type":"ADDED","object":`+job("a")+`}`, `{"type":"ADDED","object":`+job("b")+`}`, endBookmark,
 			`{"type":"ADDED","object":`+job("after-the-bookmark")+`}`)
 	}, func(w http.ResponseWriter, r *http.Request) { t.Error("a LIST while the stream works") })
 	got, err := names(t, url)
@@ -126,7 +119,7 @@ func TestEachStreamCutShort(t *testing.T) {
 		"closed": {`{"type":"ADDED","object":` + job("a") + `}`},
 		"error":  {`{"type":"ADDED","object":` + job("a") + `}`, `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","message":"too old","code":410}}`},
 	} {
-		url, calls := apiServer(t, func(w http.ResponseWriter, r *http.Request) { events(w, lines...) },
+		url, calls := apiServer(t, func(w http.ResponseWriter, r *http.Request) { testkit.WatchEvents(w, lines...) },
 			func(w http.ResponseWriter, r *http.Request) { t.Error("a LIST after a stream started") })
 		_, err := names(t, url)
 		if err == nil {

@@ -1,6 +1,8 @@
-// Package kueue reads what Kueue says about this scheduler's Jobs (limits.capacity: kueue): each Job's Workload and
-// its conditions, and the LocalQueue's counts. It only reads, and only for status and dry-run: the pass decides from
-// the Jobs alone (a Job Kueue holds is suspended), so a tick needs no access to Kueue's objects.
+// Package kueue reads what Kueue says about this scheduler's Jobs (limits.capacity: kueue).
+//
+// It reads each Job's Workload and its conditions, and the LocalQueue's counts. It only reads, and only for status
+// and dry-run: the pass decides from the Jobs alone (a Job Kueue holds is suspended), so a tick needs no access to
+// Kueue's objects.
 //
 // Kueue's objects are read as unstructured through the dynamic client rather than through Kueue's Go types: those
 // live in sigs.k8s.io/kueue, whose module brings controller-runtime and Kueue's own Kubernetes libraries into

@@ -1,5 +1,7 @@
-// Package lease makes one pass of a scheduler at a time the one that creates: it holds a coordination.k8s.io/v1
-// Lease in the cluster while it observes and creates, so the cluster keeps the lock and jobsched keeps no state.
+// Package lease makes one pass of a scheduler at a time the one that creates.
+//
+// It holds a coordination.k8s.io/v1 Lease in the cluster while it observes and creates, so the cluster keeps the
+// lock and jobsched keeps no state.
 //
 // The Lease is taken with an optimistic-concurrency write (a create, or an update conditional on the
 // resourceVersion that was read): of two passes that race, exactly one write succeeds. A holder that stops renewing
@@ -8,50 +10,26 @@
 // are compared. The holder stops creating before that: its Context ends at the first renewal that fails, and at the
 // latest a margin before its last successful renewal's duration runs out.
 //
-// # What a pass does with it
+// # How it keeps its promises
 //
-//   - Taking it is one optimistic write: a create, or an update conditional on the `resourceVersion` it read; of
-//     passes that race for it exactly one write succeeds. The holder is the pod's name (`POD_NAME`, as the CronJob
-//     sets it), else the host's name and the process id. The cluster holds it: jobsched still keeps no state.
-//   - What it guarantees: the next pass lists its Jobs after the previous one's creates (a consistent list), so
-//     `maxActive` and the capacity fit are exact across racing passes of one scheduler: it counts those Jobs as
-//     unfinished and their pods (or their pod-less Jobs) as taking room. The chaos run checks this at every
-//     observation (scripts/README.md, Chaos).
-//   - Held by another: the pass waits for it, at most one Lease duration and a second (16 s), and never more than
-//     half of what is left of its `--timeout`. A pass holds it for about the time of its creates (tens of
-//     milliseconds to seconds), so a pass started by hand that races the CronJob's gets its turn instead of being
-//     dropped, and the Lease of a holder that was killed is taken over within the wait. If a live holder keeps
-//     renewing it for the whole wait (a pass with thousands of creates), the pass still deletes its finished Jobs,
-//     creates nothing and says so: `blocked: "not the holder: Lease jobsched-reports is held by … (waited 16s)"`
-//     and `lease: "held by …"` in `pass done`, `jobsched_pass_blocked 1` and `jobsched_slots 0` in its metrics,
-//     and a `Blocked` Event; it exits 0. `status` shows who holds it (`Lease: jobsched-reports: held by …, renewed
-//     2s ago`; `lease` in `-o json|yaml`).
-//   - A killed holder (SIGKILL, a lost node) blocks the others for at most one Lease duration, 15 s: the next pass
-//     takes the Lease over once it has gone unrenewed that long, counted on its own clock from when it first read
-//     that version of it (as client-go's leader election does: no two clocks are compared). `tick
-//     --lease-duration` sets it (whole seconds, at least 3s; the renewals, the validity and the wait below scale
-//     with it).
-//   - Renewing: every 5 s (a third of the duration) while the pass holds it. A renewal that fails (the API server
-//     unreachable, the Lease written by someone else) stops the creates at once: none is started after, those in
-//     flight are cancelled; at the latest they stop 10 s after the last renewal that succeeded, 5 s before any
-//     other pass may take the Lease over, so that what was in flight has landed when the next pass observes. Such
-//     a pass logs `lost the Lease`, ends with `lease: "lost"` and `notCreated`, and exits 1. A pass cut short by
-//     its deadline or a signal leaves its Lease to expire rather than releasing it, for the same reason.
-//   - An API server that has just started answers Forbidden to everything until its RBAC cache is filled: a pass
-//     takes a Forbidden on the Lease as its Role's answer only after a read its Role grants (a LIST of its Jobs)
-//     has succeeded and the Lease is still refused; otherwise it creates nothing.
-//   - Who takes none: `gc`, `status` and `dry-run` never take it (deletes are safe without it: UID preconditions);
-//     `status` reads it (one GET).
-//   - What it costs: three API calls per tick: `GET` and `PUT` (take) and `PUT` (release); the first tick
-//     of a scheduler creates the Lease instead (`GET` not found, `POST`), and its release is the `PUT`. A pass
-//     that creates for longer adds one `PUT` per 5 s; one that waits for a holder reads the Lease twice a second
-//     while it waits. The RBAC: `get`, `create` and `update` on `leases` in the Role (no `resourceNames`: `create`
-//     cannot be limited by name).
-//   - Without its RBAC (a Role from before this release, without `get`, `create`, `update` on `leases`): the pass
-//     logs once `caps not guaranteed under racing passes` and runs as before, unserialised, with `lease:
-//     "forbidden"`. `maxActive` then holds for each pass alone; racing passes may add up (never to a duplicate
-//     Job: names are deterministic). Apply the new Role (`manifests/base/role.yaml`, or `helm upgrade` the chart)
-//     to get the guarantee back.
+// What users rely on (the wait, the takeover, what losing it does, the RBAC and the API calls it costs) is
+// `jobsched help lease` (cmd/topics.go); a change of behaviour changes that text too. Here is how the code holds it:
+//
+//   - Acquire is the one optimistic write (a create, or an update conditional on the resourceVersion read); a
+//     *HeldError after Config.Wait. Guard.Take is what a tick calls: it waits at most MaxWait (one duration and a
+//     second, at most half of what is left of the pass) and records what `pass done` says (Guard.Report).
+//   - The next holder lists its Jobs after the previous one's creates (a consistent list), so maxActive and the
+//     capacity fit are exact across racing passes; the chaos run checks this at every observation
+//     (scripts/README.md, Chaos).
+//   - Held renews every third of the duration; its Context ends at the first renewal that fails (ErrLost) and at the
+//     latest after validity (two thirds of the duration) from the last renewal that succeeded, a third before any
+//     taker may take over, so that what was in flight has landed when the next holder observes. Stop ends a hold
+//     without releasing it (a pass cut short), Release gives it up.
+//   - Takeover (Free) counts the holder's silence on the taker's own clock from when it first saw that version of
+//     the record; the unit tests run on a fake clock (Config.Clock).
+//   - Guard.Confirm: a Forbidden is taken as the Role's answer (ErrForbidden: the pass runs unserialised) only after
+//     a read the Role grants has succeeded, because an API server that has just started refuses everything until
+//     its RBAC cache is filled.
 //
 // # Why not client-go's leader election
 //

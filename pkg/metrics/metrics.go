@@ -16,13 +16,14 @@ import (
 	"fmt"
 	"math"
 	neturl "net/url"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
 
-	"github.com/jobsched/jobsched/pkg/config"
-	"github.com/jobsched/jobsched/pkg/report"
+	"github.com/jobsched/jobsched/pkg/backlog"
+	"github.com/jobsched/jobsched/pkg/pushurl"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -40,20 +41,14 @@ type Pass struct {
 	Duration  time.Duration
 	Summary   scheduler.Summary
 	Plan      *scheduler.Plan // nil: the Jobs could not be listed
-	Backlog   *Backlog        // nil: not counted (gc, or the count failed); tick only
-	Failed    bool            // the pass returned an error: last success is not pushed
-	End       time.Time
+	// Backlogs are each queue's backlog after the pass (one, of queue "", without queues:), their sum the install's;
+	// nil: not counted (gc, or the count failed); tick only.
+	Backlogs []backlog.Count
+	Failed   bool // the pass returned an error: last success is not pushed
+	End      time.Time
 	// Queues are the install's queues (config queues:), in the configuration's order; nil without queues:, whose
 	// pass pushes no per-queue series. Each queue's series are pushed even when the Jobs could not be listed (NaN).
 	Queues []string
-	// QueueBacklogs are the queues' backlogs by queue name (nil or absent: not counted); tick only.
-	QueueBacklogs map[string]Backlog
-}
-
-// Backlog is the rows the query selects that have no Job, counted up to report.BacklogCap.
-type Backlog struct {
-	Rows   int
-	Capped bool
 }
 
 // Push sends p to the Pushgateway at url. The caller bounds it with ctx.
@@ -72,7 +67,7 @@ func Push(ctx context.Context, url string, p Pass) error {
 
 	jobs := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "jobsched_jobs",
 		Help: "This scheduler's Jobs by state after the last pass (those it deleted not counted); NaN when they could not be listed."}, []string{"state"})
-	for _, st := range report.States { // the states status counts, one series each
+	for _, st := range scheduler.States { // the states status counts, one series each
 		v := math.NaN()
 		if p.Plan != nil {
 			v = float64(p.Plan.Count(st))
@@ -97,10 +92,11 @@ func Push(ctx context.Context, url string, p Pass) error {
 		info.WithLabelValues(limit).Set(1)
 		reg.MustRegister(info)
 		rows, capped := math.NaN(), math.NaN()
-		if p.Backlog != nil {
-			rows, capped = float64(p.Backlog.Rows), boolean(p.Backlog.Capped)
+		if p.Backlogs != nil {
+			r, c := backlog.Total(p.Backlogs)
+			rows, capped = float64(r), boolean(c)
 		}
-		gauge("jobsched_backlog_rows", fmt.Sprintf("Rows the query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", report.BacklogCap), rows)
+		gauge("jobsched_backlog_rows", fmt.Sprintf("Rows the query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", backlog.Cap), rows)
 		gauge("jobsched_backlog_capped", "1 when there are more rows than jobsched_backlog_rows counts.", capped)
 	}
 	if len(p.Queues) > 0 {
@@ -113,7 +109,7 @@ func Push(ctx context.Context, url string, p Pass) error {
 	// The credentials go as basic auth, not in the URL: the push package's errors quote its URL whole.
 	u, err := neturl.Parse(url)
 	if err != nil {
-		return fmt.Errorf("pushing metrics: %s", config.ValidatePushgateway(url))
+		return fmt.Errorf("pushing metrics: %s", pushurl.Validate(url))
 	}
 	user := u.User
 	u.User = nil
@@ -148,7 +144,7 @@ func pushQueues(reg *prometheus.Registry, p Pass) {
 	jobs := vec("jobsched_queue_jobs", "The queue's Jobs by state after the last pass (as jobsched_jobs); NaN when they could not be listed.", "state")
 	for _, name := range p.Queues {
 		_, ok := planned[name]
-		for _, st := range report.States {
+		for _, st := range scheduler.States {
 			v := math.NaN()
 			if ok {
 				v = float64(p.Plan.CountIn(name, st))
@@ -164,7 +160,7 @@ func pushQueues(reg *prometheus.Registry, p Pass) {
 	selected := vec("jobsched_queue_selected_rows", "Rows the last pass read for the queue.")
 	share := vec("jobsched_queue_planned_jobs", "Jobs the last pass planned for the queue: its share of the install's slots (jobsched_pass_created_jobs counts those created).")
 	blocked := vec("jobsched_queue_blocked", "1 when the queue could create nothing in the last pass (its slots were 0).")
-	rows := vec("jobsched_queue_backlog_rows", fmt.Sprintf("Rows the queue's query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", report.BacklogCap))
+	rows := vec("jobsched_queue_backlog_rows", fmt.Sprintf("Rows the queue's query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", backlog.Cap))
 	capped := vec("jobsched_queue_backlog_capped", "1 when the queue has more rows than jobsched_queue_backlog_rows counts.")
 	atCap := vec("jobsched_queue_groups_at_cap", "Groups of the queue (limits.perGroup) at their cap of unfinished Jobs after the last pass; 0 without a perGroup.")
 	for _, name := range p.Queues {
@@ -184,9 +180,9 @@ func pushQueues(reg *prometheus.Registry, p Pass) {
 			}
 		}
 		info.WithLabelValues(name, limit).Set(1)
-		if b, ok := p.QueueBacklogs[name]; ok {
-			rows.WithLabelValues(name).Set(float64(b.Rows))
-			capped.WithLabelValues(name).Set(boolean(b.Capped))
+		if i := slices.IndexFunc(p.Backlogs, func(b backlog.Count) bool { return b.Queue == name }); i >= 0 {
+			rows.WithLabelValues(name).Set(float64(p.Backlogs[i].Rows))
+			capped.WithLabelValues(name).Set(boolean(p.Backlogs[i].Capped))
 		} else {
 			rows.WithLabelValues(name).Set(nan)
 			capped.WithLabelValues(name).Set(nan)

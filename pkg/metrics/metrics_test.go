@@ -17,7 +17,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/backlog"
+	"github.com/jobsched/jobsched/pkg/pushurl"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -125,7 +126,7 @@ func TestPush(t *testing.T) {
 		{
 			name: "tick",
 			pass: Pass{Job: JobTick, Scheduler: "reports", Namespace: "batch", Duration: 1500 * time.Millisecond, Summary: sum,
-				Plan: plan(), Backlog: &Backlog{Rows: 10000, Capped: true}, End: end},
+				Plan: plan(), Backlogs: []backlog.Count{{Rows: 10000, Capped: true}}, End: end},
 			want: pushed{Method: "POST", Group: "job=jobsched namespace=batch scheduler=reports", Samples: tick},
 		},
 		{
@@ -261,8 +262,8 @@ func hexEscape(s string) string {
 // pushgatewayTexts is every text a Pushgateway URL reaches: its validation error, the URL as jobsched prints it,
 // and the push's error.
 func pushgatewayTexts(raw string) []string {
-	texts := []string{config.RedactURL(raw)}
-	if err := config.ValidatePushgateway(raw); err != nil {
+	texts := []string{pushurl.Redact(raw)}
+	if err := pushurl.Validate(raw); err != nil {
 		return append(texts, err.Error())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -345,7 +346,7 @@ func TestPushQueues(t *testing.T) {
 	}
 	sum := scheduler.Summary{Selected: 4, Created: 3, Skipped: 1, Deleted: 1}
 	base := Pass{Job: JobTick, Scheduler: "reports", Namespace: "batch", Duration: time.Second, Summary: sum, Plan: p,
-		Backlog: &Backlog{Rows: 12}, End: end}
+		Backlogs: []backlog.Count{{Rows: 12}}, End: end}
 	states := func(queue string, running, unschedulable, succeeded string) []string {
 		v := map[string]string{"running": running, "unschedulable": unschedulable, "succeeded": succeeded}
 		var out []string
@@ -367,7 +368,7 @@ func TestPushQueues(t *testing.T) {
 		want   []string // the jobsched_queue_* samples
 	}{
 		{"tick", func(p *Pass) {
-			p.QueueBacklogs = map[string]Backlog{"daily": {Rows: 3}, "exports": {Rows: 9}}
+			p.Backlogs = []backlog.Count{{Queue: "daily", Rows: 3}, {Queue: "exports", Rows: 9}}
 		}, append(append(states("daily", "1", "1", "0"), states("exports", "0", "0", "1")...),
 			`jobsched_queue_backlog_capped{queue="daily"} 0`, `jobsched_queue_backlog_capped{queue="exports"} 0`,
 			`jobsched_queue_backlog_rows{queue="daily"} 3`, `jobsched_queue_backlog_rows{queue="exports"} 9`,

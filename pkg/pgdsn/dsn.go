@@ -1,7 +1,8 @@
-// Package pgdsn reads a PostgreSQL DSN as lib/pq does and keeps its password out of every error: a DSN that does
-// not parse (or parses as its author did not mean) is a configuration error that says what is wrong and how the form
-// is written, without any of the DSN's text; an error of a later connection or read has what may be the password
-// redacted.
+// Package pgdsn keeps a PostgreSQL DSN's password out of every error.
+//
+// A DSN that lib/pq cannot read (or reads as its author did not mean) gets an error that says what is wrong and how
+// the form is written, without any of the DSN's text; an error of a later connection or read has what may be the
+// password redacted.
 package pgdsn
 
 import (
@@ -14,12 +15,10 @@ import (
 	"strings"
 
 	"github.com/lib/pq"
-
-	"github.com/jobsched/jobsched/pkg/config"
 )
 
 // Parse reads dsn as lib/pq does. A DSN it cannot read, or a URL whose host part a / ? or # in the password cut
-// short, is a configuration error that holds none of the DSN's text.
+// short, gets an error that holds none of the DSN's text; the caller reports it as a configuration error.
 func Parse(dsn string) (pq.Config, error) {
 	cfg, err := pq.NewConfig(dsn)
 	if err == nil {
@@ -41,7 +40,7 @@ func Connector(cfg pq.Config, dsn string) (*pq.Connector, error) {
 }
 
 func invalid(err error, dsn string) error {
-	return &config.Error{Err: fmt.Errorf("source: the PostgreSQL DSN is not valid: %s", dsnErrorText(err, dsn))}
+	return fmt.Errorf("source: the PostgreSQL DSN is not valid: %s", dsnErrorText(err, dsn))
 }
 
 // The two forms of a DSN, as the error names them, with what a user most often gets wrong in each.
@@ -160,9 +159,8 @@ func Secrets(dsn, password string) []string {
 	return out
 }
 
-// Redact returns err, or when its text holds one of secrets (see Secrets), an error with that text redacted (a
-// configuration error stays one). The redacted error does not unwrap: nothing can print the original. The server's
-// own errors are left alone: they never held the DSN (the password goes in a message of its own, which no error
+// Redact returns err, or when its text holds one of secrets (see Secrets), an error with that text redacted. The
+// redacted error does not unwrap: nothing can print the original. The server's own errors are left alone: they never held the DSN (the password goes in a message of its own, which no error
 // echoes), and redacting a user name equal to the password would tell the reader the password.
 func Redact(err error, secrets []string) error {
 	var pqErr *pq.Error
@@ -177,11 +175,7 @@ func Redact(err error, secrets []string) error {
 	if red == msg {
 		return err
 	}
-	var out error = &redactedError{red}
-	if config.IsConfigError(err) {
-		out = &config.Error{Err: out}
-	}
-	return out
+	return &redactedError{red}
 }
 
 type redactedError struct{ msg string }

@@ -1,6 +1,8 @@
-// Package querydoctor judges the plan PostgreSQL makes for a pass's read (EXPLAIN, never run): the whole-table scans
-// and sorts in it, each said in words with the index that would let the read stop after the rows it needs; and what
-// the configured role may do that READ ONLY does not cover (Access). The read itself, the EXPLAIN that plans it and
+// Package querydoctor judges a pass's read before it runs: the plan PostgreSQL makes for it (EXPLAIN, never run),
+// the powers of the role that runs it (Access).
+//
+// It says in words each whole-table scan or sort in the plan, with the index that would let the read stop after the
+// rows it needs, and what the configured role may do that READ ONLY does not cover. The read itself, the EXPLAIN that plans it and
 // the catalog queries belong to the source (package rows); this package only judges what they found.
 package querydoctor
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
 
@@ -71,8 +72,8 @@ func FuzzJob(f *testing.F) {
 			for _, e := range apivalidation.ValidateAnnotations(annotations, field.NewPath("metadata", "annotations")) {
 				t.Errorf("annotations: %v", e)
 			}
-			if annotations[AnnotationTaskKey] != key {
-				t.Errorf("key annotation %q, want the exact key %q", annotations[AnnotationTaskKey], key)
+			if annotations[jobmeta.AnnotationTaskKey] != key {
+				t.Errorf("key annotation %q, want the exact key %q", annotations[jobmeta.AnnotationTaskKey], key)
 			}
 		}
 		want := map[string]string{EnvTaskKey: key}

@@ -1,5 +1,7 @@
-// Package render turns a row into its Job: the deterministic name, the labels and annotations that tie the Job to its
-// scheduler and task, and the environment built from the row's columns.
+// Package render turns a row into its Job.
+//
+// The Job gets a deterministic name, the labels and annotations (package jobmeta) that tie it to its scheduler and
+// task, and the environment built from the row's columns.
 package render
 
 import (
@@ -10,22 +12,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-)
-
-// Labels and annotations jobsched puts on what it creates.
-const (
-	LabelScheduler    = "jobsched.io/scheduler"
-	LabelTask         = "jobsched.io/task"
-	LabelAttempt      = "jobsched.io/attempt"
-	AnnotationTaskKey = "jobsched.io/task-key"
-	// LabelQueue is on every Job (and pod) of an explicit queue (config queues:); a Job without it belongs to the
-	// queue named after the install, else to the first queue (config.DefaultQueue).
-	LabelQueue = "jobsched.io/queue"
-	// AnnotationGroup is the row's group (limits.perGroup.column's value, exactly; NULL is "") on every Job of a
-	// queue with limits.perGroup: the pass counts a group's unfinished Jobs from it. LabelGroup is the same value
-	// when it is a valid label value, else GroupLabel's hash of it, for selectors.
-	AnnotationGroup = "jobsched.io/group"
-	LabelGroup      = "jobsched.io/group"
 )
 
 // MaxGroupBytes bounds a row's group value: a longer one (or one that is not valid UTF-8) gets no Job.

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
 
@@ -32,18 +33,18 @@ func TestQueueAndGroupMeta(t *testing.T) {
 		wantAnnot  *string           // the group annotation; nil: none
 		wantRowErr string
 	}{
-		{"queue, no perGroup", nil, "ignored", map[string]string{LabelQueue: "exports"}, nil, ""},
+		{"queue, no perGroup", nil, "ignored", map[string]string{jobmeta.LabelQueue: "exports"}, nil, ""},
 		{"a group that is a label value", &config.PerGroup{Column: "tenant", MaxActive: 2}, "acme",
-			map[string]string{LabelQueue: "exports", LabelGroup: "acme"}, ptr("acme"), ""},
+			map[string]string{jobmeta.LabelQueue: "exports", jobmeta.LabelGroup: "acme"}, ptr("acme"), ""},
 		{"NULL is the empty group", &config.PerGroup{Column: "tenant", MaxActive: 2}, "",
-			map[string]string{LabelQueue: "exports", LabelGroup: ""}, ptr(""), ""},
+			map[string]string{jobmeta.LabelQueue: "exports", jobmeta.LabelGroup: ""}, ptr(""), ""},
 		{"not a label value: hashed", &config.PerGroup{Column: "tenant", MaxActive: 2}, "Acme Corp/EU",
-			map[string]string{LabelQueue: "exports", LabelGroup: GroupLabel("Acme Corp/EU")}, ptr("Acme Corp/EU"), ""},
+			map[string]string{jobmeta.LabelQueue: "exports", jobmeta.LabelGroup: GroupLabel("Acme Corp/EU")}, ptr("Acme Corp/EU"), ""},
 		{"too long for a label: hashed", &config.PerGroup{Column: "tenant", MaxActive: 2}, long,
-			map[string]string{LabelQueue: "exports", LabelGroup: GroupLabel(long)}, ptr(long), ""},
+			map[string]string{jobmeta.LabelQueue: "exports", jobmeta.LabelGroup: GroupLabel(long)}, ptr(long), ""},
 		{"not UTF-8", &config.PerGroup{Column: "tenant", MaxActive: 2}, "a\xffb", nil, nil, "the group (column tenant) is not valid UTF-8"},
 		{"exactly 1024 bytes: hashed", &config.PerGroup{Column: "tenant", MaxActive: 2}, strings.Repeat("x", 1024),
-			map[string]string{LabelQueue: "exports", LabelGroup: GroupLabel(strings.Repeat("x", 1024))}, ptr(strings.Repeat("x", 1024)), ""},
+			map[string]string{jobmeta.LabelQueue: "exports", jobmeta.LabelGroup: GroupLabel(strings.Repeat("x", 1024))}, ptr(strings.Repeat("x", 1024)), ""},
 		{"over 1024 bytes", &config.PerGroup{Column: "tenant", MaxActive: 2}, strings.Repeat("x", 1025), nil, nil,
 			"the group (column tenant) is 1025 bytes; it may hold at most 1024"},
 	}
@@ -63,7 +64,7 @@ func TestQueueAndGroupMeta(t *testing.T) {
 			}
 			for _, labels := range []map[string]string{job.Labels, job.Spec.Template.Labels} {
 				got := map[string]string{}
-				for _, k := range []string{LabelQueue, LabelGroup} {
+				for _, k := range []string{jobmeta.LabelQueue, jobmeta.LabelGroup} {
 					if v, ok := labels[k]; ok {
 						got[k] = v
 					}
@@ -73,7 +74,7 @@ func TestQueueAndGroupMeta(t *testing.T) {
 				}
 			}
 			for _, annots := range []map[string]string{job.Annotations, job.Spec.Template.Annotations} {
-				v, ok := annots[AnnotationGroup]
+				v, ok := annots[jobmeta.AnnotationGroup]
 				if ok != (tc.wantAnnot != nil) || ok && v != *tc.wantAnnot {
 					t.Errorf("group annotation %q (%v), want %v", v, ok, tc.wantAnnot)
 				}
@@ -96,7 +97,7 @@ func TestImplicitQueueHasNoQueueLabel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := job.Labels[LabelQueue]; ok {
+	if _, ok := job.Labels[jobmeta.LabelQueue]; ok {
 		t.Errorf("labels %v: the implicit queue has no queue label", job.Labels)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
 
@@ -33,7 +34,7 @@ const (
 )
 
 // Renderer builds Jobs from rows for one configuration, or one queue of it (config.QueueConfig): an explicit queue's
-// Jobs carry its LabelQueue.
+// Jobs carry its jobmeta.LabelQueue.
 type Renderer struct {
 	cfg         *config.Config
 	passthrough []corev1.EnvVar
@@ -170,14 +171,14 @@ func (r *Renderer) Job(row rows.Row, attempt int) (*batchv1.Job, error) {
 		if *meta == nil {
 			*meta = map[string]string{}
 		}
-		(*meta)[LabelScheduler] = cfg.Name
-		(*meta)[LabelTask] = TaskLabel(row.Key)
-		(*meta)[LabelAttempt] = strconv.Itoa(attempt)
+		(*meta)[jobmeta.LabelScheduler] = cfg.Name
+		(*meta)[jobmeta.LabelTask] = TaskLabel(row.Key)
+		(*meta)[jobmeta.LabelAttempt] = strconv.Itoa(attempt)
 		if cfg.QueueName != "" {
-			(*meta)[LabelQueue] = cfg.QueueName
+			(*meta)[jobmeta.LabelQueue] = cfg.QueueName
 		}
 		if group != nil {
-			(*meta)[LabelGroup] = GroupLabel(row.Group)
+			(*meta)[jobmeta.LabelGroup] = GroupLabel(row.Group)
 		}
 	}
 	if err := kueueLabels(cfg, row, job); err != nil {
@@ -187,9 +188,9 @@ func (r *Renderer) Job(row rows.Row, attempt int) (*batchv1.Job, error) {
 		if *meta == nil {
 			*meta = map[string]string{}
 		}
-		(*meta)[AnnotationTaskKey] = row.Key
+		(*meta)[jobmeta.AnnotationTaskKey] = row.Key
 		if group != nil {
-			(*meta)[AnnotationGroup] = row.Group
+			(*meta)[jobmeta.AnnotationGroup] = row.Group
 		}
 	}
 	containers := job.Spec.Template.Spec.Containers
@@ -212,7 +213,7 @@ func kueueLabels(cfg *config.Config, row rows.Row, job *batchv1.Job) error {
 	if cfg.Kueue == nil {
 		return nil
 	}
-	job.Labels[config.KueueQueueLabel] = cfg.Kueue.LocalQueue
+	job.Labels[jobmeta.KueueQueueLabel] = cfg.Kueue.LocalQueue
 	class := cfg.Kueue.PriorityClass
 	if col := cfg.Kueue.PriorityColumn; col != "" {
 		i := columnIndex(row.Columns, col)
@@ -227,7 +228,7 @@ func kueueLabels(cfg *config.Config, row rows.Row, job *batchv1.Job) error {
 		}
 	}
 	if class != "" {
-		job.Labels[config.KueuePriorityLabel] = class
+		job.Labels[jobmeta.KueuePriorityLabel] = class
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
 
@@ -56,9 +57,9 @@ func TestJob(t *testing.T) {
 		{Name: "TASK_CREATED_AT", Value: "2024-01-02T03:04:05Z"},
 		{Name: "JOBSCHED_TASK_KEY", Value: "42"}, {Name: "JOBSCHED_SCHEDULER", Value: "reports"}, {Name: "JOBSCHED_ATTEMPT", Value: "1"},
 	}
-	labels := map[string]string{"team": "data", LabelScheduler: "reports", LabelTask: TaskLabel("42"), LabelAttempt: "1"}
-	podLabels := map[string]string{LabelScheduler: "reports", LabelTask: TaskLabel("42"), LabelAttempt: "1"}
-	annotations := map[string]string{AnnotationTaskKey: "42"}
+	labels := map[string]string{"team": "data", jobmeta.LabelScheduler: "reports", jobmeta.LabelTask: TaskLabel("42"), jobmeta.LabelAttempt: "1"}
+	podLabels := map[string]string{jobmeta.LabelScheduler: "reports", jobmeta.LabelTask: TaskLabel("42"), jobmeta.LabelAttempt: "1"}
+	annotations := map[string]string{jobmeta.AnnotationTaskKey: "42"}
 	want := &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{Name: JobName("rep", "42"), Namespace: "batch", Labels: labels, Annotations: annotations},
@@ -88,7 +89,7 @@ func TestJob(t *testing.T) {
 		{"attempt 3", "", 3, func() *batchv1.Job {
 			w := want.DeepCopy()
 			w.Name = AttemptName("rep", "42", 3)
-			w.Labels[LabelAttempt], w.Spec.Template.Labels[LabelAttempt] = "3", "3"
+			w.Labels[jobmeta.LabelAttempt], w.Spec.Template.Labels[jobmeta.LabelAttempt] = "3", "3"
 			for i := range w.Spec.Template.Spec.Containers {
 				env := w.Spec.Template.Spec.Containers[i].Env
 				env[len(env)-1].Value = "3"
@@ -221,8 +222,8 @@ func TestEnvValuesAreEscaped(t *testing.T) {
 					t.Errorf("%s comes out of the kubelet as %q, want %q", name, kubeletExpand(env[name]), tc.in)
 				}
 			}
-			if got.Annotations[AnnotationTaskKey] != tc.in {
-				t.Errorf("the key annotation is %q, want the raw key %q (annotations are not expanded)", got.Annotations[AnnotationTaskKey], tc.in)
+			if got.Annotations[jobmeta.AnnotationTaskKey] != tc.in {
+				t.Errorf("the key annotation is %q, want the raw key %q (annotations are not expanded)", got.Annotations[jobmeta.AnnotationTaskKey], tc.in)
 			}
 		})
 	}

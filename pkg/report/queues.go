@@ -2,8 +2,8 @@ package report
 
 import (
 	"context"
-	"fmt"
 
+	"github.com/jobsched/jobsched/pkg/backlog"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -23,62 +23,9 @@ type QueueStatus struct {
 	Query *QueryFinding `json:"query,omitempty"`
 }
 
-// QueueBacklog is one queue's backlog: the rows its query selects that have no Job, counted up to BacklogCap.
-type QueueBacklog struct {
-	Queue  string
-	Rows   int
-	Capped bool
-}
-
-// queueBacklogs counts each queue's backlog, leaving out the keys the plan p excludes from the queue's read and
-// those of extra (a queue's creates). For a plan of one queue (no Plan.Queues) it is one count, of the plan's
-// exclusions, named "".
-func queueBacklogs(ctx context.Context, s *scheduler.Scheduler, p *scheduler.Plan, extra func(queue string) []string) ([]QueueBacklog, error) {
-	qs := s.AllQueues()
-	type part struct {
-		name    string
-		exclude []string
-	}
-	parts := []part{{"", p.Excluded()}}
-	if len(p.Queues) > 0 {
-		if len(p.Queues) != len(qs) {
-			return nil, fmt.Errorf("counting the backlog: %d queues planned, %d sources", len(p.Queues), len(qs))
-		}
-		parts = parts[:0]
-		for _, q := range p.Queues {
-			parts = append(parts, part{q.Name, q.Excluded()})
-		}
-	}
-	out := make([]QueueBacklog, len(parts))
-	for i, pt := range parts {
-		exclude := pt.exclude
-		if extra != nil {
-			exclude = append(exclude, extra(pt.name)...)
-		}
-		n, err := qs[i].Source.Count(ctx, exclude, BacklogCap+1)
-		if err != nil {
-			if pt.name != "" {
-				return nil, fmt.Errorf("queue %s: %w", pt.name, err)
-			}
-			return nil, err
-		}
-		out[i] = QueueBacklog{Queue: pt.name, Rows: min(n, BacklogCap), Capped: n > BacklogCap}
-	}
-	return out, nil
-}
-
-// Total is the install's backlog of the queues' backlogs: their sum, up to BacklogCap.
-func Total(bs []QueueBacklog) (rows int, capped bool) {
-	for _, b := range bs {
-		rows += b.Rows
-		capped = capped || b.Capped
-	}
-	return min(rows, BacklogCap), capped || rows > BacklogCap
-}
-
 // queueStatuses are the queues of status st's plan p (nil for a configuration without queues:), each with its
 // backlog from bs and what the query doctor says of its next read.
-func queueStatuses(ctx context.Context, s *scheduler.Scheduler, p *scheduler.Plan, bs []QueueBacklog) []QueueStatus {
+func queueStatuses(ctx context.Context, s *scheduler.Scheduler, p *scheduler.Plan, bs []backlog.Count) []QueueStatus {
 	if len(p.Queues) == 0 {
 		return nil
 	}

@@ -1,6 +1,8 @@
 // Package report holds the read-only reports of a scheduler: `jobsched status` (Status), `jobsched status KEY` (the
-// task view) and the backlog the metrics push. Each is a versioned document for scripts. They observe and decide as
-// a pass does (scheduler.Observe, scheduler.Decide), read rows but never a page of them, and write nothing.
+// task view).
+//
+// Each is a versioned document for scripts. They observe and decide as a pass does (scheduler.Observe,
+// scheduler.Decide), read rows but never a page of them, and write nothing.
 package report
 
 import (
@@ -8,8 +10,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jobsched/jobsched/pkg/backlog"
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/drain"
 	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
@@ -20,9 +24,6 @@ type (
 	JobStatus    = scheduler.JobStatus
 	QueryFinding = scheduler.QueryFinding
 )
-
-// BacklogCap is how far status counts the rows waiting for a Job.
-const BacklogCap = 10000
 
 // StatusAPIVersion and StatusKind identify the status document.
 const (
@@ -48,7 +49,7 @@ type Status struct {
 	Jobs    []JobStatus `json:"jobs"`
 	Next    string      `json:"next"`
 	// Drain is how long the backlog will take at the rate this scheduler's Jobs have been succeeding.
-	Drain scheduler.DrainEstimate `json:"drain"`
+	Drain drain.Estimate `json:"drain"`
 	// Lease is the scheduler's Lease as status reads it (nil offline): who creates now, if anyone.
 	Lease *lease.Info `json:"lease,omitempty"`
 	// Queues are the install's queues (config queues:), in the configuration's order; the fields above are the
@@ -59,7 +60,7 @@ type Status struct {
 // Work is the install's or one queue's work as status sees it: the backlog, the Jobs by state, and the next pass's
 // room.
 type Work struct {
-	// Backlog counts the rows the query selects that have no Job yet, up to BacklogCap; BacklogCapped says there
+	// Backlog counts the rows the query selects that have no Job yet, up to backlog.Cap; BacklogCapped says there
 	// are more.
 	Backlog       int           `json:"backlog"`
 	BacklogCapped bool          `json:"backlogCapped"`
@@ -76,7 +77,7 @@ type Work struct {
 // work is the Work of plan p's Jobs of queue (all queues: ""), with its room; the backlog is added by the caller.
 func work(p *scheduler.Plan, queue string, unfinished, slots int, limit, blocked string, c *capacity.Report) Work {
 	w := Work{States: map[State]int{}, Unfinished: unfinished, Slots: slots, Limit: limit, Blocked: blocked, Capacity: c}
-	for _, state := range States {
+	for _, state := range scheduler.States {
 		w.States[state] = p.CountIn(queue, state)
 	}
 	return w
@@ -105,10 +106,6 @@ func retryPolicy(cfg *config.Config) RetryPolicy {
 	return RetryPolicy{MaxAttempts: cfg.MaxAttempts(), Backoff: cfg.Retry.Backoff.Duration.String(),
 		MaxBackoff: cfg.Retry.MaxBackoff.Duration.String(), DeadRetention: cfg.Retry.DeadRetention.Duration.String()}
 }
-
-// States are the states Status counts, in the order it shows them (superseded Jobs are deleted by the pass).
-var States = []State{scheduler.StateRunning, scheduler.StateStarting, scheduler.StateUnschedulable,
-	scheduler.StateQueued, scheduler.StateSucceeded, scheduler.StateBackoff, scheduler.StateDead}
 
 // KueueStatus is what status shows of Kueue (limits.capacity: kueue): the Kueue mode's section (capacity.Section).
 type KueueStatus = capacity.KueueStatus
@@ -151,26 +148,26 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 			st.Dead = append(st.Dead, t)
 		}
 	}
-	bs, err := queueBacklogs(ctx, s, p, nil)
+	bs, err := backlog.Counts(ctx, s, p, nil)
 	if err != nil {
 		return nil, err
 	}
-	st.Backlog, st.BacklogCapped = Total(bs)
+	st.Backlog, st.BacklogCapped = backlog.Total(bs)
 	st.Queues = queueStatuses(ctx, s, p, bs)
 	n := st.Backlog
-	var runs []scheduler.Run
+	var runs []drain.Run
 	for _, j := range p.Jobs {
 		if j.State == scheduler.StateSucceeded && j.StartedAt != nil && j.FinishedAt != nil {
-			runs = append(runs, scheduler.Run{Start: *j.StartedAt, End: *j.FinishedAt})
+			runs = append(runs, drain.Run{Start: *j.StartedAt, End: *j.FinishedAt})
 		}
 	}
-	st.Drain = scheduler.EstimateDrain(st.Backlog, st.BacklogCapped, s.Now().UTC(), runs)
+	st.Drain = drain.Of(st.Backlog, st.BacklogCapped, s.Now().UTC(), runs)
 	if s.Kube != nil { // read, never taken: status does not wait for a pass
 		info := lease.Describe(ctx, s.Kube.CoordinationV1(), s.Config.Namespace, s.Config.Name)
 		st.Lease = &info
 	}
 	if len(p.Queues) == 0 { // with queues:, each queue's read is its own: Queues[].Query
-		st.Query = s.Explain(ctx, p)
+		st.Query = s.ExplainQueue(ctx, p, 0)
 	}
 	deletes := len(p.Deletes())
 	switch {

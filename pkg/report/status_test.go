@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/jobsched/jobsched/pkg/backlog"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/scheduler"
@@ -23,7 +24,7 @@ import (
 
 // TestStatusCounts: status counts kept Jobs by state (not those this pass deletes) and caps the backlog.
 func TestStatusCounts(t *testing.T) {
-	many := make([]string, BacklogCap+1)
+	many := make([]string, backlog.Cap+1)
 	for i := range many {
 		many[i] = fmt.Sprintf("r%05d", i)
 	}
@@ -33,8 +34,8 @@ func TestStatusCounts(t *testing.T) {
 		wantBacklog int
 		wantCapped  bool
 	}{
-		{"exactly the cap", many[:BacklogCap], BacklogCap, false},
-		{"one more", many, BacklogCap, true},
+		{"exactly the cap", many[:backlog.Cap], backlog.Cap, false},
+		{"one more", many, backlog.Cap, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,7 +63,7 @@ func TestStatusCounts(t *testing.T) {
 // TestBacklog: after a tick, the backlog is the rows selected that have no Job: neither those with a Job kept by
 // the pass nor those it created; a task due for a retry is still backlog until its next attempt exists.
 func TestBacklog(t *testing.T) {
-	many := make([]string, BacklogCap+5)
+	many := make([]string, backlog.Cap+5)
 	for i := range many {
 		many[i] = fmt.Sprintf("r%05d", i)
 	}
@@ -78,8 +79,8 @@ func TestBacklog(t *testing.T) {
 		{"backoff not due excluded, due counted until created", []runtime.Object{makeJob("wait").Finished(batchv1.JobFailed, ago(time.Second)).Obj(), makeJob("due").Finished(batchv1.JobFailed, ago(time.Hour)).Obj()},
 			[]string{"wait", "due", "a"}, 0, 2, false},
 		{"nothing left", nil, []string{"a", "b"}, 10, 0, false},
-		{"capped", nil, many, 1, BacklogCap, true},
-		{"exactly the cap is not capped", nil, many[:BacklogCap+1], 1, BacklogCap, false},
+		{"capped", nil, many, 1, backlog.Cap, true},
+		{"exactly the cap is not capped", nil, many[:backlog.Cap+1], 1, backlog.Cap, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,10 +92,11 @@ func TestBacklog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rows, capped, err := Backlog(context.Background(), s, p)
+			bs, err := backlog.AfterPass(context.Background(), s, p)
 			if err != nil {
 				t.Fatal(err)
 			}
+			rows, capped := backlog.Total(bs)
 			if rows != tt.wantRows || capped != tt.wantCapped {
 				t.Errorf("Backlog = %d, capped %v; want %d, capped %v", rows, capped, tt.wantRows, tt.wantCapped)
 			}

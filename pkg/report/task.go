@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/kueue"
 	"github.com/jobsched/jobsched/pkg/render"
@@ -198,9 +199,9 @@ func taskPods(ctx context.Context, s *scheduler.Scheduler, key string) (map[stri
 	if s.Kube == nil {
 		return out, nil
 	}
-	sel := labels.SelectorFromSet(labels.Set{render.LabelScheduler: s.Config.Name, render.LabelTask: render.TaskLabel(key)}).String()
+	sel := labels.SelectorFromSet(labels.Set{jobmeta.LabelScheduler: s.Config.Name, jobmeta.LabelTask: render.TaskLabel(key)}).String()
 	_, err := kube.List(ctx, s.Kube.CoreV1().Pods(s.Config.Namespace).List, metav1.ListOptions{LabelSelector: sel}, func(pod *corev1.Pod) {
-		if pod.Annotations[render.AnnotationTaskKey] != key {
+		if pod.Annotations[jobmeta.AnnotationTaskKey] != key {
 			return // another key with the same label (a hash collision)
 		}
 		job := ""

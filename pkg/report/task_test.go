@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
@@ -17,7 +18,7 @@ import (
 
 func TestTask(t *testing.T) {
 	failed := makeJob("f").Finished(batchv1.JobFailed, ago(30*time.Second)).Obj()
-	pod := makePod(failed).Bound("node-0").Label(render.LabelTask, render.TaskLabel("f")).Annotation(render.AnnotationTaskKey, "f").
+	pod := makePod(failed).Bound("node-0").Label(jobmeta.LabelTask, render.TaskLabel("f")).Annotation(jobmeta.AnnotationTaskKey, "f").
 		Phase(corev1.PodFailed).Obj()
 	dead := makeJob("d").Attempt(3).Finished(batchv1.JobFailed, ago(time.Hour)).Obj()
 	g1, g2 := makeJob("g").Attempt(1).Finished(batchv1.JobFailed, ago(time.Hour)).Obj(), makeJob("g").Attempt(2).Obj()

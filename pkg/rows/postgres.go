@@ -82,14 +82,14 @@ func OpenPostgres(dsn string, src config.Source, opts ...Option) (*Postgres, err
 	}
 	cfg, err := pgdsn.Parse(dsn)
 	if err != nil {
-		return nil, err
+		return nil, &config.Error{Err: err}
 	}
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
 	connector, err := pgdsn.Connector(cfg, dsn)
 	if err != nil {
-		return nil, err
+		return nil, &config.Error{Err: err}
 	}
 	guard := pgdial.New()
 	connector.Dialer(guard)
@@ -477,8 +477,14 @@ func clean(ctx context.Context, conn *sql.Conn) {
 	conn.Close()
 }
 
-// redact is pgdsn.Redact with what of the DSN may be the password.
-func (p *Postgres) redact(err error) error { return pgdsn.Redact(err, p.secrets) }
+// redact is pgdsn.Redact with what of the DSN may be the password; a configuration error stays one.
+func (p *Postgres) redact(err error) error {
+	out := pgdsn.Redact(err, p.secrets)
+	if out != err && config.IsConfigError(err) {
+		return &config.Error{Err: out}
+	}
+	return out
+}
 
 // ended says that ctx ended a failed read: the error is then context.Canceled or context.DeadlineExceeded as well.
 func ended(ctx context.Context, err error) error {

@@ -13,7 +13,8 @@ import (
 	"github.com/jobsched/jobsched/pkg/config"
 )
 
-// decideQueue is the pure part of the pass for one queue (cfg is its config.QueueConfig, obs holds its Jobs): from
+// decideQueue is the pure part of the pass for one queue (cfg is its config.QueueConfig; its Jobs are those of
+// obs.Jobs that mine says are the queue's, read in place rather than copied out per queue): from
 // the configuration and one observation it decides what to delete, which
 // keys to exclude from the read, which tasks are retried, how many Jobs the limits leave room for, and why not more.
 // What the nodes and quotas hold narrows that room in a step of its own (Fit): a pass observes capacity only when
@@ -30,12 +31,11 @@ import (
 // passes, so the Job is kept and its task is not retried until someone deletes the Job (a dead one: jobsched
 // retry), as Kubernetes' TTL-after-finished controller keeps such a Job. Deleting at once would let its row be
 // retried, or its record go, on a time nobody knows.
-func decideQueue(cfg *config.Config, obs *Observation) *Plan {
+func decideQueue(cfg *config.Config, obs *Observation, mine func(*JobSummary) bool) *Plan {
 	p := &Plan{
 		Scheduler: cfg.Name,
 		Namespace: cfg.Namespace,
 		queueName: cfg.QueueName,
-		Jobs:      make([]JobStatus, 0, len(obs.Jobs)),
 		retry:     map[string]*JobStatus{},
 	}
 	podsByJob := map[types.UID][]PodSummary{}
@@ -43,18 +43,29 @@ func decideQueue(cfg *config.Config, obs *Observation) *Plan {
 		podsByJob[pod.Job] = append(podsByJob[pod.Job], pod)
 	}
 	newest := map[string]int{} // task key → its newest attempt, for the tasks retried at least once
-	for _, job := range obs.Jobs {
+	n := 0
+	for i := range obs.Jobs {
+		job := &obs.Jobs[i]
+		if !mine(job) {
+			continue
+		}
+		n++
 		if job.Key != "" && job.Attempt > 1 {
 			newest[job.Key] = max(newest[job.Key], job.Attempt)
 		}
 	}
-	for _, job := range obs.Jobs {
+	p.Jobs = make([]JobStatus, 0, n)
+	for i := range obs.Jobs {
+		job := &obs.Jobs[i] // not a copy per Job: with mine's closure it would be one on the heap
+		if !mine(job) {
+			continue
+		}
 		key := job.Key
 		st := JobStatus{Queue: cfg.QueueName, Name: job.Name, Key: key, Attempt: job.Attempt, UID: job.UID, StartedAt: job.StartedAt}
 		gone := job.Deleting // being deleted already: never again
 		cond := job.Finished
 		if cond == nil {
-			p.unfinished(&st, job, podsByJob[job.UID], obs)
+			p.unfinished(&st, *job, podsByJob[job.UID], obs)
 			if job.HasGroup && cfg.PerGroup() != nil {
 				if p.held == nil {
 					p.held = map[string]int{}
@@ -112,7 +123,8 @@ func decideQueue(cfg *config.Config, obs *Observation) *Plan {
 				p.exclude = append(p.exclude, key) // backoff: not yet (or never: its time is unknown)
 			default:
 				p.due = append(p.due, key) // its row competes for a slot and gets the next attempt
-				p.retry[key] = &st
+				retried := st              // its own copy: taking st's address would put every Job's st on the heap
+				p.retry[key] = &retried
 			}
 		}
 		p.Jobs = append(p.Jobs, st)

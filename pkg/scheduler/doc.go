@@ -1,5 +1,7 @@
 // Package scheduler holds the pass: one stateless run that turns the rows a query selects into Kubernetes Jobs,
-// within limits, and deletes the Jobs it no longer needs.
+// within limits.
+//
+// The pass also deletes the Jobs it no longer needs.
 //
 // # The pass is a line of values
 //
@@ -34,6 +36,8 @@
 // where the creates begin, without the library setting it.
 //
 // # The rules of a pass
+//
+// Users read these rules in `jobsched help pass` (cmd/topics.go), in their words; a change here changes that text.
 //
 //   - Finished means the Job's `Complete` or `Failed` condition is True; its age is that condition's
 //     `lastTransitionTime` (failed Jobs have no `completionTime`). Deletion uses `propagationPolicy: Background`
@@ -86,6 +90,8 @@
 //     many (`notCreated`).
 //
 // # Queues
+//
+// Users read these rules in `jobsched help queues` (cmd/topics.go); a change here changes that text.
 //
 // A configuration with queues: (config.Queue) is one install of several queues; one without is one implicit queue
 // named after the install: its plan has no Plan.Queues, its Jobs carry no queue label, and its outputs have no

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 )
 
 // execution is one pass's writes and what came of each: the execute steps of Run, the errors that fail the pass
@@ -371,8 +371,8 @@ func (s *Scheduler) create(ctx context.Context, c Create, serverDryRun bool, p *
 		return 0, Skip{}, fmt.Errorf("creating Job %s (task %q): it exists, and reading it failed: %w", c.Job.Name, c.Key, err)
 	}
 	if !s.ours(existing, c) {
-		reason := collisionReason(c.Job.Name, existing.Annotations[render.AnnotationTaskKey], existing.Labels[render.LabelQueue])
-		if sched := existing.Labels[render.LabelScheduler]; sched != s.Config.Name {
+		reason := collisionReason(c.Job.Name, existing.Annotations[jobmeta.AnnotationTaskKey], existing.Labels[jobmeta.LabelQueue])
+		if sched := existing.Labels[jobmeta.LabelScheduler]; sched != s.Config.Name {
 			reason = fmt.Sprintf("name collision: Job %s exists and is not this scheduler's (scheduler label %q)", c.Job.Name, sched)
 		}
 		return collision, Skip{Queue: c.Queue, Key: c.Key, Reason: reason}, nil
@@ -384,6 +384,6 @@ func (s *Scheduler) create(ctx context.Context, c Create, serverDryRun bool, p *
 // ours says job, found under c's name, is c's: this scheduler's, of c's task and of c's queue (a Job without the
 // queue label is the queue's the pass takes it for, see config.Config.QueueIndex).
 func (s *Scheduler) ours(job *batchv1.Job, c Create) bool {
-	sameQueue := c.Queue == "" || s.Config.QueueIndex(job.Labels[render.LabelQueue]) == s.Config.QueueIndex(c.Queue)
-	return job.Labels[render.LabelScheduler] == s.Config.Name && job.Annotations[render.AnnotationTaskKey] == c.Key && sameQueue
+	sameQueue := c.Queue == "" || s.Config.QueueIndex(job.Labels[jobmeta.LabelQueue]) == s.Config.QueueIndex(c.Queue)
+	return job.Labels[jobmeta.LabelScheduler] == s.Config.Name && job.Annotations[jobmeta.AnnotationTaskKey] == c.Key && sameQueue
 }

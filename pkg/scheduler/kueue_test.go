@@ -12,8 +12,8 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kueue"
-	"github.com/jobsched/jobsched/pkg/render"
 )
 
 // kueueMode is testConfig's mutation for limits.capacity: kueue with limits.maxQueued n.
@@ -31,7 +31,7 @@ func kueueMode(n int, more ...func(*config.Config)) func(*config.Config) {
 // pod of an admitted Job still blocks.
 func TestDecideKueue(t *testing.T) {
 	unsched := makePod(makeJob("r").Obj()).Unschedulable("0/1 nodes are available: 1 Insufficient cpu.").Obj()
-	evicted := makeJob("ev").Suspended().Label(render.LabelAttempt, "1").Obj()
+	evicted := makeJob("ev").Suspended().Label(jobmeta.LabelAttempt, "1").Obj()
 	full := &capacity.Snapshot{} // no node: jobsched's own fit would be 0
 	tests := []struct {
 		name   string

@@ -14,14 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/kueue"
-	"github.com/jobsched/jobsched/pkg/render"
 )
 
 // Observation is everything a pass knows about the cluster, read in one place (this file) by the pass, by the reports
-// and by ResetDead. What could not be read is part of it (PodsErr, CapacityErr, Held): the decision says what that
-// means (create nothing), and the deletes still happen.
+// and by ResetDead. What could not be read is part of it (PodsErr, CapacityErr, GuardRefused): the decision says what
+// that means (create nothing), and the deletes still happen.
 type Observation struct {
 	Now  time.Time
 	Jobs []JobSummary // this scheduler's Jobs (label selector)
@@ -92,7 +92,7 @@ func (s *Scheduler) observeCapacity(ctx context.Context, obs *Observation, p *Pl
 }
 
 func (s *Scheduler) selector() string {
-	return labels.SelectorFromSet(labels.Set{render.LabelScheduler: s.Config.Name}).String()
+	return labels.SelectorFromSet(labels.Set{jobmeta.LabelScheduler: s.Config.Name}).String()
 }
 
 // listJobs lists this scheduler's Jobs, keeping a summary of each, and the resourceVersion of the list.
@@ -192,11 +192,11 @@ type PodSummary struct {
 
 // SummarizeJob keeps what the plan needs of job.
 func SummarizeJob(job *batchv1.Job) JobSummary {
-	s := JobSummary{Name: job.Name, UID: job.UID, Key: job.Annotations[render.AnnotationTaskKey], Queue: job.Labels[render.LabelQueue], Attempt: 1,
+	s := JobSummary{Name: job.Name, UID: job.UID, Key: job.Annotations[jobmeta.AnnotationTaskKey], Queue: job.Labels[jobmeta.LabelQueue], Attempt: 1,
 		Deleting: job.DeletionTimestamp != nil, Suspended: job.Spec.Suspend != nil && *job.Spec.Suspend,
 		Active: job.Status.Active, PodsPerJob: capacity.PodsPerJob(job)}
-	s.Group, s.HasGroup = job.Annotations[render.AnnotationGroup]
-	if n, err := strconv.Atoi(job.Labels[render.LabelAttempt]); err == nil && n > 1 {
+	s.Group, s.HasGroup = job.Annotations[jobmeta.AnnotationGroup]
+	if n, err := strconv.Atoi(job.Labels[jobmeta.LabelAttempt]); err == nil && n > 1 {
 		s.Attempt = n
 	}
 	if st := job.Status.StartTime; st != nil {

@@ -8,7 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
@@ -20,9 +20,9 @@ func TestSummarizeJob(t *testing.T) {
 	}{
 		{name: "running, attempt 1 without a label", job: makeJob("r").Obj(),
 			want: JobSummary{Name: name("r"), UID: "uid-r", Key: "r", Attempt: 1, Active: 1, PodsPerJob: 1}},
-		{name: "attempt label", job: makeJob("r").Label(render.LabelAttempt, "3").Obj(),
+		{name: "attempt label", job: makeJob("r").Label(jobmeta.LabelAttempt, "3").Obj(),
 			want: JobSummary{Name: name("r"), UID: "uid-r", Key: "r", Attempt: 3, Active: 1, PodsPerJob: 1}},
-		{name: "a bad attempt label is attempt 1", job: makeJob("r").Label(render.LabelAttempt, "x").Obj(),
+		{name: "a bad attempt label is attempt 1", job: makeJob("r").Label(jobmeta.LabelAttempt, "x").Obj(),
 			want: JobSummary{Name: name("r"), UID: "uid-r", Key: "r", Attempt: 1, Active: 1, PodsPerJob: 1}},
 		{name: "the True condition counts, a False one does not", job: makeJob("f").Condition(batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionFalse}).
 			Finished(batchv1.JobFailed, ago(time.Hour)).Obj(),

@@ -26,6 +26,9 @@ const (
 	StateSuperseded    State = "superseded"    // finished, and a newer attempt of its task exists
 )
 
+// States are the states status counts, in the order it shows them (superseded Jobs are deleted by the pass).
+var States = []State{StateRunning, StateStarting, StateUnschedulable, StateQueued, StateSucceeded, StateBackoff, StateDead}
+
 // Why a Job is deleted.
 const (
 	DeleteRetention  = "gc.succeededRetention passed"

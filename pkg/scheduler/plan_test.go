@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
@@ -159,7 +160,7 @@ func TestEveryRowCountedOnce(t *testing.T) {
 					_ = client.Tracker().Add(j)
 					return true, nil, alreadyExists(j.Name)
 				case 2: // a Job of another task has the name
-					j.Annotations[render.AnnotationTaskKey] = "someone-else"
+					j.Annotations[jobmeta.AnnotationTaskKey] = "someone-else"
 					_ = client.Tracker().Add(j)
 					return true, nil, alreadyExists(j.Name)
 				case 3:
@@ -206,7 +207,7 @@ func jobOf(t *testing.T, cfg *config.Config, key string, n int, cond batchv1.Job
 func TestNameTakenByAnotherQueue(t *testing.T) {
 	cfg := queuesConfig(t, "maxPerTick: 5, maxActive: 10", queue("x", "")+queue("y", ""))
 	taken := queueJob(t, cfg, 1, "k") // the name queue y gives key k's Job, made by queue x
-	taken.Labels[render.LabelQueue] = "x"
+	taken.Labels[jobmeta.LabelQueue] = "x"
 	for pass := range 2 {
 		client := fake.NewClientset(taken.DeepCopy())
 		s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now },

@@ -11,14 +11,9 @@ import (
 // carry it.
 type QueryFinding = querydoctor.Finding
 
-// Explain asks the (first) queue's query doctor about its first read of this pass: the keys p excludes and its slots as
-// the LIMIT (maxPerTick when it has none, as the next pass with room would read). nil when the source has no doctor
-// (a rows file). A doctor that cannot check says so in the finding; it never fails the pass or the report.
-func (s *Scheduler) Explain(ctx context.Context, p *Plan) *QueryFinding {
-	return s.ExplainQueue(ctx, p, 0)
-}
-
-// ExplainQueue is Explain for queue i's read: its exclusions, its slots (or its maxPerTick).
+// ExplainQueue asks queue i's query doctor about its read of this pass: the keys p excludes and its slots as the
+// LIMIT (maxPerTick when it has none, as the next pass with room would read). nil when the source has no doctor (a
+// rows file). A doctor that cannot check says so in the finding; it never fails the pass or the report.
 func (s *Scheduler) ExplainQueue(ctx context.Context, p *Plan, i int) *QueryFinding {
 	part := p
 	if i < len(p.parts) {
@@ -27,7 +22,7 @@ func (s *Scheduler) ExplainQueue(ctx context.Context, p *Plan, i int) *QueryFind
 	return explain(ctx, s.AllQueues()[i].Source, part, s.Config.QueueConfig(i).MaxPerTick())
 }
 
-// explain is Explain for one queue's plan p and source; maxPerTick is the queue's.
+// explain is ExplainQueue for one queue's plan p and source; maxPerTick is the queue's.
 func explain(ctx context.Context, src rows.Source, p *Plan, maxPerTick int) *QueryFinding {
 	d, ok := src.(querydoctor.Explainer)
 	if !ok {

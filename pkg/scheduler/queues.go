@@ -8,6 +8,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
@@ -66,22 +67,13 @@ type installRoom struct {
 // R = min(limits.maxPerTick, limits.maxActive − unfinished Jobs of all queues [, limits.maxQueued − queued]).
 func Decide(cfg *config.Config, obs *Observation) *Plan {
 	qs := cfg.AllQueues()
-	byQueue := make([][]JobSummary, len(qs))
-	if len(qs) == 1 {
-		byQueue[0] = obs.Jobs // every Job is the one queue's: no second copy of 10,000 summaries at the pass's peak
-	} else {
-		for _, j := range obs.Jobs {
-			i := cfg.QueueIndex(j.Queue)
-			byQueue[i] = append(byQueue[i], j)
-		}
-	}
 	parts := make([]*Plan, len(qs))
 	unfinished, queued, unschedulable := 0, 0, 0
 	first := ""
 	for i := range qs {
-		o := *obs
-		o.Jobs = byQueue[i]
-		p := decideQueue(cfg.QueueConfig(i), &o) // its Jobs carry its name (QueueName), none for the implicit queue
+		// Each queue reads its Jobs in obs.Jobs: no second copy of 10,000 summaries at the pass's peak.
+		mine := func(j *JobSummary) bool { return len(qs) == 1 || cfg.QueueIndex(j.Queue) == i }
+		p := decideQueue(cfg.QueueConfig(i), obs, mine) // its Jobs carry its name (QueueName), none for the implicit queue
 		unfinished, queued, unschedulable = unfinished+p.Unfinished, queued+p.queued, unschedulable+p.Unschedulable
 		if first == "" {
 			first = p.firstUnschedulable()
@@ -239,7 +231,7 @@ func (p *Plan) groupsAtCap(g *config.PerGroup) []string {
 		n = map[string]int{}
 	}
 	for _, c := range p.Creates {
-		if grp, ok := c.Job.Annotations[render.AnnotationGroup]; ok {
+		if grp, ok := c.Job.Annotations[jobmeta.AnnotationGroup]; ok {
 			n[grp]++
 		}
 	}

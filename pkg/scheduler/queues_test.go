@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/querydoctor"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
@@ -221,7 +222,7 @@ func TestPassQueues(t *testing.T) {
 			var got []string
 			for _, c := range p.Creates {
 				got = append(got, c.Queue+"/"+c.Key)
-				if l := c.Job.Labels[render.LabelQueue]; l != c.Queue || c.Job.Spec.Template.Labels[render.LabelQueue] != c.Queue {
+				if l := c.Job.Labels[jobmeta.LabelQueue]; l != c.Queue || c.Job.Spec.Template.Labels[jobmeta.LabelQueue] != c.Queue {
 					t.Errorf("create %s: queue label %q, want %q on the Job and its pods", c.Job.Name, l, c.Queue)
 				}
 				if !strings.HasPrefix(c.Job.Name, "batch-"+c.Queue+"-") {
@@ -305,7 +306,7 @@ func TestPassPerGroup(t *testing.T) {
 	}
 	var got []string
 	for _, c := range res.Plan.Creates {
-		got = append(got, c.Key+"@"+c.Job.Annotations[render.AnnotationGroup])
+		got = append(got, c.Key+"@"+c.Job.Annotations[jobmeta.AnnotationGroup])
 	}
 	if diff := cmp.Diff([]string{"a-0@a", "b-0@b", "b-1@b"}, got); diff != "" {
 		t.Errorf("creates (-want +got):\n%s", diff)
@@ -320,7 +321,7 @@ func TestPassPerGroup(t *testing.T) {
 func TestUnlabelledJobsBelongToTheInstallsQueue(t *testing.T) {
 	cfg := queuesConfig(t, "maxActive: 10", queue("y", "")+queue("batch", "  limits: {maxActive: 1}\n"))
 	old := queueJob(t, cfg, 1, "old")
-	delete(old.Labels, render.LabelQueue)
+	delete(old.Labels, jobmeta.LabelQueue)
 	old.UID = "uid-old"
 	client := fake.NewClientset(old)
 	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now }}
@@ -449,4 +450,29 @@ func summaries(t *testing.T, client *fake.Clientset) []JobSummary {
 		out = append(out, SummarizeJob(&jobs.Items[i]))
 	}
 	return out
+}
+
+// TestDecideCopiesNoJobPerJob: Decide reads the observed Jobs in place, for one queue and for several: it makes no
+// copy of each Job on the heap (issue 33: a copy of each summary and of each status per Job, and of every queue's
+// summaries, were garbage at the pass's peak). Its allocations are counted, not timed: they must not grow with the
+// Jobs (the slices that hold the plan's Jobs and keys grow a few times).
+func TestDecideCopiesNoJobPerJob(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  *config.Config
+	}{
+		{"no queues:", testkit.Config(t, func(c *config.Config) { c.Limits.MaxActive = ptr.To(100000) })},
+		{"two queues", queuesConfig(t, "maxActive: 100000", queue("a", "")+queue("b", ""))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var jobs []JobSummary
+			for i := range 1000 {
+				jobs = append(jobs, JobSummary{Name: fmt.Sprintf("job-%d", i), Key: fmt.Sprintf("k%d", i), Queue: []string{"a", "b"}[i%2], Attempt: 1})
+			}
+			obs := &Observation{Now: now, Jobs: jobs}
+			if got := testing.AllocsPerRun(3, func() { Decide(tc.cfg, obs) }); got > 200 {
+				t.Errorf("Decide over 1,000 Jobs allocated %.0f times: it copies each Job", got)
+			}
+		})
+	}
 }

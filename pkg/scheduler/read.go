@@ -8,7 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
 
@@ -162,7 +162,7 @@ func (s *Scheduler) read(ctx context.Context, p *Plan, i int, q Queue) (a Admiss
 			default:
 				a.Creates = append(a.Creates, c)
 				need--
-				if g, ok := c.Job.Annotations[render.AnnotationGroup]; ok {
+				if g, ok := c.Job.Annotations[jobmeta.AnnotationGroup]; ok {
 					if held == nil {
 						held = map[string]int{}
 					}

@@ -1,7 +1,9 @@
-// Package strictyaml decodes one YAML document into a Go value strictly: every key the value has no field for, every
-// key written twice and every value not of its field's type is a problem, each named by its full path and line in the
-// file's own words (limits.maxActive: "ten" is not an integer (line 9)), and all of them are reported at once. Fields
-// are matched by their JSON names, so Kubernetes API types decode as the API server reads them.
+// Package strictyaml decodes one YAML document into a Go value strictly.
+//
+// Every key the value has no field for, every key written twice and every value not of its field's type is a problem,
+// each named by its full path and line in the file's own words (limits.maxActive: "ten" is not an integer (line 9)),
+// and all of them are reported at once. Fields are matched by their JSON names, so Kubernetes API types decode as the
+// API server reads them.
 package strictyaml
 
 import (

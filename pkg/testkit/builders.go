@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/render"
 )
 
@@ -40,8 +41,8 @@ type JobWrapper struct {
 func MakeJob(key string) *JobWrapper {
 	j := &JobWrapper{key: key, prefix: Scheduler, attempt: 1, Job: batchv1.Job{ObjectMeta: metav1.ObjectMeta{
 		Name: render.JobName(Scheduler, key), Namespace: Namespace, UID: types.UID("uid-" + key),
-		Labels:      map[string]string{render.LabelScheduler: Scheduler},
-		Annotations: map[string]string{render.AnnotationTaskKey: key},
+		Labels:      map[string]string{jobmeta.LabelScheduler: Scheduler},
+		Annotations: map[string]string{jobmeta.AnnotationTaskKey: key},
 	}}}
 	j.Status.Active = 1
 	return j
@@ -57,7 +58,7 @@ func (j *JobWrapper) Attempt(n int) *JobWrapper {
 	j.attempt = n
 	j.rename()
 	j.UID = types.UID(fmt.Sprintf("uid-%s-%d", j.key, n))
-	j.Labels[render.LabelAttempt] = strconv.Itoa(n)
+	j.Labels[jobmeta.LabelAttempt] = strconv.Itoa(n)
 	return j
 }
 
@@ -75,10 +76,10 @@ func (j *JobWrapper) Name(name string) *JobWrapper {
 }
 
 // Scheduler is the scheduler label it carries.
-func (j *JobWrapper) Scheduler(name string) *JobWrapper { return j.Label(render.LabelScheduler, name) }
+func (j *JobWrapper) Scheduler(name string) *JobWrapper { return j.Label(jobmeta.LabelScheduler, name) }
 
 // Queue is the jobsched queue label it carries.
-func (j *JobWrapper) Queue(q string) *JobWrapper { return j.Label(render.LabelQueue, q) }
+func (j *JobWrapper) Queue(q string) *JobWrapper { return j.Label(jobmeta.LabelQueue, q) }
 
 // Label sets a label.
 func (j *JobWrapper) Label(k, v string) *JobWrapper {
@@ -94,7 +95,7 @@ func (j *JobWrapper) Annotation(k, v string) *JobWrapper {
 
 // WithoutKey drops its task key annotation: a Job jobsched cannot tie to a row.
 func (j *JobWrapper) WithoutKey() *JobWrapper {
-	delete(j.Annotations, render.AnnotationTaskKey)
+	delete(j.Annotations, jobmeta.AnnotationTaskKey)
 	return j
 }
 
@@ -160,7 +161,7 @@ type PodWrapper struct{ corev1.Pod }
 func MakePod(owner *batchv1.Job) *PodWrapper {
 	return &PodWrapper{corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: owner.Name + "-abcde", Namespace: owner.Namespace,
-			Labels:          map[string]string{render.LabelScheduler: Scheduler},
+			Labels:          map[string]string{jobmeta.LabelScheduler: Scheduler},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}}

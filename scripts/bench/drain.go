@@ -23,9 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
 
-	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/testkit/kwokkit"
 	"github.com/jobsched/jobsched/pkg/testkit/runinfo"
 )
@@ -131,7 +131,7 @@ func (b *bench) drainOnce(v drainVariant, rows int, dur, every time.Duration) (d
 		mu.Lock()
 		defer mu.Unlock()
 		if added {
-			perKey[job.Annotations[render.AnnotationTaskKey]]++
+			perKey[job.Annotations[jobmeta.AnnotationTaskKey]]++
 		}
 		for _, c := range job.Status.Conditions {
 			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
@@ -149,7 +149,7 @@ func (b *bench) drainOnce(v drainVariant, rows int, dur, every time.Duration) (d
 		return r, err
 	}
 	onPod := func(_ watch.EventType, pod *corev1.Pod) {
-		key := pod.Annotations[render.AnnotationTaskKey]
+		key := pod.Annotations[jobmeta.AnnotationTaskKey]
 		mu.Lock()
 		for _, c := range pod.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {

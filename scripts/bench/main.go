@@ -85,7 +85,7 @@ func run() error {
 	}
 	if os.Getenv("KEEP") != "1" { // the database is shared: leave none of the benchmark's tables behind
 		defer func() {
-			for _, t := range []string{"bench_calls", "bench_creates", "bench_backlog_100", "bench_drain_once", "bench_drain_fill", fmt.Sprintf("bench_backlog_%d", envInt("BENCH_BACKLOG", 1000000))} {
+			for _, t := range []string{"bench_calls", "bench_creates", "bench_backlog_100", "bench_drain_once", "bench_drain_fill", "bench_memory", fmt.Sprintf("bench_backlog_%d", envInt("BENCH_BACKLOG", 1000000))} {
 				_, _ = b.db.ExecContext(b.ctx, "DROP TABLE IF EXISTS "+t)
 			}
 		}()
@@ -101,6 +101,7 @@ func run() error {
 		{"creates per second", b.creates},
 		{"peak RSS vs Jobs", b.rss},
 		{"pass and read vs excluded keys", b.excluded},
+		{"memory vs the reference build", b.memory},
 	}
 	only := os.Getenv("BENCH_ONLY")
 	if len(os.Args) > 1 && os.Args[1] == "drain" { // the drain needs the controller-manager, which bench.sh stops after it
@@ -122,6 +123,9 @@ func run() error {
 		}
 	}
 	info := runInfo{date: start, commit: commit, cpus: runtime.NumCPU(), loadBefore: loadBefore, loadAfter: runinfo.LoadAvg(1), only: only}
+	if len(b.rows) == 0 { // the parts run write their own results files (the memory part's, memory.md)
+		return errors.Join(errs...)
+	}
 	table(os.Stdout, b.rows)
 	if err := writeResults(cmp.Or(os.Getenv("BENCH_RESULTS"), "scripts/bench/results/bench.md"), info, b.rows); err != nil {
 		errs = append(errs, err)
@@ -546,19 +550,26 @@ func (b *bench) peakRSS(cfgFile string, env []string) (float64, error) {
 }
 
 func (b *bench) peakRSSOnce(cfgFile string, env []string) (float64, error) {
-	cmd := exec.Command("/usr/bin/time", "-v", b.bin, "--config", cfgFile, "--kubeconfig", b.kcfg, "--log-format", "json", "dry-run")
+	mb, _, _, err := b.maxRSS(b.bin, cfgFile, env, "dry-run")
+	return mb, err
+}
+
+// maxRSS runs bin with cfgFile and args under /usr/bin/time -v and returns its maximum resident set size in MB, its
+// standard output and its standard error.
+func (b *bench) maxRSS(bin, cfgFile string, env []string, args ...string) (float64, []byte, string, error) {
+	cmd := exec.Command("/usr/bin/time", append([]string{"-v", bin, "--config", cfgFile, "--kubeconfig", b.kcfg, "--log-format", "json"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("%v: %s", err, tail(stderr.String()))
+		return 0, nil, "", fmt.Errorf("%v: %s", err, tail(stderr.String()))
 	}
 	m := regexp.MustCompile(`Maximum resident set size \(kbytes\): (\d+)`).FindStringSubmatch(stderr.String())
 	if m == nil {
-		return 0, fmt.Errorf("no maximum resident set size in: %s", tail(stderr.String()))
+		return 0, nil, "", fmt.Errorf("no maximum resident set size in: %s", tail(stderr.String()))
 	}
 	kb, _ := strconv.Atoi(m[1])
-	return float64(kb) * 1024 / 1e6, nil
+	return float64(kb) * 1024 / 1e6, stdout.Bytes(), stderr.String(), nil
 }
 
 func (b *bench) countJobs(ns string) (int, error) {
@@ -717,17 +728,9 @@ func (b *bench) makeJobs(cfg *config.Config, n int) error {
 	})
 }
 
-// scenario writes a config for scheduler name in ns reading table, and its template (pods that could never be
-// scheduled, should a controller make them), and returns the config's path.
-func (b *bench) scenario(name, ns, table string, maxActive, maxPerTick int) (string, error) {
-	if _, err := b.admin.CoreV1().Namespaces().Create(b.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", err
-	}
-	dir := filepath.Join(b.dir, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	tpl := `apiVersion: batch/v1
+// benchTemplate is the Job template of the bench's schedulers: pods that could never be scheduled, should a
+// controller make them.
+const benchTemplate = `apiVersion: batch/v1
 kind: Job
 spec:
   backoffLimit: 0
@@ -743,12 +746,32 @@ spec:
         resources:
           requests: {cpu: 100m, memory: 128Mi}
 `
+
+// scenario writes a config for scheduler name in ns reading table, and its template (pods that could never be
+// scheduled, should a controller make them), and returns the config's path.
+func (b *bench) scenario(name, ns, table string, maxActive, maxPerTick int) (string, error) {
+	if err := b.namespace(ns); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(b.dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
 	cfg := benchConfig(name, ns, table, fmt.Sprintf("limits:\n  maxActive: %d\n  maxPerTick: %d\n  capacity: \"off\"\n", maxActive, maxPerTick))
-	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(tpl), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(benchTemplate), 0o644); err != nil {
 		return "", err
 	}
 	file := filepath.Join(dir, "jobsched.yaml")
 	return file, os.WriteFile(file, []byte(cfg), 0o644)
+}
+
+// namespace creates ns unless it exists.
+func (b *bench) namespace(ns string) error {
+	_, err := b.admin.CoreV1().Namespaces().Create(b.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }
 
 func taskRow(i int) rows.Row {

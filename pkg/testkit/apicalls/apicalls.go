@@ -1,5 +1,5 @@
 // Package apicalls counts the requests an API server has served, from its apiserver_request_total, for the
-// measurements that compare the calls of a pass (scripts/bench and the e2e tests).
+// measurements that compare the calls of a pass (scripts/bench, the e2e tests).
 package apicalls
 
 import (

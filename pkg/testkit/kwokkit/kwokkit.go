@@ -1,5 +1,6 @@
-// Package kwokkit writes the Jobs and reads the nodes of the local control plane's kwok fake nodes, for the
-// end-to-end tests (pkg/e2e) and the bench (scripts/bench), which both run task pods there. It imports nothing of
+// Package kwokkit drives the local control plane's kwok fake nodes for the programs that run task pods there.
+//
+// It writes the Jobs and reads the nodes for the end-to-end tests (pkg/e2e) and the bench (scripts/bench). It imports nothing of
 // jobsched. Only tests and the bench import it.
 package kwokkit
 

@@ -1,4 +1,4 @@
-// Package runinfo says what a results file's figures were measured at and on: the commit and the machine's load.
+// Package runinfo says where a results file's figures were measured: the commit, the machine's load.
 // The bench (scripts/bench) and the e2e tests that write results files share it; it imports nothing of jobsched.
 package runinfo
 

@@ -1,4 +1,4 @@
-package cmd
+package source
 
 import (
 	"os"
@@ -40,15 +40,15 @@ func TestReadDSN(t *testing.T) {
 			if tc.file != "" {
 				cfg.Source.DSNEnv = ""
 			}
-			got, err := readDSN(cfg)
+			got, err := DSN(cfg)
 			if tc.err != "" {
 				if err == nil || !config.IsConfigError(err) || !strings.Contains(err.Error(), tc.err) {
-					t.Errorf("readDSN = %q, %v; want a configuration error with %q", got, err, tc.err)
+					t.Errorf("DSN = %q, %v; want a configuration error with %q", got, err, tc.err)
 				}
 				return
 			}
 			if err != nil || got != tc.want {
-				t.Errorf("readDSN = %q, %v; want %q", got, err, tc.want)
+				t.Errorf("DSN = %q, %v; want %q", got, err, tc.want)
 			}
 		})
 	}

@@ -1,4 +1,5 @@
-package scheduler
+// Package drain estimates how long a backlog takes at the rate Jobs have been succeeding.
+package drain
 
 import (
 	"fmt"
@@ -7,16 +8,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
-// DrainWindow is how far back status looks at this scheduler's succeeded Jobs to tell how fast the backlog drains.
-const DrainWindow = time.Hour
+// Window is how far back status looks at this scheduler's succeeded Jobs to tell how fast the backlog drains.
+const Window = time.Hour
 
 // Run is when one of this scheduler's Jobs started (status.startTime) and succeeded (its Complete condition).
 type Run struct{ Start, End time.Time }
 
-// DrainEstimate is how long the backlog will take at the rate this scheduler's Jobs have been succeeding: the
-// succeeded Jobs status still sees whose Complete condition is at most DrainWindow old, over the time from the
-// earliest start among them (at most DrainWindow ago) to now.
-type DrainEstimate struct {
+// Estimate is how long the backlog will take at the rate this scheduler's Jobs have been succeeding: the
+// succeeded Jobs status still sees whose Complete condition is at most Window old, over the time from the
+// earliest start among them (at most Window ago) to now.
+type Estimate struct {
 	Succeeded     int     `json:"succeeded"`     // Jobs that succeeded in the window
 	WindowSeconds float64 `json:"windowSeconds"` // the window's length; 0 when no Job succeeded in it
 	PerHour       float64 `json:"perHour"`       // Succeeded over the window, per hour
@@ -25,22 +26,22 @@ type DrainEstimate struct {
 	Message string   `json:"message"`
 }
 
-// EstimateDrain estimates how long backlog rows (more when capped) take at the rate runs show.
-func EstimateDrain(backlog int, capped bool, now time.Time, runs []Run) DrainEstimate {
+// Of estimates how long backlog rows (more when capped) take at the rate runs show.
+func Of(backlog int, capped bool, now time.Time, runs []Run) Estimate {
 	rows := fmt.Sprintf("%d rows", backlog)
 	if capped {
 		rows = fmt.Sprintf("%d+ rows", backlog)
 	}
-	var d DrainEstimate
+	var d Estimate
 	from := now
 	for _, r := range runs {
-		if r.End.After(now) || now.Sub(r.End) > DrainWindow {
+		if r.End.After(now) || now.Sub(r.End) > Window {
 			continue
 		}
 		d.Succeeded++
 		from = minTime(from, r.Start)
 	}
-	from = maxTime(from, now.Add(-DrainWindow))
+	from = maxTime(from, now.Add(-Window))
 	if d.Succeeded == 0 || !now.After(from) {
 		d.Succeeded = 0
 		if backlog == 0 {
@@ -60,7 +61,7 @@ func EstimateDrain(backlog int, capped bool, now time.Time, runs []Run) DrainEst
 		return d
 	}
 	rate := "the last hour's rate"
-	if window < DrainWindow-time.Minute {
+	if window < Window-time.Minute {
 		rate = "the rate of the last " + duration.HumanDuration(window)
 	}
 	about := "about"

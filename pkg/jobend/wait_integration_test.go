@@ -1,6 +1,6 @@
 //go:build integration
 
-package kube
+package jobend
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/jobsched/jobsched/pkg/kube"
 )
 
 // realCluster is a client of the local control plane scripts/test.sh starts, and a namespace of the test's own.
@@ -24,7 +26,7 @@ func realCluster(t *testing.T) (kubernetes.Interface, string) {
 	if kcfg == "" {
 		t.Fatal("KUBECONFIG must be set: run scripts/test.sh, which starts the local cluster")
 	}
-	c, _, err := NewClient(Options{Kubeconfig: kcfg})
+	c, _, err := kube.NewClient(kube.Options{Kubeconfig: kcfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +92,7 @@ func TestWaitJobEndRealServer(t *testing.T) {
 	}
 	woke := make(chan result, 1)
 	go func() {
-		name, err := WaitJobEnd(ctx, jobs, sel, list.ResourceVersion, finished)
+		name, err := Wait(ctx, jobs, sel, list.ResourceVersion, finished)
 		woke <- result{name, err}
 	}()
 	// None of these frees room; the wait sees them in order, before the completion.
@@ -109,7 +111,7 @@ func TestWaitJobEndRealServer(t *testing.T) {
 
 	// From the resourceVersion of the completion on, the unfinished Job "added" is deleted.
 	go func() {
-		name, err := WaitJobEnd(ctx, jobs, sel, running.ResourceVersion, map[types.UID]bool{running.UID: true})
+		name, err := Wait(ctx, jobs, sel, running.ResourceVersion, map[types.UID]bool{running.UID: true})
 		woke <- result{name, err}
 	}()
 	if err := jobs.Delete(ctx, added.Name, metav1.DeleteOptions{}); err != nil {

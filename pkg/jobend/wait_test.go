@@ -1,4 +1,4 @@
-package kube
+package jobend
 
 import (
 	"context"
@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // jobEvent is one watch event of a Job in namespace batch: uid, resourceVersion and, unless "", its condition.
@@ -86,10 +89,10 @@ func TestWaitJobEnd(t *testing.T) {
 					t.Errorf("WATCH %d: the wait should have ended", n)
 					return
 				}
-				events(w, tt.watches[n-1]...)
+				testkit.WatchEvents(w, tt.watches[n-1]...)
 			}))
 			defer srv.Close()
-			c, _, err := NewClient(Options{Kubeconfig: kubeconfig(t, srv.URL)})
+			c, _, err := kube.NewClient(kube.Options{Kubeconfig: testkit.Kubeconfig(t, srv.URL)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +102,7 @@ func TestWaitJobEnd(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			got, err := WaitJobEnd(ctx, c.BatchV1().Jobs("batch"), "jobsched.io/scheduler=s", "10", finished)
+			got, err := Wait(ctx, c.BatchV1().Jobs("batch"), "jobsched.io/scheduler=s", "10", finished)
 			if got != tt.want || !errors.Is(err, tt.wantErr) {
 				t.Errorf("got %q, %v; want %q, %v", got, err, tt.want, tt.wantErr)
 			}
@@ -118,19 +121,19 @@ func TestWaitJobEndContext(t *testing.T) {
 	watching := make(chan struct{})
 	var once sync.Once
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		events(w, bookmark("11"))
+		testkit.WatchEvents(w, bookmark("11"))
 		once.Do(func() { close(watching) })
 		<-r.Context().Done() // a watch on which nothing happens
 	}))
 	defer srv.Close()
-	c, _, err := NewClient(Options{Kubeconfig: kubeconfig(t, srv.URL)})
+	c, _, err := kube.NewClient(kube.Options{Kubeconfig: testkit.Kubeconfig(t, srv.URL)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stop := errors.New("terminated")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	go func() { <-watching; cancel(stop) }()
-	_, err = WaitJobEnd(ctx, c.BatchV1().Jobs("batch"), "a=b", "10", nil)
+	_, err = Wait(ctx, c.BatchV1().Jobs("batch"), "a=b", "10", nil)
 	if !errors.Is(err, stop) || strings.Contains(fmt.Sprint(err), "resourceVersion") {
 		t.Errorf("error %v, want the context's cause", err)
 	}

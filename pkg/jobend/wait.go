@@ -1,4 +1,5 @@
-package kube
+// Package jobend waits until one of the Jobs a selector selects ends.
+package jobend
 
 import (
 	"context"
@@ -23,7 +24,7 @@ type Watcher interface {
 	Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
 }
 
-// WaitJobEnd watches the Jobs that selector selects from resourceVersion rv (that of the list the caller decided
+// Wait watches the Jobs that selector selects from resourceVersion rv (that of the list the caller decided
 // on, so that nothing which happened since is missed) until one of them ends: it gets its Complete or Failed
 // condition, or it is deleted before it finished. Either frees the room the Job held. finished are the UIDs of the
 // Jobs that had finished when listed: their later changes (deleted by a pass, relabelled) free nothing. It returns
@@ -32,7 +33,7 @@ type Watcher interface {
 // client-go's RetryWatcher opens a watch the API server closes again from the last resourceVersion seen
 // (bookmarks included), at most once a second. When rv is too old to watch from it returns an error that is
 // ErrExpired; when ctx ends, its cause.
-func WaitJobEnd(ctx context.Context, jobs Watcher, selector, rv string, finished map[types.UID]bool) (string, error) {
+func Wait(ctx context.Context, jobs Watcher, selector, rv string, finished map[types.UID]bool) (string, error) {
 	w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, selected{jobs, selector})
 	if err != nil {
 		return "", fmt.Errorf("watching Jobs from resourceVersion %q: %w", rv, err)
