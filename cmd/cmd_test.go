@@ -13,8 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -232,10 +230,7 @@ func TestPrintNodes(t *testing.T) {
 // TestDryRunCommandWritesNothing drives the dry-run command itself against a fake cluster that holds a Job to delete
 // and room for rows: the client sees only reads. tick on the same cluster writes, so the check can fail.
 func TestDryRunCommandWritesNothing(t *testing.T) {
-	old := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "reports-old", Namespace: "batch", UID: "u1",
-		Labels: map[string]string{jobmeta.LabelScheduler: "reports"}, Annotations: map[string]string{jobmeta.AnnotationTaskKey: "old"}},
-		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue,
-			LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}}}
+	old := testkit.MakeJob("old").Name("reports-old").Finished(batchv1.JobComplete, time.Now().Add(-time.Hour)).Obj()
 	tests := []struct {
 		args      []string
 		wantWrite bool
@@ -247,9 +242,7 @@ func TestDryRunCommandWritesNothing(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Status: corev1.NodeStatus{
-				Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10"), corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")},
-				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+			node := testkit.MakeNode("node-0").Allocatable(corev1.ResourcePods, "10").Allocatable(corev1.ResourceCPU, "4").Allocatable(corev1.ResourceMemory, "8Gi").Obj()
 			client := fake.NewClientset(old.DeepCopy(), node)
 			newKube := func(kube.Options) (kubernetes.Interface, string, error) { return client, "default", nil }
 			var out, errOut bytes.Buffer
@@ -277,14 +270,8 @@ func TestDryRunCommandWritesNothing(t *testing.T) {
 }
 
 func TestRetryCommand(t *testing.T) {
-	dead := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: render.AttemptName("reports", "d", 3), Namespace: "batch", UID: "u-d",
-		Labels:      map[string]string{jobmeta.LabelScheduler: "reports", jobmeta.LabelAttempt: "3"},
-		Annotations: map[string]string{jobmeta.AnnotationTaskKey: "d"}},
-		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
-			Reason: "BackoffLimitExceeded", LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}}}
-	backoff := dead.DeepCopy()
-	backoff.Name, backoff.UID, backoff.Labels[jobmeta.LabelAttempt], backoff.Annotations[jobmeta.AnnotationTaskKey] = render.JobName("reports", "b"), "u-b", "1", "b"
-	backoff.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Now())
+	dead := testkit.MakeJob("d").Attempt(3).Finished(batchv1.JobFailed, time.Now().Add(-time.Hour)).Obj()
+	backoff := testkit.MakeJob("b").Attempt(1).Finished(batchv1.JobFailed, time.Now()).Obj()
 	tests := []struct {
 		args        []string
 		code        int

@@ -17,8 +17,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -81,9 +79,7 @@ func TestCommandsCannotWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, args := range [][]string{{"dry-run", "--offline"}, {"status"}, {"tick"}} {
-				node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Status: corev1.NodeStatus{
-					Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")},
-					Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+				node := testkit.MakeNode("node-0").Allocatable(corev1.ResourcePods, "10").Obj()
 				newKube := func(kube.Options) (kubernetes.Interface, string, error) { return fake.NewClientset(node), "batch", nil }
 				var out, errOut bytes.Buffer
 				code := runWith(context.Background(), append(args, "--config", cfg, "--log-format", "json"), &out, &errOut, newKube)
@@ -157,7 +153,7 @@ func TestFullQueueSeesLostDatabase(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("DATABASE_URL", tc.dsn)
 			newKube := func(kube.Options) (kubernetes.Interface, string, error) {
-				return fake.NewClientset(testkit.Job("a", "", 0)), "batch", nil
+				return fake.NewClientset(testkit.MakeJob("a").Obj()), "batch", nil
 			}
 			var out, errOut bytes.Buffer
 			code := runWith(context.Background(), []string{"tick", "--config", cfg, "--log-format", "json"}, &out, &errOut, newKube)

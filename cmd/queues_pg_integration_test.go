@@ -13,12 +13,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // TestQueuesShareOneConnection: the queues' sources read on one database connection. The pass runs as a role
@@ -65,9 +65,7 @@ func TestQueuesShareOneConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Status: corev1.NodeStatus{
-		Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")},
-		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	node := testkit.MakeNode("node-0").Allocatable(corev1.ResourcePods, "10").Obj()
 	client := fake.NewClientset(node)
 	newKube := func(kube.Options) (kubernetes.Interface, string, error) { return client, "work", nil }
 	var out, errOut bytes.Buffer

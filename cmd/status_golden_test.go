@@ -52,13 +52,12 @@ func TestStatusGoldens(t *testing.T) {
 func goldenStatus(t *testing.T, mutate func(*config.Config)) *report.Status {
 	t.Helper()
 	cfg := testkit.Config(t, mutate)
-	stuck := testkit.Job("stuck", "", 0)
-	stuck.Status.Active = 0
+	stuck := testkit.MakeJob("stuck").Active(0).Obj()
 	client := fake.NewClientset(
-		testkit.Job("run", "", 0), stuck, testkit.PendingPod(stuck, true),
-		testkit.Job("ok", batchv1.JobComplete, time.Hour),
-		testkit.Attempt("b", 1, batchv1.JobFailed, time.Second, "DeadlineExceeded"),
-		testkit.Attempt("d", 3, batchv1.JobFailed, time.Hour, ""))
+		testkit.MakeJob("run").Obj(), stuck, testkit.MakePod(stuck).Unschedulable("0/1 nodes are available: 1 Insufficient cpu.").Obj(),
+		testkit.MakeJob("ok").Finished(batchv1.JobComplete, testkit.Ago(time.Hour)).Obj(),
+		testkit.MakeJob("b").Attempt(1).Finished(batchv1.JobFailed, testkit.Ago(time.Second)).Reason("DeadlineExceeded").Obj(),
+		testkit.MakeJob("d").Attempt(3).Finished(batchv1.JobFailed, testkit.Ago(time.Hour)).Obj())
 	s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &testkit.Source{Rows: testkit.RowsFor("run", "stuck", "b", "d", "w1", "w2")},
 		Renderer: render.New(cfg, nil), Now: func() time.Time { return testkit.Now }}
 	st, err := report.StatusOf(context.Background(), s)
@@ -176,15 +175,12 @@ func queuesScheduler(t *testing.T) (*scheduler.Scheduler, *testkit.DoctorSource)
 	if err != nil {
 		t.Fatal(err)
 	}
-	queueJob := func(queue, key string, cond batchv1.JobConditionType) *batchv1.Job {
-		j := testkit.Job(key, cond, time.Hour)
-		j.Name = render.JobName("reports-"+queue, key)
-		j.Labels[jobmeta.LabelQueue] = queue
-		return j
+	queueJob := func(queue, key string) *testkit.JobWrapper {
+		return testkit.MakeJob(key).Prefix("reports-" + queue).Queue(queue)
 	}
-	e1 := queueJob("exports", "e1", "")
-	e1.Annotations[jobmeta.AnnotationGroup] = "acme\n" // a row's value: the table quotes it
-	client := fake.NewClientset(queueJob("daily", "d1", ""), queueJob("daily", "d2", ""), e1, queueJob("exports", "e2", batchv1.JobFailed))
+	client := fake.NewClientset(queueJob("daily", "d1").Obj(), queueJob("daily", "d2").Obj(),
+		queueJob("exports", "e1").Annotation(jobmeta.AnnotationGroup, "acme\n").Obj(), // a row's value: the table quotes it
+		queueJob("exports", "e2").Finished(batchv1.JobFailed, testkit.Ago(time.Hour)).Obj())
 	s := &scheduler.Scheduler{Config: cfg, Kube: client, Now: func() time.Time { return testkit.Now }}
 	doctor := &testkit.DoctorSource{Source: testkit.Source{Rows: testkit.RowsFor("e1", "e2", "e3")},
 		Finding: &querydoctor.Finding{Problems: []querydoctor.Problem{{Kind: "sort", Table: "exports", EstimatedRows: 200000,

@@ -14,23 +14,19 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // TestPassReports: gc (the pass without a database) reports a Deleted Event for the Job it deletes and pushes its
 // metrics to --pushgateway; a Pushgateway that fails costs a log line, never the pass; a --pushgateway that is no
 // http(s) URL is exit 2.
 func TestPassReports(t *testing.T) {
-	old := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "reports-old", Namespace: "batch", UID: "u1",
-		Labels: map[string]string{jobmeta.LabelScheduler: "reports"}, Annotations: map[string]string{jobmeta.AnnotationTaskKey: "old"}},
-		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue,
-			LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}}}
+	old := testkit.MakeJob("old").Name("reports-old").Finished(batchv1.JobComplete, time.Now().Add(-time.Hour)).Obj()
 	tests := []struct {
 		name       string
 		status     int    // the Pushgateway's answer

@@ -114,6 +114,22 @@ func requests(cpu, memory string) corev1.ResourceRequirements {
 		corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}}
 }
 
+// workerOneCPU is the containers: of a template (YAML at column 0): one container "worker" that requests 1 CPU.
+var workerOneCPU = "containers:\n" + container("worker", "1", false)
+
+// container is one item of a template's list of (init) containers, YAML at column 0: image name:1, requesting cpu
+// ("": nothing); a sidecar (restartPolicy: Always) when sidecar.
+func container(name, cpu string, sidecar bool) string {
+	c := fmt.Sprintf("- name: %s\n  image: %s:1\n", name, name)
+	if sidecar {
+		c += "  restartPolicy: Always\n"
+	}
+	if cpu != "" {
+		c += fmt.Sprintf("  resources:\n    requests:\n      cpu: %q\n", cpu)
+	}
+	return c
+}
+
 // poolSelector is the nodeSelector of the scenario's pool, as template YAML.
 func (e *env) poolSelector() string {
 	return "nodeSelector:\n  jobsched.io/e2e-pool: " + e.pool + "\n"
@@ -123,9 +139,7 @@ func (e *env) poolSelector() string {
 // template without requests plus a 500m restartable sidecar: 1.5 CPU per pod, so 2 fit (the template as written
 // counts 500m, and 8 were created, 6 of them Unschedulable).
 func TestCapacityLimitRangeDefault(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "4", "8Gi", 110, nil)
+	e := newNodeEnv(t, "4", "8Gi")
 	_, err := e.kube.CoreV1().LimitRanges(e.ns).Create(e.ctx, &corev1.LimitRange{
 		ObjectMeta: metav1.ObjectMeta{Name: "defaults"},
 		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
@@ -135,26 +149,14 @@ func TestCapacityLimitRangeDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.insert("lr", 10)
-	cfg := e.capacityConfig("lr", e.poolSelector()+`initContainers:
-- name: proxy
-  image: proxy:1
-  restartPolicy: Always
-  resources:
-    requests:
-      cpu: 500m
-containers:
-- name: worker
-  image: worker:1
-`)
+	cfg := e.capacityConfig("lr", e.poolSelector()+"initContainers:\n"+container("proxy", "500m", true)+"containers:\n"+container("worker", "", false))
 	e.fills("lr", cfg, 2)
 }
 
 // TestCapacityRuntimeClassOverhead: a RuntimeClass with 500m of overhead and a 1-CPU template: 1.5 CPU per pod on a
 // 4-CPU node, so 2 fit (4 without the overhead).
 func TestCapacityRuntimeClassOverhead(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "4", "8Gi", 110, nil)
+	e := newNodeEnv(t, "4", "8Gi")
 	rc := "e2e-" + e.pool
 	_, err := e.kube.NodeV1().RuntimeClasses().Create(e.ctx, &nodev1.RuntimeClass{
 		ObjectMeta: metav1.ObjectMeta{Name: rc}, Handler: "kata",
@@ -165,43 +167,16 @@ func TestCapacityRuntimeClassOverhead(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = e.kube.NodeV1().RuntimeClasses().Delete(context.Background(), rc, metav1.DeleteOptions{}) })
 	e.insert("rc", 10)
-	cfg := e.capacityConfig("rc", e.poolSelector()+"runtimeClassName: "+rc+`
-containers:
-- name: worker
-  image: worker:1
-  resources:
-    requests:
-      cpu: "1"
-`)
+	cfg := e.capacityConfig("rc", e.poolSelector()+"runtimeClassName: "+rc+"\n"+workerOneCPU)
 	e.fills("rc", cfg, 2)
 }
 
 // TestCapacitySidecar: a 1-CPU container with a 1-CPU restartable sidecar, and an init container of 2.5 CPU that
 // starts after the sidecar (3.5 CPU while it runs): 3.5 CPU per pod on a 7.5-CPU node, so 2 fit.
 func TestCapacitySidecar(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "7500m", "8Gi", 110, nil)
+	e := newNodeEnv(t, "7500m", "8Gi")
 	e.insert("sc", 10)
-	cfg := e.capacityConfig("sc", e.poolSelector()+`initContainers:
-- name: proxy
-  image: proxy:1
-  restartPolicy: Always
-  resources:
-    requests:
-      cpu: "1"
-- name: setup
-  image: setup:1
-  resources:
-    requests:
-      cpu: 2500m
-containers:
-- name: worker
-  image: worker:1
-  resources:
-    requests:
-      cpu: "1"
-`)
+	cfg := e.capacityConfig("sc", e.poolSelector()+"initContainers:\n"+container("proxy", "1", true)+container("setup", "2500m", false)+workerOneCPU)
 	e.fills("sc", cfg, 2)
 }
 
@@ -216,21 +191,14 @@ func TestCapacityTaint(t *testing.T) {
 	})
 	e.insert("plain", 10)
 	e.insert("tol", 10)
-	worker := `containers:
-- name: worker
-  image: worker:1
-  resources:
-    requests:
-      cpu: "1"
-`
-	if got := e.fills("plain", e.capacityConfig("plain", e.poolSelector()+worker), 4); got[plain] != 4 {
+	if got := e.fills("plain", e.capacityConfig("plain", e.poolSelector()+workerOneCPU), 4); got[plain] != 4 {
 		t.Errorf("pods per node %v, want 4 on %s", got, plain)
 	}
 	tol := e.capacityConfig("tol", e.poolSelector()+`tolerations:
 - key: dedicated
   operator: Exists
   effect: NoSchedule
-`+worker)
+`+workerOneCPU)
 	if got := e.fills("tol", tol, 4); got[tainted] != 4 {
 		t.Errorf("pods per node %v, want 4 on %s", got, tainted)
 	}
@@ -255,13 +223,7 @@ func TestCapacityAffinity(t *testing.T) {
         - key: tier
           operator: ` + op + `
           values: ["a"]
-containers:
-- name: worker
-  image: worker:1
-  resources:
-    requests:
-      cpu: "1"
-`
+` + workerOneCPU
 	}
 	if got := e.fills("in", e.capacityConfig("in", template("In")), 4); got[a] != 4 {
 		t.Errorf("In: pods per node %v, want 4 on %s", got, a)
@@ -295,14 +257,7 @@ func TestCapacityTickStarts(t *testing.T) {
 	e.insert("task", 10)
 	cfg := e.capacityConfig("task", `nodeSelector:
   role: work
-  jobsched.io/e2e-pool: `+e.pool+`
-containers:
-- name: worker
-  image: worker:1
-  resources:
-    requests:
-      cpu: "1"
-`)
+  jobsched.io/e2e-pool: `+e.pool+"\n"+workerOneCPU)
 	// The pass believes it runs in the pod `current`, as it does in the CronJob's pod.
 	inPod := []string{"KUBERNETES_SERVICE_HOST=127.0.0.1", "HOSTNAME=" + current.Name}
 	if got := e.fills("task", cfg, 3, inPod...); got[work] != 3 {
@@ -333,21 +288,14 @@ func TestCapacityTwoSchedulers(t *testing.T) {
 	node := e.addNode("n0", "4", "8Gi", 110, nil)
 	e.insert("first", 10)
 	e.insert("second", 10)
-	worker := `containers:
-- name: worker
-  image: worker:1
-  resources:
-    requests:
-      cpu: "1"
-`
 	first := e.writeConfig(config{name: "first", where: "id LIKE 'first-%'", extra: "limits:\n  maxPerTick: 2\n  capacity: nodes\n"})
-	e.capacityConfigTemplate("first", e.poolSelector()+"schedulerName: e2e-nobody\n"+worker)
+	e.capacityConfigTemplate("first", e.poolSelector()+"schedulerName: e2e-nobody\n"+workerOneCPU)
 	if s := e.tick(first).summary(t); s.Created != 2 {
 		t.Fatalf("first: created %d, want 2", s.Created)
 	}
 	e.eventually("the first scheduler's 2 pods", time.Minute, func() bool { return len(e.ours("first")) == 2 })
 
-	second := e.capacityConfig("second", e.poolSelector()+worker)
+	second := e.capacityConfig("second", e.poolSelector()+workerOneCPU)
 	r := e.tick(second)
 	if s := r.summary(t); s.Created != 2 {
 		t.Fatalf("second, with the first's 2 pods unbound: created %d, want 2", s.Created)
@@ -385,9 +333,7 @@ func (e *env) capacityConfigTemplate(name, podSpec string) {
 // TestCapacityWithoutLimitRangeRBAC: without list on limitranges and get on runtimeclasses, the pass says so once
 // and still creates, counting the template as written.
 func TestCapacityWithoutLimitRangeRBAC(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "8", "16Gi", 110, nil)
+	e := newNodeEnv(t, "8", "16Gi")
 	e.insert("task", 2)
 	cfg := e.writeConfig(config{extra: "limits:\n  capacity: nodes\n"})
 	e.kcfg = e.asServiceAccount("jobsched", []rbacv1.PolicyRule{

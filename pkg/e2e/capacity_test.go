@@ -116,9 +116,7 @@ func TestCapacityFitsByHand(t *testing.T) {
 
 // TestCapacityQuota: a ResourceQuota tighter than the nodes: creation stops at the quota, with no rejected create.
 func TestCapacityQuota(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "8", "16Gi", 110, nil)
+	e := newNodeEnv(t, "8", "16Gi")
 	q, err := e.kube.CoreV1().ResourceQuotas(e.ns).Create(e.ctx, &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Name: "compute"},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("2")}},

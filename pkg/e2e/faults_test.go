@@ -55,9 +55,7 @@ func TestDeletesNeverWaitOnTheDatabase(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t)
-			e.addNode("n0", "8", "16Gi", 110, nil)
+			e := newNodeEnv(t, "8", "16Gi")
 			cfg := e.writeConfig(config{duration: "1s", extra: "limits:\n  capacity: quota\n"})
 			e.finished(cfg, 2)
 			e.insert("new", 1)
@@ -81,15 +79,11 @@ func TestDeletesNeverWaitOnTheDatabase(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			var err error
-			select {
-			case err = <-done:
-			case <-time.After(tc.deadline):
-				t.Fatalf("the pass did not end within %s:\n%s", tc.deadline, stderr)
+			by := "after the pass started"
+			if tc.sigterm {
+				by = "after SIGTERM"
 			}
-			r := result{code: exitCode(err), stderr: stderr.String()}
+			r := e.exited(cmd, stderr, tc.deadline, by)
 			t.Logf("ended after %s with exit %d", time.Since(start).Round(time.Millisecond), r.code)
 			if r.code != 1 {
 				t.Errorf("exit %d, want 1:\n%s", r.code, r.stderr)
@@ -111,9 +105,7 @@ func TestDeletesNeverWaitOnTheDatabase(t *testing.T) {
 // TestBadRowsAheadOfAGoodOne: 50 rows that cannot make a Job (a value over 128 KiB) ahead of one good row,
 // maxPerTick 1: the good row gets its Job in one pass, on the real database.
 func TestBadRowsAheadOfAGoodOne(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "8", "16Gi", 110, nil)
+	e := newNodeEnv(t, "8", "16Gi")
 	e.exec(`INSERT INTO ` + e.table + ` (id, url) SELECT 'bad-' || lpad(i::text, 2, '0'), repeat('x', 140000) FROM generate_series(1, 50) i`)
 	e.exec(`INSERT INTO ` + e.table + ` (id, url) VALUES ('good', 'https://example.com/good')`)
 	cfg := e.writeConfig(config{extra: "limits:\n  maxPerTick: 1\n  capacity: off\n"})

@@ -95,15 +95,7 @@ func TestFillSIGTERM(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("still running 30 s after SIGTERM (its --fill-for is 10m):\n%s", stderr)
-	}
-	r := result{code: exitCode(err), stderr: stderr.String()}
+	r := e.exited(cmd, stderr, 30*time.Second, "after SIGTERM (its --fill-for is 10m)")
 	if r.code != 0 {
 		t.Errorf("exit %d, want 0 (the pass before the wait did what it planned):\n%s", r.code, r.stderr)
 	}
@@ -122,12 +114,8 @@ func TestFillSIGTERM(t *testing.T) {
 // TestFillBlocked: a pass blocked by an Unschedulable pod ends the invocation after that one pass, --fill-for or
 // not: nothing can start until the pod does.
 func TestFillBlocked(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "2", "8Gi", 110, nil)
-	e.insert("task", 6)
 	// capacity off: the first tick creates 3 Jobs where 1 fits, and 2 pods go Unschedulable.
-	cfg := e.writeConfig(config{cpu: "1500m", duration: "10m", extra: "limits:\n  capacity: \"off\"\n  maxPerTick: 3\n"})
+	e, _, cfg := newTaskScenario(t, "2", "8Gi", 6, config{cpu: "1500m", duration: "10m", extra: "limits:\n  capacity: \"off\"\n  maxPerTick: 3\n"})
 	if s := e.tick(cfg).summary(t); s.Created != 3 {
 		t.Fatalf("the first tick created %d, want 3", s.Created)
 	}
@@ -166,9 +154,7 @@ func TestFillBacklogEnds(t *testing.T) {
 		{name: "fewer rows than room", rows: 1, created: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t)
-			e.addNode("n0", "8", "16Gi", 110, nil)
+			e := newNodeEnv(t, "8", "16Gi")
 			e.insert("task", tc.rows)
 			cfg := e.writeConfig(config{duration: "3s"})
 			r := e.jobsched("tick", "--config", cfg, "--fill-for", "10m")
@@ -192,9 +178,7 @@ func TestFillBacklogEnds(t *testing.T) {
 // the bound per overlapping pass: never more than 2 × maxActive unfinished Jobs at once (asserted here), not
 // maxActive itself.
 func TestFillRacing(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "8", "16Gi", 110, nil)
+	e := newNodeEnv(t, "8", "16Gi")
 	keys := e.insert("task", 8)
 	const maxActive = 2
 	cfg := e.writeConfig(config{duration: "2s", extra: "limits:\n  maxActive: 2\ngc:\n  succeededRetention: 0s\n"})

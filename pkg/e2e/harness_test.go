@@ -163,11 +163,18 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 // (110 pods), rows waiting rows task-0 … task-(rows-1) (their keys), and the config c written (its path).
 func newTaskScenario(t *testing.T, cpu, memory string, rows int, c config) (e *env, keys []string, cfg string) {
 	t.Helper()
-	t.Parallel()
-	e = newEnv(t)
-	e.addNode("n0", cpu, memory, 110, nil)
+	e = newNodeEnv(t, cpu, memory)
 	keys = e.insert("task", rows)
 	return e, keys, e.writeConfig(c)
+}
+
+// newNodeEnv is a scenario that runs in parallel with the others, with one node n0 of cpu and memory (110 pods).
+func newNodeEnv(t *testing.T, cpu, memory string) *env {
+	t.Helper()
+	t.Parallel()
+	e := newEnv(t)
+	e.addNode("n0", cpu, memory, 110, nil)
+	return e
 }
 
 // addTable creates a task table named name, dropped when the test ends, and returns its name: a serial n (the
@@ -429,6 +436,21 @@ func (e *env) startWith(kcfg, dsn string, wrap func(*exec.Cmd, io.Writer) io.Wri
 	}
 	e.t.Cleanup(func() { _ = cmd.Process.Kill() })
 	return cmd, buf
+}
+
+// exited waits for cmd (from start, writing stderr) to exit and returns its result; if it is still running after
+// within, the test fails, saying what it should have ended by.
+func (e *env) exited(cmd *exec.Cmd, stderr *lockedBuffer, within time.Duration, by string) result {
+	e.t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return result{code: exitCode(err), stderr: stderr.String()}
+	case <-time.After(within):
+		e.t.Fatalf("still running %s %s:\n%s", within, by, stderr)
+		return result{}
+	}
 }
 
 // tick runs one pass and fails the test unless it exits 0.

@@ -84,9 +84,7 @@ func (e *env) racingHeldTicks(t *testing.T, n int, cfg string) (created int) {
 // its finished Jobs, creates nothing and says why; gc, status and dry-run take no Lease and leave it as it was, and
 // status says who holds it.
 func TestLeaseHeldByAnother(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "8", "16Gi", 110, nil)
+	e := newNodeEnv(t, "8", "16Gi")
 	cfg := e.writeConfig(config{duration: "1s", extra: "limits:\n  capacity: quota\n"})
 	e.finished(cfg, 2)
 	e.insert("new", 3)
@@ -313,10 +311,8 @@ func TestLeaseUnreachableAPIServer(t *testing.T) {
 // TestRBACWithoutLease: with the shipped Role less its Lease verbs, a tick says once that caps are not guaranteed
 // under racing passes, and runs as before: it creates its Jobs and exits 0.
 func TestRBACWithoutLease(t *testing.T) {
-	t.Parallel()
+	e := newNodeEnv(t, "8", "16Gi")
 	shipped, _ := shippedRules(t)
-	e := newEnv(t)
-	e.addNode("n0", "8", "16Gi", 110, nil)
 	keys := e.insert("task", 3)
 	cfg := e.writeConfig(config{duration: "10m", extra: "limits:\n  capacity: quota\n"})
 	rules := shipped

@@ -106,10 +106,8 @@ func (e *env) pushed(scheduler string) map[string]float64 {
 // pod, on no object; each pass pushes its metrics to the Pushgateway of metrics.pushgateway, and a failed pass
 // leaves the last success time as it was.
 func TestObserveTick(t *testing.T) {
-	t.Parallel()
 	needPushgateway(t)
-	e := newEnv(t)
-	e.addNode("n0", "8", "16Gi", 110, nil)
+	e := newNodeEnv(t, "8", "16Gi")
 	e.insert("task", 3)
 	cfg := e.writeConfig(config{duration: "10m",
 		extra: "limits:\n  maxActive: 2\n  capacity: quota\nmetrics:\n  pushgateway: " + pushgateway + "\n"})
@@ -249,10 +247,8 @@ func TestObserveTick(t *testing.T) {
 // TestObserveGC: gc reports a Deleted Event on each Job it deletes and pushes to --pushgateway, in its own group
 // (job jobsched-gc).
 func TestObserveGC(t *testing.T) {
-	t.Parallel()
 	needPushgateway(t)
-	e := newEnv(t)
-	e.addNode("n0", "8", "16Gi", 110, nil)
+	e := newNodeEnv(t, "8", "16Gi")
 	e.insert("task", 1)
 	e.worker()
 	cfg := e.writeConfig(config{duration: "1s", extra: "limits:\n  capacity: quota\ngc:\n  succeededRetention: 0s\n"})

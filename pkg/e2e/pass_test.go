@@ -54,9 +54,7 @@ func TestFullClusterBlocks(t *testing.T) {
 // TestGC: succeeded Jobs and their pods are gone (the real garbage collector), by tick and by gc; gc needs no
 // database. (Failed Jobs are kept while their task is retried: see retry_test.go.)
 func TestGC(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "8", "16Gi", 110, nil)
+	e := newNodeEnv(t, "8", "16Gi")
 	e.insert("ok", 2)
 	ok := e.writeConfig(config{name: "ok", where: "id LIKE 'ok-%'", duration: "1s"})
 
@@ -218,9 +216,7 @@ func TestReadOnlyCommands(t *testing.T) {
 // TestWorkerNeverUpdatesRow: the Job succeeds but the row stays waiting: warned with its key, no second Job while the
 // first is kept.
 func TestWorkerNeverUpdatesRow(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "8", "16Gi", 110, nil)
+	e := newNodeEnv(t, "8", "16Gi")
 	e.insert("lazy", 1)
 	cfg := e.writeConfig(config{duration: "1s", extra: "gc:\n  succeededRetention: 1h\n"})
 	l := e.ledger()
@@ -243,9 +239,7 @@ func TestWorkerNeverUpdatesRow(t *testing.T) {
 // TestWritingQueryTouchesNothing: a query that tries to write fails in the READ ONLY transaction with the database's
 // message, exit 2, and nothing is created or changed.
 func TestWritingQueryTouchesNothing(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addNode("n0", "8", "16Gi", 110, nil)
+	e := newNodeEnv(t, "8", "16Gi")
 	e.insert("task", 3)
 	before := e.statuses()
 	for _, tc := range []struct{ name, query, message string }{

@@ -62,6 +62,14 @@ func (e *env) addQueueColumns() {
 	e.exec(`ALTER TABLE ` + e.table + ` ADD COLUMN IF NOT EXISTS queue text, ADD COLUMN IF NOT EXISTS tenant text`)
 }
 
+// newQueuesEnv is newNodeEnv whose table has the queue columns.
+func newQueuesEnv(t *testing.T, cpu, memory string) *env {
+	t.Helper()
+	e := newNodeEnv(t, cpu, memory)
+	e.addQueueColumns()
+	return e
+}
+
 // insertQueue adds n waiting rows of queue with keys prefix-0 … prefix-(n-1), in that order, of tenant ("" = NULL).
 func (e *env) insertQueue(queue, prefix, tenant string, n int) []string {
 	e.t.Helper()
@@ -232,10 +240,7 @@ func checkOneJobEach(t *testing.T, keys []string, created map[string]int) {
 // pod, then 500m pods into the rest); no pod is ever Unschedulable; both queues drain, one Job per row, every Job
 // labelled with its queue.
 func TestQueuesMixedFit(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addQueueColumns()
-	e.addNode("n0", "4", "8Gi", 110, nil)
+	e := newQueuesEnv(t, "4", "8Gi")
 	keys := append(e.insertQueue("big", "big", "", 4), e.insertQueue("small", "small", "", 8)...)
 	cfg := e.writeQueues(queuesConfig{limits: "{maxActive: 20, maxPerTick: 20, capacity: nodes}", queues: []queueSpec{
 		{name: "big", cpu: "2", duration: "3s"},
@@ -273,10 +278,7 @@ func TestQueuesMixedFit(t *testing.T) {
 // TestQueuesPriority: queue a (priority 10) and queue b (priority 0), 6 rows each, the install's maxActive 2: b gets
 // no slot while a has a row without a Job; both drain.
 func TestQueuesPriority(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addQueueColumns()
-	e.addNode("n0", "8", "16Gi", 110, nil)
+	e := newQueuesEnv(t, "8", "16Gi")
 	// b's rows first in the table: the order between queues is their priority, not the rows' order.
 	keys := append(e.insertQueue("b", "b", "", 6), e.insertQueue("a", "a", "", 6)...)
 	cfg := e.writeQueues(queuesConfig{limits: "{maxActive: 2, maxPerTick: 2, capacity: nodes}", queues: []queueSpec{
@@ -305,10 +307,7 @@ func TestQueuesPriority(t *testing.T) {
 // TestQueuesWeights: queues x (weight 3) and y (weight 1) of equal priority, both with more rows than the passes
 // take, Jobs that outlive the test, 4 slots a pass: after each pass x holds 3/4 of the Jobs created so far, ±1.
 func TestQueuesWeights(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addQueueColumns()
-	e.addNode("n0", "32", "64Gi", 110, nil)
+	e := newQueuesEnv(t, "32", "64Gi")
 	keys := append(e.insertQueue("x", "x", "", 40), e.insertQueue("y", "y", "", 40)...)
 	cfg := e.writeQueues(queuesConfig{limits: "{maxActive: 100, maxPerTick: 4, capacity: nodes}", queues: []queueSpec{
 		{name: "x", weight: 3, duration: "10m"},
@@ -346,10 +345,7 @@ func TestQueuesWeights(t *testing.T) {
 // five ticks racing at once (the install's Lease serialises them) leave exactly 5 unfinished Jobs, never more at
 // once, and a further tick creates nothing.
 func TestQueuesInstallMaxActive(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addQueueColumns()
-	e.addNode("n0", "32", "64Gi", 110, nil)
+	e := newQueuesEnv(t, "32", "64Gi")
 	for _, q := range []string{"q1", "q2", "q3"} {
 		e.insertQueue(q, q, "", 10)
 	}
@@ -381,10 +377,7 @@ func TestQueuesInstallMaxActive(t *testing.T) {
 // in the query's order, then tenants a and b with 5 each: a and b get Jobs in the first pass, no tenant ever has
 // more than 2 unfinished Jobs, each Job carries its tenant (annotation and label), and a and b drain.
 func TestQueuesTenants(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.addQueueColumns()
-	e.addNode("n0", "32", "64Gi", 110, nil)
+	e := newQueuesEnv(t, "32", "64Gi")
 	e.insertQueue("work", "big", "big", 100)
 	small := append(e.insertQueue("work", "a", "a", 5), e.insertQueue("work", "b", "b", 5)...)
 	cfg := e.writeQueues(queuesConfig{limits: "{maxActive: 20, maxPerTick: 10, capacity: nodes}", queues: []queueSpec{
@@ -560,11 +553,8 @@ func machine() string {
 // backlog, summing to the install's), the table a line per queue, each Created Event names the Job's queue, and the
 // push of the next tick has each queue's series (label queue) beside the install's.
 func TestQueuesReports(t *testing.T) {
-	t.Parallel()
 	needPushgateway(t)
-	e := newEnv(t)
-	e.addQueueColumns()
-	e.addNode("n0", "8", "16Gi", 110, nil)
+	e := newQueuesEnv(t, "8", "16Gi")
 	e.insertQueue("daily", "daily", "", 4)
 	e.insertQueue("exports", "exports", "", 4)
 	cfg := e.writeQueues(queuesConfig{name: "rep", limits: "{maxActive: 3, maxPerTick: 10, capacity: nodes}", queues: []queueSpec{

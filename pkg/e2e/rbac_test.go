@@ -200,10 +200,8 @@ func expectedNames(prefix string, keys []string) []string {
 // rendered by kustomize) runs every command, creates the Jobs, deletes them when finished, and uses capacity nodes
 // without falling back to quota.
 func TestRBACShippedRole(t *testing.T) {
-	t.Parallel()
+	e := newNodeEnv(t, "8", "16Gi")
 	rules, clusterRules := shippedRules(t)
-	e := newEnv(t)
-	e.addNode("n0", "8", "16Gi", 110, nil)
 	keys := e.insert("task", 3)
 	cfg := e.writeConfig(config{extra: "limits:\n  maxActive: 10\n  capacity: nodes\ngc:\n  succeededRetention: 0s\n"})
 	e.kcfg = e.asServiceAccount("jobsched", rules, clusterRules)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -27,11 +26,8 @@ import (
 func TestWalkthroughHelm(t *testing.T) {
 	needHelm(t)
 	const ns = "batch"
-	kube := adminClient(t)
+	kube, clone := walkthrough(t, ns, "walkthrough-helm")
 	ctx := context.Background()
-	freshNamespace(t, kube, ns)
-	addClusterNode(t, kube, "walkthrough-helm")
-	clone := cloneWithManifests(t)
 	path := "PATH=" + filepath.Dir(helmBinary) + string(os.PathListSeparator) + filepath.Dir(binary) + string(os.PathListSeparator) + os.Getenv("PATH")
 	t.Cleanup(func() { _, _ = runHelm(t, "uninstall", "reports", "-n", ns, "--ignore-not-found") })
 
@@ -61,53 +57,9 @@ func TestWalkthroughHelm(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dbDSN, db := database(t, "tasks")
-	keys := insertRows(t, db, "tasks", "report", 2)
-	kcfg := tokenKubeconfig(t, ns, sa)
-	if s := tickAs(t, dir, kcfg, dbDSN); s.Created != len(keys) || s.Failed != 0 {
-		t.Errorf("tick as the ServiceAccount: created %d, failed %d; want %d and 0", s.Created, s.Failed, len(keys))
-	}
-	if got, _ := schedulerJobs(t, kube, ns, "reports"); !slices.Equal(got, expectedNames("reports", keys)) {
-		t.Fatalf("after the tick, scheduler reports has Jobs %v, want %v", got, expectedNames("reports", keys))
-	}
-
-	// Pause, resume, run a pass now: line by line, checking what each did.
-	operate := commandLines(readmeBlock(t, "README.md", "helm-operate"))
-	if len(operate) != 3 {
-		t.Fatalf("the README's helm-operate block has %d commands, want pause, resume, run now:\n%q", len(operate), operate)
-	}
-	suspended := func() bool {
-		t.Helper()
-		cj, err := kube.BatchV1().CronJobs(ns).Get(ctx, "jobsched-reports", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cj.Spec.Suspend != nil && *cj.Spec.Suspend
-	}
-	shell(t, clone, operate[0], path)
-	if !suspended() {
-		t.Errorf("after %q the CronJob is not suspended", operate[0])
-	}
-	shell(t, clone, operate[1], path)
-	if suspended() {
-		t.Errorf("after %q the CronJob is still suspended", operate[1])
-	}
+	passAndOperate(t, kube, ns, sa, dir, clone, "helm-operate", path)
 	if got, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "jobsched-reports-config", metav1.GetOptions{}); err != nil || !reflect.DeepEqual(got.Data, cm.Data) {
 		t.Errorf("after the upgrades with --reuse-values the ConfigMap is not the installed one (err %v)", err)
-	}
-	shell(t, clone, operate[2], path)
-	jobs, err := kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=reports"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var manual int
-	for _, j := range jobs.Items {
-		if strings.HasPrefix(j.Name, "jobsched-reports-now-") && j.Spec.Template.Spec.ServiceAccountName == sa {
-			manual++
-		}
-	}
-	if manual != 1 {
-		t.Errorf("after %q: %d Jobs jobsched-reports-now-* running as the release's ServiceAccount, want 1", operate[2], manual)
 	}
 
 	shell(t, clone, readmeBlock(t, "README.md", "helm-remove"), path)

@@ -325,6 +325,68 @@ func runAs(t *testing.T, dir, kcfg, dbDSN string, args ...string) result {
 }
 
 // tickAs runs one pass as a ServiceAccount and fails the test unless it exits 0 without falling back to quota.
+// walkthrough prepares one: namespace ns made afresh, a cluster node called node, a clone with the manifests. It
+// returns the admin client and the clone.
+func walkthrough(t *testing.T, ns, node string) (kubernetes.Interface, string) {
+	t.Helper()
+	kube := adminClient(t)
+	freshNamespace(t, kube, ns)
+	addClusterNode(t, kube, node)
+	return kube, cloneWithManifests(t)
+}
+
+// passAndOperate is what both walkthroughs do once the install is up: a pass as the install's ServiceAccount sa (the
+// CronJob's pod: the same binary with that identity's token; its config in dir) creates a Job per row of a fresh
+// table, then the README's block (pause, resume, run a pass now) runs line by line in shellDir with env, each line
+// checked: the CronJob suspended, then not, then exactly one jobsched-reports-now-* Job, running as sa.
+func passAndOperate(t *testing.T, kube kubernetes.Interface, ns, sa, dir, shellDir, block string, env ...string) {
+	t.Helper()
+	ctx := context.Background()
+	dbDSN, db := database(t, "tasks")
+	keys := insertRows(t, db, "tasks", "report", 2)
+	if s := tickAs(t, dir, tokenKubeconfig(t, ns, sa), dbDSN); s.Created != len(keys) || s.Failed != 0 {
+		t.Errorf("tick as the ServiceAccount: created %d, failed %d; want %d and 0", s.Created, s.Failed, len(keys))
+	}
+	if got, _ := schedulerJobs(t, kube, ns, "reports"); !slices.Equal(got, expectedNames("reports", keys)) {
+		t.Fatalf("after the tick, scheduler reports has Jobs %v, want %v", got, expectedNames("reports", keys))
+	}
+
+	operate := commandLines(readmeBlock(t, "README.md", block))
+	if len(operate) != 3 {
+		t.Fatalf("the README's %s block has %d commands, want pause, resume, run now:\n%q", block, len(operate), operate)
+	}
+	suspended := func() bool {
+		t.Helper()
+		cj, err := kube.BatchV1().CronJobs(ns).Get(ctx, "jobsched-reports", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cj.Spec.Suspend != nil && *cj.Spec.Suspend
+	}
+	shell(t, shellDir, operate[0], env...)
+	if !suspended() {
+		t.Errorf("after %q the CronJob is not suspended", operate[0])
+	}
+	shell(t, shellDir, operate[1], env...)
+	if suspended() {
+		t.Errorf("after %q the CronJob is still suspended", operate[1])
+	}
+	shell(t, shellDir, operate[2], env...)
+	jobs, err := kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=reports"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var manual []batchv1.Job
+	for _, j := range jobs.Items {
+		if strings.HasPrefix(j.Name, "jobsched-reports-now-") {
+			manual = append(manual, j)
+		}
+	}
+	if len(manual) != 1 || manual[0].Spec.Template.Spec.ServiceAccountName != sa {
+		t.Errorf("after %q: Jobs of the CronJob %v, want one jobsched-reports-now-* running as the ServiceAccount %s", operate[2], manual, sa)
+	}
+}
+
 func tickAs(t *testing.T, dir, kcfg, dbDSN string) summary {
 	t.Helper()
 	r := runAs(t, dir, kcfg, dbDSN, "tick", "--config", "jobsched.yaml")
@@ -427,11 +489,8 @@ func TestWalkthroughTry(t *testing.T) {
 // pods have no nodeSelector and would land on their nodes.
 func TestWalkthroughDeploy(t *testing.T) {
 	const ns = "batch"
-	kube := adminClient(t)
+	kube, clone := walkthrough(t, ns, "walkthrough")
 	ctx := context.Background()
-	freshNamespace(t, kube, ns)
-	addClusterNode(t, kube, "walkthrough")
-	clone := cloneWithManifests(t)
 
 	shell(t, clone, readmeBlock(t, "README.md", "install"))
 	dir := filepath.Join(clone, "my-jobsched", "examples", "reports")
@@ -458,51 +517,7 @@ func TestWalkthroughDeploy(t *testing.T) {
 	}
 
 	// The CronJob's pod, as the install's ServiceAccount: here the same binary with that identity's token.
-	dbDSN, db := database(t, "tasks")
-	keys := insertRows(t, db, "tasks", "report", 2)
-	kcfg := tokenKubeconfig(t, ns, cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName)
-	if s := tickAs(t, dir, kcfg, dbDSN); s.Created != len(keys) || s.Failed != 0 {
-		t.Errorf("tick as the ServiceAccount: created %d, failed %d; want %d and 0", s.Created, s.Failed, len(keys))
-	}
-	if got, _ := schedulerJobs(t, kube, ns, "reports"); !slices.Equal(got, expectedNames("reports", keys)) {
-		t.Fatalf("after the tick, scheduler reports has Jobs %v, want %v", got, expectedNames("reports", keys))
-	}
-
-	// Pause, resume, run a pass now: line by line, checking what each did.
-	operate := commandLines(readmeBlock(t, "README.md", "operate"))
-	if len(operate) != 3 {
-		t.Fatalf("the README's operate block has %d commands, want pause, resume, run now:\n%q", len(operate), operate)
-	}
-	suspended := func() bool {
-		t.Helper()
-		cj, err := kube.BatchV1().CronJobs(ns).Get(ctx, "jobsched-reports", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cj.Spec.Suspend != nil && *cj.Spec.Suspend
-	}
-	shell(t, dir, operate[0])
-	if !suspended() {
-		t.Errorf("after %q the CronJob is not suspended", operate[0])
-	}
-	shell(t, dir, operate[1])
-	if suspended() {
-		t.Errorf("after %q the CronJob is still suspended", operate[1])
-	}
-	shell(t, dir, operate[2])
-	jobs, err := kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=reports"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var manual []batchv1.Job
-	for _, j := range jobs.Items {
-		if strings.HasPrefix(j.Name, "jobsched-reports-now-") {
-			manual = append(manual, j)
-		}
-	}
-	if len(manual) != 1 || manual[0].Spec.Template.Spec.ServiceAccountName != cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName {
-		t.Errorf("after %q: Jobs of the CronJob %v, want one jobsched-reports-now-* running as the install's ServiceAccount", operate[2], manual)
-	}
+	passAndOperate(t, kube, ns, cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName, dir, dir, "operate")
 
 	// Remove: the install's objects go, cluster-scoped ones included.
 	shell(t, dir, readmeBlock(t, "README.md", "remove"))

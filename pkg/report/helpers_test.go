@@ -6,10 +6,10 @@ import "github.com/jobsched/jobsched/pkg/testkit"
 
 var (
 	now        = testkit.Now
+	ago        = testkit.Ago
 	testConfig = testkit.Config
-	job        = testkit.Job
-	attempt    = testkit.Attempt
-	pendingPod = testkit.PendingPod
+	makeJob    = testkit.MakeJob
+	makePod    = testkit.MakePod
 	rowsFor    = testkit.RowsFor
 	name       = testkit.Name
 )

@@ -8,7 +8,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/google/go-cmp/cmp"
-	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,13 +20,6 @@ import (
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
-// held is a Job Kueue holds: suspended, no pod.
-func held(key string) *batchv1.Job {
-	j := job(key, "", 0)
-	j.Spec.Suspend, j.Status.Active = ptr.To(true), 0
-	return j
-}
-
 func kueueMode(n int) func(*config.Config) {
 	return func(c *config.Config) {
 		c.Limits.Capacity, c.Limits.MaxQueued, c.Kueue = config.CapacityKueue, ptr.To(n), &config.Kueue{LocalQueue: "team-a"}
@@ -37,7 +29,7 @@ func kueueMode(n int) func(*config.Config) {
 // TestStatusKueue: status reads the Workloads and the LocalQueue (and only reads): each queued Job has Kueue's
 // reason and its Workload, and the Kueue section has the LocalQueue's counts and the maxQueued bound.
 func TestStatusKueue(t *testing.T) {
-	q, r := held("q"), job("r", "", 0)
+	q, r := makeJob("q").Suspended().Obj(), makeJob("r").Obj()
 	wl := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
 		"metadata": map[string]any{"name": "job-q-abcde", "namespace": "batch", "ownerReferences": []any{map[string]any{

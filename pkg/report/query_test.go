@@ -27,7 +27,7 @@ func TestStatusQueryFinding(t *testing.T) {
 		if doctor {
 			s, want = src, finding
 		}
-		sched := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(job("running", "", 0)), Source: s,
+		sched := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(makeJob("running").Obj()), Source: s,
 			Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 		st, err := StatusOf(t.Context(), sched)
 		if err != nil {

@@ -40,7 +40,7 @@ func TestStatusCounts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, nil)
-			client := fake.NewClientset(job("old", batchv1.JobComplete, time.Hour), job("run", "", 0), attempt("d", 3, batchv1.JobFailed, time.Hour, ""))
+			client := fake.NewClientset(makeJob("old").Finished(batchv1.JobComplete, ago(time.Hour)).Obj(), makeJob("run").Obj(), makeJob("d").Attempt(3).Finished(batchv1.JobFailed, ago(time.Hour)).Obj())
 			s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &source{Rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			st, err := StatusOf(context.Background(), s)
 			if err != nil {
@@ -75,8 +75,8 @@ func TestBacklog(t *testing.T) {
 		wantRows   int
 		wantCapped bool
 	}{
-		{"running and created excluded", []runtime.Object{job("run", "", 0)}, []string{"run", "a", "b", "c", "d"}, 2, 2, false},
-		{"backoff not due excluded, due counted until created", []runtime.Object{job("wait", batchv1.JobFailed, time.Second), job("due", batchv1.JobFailed, time.Hour)},
+		{"running and created excluded", []runtime.Object{makeJob("run").Obj()}, []string{"run", "a", "b", "c", "d"}, 2, 2, false},
+		{"backoff not due excluded, due counted until created", []runtime.Object{makeJob("wait").Finished(batchv1.JobFailed, ago(time.Second)).Obj(), makeJob("due").Finished(batchv1.JobFailed, ago(time.Hour)).Obj()},
 			[]string{"wait", "due", "a"}, 0, 2, false},
 		{"nothing left", nil, []string{"a", "b"}, 10, 0, false},
 		{"capped", nil, many, 1, backlog.Cap, true},
@@ -110,10 +110,7 @@ func TestBacklog(t *testing.T) {
 func TestStatusDrain(t *testing.T) {
 	cfg := testConfig(t, func(c *config.Config) { c.GC.SucceededRetention = metav1.Duration{Duration: time.Hour} })
 	ran := func(key string, cond batchv1.JobConditionType, ended time.Duration) *batchv1.Job {
-		j := job(key, cond, ended)
-		start := metav1.NewTime(now.Add(-ended - 10*time.Minute))
-		j.Status.StartTime = &start
-		return j
+		return makeJob(key).Finished(cond, ago(ended)).Started(ago(ended + 10*time.Minute)).Obj()
 	}
 	client := fake.NewClientset(ran("a", batchv1.JobComplete, 5*time.Minute), ran("b", batchv1.JobComplete, 15*time.Minute),
 		ran("f", batchv1.JobFailed, time.Minute))

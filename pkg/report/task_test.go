@@ -8,7 +8,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/jobmeta"
@@ -18,15 +17,12 @@ import (
 )
 
 func TestTask(t *testing.T) {
-	failed := job("f", batchv1.JobFailed, 30*time.Second)
-	pod := pendingPod(failed, false)
-	pod.Labels[jobmeta.LabelTask] = render.TaskLabel("f")
-	pod.Annotations = map[string]string{jobmeta.AnnotationTaskKey: "f"}
-	pod.Status.Phase = corev1.PodFailed
-	dead := attempt("d", 3, batchv1.JobFailed, time.Hour, "")
-	g1, g2 := attempt("g", 1, batchv1.JobFailed, time.Hour, ""), attempt("g", 2, "", 0, "")
-	untimed := job("u", batchv1.JobFailed, 0)
-	untimed.Status.Conditions[0].LastTransitionTime = metav1.Time{}
+	failed := makeJob("f").Finished(batchv1.JobFailed, ago(30*time.Second)).Obj()
+	pod := makePod(failed).Bound("node-0").Label(jobmeta.LabelTask, render.TaskLabel("f")).Annotation(jobmeta.AnnotationTaskKey, "f").
+		Phase(corev1.PodFailed).Obj()
+	dead := makeJob("d").Attempt(3).Finished(batchv1.JobFailed, ago(time.Hour)).Obj()
+	g1, g2 := makeJob("g").Attempt(1).Finished(batchv1.JobFailed, ago(time.Hour)).Obj(), makeJob("g").Attempt(2).Obj()
+	untimed := makeJob("u").Finished(batchv1.JobFailed, time.Time{}).Obj()
 	tests := []struct {
 		key, wantState, wantWhy string
 		wantAttempts            int

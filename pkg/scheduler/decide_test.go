@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jobsched/jobsched/pkg/config"
-	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // decided is what a test compares of a plan: every Job's verdict and every number and key list the pass acts on.
@@ -50,31 +50,37 @@ func view(p *Plan) decided {
 	return d
 }
 
-func withPod(j *batchv1.Job, mutate func(*corev1.Pod)) []*corev1.Pod {
-	p := pendingPod(j, false)
-	p.Spec.NodeName = ""
-	mutate(p)
-	return []*corev1.Pod{p}
+// observed is what the pass observes of jobs and pods, at now.
+func observed(jobs []*batchv1.Job, pods []*corev1.Pod) *Observation {
+	obs := &Observation{Now: now}
+	for _, j := range jobs {
+		obs.Jobs = append(obs.Jobs, SummarizeJob(j))
+	}
+	for _, p := range pods {
+		if sum, ok := SummarizePod(p); ok {
+			obs.Pods = append(obs.Pods, sum)
+		}
+	}
+	return obs
+}
+
+// filled is d with empty maps where it has none, as view makes them.
+func (d decided) filled() decided {
+	if d.Jobs == nil {
+		d.Jobs = map[string]string{}
+	}
+	if d.Retry == nil {
+		d.Retry = map[string]int{}
+	}
+	return d
 }
 
 // TestDecide pins each rule of Decide with a case of its own.
 func TestDecide(t *testing.T) {
-	deleting := func(j *batchv1.Job) *batchv1.Job { j.DeletionTimestamp = ptr.To(metav1.NewTime(now)); return j }
-	gated := func(p *corev1.Pod) {
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated}}
-	}
-	unsched := func(p *corev1.Pod) {
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "no room"}}
-	}
-	noKey := job("x", "", 0)
-	delete(noKey.Annotations, jobmeta.AnnotationTaskKey)
-	running := job("r", "", 0)
-	podless := job("p", "", 0)
-	podless.Status.Active = 0
-	// untimed is j with a condition whose lastTransitionTime is zero: the time it finished is unknown.
-	untimed := func(j *batchv1.Job) *batchv1.Job { j.Status.Conditions[0].LastTransitionTime = metav1.Time{}; return j }
-	untimedNoKey := untimed(job("y", batchv1.JobFailed, 0))
-	delete(untimedNoKey.Annotations, jobmeta.AnnotationTaskKey)
+	running := makeJob("r").Obj()
+	pod := func() *testkit.PodWrapper { return makePod(running) }
+	// unknown is the time of a condition whose lastTransitionTime is zero: the time it finished is unknown.
+	var unknown time.Time
 
 	tests := []struct {
 		name   string
@@ -94,52 +100,52 @@ func TestDecide(t *testing.T) {
 			want: decided{Jobs: map[string]string{name("r"): "running 1"}, Unfinished: 1, Slots: 0,
 				Limit: "limits.maxActive: 1 of 1 unfinished", Blocked: "limits.maxActive: 1 of 1 unfinished", Exclude: []string{"r"}}},
 		{name: "a Job without pods yet will take room: podless",
-			jobs: []*batchv1.Job{podless},
+			jobs: []*batchv1.Job{makeJob("p").Active(0).Obj()},
 			want: decided{Jobs: map[string]string{name("p"): "starting 1"}, Unfinished: 1, PodlessPods: 1, Slots: 9,
 				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"p"}}},
 		{name: "an unbound Pending pod will take room",
-			jobs: []*batchv1.Job{running}, pods: withPod(running, func(*corev1.Pod) {}),
+			jobs: []*batchv1.Job{running}, pods: []*corev1.Pod{pod().Obj()},
 			want: decided{Jobs: map[string]string{name("r"): "starting 1"}, Unfinished: 1, UnboundPods: 1, Slots: 9,
 				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"r"}}},
 		{name: "an Unschedulable pod blocks",
-			jobs: []*batchv1.Job{running}, pods: withPod(running, unsched),
+			jobs: []*batchv1.Job{running}, pods: []*corev1.Pod{pod().Unschedulable("no room").Obj()},
 			want: decided{Jobs: map[string]string{name("r"): "unschedulable 1"}, Unfinished: 1, Unschedulable: 1, UnboundPods: 1,
 				Limit: "1 pod(s) Unschedulable (" + name("r") + ": no room)", Blocked: "1 pod(s) Unschedulable (" + name("r") + ": no room)", Exclude: []string{"r"}}},
 		{name: "blockOnUnschedulable false: counted, not blocking",
 			mutate: func(c *config.Config) { c.Limits.BlockOnUnschedulable = ptr.To(false) },
-			jobs:   []*batchv1.Job{running}, pods: withPod(running, unsched),
+			jobs:   []*batchv1.Job{running}, pods: []*corev1.Pod{pod().Unschedulable("no room").Obj()},
 			want: decided{Jobs: map[string]string{name("r"): "unschedulable 1"}, Unfinished: 1, Unschedulable: 1, UnboundPods: 1, Slots: 9,
 				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"r"}}},
 		{name: "SchedulingGated is not Unschedulable",
-			jobs: []*batchv1.Job{running}, pods: withPod(running, gated),
+			jobs: []*batchv1.Job{running}, pods: []*corev1.Pod{pod().Gated().Obj()},
 			want: decided{Jobs: map[string]string{name("r"): "starting 1"}, Unfinished: 1, UnboundPods: 1, Slots: 9,
 				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"r"}}},
 		{name: "a terminating pod holds nothing and blocks nothing",
-			jobs: []*batchv1.Job{running}, pods: withPod(running, func(p *corev1.Pod) { unsched(p); p.DeletionTimestamp = ptr.To(metav1.NewTime(now)) }),
+			jobs: []*batchv1.Job{running}, pods: []*corev1.Pod{pod().Unschedulable("no room").Deleting(now).Obj()},
 			want: decided{Jobs: map[string]string{name("r"): "running 1"}, Unfinished: 1, Slots: 9,
 				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"r"}}},
 		{name: "a Job without a task key holds a slot, excludes nothing",
-			jobs: []*batchv1.Job{noKey},
+			jobs: []*batchv1.Job{makeJob("x").WithoutKey().Obj()},
 			want: decided{Jobs: map[string]string{name("x"): "running 1"}, Unfinished: 1, Slots: 9, Limit: "limits.maxActive: 1 of 10 unfinished"}},
 		{name: "succeeded past gc.succeededRetention is deleted; its key stays excluded this pass",
 			mutate: func(c *config.Config) { c.GC.SucceededRetention = metav1.Duration{Duration: 10 * time.Minute} },
-			jobs:   []*batchv1.Job{job("old", batchv1.JobComplete, 11*time.Minute), job("new", batchv1.JobComplete, 9*time.Minute)},
+			jobs:   []*batchv1.Job{makeJob("old").Finished(batchv1.JobComplete, ago(11*time.Minute)).Obj(), makeJob("new").Finished(batchv1.JobComplete, ago(9*time.Minute)).Obj()},
 			want: decided{Jobs: map[string]string{name("old"): "succeeded 1 delete: " + DeleteRetention, name("new"): "succeeded 1"},
 				Slots: 10, Limit: "limits.maxPerTick: 10", Exclude: []string{"new", "old"}, Succeeded: []string{"new", "old"}}},
 		{name: "a Job being deleted is not deleted again",
-			jobs: []*batchv1.Job{deleting(job("old", batchv1.JobComplete, time.Hour))},
+			jobs: []*batchv1.Job{makeJob("old").Finished(batchv1.JobComplete, ago(time.Hour)).Deleting(now).Obj()},
 			want: decided{Jobs: map[string]string{name("old"): "succeeded 1"}, Slots: 10, Limit: "limits.maxPerTick: 10",
 				Exclude: []string{"old"}, Succeeded: []string{"old"}}},
 		{name: "backoff not yet due: kept, excluded",
-			jobs: []*batchv1.Job{job("f", batchv1.JobFailed, 30*time.Second)},
+			jobs: []*batchv1.Job{makeJob("f").Finished(batchv1.JobFailed, ago(30*time.Second)).Obj()},
 			want: decided{Jobs: map[string]string{name("f"): "backoff 1 retry in 30s"}, Slots: 10, Limit: "limits.maxPerTick: 10",
 				Exclude: []string{"f"}}},
 		{name: "backoff due: the row competes for a slot and gets attempt 2; the failed Job is kept until then",
-			jobs: []*batchv1.Job{job("f", batchv1.JobFailed, 61*time.Second)},
+			jobs: []*batchv1.Job{makeJob("f").Finished(batchv1.JobFailed, ago(61*time.Second)).Obj()},
 			want: decided{Jobs: map[string]string{name("f"): "backoff 1 retry in -1s"}, Slots: 10, Limit: "limits.maxPerTick: 10",
 				Due: []string{"f"}, Retry: map[string]int{"f": 2}}},
 		{name: "backoff doubles: attempt 2 waits 2m",
-			jobs: []*batchv1.Job{attempt("f", 2, batchv1.JobFailed, 90*time.Second, "")},
+			jobs: []*batchv1.Job{makeJob("f").Attempt(2).Finished(batchv1.JobFailed, ago(90*time.Second)).Obj()},
 			want: decided{Jobs: map[string]string{render.AttemptName("reports", "f", 2): "backoff 2 retry in 30s"}, Slots: 10,
 				Limit: "limits.maxPerTick: 10", Exclude: []string{"f"}}},
 		{name: "backoff is capped at maxBackoff",
@@ -147,61 +153,57 @@ func TestDecide(t *testing.T) {
 				c.Retry.MaxAttempts = ptr.To(9)
 				c.Retry.MaxBackoff = &metav1.Duration{Duration: 5 * time.Minute}
 			},
-			jobs: []*batchv1.Job{attempt("f", 8, batchv1.JobFailed, 6*time.Minute, "")},
+			jobs: []*batchv1.Job{makeJob("f").Attempt(8).Finished(batchv1.JobFailed, ago(6*time.Minute)).Obj()},
 			want: decided{Jobs: map[string]string{render.AttemptName("reports", "f", 8): "backoff 8 retry in -1m0s"}, Slots: 10,
 				Limit: "limits.maxPerTick: 10", Due: []string{"f"}, Retry: map[string]int{"f": 9}}},
 		{name: "the last attempt failed: dead, kept as the record, excluded",
-			jobs: []*batchv1.Job{attempt("f", 3, batchv1.JobFailed, 2*time.Hour, "")},
+			jobs: []*batchv1.Job{makeJob("f").Attempt(3).Finished(batchv1.JobFailed, ago(2*time.Hour)).Obj()},
 			want: decided{Jobs: map[string]string{render.AttemptName("reports", "f", 3): "dead 3"}, Slots: 10,
 				Limit: "limits.maxPerTick: 10", Exclude: []string{"f"}, Dead: []string{"f"}}},
 		{name: "failed by its podFailurePolicy (FailJob): dead at once",
-			jobs: []*batchv1.Job{attempt("f", 1, batchv1.JobFailed, 2*time.Hour, batchv1.JobReasonPodFailurePolicy)},
+			jobs: []*batchv1.Job{makeJob("f").Attempt(1).Finished(batchv1.JobFailed, ago(2*time.Hour)).Reason(batchv1.JobReasonPodFailurePolicy).Obj()},
 			want: decided{Jobs: map[string]string{name("f"): "dead 1"}, Slots: 10,
 				Limit: "limits.maxPerTick: 10", Exclude: []string{"f"}, Dead: []string{"f"}}},
 		{name: "failed for another reason with attempts left: backoff",
-			jobs: []*batchv1.Job{attempt("f", 1, batchv1.JobFailed, 2*time.Hour, batchv1.JobReasonDeadlineExceeded)},
+			jobs: []*batchv1.Job{makeJob("f").Attempt(1).Finished(batchv1.JobFailed, ago(2*time.Hour)).Reason(batchv1.JobReasonDeadlineExceeded).Obj()},
 			want: decided{Jobs: map[string]string{name("f"): "backoff 1 retry in -1h59m0s"}, Slots: 10,
 				Limit: "limits.maxPerTick: 10", Due: []string{"f"}, Retry: map[string]int{"f": 2}}},
 		{name: "retry.deadRetention passed: the record goes",
 			mutate: func(c *config.Config) { c.Retry.DeadRetention = metav1.Duration{Duration: time.Hour} },
-			jobs:   []*batchv1.Job{attempt("f", 3, batchv1.JobFailed, 2*time.Hour, ""), attempt("g", 3, batchv1.JobFailed, 30*time.Minute, "")},
+			jobs:   []*batchv1.Job{makeJob("f").Attempt(3).Finished(batchv1.JobFailed, ago(2*time.Hour)).Obj(), makeJob("g").Attempt(3).Finished(batchv1.JobFailed, ago(30*time.Minute)).Obj()},
 			want: decided{Jobs: map[string]string{render.AttemptName("reports", "f", 3): "dead 3 delete: " + DeleteDead,
 				render.AttemptName("reports", "g", 3): "dead 3"}, Slots: 10, Limit: "limits.maxPerTick: 10",
 				Exclude: []string{"f", "g"}, Dead: []string{"g"}}},
 		// A zero lastTransitionTime is an unknown finish time: never past a retention or a backoff (the Job is kept and
 		// its task not retried, as the TTL-after-finished controller keeps it); a newer attempt still supersedes it.
 		{name: "finished at an unknown time: succeeded, kept past gc.succeededRetention",
-			jobs: []*batchv1.Job{untimed(job("s", batchv1.JobComplete, 0))},
+			jobs: []*batchv1.Job{makeJob("s").Finished(batchv1.JobComplete, unknown).Obj()},
 			want: decided{Jobs: map[string]string{name("s"): "succeeded 1"}, Slots: 10, Limit: "limits.maxPerTick: 10",
 				Exclude: []string{"s"}, Succeeded: []string{"s"}}},
 		{name: "finished at an unknown time: failed, its backoff never passes",
-			jobs: []*batchv1.Job{untimed(job("f", batchv1.JobFailed, 0))},
+			jobs: []*batchv1.Job{makeJob("f").Finished(batchv1.JobFailed, unknown).Obj()},
 			want: decided{Jobs: map[string]string{name("f"): "backoff 1"}, Slots: 10, Limit: "limits.maxPerTick: 10",
 				Exclude: []string{"f"}}},
 		{name: "finished at an unknown time: dead, kept past retry.deadRetention",
 			mutate: func(c *config.Config) { c.Retry.DeadRetention = metav1.Duration{Duration: time.Second} },
-			jobs:   []*batchv1.Job{untimed(attempt("d", 3, batchv1.JobFailed, 0, ""))},
+			jobs:   []*batchv1.Job{makeJob("d").Attempt(3).Finished(batchv1.JobFailed, unknown).Obj()},
 			want: decided{Jobs: map[string]string{render.AttemptName("reports", "d", 3): "dead 3"}, Slots: 10,
 				Limit: "limits.maxPerTick: 10", Exclude: []string{"d"}, Dead: []string{"d"}}},
 		{name: "finished at an unknown time: failed without a task key, kept",
-			jobs: []*batchv1.Job{untimedNoKey},
+			jobs: []*batchv1.Job{makeJob("y").Finished(batchv1.JobFailed, unknown).WithoutKey().Obj()},
 			want: decided{Jobs: map[string]string{name("y"): "backoff 1"}, Slots: 10, Limit: "limits.maxPerTick: 10"}},
 		{name: "finished at an unknown time: an old attempt is still superseded",
-			jobs: []*batchv1.Job{untimed(attempt("f", 1, batchv1.JobFailed, 0, "")), attempt("f", 2, batchv1.JobFailed, 10*time.Second, "")},
+			jobs: []*batchv1.Job{makeJob("f").Attempt(1).Finished(batchv1.JobFailed, unknown).Obj(), makeJob("f").Attempt(2).Finished(batchv1.JobFailed, ago(10*time.Second)).Obj()},
 			want: decided{Jobs: map[string]string{render.AttemptName("reports", "f", 1): "superseded 1 delete: " + DeleteSuperseded,
 				render.AttemptName("reports", "f", 2): "backoff 2 retry in 1m50s"}, Slots: 10, Limit: "limits.maxPerTick: 10",
 				Exclude: []string{"f"}}},
 		{name: "an old attempt next to a newer one is deleted",
-			jobs: []*batchv1.Job{attempt("f", 1, batchv1.JobFailed, time.Hour, ""), attempt("f", 2, batchv1.JobFailed, 10*time.Second, "")},
+			jobs: []*batchv1.Job{makeJob("f").Attempt(1).Finished(batchv1.JobFailed, ago(time.Hour)).Obj(), makeJob("f").Attempt(2).Finished(batchv1.JobFailed, ago(10*time.Second)).Obj()},
 			want: decided{Jobs: map[string]string{render.AttemptName("reports", "f", 1): "superseded 1 delete: " + DeleteSuperseded,
 				render.AttemptName("reports", "f", 2): "backoff 2 retry in 1m50s"}, Slots: 10, Limit: "limits.maxPerTick: 10",
 				Exclude: []string{"f"}}},
 		{name: "a pass killed between creating attempt 2 and deleting attempt 1: attempt 1 goes, attempt 2 holds the key",
-			jobs: []*batchv1.Job{attempt("f", 1, batchv1.JobFailed, time.Hour, ""), func() *batchv1.Job {
-				j := attempt("f", 2, "", 0, "")
-				j.Status.Active = 0
-				return j
-			}()},
+			jobs: []*batchv1.Job{makeJob("f").Attempt(1).Finished(batchv1.JobFailed, ago(time.Hour)).Obj(), makeJob("f").Attempt(2).Active(0).Obj()},
 			want: decided{Jobs: map[string]string{render.AttemptName("reports", "f", 1): "superseded 1 delete: " + DeleteSuperseded,
 				render.AttemptName("reports", "f", 2): "starting 2"}, Unfinished: 1, PodlessPods: 1, Slots: 9,
 				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"f"}}},
@@ -209,23 +211,7 @@ func TestDecide(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, tc.mutate)
-			obs := &Observation{Now: now}
-			for _, j := range tc.jobs {
-				obs.Jobs = append(obs.Jobs, SummarizeJob(j))
-			}
-			for _, p := range tc.pods {
-				if sum, ok := SummarizePod(p); ok {
-					obs.Pods = append(obs.Pods, sum)
-				}
-			}
-			want := tc.want
-			if want.Jobs == nil {
-				want.Jobs = map[string]string{}
-			}
-			if want.Retry == nil {
-				want.Retry = map[string]int{}
-			}
-			if diff := cmp.Diff(want, view(Decide(cfg, obs))); diff != "" {
+			if diff := cmp.Diff(tc.want.filled(), view(Decide(cfg, observed(tc.jobs, tc.pods)))); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
 		})

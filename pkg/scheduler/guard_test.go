@@ -58,7 +58,7 @@ func TestRunWithTheLease(t *testing.T) {
 func TestRunLeaseHeldByAnother(t *testing.T) {
 	cfg := testConfig(t, nil)
 	holder, dur := "other", int32(3600)
-	client := fake.NewClientset(job("done", "Complete", time.Hour))
+	client := fake.NewClientset(makeJob("done").Finished("Complete", ago(time.Hour)).Obj())
 	renewed := metav1.NewMicroTime(time.Now())
 	held := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: lease.Name(cfg.Name), Namespace: cfg.Namespace},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, RenewTime: &renewed}}

@@ -6,13 +6,14 @@ import "github.com/jobsched/jobsched/pkg/testkit"
 
 var (
 	now        = testkit.Now
+	ago        = testkit.Ago
 	testConfig = testkit.Config
-	job        = testkit.Job
-	pendingPod = testkit.PendingPod
+	makeJob    = testkit.MakeJob
+	makePod    = testkit.MakePod
+	makeNode   = testkit.MakeNode
 	rowsFor    = testkit.RowsFor
 	actions    = testkit.Actions
 	action     = testkit.Action
-	attempt    = testkit.Attempt
 	name       = testkit.Name
 )
 

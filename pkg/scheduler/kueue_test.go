@@ -12,6 +12,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kueue"
 )
 
@@ -25,20 +26,12 @@ func kueueMode(n int, more ...func(*config.Config)) func(*config.Config) {
 	}
 }
 
-// held is a Job Kueue holds: suspended, no pod.
-func held(key string) *batchv1.Job {
-	j := job(key, "", 0)
-	j.Spec.Suspend, j.Status.Active = ptr.To(true), 0
-	return j
-}
-
 // TestDecideKueue pins each rule of the Kueue mode with a case of its own: a suspended Job is queued (unfinished,
 // its key excluded, no attempt spent), maxQueued bounds the slots, jobsched's own fit is off, and an Unschedulable
 // pod of an admitted Job still blocks.
 func TestDecideKueue(t *testing.T) {
-	unsched := pendingPod(job("r", "", 0), true)
-	evicted := held("ev")
-	evicted.Labels["jobsched.io/attempt"] = "1"
+	unsched := makePod(makeJob("r").Obj()).Unschedulable("0/1 nodes are available: 1 Insufficient cpu.").Obj()
+	evicted := makeJob("ev").Suspended().Label(jobmeta.LabelAttempt, "1").Obj()
 	full := &capacity.Snapshot{} // no node: jobsched's own fit would be 0
 	tests := []struct {
 		name   string
@@ -49,26 +42,26 @@ func TestDecideKueue(t *testing.T) {
 		want   decided
 	}{
 		{name: "maxQueued bounds the slots by the Jobs already queued",
-			mutate: kueueMode(3), jobs: []*batchv1.Job{job("r", "", 0), held("q")},
+			mutate: kueueMode(3), jobs: []*batchv1.Job{makeJob("r").Obj(), makeJob("q").Suspended().Obj()},
 			want: decided{Jobs: map[string]string{name("r"): "running 1", name("q"): "queued 1"}, Unfinished: 2, Slots: 2,
 				Limit: "limits.maxQueued: 1 of 3 queued", Exclude: []string{"q", "r"}}},
 		{name: "maxQueued reached blocks",
-			mutate: kueueMode(2), jobs: []*batchv1.Job{held("a"), held("b")},
+			mutate: kueueMode(2), jobs: []*batchv1.Job{makeJob("a").Suspended().Obj(), makeJob("b").Suspended().Obj()},
 			want: decided{Jobs: map[string]string{name("a"): "queued 1", name("b"): "queued 1"}, Unfinished: 2,
 				Limit: "limits.maxQueued: 2 of 2 queued", Blocked: "limits.maxQueued: 2 of 2 queued", Exclude: []string{"a", "b"}}},
 		{name: "maxActive binds before maxQueued when it leaves less",
-			mutate: kueueMode(5, func(c *config.Config) { c.Limits.MaxActive = ptr.To(3) }), jobs: []*batchv1.Job{job("r", "", 0), job("s", "", 0), held("q")},
+			mutate: kueueMode(5, func(c *config.Config) { c.Limits.MaxActive = ptr.To(3) }), jobs: []*batchv1.Job{makeJob("r").Obj(), makeJob("s").Obj(), makeJob("q").Suspended().Obj()},
 			want: decided{Jobs: map[string]string{name("r"): "running 1", name("s"): "running 1", name("q"): "queued 1"}, Unfinished: 3,
 				Limit: "limits.maxActive: 3 of 3 unfinished", Blocked: "limits.maxActive: 3 of 3 unfinished", Exclude: []string{"q", "r", "s"}}},
 		{name: "maxQueued defaults to maxPerTick",
-			mutate: kueueMode(0, func(c *config.Config) { c.Limits.MaxQueued, c.Limits.MaxPerTick = nil, ptr.To(4) }), jobs: []*batchv1.Job{held("q")},
+			mutate: kueueMode(0, func(c *config.Config) { c.Limits.MaxQueued, c.Limits.MaxPerTick = nil, ptr.To(4) }), jobs: []*batchv1.Job{makeJob("q").Suspended().Obj()},
 			want: decided{Jobs: map[string]string{name("q"): "queued 1"}, Unfinished: 1, Slots: 3,
 				Limit: "limits.maxQueued: 1 of 4 queued", Exclude: []string{"q"}}},
 		{name: "jobsched's own fit is off: Kueue decides what fits",
 			mutate: kueueMode(3), cap: full,
 			want: decided{Slots: 3, Limit: "limits.maxQueued: 0 of 3 queued"}},
 		{name: "an admitted Job's Unschedulable pod still blocks",
-			mutate: kueueMode(3), jobs: []*batchv1.Job{job("r", "", 0)}, pods: []*corev1.Pod{unsched},
+			mutate: kueueMode(3), jobs: []*batchv1.Job{makeJob("r").Obj()}, pods: []*corev1.Pod{unsched},
 			want: decided{Jobs: map[string]string{name("r"): "unschedulable 1"}, Unfinished: 1, Unschedulable: 1, UnboundPods: 1,
 				Limit:   "1 pod(s) Unschedulable (" + name("r") + ": 0/1 nodes are available: 1 Insufficient cpu.)",
 				Blocked: "1 pod(s) Unschedulable (" + name("r") + ": 0/1 nodes are available: 1 Insufficient cpu.)", Exclude: []string{"r"}}},
@@ -77,29 +70,17 @@ func TestDecideKueue(t *testing.T) {
 			want: decided{Jobs: map[string]string{name("ev"): "queued 1"}, Unfinished: 1, Slots: 2,
 				Limit: "limits.maxQueued: 1 of 3 queued", Exclude: []string{"ev"}}},
 		{name: "outside the Kueue mode a suspended Job is queued too, makes no pod, and maxQueued binds nothing",
-			jobs: []*batchv1.Job{held("q")},
+			jobs: []*batchv1.Job{makeJob("q").Suspended().Obj()},
 			want: decided{Jobs: map[string]string{name("q"): "queued 1"}, Unfinished: 1, Slots: 9,
 				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"q"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, tc.mutate)
-			obs := &Observation{Now: now, Capacity: tc.cap}
-			for _, j := range tc.jobs {
-				obs.Jobs = append(obs.Jobs, SummarizeJob(j))
-			}
-			for _, p := range tc.pods {
-				if sum, ok := SummarizePod(p); ok {
-					obs.Pods = append(obs.Pods, sum)
-				}
-			}
-			want := tc.want
-			if want.Jobs == nil {
-				want.Jobs = map[string]string{}
-			}
-			want.Retry = map[string]int{}
+			obs := observed(tc.jobs, tc.pods)
+			obs.Capacity = tc.cap
 			p := Decide(cfg, obs).Fit(cfg, obs) // the pass fits after its deletes: in this mode it must not
-			if diff := cmp.Diff(want, view(p)); diff != "" {
+			if diff := cmp.Diff(tc.want.filled(), view(p)); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
 			if p.Capacity != nil {
@@ -112,7 +93,7 @@ func TestDecideKueue(t *testing.T) {
 // TestQueuedReason: a queued Job's reason is Kueue's when status has read the Workloads, and says what is known
 // when it has not (a tick reads none; without RBAC status cannot).
 func TestQueuedReason(t *testing.T) {
-	q := held("q")
+	q := makeJob("q").Suspended().Obj()
 	evicted := &kueue.Workload{Name: "job-q-1", Job: q.UID, Conditions: []kueue.Condition{
 		{Type: kueue.CondEvicted, Status: "True", Reason: "Preempted", Message: "Preempted to accommodate a workload due to prioritization", At: now},
 		{Type: kueue.CondQuotaReserved, Status: "False", Reason: "Pending", Message: "insufficient unused quota for cpu in flavor default", At: now},

@@ -15,7 +15,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -61,8 +60,8 @@ func deleteOf(name string, uid types.UID) write {
 // create, a retry's failed attempt deleted right after its next one exists. The Jobs are compared whole.
 func TestPassOrder(t *testing.T) {
 	cfg := testConfig(t, func(c *config.Config) { c.GC.SucceededRetention = metav1.Duration{Duration: 10 * time.Minute} })
-	gone := attempt("gone", 3, batchv1.JobFailed, time.Hour, "")
-	client := fake.NewClientset(job("old-ok", batchv1.JobComplete, 11*time.Minute), gone, job("f", batchv1.JobFailed, time.Hour))
+	gone := makeJob("gone").Attempt(3).Finished(batchv1.JobFailed, ago(time.Hour)).Obj()
+	client := fake.NewClientset(makeJob("old-ok").Finished(batchv1.JobComplete, ago(11*time.Minute)).Obj(), gone, makeJob("f").Finished(batchv1.JobFailed, ago(time.Hour)).Obj())
 	src := &source{Rows: rowsFor("f", "x")}
 	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	res, err := s.Run(context.Background(), Execute)
@@ -154,7 +153,7 @@ func TestGuard(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, nil)
-			client := fake.NewClientset(job("old", batchv1.JobComplete, 3*time.Hour))
+			client := fake.NewClientset(makeJob("old").Finished(batchv1.JobComplete, ago(3*time.Hour)).Obj())
 			var order []string
 			client.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				order = append(order, a.GetVerb()+" "+a.GetResource().Resource)
@@ -215,9 +214,7 @@ func TestResult(t *testing.T) {
 // TestCapacityWarningIsLogged: what capacity could not see (here LimitRanges, forbidden) is warned in the pass's log.
 func TestCapacityWarningIsLogged(t *testing.T) {
 	cfg := testConfig(t, func(c *config.Config) { c.Limits.Capacity = config.CapacityNodes })
-	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}, Status: corev1.NodeStatus{
-		Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")},
-		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}})
+	client := fake.NewClientset(makeNode("node-0").Allocatable(corev1.ResourcePods, "1").Obj())
 	client.PrependReactor("list", "limitranges", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "limitranges"}, "", errors.New("no"))
 	})

@@ -24,10 +24,10 @@ func BenchmarkDryRunPass(b *testing.B) {
 	for i := range 10000 {
 		key := fmt.Sprintf("k%05d", i)
 		if i < 9000 {
-			objects = append(objects, job(key, batchv1.JobComplete, time.Minute))
+			objects = append(objects, makeJob(key).Finished(batchv1.JobComplete, ago(time.Minute)).Obj())
 			continue
 		}
-		objects = append(objects, job(key, batchv1.JobFailed, time.Hour))
+		objects = append(objects, makeJob(key).Finished(batchv1.JobFailed, ago(time.Hour)).Obj())
 		if i < 9100 {
 			keys = append(keys, key)
 		}

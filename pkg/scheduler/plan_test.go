@@ -41,8 +41,8 @@ func deletesOf(acts []string) []string {
 func TestDryRunShowsEveryDelete(t *testing.T) {
 	cfg := testConfig(t, func(c *config.Config) { c.GC.SucceededRetention.Duration = 10 * time.Minute })
 	objects := func() []runtime.Object {
-		return []runtime.Object{job("due", batchv1.JobFailed, time.Hour), job("old-ok", batchv1.JobComplete, time.Hour),
-			attempt("sup", 2, batchv1.JobFailed, time.Minute, ""), job("sup", batchv1.JobFailed, time.Hour)}
+		return []runtime.Object{makeJob("due").Finished(batchv1.JobFailed, ago(time.Hour)).Obj(), makeJob("old-ok").Finished(batchv1.JobComplete, ago(time.Hour)).Obj(),
+			makeJob("sup").Attempt(2).Finished(batchv1.JobFailed, ago(time.Minute)).Obj(), makeJob("sup").Finished(batchv1.JobFailed, ago(time.Hour)).Obj()}
 	}
 	run := func(mode Mode) (*Plan, []string) {
 		client := fake.NewClientset(objects()...)
@@ -90,8 +90,7 @@ func alreadyExists(name string) error {
 // list (another owner's), is a skip with its reason in the summary, every pass (issue 28.2: the summary lost it).
 func TestCreateCollisionIsSkipped(t *testing.T) {
 	cfg := testConfig(t, nil)
-	foreign := job("other", "", 0)
-	foreign.Name, foreign.Labels = name("mine"), map[string]string{jobmeta.LabelScheduler: "someone-else"}
+	foreign := makeJob("other").Name(name("mine")).Scheduler("someone-else").Obj()
 	for pass := range 2 {
 		client := fake.NewClientset(foreign)
 		s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("mine", "next")},
@@ -191,13 +190,13 @@ func TestEveryRowCountedOnce(t *testing.T) {
 }
 
 // jobOf is attempt n of key's Job in queue cfg (a config.QueueConfig), finished with cond ago.
-func jobOf(t *testing.T, cfg *config.Config, key string, n int, cond batchv1.JobConditionType, ago time.Duration) *batchv1.Job {
+func jobOf(t *testing.T, cfg *config.Config, key string, n int, cond batchv1.JobConditionType, d time.Duration) *batchv1.Job {
 	t.Helper()
 	j, err := render.New(cfg, nil).Job(rowsFor(key)[0], n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fin := job(key, cond, ago)
+	fin := makeJob(key).Finished(cond, ago(d))
 	j.UID, j.Status = fin.UID, fin.Status
 	return j
 }

@@ -39,7 +39,7 @@ func TestQueryFinding(t *testing.T) {
 			if tc.doctor {
 				s = src
 			}
-			sched := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(job("running", "", 0)), Source: s,
+			sched := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(makeJob("running").Obj()), Source: s,
 				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			res, err := sched.Run(t.Context(), DryRun)
 			p := res.Plan

@@ -197,9 +197,13 @@ func TestPassQueues(t *testing.T) {
 				}
 				objects = append(objects, j)
 				if e.pod != "" {
-					pod := pendingPod(j, e.pod == "unschedulable")
-					pod.Namespace, pod.Labels = j.Namespace, j.Spec.Template.Labels
-					objects = append(objects, pod)
+					pod := makePod(j).Labels(j.Spec.Template.Labels)
+					if e.pod == "unschedulable" {
+						pod.Unschedulable("0/1 nodes are available: 1 Insufficient cpu.")
+					} else {
+						pod.Bound("node-0")
+					}
+					objects = append(objects, pod.Obj())
 				}
 			}
 			client := fake.NewClientset(objects...)

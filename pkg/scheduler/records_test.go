@@ -26,10 +26,10 @@ import (
 func TestResetDead(t *testing.T) {
 	objects := func() *fake.Clientset {
 		return fake.NewClientset(
-			attempt("d", 3, batchv1.JobFailed, time.Minute, ""),    // 3 of 3 failed: dead
-			attempt("c", 3, batchv1.JobFailed, time.Hour, ""),      // dead
-			attempt("b", 1, batchv1.JobFailed, 10*time.Second, ""), // in backoff
-			job("r", "", 0), // running
+			makeJob("d").Attempt(3).Finished(batchv1.JobFailed, ago(time.Minute)).Obj(),    // 3 of 3 failed: dead
+			makeJob("c").Attempt(3).Finished(batchv1.JobFailed, ago(time.Hour)).Obj(),      // dead
+			makeJob("b").Attempt(1).Finished(batchv1.JobFailed, ago(10*time.Second)).Obj(), // in backoff
+			makeJob("r").Obj(), // running
 		)
 	}
 	del := func(key string) string {

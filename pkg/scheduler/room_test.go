@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -18,10 +17,7 @@ import (
 // TestResultRoom: what tick --fill-for reads of a pass: whether room a finishing Job frees bound it (limits.maxActive;
 // capacity alike), whether it was blocked for a reason no Job's end changes, whether rows may still wait.
 func TestResultRoom(t *testing.T) {
-	unsched := func(p *corev1.Pod) {
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "no room"}}
-	}
-	running := job("r", "", 0)
+	running := makeJob("r").Obj()
 	tests := []struct {
 		name                   string
 		maxActive, maxPerTick  int
@@ -38,7 +34,7 @@ func TestResultRoom(t *testing.T) {
 			room: true, rowsWait: true, wantLimit: "limits.maxActive: 1 of 1 unfinished", wantBlocked: "limits.maxActive: 1 of 1 unfinished"},
 		{name: "fewer rows than room: the backlog bound it", maxActive: 10, maxPerTick: 10, rows: []string{"a"},
 			wantLimit: "limits.maxPerTick: 10"},
-		{name: "an Unschedulable pod: hard", maxActive: 10, maxPerTick: 10, objs: []runtime.Object{running, withPod(running, unsched)[0]}, rows: []string{"a"},
+		{name: "an Unschedulable pod: hard", maxActive: 10, maxPerTick: 10, objs: []runtime.Object{running, makePod(running).Unschedulable("no room").Obj()}, rows: []string{"a"},
 			hard: true, wantLimit: "1 pod(s) Unschedulable (" + render.JobName("reports", "r") + ": no room)", wantBlocked: "1 pod(s) Unschedulable (" + render.JobName("reports", "r") + ": no room)"},
 	}
 	for _, tc := range tests {

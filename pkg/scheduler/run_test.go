@@ -17,7 +17,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,7 +43,7 @@ func TestPass(t *testing.T) {
 		{
 			name:        "maxActive 3 with 2 unfinished creates exactly one",
 			mutate:      func(c *config.Config) { c.Limits.MaxActive = ptr.To(3) },
-			objects:     []runtime.Object{job("a", "", 0), job("b", "", 0)},
+			objects:     []runtime.Object{makeJob("a").Obj(), makeJob("b").Obj()},
 			rows:        []string{"c", "d", "e"},
 			wantActions: []string{"list jobs", "list pods", "create jobs " + name("c")},
 			wantExclude: []string{"a", "b"},
@@ -52,7 +51,7 @@ func TestPass(t *testing.T) {
 		},
 		{
 			name:        "an Unschedulable pod blocks every create",
-			objects:     []runtime.Object{job("a", "", 0), pendingPod(job("a", "", 0), true)},
+			objects:     []runtime.Object{makeJob("a").Obj(), makePod(makeJob("a").Obj()).Unschedulable("0/1 nodes are available: 1 Insufficient cpu.").Obj()},
 			rows:        []string{"c"},
 			wantActions: []string{"list jobs", "list pods"},
 			wantSum:     Summary{Blocked: "1 pod(s) Unschedulable (" + name("a") + ": 0/1 nodes are available: 1 Insufficient cpu.)"},
@@ -61,7 +60,7 @@ func TestPass(t *testing.T) {
 		{
 			name:        "a pod that is scheduled but starting does not block, and counts as active",
 			mutate:      func(c *config.Config) { c.Limits.MaxActive = ptr.To(2) },
-			objects:     []runtime.Object{job("a", "", 0), pendingPod(job("a", "", 0), false)},
+			objects:     []runtime.Object{makeJob("a").Obj(), makePod(makeJob("a").Obj()).Bound("node-0").Obj()},
 			rows:        []string{"c", "d"},
 			wantActions: []string{"list jobs", "list pods", "create jobs " + name("c")},
 			wantExclude: []string{"a"},
@@ -70,7 +69,7 @@ func TestPass(t *testing.T) {
 		{
 			name:        "blockOnUnschedulable false lets the pass create",
 			mutate:      func(c *config.Config) { c.Limits.BlockOnUnschedulable = ptr.To(false) },
-			objects:     []runtime.Object{job("a", "", 0), pendingPod(job("a", "", 0), true)},
+			objects:     []runtime.Object{makeJob("a").Obj(), makePod(makeJob("a").Obj()).Unschedulable("0/1 nodes are available: 1 Insufficient cpu.").Obj()},
 			rows:        []string{"c"},
 			wantActions: []string{"list jobs", "list pods", "create jobs " + name("c")},
 			wantExclude: []string{"a"},
@@ -82,8 +81,8 @@ func TestPass(t *testing.T) {
 				c.GC.SucceededRetention = metav1.Duration{Duration: 10 * time.Minute}
 			},
 			objects: []runtime.Object{
-				job("old-ok", batchv1.JobComplete, 11*time.Minute), job("new-ok", batchv1.JobComplete, time.Minute),
-				job("old-bad", batchv1.JobFailed, 2*time.Hour), job("new-bad", batchv1.JobFailed, 30*time.Second),
+				makeJob("old-ok").Finished(batchv1.JobComplete, ago(11*time.Minute)).Obj(), makeJob("new-ok").Finished(batchv1.JobComplete, ago(time.Minute)).Obj(),
+				makeJob("old-bad").Finished(batchv1.JobFailed, ago(2*time.Hour)).Obj(), makeJob("new-bad").Finished(batchv1.JobFailed, ago(30*time.Second)).Obj(),
 			},
 			rows: []string{"old-bad", "x"},
 			wantActions: []string{"list jobs", "list pods",
@@ -98,7 +97,7 @@ func TestPass(t *testing.T) {
 		{
 			name:        "a row still selected after its Job succeeded gets no second Job",
 			mutate:      func(c *config.Config) { c.GC.SucceededRetention = metav1.Duration{Duration: time.Hour} },
-			objects:     []runtime.Object{job("done", batchv1.JobComplete, time.Minute)},
+			objects:     []runtime.Object{makeJob("done").Finished(batchv1.JobComplete, ago(time.Minute)).Obj()},
 			rows:        []string{"done", "next"},
 			wantActions: []string{"list jobs", "list pods", "create jobs " + name("next")},
 			wantExclude: []string{"done"},
@@ -116,12 +115,8 @@ func TestPass(t *testing.T) {
 			wantSum:     Summary{Selected: 1, AlreadyPresent: 1},
 		},
 		{
-			name: "a Job of this row's name made for another key is a collision: skipped, not created",
-			objects: []runtime.Object{func() *batchv1.Job {
-				j := job("other", batchv1.JobComplete, time.Minute)
-				j.Name = name("mine")
-				return j
-			}()},
+			name:        "a Job of this row's name made for another key is a collision: skipped, not created",
+			objects:     []runtime.Object{makeJob("other").Finished(batchv1.JobComplete, ago(time.Minute)).Name(name("mine")).Obj()},
 			mutate:      func(c *config.Config) { c.GC.SucceededRetention = metav1.Duration{Duration: time.Hour} },
 			rows:        []string{"mine", "next"},
 			wantActions: []string{"list jobs", "list pods", "create jobs " + name("next")},
@@ -145,15 +140,9 @@ func TestPass(t *testing.T) {
 			wantSum:     Summary{Selected: 2, Created: 1, Skipped: 1},
 		},
 		{
-			name:   "capacity nodes: one more LIST each of nodes, pods cluster-wide and quotas; what fits bounds the creates",
-			mutate: func(c *config.Config) { c.Limits.Capacity = config.CapacityNodes },
-			objects: []runtime.Object{&corev1.Node{
-				ObjectMeta: metav1.ObjectMeta{Name: "node-0"},
-				Status: corev1.NodeStatus{
-					Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")},
-					Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-				},
-			}},
+			name:        "capacity nodes: one more LIST each of nodes, pods cluster-wide and quotas; what fits bounds the creates",
+			mutate:      func(c *config.Config) { c.Limits.Capacity = config.CapacityNodes },
+			objects:     []runtime.Object{makeNode("node-0").Allocatable(corev1.ResourcePods, "1").Obj()},
 			rows:        []string{"a", "b"},
 			wantActions: []string{"list jobs", "list pods", "list limitranges", "list nodes", "list pods", "list resourcequotas", "create jobs " + name("a")},
 			wantExclude: []string{},
@@ -162,7 +151,7 @@ func TestPass(t *testing.T) {
 		{
 			name:        "no slots, no read",
 			mutate:      func(c *config.Config) { c.Limits.MaxActive = ptr.To(1) },
-			objects:     []runtime.Object{job("a", "", 0)},
+			objects:     []runtime.Object{makeJob("a").Obj()},
 			rows:        []string{"b"},
 			wantActions: []string{"list jobs", "list pods"},
 			wantSum:     Summary{Blocked: "limits.maxActive: 1 of 1 unfinished"},
@@ -174,7 +163,7 @@ func TestPass(t *testing.T) {
 			cfg := testConfig(t, tc.mutate)
 			client := fake.NewClientset(tc.objects...)
 			if tc.reactor != nil {
-				existing := job("c", "", 0)
+				existing := makeJob("c").Obj()
 				client = fake.NewClientset(existing)
 				client.PrependReactor("list", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
 					return true, &batchv1.JobList{}, nil // listed before the other pass created it
@@ -241,7 +230,7 @@ func checkCreated(t *testing.T, client *fake.Clientset, cfg *config.Config, rs [
 // TestDryRunWritesNothing: a dry run is the whole pass without its writes.
 func TestDryRunWritesNothing(t *testing.T) {
 	cfg := testConfig(t, nil)
-	client := fake.NewClientset(job("old", batchv1.JobComplete, 3*time.Hour), job("run", "", 0))
+	client := fake.NewClientset(makeJob("old").Finished(batchv1.JobComplete, ago(3*time.Hour)).Obj(), makeJob("run").Obj())
 	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	res, err := s.Run(context.Background(), DryRun)
 	plan, sum := res.Plan, res.Summary
@@ -326,9 +315,9 @@ func TestPassFailures(t *testing.T) {
 					c.Limits.MaxActive = &tc.maxActive
 				}
 			})
-			client := fake.NewClientset(job("old", batchv1.JobComplete, 3*time.Hour), job("run", "", 0))
+			client := fake.NewClientset(makeJob("old").Finished(batchv1.JobComplete, ago(3*time.Hour)).Obj(), makeJob("run").Obj())
 			if tc.onlyRunning {
-				client = fake.NewClientset(job("run", "", 0))
+				client = fake.NewClientset(makeJob("run").Obj())
 			}
 			if tc.failDelete {
 				client.PrependReactor("delete", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -522,10 +511,8 @@ func TestEventsAndCapacityLists(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) {
 				c.Limits.MaxActive, c.Limits.Capacity = ptr.To(tc.maxActive), config.CapacityNodes
 			})
-			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{
-				Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10"), corev1.ResourceCPU: resource.MustParse("4")},
-				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
-			client := fake.NewClientset(job("old", batchv1.JobComplete, time.Hour), job("run", "", 0), node)
+			node := makeNode("n").Allocatable(corev1.ResourcePods, "10").Allocatable(corev1.ResourceCPU, "4").Obj()
+			client := fake.NewClientset(makeJob("old").Finished(batchv1.JobComplete, ago(time.Hour)).Obj(), makeJob("run").Obj(), node)
 			ev := &recorder{}
 			var logs bytes.Buffer
 			ctx := zerolog.New(&logs).WithContext(context.Background())
@@ -580,9 +567,7 @@ func TestCapacityBoundsTheSlots(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.pods+" pods allocatable", func(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick, c.Limits.Capacity = ptr.To(2), config.CapacityNodes })
-			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{
-				Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(tc.pods), corev1.ResourceCPU: resource.MustParse("4")},
-				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+			node := makeNode("n").Allocatable(corev1.ResourcePods, tc.pods).Allocatable(corev1.ResourceCPU, "4").Obj()
 			s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(node), Source: &source{Rows: rowsFor("a", "b", "c")},
 				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			res, err := s.Run(context.Background(), DryRun)

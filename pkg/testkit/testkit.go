@@ -2,9 +2,9 @@
 // it.
 //
 // What the unit tests of the pass (pkg/scheduler) and of the reports (pkg/report) build their cases from: a
-// configuration, Jobs and pods as the scheduler "reports" in namespace "batch" makes them, an in-memory rows.Source,
-// and the fake client's actions in compact form. What the tests of the commands read in jobsched's output (cmd,
-// pkg/e2e): the `pass done` line (PassDone) and the errors of a JSON log (WithErrors); and a Buffer that a test reads
+// configuration (Config), builders of the Jobs, pods and nodes they list (MakeJob, MakePod, MakeNode, in kueue's
+// style), an in-memory rows.Source, and the fake client's actions in compact form. What the tests of the commands
+// read in jobsched's output (cmd, pkg/e2e): the `pass done` line (PassDone) and the errors of a JSON log (WithErrors); and a Buffer that a test reads
 // while another goroutine or a process writes it (pkg/events, pkg/lease, pkg/e2e). A database host that never answers
 // is in the subpackage tcpkit, which pkg/rows' own tests can import; the Job template of a kwok task pod and the
 // node check in kwokkit, which the bench imports too. Pause is the one way a scenario keeps a schedule (an outage's
@@ -13,22 +13,18 @@ package testkit
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/jobsched/jobsched/pkg/config"
-	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/querydoctor"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
@@ -37,13 +33,13 @@ import (
 // Now is the tests' clock.
 var Now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-// Config is the scheduler "reports" in "batch" with capacity off, changed by mutate (nil: as is).
+// Config is the scheduler Scheduler in Namespace with capacity off, changed by mutate (nil: as is).
 func Config(t testing.TB, mutate func(*config.Config)) *config.Config {
 	t.Helper()
 	cfg := &config.Config{
-		Name: "reports", Namespace: "batch", File: "jobsched.yaml",
+		Name: Scheduler, Namespace: Namespace, File: "jobsched.yaml",
 		Source: config.Source{Key: "id", Query: "q"},
-		Job:    config.Job{NamePrefix: "reports"},
+		Job:    config.Job{NamePrefix: Scheduler},
 		Limits: config.Limits{MaxActive: ptr.To(10), MaxPerTick: ptr.To(10), BlockOnUnschedulable: ptr.To(true), ReserveForTick: ptr.To(true), Capacity: config.CapacityOff},
 		Retry: config.Retry{MaxAttempts: ptr.To(3), Backoff: &metav1.Duration{Duration: time.Minute},
 			MaxBackoff: &metav1.Duration{Duration: time.Hour}},
@@ -61,53 +57,8 @@ func Config(t testing.TB, mutate func(*config.Config)) *config.Config {
 	return cfg
 }
 
-// Job is one of the scheduler's Jobs for key; cond is "", "Complete" or "Failed", finished ago.
-func Job(key string, cond batchv1.JobConditionType, ago time.Duration) *batchv1.Job {
-	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
-		Name: render.JobName("reports", key), Namespace: "batch", UID: types.UID("uid-" + key),
-		Labels:      map[string]string{jobmeta.LabelScheduler: "reports"},
-		Annotations: map[string]string{jobmeta.AnnotationTaskKey: key},
-	}}
-	if cond == "" {
-		j.Status.Active = 1
-		return j
-	}
-	j.Status.Conditions = []batchv1.JobCondition{{Type: cond, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded",
-		Message: "Job has reached the specified backoff limit", LastTransitionTime: metav1.NewTime(Now.Add(-ago))}}
-	return j
-}
-
-// Attempt is Job(key, cond, ago) as attempt n, finished with reason ("": the default).
-func Attempt(key string, n int, cond batchv1.JobConditionType, ago time.Duration, reason string) *batchv1.Job {
-	j := Job(key, cond, ago)
-	j.Name = render.AttemptName("reports", key, n)
-	j.UID = types.UID(fmt.Sprintf("uid-%s-%d", key, n))
-	j.Labels[jobmeta.LabelAttempt] = strconv.Itoa(n)
-	if reason != "" {
-		j.Status.Conditions[0].Reason = reason
-	}
-	return j
-}
-
-// PendingPod is owner's pod, Pending: Unschedulable, or bound to node-0 and starting.
-func PendingPod(owner *batchv1.Job, unschedulable bool) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: owner.Name + "-abcde", Namespace: "batch",
-			Labels:          map[string]string{jobmeta.LabelScheduler: "reports"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}},
-		Status: corev1.PodStatus{Phase: corev1.PodPending},
-	}
-	if unschedulable {
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
-			Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 Insufficient cpu."}}
-	} else {
-		p.Spec.NodeName = "node-0"
-	}
-	return p
-}
-
 // Name is the Job name of key's first attempt.
-func Name(key string) string { return render.JobName("reports", key) }
+func Name(key string) string { return render.JobName(Scheduler, key) }
 
 // Source is an in-memory rows.Source that records what it was asked.
 type Source struct {
