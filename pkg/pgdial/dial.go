@@ -10,25 +10,41 @@ import (
 )
 
 // Guard is the pool's dialer (a pq.Dialer and pq.DialerContext): it keeps the connections it made, so that when a
-// read's context ends every one of them fails its blocked read or write at once. lib/pq alone sends a cancel request (on a new connection, which
-// this does not touch: a server that answers stops the statement) and goes on waiting for the server to answer,
-// which one that hangs never does. A connection made while the context ends is bounded by the connect timeout.
+// read's context ends every one of them fails its blocked read or write, after Grace. lib/pq alone sends a cancel
+// request (on a new connection, which this does not touch: a server that answers stops the statement) and goes on
+// waiting for the server to answer, which one that hangs never does. The Grace is the cancel request's: aborting at
+// once races lib/pq, whose cancel is not sent at all when the statement has already returned (an abort is such a
+// return), and the statement then runs on in the server until its statement_timeout. A connection made while the
+// context ends is bounded by the connect timeout.
 type Guard struct {
+	// Grace is how long after the context ends the connections are aborted, unless the read ended first.
+	Grace  time.Duration
 	mu     sync.Mutex
 	conns  map[*guardedConn]struct{}
 	dialer net.Dialer
 }
 
-// Watch makes the end of ctx abort the connections, until the returned stop is called; stop waits for an abort that
-// has begun, so that it cannot reach the next read's connection.
+// DefaultGrace is a Guard's Grace: a cancel request on a network of milliseconds is answered well within it, and a
+// server that hangs costs the read at most this beyond its deadline.
+const DefaultGrace = time.Second
+
+// Watch makes the end of ctx abort the connections, Grace later, until the returned stop is called; stop waits for
+// an abort that has begun, so that it cannot reach the next read's connection.
 func (g *Guard) Watch(ctx context.Context) (stop func()) {
-	done := make(chan struct{})
+	stopped, done := make(chan struct{}), make(chan struct{})
 	after := context.AfterFunc(ctx, func() {
 		defer close(done)
-		g.abort()
+		t := time.NewTimer(g.Grace)
+		defer t.Stop()
+		select {
+		case <-stopped: // the read ended within the grace: the server answered the cancel request
+		case <-t.C:
+			g.abort()
+		}
 	})
 	return func() {
 		if !after() {
+			close(stopped)
 			<-done
 		}
 	}
@@ -78,4 +94,4 @@ func (c *guardedConn) Close() error {
 }
 
 // New is a Guard with no connections yet.
-func New() *Guard { return &Guard{conns: map[*guardedConn]struct{}{}} }
+func New() *Guard { return &Guard{Grace: DefaultGrace, conns: map[*guardedConn]struct{}{}} }

@@ -6,12 +6,13 @@ import (
 	"net"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/jobsched/jobsched/pkg/testkit/tcpkit"
 )
 
-// TestWatchAbortsBlockedReads: when the watched context ends, a read blocked on a server that never answers fails at
-// once, on every connection the Guard made; after stop, the end of the context touches nothing.
+// TestWatchAbortsBlockedReads: when the watched context ends, a read blocked on a server that never answers fails
+// after the grace, on every connection the Guard made; after stop, the end of the context touches nothing.
 func TestWatchAbortsBlockedReads(t *testing.T) {
 	addr := tcpkit.NewSilent(t).Addr()
 	g := New()
@@ -59,5 +60,26 @@ func TestWatchAbortsBlockedReads(t *testing.T) {
 	defer g.mu.Unlock()
 	if len(g.conns) != 0 {
 		t.Errorf("the Guard keeps %d closed connection(s)", len(g.conns))
+	}
+}
+
+// TestWatchLeavesTheGraceToTheCancel: a read that ends within the grace after its context (lib/pq's cancel request
+// was answered) leaves the connections untouched: an abort at once would have beaten lib/pq to the statement's
+// return, and lib/pq then sends no cancel at all (the statement ran on in the server: TestReadAfterDeadline).
+func TestWatchLeavesTheGraceToTheCancel(t *testing.T) {
+	addr := tcpkit.NewSilent(t).Addr()
+	g := New()
+	g.Grace = time.Hour
+	c, err := g.DialContext(t.Context(), "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	stop := g.Watch(ctx)
+	cancel()
+	stop()
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Errorf("write after a read that ended within the grace: %v; want the connection untouched", err)
 	}
 }
