@@ -1,5 +1,5 @@
 // Package pgdial is the dialer of jobsched's PostgreSQL pool: it keeps the connections it made, so that when a read's
-// context ends every one of them fails its blocked read or write at once.
+// context ends every one of them fails its blocked read or write (after a grace for lib/pq's cancel request: Guard).
 package pgdial
 
 import (
