@@ -4,9 +4,6 @@ package jobend
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
@@ -16,27 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
-
-// realCluster is a client of the local control plane scripts/test.sh starts, and a namespace of the test's own.
-func realCluster(t *testing.T) (kubernetes.Interface, string) {
-	t.Helper()
-	kcfg := os.Getenv("KUBECONFIG")
-	if kcfg == "" {
-		t.Fatal("KUBECONFIG must be set: run scripts/test.sh, which starts the local cluster")
-	}
-	c, _, err := kube.NewClient(kube.Options{Kubeconfig: kcfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := fmt.Sprintf("kube-wait-%04x", rand.IntN(0xffff))
-	if _, err := c.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	return c, ns
-}
 
 // externalJob is a Job the Job controller leaves alone (spec.managedBy), so the test writes its status itself.
 func externalJob(name string) *batchv1.Job {
@@ -66,7 +44,7 @@ func complete(t *testing.T, ctx context.Context, c kubernetes.Interface, job *ba
 // deleted unfinished wakes it too. (A 410 Gone is TestWaitJobEnd's: on a young cluster etcd still keeps every
 // revision, so no resourceVersion is reliably expired here.)
 func TestWaitJobEndRealServer(t *testing.T) {
-	c, ns := realCluster(t)
+	c, ns := testkit.RealCluster(t, "kube-wait")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	jobs := c.BatchV1().Jobs(ns)

@@ -6,17 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/jobsched/jobsched/pkg/testkit"
 )
@@ -24,29 +19,9 @@ import (
 // These run against the real API server of scripts/test.sh (KUBECONFIG): its optimistic concurrency is what makes
 // the Lease exclusive, and the fake clientset has none.
 
-func realClient(t *testing.T) (kubernetes.Interface, string) {
-	t.Helper()
-	kc := os.Getenv("KUBECONFIG")
-	if kc == "" {
-		t.Fatal("KUBECONFIG must be set: run scripts/test.sh, which starts the local cluster")
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = -1, 0
-	c := kubernetes.NewForConfigOrDie(cfg)
-	ns := fmt.Sprintf("lease-%04x", rand.IntN(0xffff))
-	if _, err := c.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	return c, ns
-}
-
 // Ten holders race for a Lease nobody holds, none waiting: exactly one gets it.
 func TestIntegrationOneOfRacingHolders(t *testing.T) {
-	c, ns := realClient(t)
+	c, ns := testkit.RealCluster(t, "lease")
 	for round := range 5 { // the first round races on the create, the others on the update of a released Lease
 		var wg sync.WaitGroup
 		var got []*Held
@@ -86,7 +61,7 @@ func TestIntegrationOneOfRacingHolders(t *testing.T) {
 
 // Holders that wait take turns: never two at once, and each gets it.
 func TestIntegrationWaitingHoldersTakeTurns(t *testing.T) {
-	c, ns := realClient(t)
+	c, ns := testkit.RealCluster(t, "lease")
 	var inside, most, turns atomic.Int32
 	var wg sync.WaitGroup
 	for i := range 6 {
@@ -122,7 +97,7 @@ func TestIntegrationWaitingHoldersTakeTurns(t *testing.T) {
 // A holder that stops renewing without releasing (as a SIGKILLed pass) keeps the next one out for one Lease
 // duration, counted from when the next one first saw it, and no longer; one that renews keeps it past its duration.
 func TestIntegrationUnrenewedLeaseExpires(t *testing.T) {
-	c, ns := realClient(t)
+	c, ns := testkit.RealCluster(t, "lease")
 	cfg := Config{Client: c.CoordinationV1(), Namespace: ns, Name: "jobsched-expiry", Duration: 2 * time.Second,
 		Poll: 100 * time.Millisecond}
 	first := cfg
