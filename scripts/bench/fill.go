@@ -126,21 +126,14 @@ func (b *bench) growCluster(nodes, perNode int, budget time.Duration) (int, int,
 	start := time.Now()
 	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(fillNodeCPU), corev1.ResourceMemory: resource.MustParse("128Gi"),
 		corev1.ResourcePods: resource.MustParse("110")}
-	err := parallel(16, nodes, func(i int) error {
-		if time.Since(start) > budget {
-			return errBudget
-		}
+	if err := createWithin(nodes, start, budget, func(i int) error {
 		_, err := b.admin.CoreV1().Nodes().Create(b.ctx, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s%d", fillNodePrefix, i), Labels: map[string]string{"jobsched.io/bench-fill": "true", "type": "kwok"},
 				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
 			Status: corev1.NodeStatus{Capacity: rl, Allocatable: rl},
 		}, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
 		return err
-	})
-	if err != nil && !errors.Is(err, errBudget) {
+	}); err != nil {
 		return 0, 0, "", err
 	}
 	usable := 0
@@ -158,35 +151,53 @@ func (b *bench) growCluster(nodes, perNode int, budget time.Duration) (int, int,
 	progress("  %d fill nodes usable after %s", usable, time.Since(start).Round(time.Second))
 	n := min(usable, nodes)
 	pods := n * perNode
-	err = parallel(16, pods, func(i int) error {
-		if time.Since(start) > budget {
-			return errBudget
-		}
+	if err := createWithin(pods, start, budget, func(i int) error {
 		_, err := b.admin.CoreV1().Pods(fillFillerNS).Create(b.ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("filler-%d", i)},
 			Spec: corev1.PodSpec{NodeName: fmt.Sprintf("%s%d", fillNodePrefix, i%n), AutomountServiceAccountToken: new(bool),
 				Containers: []corev1.Container{{Name: "c", Image: "filler:1", Resources: corev1.ResourceRequirements{
 					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}}}}},
 		}, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
 		return err
-	})
-	if err != nil && !errors.Is(err, errBudget) {
+	}); err != nil {
 		return 0, 0, "", err
 	}
 	have := 0
 	if _, err := kube.List(b.ctx, b.admin.CoreV1().Pods(fillFillerNS).List, metav1.ListOptions{Limit: 5000}, func(*corev1.Pod) { have++ }); err != nil {
 		return 0, 0, "", err
 	}
-	progress("  cluster: %d nodes, %d filler pods (%s)", n, have, time.Since(start).Round(time.Second))
+	// Measured once kwok is done with them (each Running): until then it competes with the passes for the machine.
+	if err := wait.PollUntilContextTimeout(b.ctx, 5*time.Second, max(budget-time.Since(start), 5*time.Minute), true, func(ctx context.Context) (bool, error) {
+		l, err := b.admin.CoreV1().Pods(fillFillerNS).List(ctx, metav1.ListOptions{FieldSelector: "status.phase!=Running", Limit: 1})
+		return err == nil && len(l.Items) == 0, nil
+	}); err != nil {
+		return 0, 0, "", fmt.Errorf("the filler pods not all Running: %w", err)
+	}
+	progress("  cluster: %d nodes, %d filler pods, all Running (%s)", n, have, time.Since(start).Round(time.Second))
 	note := ""
 	if n < nodes || have < nodes*perNode {
 		note = fmt.Sprintf("asked for %s nodes and %s pods; BENCH_FILL_BUDGET (%s) ran out at %s nodes and %s pods, measured there",
 			thousands(nodes), thousands(nodes*perNode), budget, thousands(n), thousands(have))
 	}
 	return n, have, note, nil
+}
+
+// createWithin runs create(i) for i < n with 16 workers until budget has passed since start; an object that exists
+// already is fine (a run before made it), and running out of budget is not an error (the caller counts what was made).
+func createWithin(n int, start time.Time, budget time.Duration, create func(i int) error) error {
+	err := parallel(16, n, func(i int) error {
+		if time.Since(start) > budget {
+			return errBudget
+		}
+		if err := create(i); !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return nil
+	})
+	if errors.Is(err, errBudget) {
+		return nil
+	}
+	return err
 }
 
 // fillRun is what one counted fill run did.
@@ -264,7 +275,7 @@ func (b *bench) refill(ref, refName, size string, onePass float64) ([]row, float
 	if err != nil {
 		return nil, 0, err
 	}
-	fillArgs := []string{"--fill-for", "90s", "--timeout", "30s"}
+	fillArgs := []string{"--fill-for", "3m", "--timeout", "30s"}
 	runs := map[string]fillRun{}
 	for _, who := range []string{"ref", "mine"} {
 		bin := map[string]string{"ref": ref, "mine": b.bin}[who]
@@ -497,21 +508,13 @@ func (b *bench) fillScenario(name, ns, table string, maxActive, maxPerTick int, 
 
 // writeFillResults writes the fill part's own results file.
 func (b *bench) writeFillResults(ref string, perNode int, notes []string, rows []row) error {
-	path := cmp.Or(os.Getenv("BENCH_FILL_RESULTS"), "scripts/bench/results/fill.md")
-	var w bytes.Buffer
-	fmt.Fprintf(&w, "# Fill at cluster scale, this build against %s (written by `BENCH_ONLY=fill scripts/bench.sh`; do not edit)\n\n", ref)
-	fmt.Fprintf(&w, "%s\n\n", os.Getenv("BENCH_MACHINE"))
-	fmt.Fprintf(&w, "kwok nodes of %s CPU and 110 pods, %d long-running pods bound to each; jobsched's requests counted by a proxy "+
+	about := fmt.Sprintf("kwok nodes of %s CPU and 110 pods, %d long-running pods bound to each; jobsched's requests counted by a proxy "+
 		"in front of the API server (calls, and response bytes on the wire as the client reads them, a watch's as its events come), "+
 		"between two `pass done` lines; peak RSS from getrusage. Refill: capacity nodes, maxActive 4, tasks of 2 s that may run on "+
-		"every node, each build in turn. See scripts/bench/README.md.\n\n", fillNodeCPU, perNode)
+		"every node, each build in turn. See scripts/bench/README.md.", fillNodeCPU, perNode)
 	for _, n := range notes {
-		fmt.Fprintf(&w, "- %s\n", n)
+		about += "\n- " + n
 	}
-	if len(notes) > 0 {
-		w.WriteString("\n")
-	}
-	table(&w, rows)
-	progress("  fill results: %s", path)
-	return os.WriteFile(path, w.Bytes(), 0o644)
+	return writeOwnResults(cmp.Or(os.Getenv("BENCH_FILL_RESULTS"), "scripts/bench/results/fill.md"),
+		fmt.Sprintf("Fill at cluster scale, this build against %s (written by `BENCH_ONLY=fill scripts/bench.sh`; do not edit)", ref), about, rows)
 }
