@@ -6,15 +6,14 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/jobsched/jobsched/pkg/jobend"
+	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
-// tick --fill-for: after a pass bound by room while rows wait, wait for one of this scheduler's Jobs to end (a watch
-// from the pass's own list), then run the next whole pass; until the time is up, the backlog is empty, nothing can
-// start, or the process is told to stop. Each pass is a fresh one: the loop keeps nothing of a pass but what it
-// needs to wait (the resourceVersion to watch from, and which Jobs had already finished).
+// tick --fill-for: after a pass bound by room while rows wait, wait for one of this scheduler's Jobs to end, then
+// run the next whole pass; until the time is up, the backlog is empty, nothing can start, or the process is told to
+// stop. The first pass lists what it observes and the passes after it decide from what the watches since then
+// followed (scheduler.Follow): the wait is on those watches too.
 
 // Why an invocation with --fill-for ended: the reason of its last line, "fill ended".
 const (
@@ -34,17 +33,15 @@ type fillPass struct {
 	room     bool   // the slots were bound by room: capacity, the quota, limits.maxActive
 	rowsWait bool   // rows may still wait for a Job
 	limit    string // what bound the slots
-	rv       string // the resourceVersion of the pass's Jobs list
-	finished map[types.UID]bool
 }
 
-// filler runs passes for fillFor. pass runs one whole pass (refill 0 is the first); wait returns once a Job of
-// this scheduler ends after rv (see jobend.Wait).
+// filler runs passes for fillFor. pass runs one whole pass (refill 0 is the first); wait returns once something
+// happened after it that may let the next pass create (a Job of this scheduler ended: scheduler.Follow.Wait).
 type filler struct {
 	fillFor time.Duration
 	now     func() time.Time
 	pass    func(ctx context.Context, refill int) fillPass
-	wait    func(ctx context.Context, rv string, finished map[types.UID]bool) (string, error)
+	wait    func(ctx context.Context) (string, error)
 }
 
 var errFillOver = errors.New("--fill-for has passed")
@@ -61,14 +58,14 @@ func (f filler) run(ctx context.Context) error {
 		if reason == "" {
 			log.Info().Int("refill", refill).Str("limit", p.limit).Msg("waiting for a Job to finish")
 			wctx, cancel := context.WithTimeoutCause(ctx, end.Sub(f.now()), errFillOver)
-			name, err := f.wait(wctx, p.rv, p.finished)
+			name, err := f.wait(wctx)
 			cancel()
 			switch {
 			case ctx.Err() != nil:
 				reason = endTerminated
 			case errors.Is(err, errFillOver):
 				reason = endTime
-			case errors.Is(err, jobend.ErrExpired):
+			case errors.Is(err, scheduler.ErrLost):
 				log.Debug().Err(err).Msg("the next pass observes afresh")
 			case err != nil:
 				reason = endCannotWait + err.Error()
@@ -99,8 +96,6 @@ func (f filler) stop(ctx context.Context, p fillPass, end time.Time) string {
 		return endBacklogEmpty
 	case !p.room:
 		return endNotRoom + p.limit
-	case p.rv == "":
-		return endCannotWait + "the pass has no resourceVersion of its Jobs to watch from"
 	case !f.now().Before(end):
 		return endTime
 	}

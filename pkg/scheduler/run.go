@@ -63,6 +63,9 @@ type Scheduler struct {
 	Timeout  time.Duration
 	Events   Events // nil: none
 	Guard    Guard  // nil: none; taken by Execute passes only
+	// Follow, when set, keeps the observation between passes (tick --fill-for): the first pass lists, the later ones
+	// read what the watches followed (see Follow). nil: each pass lists.
+	Follow *Follow
 	// BeforeCreates, when set, is called once before the first create of a pass (the command sets its collector
 	// policy there: see cmd).
 	BeforeCreates func()
