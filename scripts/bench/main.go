@@ -53,7 +53,8 @@ type bench struct {
 	rows   []row
 	budget time.Duration // the most that creating Jobs for the RSS rows may take
 
-	fillOnePassAt string // the cluster size of the fill part's one-pass reference
+	fillOnePassAt string   // the cluster size of the fill part's one-pass reference
+	fillNotes     []string // what the fill part's results must say besides the rows (a run run again)
 }
 
 // row is one line of the table.
