@@ -81,6 +81,9 @@ func (b *bench) fill() error {
 	slices.SortStableFunc(steps, func(a, b step) int { return a.nodes - b.nodes })
 	var rows []row
 	var notes []string
+	if n := os.Getenv("BENCH_FILL_NOTE"); n != "" { // what the person who ran it must say (a size left out, and why)
+		notes = append(notes, n)
+	}
 	onePass := 0.0 // the reference's one pass at the smallest refill size: the RSS target
 	for _, s := range steps {
 		nodes, pods, note, err := b.growCluster(s.nodes, perNode, budget)
