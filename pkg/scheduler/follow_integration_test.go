@@ -114,7 +114,9 @@ func TestFollowedIsFresh(t *testing.T) {
 	}
 	anything := func(*Observation) bool { return true }
 	gone := func(name string) func(*Observation) bool {
-		return func(o *Observation) bool { return !slices.ContainsFunc(o.Jobs, func(j JobSummary) bool { return j.Name == name }) }
+		return func(o *Observation) bool {
+			return !slices.ContainsFunc(o.Jobs, func(j JobSummary) bool { return j.Name == name })
+		}
 	}
 
 	var held *batchv1.Job
@@ -137,7 +139,9 @@ func TestFollowedIsFresh(t *testing.T) {
 		n.Labels = map[string]string{"pool": ns}
 		_, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 		return err
-	}, func(o *Observation) bool { return slices.ContainsFunc(o.Capacity.Nodes, func(n capacity.Node) bool { return n.Name == node }) })
+	}, func(o *Observation) bool {
+		return slices.ContainsFunc(o.Capacity.Nodes, func(n capacity.Node) bool { return n.Name == node })
+	})
 	step("the pods bound", func() error {
 		for _, p := range []string{"held-pod", "other"} {
 			b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p}, Target: corev1.ObjectReference{Kind: "Node", Name: node}}
@@ -169,7 +173,9 @@ func TestFollowedIsFresh(t *testing.T) {
 	}, gone(held.Name))
 	step("the node removed", func() error {
 		return c.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
-	}, func(o *Observation) bool { return !slices.ContainsFunc(o.Capacity.Nodes, func(n capacity.Node) bool { return n.Name == node }) })
+	}, func(o *Observation) bool {
+		return !slices.ContainsFunc(o.Capacity.Nodes, func(n capacity.Node) bool { return n.Name == node })
+	})
 	step("the other tenant's pod deleted", func() error {
 		return pods.Delete(ctx, "other", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	}, anything)
