@@ -177,6 +177,9 @@ func (f *Feed[O, L, T]) Sorted() ([]T, string) {
 	for k := range f.items {
 		keys = append(keys, k)
 	}
+	if len(keys) == 0 {
+		return nil, f.rv // as a list's items
+	}
 	slices.Sort(keys)
 	out := make([]T, len(keys))
 	for i, k := range keys {
