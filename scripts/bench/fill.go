@@ -81,6 +81,7 @@ func (b *bench) fill() error {
 	slices.SortStableFunc(steps, func(a, b step) int { return a.nodes - b.nodes })
 	var rows []row
 	var notes []string
+	var errs []error
 	if n := os.Getenv("BENCH_FILL_NOTE"); n != "" { // what the person who ran it must say (a size left out, and why)
 		notes = append(notes, n)
 	}
@@ -96,15 +97,18 @@ func (b *bench) fill() error {
 		size := fmt.Sprintf("%s nodes, %s pods", thousands(nodes), thousands(pods))
 		if s.throughput {
 			rs, err := b.throughput(size)
-			if err != nil {
-				return fmt.Errorf("throughput: %w", err)
-			}
 			rows = append(rows, rs...)
+			if err != nil { // the rows measured so far are written, with why the rest are not
+				rows = append(rows, row{what: "throughput at " + size, jobsched: "failed: " + err.Error(), load: runinfo.LoadAvg(1)})
+				errs = append(errs, fmt.Errorf("throughput: %w", err))
+			}
 			continue
 		}
 		rs, one, err := b.refill(ref, refName, size, onePass)
 		if err != nil {
-			return fmt.Errorf("refill at %s: %w", size, err)
+			rows = append(rows, row{what: "refill at " + size, jobsched: "failed: " + err.Error(), load: runinfo.LoadAvg(1)})
+			errs = append(errs, fmt.Errorf("refill at %s: %w", size, err))
+			continue
 		}
 		if onePass == 0 {
 			onePass = one
@@ -112,7 +116,10 @@ func (b *bench) fill() error {
 		rows = append(rows, rs...)
 	}
 	table(os.Stdout, rows)
-	return b.writeFillResults(refName, perNode, append(notes, b.fillNotes...), rows)
+	if err := b.writeFillResults(refName, perNode, append(notes, b.fillNotes...), rows); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // growCluster makes the fill nodes 0..nodes-1 (Ready and untainted) and perNode filler pods on each, unless they
@@ -384,10 +391,10 @@ func (b *bench) throughput(size string) ([]row, error) {
 		bare   bool
 	}{{what: "a bare client-go loop (16 workers, no client-side limit) creating the same Jobs", bare: true}, {what: "one queue"}, {what: "five queues", queues: 5}} {
 		if err := b.clearJobs(ns); err != nil {
-			return nil, err
+			return rows, err
 		}
 		if err := b.clearPods(ns); err != nil {
-			return nil, err
+			return rows, err
 		}
 		cfgFile, err := b.fillScenario(fmt.Sprintf("throughput-%d", v.queues), ns, table, active, 2*active, "1s", v.queues)
 		if err != nil {
@@ -418,7 +425,7 @@ func (b *bench) throughput(size string) ([]row, error) {
 		progress("  throughput at %s: %s, %d rows…", size, v.what, n)
 		r, err := b.fillRunOf(b.bin, cfgFile, ns, table, n, 2, "--fill-for", fillFor, "--timeout", "60s")
 		if err != nil {
-			return nil, err
+			return rows, err
 		}
 		if r.retried != "" {
 			b.fillNotes = append(b.fillNotes, fmt.Sprintf("throughput, %s: run again, as its first run failed: %s", v.what, r.retried))

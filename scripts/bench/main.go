@@ -811,12 +811,16 @@ func (b *bench) fillTable(table string, n int) error {
 // clearJobs deletes every Job in ns and waits until none is left.
 func (b *bench) clearJobs(ns string) error {
 	bg := metav1.DeletePropagationBackground
-	if err := b.admin.BatchV1().Jobs(ns).DeleteCollection(b.ctx, metav1.DeleteOptions{PropagationPolicy: &bg}, metav1.ListOptions{}); err != nil {
-		return err
-	}
+	// Asked again while Jobs are left: a loaded API server ends a DeleteCollection of thousands at its request timeout.
 	err := wait.PollUntilContextTimeout(b.ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		l, err := b.admin.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil && len(l.Items) == 0, err
+		if err != nil || len(l.Items) == 0 {
+			return err == nil, nil
+		}
+		if err := b.admin.BatchV1().Jobs(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &bg}, metav1.ListOptions{}); err != nil {
+			progress("    deleting the Jobs of %s: %v (asking again)", ns, err)
+		}
+		return false, nil
 	})
 	if wait.Interrupted(err) {
 		return fmt.Errorf("Jobs in %s still there after 5 minutes", ns)
