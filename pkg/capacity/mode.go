@@ -40,7 +40,7 @@ type Mode interface {
 
 // Modes are the capacity modes, in the order of config.Capacities: the one place a mode is registered.
 func Modes() []Mode {
-	return []Mode{nodesMode{}, quotaMode{}, offMode{}, kueueMode{}}
+	return []Mode{nodesMode{}, quotaMode{}, offMode{}, kueueMode{}, autoscaleMode{}}
 }
 
 // ModeOf is the mode named name. A name no mode has (a configuration not validated) is a mode that fits templates

@@ -137,7 +137,7 @@ func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error
 	for i := range s.Config.AllQueues() {
 		templates = append(templates, s.Config.QueueConfig(i).Template)
 	}
-	snap, err := capacity.ModeOf(s.Config.Limits.Capacity).Observe(ctx, s.clients(), s.Config.Namespace, capacity.Options{Templates: templates, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick()})
+	snap, err := capacity.ModeOf(s.Config.Limits.Capacity).Observe(ctx, s.clients(), s.Config.Namespace, capacity.Options{Templates: templates, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick(), MaxPending: s.Config.MaxPending()})
 	if err != nil {
 		return nil, fmt.Errorf("observing capacity: %w", err)
 	}
