@@ -94,8 +94,8 @@ type Node struct {
 	Name          string
 	Labels        map[string]string
 	Taints        []corev1.Taint
-	Unschedulable bool // spec.unschedulable (cordoned)
-	Ready         bool // NodeReady condition True
+	Unschedulable bool   // spec.unschedulable (cordoned)
+	Ready         bool   // NodeReady condition True
 	ProviderID    string // spec.providerID: which node group it is of (limits.capacity: autoscale)
 	Allocatable   corev1.ResourceList
 	Requested     corev1.ResourceList // sum of Demand of every non-terminal pod bound to it (all namespaces)
