@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
 	"github.com/jobsched/jobsched/pkg/config"
@@ -42,6 +43,22 @@ func (autoscaleMode) Room(snap *Snapshot, claims []Claim) Room {
 	p := NewPlacer(snap, claims)
 	p.grow = newGrowth(snap, p)
 	return p
+}
+
+// Waits reads the Events of pods (autoscale.Waits). Without list on Events (manifests/autoscale) or when they cannot
+// be read, every Unschedulable pod blocks, as with nodes, and note says so.
+func (autoscaleMode) Waits(ctx context.Context, c Clients, namespace string, pods []string) (map[string]Wait, string) {
+	if len(pods) == 0 {
+		return nil, ""
+	}
+	waits, err := autoscale.Waits(ctx, c.Kube, namespace, pods)
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, fmt.Sprintf("cannot list Events in %s (the Role of manifests/autoscale grants list): every Unschedulable pod blocks, as with nodes", namespace)
+	case err != nil:
+		return nil, fmt.Sprintf("%v: every Unschedulable pod blocks, as with nodes", err)
+	}
+	return waits, ""
 }
 
 func (autoscaleMode) Needs() Needs {

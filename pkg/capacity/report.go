@@ -1,6 +1,8 @@
 package capacity
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -62,4 +64,26 @@ type PoolFit struct {
 	Pods      int                 `json:"pods"`            // more pods of the template it takes; -1 = no limit
 	Bound     string              `json:"bound,omitempty"` // what bound Pods
 	Excluded  string              `json:"excluded,omitempty"`
+}
+
+// Words is the pool's line of status: its limit, what it holds, and what it can still add for the template.
+func (f PoolFit) Words() string {
+	limit, used := "no limit", "nothing"
+	if len(f.Limit) > 0 {
+		limit = "limit " + quantities(f.Limit)
+	}
+	if len(f.Used) > 0 {
+		used = quantities(f.Used)
+	}
+	s := fmt.Sprintf("%s, used %s", limit, used)
+	if f.Launching > 0 {
+		s += fmt.Sprintf(", %d NodeClaim(s) launching", f.Launching)
+	}
+	switch {
+	case f.Excluded != "":
+		return s + "; the template cannot use it: " + f.Excluded
+	case f.Pods < 0:
+		return s + "; adds pods without bound (" + f.Bound + ")"
+	}
+	return s + fmt.Sprintf("; adds %d more pod(s) (%s)", f.Pods, f.Bound)
 }
