@@ -108,7 +108,9 @@ func (quiet) Inspect(context.Context, Clients, *config.Config) (*Details, error)
 
 func (quiet) Status(*config.Config, int, *Details) Section { return Section{} }
 
-func (quiet) Waits(context.Context, Clients, string, []string) (map[string]Wait, string) { return nil, "" }
+func (quiet) Waits(context.Context, Clients, string, []string) (map[string]Wait, string) {
+	return nil, ""
+}
 
 // fitted is a quiet mode that places the claims on what it observed (the Placer).
 type fitted struct{ quiet }
