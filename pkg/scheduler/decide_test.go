@@ -226,7 +226,9 @@ func TestDecide(t *testing.T) {
 func TestDecideWaits(t *testing.T) {
 	running := makeJob("r").Obj()
 	pod := makePod(running).Unschedulable("0/0 nodes are available").Obj()
-	blocked := func(why string) string { return "1 pod(s) Unschedulable (" + name("r") + ": 0/0 nodes are available" + why + ")" }
+	blocked := func(why string) string {
+		return "1 pod(s) Unschedulable (" + name("r") + ": 0/0 nodes are available" + why + ")"
+	}
 	tests := []struct {
 		name    string
 		waits   map[string]capacity.Wait

@@ -117,9 +117,9 @@ func nodePoolObj(name string, limits map[string]any, used map[string]any, ready 
 		"spec": map[string]any{"template": map[string]any{
 			"metadata": map[string]any{"labels": map[string]any{"team": "a"}},
 			"spec": map[string]any{
-				"nodeClassRef": map[string]any{"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
-				"requirements": []any{map[string]any{"key": "karpenter.sh/capacity-type", "operator": "In", "values": []any{"on-demand"}, "minValues": int64(1)}},
-				"taints":       []any{map[string]any{"key": "batch", "effect": "NoSchedule"}},
+				"nodeClassRef":  map[string]any{"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
+				"requirements":  []any{map[string]any{"key": "karpenter.sh/capacity-type", "operator": "In", "values": []any{"on-demand"}, "minValues": int64(1)}},
+				"taints":        []any{map[string]any{"key": "batch", "effect": "NoSchedule"}},
 				"startupTaints": []any{map[string]any{"key": "starting", "effect": "NoSchedule"}},
 			}}},
 		"status": map[string]any{"resources": used,
