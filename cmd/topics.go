@@ -119,7 +119,8 @@ Cost. Three API calls per tick: GET and PUT (take), PUT (release); the first tic
 nodes (the default) counts the free room on the nodes the template may use and the ResourceQuota headroom;
 quota the headroom alone; off nothing, only the limits, with blockOnUnschedulable as the brake (a cluster with
 an autoscaler, where Unschedulable pods are the signal to grow); kueue the Jobs Kueue holds, against
-limits.maxQueued, and Kueue's quotas decide the rest.
+limits.maxQueued, and Kueue's quotas decide the rest; autoscale what nodes counts plus what the cluster's
+autoscaler can still add (below).
 
 What nodes counts.
   - The template as the pod the API server admits from it: LimitRange defaults and a RuntimeClass's overhead,
@@ -150,7 +151,44 @@ What it costs. Per pass (and per refill of tick --fill-for): one LIST each of no
 ResourceQuotas, then the non-terminal pods page by page, or one LIST per node for a template whose pool is at
 most 100 nodes. A template that may use every node of a cluster of thousands pays a full pod listing each
 time, which may not fit the shipped --timeout 20s: give the template a pool of nodes, use capacity: quota, or
-raise --timeout and lower --fill-for.`,
+raise --timeout and lower --fill-for.
+
+capacity: autoscale (a cluster that Karpenter or the cluster-autoscaler grows). Room = what nodes counts on
+the nodes that exist + what the autoscaler can still add for the template - the pods already waiting for new
+nodes; at most limits.maxPending of this install's pods wait for new nodes at once (default limits.maxPerTick:
+one pass's creates, which Karpenter provisions as one batch; 0 lets none wait).
+  - Karpenter (karpenter.sh/v1): the NodePools the template's pod can use: it tolerates the NoSchedule and
+    NoExecute taints of spec.template.spec.taints (startupTaints do not count) and its nodeSelector and
+    required node affinity can match the nodes the pool makes (its template labels, a value its requirements
+    allow, any value of a well-known label such as topology.kubernetes.io/zone or karpenter.* labels, no other
+    label); a pool whose Ready condition is False (its nodeClassRef not ready) adds nothing. Each adds
+    spec.limits - status.resources, divided per resource the limits name by what the pod requests (pods: 1
+    each), the least of them; a nodes limit reached adds nothing; no limits: without bound. NodeClaims
+    launched but not yet registered add their allocatable back (their node is not counted yet). The node
+    shapes are the cloud's instance types, which jobsched cannot see: the limit is the bound, and a pod the
+    pool's real nodes cannot take goes Unschedulable and blocks (below).
+  - cluster-autoscaler: ConfigMap kube-system/cluster-autoscaler-status (the YAML status of releases 1.30 and
+    later; the older text status is refused): each node group adds maxSize - ready new nodes (at most 1000),
+    each the shape of a node of the group: allocatable, labels, taints. A node is of a group when one of its
+    labels has the group's name as value (cloud.google.com/gke-nodepool, eks.amazonaws.com/nodegroup, ...) or
+    its spec.providerID has it as a path segment (Azure scale sets). A group with no such node is unknown and
+    adds nothing.
+  - Pods waiting: ours that fit on no node count against maxPending and take their room in the pools first,
+    as do others' unbound pods that fit on no node. ResourceQuotas still cap the room.
+  - Unschedulable pods are a signal, not a stop: for each of ours, the latest of its Events that speaks of the
+    autoscaler decides. Karpenter's Nominated ("Pod should schedule on: nodeclaim/...") or the
+    cluster-autoscaler's TriggeredScaleUp: the pod waits for its node and does not block. Karpenter's
+    FailedScheduling "all available instance types exceed limits for nodepool" or "no instance type has
+    enough resources", or NotTriggerScaleUp: it blocks as with nodes (limits.blockOnUnschedulable), the Event
+    in the reason (pass done's blocked, status). No such Event yet: it blocks until the autoscaler speaks.
+  - Neither autoscaler found (none installed, or no grant): the mode counts as nodes and says why in the
+    pass's log and in status; without list on Events every Unschedulable pod blocks, said likewise.
+  - Needs: manifests/capacity (as nodes) and manifests/autoscale (chart: autoscale: true): get and list on
+    NodePools and NodeClaims, get on the ConfigMap cluster-autoscaler-status, list on Events in the namespace.
+  - Costs beyond nodes: one LIST each of NodePools and NodeClaims (or one GET of the ConfigMap) per
+    observation, and one LIST of Events per Unschedulable pod of ours (field selector on its name).
+  - status shows, per NodePool or node group, its limit, what it holds, the NodeClaims launching and what it
+    can still add for each queue's template (capacity.autoscale in -o json; dry-run -o json the same).`,
 	},
 	{
 		"queues",
