@@ -34,14 +34,18 @@ func group(name string, maxSize, ready int) autoscale.Pool {
 func TestAutoscaleRoom(t *testing.T) {
 	tpl := job(spec())
 	none := nodes
-	noTaintPool := func(p *autoscale.Pool) {}
 	tainted := func(p *autoscale.Pool) {
 		p.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 	}
-	launching := func(p *autoscale.Pool) {
-		p.Launching = map[string]corev1.ResourceList{"batch-x": rl("cpu", "3900m", "pods", "110")}
-	}
 	inGroup := func(n *Node) { n.Labels["cloud.google.com/gke-nodepool"] = "pool-batch" }
+	shaped := func(p *autoscale.Pool) { // Karpenter's kwok c-4x: 4 cpu, 3900m allocatable: 3 pods of 1 cpu
+		p.Shape = &autoscale.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"),
+			Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "batch-old"}
+	}
+	launchingShaped := func(p *autoscale.Pool) {
+		shaped(p)
+		p.Launching = map[string]corev1.ResourceList{"batch-x": p.Shape.Allocatable}
+	}
 	tests := []struct {
 		name    string
 		snap    *Snapshot
@@ -50,37 +54,45 @@ func TestAutoscaleRoom(t *testing.T) {
 		binding string // in Report(0).Binding
 		places  string // Place(0) until it fails, T per success
 	}{
-		{"from zero nodes, the NodePool's cpu limit", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "0"))),
-			Claim{Template: tpl}, 12, "karpenter: 12 more on new nodes (12 on NodePool batch)", strings.Repeat("T", 12) + "F"},
-		{"the pool's used resources count", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12", "memory", "100Gi"), rl("cpu", "9", "memory", "98Gi"))),
-			Claim{Template: tpl}, 2, "2 on NodePool batch", "TTF"},
-		{"limits.maxPending binds", withAutoscale(none(), autoscale.Karpenter, 5, karpenter("batch", rl("cpu", "12"), nil)),
+		{"from zero nodes, the node shape unknown: one Job learns it", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "0"))),
+			Claim{Template: tpl}, 1, "1 on NodePool batch: its node shape is not known yet (no NodeClaim shows one): 1 pod(s) to learn it, of 12 left", "TF"},
+		{"the node shape known: whole nodes within the limits", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "0"), shaped)),
+			Claim{Template: tpl}, 9, "karpenter: 9 more on new nodes (9 on NodePool batch: 0 launching, 3 new node(s) within its limits of cpu=3900m memory=15Gi pods=110 (as NodeClaim batch-old))", strings.Repeat("T", 9) + "F"},
+		{"the pool's used resources count", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12", "memory", "100Gi"), rl("cpu", "8", "memory", "60Gi"), shaped)),
+			Claim{Template: tpl}, 3, "3 on NodePool batch", "TTTF"},
+		{"limits.maxPending binds", withAutoscale(none(), autoscale.Karpenter, 5, karpenter("batch", rl("cpu", "12"), nil, shaped)),
 			Claim{Template: tpl}, 5, "limits.maxPending: 0 of 5 pod(s) wait for new nodes", "TTTTTF"},
-		{"our waiting pods count against maxPending and the limits", withAutoscale(none(), autoscale.Karpenter, 10, karpenter("batch", rl("cpu", "12"), nil)),
-			Claim{Template: tpl, Unbound: 4}, 6, "limits.maxPending: 4 of 10", "TTTTTTF"},
-		{"our waiting pods take the pool's room", withAutoscale(none(), autoscale.Karpenter, 100, karpenter("batch", rl("cpu", "12"), nil)),
-			Claim{Template: tpl, Unbound: 3, Podless: 2}, 7, "7 on NodePool batch", strings.Repeat("T", 7) + "F"},
-		{"others' pods that fit on no node take the pool's room", withPending(withAutoscale(none(), autoscale.Karpenter, 100, karpenter("batch", rl("cpu", "12"), nil)),
-			pending("other", "big", rl("cpu", "8"))), Claim{Template: tpl}, 4, "4 on NodePool batch", "TTTTF"},
-		{"a NodePool at its limit adds nothing: the nodes' fit alone", withAutoscale(nodes(sized("n1", "4", "2")), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "12"))),
-			Claim{Template: tpl}, 2, "NodePool batch limits.cpu: 0 left", "TTF"},
-		{"launching NodeClaims are room coming", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "12"), launching)),
+		{"our waiting pods count against maxPending", withAutoscale(none(), autoscale.Karpenter, 7, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+			Claim{Template: tpl, Unbound: 4}, 3, "limits.maxPending: 4 of 7", "TTTF"},
+		{"our waiting pods take the pool's room", withAutoscale(none(), autoscale.Karpenter, 100, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+			Claim{Template: tpl, Unbound: 3, Podless: 2}, 4, "4 on NodePool batch", "TTTTF"},
+		{"others' pods that fit on no node take the pool's room", withPending(withAutoscale(none(), autoscale.Karpenter, 100, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+			pending("other", "big", rl("cpu", "2"))), Claim{Template: tpl}, 7, "7 on NodePool batch", strings.Repeat("T", 7) + "F"},
+		{"our waiting pods use up the probe", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil)),
+			Claim{Template: tpl, Unbound: 1}, 0, "0 pod(s) to learn it", "F"},
+		{"a NodePool at its limit adds nothing: the nodes' fit alone", withAutoscale(nodes(sized("n1", "4", "2")), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "12"), shaped)),
+			Claim{Template: tpl}, 2, "NodePool batch at its limits: no more node of capacity cpu=4 memory=16Gi pods=110 fits (as NodeClaim batch-old)", "TTF"},
+		{"a node of less than the template adds nothing", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+			Claim{Template: job(cpus("5"))}, 0, "NodePool batch 0 launching, 3 new node(s) within its limits", "F"},
+		{"launching NodeClaims are room coming", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "12"), launchingShaped)),
 			Claim{Template: tpl}, 3, "3 on NodePool batch", "TTTF"},
 		{"at its limit of nodes", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("nodes", "2"), rl("nodes", "2"))),
 			Claim{Template: tpl}, 0, "NodePool batch at its limit of 2 node(s)", "F"},
-		{"a NodePool without limits: maxPending bounds", withAutoscale(none(), autoscale.Karpenter, 3, karpenter("batch", nil, nil, noTaintPool)),
+		{"a limit of nodes and the node shape", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("nodes", "3"), rl("nodes", "1"), shaped)),
+			Claim{Template: tpl}, 6, "6 on NodePool batch", strings.Repeat("T", 6) + "F"},
+		{"a NodePool without limits: maxPending bounds", withAutoscale(none(), autoscale.Karpenter, 3, karpenter("batch", nil, nil)),
 			Claim{Template: tpl}, 3, "limits.maxPending", "TTTF"},
-		{"a NodePool the template cannot use", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("gpu", rl("cpu", "12"), nil, tainted)),
+		{"a NodePool the template cannot use", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("gpu", rl("cpu", "12"), nil, tainted, shaped)),
 			Claim{Template: tpl}, 0, "no NodePool takes the template", "F"},
-		{"pools add up", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("a", rl("cpu", "2"), nil), karpenter("b", rl("cpu", "3"), nil)),
-			Claim{Template: tpl}, 5, "2 on NodePool a, 3 on NodePool b", "TTTTTF"},
+		{"pools add up", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("a", rl("cpu", "4"), nil, shaped), karpenter("b", rl("cpu", "8"), nil, shaped)),
+			Claim{Template: tpl}, 9, "6 on NodePool b", strings.Repeat("T", 9) + "F"},
 		{"a node group: maxSize − ready new nodes of its node's shape", withAutoscale(nodes(node("n1", inGroup)), autoscale.ClusterAutoscaler, 20, group("pool-batch", 3, 1)),
-			Claim{Template: tpl}, 4 + 8, "cluster-autoscaler: 8 more on new nodes (8 on node group pool-batch)", strings.Repeat("T", 12) + "F"},
+			Claim{Template: tpl}, 4 + 8, "cluster-autoscaler: 8 more on new nodes (8 on node group pool-batch: maxSize 3: 2 new node(s) of cpu=4 memory=8Gi pods=110)", strings.Repeat("T", 12) + "F"},
 		{"a node group at its maxSize", withAutoscale(nodes(node("n1", inGroup)), autoscale.ClusterAutoscaler, 20, group("pool-batch", 1, 1)),
 			Claim{Template: tpl}, 4, "at its maxSize of 1 node(s)", "TTTTF"},
 		{"a node group with no node is unknown, not guessed", withAutoscale(nodes(node("n1")), autoscale.ClusterAutoscaler, 20, group("pool-batch", 5, 0)),
 			Claim{Template: tpl}, 4, "node shape from: unknown", "TTTTF"},
-		{"quota still caps the room", withQuotas(withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil)),
+		{"quota still caps the room", withQuotas(withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil, shaped)),
 			quota("q", rl("pods", "3"), rl("pods", "0"))), Claim{Template: tpl}, 3, "quota q/pods: 3 more", "TTTF"},
 		{"no autoscaler found: as nodes", withAutoscale(nodes(node("n1")), "", 20), Claim{Template: tpl}, 4, "cpu: 4 more fit on n1", "TTTTF"},
 	}
@@ -115,7 +127,8 @@ func TestAutoscaleRoom(t *testing.T) {
 func TestAutoscaleReport(t *testing.T) {
 	snap := withAutoscale(nodes(), autoscale.Karpenter, 10,
 		karpenter("batch", rl("cpu", "12"), rl("cpu", "4"), func(p *autoscale.Pool) {
-			p.Launching = map[string]corev1.ResourceList{"batch-x": rl("cpu", "2")}
+			p.Shape = &autoscale.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"), Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "batch-a"}
+			p.Launching = map[string]corev1.ResourceList{"batch-x": rl("cpu", "1900m", "memory", "15Gi", "pods", "110")}
 		}),
 		karpenter("gpu", nil, nil, func(p *autoscale.Pool) { p.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}} }))
 	r := autoscaleMode{}.Room(snap, []Claim{{Template: job(spec()), Unbound: 1}}).Report(0)
@@ -123,10 +136,10 @@ func TestAutoscaleReport(t *testing.T) {
 	if a == nil {
 		t.Fatal("no autoscale report")
 	}
-	if a.Source != autoscale.Karpenter || a.Adds != 9 || a.Waiting != 1 || len(a.Pools) != 2 {
+	if a.Source != autoscale.Karpenter || a.Adds != 6 || a.Waiting != 1 || len(a.Pools) != 2 {
 		t.Fatalf("report %+v", a)
 	}
-	if got, want := a.Pools[0].Words(), "limit cpu=12, used cpu=4, 1 NodeClaim(s) launching; adds 9 more pod(s) (limits.cpu: 9 left)"; got != want {
+	if got, want := a.Pools[0].Words(), "limit cpu=12, used cpu=4, 1 NodeClaim(s) launching; adds 6 more pod(s) (1 launching, 2 new node(s) within its limits of cpu=3900m memory=15Gi pods=110 (as NodeClaim batch-a))"; got != want {
 		t.Errorf("batch: %q, want %q", got, want)
 	}
 	if got, want := a.Pools[1].Words(), "no limit, used nothing; the template cannot use it: taint gpu:NoSchedule not tolerated"; got != want {

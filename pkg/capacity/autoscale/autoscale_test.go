@@ -131,11 +131,15 @@ func nodePoolObj(name string, limits map[string]any, used map[string]any, ready 
 	return u
 }
 
-func nodeClaimObj(name, pool string, registered string, alloc map[string]any) *unstructured.Unstructured {
+func nodeClaimObj(name, pool string, registered string, alloc map[string]any, created string) *unstructured.Unstructured {
+	capacity := map[string]any{}
+	for k := range alloc {
+		capacity[k] = "4"
+	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-		"metadata": map[string]any{"name": name, "labels": map[string]any{"karpenter.sh/nodepool": pool}},
-		"status": map[string]any{"allocatable": alloc,
+		"metadata": map[string]any{"name": name, "labels": map[string]any{"karpenter.sh/nodepool": pool}, "creationTimestamp": created},
+		"status": map[string]any{"allocatable": alloc, "capacity": capacity,
 			"conditions": []any{map[string]any{"type": "Registered", "status": registered, "reason": "x", "message": "", "lastTransitionTime": "2026-12-01T00:00:00Z"}}},
 	}}
 }
@@ -153,9 +157,9 @@ func TestRead(t *testing.T) {
 	dyn := dynamicClient(
 		nodePoolObj("batch", map[string]any{"cpu": "12"}, map[string]any{"cpu": "8", "nodes": "2"}, "True"),
 		nodePoolObj("broken", nil, nil, "False"),
-		nodeClaimObj("batch-a", "batch", "False", map[string]any{"cpu": "3900m", "pods": "110"}),
-		nodeClaimObj("batch-b", "batch", "True", map[string]any{"cpu": "3900m"}),
-		nodeClaimObj("batch-c", "batch", "Unknown", nil), // not launched: in no status.resources yet
+		nodeClaimObj("batch-a", "batch", "False", map[string]any{"cpu": "3900m", "pods": "110"}, "2026-12-01T00:00:02Z"),
+		nodeClaimObj("batch-b", "batch", "True", map[string]any{"cpu": "3800m"}, "2026-12-01T00:00:01Z"),
+		nodeClaimObj("batch-c", "batch", "Unknown", nil, "2026-12-01T00:00:03Z"), // not launched: in no status.resources yet
 	)
 	st, err := Read(ctx, dyn, fake.NewClientset())
 	if err != nil {
@@ -164,6 +168,7 @@ func TestRead(t *testing.T) {
 	want := &State{Source: Karpenter, Pools: []Pool{
 		{Kind: KindNodePool, Name: "batch", Limits: corev1.ResourceList{"cpu": q("12")}, Used: corev1.ResourceList{"cpu": q("8"), "nodes": q("2")},
 			Launching: map[string]corev1.ResourceList{"batch-a": {"cpu": q("3900m"), "pods": q("110")}},
+			Shape:     &Shape{Capacity: corev1.ResourceList{"cpu": q("4"), "pods": q("4")}, Allocatable: corev1.ResourceList{"cpu": q("3900m"), "pods": q("110")}, From: "batch-a"},
 			Labels:    map[string]string{"team": "a"}, Requirements: []corev1.NodeSelectorRequirement{{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"on-demand"}}},
 			Taints: []corev1.Taint{{Key: "batch", Effect: corev1.TaintEffectNoSchedule}}},
 		{Kind: KindNodePool, Name: "broken", Labels: map[string]string{"team": "a"},

@@ -114,7 +114,9 @@ func TestReadKarpenter(t *testing.T) {
 	}
 	karpenterCRDs(t, dyn)
 	pool, claim := ns+"-pool", ns+"-claim"
-	classRef := map[string]any{"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"}
+	// A node class of no cloud provider: a Karpenter running on the cluster (KARPENTER=1) leaves the pool and its
+	// NodeClaim alone (it manages only its own provider's), so the status written here stays.
+	classRef := map[string]any{"group": "test.jobsched.io", "kind": "TestNodeClass", "name": "none"}
 	requirements := []any{map[string]any{"key": "karpenter.sh/capacity-type", "operator": "In", "values": []any{"on-demand"}, "minValues": int64(1)}}
 	now := time.Now().UTC().Format(time.RFC3339)
 	create(t, dyn, autoscale.NodePools, obj("NodePool", pool, map[string]any{
@@ -128,7 +130,7 @@ func TestReadKarpenter(t *testing.T) {
 		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "Ready", "message": "", "lastTransitionTime": now}}})
 	c := obj("NodeClaim", claim, map[string]any{"nodeClassRef": classRef, "requirements": requirements})
 	c.SetLabels(map[string]string{"karpenter.sh/nodepool": pool})
-	create(t, dyn, autoscale.NodeClaims, c, map[string]any{"allocatable": map[string]any{"cpu": "3900m", "pods": "110"},
+	create(t, dyn, autoscale.NodeClaims, c, map[string]any{"allocatable": map[string]any{"cpu": "3900m", "pods": "110"}, "capacity": map[string]any{"cpu": "4", "pods": "110"},
 		"conditions": []any{map[string]any{"type": "Launched", "status": "True", "reason": "Launched", "message": "", "lastTransitionTime": now}}})
 
 	st, err := autoscale.Read(context.Background(), dyn, kube)
@@ -147,7 +149,7 @@ func TestReadKarpenter(t *testing.T) {
 	cpu := got.Limits[corev1.ResourceCPU]
 	used := got.Used[corev1.ResourceCPU]
 	if cpu.String() != "12" || used.String() != "4" || len(got.Launching) != 1 || got.Labels["team"] != "a" ||
-		len(got.Taints) != 1 || len(got.Requirements) != 1 || got.Unavailable != "" {
+		len(got.Taints) != 1 || len(got.Requirements) != 1 || got.Unavailable != "" || got.Shape == nil || got.Shape.From != claim {
 		t.Errorf("NodePool read as %+v", got)
 	}
 	if why := got.Excluded(&corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: "batch", Operator: corev1.TolerationOpExists}},
