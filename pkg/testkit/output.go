@@ -21,6 +21,7 @@ type Summary struct {
 	Blocked        string `json:"blocked"`
 	Deleted        int    `json:"deleted"`
 	Failed         int    `json:"failed"`
+	Cancelled      int    `json:"cancelled"`
 	NotCreated     int    `json:"notCreated"`
 	DryRun         bool   `json:"dryRun"`
 	WouldCreate    int    `json:"wouldCreate"`
