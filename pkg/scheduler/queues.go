@@ -65,7 +65,9 @@ type installRoom struct {
 // which tasks are retried and how many Jobs it may create; then the install's limits bound every queue: an
 // Unschedulable pod of any queue blocks all of them (limits.blockOnUnschedulable), and no queue gets more slots than
 // R = min(limits.maxPerTick, limits.maxActive − unfinished Jobs of all queues [, limits.maxQueued − queued]).
-func Decide(cfg *config.Config, obs *Observation) *Plan { return DecideCancelled(cfg, obs, Cancellation{}) }
+func Decide(cfg *config.Config, obs *Observation) *Plan {
+	return DecideCancelled(cfg, obs, Cancellation{})
+}
 
 // DecideCancelled is Decide with the Jobs c cancels deleted (DeleteCancelled) and holding no slot: the plan after the
 // cancel step (see Cancellation).
