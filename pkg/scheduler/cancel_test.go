@@ -64,7 +64,7 @@ func TestCancel(t *testing.T) {
 		{name: "a key the cancel query does not return keeps its Job and its slot",
 			maxActive: 1, jobs: []runtime.Object{running("a")}, rows: rowsFor("b"), cancel: []string{"z"},
 			wantActions: []string{"list jobs", "list pods"}, wantAsked: [][]string{{"a"}},
-			wantSum:     Summary{Blocked: "limits.maxActive: 1 of 1 unfinished"}, wantBlocked: "limits.maxActive: 1 of 1 unfinished"},
+			wantSum: Summary{Blocked: "limits.maxActive: 1 of 1 unfinished"}, wantBlocked: "limits.maxActive: 1 of 1 unfinished"},
 		{name: "a Job being deleted already is not asked about",
 			jobs: []runtime.Object{makeJob("a").Active(1).Deleting(ago(time.Second)).Obj()}, cancel: []string{"a"},
 			wantActions: []string{"list jobs", "list pods"}},
