@@ -276,6 +276,7 @@ type config struct {
 	order       string // the query's ORDER BY; default n (the rows' order)
 	query       string // replaces the whole query
 	timeout     string // source.timeout; default 10s
+	cancel      string // source.cancelQuery; default none
 }
 
 // writeConfig writes NAME.yaml and its template NAME-job.yaml (NAME: c.name) in the scenario's directory and
@@ -308,6 +309,9 @@ job:
 env:
   prefix: TASK_
 %s`, c.name, e.ns, c.query, c.timeout, c.name, c.extra)
+	if c.cancel != "" {
+		cfg = strings.Replace(cfg, "\nsource:\n", "\nsource:\n  cancelQuery: "+c.cancel+"\n", 1)
+	}
 	tpl := jobTemplate{duration: c.duration}
 	switch {
 	case c.failFirst:

@@ -1,0 +1,227 @@
+//go:build integration
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/jobsched/jobsched/pkg/jobmeta"
+	"github.com/jobsched/jobsched/pkg/scheduler"
+)
+
+// cancelMark is what a user appends to a row's url to cancel its task in these scenarios: the row stays 'waiting',
+// so the main query still selects it, and the cancel query returns it too (the harder case: nothing but the cancel
+// keeps it from a new attempt).
+const cancelMark = "#cancel"
+
+func (e *env) cancelQuery() string {
+	return fmt.Sprintf("SELECT id FROM %s WHERE url LIKE '%%%s'", e.table, cancelMark)
+}
+
+// cancelRow is the user's cancel of key, from its row.
+func (e *env) cancelRow(key string) {
+	e.t.Helper()
+	e.exec(`UPDATE `+e.table+` SET url = url || $2 WHERE id = $1`, key, cancelMark)
+}
+
+// row is the whole row of key, as JSON: a test compares it before and after jobsched's passes.
+func (e *env) row(key string) string {
+	e.t.Helper()
+	var out string
+	if err := e.db.QueryRowContext(e.ctx, `SELECT row_to_json(t)::text FROM `+e.table+` t WHERE id = $1`, key).Scan(&out); err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// jobOf is the name of key's Job ("" when it has none).
+func (e *env) jobOf(key string) string {
+	e.t.Helper()
+	for _, j := range e.jobs() {
+		if j.Annotations[jobmeta.AnnotationTaskKey] == key {
+			return j.Name
+		}
+	}
+	return ""
+}
+
+// podsOf are the pods of Job name.
+func (e *env) podsOf(name string) []corev1.Pod {
+	e.t.Helper()
+	var out []corev1.Pod
+	for _, p := range e.pods() {
+		if p.Labels["job-name"] == name {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// runningPod says Job name has a Running pod.
+func (e *env) runningPod(name string) bool {
+	return slices.ContainsFunc(e.podsOf(name), func(p corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+}
+
+// TestCancelFromTheRow pins issue 31's cancel on the local cluster and PostgreSQL: a running task whose key the cancel
+// query returns is cancelled by the next pass (its Job deleted before any create, with Background propagation, its
+// slot given to the next row in that pass, its pod gone, a Cancelled Event), status and status KEY show the cancel
+// before it happens, dry-run plans exactly the writes the tick makes, the task gets no new attempt while its key is
+// returned although its row is still selected and a slot is free, and jobsched never writes the row.
+func TestCancelFromTheRow(t *testing.T) {
+	e := newNodeEnv(t, "4", "8Gi")
+	keys := e.insert("task", 3)
+	c := config{duration: "10m", extra: "limits: {maxActive: 2}\n"}
+	c.cancel = e.cancelQuery()
+	cfg := e.writeConfig(c)
+	if s := e.tick(cfg).summary(t); s.Created != 2 || s.Cancelled != 0 {
+		t.Fatalf("the first tick: %+v, want task-0 and task-1 created, nothing cancelled", s)
+	}
+	job0 := e.jobOf(keys[0])
+	e.eventually("task-0's pod Running", time.Minute, func() bool { return e.runningPod(job0) })
+
+	e.cancelRow(keys[0])
+	before := e.row(keys[0])
+
+	// status and status KEY show what the next pass cancels.
+	r := e.jobsched("status", "--config", cfg, "-o", "json")
+	var st struct {
+		Jobs []struct{ Name, Delete string } `json:"jobs"`
+		Next string                          `json:"next"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); r.code != 0 || err != nil {
+		t.Fatalf("status exited %d (%v):\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	if !slices.ContainsFunc(st.Jobs, func(j struct{ Name, Delete string }) bool {
+		return j.Name == job0 && j.Delete == scheduler.DeleteCancelled
+	}) || !strings.Contains(st.Next, "cancel 1") {
+		t.Errorf("status shows jobs %+v, next %q: want %s to be cancelled", st.Jobs, st.Next, job0)
+	}
+	r = e.jobsched("status", "--config", cfg, keys[0], "-o", "json")
+	var task struct{ State, Why string }
+	if err := json.Unmarshal([]byte(r.stdout), &task); r.code != 0 || err != nil || task.State != "cancelled" {
+		t.Errorf("status %s: exit %d (%v), state %q (%s), want cancelled:\n%s", keys[0], r.code, err, task.State, task.Why, r.stderr)
+	}
+
+	// dry-run plans the cancel delete and the create of the slot it frees.
+	r = e.jobsched("dry-run", "--config", cfg, "-o", "json")
+	var plan dryRunPlan
+	if err := json.Unmarshal([]byte(r.stdout), &plan); r.code != 0 || err != nil {
+		t.Fatalf("dry-run exited %d (%v):\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	var planned []string
+	for _, j := range plan.Jobs {
+		if j.Delete != "" {
+			planned = append(planned, "delete "+j.Name+": "+j.Delete)
+		}
+	}
+	for _, cr := range plan.Creates {
+		planned = append(planned, "create "+cr.Job.Name)
+	}
+
+	// The tick, as the API server's watch of the Jobs shows its writes.
+	var mu sync.Mutex
+	var writes []string
+	markers := map[string]bool{}
+	e.followJobs(func(ev watch.Event) {
+		j, ok := ev.Object.(*batchv1.Job)
+		if !ok {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case isMarker(j):
+			markers[j.Name] = true
+		case ev.Type == watch.Added:
+			writes = append(writes, "create "+j.Name)
+		case ev.Type == watch.Deleted:
+			writes = append(writes, "delete "+j.Name+": "+scheduler.DeleteCancelled)
+		}
+	})
+	cancelled := time.Now()
+	s := e.tick(cfg).summary(t)
+	marker, err := writeMarker(e.ctx, e.kube, e.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the Jobs watch delivering the tick's writes", 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return markers[marker]
+	})
+	mu.Lock()
+	want := []string{"delete " + job0 + ": " + scheduler.DeleteCancelled, "create " + e.jobOf(keys[2])}
+	if !slices.Equal(writes, want) || !slices.Equal(planned, want) {
+		t.Errorf("the tick wrote %v and dry-run planned %v; want both %v (the cancel first, its slot to task-2)", writes, planned, want)
+	}
+	mu.Unlock()
+	if s.Cancelled != 1 || s.Deleted != 1 || s.Created != 1 {
+		t.Errorf("the cancelling tick: %+v, want cancelled 1, deleted 1, created 1", s)
+	}
+	e.eventually("task-0's pod gone", time.Minute, func() bool { return len(e.podsOf(job0)) == 0 })
+	t.Logf("task-0's Job and pod gone %v after the tick started", time.Since(cancelled).Round(time.Millisecond))
+
+	// No new attempt while its key is returned, although its row is still selected and a slot is free.
+	c.extra = "limits: {maxActive: 3}\n"
+	cfg = e.writeConfig(c)
+	if s := e.tick(cfg).summary(t); s.Created != 0 || s.Skipped != 1 || s.Cancelled != 0 {
+		t.Errorf("the tick with a free slot: %+v, want task-0's row skipped as cancelled, nothing created", s)
+	}
+	if j := e.jobOf(keys[0]); j != "" {
+		t.Errorf("task-0 has Job %s again, want none while it is cancelled", j)
+	}
+	if after := e.row(keys[0]); after != before {
+		t.Errorf("jobsched changed the row: before %s, after %s", before, after)
+	}
+	e.eventually("a Cancelled Event regarding "+job0, 30*time.Second, func() bool {
+		l, err := e.kube.EventsV1().Events(e.ns).List(e.ctx, metav1.ListOptions{})
+		return err == nil && slices.ContainsFunc(l.Items, func(ev eventsv1.Event) bool {
+			return ev.Reason == "Cancelled" && ev.Regarding.Name == job0
+		})
+	})
+}
+
+// TestCancelUnderFillFor: a cancel takes effect while `tick --fill-for` waits for a running Job to end, within the
+// loop's poll for cancels (5s) and a pass: a refill of the same invocation cancels it, and the slot goes to the next
+// row.
+func TestCancelUnderFillFor(t *testing.T) {
+	e := newNodeEnv(t, "2", "8Gi")
+	keys := e.insert("task", 2)
+	c := config{cpu: "1500m", duration: "10m"} // one task pod fits
+	c.cancel = e.cancelQuery()
+	cfg := e.writeConfig(c)
+	cmd, stderr := e.start(dsn, "tick", "--config", cfg, "--fill-for", "3m")
+	e.eventually("the wait for a Job to finish", time.Minute, func() bool {
+		return strings.Contains(stderr.String(), `"message":"waiting for a Job to finish"`)
+	})
+	job0 := e.jobOf(keys[0])
+	e.cancelRow(keys[0])
+	cancelled := time.Now()
+	e.eventually("task-0's Job and pod gone, task-1 created", time.Minute, func() bool {
+		return e.jobOf(keys[0]) == "" && len(e.podsOf(job0)) == 0 && e.jobOf(keys[1]) != ""
+	})
+	t.Logf("cancel to task-0 gone and task-1 created: %v", time.Since(cancelled).Round(time.Millisecond))
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	r := e.exited(cmd, stderr, 30*time.Second, "after SIGTERM")
+	passes := r.summaries(t)
+	checkRefills(t, passes)
+	i := slices.IndexFunc(passes, func(s summary) bool { return s.Cancelled == 1 })
+	if i < 1 {
+		t.Errorf("passes %+v: want a refill of the invocation (not its first pass) to cancel task-0:\n%s", passes, r.stderr)
+	}
+}
