@@ -133,3 +133,32 @@ func TestCancel(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelQueues: each queue asks its own cancel query about its own unfinished Jobs only (a queue without one is
+// never asked, even for the same key), and the slot a cancel frees is the install's, shared as any slot.
+func TestCancelQueues(t *testing.T) {
+	cfg := queuesConfig(t, "maxActive: 2", queue("x", "")+
+		"- name: y\n  source: {query: q, key: id, cancelQuery: c}\n  job: {template: job.yaml}\n")
+	jx, jy := queueJob(t, cfg, 0, "k"), queueJob(t, cfg, 1, "k")
+	jx.UID, jy.UID = "uid-x", "uid-y"
+	client := fake.NewClientset(jx, jy)
+	sx := &source{Rows: rowsFor("k", "x1"), Cancel: []string{"k"}}
+	sy := &source{Rows: rowsFor("k", "y1"), Cancel: []string{"k"}}
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now },
+		Queues: []Queue{{Source: sx, Renderer: render.New(cfg.QueueConfig(0), nil)}, {Source: sy, Renderer: render.New(cfg.QueueConfig(1), nil)}}}
+	res, err := s.Run(zerolog.New(&bytes.Buffer{}).WithContext(context.Background()), Execute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y1, _ := render.New(cfg.QueueConfig(1), nil).Job(rowsFor("y1")[0], 1)
+	want := []string{"list jobs", "list pods", "delete jobs " + jy.Name + " Background uid=uid-y", "create jobs " + y1.Name}
+	if diff := cmp.Diff(want, actions(client)); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+	if len(sx.CancelCalls) != 0 || !cmp.Equal(sy.CancelCalls, [][]string{{"k"}}) {
+		t.Errorf("asked: x %v, y %v; want x never, y about k", sx.CancelCalls, sy.CancelCalls)
+	}
+	if res.Summary.Cancelled != 1 {
+		t.Errorf("cancelled %d, want 1", res.Summary.Cancelled)
+	}
+}
