@@ -7,16 +7,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/scheduler"
@@ -132,42 +129,13 @@ func TestCancelFromTheRow(t *testing.T) {
 	}
 
 	// The tick, as the API server's watch of the Jobs shows its writes.
-	var mu sync.Mutex
-	var writes []string
-	markers := map[string]bool{}
-	e.followJobs(func(ev watch.Event) {
-		j, ok := ev.Object.(*batchv1.Job)
-		if !ok {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case isMarker(j):
-			markers[j.Name] = true
-		case ev.Type == watch.Added:
-			writes = append(writes, "create "+j.Name)
-		case ev.Type == watch.Deleted:
-			writes = append(writes, "delete "+j.Name+": "+scheduler.DeleteCancelled)
-		}
-	})
 	cancelled := time.Now()
-	s := e.tick(cfg).summary(t)
-	marker, err := writeMarker(e.ctx, e.kube, e.ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.eventually("the Jobs watch delivering the tick's writes", 30*time.Second, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return markers[marker]
-	})
-	mu.Lock()
-	want := []string{"delete " + job0 + ": " + scheduler.DeleteCancelled, "create " + e.jobOf(keys[2])}
-	if !slices.Equal(writes, want) || !slices.Equal(planned, want) {
+	var s summary
+	writes, _ := e.writesOf(func() { s = e.tick(cfg).summary(t) })
+	want := []string{"delete " + job0, "create " + e.jobOf(keys[2])}
+	if !slices.Equal(writes, want) || !slices.Equal(planned, []string{want[0] + ": " + scheduler.DeleteCancelled, want[1]}) {
 		t.Errorf("the tick wrote %v and dry-run planned %v; want both %v (the cancel first, its slot to task-2)", writes, planned, want)
 	}
-	mu.Unlock()
 	if s.Cancelled != 1 || s.Deleted != 1 || s.Created != 1 {
 		t.Errorf("the cancelling tick: %+v, want cancelled 1, deleted 1, created 1", s)
 	}

@@ -90,23 +90,9 @@ func (p *Postgres) markCancelled(ctx context.Context, tx *sql.Tx, out []Row) err
 // learnCancel checks, once, that the cancel query returns a column named source.key that compares with the query's
 // key (LIMIT 0: no row is read): the same type, or two types both compared as text.
 func (p *Postgres) learnCancel(ctx context.Context, tx *sql.Tx) error {
-	stmt := "SELECT * FROM (\n" + p.cancel + "\n) AS jobsched_q LIMIT $1"
-	rs, err := tx.QueryContext(ctx, stmt, 0)
+	names, keyType, err := p.resultColumns(ctx, tx, "source.cancelQuery", p.cancel)
 	if err != nil {
-		return classify("running source.cancelQuery", inQueryOf("source.cancelQuery", p.cancel, stmt, err))
-	}
-	defer rs.Close()
-	types, err := rs.ColumnTypes()
-	if err != nil {
-		return classify("running source.cancelQuery", err)
-	}
-	names := make([]string, len(types))
-	keyType := ""
-	for i, t := range types {
-		names[i] = t.Name()
-		if t.Name() == p.keyName && keyType == "" {
-			keyType = t.DatabaseTypeName()
-		}
+		return err
 	}
 	if keyType == "" {
 		return noColumn("source.cancelQuery", "key", p.keyName, names)

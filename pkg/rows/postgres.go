@@ -512,23 +512,9 @@ func ended(ctx context.Context, err error) error {
 // which runs every statement of the text, and a query could then end the READ ONLY transaction (COMMIT; ...) and
 // write. With the extended protocol the server parses the text as one statement, or refuses it.
 func (p *Postgres) learnKeyType(ctx context.Context, tx *sql.Tx) error {
-	stmt := "SELECT * FROM (\n" + p.query + "\n) AS jobsched_q LIMIT $1"
-	rs, err := tx.QueryContext(ctx, stmt, 0)
+	names, keyType, err := p.resultColumns(ctx, tx, "source.query", p.query)
 	if err != nil {
-		return classify("running source.query", p.inQuery(stmt, err))
-	}
-	defer rs.Close()
-	types, err := rs.ColumnTypes()
-	if err != nil {
-		return classify("running source.query", err)
-	}
-	names := make([]string, len(types))
-	keyType := ""
-	for i, t := range types {
-		names[i] = t.Name()
-		if t.Name() == p.keyName && keyType == "" {
-			keyType = t.DatabaseTypeName()
-		}
+		return err
 	}
 	if keyType == "" {
 		return p.noKeyColumn(names)
@@ -546,6 +532,29 @@ func (p *Postgres) learnKeyType(ctx context.Context, tx *sql.Tx) error {
 	}
 	p.keyType, p.columns = keyType, len(names)
 	return nil
+}
+
+// resultColumns are the names of the columns query (the text of config key source) returns and the type of the
+// key column among them ("" when there is none), read with LIMIT 0: no row is read.
+func (p *Postgres) resultColumns(ctx context.Context, tx *sql.Tx, source, query string) (names []string, keyType string, _ error) {
+	stmt := "SELECT * FROM (\n" + query + "\n) AS jobsched_q LIMIT $1"
+	rs, err := tx.QueryContext(ctx, stmt, 0)
+	if err != nil {
+		return nil, "", classify("running "+source, inQueryOf(source, query, stmt, err))
+	}
+	defer rs.Close()
+	types, err := rs.ColumnTypes()
+	if err != nil {
+		return nil, "", classify("running "+source, err)
+	}
+	names = make([]string, len(types))
+	for i, t := range types {
+		names[i] = t.Name()
+		if t.Name() == p.keyName && keyType == "" {
+			keyType = t.DatabaseTypeName()
+		}
+	}
+	return names, keyType, nil
 }
 
 // noKeyColumn is the error of a query that returns no column named source.key.
