@@ -63,10 +63,11 @@ function of its key, so a second create is AlreadyExists and counted as already 
 Cost. Three calls on the Lease, one streaming list of the scheduler's Jobs (a watch with sendInitialEvents;
 page by page, 500 a page, where the API server refuses that), one list of its Pending pods; with capacity:
 nodes the lists of jobsched help capacity; one read of the keys of succeeded, dead and due tasks when there
-are any; then one call per create or delete, 16 in flight. A pass keeps a small summary of each Job as it
-arrives, never a page of them. There is no client-side rate limit unless --kube-qps is set: the API server's
-Priority and Fairness answers 429 with Retry-After, which the client honours (up to 10 retries a call). What a
-pass could not create before its --timeout waits for the next pass.
+are any; with a source.cancelQuery one read of it about the keys of the unfinished Jobs, when there are any
+(jobsched help cancel); then one call per create or delete, 16 in flight. A pass keeps a small summary of each
+Job as it arrives, never a page of them. There is no client-side rate limit unless --kube-qps is set: the API
+server's Priority and Fairness answers 429 with Retry-After, which the client honours (up to 10 retries a
+call). What a pass could not create before its --timeout waits for the next pass.
 
 Its log line. Every pass ends with one line, "pass done": selected, created, alreadyPresent, skipped, blocked,
 deleted, failed, duration (ms), retried, dead, cancelled (jobsched help cancel); refill in a --fill-for run;
