@@ -193,3 +193,62 @@ func TestCancelUnderFillFor(t *testing.T) {
 		t.Errorf("passes %+v: want a refill of the invocation (not its first pass) to cancel task-0:\n%s", passes, r.stderr)
 	}
 }
+
+// TestCancelCostsWhatItAsks measures a whole pass with and without 10,000 waiting rows marked cancelled (no Job, so
+// never asked about): the rows of the table the pass's statements read (pg_stat_user_tables, flushed when its session
+// ends), its duration and what it selected and cancelled. The cancel read asks only about the 3 unfinished Jobs' keys,
+// so the rows read are the same, and at most 100, with the 10,000 cancelled rows as without them.
+func TestCancelCostsWhatItAsks(t *testing.T) {
+	const cancelledRows = 10000
+	e := newNodeEnv(t, "4", "8Gi")
+	e.insert("task", 3)
+	c := config{duration: "10m", extra: "limits: {maxActive: 3}\n"}
+	c.cancel = fmt.Sprintf("SELECT id FROM %s WHERE status = 'cancelled'", e.table)
+	cfg := e.writeConfig(c)
+	if s := e.tick(cfg).summary(t); s.Created != 3 {
+		t.Fatalf("the first tick created %d, want 3", s.Created)
+	}
+	app := "jobsched-cost-" + randHex(4)
+	appDSN := e.dsn + "&application_name=" + app
+	if !strings.Contains(e.dsn, "?") {
+		appDSN = e.dsn + "?application_name=" + app
+	}
+	read := func() int64 {
+		var n int64
+		err := e.db.QueryRowContext(e.ctx, `SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) FROM pg_stat_user_tables
+			WHERE relid = $1::regclass`, e.table).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// pass is one tick under app's name: the rows it read once its session has ended (its statistics flushed).
+	pass := func() (summary, int64) {
+		t.Helper()
+		before := read()
+		r := e.run([]string{"DATABASE_URL=" + appDSN}, "tick", "--config", cfg)
+		if r.code != 0 {
+			t.Fatalf("tick exited %d:\n%s", r.code, r.stderr)
+		}
+		e.eventually("the pass's session ended", 30*time.Second, func() bool {
+			var n int
+			err := e.db.QueryRowContext(e.ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n)
+			return err == nil && n == 0
+		})
+		return r.summary(t), read() - before
+	}
+	e.exec("ANALYZE " + e.table)
+	s0, read0 := pass()
+	e.exec(fmt.Sprintf(`INSERT INTO %s (id, url, status) SELECT 'cancelled-' || g, 'https://example.com/c', 'cancelled'
+		FROM generate_series(1, %d) AS g`, e.table, cancelledRows))
+	e.exec("ANALYZE " + e.table)
+	s1, read1 := pass()
+	t.Logf("a full pass with 3 running Jobs: %d rows read, %dms without the %d cancelled rows; %d rows read, %dms with them",
+		read0, s0.Duration, cancelledRows, read1, s1.Duration)
+	if s0.Cancelled != 0 || s1.Cancelled != 0 || s0.Selected != 0 || s1.Selected != 0 {
+		t.Errorf("passes %+v and %+v: want nothing selected or cancelled (the pass is full, no running task is cancelled)", s0, s1)
+	}
+	if read1 > 100 || read1 != read0 {
+		t.Errorf("the pass read %d rows of the table with %d cancelled rows, %d without: want the same, at most 100", read1, cancelledRows, read0)
+	}
+}

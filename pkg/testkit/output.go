@@ -27,6 +27,7 @@ type Summary struct {
 	WouldCreate    int    `json:"wouldCreate"`
 	Lease          string `json:"lease"`
 	LeaseWait      int64  `json:"leaseWait"` // ms
+	Duration       int64  `json:"duration"`  // ms
 }
 
 // passDone is how the line is told from the others.
