@@ -96,8 +96,8 @@ and asked only about given keys, with bound parameters, in a READ ONLY transacti
 
 A task gets no new attempt while its key is returned. Stop returning it (with its row still selected by
 source.query) and it runs again: the cancel deleted its Job, so no attempt record is left, and it starts at
-attempt 1. jobsched retry resets dead tasks only: a cancelled task has no Job, so retry finds nothing to
-reset. Succeeded and dead tasks are not asked about.
+attempt 1. jobsched retry resets dead tasks only: a cancelled task has no Job left, so retry KEY says "not a
+dead task" (exit 2) and deletes nothing; a dead task is never asked about. Nor is a succeeded one.
 
 The worker pod. Deleting the Job makes the garbage collector delete its pods: each container gets SIGTERM,
 then SIGKILL after the template's terminationGracePeriodSeconds (default 30s). A worker that must stop cleanly
