@@ -98,6 +98,8 @@ type Limits struct {
 	Capacity             Capacity `json:"capacity,omitempty"`
 	// MaxQueued bounds the Jobs Kueue holds suspended (limits.capacity: kueue); default maxPerTick.
 	MaxQueued *int `json:"maxQueued,omitempty"`
+	// Rate bounds the creates of the whole install in any window (rate.go).
+	Rate *Rate `json:"rate,omitempty"`
 }
 
 // Kueue says which Kueue LocalQueue the Jobs go to, and at which WorkloadPriorityClass.
@@ -352,6 +354,7 @@ func (c *Config) Validate() []error {
 		bad("limits.capacity", "%q is not one of %s", c.Limits.Capacity, CapacityNames())
 	}
 	errs = append(errs, c.validateKueue()...)
+	errs = append(errs, c.validateRates()...)
 	errs = append(errs, validateGC(at{}, c.GC.SucceededRetention, c.GC.FailedRetention)...)
 	errs = append(errs, validateRetry(at{}, c.Retry.MaxAttempts, c.Retry.Backoff, c.Retry.MaxBackoff, c.Retry.DeadRetention.Duration)...)
 	if err := pushurl.Validate(c.Metrics.Pushgateway); err != nil {
