@@ -1,8 +1,6 @@
 package rate
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,12 +41,22 @@ const (
 // QueueScope is the scope of queue's limits.rate.
 func QueueScope(queue string) string { return queuePrefix + queue }
 
-// GroupScope is the scope of a group's limits.perGroup.rate in queue: the group's value hashed (a value is any
-// text of a row, of any length; two values that share a hash share a window, which only makes it stricter).
-func GroupScope(queue, group string) string {
-	h := sha256.Sum256([]byte(group))
-	return groupPrefix + queue + "/" + hex.EncodeToString(h[:8])
+// GroupScope is the scope of a group's limits.perGroup.rate in queue: the group's value as it is (the read names
+// the groups it bounds by value; a value too long for the record is left out of it, see Encode).
+func GroupScope(queue, group string) string { return groupPrefix + queue + "/" + group }
+
+// GroupOf is the queue and the group of a group's scope (ok false for another scope). Queue names are DNS labels:
+// the group is what follows the queue's slash.
+func GroupOf(scope string) (queue, group string, ok bool) {
+	rest, ok := strings.CutPrefix(scope, groupPrefix)
+	if !ok {
+		return "", "", false
+	}
+	return strings.Cut(rest, "/")
 }
+
+// Scopes are the scopes of r's windows, sorted.
+func (r *Record) Scopes() []string { return slices.Sorted(maps.Keys(r.windowsOrNil())) }
 
 // Window is scope's window (nil: none recorded).
 func (r *Record) Window(scope string) *Window {

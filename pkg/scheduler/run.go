@@ -130,6 +130,9 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 		return x.done(nil, nil, false, cause(ctx, err))
 	}
 	obs.GuardRefused = held
+	if mode != DeleteOnly {
+		obs.Windows = s.readWindows(ctx, x.keeper, len(obs.Jobs) > 0)
+	}
 	p := Decide(s.Config, obs) // 2
 	obs.Jobs = nil             // the plan keeps what it needs of them
 	x.deletes(p.Deletes())     // 3
