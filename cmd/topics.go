@@ -226,7 +226,9 @@ there is no record: the windows are the creation times of the Jobs that still ex
 Waiting. tick --fill-for waits for the window to open as well as for a Job to end, whichever allows a create
 first, then runs the next pass. status says when the next create is allowed and why (the limit line of the
 install and of each queue). The metrics jobsched_rate_limited_rows and jobsched_queue_rate_limited_rows are
-the backlog a rate held back (the rows waiting after a pass whose slots a limits.rate bound; 0 otherwise).`,
+the backlog a rate held back (the rows waiting after a pass whose slots a limits.rate bound; 0 otherwise).
+
+Cost. One more PUT of the Lease per pass that creates (the reservation); status and dry-run read it (one GET).`,
 	},
 }
 

@@ -157,7 +157,8 @@ func decideRates(cfg *config.Config, obs *Observation) *rates {
 				if r.jobs[scope] == nil {
 					r.jobs[scope] = rate.NewWindow(l)
 				}
-				r.jobs[scope].Add(j.Created, 1)
+				// creationTimestamp is in whole seconds: the create was before the next one.
+				r.jobs[scope].Add(j.Created.Add(time.Second), 1)
 			}
 		}
 	}
