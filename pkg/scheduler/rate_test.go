@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/rate"
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/rows"
 )
 
 func rateOf(n int, per time.Duration) *config.Rate {
@@ -187,4 +189,72 @@ func windowOf(t *testing.T, value string) *rate.Window {
 		t.Fatalf("record %q: %v", value, err)
 	}
 	return r.Window(rate.ScopeInstall)
+}
+
+// heldSource records the Held of each Select and returns no row.
+type heldSource struct {
+	source
+	held []map[string]int
+}
+
+func (s *heldSource) Select(_ context.Context, sel rows.Selection) ([]rows.Row, error) {
+	s.held = append(s.held, maps.Clone(sel.Held))
+	return nil, nil
+}
+
+// TestReadGroupRate: the read holds a group back by its rate as by its maxActive: a group whose window is full is
+// read as a group at its cap, one with room left as one with that much room.
+func TestReadGroupRate(t *testing.T) {
+	cfg := queuesConfig(t, "maxActive: 20", queue("a", "  limits: {perGroup: {column: tenant, maxActive: 5, rate: {creates: 2, per: 1m}}}\n"))
+	gl := rate.Limit{Creates: 2, Per: time.Minute}
+	rec := recordOf(t, gl, rate.GroupScope("a", "full"), 2, now.Add(-3*time.Second))
+	w := rate.NewWindow(gl)
+	w.Add(now.Add(-3*time.Second), 1)
+	rec.Set(rate.GroupScope("a", "one left"), w)
+	running := SummarizeJob(makeJob("x").Queue("a").Annotation(jobmeta.AnnotationGroup, "full").Obj()) // created long ago
+	p := Decide(cfg, &Observation{Now: now, Jobs: []JobSummary{running}, Windows: Windows{Record: rec}})
+	src := &heldSource{}
+	s := &Scheduler{Config: cfg}
+	if a := s.read(context.Background(), p, 0, Queue{Source: src}); a.Err != nil {
+		t.Fatal(a.Err)
+	}
+	if want := []map[string]int{{"full": 5, "one left": 4}}; !cmp.Equal(src.held, want) {
+		t.Errorf("the read's Held %v, want %v", src.held, want)
+	}
+}
+
+// TestObserveReadsWindows: status and dry-run read the record from the Lease (one GET); one that does not decode,
+// or none on a Lease while the install has Jobs, is lost (full).
+func TestObserveReadsWindows(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) { c.Limits.Rate = rateOf(2, time.Minute) })
+	rec, _, err := recordOf(t, rate.Limit{Creates: 2, Per: time.Minute}, rate.ScopeInstall, 1, now).Encode(rate.MaxRecordBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withLease := func(annotations map[string]string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: lease.Name(cfg.Name), Namespace: cfg.Namespace, Annotations: annotations}}
+	}
+	for _, tc := range []struct {
+		name    string
+		objects []runtime.Object
+		lost    bool
+		record  bool
+	}{
+		{"a record", []runtime.Object{withLease(map[string]string{rate.Annotation: rec})}, false, true},
+		{"garbled", []runtime.Object{withLease(map[string]string{rate.Annotation: "{"})}, true, false},
+		{"none, and no Jobs: a new install", []runtime.Object{withLease(nil)}, false, false},
+		{"no Lease while the install has Jobs", []runtime.Object{makeJob("a").Obj()}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset(tc.objects...)
+			s := &Scheduler{Config: cfg, Kube: client, Now: func() time.Time { return now }}
+			obs, err := s.Observe(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := obs.Windows; (got.Lost != "") != tc.lost || (got.Record != nil) != tc.record {
+				t.Errorf("windows %+v: want lost %v, a record %v", got, tc.lost, tc.record)
+			}
+		})
+	}
 }
