@@ -95,6 +95,11 @@ func (r rateRun) run(t *testing.T) rateResult {
 		j, _ := slices.BinarySearchFunc(got.times, got.times[i].Add(r.per), time.Time.Compare)
 		got.worst = max(got.worst, j-i)
 	}
+	// status says when the next create is allowed, and why (rows still wait: the rate binds, not maxPerTick).
+	st := e.jobsched("status", "--config", cfg)
+	if want := fmt.Sprintf("(bound by limits.rate: %s, next create at ", rate.Limit{Creates: r.creates, Per: r.per}); st.code != 0 || !strings.Contains(st.stdout, want) {
+		t.Errorf("status (exit %d) does not say %q:\n%s%s", st.code, want, st.stdout, st.stderr)
+	}
 	ls, err := e.kube.CoordinationV1().Leases(e.ns).Get(e.ctx, lease.Name("e2e"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
