@@ -269,6 +269,9 @@ func printStatus(out io.Writer, st *report.Status) error {
 	if k := st.Kueue; k != nil {
 		fmt.Fprintf(w, "Kueue:\t%d queued (limits.maxQueued %d)%s\n", k.Queued, k.MaxQueued, localQueue(k))
 	}
+	if st.WaitingForNodes > 0 || st.WaitsNote != "" {
+		fmt.Fprintf(w, "Autoscaler:\t%d pod(s) wait for the new nodes it makes%s\n", st.WaitingForNodes, printable(prefixed("; ", st.WaitsNote)))
+	}
 	fmt.Fprintf(w, "Retry:\t%d attempt(s) in all, backoff %s doubling to %s, dead kept %s\n", st.Retry.MaxAttempts,
 		st.Retry.Backoff, st.Retry.MaxBackoff, deadRetention(st.Retry.DeadRetention))
 	fmt.Fprintf(w, "Slots:\t%d (bound by %s)\n", st.Slots, printable(st.Limit))
@@ -293,13 +296,25 @@ func printStatus(out io.Writer, st *report.Status) error {
 			return err
 		}
 	}
-	var problems, queued []scheduler.JobStatus
+	var problems, queued, cancelled []scheduler.JobStatus
 	for _, j := range st.Jobs {
-		switch j.State {
-		case scheduler.StateUnschedulable:
+		switch {
+		case j.Delete == scheduler.DeleteCancelled:
+			cancelled = append(cancelled, j)
+		case j.State == scheduler.StateUnschedulable:
 			problems = append(problems, j)
-		case scheduler.StateQueued:
+		case j.State == scheduler.StateQueued:
 			queued = append(queued, j)
+		}
+	}
+	if len(cancelled) > 0 {
+		fmt.Fprintln(out, "\nCancelled (source.cancelQuery returns their key; the next tick deletes them):")
+		fmt.Fprintln(w, "  JOB\tTASK\tATTEMPT\tSTATE")
+		for _, j := range cancelled {
+			fmt.Fprintf(w, "  %s\t%q\t%d\t%s\n", printable(j.Name), j.Key, j.Attempt, j.State)
+		}
+		if err := w.Flush(); err != nil {
+			return err
 		}
 	}
 	if len(queued) > 0 {
@@ -362,6 +377,12 @@ func printCapacity(out io.Writer, w *tabwriter.Writer, title string, c *capacity
 	if len(c.Pending) > 0 {
 		fmt.Fprintf(w, "  others' pods:\t%d unbound pod(s) of other workloads counted as taking room (e.g. %s on %s)\n", len(c.Pending), printable(c.Pending[0].Pod), printable(c.Pending[0].Node))
 	}
+	if a := c.Autoscale; a != nil {
+		fmt.Fprintf(w, "  %s:\t%d more Job(s) on new nodes (%s); %d of our pods wait for new nodes\n", a.Source, a.Adds, printable(a.Binding), a.Waiting)
+		for _, p := range a.Pools {
+			fmt.Fprintf(w, "  %s %s:\t%s\n", p.Kind, printable(p.Name), printable(p.Words()))
+		}
+	}
 	if c.Listed != "" {
 		fmt.Fprintf(w, "  listed:\t%s\n", printable(c.Listed))
 	}
@@ -369,6 +390,14 @@ func printCapacity(out io.Writer, w *tabwriter.Writer, title string, c *capacity
 		fmt.Fprintf(w, "  warning:\t%s\n", printable(c.Warning))
 	}
 	return w.Flush()
+}
+
+// prefixed is s after sep, "" when s is.
+func prefixed(sep, s string) string {
+	if s == "" {
+		return ""
+	}
+	return sep + s
 }
 
 // printQueues prints the queues of an install with queues: (none without), one line each: backlog, Jobs, slots and
