@@ -29,10 +29,10 @@ const (
 // fillPass is what the loop needs to know of one pass.
 type fillPass struct {
 	err      error
-	blocked  string // why nothing can start until something else changes ("" when a Job's end makes room)
-	room     bool   // the slots were bound by room: capacity, the quota, limits.maxActive
-	rowsWait bool   // rows may still wait for a Job
-	limit    string // what bound the slots
+	blocked  string    // why nothing can start until something else changes ("" when a Job's end makes room)
+	room     bool      // the slots were bound by room: capacity, the quota, limits.maxActive
+	rowsWait bool      // rows may still wait for a Job
+	limit    string    // what bound the slots
 	next     time.Time // a limits.rate bound the slots: when its window allows the next create (zero: none)
 }
 
