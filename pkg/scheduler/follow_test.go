@@ -89,4 +89,3 @@ func TestFollowWait(t *testing.T) {
 		})
 	}
 }
-
