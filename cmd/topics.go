@@ -67,7 +67,18 @@ are any; with a source.cancelQuery one read of it about the keys of the unfinish
 (jobsched help cancel); then one call per create or delete, 16 in flight. A pass keeps a small summary of each
 Job as it arrives, never a page of them. There is no client-side rate limit unless --kube-qps is set: the API
 server's Priority and Fairness answers 429 with Retry-After, which the client honours (up to 10 retries a
-call). What a pass could not create before its --timeout waits for the next pass.
+call; --kube-burst, default 100, counts only with --kube-qps). What a pass could not create before its
+--timeout waits for the next pass.
+
+A refill (tick --fill-for). The first pass of a run lists as above, but every non-terminal pod in the
+cluster (not only those of the template's nodes), and then watches each list from its resourceVersion,
+keeping the same summaries (a few hundred bytes per Job, pod or node, never the objects). A refill lists
+nothing: it reads what those watches delivered, once they have delivered the previous pass's creates and
+deletes (at most 10s, else it lists the Jobs), so it costs the Lease's calls, its own writes, its database
+reads, a GET per RuntimeClass a template names, and the events received since. It lists afresh what it
+cannot trust: a watch the API server ended with 410 Gone (or refused: without watch in the Role, those lists
+are made each pass), and everything when another holder took the Lease since this run's last pass. The wait
+for a Job to end reads the same watch of the Jobs.
 
 Its log line. Every pass ends with one line, "pass done": selected, created, alreadyPresent, skipped, blocked,
 deleted, failed, duration (ms), retried, dead, cancelled (jobsched help cancel); refill in a --fill-for run;

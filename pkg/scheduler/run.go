@@ -113,7 +113,8 @@ func (r Result) HardBlocked() bool { return r.Plan != nil && r.Plan.hard }
 // holds at that point:
 //
 //  0. take the Guard, if any (Execute only);
-//  1. observe, once for the install: its Jobs and (unless DeleteOnly) its Pending pods;
+//  1. observe, once for the install: its Jobs and (unless DeleteOnly) its Pending pods (with Follow, what its
+//     watches kept since the last pass, once they have delivered that pass's writes);
 //  2. decide, per queue: the deletes, the exclusions, the room the queue's limits and the install's leave;
 //  3. execute the deletes (all queues), before any step that may fail (capacity, the database);
 //     3b. cancel: ask each queue's source.cancelQuery about the keys of its unfinished Jobs (Cancel; no read
