@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -360,6 +361,37 @@ type aggregator struct {
 	namespace, scheduler string
 	self                 string // the tick pod's name in namespace (Options.Self)
 	pending              []Pending
+	demands              *demands // when set, records share equal demands (a Follow's records live long)
+}
+
+// demands are the distinct demands of the pods a Follow keeps, each kept once: most pods are of a few shapes.
+type demands struct {
+	mu   sync.Mutex
+	seen map[string]corev1.ResourceList
+}
+
+// of is d's shared equal (never changed by its users: add only reads it).
+func (s *demands) of(d corev1.ResourceList) corev1.ResourceList {
+	names := make([]string, 0, len(d))
+	for n := range d {
+		names = append(names, string(n))
+	}
+	slices.Sort(names)
+	var key strings.Builder
+	for _, n := range names {
+		q := d[corev1.ResourceName(n)]
+		key.WriteString(n + "=" + q.String() + ",")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if kept, ok := s.seen[key.String()]; ok {
+		return kept
+	}
+	if s.seen == nil {
+		s.seen = map[string]corev1.ResourceList{}
+	}
+	s.seen[key.String()] = d
+	return d
 }
 
 // podRecord is what capacity keeps of a non-terminal pod: where it is bound and what it holds (for a fill run's
@@ -382,6 +414,9 @@ func (a *aggregator) record(p *corev1.Pod) (podRecord, bool) {
 	}
 	r := podRecord{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Demand: Demand(p), Deleting: p.DeletionTimestamp != nil,
 		Ours: p.Namespace == a.namespace && a.scheduler != "" && p.Labels[jobmeta.LabelScheduler] == a.scheduler}
+	if a.demands != nil {
+		r.Demand = a.demands.of(r.Demand)
+	}
 	if r.Node == "" {
 		r.Where = &corev1.PodSpec{NodeSelector: p.Spec.NodeSelector, Affinity: p.Spec.Affinity, Tolerations: p.Spec.Tolerations}
 	}
