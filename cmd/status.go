@@ -216,13 +216,25 @@ func printStatus(out io.Writer, st *report.Status) error {
 			return err
 		}
 	}
-	var problems, queued []scheduler.JobStatus
+	var problems, queued, cancelled []scheduler.JobStatus
 	for _, j := range st.Jobs {
-		switch j.State {
-		case scheduler.StateUnschedulable:
+		switch {
+		case j.Delete == scheduler.DeleteCancelled:
+			cancelled = append(cancelled, j)
+		case j.State == scheduler.StateUnschedulable:
 			problems = append(problems, j)
-		case scheduler.StateQueued:
+		case j.State == scheduler.StateQueued:
 			queued = append(queued, j)
+		}
+	}
+	if len(cancelled) > 0 {
+		fmt.Fprintln(out, "\nCancelled (source.cancelQuery returns their key; the next tick deletes them):")
+		fmt.Fprintln(w, "  JOB\tTASK\tATTEMPT\tSTATE")
+		for _, j := range cancelled {
+			fmt.Fprintf(w, "  %s\t%q\t%d\t%s\n", printable(j.Name), j.Key, j.Attempt, j.State)
+		}
+		if err := w.Flush(); err != nil {
+			return err
 		}
 	}
 	if len(queued) > 0 {

@@ -77,6 +77,9 @@ type Source struct {
 	Query   string          `json:"query"`
 	Key     string          `json:"key"`
 	Timeout metav1.Duration `json:"timeout,omitempty"`
+	// CancelQuery, when set, returns the keys of tasks to cancel (a column named Key): a pass asks it only about the
+	// keys it is about to run or holds an unfinished Job for (see `jobsched help cancel`).
+	CancelQuery string `json:"cancelQuery,omitempty"`
 }
 
 // Job says how a row becomes a Job.
@@ -346,6 +349,9 @@ func (c *Config) Validate() []error {
 		if c.Source.Key != "" {
 			bad("source.key", "with queues: each queue has its own key: move it into a queue (queues[].source.key)")
 		}
+		if c.Source.CancelQuery != "" {
+			bad("source.cancelQuery", "with queues: each queue has its own cancel query: move it into a queue (queues[].source.cancelQuery)")
+		}
 		validTimeout(bad, c.Source.Timeout.Duration)
 		if c.Job != (Job{}) {
 			bad("job", "with queues: each queue has its own job: move it into a queue (queues[].job)")
@@ -382,6 +388,9 @@ func validateSource(path at, src Source) []error {
 	}
 	if src.Key == "" {
 		bad("source.key", "required")
+	}
+	if src.CancelQuery != "" && strings.TrimSpace(strings.TrimRight(strings.TrimSpace(src.CancelQuery), ";")) == "" {
+		bad("source.cancelQuery", "is empty: leave it out, or give the SELECT that returns the keys to cancel")
 	}
 	validTimeout(bad, src.Timeout.Duration)
 	return errs

@@ -37,7 +37,12 @@ const (
 	DeleteRowGone    = "the query no longer selects its row"
 	DeleteRetried    = "retried: deleted once its next attempt exists"
 	DeleteReset      = "retry" // `jobsched retry`: the dead task starts again at attempt 1
+	DeleteCancelled  = "cancelled: source.cancelQuery returns its key"
 )
+
+// SkipCancelled is why a row the query selects gets no Job while the queue's cancel query returns its key.
+const SkipCancelled = "cancelled: source.cancelQuery returns its key; no Job while it does (leave such rows out of " +
+	"source.query: each pass reads them)"
 
 // JobStatus is one of this scheduler's Jobs as the plan sees it.
 type JobStatus struct {
@@ -155,6 +160,18 @@ func (p *Plan) Deletes() []JobStatus {
 	var out []JobStatus
 	for _, j := range p.Jobs {
 		if j.Delete != "" {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// Cancels are the Jobs this pass cancels (DeleteCancelled), by name: unfinished Jobs whose key the queue's
+// source.cancelQuery returns.
+func (p *Plan) Cancels() []JobStatus {
+	var out []JobStatus
+	for _, j := range p.Jobs {
+		if j.Delete == DeleteCancelled {
 			out = append(out, j)
 		}
 	}
