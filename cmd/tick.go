@@ -22,6 +22,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/metrics"
 	"github.com/jobsched/jobsched/pkg/pushurl"
+	"github.com/jobsched/jobsched/pkg/rate"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -114,6 +115,9 @@ func fillPoll(cfg *config.Config) time.Duration {
 func fillPassOf(res scheduler.Result, err error) fillPass {
 	p := fillPass{err: err, rv: res.JobsResourceVersion, limit: res.Limit(), room: res.RoomBound(),
 		rowsWait: res.RowsWait, finished: map[types.UID]bool{}}
+	if res.Plan != nil && res.Plan.NextCreate != nil {
+		p.next = *res.Plan.NextCreate
+	}
 	if res.HardBlocked() || (res.Plan == nil && res.Blocked() != "") {
 		p.blocked = res.Blocked()
 	}
@@ -222,8 +226,12 @@ func (g *globalOptions) guard(s *scheduler.Scheduler) error {
 			return &config.Error{Err: err}
 		}
 	}
+	annotation := ""
+	if cfg.HasRate() {
+		annotation = rate.Annotation // the rate windows' record rides on the Lease
+	}
 	s.Guard = &lease.Guard{Client: leases.CoordinationV1(), Namespace: cfg.Namespace, Scheduler: cfg.Name,
-		Holder: lease.HolderFromEnv(), Duration: g.leaseDuration,
+		Holder: lease.HolderFromEnv(), Duration: g.leaseDuration, Annotation: annotation,
 		Confirm: func(ctx context.Context) error { // a read the Role grants: its Jobs
 			_, err := s.Kube.BatchV1().Jobs(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: jobmeta.LabelScheduler + "=" + cfg.Name, Limit: 1})
 			return err

@@ -31,6 +31,9 @@ type execution struct {
 	errs    []error
 	release func()
 	cancel  context.CancelFunc
+	// keeper is the Guard when it keeps the rate record (rate.go); cancelCreates ends the reserved creates' context.
+	keeper        RecordKeeper
+	cancelCreates context.CancelFunc
 }
 
 // begin starts a pass: its logger, its --timeout.
@@ -60,6 +63,7 @@ func (x *execution) hold(g Guard) error {
 		return err
 	}
 	x.held, x.release = held, release
+	x.keeper, _ = g.(RecordKeeper)
 	return nil
 }
 
@@ -100,7 +104,7 @@ func (x *execution) fitted(p *Plan, obs *Observation) *Plan {
 func (x *execution) done(p *Plan, obs *Observation, rowsWait bool, stop error) (Result, error) {
 	r := Result{Plan: p}
 	if p != nil {
-		r.RowsWait = rowsWait || (p.roomBound && p.Slots == 0)
+		r.RowsWait = rowsWait || ((p.roomBound || p.NextCreate != nil) && p.Slots == 0)
 	}
 	if obs != nil {
 		r.JobsResourceVersion = obs.JobsResourceVersion
@@ -141,7 +145,13 @@ func (x *execution) creates(p *Plan) {
 	}
 	switch x.mode {
 	case Execute:
-		x.created = x.s.executeCreates(x.held, p, false)
+		x.warnRates(p)
+		held := x.reserve(p)
+		x.created = x.s.executeCreates(held, p, false)
+		x.settle(p)
+		if x.cancelCreates != nil {
+			x.cancelCreates()
+		}
 		if p.Blocked != "" && x.s.Events != nil {
 			x.s.Events.PassBlocked(p.Blocked)
 		}

@@ -133,6 +133,9 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 		return x.done(nil, nil, false, cause(ctx, err))
 	}
 	obs.GuardRefused = held
+	if mode != DeleteOnly {
+		obs.Windows = s.readWindows(ctx, x.keeper, len(obs.Jobs) > 0)
+	}
 	p := Decide(s.Config, obs) // 2
 	x.deletes(p.Deletes())     // 3
 	if mode == DeleteOnly {
