@@ -81,6 +81,22 @@ func karpenterCRDs(t *testing.T, dyn dynamic.Interface) {
 	}
 }
 
+// withKarpenterCRDs is the local control plane's client config and a dynamic client of it, Karpenter's CRDs
+// installed.
+func withKarpenterCRDs(t *testing.T) (*rest.Config, dynamic.Interface) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	karpenterCRDs(t, dyn)
+	return cfg, dyn
+}
+
 func obj(kind, name string, spec map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "karpenter.sh/v1", "kind": kind,
 		"metadata": map[string]any{"name": name}, "spec": spec}}
@@ -108,15 +124,7 @@ func create(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource
 // the API server by the field selector it sends.
 func TestReadKarpenter(t *testing.T) {
 	kube, ns := testkit.RealCluster(t, "autoscale")
-	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	karpenterCRDs(t, dyn)
+	_, dyn := withKarpenterCRDs(t)
 	pool, claim := ns+"-pool", ns+"-claim"
 	// A node class of no cloud provider: a Karpenter running on the cluster (KARPENTER=1) leaves the pool and its
 	// NodeClaim alone (it manages only its own provider's), so the status written here stays.
@@ -201,15 +209,7 @@ func rulesOf(t *testing.T, file string) []rbacv1.PolicyRule {
 // and the mode says so instead of failing.
 func TestGrants(t *testing.T) {
 	kube, ns := testkit.RealCluster(t, "autoscale-rbac")
-	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	karpenterCRDs(t, dyn)
+	cfg, _ := withKarpenterCRDs(t)
 	ctx := context.Background()
 	as := func(sa string) (kubernetes.Interface, dynamic.Interface) {
 		c := rest.CopyConfig(cfg)
@@ -248,6 +248,7 @@ func TestGrants(t *testing.T) {
 	granted, grantedDyn := as("jobsched")
 	var st *autoscale.State
 	// RBAC takes effect once the API server's authorizer has seen the bindings: wait for that, not for a time.
+	var err error
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		st, err = autoscale.Read(ctx, grantedDyn, granted)
 		return err == nil && st.Source == autoscale.Karpenter, err
