@@ -40,16 +40,23 @@ type fillPass struct {
 }
 
 // filler runs passes for fillFor. pass runs one whole pass (refill 0 is the first); wait returns once a Job of
-// this scheduler ends after rv (see jobend.Wait).
+// this scheduler ends after rv (see jobend.Wait). poll, when set, bounds each wait: the next pass then runs
+// although no Job ended (a queue with source.cancelQuery: a cancel is noticed only by a pass).
 type filler struct {
 	fillFor time.Duration
+	poll    time.Duration
 	now     func() time.Time
 	pass    func(ctx context.Context, refill int) fillPass
 	wait    func(ctx context.Context, rv string, finished map[types.UID]bool) (string, error)
 }
 
+// cancelPoll is the filler's poll while a queue has source.cancelQuery (jobsched help cancel): a cancel takes
+// effect within it and a pass, at the cost of a pass that often while the loop waits.
+const cancelPoll = 5 * time.Second
+
 var (
 	errFillOver   = errors.New("--fill-for has passed")
+	errPoll       = errors.New("the poll for cancels is due")
 	errWindowOpen = errors.New("the rate window opens")
 )
 
@@ -83,7 +90,11 @@ func (f filler) run(ctx context.Context) error {
 				ev = ev.Time("nextCreate", p.next)
 			}
 			ev.Msg("waiting for a Job to finish")
-			wctx, cancel := context.WithTimeoutCause(ctx, end.Sub(f.now()), errFillOver)
+			left, why := end.Sub(f.now()), errFillOver
+			if f.poll > 0 && f.poll < left {
+				left, why = f.poll, errPoll
+			}
+			wctx, cancel := context.WithTimeoutCause(ctx, left, why)
 			name, err := f.waitFor(wctx, p)
 			cancel()
 			switch {
@@ -91,6 +102,8 @@ func (f filler) run(ctx context.Context) error {
 				reason = endTerminated
 			case errors.Is(err, errFillOver):
 				reason = endTime
+			case errors.Is(err, errPoll):
+				log.Debug().Msg("no Job ended within the poll for cancels: the next pass")
 			case errors.Is(err, errWindowOpen):
 				log.Debug().Msg("the rate window opened: the next pass")
 			case errors.Is(err, jobend.ErrExpired):

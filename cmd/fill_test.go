@@ -28,6 +28,7 @@ func TestFiller(t *testing.T) {
 		advance time.Duration // the clock moves this much during the wait
 		err     error         // what the wait returns; block: until its context ends
 		block   bool
+		poll    bool // until its context ends, which the filler's poll ends first
 	}
 	tests := []struct {
 		name       string
@@ -38,7 +39,11 @@ func TestFiller(t *testing.T) {
 		wantReason string
 		wantErr    error
 		wantRVs    []string // the resourceVersion of each wait
+		poll       time.Duration
 	}{
+		{name: "a cancel query: the poll runs the next pass although no Job ended", poll: time.Millisecond,
+			passes: []fillPass{room("1"), {room: true, rv: "2"}}, waits: []wait{{poll: true}},
+			wantPasses: 2, wantReason: endBacklogEmpty, wantRVs: []string{"1"}},
 		{name: "the backlog is empty", passes: []fillPass{{room: true, limit: "capacity: 2 fit", rv: "1"}},
 			wantPasses: 1, wantReason: endBacklogEmpty},
 		{name: "blocked by an Unschedulable pod", passes: []fillPass{{blocked: "1 pod(s) Unschedulable", rowsWait: true, rv: "1"}},
@@ -75,6 +80,7 @@ func TestFiller(t *testing.T) {
 			var rvs []string
 			f := filler{
 				fillFor: 50 * time.Second,
+				poll:    tt.poll,
 				now:     func() time.Time { return now },
 				pass: func(_ context.Context, refill int) fillPass {
 					refills = append(refills, refill)
@@ -92,6 +98,10 @@ func TestFiller(t *testing.T) {
 					now = now.Add(w.advance)
 					if tt.terminate {
 						cancel()
+					}
+					if w.poll {
+						<-wctx.Done()
+						return "", context.Cause(wctx)
 					}
 					if w.block {
 						if tt.terminate {

@@ -78,7 +78,7 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 	cfg := s.Config
 	jobs := s.Kube.BatchV1().Jobs(cfg.Namespace)
 	sel := labels.SelectorFromSet(labels.Set{jobmeta.LabelScheduler: cfg.Name}).String()
-	f := filler{fillFor: fillFor, now: time.Now,
+	f := filler{fillFor: fillFor, poll: fillPoll(cfg), now: time.Now,
 		pass: func(ctx context.Context, refill int) fillPass {
 			if refill > 0 {
 				gcForListing() // the creates of the pass before collect at their own pace
@@ -99,6 +99,16 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 		},
 	}
 	return f.run(ctx)
+}
+
+// fillPoll is the filler's poll: cancelPoll when a queue has a cancel query, else none (only a Job's end wakes it).
+func fillPoll(cfg *config.Config) time.Duration {
+	for _, q := range cfg.AllQueues() {
+		if q.Source.CancelQuery != "" {
+			return cancelPoll
+		}
+	}
+	return 0
 }
 
 // fillPassOf is what the fill loop needs of a pass's result.

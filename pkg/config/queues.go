@@ -120,7 +120,8 @@ func (c *Config) QueueConfig(i int) *Config {
 	}
 	q := c.Queues[i]
 	v := *c
-	v.Source = Source{DSNEnv: c.Source.DSNEnv, DSNFile: c.Source.DSNFile, Query: q.Source.Query, Key: q.Source.Key, Timeout: q.Source.Timeout}
+	v.Source = Source{DSNEnv: c.Source.DSNEnv, DSNFile: c.Source.DSNFile, Query: q.Source.Query, Key: q.Source.Key, Timeout: q.Source.Timeout,
+		CancelQuery: q.Source.CancelQuery}
 	v.Job, v.Template, v.Env, v.Kueue = q.Job, q.Template, *q.Env, q.Kueue
 	v.Retry = Retry{MaxAttempts: q.Retry.MaxAttempts, Backoff: q.Retry.Backoff, MaxBackoff: q.Retry.MaxBackoff, DeadRetention: *q.Retry.DeadRetention}
 	v.GC = GC{SucceededRetention: *q.GC.SucceededRetention}
@@ -143,7 +144,7 @@ func (c *Config) implicitQueue() Queue {
 	env := c.Env
 	dead := c.Retry.DeadRetention
 	succeeded := c.GC.SucceededRetention
-	return Queue{Name: c.Name, Weight: ptr.To(DefaultWeight), Source: Source{Query: c.Source.Query, Key: c.Source.Key, Timeout: c.Source.Timeout},
+	return Queue{Name: c.Name, Weight: ptr.To(DefaultWeight), Source: Source{Query: c.Source.Query, Key: c.Source.Key, Timeout: c.Source.Timeout, CancelQuery: c.Source.CancelQuery},
 		Job: c.Job, Env: &env, Kueue: c.Kueue,
 		Retry:    &QueueRetry{MaxAttempts: c.Retry.MaxAttempts, Backoff: c.Retry.Backoff, MaxBackoff: c.Retry.MaxBackoff, DeadRetention: &dead},
 		GC:       &QueueGC{SucceededRetention: &succeeded},

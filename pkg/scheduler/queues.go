@@ -71,14 +71,20 @@ type installRoom struct {
 // Unschedulable pod of any queue blocks all of them (limits.blockOnUnschedulable), and no queue gets more slots than
 // R = min(limits.maxPerTick, limits.maxActive − unfinished Jobs of all queues [, limits.maxQueued − queued]).
 func Decide(cfg *config.Config, obs *Observation) *Plan {
+	return DecideCancelled(cfg, obs, Cancellation{})
+}
+
+// DecideCancelled is Decide with the Jobs c cancels deleted (DeleteCancelled) and holding no slot: the plan after the
+// cancel step (see Cancellation).
+func DecideCancelled(cfg *config.Config, obs *Observation, c Cancellation) *Plan {
 	qs := cfg.AllQueues()
 	parts := make([]*Plan, len(qs))
 	unfinished, queued, unschedulable := 0, 0, 0
 	first := ""
 	for i := range qs {
 		// Each queue reads its Jobs in obs.Jobs: no second copy of 10,000 summaries at the pass's peak.
-		mine := func(j *JobSummary) bool { return len(qs) == 1 || cfg.QueueIndex(j.Queue) == i }
-		p := decideQueue(cfg.QueueConfig(i), obs, mine) // its Jobs carry its name (QueueName), none for the implicit queue
+		mine := func(j *JobSummary) bool { return jobQueue(cfg, j) == i }
+		p := decideQueue(cfg.QueueConfig(i), obs, mine, c.Jobs) // its Jobs carry its name (QueueName), none for the implicit queue
 		unfinished, queued, unschedulable = unfinished+p.Unfinished, queued+p.queued, unschedulable+p.Unschedulable
 		if first == "" {
 			first = p.firstUnschedulable()
@@ -109,9 +115,17 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 			p.block(p.Limit)
 		}
 	}
-	p := &Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, inst: r, rates: rt}
+	p := &Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, inst: r, WaitsNote: obs.WaitsNote, rates: rt}
 	p.assemble(cfg, parts)
 	return p
+}
+
+// jobQueue is the index of j's queue in cfg.AllQueues (see config.Config.QueueIndex).
+func jobQueue(cfg *config.Config, j *JobSummary) int {
+	if len(cfg.Queues) <= 1 { // AllQueues: the one queue (its implicit one is built anew each call)
+		return 0
+	}
+	return cfg.QueueIndex(j.Queue)
 }
 
 // roomOf is R: the install's limits across its queues, and the capacity mode's bound on the install (capacity.Mode's
@@ -154,6 +168,7 @@ func (p *Plan) assemble(cfg *config.Config, parts []*Plan) {
 		part.Jobs = nil // the install's list is the one list: the steps mark its deletes there
 		p.Unfinished += part.Unfinished
 		p.Unschedulable += part.Unschedulable
+		p.WaitingForNodes += part.WaitingForNodes
 		p.queued += part.queued
 		if !qs[i].Implicit {
 			p.Queues = append(p.Queues, QueuePlan{Name: qs[i].Name, Priority: qs[i].Priority, Weight: *qs[i].Weight,
