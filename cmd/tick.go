@@ -11,17 +11,15 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobsched/jobsched/pkg/backlog"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/events"
-	"github.com/jobsched/jobsched/pkg/jobend"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/metrics"
 	"github.com/jobsched/jobsched/pkg/pushurl"
+	"github.com/jobsched/jobsched/pkg/rate"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -75,8 +73,10 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 	}
 	defer closeFn()
 	cfg := s.Config
-	jobs := s.Kube.BatchV1().Jobs(cfg.Namespace)
-	sel := labels.SelectorFromSet(labels.Set{jobmeta.LabelScheduler: cfg.Name}).String()
+	s.Follow = scheduler.NewFollow()
+	defer s.Follow.Stop()
+	// client-go's watch logs (a watch it opens again) go to the pass's log, not to klog's stderr.
+	ctx = logr.NewContext(ctx, zerologr.New(zerolog.Ctx(ctx)))
 	f := filler{fillFor: fillFor, poll: fillPoll(cfg), now: time.Now,
 		pass: func(ctx context.Context, refill int) fillPass {
 			if refill > 0 {
@@ -91,11 +91,7 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 			}
 			return fillPassOf(res, err)
 		},
-		wait: func(ctx context.Context, rv string, finished map[types.UID]bool) (string, error) {
-			// client-go's watch logs (a watch it opens again) go to the pass's log, not to klog's stderr.
-			ctx = logr.NewContext(ctx, zerologr.New(zerolog.Ctx(ctx)))
-			return jobend.Wait(ctx, jobs, sel, rv, finished)
-		},
+		wait: s.Follow.Wait,
 	}
 	return f.run(ctx)
 }
@@ -112,18 +108,12 @@ func fillPoll(cfg *config.Config) time.Duration {
 
 // fillPassOf is what the fill loop needs of a pass's result.
 func fillPassOf(res scheduler.Result, err error) fillPass {
-	p := fillPass{err: err, rv: res.JobsResourceVersion, limit: res.Limit(), room: res.RoomBound(),
-		rowsWait: res.RowsWait, finished: map[types.UID]bool{}}
+	p := fillPass{err: err, limit: res.Limit(), room: res.RoomBound(), rowsWait: res.RowsWait}
+	if res.Plan != nil && res.Plan.NextCreate != nil {
+		p.next = *res.Plan.NextCreate
+	}
 	if res.HardBlocked() || (res.Plan == nil && res.Blocked() != "") {
 		p.blocked = res.Blocked()
-	}
-	if res.Plan == nil {
-		return p
-	}
-	for _, j := range res.Plan.Jobs {
-		if j.FinishedAt != nil {
-			p.finished[j.UID] = true
-		}
 	}
 	return p
 }
@@ -222,8 +212,12 @@ func (g *globalOptions) guard(s *scheduler.Scheduler) error {
 			return &config.Error{Err: err}
 		}
 	}
+	annotation := ""
+	if cfg.HasRate() {
+		annotation = rate.Annotation // the rate windows' record rides on the Lease
+	}
 	s.Guard = &lease.Guard{Client: leases.CoordinationV1(), Namespace: cfg.Namespace, Scheduler: cfg.Name,
-		Holder: lease.HolderFromEnv(), Duration: g.leaseDuration,
+		Holder: lease.HolderFromEnv(), Duration: g.leaseDuration, Annotation: annotation,
 		Confirm: func(ctx context.Context) error { // a read the Role grants: its Jobs
 			_, err := s.Kube.BatchV1().Jobs(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: jobmeta.LabelScheduler + "=" + cfg.Name, Limit: 1})
 			return err

@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/jobsched/jobsched/pkg/metrics"
 	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
@@ -272,13 +273,95 @@ names with perGroup.
 In status. The install's totals, then each queue, with perGroup its first 10 groups at their cap. status KEY
 shows the task's queue: its newest Job's, else the first whose query returns the key.`,
 	},
+	{
+		"rate",
+		"limits.rate: at most N creates in any window, kept on the Lease; what status, fill and the metrics say",
+		`limits.rate: {creates: N, per: DURATION} allows at most N creates in ANY window of length per (a sliding
+window over the times of the creates: a token bucket of N would let nearly 2N through in one window).
+Top-level limits.rate bounds the whole install, a queue's limits.rate that queue (it does not inherit the
+install's), and limits.perGroup.rate each group of the queue (its rows are then held back in the read like a
+group at its maxActive). creates is 1 to 1000000, per 1s to 24h; exit 2 otherwise, naming the key.
+
+How it binds. Each pass may create N less the creates in the window that ends now; that is a bound on its
+slots like maxPerTick: pass done and status say "limits.rate: 30 per 1m, next create at 12:00:41" (UTC), the
+plan's nextCreate says when, and jobsched_slots_limit_info shows it. Times are counted rounded up to per/1000,
+so the limit is at most N in any window of per plus that (stricter, never looser).
+
+Where the window is kept. Nothing outside the cluster: the scheduler's Lease (jobsched help lease) carries the
+record as the annotation jobsched.io/rate-windows, written only by the pass that holds it. Before its first
+create a pass writes the record with its creates counted 10 s ahead (its creates must start within those 10 s;
+the rest wait for the next pass); its release then writes them at the time they returned. A pass killed in
+between leaves them 10 s ahead: the next one counts them longer, never shorter. The window is also the larger
+of that record and the creation times of the install's Jobs that still exist. The clocks of the passes and of
+the API server are taken to be in step (NTP).
+
+Lost record. A record that cannot be read, or none on a Lease while the install has Jobs (the Lease was
+deleted, or limits.rate was just added), counts as N creates at the moment a pass saw it: no create until per
+after that. The record holds at most 128 KiB: the install's and the queues' windows at their largest must fit
+in half (exit 2 otherwise); groups' windows that do not fit the rest are left out with a warning, and those
+groups are bounded by their queue's limits only until their window would have ended. Without the Lease's RBAC
+there is no record: the windows are the creation times of the Jobs that still exist, and the pass warns.
+
+Waiting. tick --fill-for waits for the window to open as well as for a Job to end, whichever allows a create
+first, then runs the next pass. status says when the next create is allowed and why (the limit line of the
+install and of each queue). The metrics jobsched_rate_limited_rows and jobsched_queue_rate_limited_rows are
+the backlog a rate held back (the rows waiting after a pass whose slots a limits.rate bound; 0 otherwise).
+
+Cost. One more PUT of the Lease per pass that creates (the reservation); status and dry-run read it (one GET).`,
+	},
 }
 
 // topic is one help topic: `jobsched help NAME` prints long.
 type topic struct{ name, short, long string }
 
 // allTopics are the written topics and the generated one.
-func allTopics() []topic { return append(slices.Clone(topics), documentsTopic()) }
+func allTopics() []topic { return append(slices.Clone(topics), documentsTopic(), metricsTopic()) }
+
+// metricsTopic lists the metrics a pass pushes, made from the ones this build pushes (pkg/metrics), so it cannot
+// drift from them.
+func metricsTopic() topic {
+	var b strings.Builder
+	b.WriteString("The metrics each pass pushes to a Pushgateway (metrics.pushgateway or --pushgateway), from this build.\n\n")
+	b.WriteString(wrap(`Each pass pushes the group job="jobsched" (tick) or job="jobsched-gc" (gc), with labels scheduler
+and namespace; a push replaces the metrics of the names it sends and keeps the others. Values are the last pass's;
+what it could not learn is NaN. A failed pass leaves jobsched_last_success_timestamp_seconds as it was; an unreadable
+config pushes nothing; a failed push is logged and never fails the pass. The backlog costs one more read, made only
+when pushing. gc pushes the duration, failed, deleted, failed writes, Jobs by state (`+strings.Join(stateNames(), ", ")+`)
+and last success. The jobsched_queue_* series come with queues: only, one per queue (label queue). Scrape the
+Pushgateway with honor_labels: true.`, "", 110))
+	for _, m := range metrics.All() {
+		b.WriteString("\n\n" + m.Name)
+		if len(m.Labels) > 0 {
+			b.WriteString("{" + strings.Join(m.Labels, ",") + "}")
+		}
+		b.WriteString("\n" + wrap(m.Help, "    ", 106))
+	}
+	return topic{"metrics", "The metrics each pass pushes to a Pushgateway, and what they mean", b.String()}
+}
+
+func stateNames() []string {
+	var out []string
+	for _, st := range scheduler.States {
+		out = append(out, string(st))
+	}
+	return out
+}
+
+// wrap breaks s into lines of at most width characters, each begun with indent.
+func wrap(s, indent string, width int) string {
+	var lines []string
+	line := indent
+	for _, w := range strings.Fields(s) {
+		if line != indent && len(line)+1+len(w) > width {
+			lines, line = append(lines, line), indent
+		}
+		if line != indent {
+			line += " "
+		}
+		line += w
+	}
+	return strings.Join(append(lines, line), "\n")
+}
 
 // documentsTopic is the topic that lists the fields of the documents jobsched prints, made from the types the
 // commands encode, so it is this build's and cannot drift from them.

@@ -107,6 +107,8 @@ type Limits struct {
 	MaxQueued *int `json:"maxQueued,omitempty"`
 	// MaxPending bounds the pods that wait for new nodes at once (limits.capacity: autoscale); default maxPerTick.
 	MaxPending *int `json:"maxPending,omitempty"`
+	// Rate bounds the creates of the whole install in any window (rate.go).
+	Rate *Rate `json:"rate,omitempty"`
 }
 
 // Kueue says which Kueue LocalQueue the Jobs go to, and at which WorkloadPriorityClass.
@@ -368,6 +370,7 @@ func (c *Config) Validate() []error {
 		bad("limits.maxPending", "is read only with limits.capacity: autoscale (it is %s)", c.Limits.Capacity)
 	}
 	count(bad, "limits.maxPending", c.Limits.MaxPending, 0)
+	errs = append(errs, c.validateRates()...)
 	errs = append(errs, validateGC(at{}, c.GC.SucceededRetention, c.GC.FailedRetention)...)
 	errs = append(errs, validateRetry(at{}, c.Retry.MaxAttempts, c.Retry.Backoff, c.Retry.MaxBackoff, c.Retry.DeadRetention.Duration)...)
 	if err := pushurl.Validate(c.Metrics.Pushgateway); err != nil {

@@ -63,12 +63,16 @@ type QueueLimits struct {
 	MaxPerTick *int `json:"maxPerTick,omitempty"`
 	// PerGroup caps the unfinished Jobs per value of a column (a tenant).
 	PerGroup *PerGroup `json:"perGroup,omitempty"`
+	// Rate bounds the queue's creates in any window (rate.go).
+	Rate *Rate `json:"rate,omitempty"`
 }
 
 // PerGroup is limits.perGroup: at most MaxActive unfinished Jobs per value of Column.
 type PerGroup struct {
 	Column    string `json:"column"`
 	MaxActive int    `json:"maxActive"`
+	// Rate bounds each group's creates in any window (rate.go).
+	Rate *Rate `json:"rate,omitempty"`
 }
 
 // explicitQueues says the file has queues: (not the one implicit queue).

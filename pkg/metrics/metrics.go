@@ -53,6 +53,51 @@ type Pass struct {
 
 // Push sends p to the Pushgateway at url. The caller bounds it with ctx.
 func Push(ctx context.Context, url string, p Pass) error {
+	reg := registry(p)
+	// The credentials go as basic auth, not in the URL: the push package's errors quote its URL whole.
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return fmt.Errorf("pushing metrics: %s", pushurl.Validate(url))
+	}
+	user := u.User
+	u.User = nil
+	pusher := push.New(u.String(), p.Job)
+	if user != nil {
+		pw, _ := user.Password()
+		pusher = pusher.BasicAuth(user.Username(), pw)
+	}
+	err = pusher.Grouping("scheduler", p.Scheduler).Grouping("namespace", p.Namespace).Gatherer(reg).AddContext(ctx)
+	if err != nil {
+		return fmt.Errorf("pushing metrics: %w", err)
+	}
+	return nil
+}
+
+// Series is one metric a tick pushes: its name, its labels (besides the group's) and its help.
+type Series struct {
+	Name, Help string
+	Labels     []string
+}
+
+// All are the metrics a tick of an install with queues: pushes, by name: what `jobsched help metrics` lists.
+func All() []Series {
+	families, err := registry(Pass{Job: JobTick, Queues: []string{"q"}}).Gather()
+	if err != nil {
+		panic(err) // a registry of gauges set here gathers
+	}
+	var out []Series
+	for _, f := range families {
+		s := Series{Name: f.GetName(), Help: f.GetHelp()}
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			s.Labels = append(s.Labels, l.GetName())
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// registry holds the metrics of p, each set to its value.
+func registry(p Pass) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	gauge := func(name, help string, v float64) {
 		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
@@ -98,6 +143,8 @@ func Push(ctx context.Context, url string, p Pass) error {
 		}
 		gauge("jobsched_backlog_rows", fmt.Sprintf("Rows the query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", backlog.Cap), rows)
 		gauge("jobsched_backlog_capped", "1 when there are more rows than jobsched_backlog_rows counts.", capped)
+		gauge("jobsched_rate_limited_rows", "The backlog a limits.rate held back: jobsched_backlog_rows when a limits.rate bound the last pass's slots, else 0; NaN when not counted.",
+			rateLimited(rows, p.Plan != nil && p.Plan.NextCreate != nil))
 	}
 	if len(p.Queues) > 0 {
 		pushQueues(reg, p)
@@ -105,24 +152,7 @@ func Push(ctx context.Context, url string, p Pass) error {
 	if !p.Failed {
 		gauge("jobsched_last_success_timestamp_seconds", "When the last pass that did not fail ended (Unix time).", float64(p.End.UnixNano())/1e9)
 	}
-
-	// The credentials go as basic auth, not in the URL: the push package's errors quote its URL whole.
-	u, err := neturl.Parse(url)
-	if err != nil {
-		return fmt.Errorf("pushing metrics: %s", pushurl.Validate(url))
-	}
-	user := u.User
-	u.User = nil
-	pusher := push.New(u.String(), p.Job)
-	if user != nil {
-		pw, _ := user.Password()
-		pusher = pusher.BasicAuth(user.Username(), pw)
-	}
-	err = pusher.Grouping("scheduler", p.Scheduler).Grouping("namespace", p.Namespace).Gatherer(reg).AddContext(ctx)
-	if err != nil {
-		return fmt.Errorf("pushing metrics: %w", err)
-	}
-	return nil
+	return reg
 }
 
 // pushQueues adds the per-queue series, label queue, beside the install's (which stay as they are, for the
@@ -163,6 +193,7 @@ func pushQueues(reg *prometheus.Registry, p Pass) {
 	rows := vec("jobsched_queue_backlog_rows", fmt.Sprintf("Rows the queue's query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", backlog.Cap))
 	capped := vec("jobsched_queue_backlog_capped", "1 when the queue has more rows than jobsched_queue_backlog_rows counts.")
 	atCap := vec("jobsched_queue_groups_at_cap", "Groups of the queue (limits.perGroup) at their cap of unfinished Jobs after the last pass; 0 without a perGroup.")
+	limited := vec("jobsched_queue_rate_limited_rows", "The queue's backlog a limits.rate held back: jobsched_queue_backlog_rows when a limits.rate bound the queue's slots in the last pass, else 0; NaN when not counted.")
 	for _, name := range p.Queues {
 		nan := math.NaN()
 		q, ok := planned[name]
@@ -183,11 +214,21 @@ func pushQueues(reg *prometheus.Registry, p Pass) {
 		if i := slices.IndexFunc(p.Backlogs, func(b backlog.Count) bool { return b.Queue == name }); i >= 0 {
 			rows.WithLabelValues(name).Set(float64(p.Backlogs[i].Rows))
 			capped.WithLabelValues(name).Set(boolean(p.Backlogs[i].Capped))
+			limited.WithLabelValues(name).Set(rateLimited(float64(p.Backlogs[i].Rows), ok && q.NextCreate != nil))
 		} else {
 			rows.WithLabelValues(name).Set(nan)
 			capped.WithLabelValues(name).Set(nan)
+			limited.WithLabelValues(name).Set(nan)
 		}
 	}
+}
+
+// rateLimited is the backlog rows when a limits.rate bound the slots, else 0 (NaN rows stay NaN: not counted).
+func rateLimited(rows float64, bound bool) float64 {
+	if bound || math.IsNaN(rows) {
+		return rows
+	}
+	return 0
 }
 
 func boolean(b bool) float64 {

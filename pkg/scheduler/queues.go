@@ -5,10 +5,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
+	"github.com/jobsched/jobsched/pkg/rate"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
@@ -39,6 +41,8 @@ type QueuePlan struct {
 	Slots   int    `json:"slots"`
 	Limit   string `json:"limit"`
 	Blocked string `json:"blocked,omitempty"`
+	// NextCreate is as Plan.NextCreate, for the queue's own slots.
+	NextCreate *time.Time `json:"nextCreate,omitempty"`
 	// Selected are the rows read for it; Creates the Jobs it got in the share (the rest of what it read waits).
 	Selected int              `json:"selected"`
 	Creates  int              `json:"creates"`
@@ -58,6 +62,7 @@ type installRoom struct {
 	slots     int
 	limit     string
 	roomBound bool
+	next      time.Time // the install's limits.rate bound it: its next create (rate.go)
 }
 
 // Decide is the pure part of the pass: from the configuration and one observation of the install it decides, for
@@ -86,23 +91,31 @@ func DecideCancelled(cfg *config.Config, obs *Observation, c Cancellation) *Plan
 		}
 		parts[i] = p
 	}
+	rt := decideRates(cfg, obs)
 	r := roomOf(cfg, unfinished, queued)
-	for _, p := range parts {
+	if n, limit, next, ok := rt.bound(rate.ScopeInstall, r.slots); ok {
+		r = installRoom{slots: n, limit: limit, next: next}
+	}
+	for i, p := range parts {
 		if cfg.BlockOnUnschedulable() && unschedulable > 0 { // before any other reason: it is what the user must fix
 			p.Limit, p.roomBound = "", false
 			p.block(fmt.Sprintf("%d pod(s) Unschedulable (%s)", unschedulable, first))
 			p.hard = true
 			continue
 		}
+		if n, limit, next, ok := rt.bound(rate.QueueScope(qs[i].Name), p.Slots); ok && p.Blocked == "" {
+			p.Slots, p.Limit, p.nextCreate, p.roomBound = n, limit, next, false
+		}
+		p.groupRoom = rt.groupRoom(i)
 		if r.slots < p.Slots {
-			p.Slots, p.Limit = max(r.slots, 0), r.limit
+			p.Slots, p.Limit, p.nextCreate = max(r.slots, 0), r.limit, r.next
 			p.roomBound = p.roomBound || r.roomBound
 		}
 		if p.Slots <= 0 && p.Blocked == "" {
 			p.block(p.Limit)
 		}
 	}
-	p := &Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, inst: r, WaitsNote: obs.WaitsNote}
+	p := &Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, inst: r, WaitsNote: obs.WaitsNote, rates: rt}
 	p.assemble(cfg, parts)
 	return p
 }
@@ -172,15 +185,20 @@ func (p *Plan) rooms() {
 	if p.Queues == nil {
 		part := p.parts[0]
 		p.Slots, p.Limit, p.Blocked, p.Capacity, p.hard, p.roomBound = part.Slots, part.Limit, part.Blocked, part.Capacity, part.hard, part.roomBound
+		p.NextCreate = timeOrNil(part.nextCreate)
 		return
 	}
+	var next time.Time
 	sum := 0
 	var limits []string
 	blocked := map[string]bool{}
 	p.hard, p.roomBound, p.Blocked = false, false, ""
 	for i, part := range p.parts {
 		q := &p.Queues[i]
-		q.Slots, q.Limit, q.Blocked, q.Capacity = part.Slots, part.Limit, part.Blocked, part.Capacity
+		q.Slots, q.Limit, q.Blocked, q.Capacity, q.NextCreate = part.Slots, part.Limit, part.Blocked, part.Capacity, timeOrNil(part.nextCreate)
+		if !part.nextCreate.IsZero() && (next.IsZero() || part.nextCreate.Before(next)) {
+			next = part.nextCreate // the first queue whose window opens
+		}
 		p.hard = p.hard || part.hard
 		p.roomBound = p.roomBound || part.roomBound
 		sum += part.Slots
@@ -191,7 +209,11 @@ func (p *Plan) rooms() {
 	if p.inst.slots <= sum { // the install's limits bind (or tie): they are what frees slots for every queue
 		p.Slots, p.Limit = p.inst.slots, p.inst.limit
 		p.roomBound = p.roomBound || p.inst.roomBound
+		if !p.inst.next.IsZero() {
+			next = p.inst.next
+		}
 	}
+	p.NextCreate = timeOrNil(next)
 	if p.Slots <= 0 {
 		p.Slots, p.Blocked = 0, p.Limit
 		if len(blocked) == 1 && !blocked[""] { // every queue blocked for the one reason
