@@ -36,9 +36,10 @@ type fillPass struct {
 	next     time.Time // a limits.rate bound the slots: when its window allows the next create (zero: none)
 }
 
-// filler runs passes for fillFor. pass runs one whole pass (refill 0 is the first); wait returns once a Job of
-// this scheduler ended since the pass's observation (scheduler.Follow.Wait). poll, when set, bounds each wait: the next pass then runs
-// although no Job ended (a queue with source.cancelQuery: a cancel is noticed only by a pass).
+// filler runs passes for fillFor. pass runs one whole pass (refill 0 is the first); wait returns once something
+// happened after it that may let the next pass create (a Job of this scheduler ended: scheduler.Follow.Wait). poll,
+// when set, bounds each wait: the next pass then runs although nothing happened (a queue with source.cancelQuery: a
+// cancel is noticed only by a pass).
 type filler struct {
 	fillFor time.Duration
 	poll    time.Duration

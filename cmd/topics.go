@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/jobsched/jobsched/pkg/metrics"
 	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
@@ -99,7 +100,8 @@ and asked only about given keys, with bound parameters, in a READ ONLY transacti
   - after a pass's first deletes, about the keys of the queue's unfinished Jobs: one read, none when the queue
     has no unfinished Job. Each Job whose key it returns is deleted before anything is created (propagation
     Background and a UID precondition, as the retention deletes); its slot is free in the same pass
-    (maxActive, its group's) and its key is left out of the read;
+    (maxActive, its group's; its room on the nodes once its pod is gone: capacity counts a terminating pod)
+    and its key is left out of the read;
   - in the read's own transaction, about the rows the read is about to admit: one statement per read, bounded
     by the rows read. A row it returns gets no Job: it is skipped ("cancelled: ...") and read past, like a bad
     row. Leave cancelled rows out of source.query and they are never read, however many there are. This also
@@ -125,7 +127,7 @@ pass anyway, so a cancel takes effect within about 5s plus a pass.
 
 Failures. A cancel read that fails blocks its queue for the pass (it cannot tell which rows are cancelled);
 the deletes before it still happen. A wrong cancelQuery (syntax, no column named source.key, a key of another
-type) is exit 2, naming source.cancelQuery.`,
+type) is exit 2, naming source.cancelQuery. gc does not cancel: it reads no row.`,
 	},
 	{
 		"lease",
@@ -212,12 +214,16 @@ one pass's creates, which Karpenter provisions as one batch; 0 lets none wait).
     NoExecute taints of spec.template.spec.taints (startupTaints do not count) and its nodeSelector and
     required node affinity can match the nodes the pool makes (its template labels, a value its requirements
     allow, any value of a well-known label such as topology.kubernetes.io/zone or karpenter.* labels, no other
-    label); a pool whose Ready condition is False (its nodeClassRef not ready) adds nothing. Each adds
-    spec.limits - status.resources, divided per resource the limits name by what the pod requests (pods: 1
-    each), the least of them; a nodes limit reached adds nothing; no limits: without bound. NodeClaims
-    launched but not yet registered add their allocatable back (their node is not counted yet). The node
-    shapes are the cloud's instance types, which jobsched cannot see: the limit is the bound, and a pod the
-    pool's real nodes cannot take goes Unschedulable and blocks (below).
+    label); a pool whose Ready condition is False (its nodeClassRef not ready) adds nothing. What is left of
+    its limits is spec.limits - status.resources; a nodes limit reached adds nothing; no limits: without
+    bound (maxPending bounds it). Node shapes are the cloud's instance types, which jobsched cannot list: the
+    pool's newest NodeClaim that shows one (status.capacity and allocatable) is taken as the shape of the
+    nodes it makes next. With a shape: its NodeClaims launched but not yet registered, then as many new nodes
+    as what is left holds (each charged the larger of the shape's capacity and allocatable, as Karpenter
+    charges an instance type), each taking the pods that fit in the shape's allocatable. Without one yet (a
+    pool that never made a node): one Job's pods, within what is left, so that Karpenter makes a node whose
+    shape the next pass counts on. Karpenter may pick another instance type: a pod the pool cannot take
+    goes Unschedulable and blocks (below).
   - cluster-autoscaler: ConfigMap kube-system/cluster-autoscaler-status (the YAML status of releases 1.30 and
     later; the older text status is refused): each node group adds maxSize - ready new nodes (at most 1000),
     each the shape of a node of the group: allocatable, labels, taints. A node is of a group when one of its
@@ -325,7 +331,53 @@ Cost. One more PUT of the Lease per pass that creates (the reservation); status 
 type topic struct{ name, short, long string }
 
 // allTopics are the written topics and the generated one.
-func allTopics() []topic { return append(slices.Clone(topics), documentsTopic()) }
+func allTopics() []topic { return append(slices.Clone(topics), documentsTopic(), metricsTopic()) }
+
+// metricsTopic lists the metrics a pass pushes, made from the ones this build pushes (pkg/metrics), so it cannot
+// drift from them.
+func metricsTopic() topic {
+	var b strings.Builder
+	b.WriteString("The metrics each pass pushes to a Pushgateway (metrics.pushgateway or --pushgateway), from this build.\n\n")
+	b.WriteString(wrap(`Each pass pushes the group job="jobsched" (tick) or job="jobsched-gc" (gc), with labels scheduler
+and namespace; a push replaces the metrics of the names it sends and keeps the others. Values are the last pass's;
+what it could not learn is NaN. A failed pass leaves jobsched_last_success_timestamp_seconds as it was; an unreadable
+config pushes nothing; a failed push is logged and never fails the pass. The backlog costs one more read, made only
+when pushing. gc pushes the duration, failed, deleted, failed writes, Jobs by state (`+strings.Join(stateNames(), ", ")+`)
+and last success. The jobsched_queue_* series come with queues: only, one per queue (label queue). Scrape the
+Pushgateway with honor_labels: true.`, "", 110))
+	for _, m := range metrics.All() {
+		b.WriteString("\n\n" + m.Name)
+		if len(m.Labels) > 0 {
+			b.WriteString("{" + strings.Join(m.Labels, ",") + "}")
+		}
+		b.WriteString("\n" + wrap(m.Help, "    ", 106))
+	}
+	return topic{"metrics", "The metrics each pass pushes to a Pushgateway, and what they mean", b.String()}
+}
+
+func stateNames() []string {
+	var out []string
+	for _, st := range scheduler.States {
+		out = append(out, string(st))
+	}
+	return out
+}
+
+// wrap breaks s into lines of at most width characters, each begun with indent.
+func wrap(s, indent string, width int) string {
+	var lines []string
+	line := indent
+	for _, w := range strings.Fields(s) {
+		if line != indent && len(line)+1+len(w) > width {
+			lines, line = append(lines, line), indent
+		}
+		if line != indent {
+			line += " "
+		}
+		line += w
+	}
+	return strings.Join(append(lines, line), "\n")
+}
 
 // documentsTopic is the topic that lists the fields of the documents jobsched prints, made from the types the
 // commands encode, so it is this build's and cannot drift from them.

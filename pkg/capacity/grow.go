@@ -14,7 +14,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/config"
 )
 
-// maxGroupNodes bounds the new nodes counted of one node group: more than one pass's pods can wait for.
+// maxGroupNodes bounds the new nodes counted of one node group or NodePool: more than one pass's pods can wait for.
 const maxGroupNodes = 1000
 
 // growth is the room the autoscaler can still add for a Placer's claims (limits.capacity: autoscale): per NodePool
@@ -35,7 +35,7 @@ type growPool struct {
 	pool  *autoscale.Pool
 	shape *Node // a node group's node, whose labels and taints its new nodes carry
 	// free is a NodePool's room left of its limits, per resource they name (its launching NodeClaims added);
-	// nil when it has no limit. nodes are a node group's new nodes, each's free room.
+	// nil when it has no limit. nodes are the new nodes (a node group's, or a shaped NodePool's), each's free room.
 	free  corev1.ResourceList
 	nodes []corev1.ResourceList
 	// perNode says the pool's room is nodes (a node group's, or a NodePool's whose node shape is known).
@@ -141,7 +141,12 @@ func (gp *growPool) shaped(sh *autoscale.Shape, left corev1.ResourceList) *growP
 	gp.perNode = true
 	n := int64(maxGroupNodes)
 	for _, r := range slices.Sorted(maps.Keys(left)) {
+		// What Karpenter charges the limits: the node's capacity, never less than its allocatable (a provider that
+		// reports less, as KWOK's does, still checks the limits against its instance type's catalog).
 		per := sh.Capacity[r]
+		if a := sh.Allocatable[r]; a.Cmp(per) > 0 {
+			per = a
+		}
 		if r == "nodes" {
 			per = *resource.NewQuantity(1, resource.DecimalSI)
 		}
