@@ -196,15 +196,16 @@ installs that observe at the same moment (the passes of one install take turns t
 limits.blockOnUnschedulable is the guard for these: a pod they overbook goes Unschedulable, and the passes
 create nothing until it starts.
 
-What it needs. Without the ClusterRole of manifests/capacity (list nodes and pods cluster-wide) a pass counts
-as capacity: quota instead of failing; without list on LimitRanges or get on RuntimeClasses it counts the
-template as written. Each is said once in the pass's log and in status.
+What it needs. Without the ClusterRole of manifests/capacity (list, watch nodes and pods cluster-wide) a pass
+counts as capacity: quota instead of failing; without list on LimitRanges or get on RuntimeClasses it counts
+the template as written. Each is said once in the pass's log and in status.
 
-What it costs. Per pass (and per refill of tick --fill-for): one LIST each of nodes, LimitRanges and
-ResourceQuotas, then the non-terminal pods page by page, or one LIST per node for a template whose pool is at
-most 100 nodes. A template that may use every node of a cluster of thousands pays a full pod listing each
-time, which may not fit the shipped --timeout 20s: give the template a pool of nodes, use capacity: quota, or
-raise --timeout and lower --fill-for.
+What it costs. Per pass: one LIST each of nodes, LimitRanges and ResourceQuotas, then the non-terminal pods
+page by page, or one LIST per node for a template whose pool is at most 100 nodes. A template that may use
+every node of a cluster of thousands pays a full pod listing each time, which may not fit the shipped
+--timeout 20s: give the template a pool of nodes, use capacity: quota, or raise --timeout. A tick --fill-for
+pays that once: its first pass lists every non-terminal pod and watches them, its refills list nothing
+(jobsched help pass).
 
 capacity: autoscale (a cluster that Karpenter or the cluster-autoscaler grows). Room = what nodes counts on
 the nodes that exist + what the autoscaler can still add for the template - the pods already waiting for new
