@@ -46,7 +46,7 @@ func (f *Follow) init(c kubernetes.Interface, namespace string, o Options, watch
 	f.namespace = namespace
 	f.nodes = &follow.Feed[corev1.Node, *corev1.NodeList, Node]{Client: c, Collection: c.CoreV1().Nodes(), Watch: watch,
 		Changes: f.Changes, Summarize: func(n *corev1.Node) (Node, bool) { return newNode(n), true }}
-	agg := &aggregator{namespace: namespace, scheduler: o.Scheduler}
+	agg := &aggregator{namespace: namespace, scheduler: o.Scheduler, demands: &demands{}}
 	if !o.NoNextPassRoom {
 		agg.self = o.Self
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
@@ -54,6 +56,8 @@ type Options struct {
 	Self string
 	// NoNextPassRoom keeps no room for the next pass's own pod (the next tick) even when Self is found.
 	NoNextPassRoom bool
+	// MaxPending is limits.maxPending (limits.capacity: autoscale).
+	MaxPending int
 	// Follow, when set, keeps what is read between the passes of a fill run (see Follow); nil: a pass lists.
 	Follow *Follow
 }
@@ -82,6 +86,10 @@ type Snapshot struct {
 	Listed      string      // which pods were listed: "all pods" or "pods of N nodes"
 	// Warnings say once what could not be read for lack of a permission, and what the pass did instead.
 	Warnings []string
+	// Autoscale is what the autoscaler can still add (limits.capacity: autoscale; nil in other modes), and
+	// MaxPending how many of our pods may wait for new nodes at once (limits.maxPending).
+	Autoscale  *autoscale.State
+	MaxPending int
 }
 
 // Node is one node and what the pods bound to it request.
@@ -89,8 +97,9 @@ type Node struct {
 	Name          string
 	Labels        map[string]string
 	Taints        []corev1.Taint
-	Unschedulable bool // spec.unschedulable (cordoned)
-	Ready         bool // NodeReady condition True
+	Unschedulable bool   // spec.unschedulable (cordoned)
+	Ready         bool   // NodeReady condition True
+	ProviderID    string // spec.providerID: which node group it is of (limits.capacity: autoscale)
 	Allocatable   corev1.ResourceList
 	Requested     corev1.ResourceList // sum of Demand of every non-terminal pod bound to it (all namespaces)
 	Pods          int                 // number of non-terminal pods bound to it
@@ -352,6 +361,37 @@ type aggregator struct {
 	namespace, scheduler string
 	self                 string // the tick pod's name in namespace (Options.Self)
 	pending              []Pending
+	demands              *demands // when set, records share equal demands (a Follow's records live long)
+}
+
+// demands are the distinct demands of the pods a Follow keeps, each kept once: most pods are of a few shapes.
+type demands struct {
+	mu   sync.Mutex
+	seen map[string]corev1.ResourceList
+}
+
+// of is d's shared equal (never changed by its users: add only reads it).
+func (s *demands) of(d corev1.ResourceList) corev1.ResourceList {
+	names := make([]string, 0, len(d))
+	for n := range d {
+		names = append(names, string(n))
+	}
+	slices.Sort(names)
+	var key strings.Builder
+	for _, n := range names {
+		q := d[corev1.ResourceName(n)]
+		key.WriteString(n + "=" + q.String() + ",")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if kept, ok := s.seen[key.String()]; ok {
+		return kept
+	}
+	if s.seen == nil {
+		s.seen = map[string]corev1.ResourceList{}
+	}
+	s.seen[key.String()] = d
+	return d
 }
 
 // podRecord is what capacity keeps of a non-terminal pod: where it is bound and what it holds (for a fill run's
@@ -374,6 +414,9 @@ func (a *aggregator) record(p *corev1.Pod) (podRecord, bool) {
 	}
 	r := podRecord{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Demand: Demand(p), Deleting: p.DeletionTimestamp != nil,
 		Ours: p.Namespace == a.namespace && a.scheduler != "" && p.Labels[jobmeta.LabelScheduler] == a.scheduler}
+	if a.demands != nil {
+		r.Demand = a.demands.of(r.Demand)
+	}
 	if r.Node == "" {
 		r.Where = &corev1.PodSpec{NodeSelector: p.Spec.NodeSelector, Affinity: p.Spec.Affinity, Tolerations: p.Spec.Tolerations}
 	}
@@ -417,6 +460,7 @@ func newNode(n *corev1.Node) Node {
 		Taints:        n.Spec.Taints,
 		Unschedulable: n.Spec.Unschedulable,
 		Ready:         ready,
+		ProviderID:    n.Spec.ProviderID,
 		Allocatable:   n.Status.Allocatable,
 	}
 }

@@ -25,13 +25,14 @@ func jobFeed(c *fake.Clientset, changes *Changes) *Feed[batchv1.Job, *batchv1.Jo
 		Summarize: func(j *batchv1.Job) (string, bool) { return j.Name, true }}
 }
 
+var jobs = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+
 // listAt makes the fake's LISTs of Jobs answer the tracker's Jobs at resourceVersion rv (the fake sets none),
 // counting them in lists.
 func listAt(c *fake.Clientset, rv string, lists *int) {
 	c.PrependReactor("list", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		*lists++
-		obj, err := c.Tracker().List(schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"},
-			schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, "ns")
+		obj, err := c.Tracker().List(jobs, schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, "ns")
 		if err != nil {
 			return true, nil, err
 		}
@@ -46,6 +47,12 @@ func TestFeedFollows(t *testing.T) {
 	c := fake.NewClientset(job("a"))
 	lists := 0
 	listAt(c, "5", &lists)
+	watching := make(chan struct{}) // the fake's watch sends only what happens after it starts
+	c.PrependWatchReactor("jobs", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := c.Tracker().Watch(jobs, "ns")
+		close(watching)
+		return true, w, err
+	})
 	var changes Changes
 	f := jobFeed(c, &changes)
 	defer f.Stop()
@@ -56,6 +63,7 @@ func TestFeedFollows(t *testing.T) {
 	if !f.Watching() {
 		t.Fatal("not watching after the list")
 	}
+	<-watching
 	if _, err := c.BatchV1().Jobs("ns").Create(ctx, job("b"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

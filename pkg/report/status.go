@@ -40,7 +40,11 @@ type Status struct {
 	Work
 	// Kueue is the Kueue mode's view: Jobs queued against limits.maxQueued and the LocalQueue's counts.
 	Kueue *KueueStatus `json:"kueue,omitempty"`
-	Retry RetryPolicy  `json:"retry"`
+	// WaitingForNodes and WaitsNote are the plan's (limits.capacity: autoscale): our Unschedulable pods the
+	// autoscaler provides a node for, and why every Unschedulable pod blocks instead.
+	WaitingForNodes int         `json:"waitingForNodes,omitempty"`
+	WaitsNote       string      `json:"waitsNote,omitempty"`
+	Retry           RetryPolicy `json:"retry"`
 	// Query is what the query doctor says about the pass's read (EXPLAIN, never run); nil without a database.
 	Query *QueryFinding `json:"query,omitempty"`
 	// Backoff are the tasks waiting for their next attempt, Dead those with none left.
@@ -115,13 +119,20 @@ func modeStatus(cfg *config.Config, p *scheduler.Plan, obs *scheduler.Observatio
 	return capacity.ModeOf(cfg.Limits.Capacity).Status(cfg, p.Queued(), &capacity.Details{Kueue: obs.Kueue})
 }
 
-// decide observes the cluster whole and decides as the next pass would (capacity fitted).
+// decide observes the cluster whole and decides as the next pass would (its cancels asked, capacity fitted).
 func decide(ctx context.Context, s *scheduler.Scheduler) (*scheduler.Plan, *scheduler.Observation, error) {
 	obs, err := s.Observe(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	return scheduler.Decide(s.Config, obs).Fit(s.Config, obs), obs, nil
+	c, err := s.Cancel(ctx, obs)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, err := range c.Failed {
+		return nil, nil, err
+	}
+	return scheduler.DecideCancelled(s.Config, obs, c).Fit(s.Config, obs), obs, nil
 }
 
 // estimated says what status's next tick cannot know: it reads no row (the pass's own plan is dry-run's).
@@ -136,7 +147,7 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 	}
 	st := &Status{APIVersion: StatusAPIVersion, Kind: StatusKind, Scheduler: p.Scheduler, Namespace: p.Namespace,
 		Work:  work(p, "", p.Unfinished, p.Slots, p.Limit, p.Blocked, p.Capacity),
-		Kueue: modeStatus(s.Config, p, obs).Kueue, Retry: retryPolicy(s.Config), Backoff: []Task{}, Dead: []Task{}, Jobs: p.Jobs}
+		Kueue: modeStatus(s.Config, p, obs).Kueue, WaitingForNodes: p.WaitingForNodes, WaitsNote: p.WaitsNote, Retry: retryPolicy(s.Config), Backoff: []Task{}, Dead: []Task{}, Jobs: p.Jobs}
 	for _, j := range p.Jobs {
 		t := Task{Queue: j.Queue, Key: j.Key, Attempt: j.Attempt, Job: j.Name, Reason: j.Reason, Since: j.FinishedAt, RetryAt: j.RetryAt}
 		switch {
@@ -169,18 +180,22 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 	if len(p.Queues) == 0 { // with queues:, each queue's read is its own: Queues[].Query
 		st.Query = s.ExplainQueue(ctx, p, 0)
 	}
-	deletes := len(p.Deletes())
+	cancels := len(p.Cancels())
+	deletes := fmt.Sprintf("delete %d finished Job(s)", len(p.Deletes())-cancels)
+	if cancels > 0 {
+		deletes += fmt.Sprintf(", cancel %d (source.cancelQuery)", cancels)
+	}
 	switch {
 	case p.Blocked != "":
-		st.Next = fmt.Sprintf("delete %d finished Job(s); create nothing: %s", deletes, p.Blocked)
+		st.Next = fmt.Sprintf("%s; create nothing: %s", deletes, p.Blocked)
 	case n == 0:
-		st.Next = fmt.Sprintf("delete %d finished Job(s); create nothing: no rows waiting", deletes)
+		st.Next = fmt.Sprintf("%s; create nothing: no rows waiting", deletes)
 	default:
 		backlogs := make([]int, len(bs))
 		for i, b := range bs {
 			backlogs[i] = b.Rows
 		}
-		st.Next = fmt.Sprintf("delete %d finished Job(s); create up to %d Job(s) (slots %d, bound by %s; %s)", deletes,
+		st.Next = fmt.Sprintf("%s; create up to %d Job(s) (slots %d, bound by %s; %s)", deletes,
 			p.WouldCreate(s.Config, obs, backlogs), p.Slots, p.Limit, estimated)
 	}
 	return st, nil

@@ -33,6 +33,12 @@ type Observation struct {
 	CapacityErr error
 	// GuardRefused is the Guard's refusal, when a Guard is set and this pass did not get it.
 	GuardRefused error
+	// Waits are what the cluster's autoscaler says of our Unschedulable pods, by name (capacity.Mode's Waits: with
+	// limits.capacity: autoscale, whether it provides a node for each); WaitsNote why it could not be told.
+	Waits     map[string]capacity.Wait
+	WaitsNote string
+	// Windows is the rate record the pass decides from (limits.rate; rate.go).
+	Windows Windows
 	// Kueue is what Kueue says of the Jobs (limits.capacity: kueue; the mode's Inspect): read by the reports, never
 	// by a pass, which decides from the Jobs alone (a Job Kueue holds is suspended).
 	Kueue *kueue.Snapshot
@@ -48,6 +54,7 @@ func (s *Scheduler) Observe(ctx context.Context) (*Observation, error) {
 	if obs.PodsErr != nil {
 		return nil, obs.PodsErr
 	}
+	obs.Windows = s.readWindows(ctx, nil, len(obs.Jobs) > 0)
 	if obs.Capacity, obs.CapacityErr = s.readCapacity(ctx); obs.CapacityErr != nil {
 		return nil, obs.CapacityErr
 	}
@@ -86,9 +93,22 @@ func (s *Scheduler) observe(ctx context.Context, pods bool) (*Observation, error
 			obs.PodsErr = fmt.Errorf("listing Pending pods in %s with %s: %w", ns, sel, err)
 		} else {
 			obs.Pods, _ = f.pods.Sorted()
+			obs.Waits, obs.WaitsNote = s.readWaits(ctx, obs.Pods)
 		}
 	}
 	return obs, nil
+}
+
+// readWaits asks the capacity mode what the autoscaler says of the Unschedulable ones of pods (capacity.Mode's
+// Waits; nothing is read in a mode where every one blocks).
+func (s *Scheduler) readWaits(ctx context.Context, pods []PodSummary) (map[string]capacity.Wait, string) {
+	var names []string
+	for _, p := range pods {
+		if p.Unschedulable {
+			names = append(names, p.Name)
+		}
+	}
+	return capacity.ModeOf(s.Config.Limits.Capacity).Waits(ctx, s.clients(), s.Config.Namespace, names)
 }
 
 // observeCapacity is the pass's capacity step: it reads what the nodes and quotas hold when the plan p has room by
@@ -116,7 +136,7 @@ func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error
 	for i := range s.Config.AllQueues() {
 		templates = append(templates, s.Config.QueueConfig(i).Template)
 	}
-	snap, err := capacity.ModeOf(s.Config.Limits.Capacity).Observe(ctx, s.clients(), s.Config.Namespace, capacity.Options{Templates: templates, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick(), Follow: s.followCapacity()})
+	snap, err := capacity.ModeOf(s.Config.Limits.Capacity).Observe(ctx, s.clients(), s.Config.Namespace, capacity.Options{Templates: templates, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick(), MaxPending: s.Config.MaxPending(), Follow: s.followCapacity()})
 	if err != nil {
 		return nil, fmt.Errorf("observing capacity: %w", err)
 	}
@@ -160,6 +180,7 @@ type JobSummary struct {
 	PodsPerJob int        // min(parallelism, completions): the pods it runs at once
 	Finished   *Condition // its Complete or Failed condition, when True
 	StartedAt  *time.Time // status.startTime, UTC (nil before the Job controller starts it)
+	Created    time.Time  // metadata.creationTimestamp (limits.rate counts it)
 }
 
 // Condition is a Job's Complete or Failed condition.
@@ -171,6 +192,7 @@ type Condition struct {
 
 // PodSummary is what a pass keeps of one of its Pending pods.
 type PodSummary struct {
+	Name          string
 	Job           types.UID // its controlling Job
 	Bound         bool      // spec.nodeName is set
 	Unschedulable bool      // PodScheduled=False with reason Unschedulable (not SchedulingGated or any other)
@@ -181,7 +203,7 @@ type PodSummary struct {
 func SummarizeJob(job *batchv1.Job) JobSummary {
 	s := JobSummary{Name: job.Name, UID: job.UID, Key: job.Annotations[jobmeta.AnnotationTaskKey], Queue: job.Labels[jobmeta.LabelQueue], Attempt: 1,
 		Deleting: job.DeletionTimestamp != nil, Suspended: job.Spec.Suspend != nil && *job.Spec.Suspend,
-		Active: job.Status.Active, PodsPerJob: capacity.PodsPerJob(job)}
+		Active: job.Status.Active, PodsPerJob: capacity.PodsPerJob(job), Created: job.CreationTimestamp.UTC()}
 	s.Group, s.HasGroup = job.Annotations[jobmeta.AnnotationGroup]
 	if n, err := strconv.Atoi(job.Labels[jobmeta.LabelAttempt]); err == nil && n > 1 {
 		s.Attempt = n
@@ -206,7 +228,7 @@ func SummarizePod(pod *corev1.Pod) (s PodSummary, ok bool) {
 	if pod.DeletionTimestamp != nil || owner == nil {
 		return PodSummary{}, false
 	}
-	s = PodSummary{Job: owner.UID, Bound: pod.Spec.NodeName != ""}
+	s = PodSummary{Name: pod.Name, Job: owner.UID, Bound: pod.Spec.NodeName != ""}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 			s.Unschedulable, s.Message = true, c.Message

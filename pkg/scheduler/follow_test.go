@@ -1,0 +1,91 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// TestFollowWait: what wakes a fill run's wait: a Job unfinished at the observation, or created since, that
+// finishes or is deleted before it finished; not a Job already finished when observed (deleted by a pass), nor a
+// new Job, nor a change that finishes nothing.
+func TestFollowWait(t *testing.T) {
+	jobs := schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	at := func(j *batchv1.Job, rv string) *batchv1.Job { j.ResourceVersion = rv; return j }
+	for _, tc := range []struct {
+		name    string
+		changes func(c *fake.Clientset) error
+		want    string // the Job that wakes the wait; "": none (the wait ends with its context)
+	}{
+		{name: "a finished Job deleted, a new one, one relabelled: nothing ends", changes: func(c *fake.Clientset) error {
+			if err := c.Tracker().Delete(jobs, "batch", name("done")); err != nil {
+				return err
+			}
+			if err := c.Tracker().Add(at(makeJob("new").Obj(), "8")); err != nil {
+				return err
+			}
+			return c.Tracker().Update(jobs, at(makeJob("runs").Label("x", "y").Obj(), "9"), "batch")
+		}},
+		{name: "a running Job completes", want: name("runs"), changes: func(c *fake.Clientset) error {
+			return c.Tracker().Update(jobs, at(makeJob("runs").Finished(batchv1.JobComplete, now).Obj(), "8"), "batch")
+		}},
+		{name: "a running Job is deleted unfinished", want: name("runs"), changes: func(c *fake.Clientset) error {
+			return c.Tracker().Delete(jobs, "batch", name("runs"))
+		}},
+		{name: "a Job created since fails", want: name("new"), changes: func(c *fake.Clientset) error {
+			if err := c.Tracker().Add(at(makeJob("new").Obj(), "8")); err != nil {
+				return err
+			}
+			return c.Tracker().Update(jobs, at(makeJob("new").Finished(batchv1.JobFailed, now).Obj(), "9"), "batch")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fake.NewClientset(at(makeJob("runs").Obj(), "5"), at(makeJob("done").Finished(batchv1.JobComplete, ago(time.Hour)).Obj(), "6"))
+			c.PrependReactor("list", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
+				obj, err := c.Tracker().List(jobs, batchv1.SchemeGroupVersion.WithKind("Job"), "batch")
+				if err == nil {
+					obj.(*batchv1.JobList).ResourceVersion = "7" // the fake sets none, and a watch needs one
+				}
+				return true, obj, err
+			})
+			watching := make(chan struct{}) // the fake's watch sends only what happens after it starts
+			c.PrependWatchReactor("jobs", func(k8stesting.Action) (bool, watch.Interface, error) {
+				w, err := c.Tracker().Watch(jobs, "batch")
+				close(watching)
+				return true, w, err
+			})
+			s := &Scheduler{Config: testConfig(t, nil), Kube: c, Now: func() time.Time { return now }, Follow: NewFollow()}
+			defer s.Follow.Stop()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := s.observe(ctx, false); err != nil {
+				t.Fatal(err)
+			}
+			<-watching
+			if err := tc.changes(c); err != nil {
+				t.Fatal(err)
+			}
+			wctx := ctx
+			if tc.want == "" {
+				// Nothing must wake it: after the changes have been applied, its context ends.
+				var cancelWait context.CancelFunc
+				wctx, cancelWait = context.WithCancel(ctx)
+				go func() {
+					_ = s.Follow.changes.Until(ctx, func() bool { return s.Follow.jobs.Reached("9") })
+					cancelWait()
+				}()
+			}
+			got, err := s.Follow.Wait(wctx)
+			if got != tc.want || (tc.want != "" && err != nil) || (tc.want == "" && err == nil) {
+				t.Errorf("woken by %q (%v), want %q", got, err, tc.want)
+			}
+		})
+	}
+}
