@@ -101,11 +101,11 @@ func (x *execution) fitted(p *Plan, obs *Observation) *Plan {
 }
 
 // done ends the pass with p (nil: the Jobs could not be listed, and stop says why) and logs its summary line.
-// rowsWait is what the read said (see Result.RowsWait).
+// rowsWait is what the read said (see Result.RowsWait); rows read ahead (the share gave them no slot) wait too.
 func (x *execution) done(p *Plan, obs *Observation, rowsWait bool, stop error) (Result, error) {
 	r := Result{Plan: p}
 	if p != nil {
-		r.RowsWait = rowsWait || ((p.roomBound || p.NextCreate != nil) && p.Slots == 0)
+		r.RowsWait = rowsWait || p.ReadAhead > 0 || ((p.roomBound || p.NextCreate != nil) && p.Slots == 0)
 	}
 	if obs != nil {
 		r.JobsResourceVersion = obs.JobsResourceVersion

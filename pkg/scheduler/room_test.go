@@ -55,3 +55,21 @@ func TestResultRoom(t *testing.T) {
 		})
 	}
 }
+
+// TestResultRowsWaitAfterTheShare: with queues, rows a queue read for slots the share then gave to the others (read
+// ahead) still wait, even though each read returned fewer rows than it asked for: tick --fill-for must go on, not end
+// with "the backlog is empty" (the fill bench's five queues stopped after one pass with half their rows waiting).
+func TestResultRowsWaitAfterTheShare(t *testing.T) {
+	cfg := queuesConfig(t, "maxActive: 4, maxPerTick: 8", queue("a", "")+queue("b", ""))
+	s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(), Now: func() time.Time { return now }}
+	for i, keys := range [][]string{{"a1", "a2", "a3"}, {"b1", "b2", "b3"}} {
+		s.Queues = append(s.Queues, Queue{Source: &source{Rows: rowsFor(keys...)}, Renderer: render.New(cfg.QueueConfig(i), nil)})
+	}
+	res, err := s.Run(context.Background(), Execute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.Created != 4 || res.Summary.ReadAhead != 2 || !res.RowsWait {
+		t.Errorf("created %d, read ahead %d, rows wait %v; want 4, 2, true", res.Summary.Created, res.Summary.ReadAhead, res.RowsWait)
+	}
+}
