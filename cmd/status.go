@@ -189,6 +189,9 @@ func printStatus(out io.Writer, st *report.Status) error {
 	if k := st.Kueue; k != nil {
 		fmt.Fprintf(w, "Kueue:\t%d queued (limits.maxQueued %d)%s\n", k.Queued, k.MaxQueued, localQueue(k))
 	}
+	if st.WaitingForNodes > 0 || st.WaitsNote != "" {
+		fmt.Fprintf(w, "Autoscaler:\t%d pod(s) wait for the new nodes it makes%s\n", st.WaitingForNodes, printable(prefixed("; ", st.WaitsNote)))
+	}
 	fmt.Fprintf(w, "Retry:\t%d attempt(s) in all, backoff %s doubling to %s, dead kept %s\n", st.Retry.MaxAttempts,
 		st.Retry.Backoff, st.Retry.MaxBackoff, deadRetention(st.Retry.DeadRetention))
 	fmt.Fprintf(w, "Slots:\t%d (bound by %s)\n", st.Slots, printable(st.Limit))
@@ -282,6 +285,12 @@ func printCapacity(out io.Writer, w *tabwriter.Writer, title string, c *capacity
 	if len(c.Pending) > 0 {
 		fmt.Fprintf(w, "  others' pods:\t%d unbound pod(s) of other workloads counted as taking room (e.g. %s on %s)\n", len(c.Pending), printable(c.Pending[0].Pod), printable(c.Pending[0].Node))
 	}
+	if a := c.Autoscale; a != nil {
+		fmt.Fprintf(w, "  %s:\t%d more Job(s) on new nodes (%s); %d of our pods wait for new nodes\n", a.Source, a.Adds, printable(a.Binding), a.Waiting)
+		for _, p := range a.Pools {
+			fmt.Fprintf(w, "  %s %s:\t%s\n", p.Kind, printable(p.Name), printable(p.Words()))
+		}
+	}
 	if c.Listed != "" {
 		fmt.Fprintf(w, "  listed:\t%s\n", printable(c.Listed))
 	}
@@ -289,6 +298,14 @@ func printCapacity(out io.Writer, w *tabwriter.Writer, title string, c *capacity
 		fmt.Fprintf(w, "  warning:\t%s\n", printable(c.Warning))
 	}
 	return w.Flush()
+}
+
+// prefixed is s after sep, "" when s is.
+func prefixed(sep, s string) string {
+	if s == "" {
+		return ""
+	}
+	return sep + s
 }
 
 // printQueues prints the queues of an install with queues: (none without), one line each: backlog, Jobs, slots and

@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kueue"
 )
@@ -34,13 +35,20 @@ type Mode interface {
 	// Status is the mode's section of status, from Inspect's details (nil when none was read) and the install's
 	// queued Jobs; the zero Section for a mode that shows nothing beyond each template's Report.
 	Status(cfg *config.Config, queued int, d *Details) Section
+	// Waits says which of our Unschedulable pods (by name, in namespace) the cluster's autoscaler provides a node
+	// for (Wait.Provided: it does not block the pass) or says it cannot (Wait.Event: why). nil for a mode where
+	// every Unschedulable pod blocks, or, with note saying why, when the mode could not tell (every one blocks).
+	Waits(ctx context.Context, c Clients, namespace string, pods []string) (waits map[string]Wait, note string)
 	// Needs is what the mode needs beyond the base Role and the typed client.
 	Needs() Needs
 }
 
+// Wait is what the autoscaler says of one of our Unschedulable pods (limits.capacity: autoscale).
+type Wait = autoscale.Wait
+
 // Modes are the capacity modes, in the order of config.Capacities: the one place a mode is registered.
 func Modes() []Mode {
-	return []Mode{nodesMode{}, quotaMode{}, offMode{}, kueueMode{}}
+	return []Mode{nodesMode{}, quotaMode{}, offMode{}, kueueMode{}, autoscaleMode{}}
 }
 
 // ModeOf is the mode named name. A name no mode has (a configuration not validated) is a mode that fits templates
@@ -99,6 +107,10 @@ func (quiet) Bound(*config.Config, int) (int, string, bool) { return 0, "", fals
 func (quiet) Inspect(context.Context, Clients, *config.Config) (*Details, error) { return nil, nil }
 
 func (quiet) Status(*config.Config, int, *Details) Section { return Section{} }
+
+func (quiet) Waits(context.Context, Clients, string, []string) (map[string]Wait, string) {
+	return nil, ""
+}
 
 // fitted is a quiet mode that places the claims on what it observed (the Placer).
 type fitted struct{ quiet }

@@ -57,6 +57,10 @@ func (kueueMode) Status(cfg *config.Config, queued int, d *Details) Section {
 	return Section{Kueue: ks}
 }
 
+func (kueueMode) Waits(context.Context, Clients, string, []string) (map[string]Wait, string) {
+	return nil, ""
+}
+
 func (kueueMode) Needs() Needs {
 	return Needs{Component: "kueue", Dynamic: true, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"kueue.x-k8s.io"}, Resources: []string{"workloads", "localqueues"}, Verbs: []string{"get", "list"}},

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
@@ -54,6 +55,8 @@ type Options struct {
 	Self string
 	// NoNextPassRoom keeps no room for the next pass's own pod (the next tick) even when Self is found.
 	NoNextPassRoom bool
+	// MaxPending is limits.maxPending (limits.capacity: autoscale).
+	MaxPending int
 }
 
 // SelfPod is the name of the pod this process runs in, "" outside a pod: inside one, the kubelet sets
@@ -80,6 +83,10 @@ type Snapshot struct {
 	Listed      string      // which pods were listed: "all pods" or "pods of N nodes"
 	// Warnings say once what could not be read for lack of a permission, and what the pass did instead.
 	Warnings []string
+	// Autoscale is what the autoscaler can still add (limits.capacity: autoscale; nil in other modes), and
+	// MaxPending how many of our pods may wait for new nodes at once (limits.maxPending).
+	Autoscale  *autoscale.State
+	MaxPending int
 }
 
 // Node is one node and what the pods bound to it request.
@@ -87,8 +94,9 @@ type Node struct {
 	Name          string
 	Labels        map[string]string
 	Taints        []corev1.Taint
-	Unschedulable bool // spec.unschedulable (cordoned)
-	Ready         bool // NodeReady condition True
+	Unschedulable bool   // spec.unschedulable (cordoned)
+	Ready         bool   // NodeReady condition True
+	ProviderID    string // spec.providerID: which node group it is of (limits.capacity: autoscale)
 	Allocatable   corev1.ResourceList
 	Requested     corev1.ResourceList // sum of Demand of every non-terminal pod bound to it (all namespaces)
 	Pods          int                 // number of non-terminal pods bound to it
@@ -339,6 +347,7 @@ func newNode(n *corev1.Node) Node {
 		Taints:        n.Spec.Taints,
 		Unschedulable: n.Spec.Unschedulable,
 		Ready:         ready,
+		ProviderID:    n.Spec.ProviderID,
 		Allocatable:   n.Status.Allocatable,
 		Requested:     corev1.ResourceList{},
 	}

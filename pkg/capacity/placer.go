@@ -42,6 +42,10 @@ type Placer struct {
 	// claimed is our pods that held a claim before this pass (every claim's unbound + podless); placed is the pods
 	// placed by Place. Both count against the next tick's room, wherever kube-scheduler puts them.
 	claimed, placed int
+	// unplaced are the indices in Snapshot.Pending of others' unbound pods that fit on no node (they wait for one).
+	unplaced []int
+	// grow is the room the autoscaler can still add (limits.capacity: autoscale), nil when none is counted.
+	grow *growth
 }
 
 // claim is one Claim while the Placer works on it.
@@ -52,6 +56,7 @@ type claim struct {
 	names    []corev1.ResourceName // demand's resources, sorted
 	perJob   int
 	claimed  int        // unbound + podless
+	waiting  int        // of claimed, those that fit on no node: they wait for one
 	placed   int        // Jobs placed
 	nodes    []NodeFit  // every node, sorted by name, with Excluded set
 	on       []int      // the slots it may use
@@ -163,9 +168,10 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 	p.observeTick()
 	p.observeQuotas(claims)
 	for _, cl := range p.claims {
-		for range cl.claimed {
+		for k := range cl.claimed {
 			s := p.best(cl)
 			if s == nil {
+				cl.waiting = cl.claimed - k
 				break // the rest fit nowhere either: room only shrinks
 			}
 			free, _ := minus(s.free, cl.demand)
@@ -210,12 +216,14 @@ func (p *Placer) takePending() {
 				best, bestCosts, bestCost = k, append(bestCosts[:0], costs...), cost
 			}
 		}
-		if best >= 0 {
-			s := p.slots[best]
-			s.base, _ = minus(s.base, pd.Demand)
-			s.pending = append(s.pending, pendingOn{pod: pd.Namespace + "/" + pd.Name, costs: slices.Clone(bestCosts)})
-			before[best] = nil
+		if best < 0 {
+			p.unplaced = append(p.unplaced, i)
+			continue
 		}
+		s := p.slots[best]
+		s.base, _ = minus(s.base, pd.Demand)
+		s.pending = append(s.pending, pendingOn{pod: pd.Namespace + "/" + pd.Name, costs: slices.Clone(bestCosts)})
+		before[best] = nil
 	}
 }
 
@@ -319,35 +327,42 @@ func (p *Placer) Place(i int) bool {
 			return false
 		}
 	}
-	if p.snap.Mode == config.CapacityNodes {
-		if !p.tickSafe(p.ours(i, cl.perJob)) {
-			return false
-		}
-		type saved struct {
-			s           *slot
-			shown, free corev1.ResourceList
-		}
-		var undo []saved
-		for range cl.perJob {
-			s := p.best(cl)
-			if s == nil {
-				for _, u := range slices.Backward(undo) {
-					u.s.shown = u.shown
-					p.setFree(u.s, u.free)
-				}
-				return false
-			}
-			undo = append(undo, saved{s, s.shown, s.free})
-			s.shown, _ = minus(s.shown, cl.demand)
-			free, _ := minus(s.free, cl.demand)
-			p.setFree(s, free)
-		}
+	if p.snap.Mode == config.CapacityNodes && !p.placeOnNodes(cl, i) && (p.grow == nil || !p.grow.place(i, cl)) {
+		return false
 	}
 	for j, q := range p.quotas {
 		q.left -= p.charge(cl, j)
 	}
 	cl.placed++
 	p.placed += cl.perJob
+	return true
+}
+
+// placeOnNodes places one Job of claim cl (i) on the nodes, the next tick's room kept, if it fits there; it
+// changes nothing when it does not.
+func (p *Placer) placeOnNodes(cl *claim, i int) bool {
+	if !p.tickSafe(p.ours(i, cl.perJob)) {
+		return false
+	}
+	type saved struct {
+		s           *slot
+		shown, free corev1.ResourceList
+	}
+	var undo []saved
+	for range cl.perJob {
+		s := p.best(cl)
+		if s == nil {
+			for _, u := range slices.Backward(undo) {
+				u.s.shown = u.shown
+				p.setFree(u.s, u.free)
+			}
+			return false
+		}
+		undo = append(undo, saved{s, s.shown, s.free})
+		s.shown, _ = minus(s.shown, cl.demand)
+		free, _ := minus(s.free, cl.demand)
+		p.setFree(s, free)
+	}
 	return true
 }
 
@@ -372,6 +387,10 @@ func (p *Placer) Report(i int) Report {
 	}
 	if p.snap.Mode == config.CapacityNodes {
 		r.Fit, r.Binding = p.reportNodes(i, &r)
+		if p.grow != nil {
+			more, why := p.grow.report(i, cl, &r)
+			r.Fit, r.Binding = r.Fit+more, r.Binding+"; "+why
+		}
 	}
 	for j, q := range p.quotas {
 		per := cl.per[j]

@@ -1,6 +1,8 @@
 package capacity
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -15,6 +17,7 @@ type Report struct {
 	Tick       string              `json:"tick,omitempty"`       // the room kept for the next tick, in words
 	Pending    []PendingFit        `json:"pending,omitempty"`    // others' unbound pods counted as taking room
 	Listed     string              `json:"listed,omitempty"`     // which pods were listed to count the room
+	Autoscale  *AutoscaleFit       `json:"autoscale,omitempty"`  // what the autoscaler can still add (limits.capacity: autoscale)
 	Warning    string              `json:"warning,omitempty"`    // e.g. a permission that is missing
 }
 
@@ -40,4 +43,47 @@ type PendingFit struct {
 	Pod   string `json:"pod"` // namespace/name
 	Node  string `json:"node"`
 	Costs int    `json:"costs"` // how many of our pods fit less on that node
+}
+
+// AutoscaleFit is what the autoscaler can still add for the template (limits.capacity: autoscale).
+type AutoscaleFit struct {
+	Source  string    `json:"source"`  // karpenter or cluster-autoscaler
+	Adds    int       `json:"adds"`    // more Jobs on new nodes, after the pods waiting for them
+	Binding string    `json:"binding"` // what bound Adds, in words
+	Waiting int       `json:"waiting"` // our pods waiting for new nodes (against limits.maxPending)
+	Pools   []PoolFit `json:"pools"`   // every NodePool or node group, sorted by name
+}
+
+// PoolFit is one NodePool or node group: its limit, what it holds, and how many more pods of the template it takes.
+type PoolFit struct {
+	Kind      string              `json:"kind"` // NodePool or node group
+	Name      string              `json:"name"`
+	Limit     corev1.ResourceList `json:"limit,omitempty"` // a NodePool's spec.limits; a group's maxSize as nodes
+	Used      corev1.ResourceList `json:"used,omitempty"`  // status.resources; a group's ready nodes as nodes
+	Launching int                 `json:"launching,omitempty"`
+	Pods      int                 `json:"pods"`            // more pods of the template it takes; -1 = no limit
+	Bound     string              `json:"bound,omitempty"` // what bound Pods
+	Excluded  string              `json:"excluded,omitempty"`
+}
+
+// Words is the pool's line of status: its limit, what it holds, and what it can still add for the template.
+func (f PoolFit) Words() string {
+	limit, used := "no limit", "nothing"
+	if len(f.Limit) > 0 {
+		limit = "limit " + quantities(f.Limit)
+	}
+	if len(f.Used) > 0 {
+		used = quantities(f.Used)
+	}
+	s := fmt.Sprintf("%s, used %s", limit, used)
+	if f.Launching > 0 {
+		s += fmt.Sprintf(", %d NodeClaim(s) launching", f.Launching)
+	}
+	switch {
+	case f.Excluded != "":
+		return s + "; the template cannot use it: " + f.Excluded
+	case f.Pods < 0:
+		return s + "; adds pods without bound (" + f.Bound + ")"
+	}
+	return s + fmt.Sprintf("; adds %d more pod(s) (%s)", f.Pods, f.Bound)
 }

@@ -33,6 +33,10 @@ const (
 	// webhook suspends it and Kueue admits it when its ClusterQueue has quota; jobsched bounds the Jobs that wait
 	// (limits.maxQueued) instead of fitting them onto nodes itself.
 	CapacityKueue Capacity = "kueue"
+	// CapacityAutoscale counts, beyond what fits on the nodes (as nodes), what the cluster's autoscaler (Karpenter's
+	// NodePools, the cluster-autoscaler's node groups) can still add for the template, and lets at most
+	// limits.maxPending of the Jobs' pods wait for new nodes at once.
+	CapacityAutoscale Capacity = "autoscale"
 )
 
 // Config is jobsched.yaml.
@@ -98,6 +102,8 @@ type Limits struct {
 	Capacity             Capacity `json:"capacity,omitempty"`
 	// MaxQueued bounds the Jobs Kueue holds suspended (limits.capacity: kueue); default maxPerTick.
 	MaxQueued *int `json:"maxQueued,omitempty"`
+	// MaxPending bounds the pods that wait for new nodes at once (limits.capacity: autoscale); default maxPerTick.
+	MaxPending *int `json:"maxPending,omitempty"`
 }
 
 // Kueue says which Kueue LocalQueue the Jobs go to, and at which WorkloadPriorityClass.
@@ -115,10 +121,10 @@ type Capacity string
 // Capacities are the values of limits.capacity, in the order the errors name them. Each is a mode of
 // pkg/capacity, which registers them in the same order (capacity.Modes; a test there holds the two lists equal).
 func Capacities() []Capacity {
-	return []Capacity{CapacityNodes, CapacityQuota, CapacityOff, CapacityKueue}
+	return []Capacity{CapacityNodes, CapacityQuota, CapacityOff, CapacityKueue, CapacityAutoscale}
 }
 
-// CapacityNames are Capacities in words: "nodes, quota, off, kueue".
+// CapacityNames are Capacities in words: "nodes, quota, off, kueue, autoscale".
 func CapacityNames() string {
 	names := make([]string, 0, len(Capacities()))
 	for _, c := range Capacities() {
@@ -352,6 +358,10 @@ func (c *Config) Validate() []error {
 		bad("limits.capacity", "%q is not one of %s", c.Limits.Capacity, CapacityNames())
 	}
 	errs = append(errs, c.validateKueue()...)
+	if c.Limits.Capacity != CapacityAutoscale && c.Limits.MaxPending != nil {
+		bad("limits.maxPending", "is read only with limits.capacity: autoscale (it is %s)", c.Limits.Capacity)
+	}
+	count(bad, "limits.maxPending", c.Limits.MaxPending, 0)
 	errs = append(errs, validateGC(at{}, c.GC.SucceededRetention, c.GC.FailedRetention)...)
 	errs = append(errs, validateRetry(at{}, c.Retry.MaxAttempts, c.Retry.Backoff, c.Retry.MaxBackoff, c.Retry.DeadRetention.Duration)...)
 	if err := pushurl.Validate(c.Metrics.Pushgateway); err != nil {
@@ -570,6 +580,16 @@ func (c *Config) KueueMode() bool { return c.Limits.Capacity == CapacityKueue }
 func (c *Config) MaxQueued() int {
 	if c.Limits.MaxQueued != nil {
 		return *c.Limits.MaxQueued
+	}
+	return c.MaxPerTick()
+}
+
+// MaxPending is limits.maxPending, defaulting to limits.maxPerTick: one pass's creates may all wait for the nodes
+// the autoscaler adds for them, which it provisions as one batch (Karpenter batches the pods that turn Pending
+// within a second or so of each other).
+func (c *Config) MaxPending() int {
+	if c.Limits.MaxPending != nil {
+		return *c.Limits.MaxPending
 	}
 	return c.MaxPerTick()
 }

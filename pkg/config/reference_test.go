@@ -20,11 +20,11 @@ var referenceDir = filepath.Join("..", "..", "manifests", "examples", "reference
 var notInReference = []string{"gc.failedRetention", "queues[].gc.failedRetention", "queues[].source.dsnEnv", "queues[].source.dsnFile"}
 
 // TestReferenceConfigs keeps the reference from drifting: each file loads (an unknown key, a key of the wrong type
-// or a value that does not validate fails it), the two files together hold every key Config reads, and jobsched.yaml
+// or a value that does not validate fails it), the files together hold every key Config reads, and jobsched.yaml
 // sets each optional key to its default: it loads to the same configuration as its required keys alone.
 func TestReferenceConfigs(t *testing.T) {
 	shown := map[string]bool{}
-	for _, name := range []string{"jobsched.yaml", "queues.yaml"} {
+	for _, name := range []string{"jobsched.yaml", "queues.yaml", "autoscale.yaml"} {
 		file := filepath.Join(referenceDir, name)
 		data, err := os.ReadFile(file)
 		if err != nil {

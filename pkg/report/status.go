@@ -40,7 +40,11 @@ type Status struct {
 	Work
 	// Kueue is the Kueue mode's view: Jobs queued against limits.maxQueued and the LocalQueue's counts.
 	Kueue *KueueStatus `json:"kueue,omitempty"`
-	Retry RetryPolicy  `json:"retry"`
+	// WaitingForNodes and WaitsNote are the plan's (limits.capacity: autoscale): our Unschedulable pods the
+	// autoscaler provides a node for, and why every Unschedulable pod blocks instead.
+	WaitingForNodes int         `json:"waitingForNodes,omitempty"`
+	WaitsNote       string      `json:"waitsNote,omitempty"`
+	Retry           RetryPolicy `json:"retry"`
 	// Query is what the query doctor says about the pass's read (EXPLAIN, never run); nil without a database.
 	Query *QueryFinding `json:"query,omitempty"`
 	// Backoff are the tasks waiting for their next attempt, Dead those with none left.
@@ -136,7 +140,7 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 	}
 	st := &Status{APIVersion: StatusAPIVersion, Kind: StatusKind, Scheduler: p.Scheduler, Namespace: p.Namespace,
 		Work:  work(p, "", p.Unfinished, p.Slots, p.Limit, p.Blocked, p.Capacity),
-		Kueue: modeStatus(s.Config, p, obs).Kueue, Retry: retryPolicy(s.Config), Backoff: []Task{}, Dead: []Task{}, Jobs: p.Jobs}
+		Kueue: modeStatus(s.Config, p, obs).Kueue, WaitingForNodes: p.WaitingForNodes, WaitsNote: p.WaitsNote, Retry: retryPolicy(s.Config), Backoff: []Task{}, Dead: []Task{}, Jobs: p.Jobs}
 	for _, j := range p.Jobs {
 		t := Task{Queue: j.Queue, Key: j.Key, Attempt: j.Attempt, Job: j.Name, Reason: j.Reason, Since: j.FinishedAt, RetryAt: j.RetryAt}
 		switch {

@@ -157,10 +157,22 @@ func (p *Plan) unfinished(st *JobStatus, job JobSummary, pods []PodSummary, obs 
 		if !pod.Bound {
 			p.unboundPods++
 		}
-		if pod.Unschedulable {
-			st.State, st.Reason = StateUnschedulable, pod.Message
-			p.Unschedulable++
+		if !pod.Unschedulable {
+			continue
 		}
+		w, said := obs.Waits[pod.Name]
+		if said && w.Provided { // the autoscaler makes a node for it (limits.capacity: autoscale): a signal, not a stop
+			p.WaitingForNodes++
+			if st.State != StateUnschedulable {
+				st.Reason = "waiting for a new node: " + w.Event
+			}
+			continue
+		}
+		st.State, st.Reason = StateUnschedulable, pod.Message
+		if said {
+			st.Reason += " (" + w.Event + ")"
+		}
+		p.Unschedulable++
 	}
 }
 

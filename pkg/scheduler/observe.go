@@ -35,6 +35,10 @@ type Observation struct {
 	CapacityErr error
 	// GuardRefused is the Guard's refusal, when a Guard is set and this pass did not get it.
 	GuardRefused error
+	// Waits are what the cluster's autoscaler says of our Unschedulable pods, by name (capacity.Mode's Waits: with
+	// limits.capacity: autoscale, whether it provides a node for each); WaitsNote why it could not be told.
+	Waits     map[string]capacity.Wait
+	WaitsNote string
 	// Kueue is what Kueue says of the Jobs (limits.capacity: kueue; the mode's Inspect): read by the reports, never
 	// by a pass, which decides from the Jobs alone (a Job Kueue holds is suspended).
 	Kueue *kueue.Snapshot
@@ -76,8 +80,23 @@ func (s *Scheduler) observe(ctx context.Context, pods bool) (*Observation, error
 	}
 	if pods {
 		obs.Pods, obs.PodsErr = s.listPendingPods(ctx)
+		if obs.PodsErr == nil {
+			obs.Waits, obs.WaitsNote = s.readWaits(ctx, obs.Pods)
+		}
 	}
 	return obs, nil
+}
+
+// readWaits asks the capacity mode what the autoscaler says of the Unschedulable ones of pods (capacity.Mode's
+// Waits; nothing is read in a mode where every one blocks).
+func (s *Scheduler) readWaits(ctx context.Context, pods []PodSummary) (map[string]capacity.Wait, string) {
+	var names []string
+	for _, p := range pods {
+		if p.Unschedulable {
+			names = append(names, p.Name)
+		}
+	}
+	return capacity.ModeOf(s.Config.Limits.Capacity).Waits(ctx, s.clients(), s.Config.Namespace, names)
 }
 
 // observeCapacity is the pass's capacity step: it reads what the nodes and quotas hold when the plan p has room by
@@ -137,7 +156,7 @@ func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error
 	for i := range s.Config.AllQueues() {
 		templates = append(templates, s.Config.QueueConfig(i).Template)
 	}
-	snap, err := capacity.ModeOf(s.Config.Limits.Capacity).Observe(ctx, s.clients(), s.Config.Namespace, capacity.Options{Templates: templates, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick()})
+	snap, err := capacity.ModeOf(s.Config.Limits.Capacity).Observe(ctx, s.clients(), s.Config.Namespace, capacity.Options{Templates: templates, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick(), MaxPending: s.Config.MaxPending()})
 	if err != nil {
 		return nil, fmt.Errorf("observing capacity: %w", err)
 	}
@@ -184,6 +203,7 @@ type Condition struct {
 
 // PodSummary is what a pass keeps of one of its Pending pods.
 type PodSummary struct {
+	Name          string
 	Job           types.UID // its controlling Job
 	Bound         bool      // spec.nodeName is set
 	Unschedulable bool      // PodScheduled=False with reason Unschedulable (not SchedulingGated or any other)
@@ -219,7 +239,7 @@ func SummarizePod(pod *corev1.Pod) (s PodSummary, ok bool) {
 	if pod.DeletionTimestamp != nil || owner == nil {
 		return PodSummary{}, false
 	}
-	s = PodSummary{Job: owner.UID, Bound: pod.Spec.NodeName != ""}
+	s = PodSummary{Name: pod.Name, Job: owner.UID, Bound: pod.Spec.NodeName != ""}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 			s.Unschedulable, s.Message = true, c.Message

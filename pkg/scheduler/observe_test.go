@@ -42,16 +42,17 @@ func TestSummarizeJob(t *testing.T) {
 
 func TestSummarizePod(t *testing.T) {
 	owner := makeJob("r").Obj()
+	pod := makePod(owner).Obj().Name
 	tests := []struct {
 		name   string
 		pod    *testkit.PodWrapper
 		want   PodSummary
 		wantOK bool
 	}{
-		{name: "bound", pod: makePod(owner).Bound("node-0"), want: PodSummary{Job: "uid-r", Bound: true}, wantOK: true},
+		{name: "bound", pod: makePod(owner).Bound("node-0"), want: PodSummary{Name: pod, Job: "uid-r", Bound: true}, wantOK: true},
 		{name: "unschedulable", pod: makePod(owner).Unschedulable("full"),
-			want: PodSummary{Job: "uid-r", Unschedulable: true, Message: "full"}, wantOK: true},
-		{name: "gated is not unschedulable", pod: makePod(owner).Gated(), want: PodSummary{Job: "uid-r"}, wantOK: true},
+			want: PodSummary{Name: pod, Job: "uid-r", Unschedulable: true, Message: "full"}, wantOK: true},
+		{name: "gated is not unschedulable", pod: makePod(owner).Gated(), want: PodSummary{Name: pod, Job: "uid-r"}, wantOK: true},
 		{name: "deleting holds nothing", pod: makePod(owner).Bound("node-0").Deleting(now)},
 		{name: "no controller holds nothing", pod: makePod(owner).Bound("node-0").Orphan()},
 	}

@@ -83,9 +83,13 @@ type Plan struct {
 	Namespace string      `json:"namespace"`
 	Jobs      []JobStatus `json:"jobs"`
 	// Unfinished counts Jobs with neither a Complete nor a Failed condition: they count against maxActive.
-	Unfinished    int              `json:"unfinished"`
-	Unschedulable int              `json:"unschedulablePods"`
-	Capacity      *capacity.Report `json:"capacity,omitempty"`
+	Unfinished    int `json:"unfinished"`
+	Unschedulable int `json:"unschedulablePods"`
+	// WaitingForNodes counts the Unschedulable pods the autoscaler provides a node for (limits.capacity: autoscale):
+	// they do not block; WaitsNote says why every Unschedulable pod blocks instead, when the mode could not tell.
+	WaitingForNodes int              `json:"waitingForNodes,omitempty"`
+	WaitsNote       string           `json:"waitsNote,omitempty"`
+	Capacity        *capacity.Report `json:"capacity,omitempty"`
 	// Slots is how many Jobs this pass may create and Limit what bound it; Blocked is set when nothing may be created.
 	Slots    int      `json:"slots"`
 	Limit    string   `json:"limit"`

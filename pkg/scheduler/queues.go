@@ -96,7 +96,7 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 			p.block(p.Limit)
 		}
 	}
-	p := &Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, inst: r}
+	p := &Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, inst: r, WaitsNote: obs.WaitsNote}
 	p.assemble(cfg, parts)
 	return p
 }
@@ -141,6 +141,7 @@ func (p *Plan) assemble(cfg *config.Config, parts []*Plan) {
 		part.Jobs = nil // the install's list is the one list: the steps mark its deletes there
 		p.Unfinished += part.Unfinished
 		p.Unschedulable += part.Unschedulable
+		p.WaitingForNodes += part.WaitingForNodes
 		p.queued += part.queued
 		if !qs[i].Implicit {
 			p.Queues = append(p.Queues, QueuePlan{Name: qs[i].Name, Priority: qs[i].Priority, Weight: *qs[i].Weight,

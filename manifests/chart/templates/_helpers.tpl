@@ -119,3 +119,8 @@ only checked. Either way the checks fail at `helm install` what would otherwise 
 {{- end -}}
 {{- default "DATABASE_URL" $src.dsnEnv -}}
 {{- end -}}
+
+{{/* The cluster-scoped objects of limits.capacity: autoscale, named as the capacity ones. */}}
+{{- define "jobsched.autoscaleName" -}}
+{{- printf "%s-autoscale-%s-%s" (include "jobsched.name" .) .Release.Name .Release.Namespace -}}
+{{- end }}

@@ -1,0 +1,163 @@
+package autoscale
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The Karpenter resources read.
+var (
+	NodePools  = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
+	NodeClaims = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
+)
+
+// Read reads the autoscaler once: Karpenter's NodePools and NodeClaims when their API is served (one LIST each),
+// else the cluster-autoscaler's status ConfigMap (one GET). An API that is not served, a ConfigMap that does not
+// exist and a Forbidden read are not errors: the State says what was found, and Note why nothing was. dyn nil reads
+// no Karpenter object. Any other error is returned.
+func Read(ctx context.Context, dyn dynamic.Interface, kube kubernetes.Interface) (*State, error) {
+	var notes []string
+	if dyn != nil {
+		st, err := readKarpenter(ctx, dyn)
+		switch {
+		case apierrors.IsNotFound(err):
+			notes = append(notes, "no Karpenter (karpenter.sh/v1 nodepools not served)")
+		case apierrors.IsForbidden(err):
+			notes = append(notes, fmt.Sprintf("cannot read Karpenter's NodePools and NodeClaims (the component manifests/autoscale grants get/list): %v", err))
+		case err != nil:
+			return nil, err
+		default:
+			return st, nil
+		}
+	}
+	cm, err := kube.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, statusConfigMap, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		notes = append(notes, "no cluster-autoscaler (no ConfigMap kube-system/"+statusConfigMap+")")
+	case apierrors.IsForbidden(err):
+		notes = append(notes, fmt.Sprintf("cannot get ConfigMap kube-system/%s (the component manifests/autoscale grants get): %v", statusConfigMap, err))
+	case err != nil:
+		return nil, fmt.Errorf("autoscale: get configmap kube-system/%s: %w", statusConfigMap, err)
+	default:
+		groups, err := ParseStatus(cm.Data[statusConfigMapKey])
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("ConfigMap kube-system/%s: %v", statusConfigMap, err))
+			break
+		}
+		return &State{Source: ClusterAutoscaler, Pools: groups}, nil
+	}
+	return &State{Note: strings.Join(notes, "; ")}, nil
+}
+
+// nodePool is the part of a karpenter.sh/v1 NodePool read here.
+type nodePool struct {
+	Metadata metav1.ObjectMeta `json:"metadata"`
+	Spec     struct {
+		Template struct {
+			Metadata struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+			Spec struct {
+				Requirements []corev1.NodeSelectorRequirement `json:"requirements"`
+				Taints       []corev1.Taint                   `json:"taints"`
+			} `json:"spec"`
+		} `json:"template"`
+		Limits corev1.ResourceList `json:"limits"`
+	} `json:"spec"`
+	Status struct {
+		Resources  corev1.ResourceList `json:"resources"`
+		Conditions []metav1.Condition  `json:"conditions"`
+	} `json:"status"`
+}
+
+// nodeClaim is the part of a karpenter.sh/v1 NodeClaim read here.
+type nodeClaim struct {
+	Metadata metav1.ObjectMeta `json:"metadata"`
+	Status   struct {
+		NodeName    string              `json:"nodeName"`
+		Allocatable corev1.ResourceList `json:"allocatable"`
+		Conditions  []metav1.Condition  `json:"conditions"`
+	} `json:"status"`
+}
+
+func readKarpenter(ctx context.Context, dyn dynamic.Interface) (*State, error) {
+	pools, err := dyn.Resource(NodePools).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("autoscale: list nodepools: %w", err)
+	}
+	claims, err := dyn.Resource(NodeClaims).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("autoscale: list nodeclaims: %w", err)
+	}
+	st := &State{Source: Karpenter}
+	index := map[string]int{}
+	for i := range pools.Items {
+		var np nodePool
+		if err := from(&pools.Items[i], &np); err != nil {
+			return nil, err
+		}
+		p := Pool{Kind: KindNodePool, Name: np.Metadata.Name, Limits: np.Spec.Limits, Used: np.Status.Resources,
+			Labels: np.Spec.Template.Metadata.Labels, Requirements: np.Spec.Template.Spec.Requirements, Taints: np.Spec.Template.Spec.Taints}
+		if c := meta(np.Status.Conditions, "Ready"); c != nil && c.Status == metav1.ConditionFalse {
+			p.Unavailable = strings.TrimSpace("not Ready: " + c.Reason + " " + c.Message)
+		}
+		if np.Metadata.DeletionTimestamp != nil {
+			p.Unavailable = "being deleted"
+		}
+		index[p.Name] = len(st.Pools)
+		st.Pools = append(st.Pools, p)
+	}
+	for i := range claims.Items {
+		var nc nodeClaim
+		if err := from(&claims.Items[i], &nc); err != nil {
+			return nil, err
+		}
+		k, ok := index[nc.Metadata.Labels[nodePoolLabel]]
+		if !ok || !Launching(nc.Metadata.DeletionTimestamp != nil, nc.Status.Conditions, len(nc.Status.Allocatable) > 0) {
+			continue
+		}
+		p := &st.Pools[k]
+		if p.Launching == nil {
+			p.Launching = map[string]corev1.ResourceList{}
+		}
+		p.Launching[nc.Metadata.Name] = nc.Status.Allocatable
+	}
+	slices.SortFunc(st.Pools, func(a, b Pool) int { return cmp.Compare(a.Name, b.Name) })
+	return st, nil
+}
+
+// Launching says whether a NodeClaim is room that is coming: launched (its allocatable known, so counted in its
+// NodePool's status.resources) and not yet registered (no node of it counted on the cluster's nodes), not being
+// deleted.
+func Launching(deleting bool, conds []metav1.Condition, allocatable bool) bool {
+	registered := meta(conds, "Registered")
+	return !deleting && allocatable && (registered == nil || registered.Status != metav1.ConditionTrue)
+}
+
+func meta(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+func from(u *unstructured.Unstructured, into any) error {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+		return fmt.Errorf("autoscale: %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return nil
+}

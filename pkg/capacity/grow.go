@@ -1,0 +1,286 @@
+package capacity
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
+	"github.com/jobsched/jobsched/pkg/config"
+)
+
+// maxGroupNodes bounds the new nodes counted of one node group: more than one pass's pods can wait for.
+const maxGroupNodes = 1000
+
+// growth is the room the autoscaler can still add for a Placer's claims (limits.capacity: autoscale): per NodePool
+// what its limits leave, per node group its new nodes; the pods that already wait for new nodes (ours that fit on
+// no node, then others') take theirs first, and at most limits.maxPending of ours wait at once.
+type growth struct {
+	source      string
+	pools       []*growPool
+	waiting     int // our pods waiting for new nodes before this pass
+	pending     int // how many more of ours may wait: limits.maxPending − waiting − those placed on new nodes
+	maxPending  int
+	claimsPools [][]string // per claim, per pool: why the claim's pod may not land there ("" if it may)
+}
+
+// growPool is one NodePool or node group while pods are placed on it.
+type growPool struct {
+	fit   PoolFit
+	pool  *autoscale.Pool
+	shape *Node // a node group's node, whose labels and taints its new nodes carry
+	// free is a NodePool's room left of its limits, per resource they name (its launching NodeClaims added);
+	// nil when it has no limit. nodes are a node group's new nodes, each's free room.
+	free  corev1.ResourceList
+	nodes []corev1.ResourceList
+	full  string // why it adds nothing whatever the pod ("" when it may add)
+}
+
+// newGrowth is the growth of p's claims on snap, nil when the mode counts none (no autoscaler found, or no nodes
+// observed: the pass counted as quota).
+func newGrowth(snap *Snapshot, p *Placer) *growth {
+	st := snap.Autoscale
+	if st == nil || st.Source == "" || snap.Mode != config.CapacityNodes {
+		return nil
+	}
+	g := &growth{source: st.Source, maxPending: snap.MaxPending}
+	for i := range st.Pools {
+		g.pools = append(g.pools, newGrowPool(&st.Pools[i], snap.Nodes))
+	}
+	for _, cl := range p.claims {
+		var why []string
+		for _, gp := range g.pools {
+			why = append(why, gp.excluded(&cl.pod.Spec))
+		}
+		g.claimsPools = append(g.claimsPools, why)
+	}
+	for c, cl := range p.claims {
+		g.waiting += cl.waiting
+		for range cl.waiting {
+			g.takeAny(cl.demand, func(k int, _ *growPool) string { return g.claimsPools[c][k] })
+		}
+	}
+	for _, k := range p.unplaced {
+		pd := &snap.Pending[k]
+		g.takeAny(pd.Demand, func(_ int, gp *growPool) string { return gp.excluded(&pd.Spec) })
+	}
+	g.pending = max(g.maxPending-g.waiting, 0)
+	return g
+}
+
+func newGrowPool(pool *autoscale.Pool, nodes []Node) *growPool {
+	gp := &growPool{pool: pool, fit: PoolFit{Kind: pool.Kind, Name: pool.Name, Limit: pool.Limits, Used: pool.Used,
+		Launching: len(pool.Launching)}, full: pool.Unavailable}
+	if g := pool.Group; g != nil {
+		gp.fit.Limit = corev1.ResourceList{"nodes": *resource.NewQuantity(int64(g.MaxSize), resource.DecimalSI)}
+		gp.fit.Used = corev1.ResourceList{"nodes": *resource.NewQuantity(int64(g.Ready), resource.DecimalSI)}
+		gp.shape = groupNode(pool.Name, nodes)
+		n := min(g.MaxSize-g.Ready, maxGroupNodes)
+		switch {
+		case gp.shape == nil:
+			gp.full = "no node of the group to read its node shape from: unknown, counted as adding nothing"
+		case n <= 0:
+			gp.full = fmt.Sprintf("at its maxSize of %d node(s)", g.MaxSize)
+		default:
+			for range n {
+				gp.nodes = append(gp.nodes, gp.shape.Allocatable)
+			}
+		}
+		return gp
+	}
+	if len(pool.Limits) == 0 {
+		return gp
+	}
+	gp.free = corev1.ResourceList{}
+	for r, limit := range pool.Limits {
+		left := limit.DeepCopy()
+		left.Sub(pool.Used[r])
+		if r == "nodes" { // a count of nodes: it bounds no pod, as the nodes' shapes are the cloud's (unknown here)
+			if left.Sign() <= 0 && gp.full == "" {
+				gp.full = fmt.Sprintf("at its limit of %s node(s)", limit.String())
+			}
+			continue
+		}
+		for _, alloc := range pool.Launching {
+			if q, ok := alloc[r]; ok {
+				left.Add(q)
+			}
+		}
+		gp.free[r] = left
+	}
+	return gp
+}
+
+// groupNode is a node of the node group named name: one whose spec.providerID has name as a path segment (Azure's
+// scale sets, OpenStack's and others' node groups) or one of whose labels has name as value (GKE's
+// cloud.google.com/gke-nodepool, EKS's eks.amazonaws.com/nodegroup, AKS's kubernetes.azure.com/agentpool, when the
+// cluster-autoscaler names its groups so), the first by name; nil when none is.
+func groupNode(name string, nodes []Node) *Node {
+	for i := range nodes {
+		n := &nodes[i]
+		if slices.Contains(strings.Split(n.ProviderID, "/"), name) || slices.Contains(slices.Collect(maps.Values(n.Labels)), name) {
+			return n
+		}
+	}
+	return nil
+}
+
+// excluded says why a pod of spec may not land on the pool's new nodes, "".
+func (gp *growPool) excluded(spec *corev1.PodSpec) string {
+	if gp.shape != nil {
+		n := *gp.shape
+		n.Name, n.Ready, n.Unschedulable = "", true, false // a new node: no name yet, Ready, not cordoned
+		return newPlacement(spec).excluded(&n)
+	}
+	if gp.pool.Group != nil {
+		return ""
+	}
+	return gp.pool.Excluded(spec)
+}
+
+// pods is how many more pods of demand the pool takes (unlimited: no limit binds) and what binds, in words.
+func (gp *growPool) pods(demand corev1.ResourceList) (int, string) {
+	names := slices.Sorted(maps.Keys(demand))
+	switch {
+	case gp.full != "":
+		return 0, gp.full
+	case gp.pool.Group != nil:
+		n := 0
+		for _, node := range gp.nodes {
+			k, _ := fits(demand, names, node)
+			n += k
+		}
+		return n, fmt.Sprintf("maxSize %d: %d new node(s) of %s", gp.pool.Group.MaxSize, len(gp.nodes), quantities(gp.shape.Allocatable))
+	case gp.free == nil:
+		return unlimited, "no limits"
+	}
+	k, bound := int64(math.MaxInt64), ""
+	for _, r := range slices.Sorted(maps.Keys(gp.free)) {
+		per := demand[r]
+		if r == corev1.ResourcePods {
+			per = *resource.NewQuantity(1, resource.DecimalSI)
+		}
+		if q, ok := quotient(gp.free[r], per, r); ok && q < k {
+			k, bound = q, string(r)
+		}
+	}
+	if bound == "" {
+		return unlimited, "its limits name no resource the pod requests"
+	}
+	left := gp.free[corev1.ResourceName(bound)]
+	return int(k), fmt.Sprintf("limits.%s: %s left", bound, left.String())
+}
+
+// take takes one pod of demand from the pool (which has room for it).
+func (gp *growPool) take(demand corev1.ResourceList) {
+	if gp.pool.Group != nil {
+		names := slices.Sorted(maps.Keys(demand))
+		for i, node := range gp.nodes {
+			if k, _ := fits(demand, names, node); k > 0 {
+				gp.nodes[i], _ = minus(node, demand)
+				return
+			}
+		}
+		return
+	}
+	for r, q := range gp.free {
+		per := demand[r]
+		if r == corev1.ResourcePods {
+			per = *resource.NewQuantity(1, resource.DecimalSI)
+		}
+		q.Sub(per)
+		gp.free[r] = q
+	}
+}
+
+// takeAny takes one pod of demand from the first pool that takes it (why says why pool k may not), if any.
+func (g *growth) takeAny(demand corev1.ResourceList, why func(k int, gp *growPool) string) bool {
+	for k, gp := range g.pools {
+		if why(k, gp) != "" {
+			continue
+		}
+		if n, _ := gp.pods(demand); n != 0 {
+			gp.take(demand)
+			return true
+		}
+	}
+	return false
+}
+
+// room is how many more pods of claim c the pools take together (unlimited: no limit binds), and each pool's fit.
+func (g *growth) room(c int, cl *claim) (int, []PoolFit) {
+	total := 0
+	var fits []PoolFit
+	for k, gp := range g.pools {
+		f := gp.fit
+		f.Excluded = g.claimsPools[c][k]
+		if f.Excluded == "" {
+			f.Pods, f.Bound = gp.pods(cl.demand)
+			if total != unlimited {
+				if f.Pods == unlimited {
+					total = unlimited
+				} else {
+					total += f.Pods
+				}
+			}
+		}
+		fits = append(fits, f)
+	}
+	return total, fits
+}
+
+// place places one Job of claim c on new nodes, if the pools and limits.maxPending take its pods.
+func (g *growth) place(c int, cl *claim) bool {
+	if n, _ := g.room(c, cl); g.pending < cl.perJob || n != unlimited && n < cl.perJob {
+		return false
+	}
+	for range cl.perJob {
+		g.takeAny(cl.demand, func(k int, _ *growPool) string { return g.claimsPools[c][k] })
+	}
+	g.pending -= cl.perJob
+	return true
+}
+
+// report is how many more Jobs of claim c new nodes take, in words, and sets r.Autoscale.
+func (g *growth) report(c int, cl *claim, r *Report) (int, string) {
+	total, fits := g.room(c, cl)
+	pods, why := total, ""
+	switch {
+	case total == unlimited || total >= g.pending:
+		pods = g.pending
+		why = fmt.Sprintf("limits.maxPending: %d of %d pod(s) wait for new nodes", g.maxPending-g.pending, g.maxPending)
+	case len(fits) == 0:
+		why = "no " + poolKind(g.source)
+	default:
+		var by []string
+		for _, f := range fits {
+			switch {
+			case f.Excluded != "":
+			case f.Pods != 0:
+				by = append(by, fmt.Sprintf("%d on %s %s", f.Pods, f.Kind, f.Name))
+			default:
+				by = append(by, fmt.Sprintf("%s %s %s", f.Kind, f.Name, f.Bound))
+			}
+		}
+		if len(by) == 0 {
+			by = append(by, "no "+poolKind(g.source)+" takes the template")
+		}
+		why = strings.Join(by, ", ")
+	}
+	jobs := pods / cl.perJob
+	words := fmt.Sprintf("%s: %d more on new nodes (%s)", g.source, jobs, why)
+	r.Autoscale = &AutoscaleFit{Source: g.source, Adds: jobs, Binding: why, Waiting: g.waiting, Pools: fits}
+	return jobs, words
+}
+
+func poolKind(source string) string {
+	if source == autoscale.Karpenter {
+		return autoscale.KindNodePool
+	}
+	return autoscale.KindNodeGroup
+}

@@ -1,0 +1,70 @@
+package capacity
+
+import (
+	"context"
+	"fmt"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
+	"github.com/jobsched/jobsched/pkg/config"
+)
+
+// autoscaleMode is limits.capacity: autoscale: each template's room is what fits on the nodes (as nodes) plus what
+// the cluster's autoscaler can still add for it (see growth: Karpenter's NodePools within their limits, the
+// cluster-autoscaler's node groups up to their maxSize), after the pods already waiting for new nodes, with at most
+// limits.maxPending of ours waiting at once. Without an autoscaler to read (none installed, or no grant of
+// manifests/autoscale) it counts as nodes, and says why. It needs manifests/capacity too, for the nodes.
+type autoscaleMode struct{ quiet }
+
+func (autoscaleMode) Name() config.Capacity { return config.CapacityAutoscale }
+
+// Observe is nodes' Observe, then one read of the autoscaler (autoscale.Read).
+func (autoscaleMode) Observe(ctx context.Context, c Clients, namespace string, o Options) (*Snapshot, error) {
+	o.Mode = config.CapacityNodes
+	snap, err := Observe(ctx, c.Kube, namespace, o)
+	if err != nil {
+		return nil, err
+	}
+	st, err := autoscale.Read(ctx, c.Dynamic, c.Kube)
+	if err != nil {
+		return nil, fmt.Errorf("capacity autoscale: %w", err)
+	}
+	snap.Autoscale, snap.MaxPending = st, o.MaxPending
+	if st.Source == "" {
+		snap.Warnings = append(snap.Warnings, fmt.Sprintf("capacity autoscale: %s: counting as nodes", st.Note))
+	}
+	return snap, nil
+}
+
+// Room is the Placer's, with the autoscaler's room for the pods that fit on no node.
+func (autoscaleMode) Room(snap *Snapshot, claims []Claim) Room {
+	p := NewPlacer(snap, claims)
+	p.grow = newGrowth(snap, p)
+	return p
+}
+
+// Waits reads the Events of pods (autoscale.Waits). Without list on Events (manifests/autoscale) or when they cannot
+// be read, every Unschedulable pod blocks, as with nodes, and note says so.
+func (autoscaleMode) Waits(ctx context.Context, c Clients, namespace string, pods []string) (map[string]Wait, string) {
+	if len(pods) == 0 {
+		return nil, ""
+	}
+	waits, err := autoscale.Waits(ctx, c.Kube, namespace, pods)
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, fmt.Sprintf("cannot list Events in %s (the Role of manifests/autoscale grants list): every Unschedulable pod blocks, as with nodes", namespace)
+	case err != nil:
+		return nil, fmt.Sprintf("%v: every Unschedulable pod blocks, as with nodes", err)
+	}
+	return waits, ""
+}
+
+func (autoscaleMode) Needs() Needs {
+	return Needs{Component: "autoscale", Dynamic: true, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodepools", "nodeclaims"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}, ResourceNames: []string{"cluster-autoscaler-status"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
+	}}
+}
