@@ -43,7 +43,7 @@ func newTickCmd(g *globalOptions) *cobra.Command {
 		Short: "One full pass: delete finished Jobs, then create a Job for each new row there is room for",
 		Long: `tick runs one full pass: it deletes finished Jobs, then creates a Job for each new row there is room for.
 With --fill-for, while a pass was bound by room (capacity, the quota, limits.maxActive) and rows still wait, it
-waits for one of its Jobs to finish and runs the next pass, until that time has passed, the backlog is empty, a pass
+waits for one of its Jobs to finish (with capacity nodes or autoscale, or a node to turn Ready) and runs the next pass, until that time has passed, the backlog is empty, a pass
 is blocked (an Unschedulable pod) or it is told to stop.`,
 		Args: cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error {
@@ -94,7 +94,11 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 		wait: func(ctx context.Context, rv string, finished map[types.UID]bool) (string, error) {
 			// client-go's watch logs (a watch it opens again) go to the pass's log, not to klog's stderr.
 			ctx = logr.NewContext(ctx, zerologr.New(zerolog.Ctx(ctx)))
-			return jobend.Wait(ctx, jobs, sel, rv, finished)
+			jobEnd := func(ctx context.Context) (string, error) { return jobend.Wait(ctx, jobs, sel, rv, finished) }
+			if !countsNodes(cfg.Limits.Capacity) {
+				return jobEnd(ctx)
+			}
+			return jobOrNode(ctx, jobEnd, func(ctx context.Context) (string, error) { return jobend.NodeUsable(ctx, s.Kube.CoreV1().Nodes()) })
 		},
 	}
 	return f.run(ctx)

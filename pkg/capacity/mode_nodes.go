@@ -22,7 +22,7 @@ func (nodesMode) Observe(ctx context.Context, c Clients, namespace string, o Opt
 
 func (nodesMode) Needs() Needs {
 	return Needs{Component: "capacity", Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}},
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
 		{APIGroups: []string{"node.k8s.io"}, Resources: []string{"runtimeclasses"}, Verbs: []string{"get"}},
 	}}
