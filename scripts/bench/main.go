@@ -104,12 +104,17 @@ func run() error {
 		{"memory vs the reference build", b.memory},
 	}
 	only := os.Getenv("BENCH_ONLY")
-	if len(os.Args) > 1 && os.Args[1] == "drain" { // the drain needs the controller-manager, which bench.sh stops after it
+	// The drains need the controller-manager (and the autoscaled one Karpenter), which bench.sh stops after them.
+	if len(os.Args) > 1 && (os.Args[1] == "drain" || os.Args[1] == "autoscale") {
+		fn := b.drain
+		if os.Args[1] == "autoscale" {
+			fn = b.autoscale
+		}
 		steps, only = steps[:0], ""
 		steps = append(steps, struct {
 			name string
 			fn   func() error
-		}{"drain", b.drain})
+		}{os.Args[1], fn})
 	}
 	var errs []error
 	for _, s := range steps {
