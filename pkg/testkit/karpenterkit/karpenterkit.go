@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
+
+	"github.com/jobsched/jobsched/pkg/testkit/kwokkit"
 )
 
 // The resources of Karpenter v1 and of its KWOK provider.
@@ -289,7 +291,7 @@ func (w *Watch) onPod(ev watch.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.advance()
-	if ev.Type != watch.Deleted && Unschedulable(p) {
+	if ev.Type != watch.Deleted && kwokkit.Unschedulable(p) {
 		w.unsch[p.Name] = true
 	} else {
 		delete(w.unsch, p.Name)
@@ -321,14 +323,4 @@ func (w *Watch) NodeClaims() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.claims)
-}
-
-// Unschedulable says kube-scheduler found no node for p: condition PodScheduled False, reason Unschedulable.
-func Unschedulable(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return true
-		}
-	}
-	return false
 }
