@@ -87,12 +87,10 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 			list.Items = append(list.Items, c.Job)
 		}
 		return printDoc(out, "yaml", list)
-	case "json":
+	case "json", "yaml":
 		doc := *p
 		doc.Jobs = nil // written one at a time
-		return printJSONWith(out, &doc, "jobs", p.Jobs)
-	case "yaml":
-		return printDoc(out, format, p)
+		return printDocWith(out, format, &doc, "jobs", p.Jobs)
 	}
 	fmt.Fprintf(out, "Scheduler %s in namespace %s: %d unfinished, slots %d (%s)\n", p.Scheduler, p.Namespace, p.Unfinished, p.Slots,
 		printable(bound("bound by ", p.Limit, p.Blocked, p.Slots)))

@@ -36,18 +36,44 @@ type fillPass struct {
 	limit    string // what bound the slots
 	rv       string // the resourceVersion of the pass's Jobs list
 	finished map[types.UID]bool
+	next     time.Time // a limits.rate bound the slots: when its window allows the next create (zero: none)
 }
 
 // filler runs passes for fillFor. pass runs one whole pass (refill 0 is the first); wait returns once a Job of
-// this scheduler ends after rv (see jobend.Wait).
+// this scheduler ends after rv (see jobend.Wait). poll, when set, bounds each wait: the next pass then runs
+// although no Job ended (a queue with source.cancelQuery: a cancel is noticed only by a pass).
 type filler struct {
 	fillFor time.Duration
+	poll    time.Duration
 	now     func() time.Time
 	pass    func(ctx context.Context, refill int) fillPass
 	wait    func(ctx context.Context, rv string, finished map[types.UID]bool) (string, error)
 }
 
-var errFillOver = errors.New("--fill-for has passed")
+// cancelPoll is the filler's poll while a queue has source.cancelQuery (jobsched help cancel): a cancel takes
+// effect within it and a pass, at the cost of a pass that often while the loop waits.
+const cancelPoll = 5 * time.Second
+
+var (
+	errFillOver   = errors.New("--fill-for has passed")
+	errPoll       = errors.New("the poll for cancels is due")
+	errWindowOpen = errors.New("the rate window opens")
+)
+
+// waitFor is the wait after pass p: for a Job to end when room bound it, and when a limits.rate bound it, at most
+// until its window allows the next create (without room to wait for, just that).
+func (f filler) waitFor(ctx context.Context, p fillPass) (string, error) {
+	if p.next.IsZero() {
+		return f.wait(ctx, p.rv, p.finished)
+	}
+	wctx, cancel := context.WithTimeoutCause(ctx, p.next.Sub(f.now()), errWindowOpen)
+	defer cancel()
+	if !p.room || p.rv == "" {
+		<-wctx.Done()
+		return "", context.Cause(wctx)
+	}
+	return f.wait(wctx, p.rv, p.finished)
+}
 
 // run returns the error of the last pass: the invocation did what its passes did. It never starts a pass once
 // fillFor has passed, so with each pass bounded by --timeout it ends by fillFor + --timeout (and the last pass's
@@ -59,15 +85,27 @@ func (f filler) run(ctx context.Context) error {
 		p := f.pass(ctx, refill)
 		reason := f.stop(ctx, p, end)
 		if reason == "" {
-			log.Info().Int("refill", refill).Str("limit", p.limit).Msg("waiting for a Job to finish")
-			wctx, cancel := context.WithTimeoutCause(ctx, end.Sub(f.now()), errFillOver)
-			name, err := f.wait(wctx, p.rv, p.finished)
+			ev := log.Info().Int("refill", refill).Str("limit", p.limit)
+			if !p.next.IsZero() {
+				ev = ev.Time("nextCreate", p.next)
+			}
+			ev.Msg("waiting for a Job to finish")
+			left, why := end.Sub(f.now()), errFillOver
+			if f.poll > 0 && f.poll < left {
+				left, why = f.poll, errPoll
+			}
+			wctx, cancel := context.WithTimeoutCause(ctx, left, why)
+			name, err := f.waitFor(wctx, p)
 			cancel()
 			switch {
 			case ctx.Err() != nil:
 				reason = endTerminated
 			case errors.Is(err, errFillOver):
 				reason = endTime
+			case errors.Is(err, errPoll):
+				log.Debug().Msg("no Job ended within the poll for cancels: the next pass")
+			case errors.Is(err, errWindowOpen):
+				log.Debug().Msg("the rate window opened: the next pass")
 			case errors.Is(err, jobend.ErrExpired):
 				log.Debug().Err(err).Msg("the next pass observes afresh")
 			case err != nil:
@@ -97,9 +135,9 @@ func (f filler) stop(ctx context.Context, p fillPass, end time.Time) string {
 		return endBlocked + p.blocked
 	case !p.rowsWait:
 		return endBacklogEmpty
-	case !p.room:
+	case !p.room && p.next.IsZero():
 		return endNotRoom + p.limit
-	case p.rv == "":
+	case p.rv == "" && p.next.IsZero():
 		return endCannotWait + "the pass has no resourceVersion of its Jobs to watch from"
 	case !f.now().Before(end):
 		return endTime

@@ -28,6 +28,7 @@ func TestFiller(t *testing.T) {
 		advance time.Duration // the clock moves this much during the wait
 		err     error         // what the wait returns; block: until its context ends
 		block   bool
+		poll    bool // until its context ends, which the filler's poll ends first
 	}
 	tests := []struct {
 		name       string
@@ -38,7 +39,11 @@ func TestFiller(t *testing.T) {
 		wantReason string
 		wantErr    error
 		wantRVs    []string // the resourceVersion of each wait
+		poll       time.Duration
 	}{
+		{name: "a cancel query: the poll runs the next pass although no Job ended", poll: time.Millisecond,
+			passes: []fillPass{room("1"), {room: true, rv: "2"}}, waits: []wait{{poll: true}},
+			wantPasses: 2, wantReason: endBacklogEmpty, wantRVs: []string{"1"}},
 		{name: "the backlog is empty", passes: []fillPass{{room: true, limit: "capacity: 2 fit", rv: "1"}},
 			wantPasses: 1, wantReason: endBacklogEmpty},
 		{name: "blocked by an Unschedulable pod", passes: []fillPass{{blocked: "1 pod(s) Unschedulable", rowsWait: true, rv: "1"}},
@@ -75,6 +80,7 @@ func TestFiller(t *testing.T) {
 			var rvs []string
 			f := filler{
 				fillFor: 50 * time.Second,
+				poll:    tt.poll,
 				now:     func() time.Time { return now },
 				pass: func(_ context.Context, refill int) fillPass {
 					refills = append(refills, refill)
@@ -92,6 +98,10 @@ func TestFiller(t *testing.T) {
 					now = now.Add(w.advance)
 					if tt.terminate {
 						cancel()
+					}
+					if w.poll {
+						<-wctx.Done()
+						return "", context.Cause(wctx)
 					}
 					if w.block {
 						if tt.terminate {
@@ -159,5 +169,45 @@ func TestFillerDeadline(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"reason":"`+endTime+`"`) {
 		t.Errorf("the end is not %q:\n%s", endTime, logs.String())
+	}
+}
+
+// TestFillerRateWindow: a pass bound by limits.rate is followed by the next once its window allows a create: on
+// the timer alone when nothing else bound it, or on the first of the timer and a Job's end when room bound it too.
+func TestFillerRateWindow(t *testing.T) {
+	for _, room := range []bool{false, true} {
+		t.Run(fmt.Sprintf("room %v", room), func(t *testing.T) {
+			var logs bytes.Buffer
+			log := zerolog.New(&logs)
+			passes, waits := 0, 0
+			var next time.Time
+			f := filler{fillFor: time.Minute, now: time.Now,
+				pass: func(context.Context, int) fillPass {
+					passes++
+					if passes == 2 {
+						if now := time.Now(); now.Before(next) {
+							t.Errorf("the second pass ran %s before the window opened", next.Sub(now))
+						}
+						return fillPass{room: true, rv: "2"} // the backlog is empty
+					}
+					next = time.Now().Add(50 * time.Millisecond)
+					return fillPass{room: room, rowsWait: true, limit: "limits.rate: 2 per 1m, next create at 10:00:01", rv: "1", next: next}
+				},
+				wait: func(ctx context.Context, _ string, _ map[types.UID]bool) (string, error) {
+					waits++
+					<-ctx.Done() // no Job ends
+					return "", context.Cause(ctx)
+				},
+			}
+			if err := f.run(log.WithContext(context.Background())); err != nil || passes != 2 {
+				t.Fatalf("error %v after %d passes, want none after 2:\n%s", err, passes, logs.String())
+			}
+			if want := map[bool]int{false: 0, true: 1}[room]; waits != want {
+				t.Errorf("%d waits for a Job's end, want %d", waits, want)
+			}
+			if !strings.Contains(logs.String(), `"reason":"`+endBacklogEmpty+`"`) {
+				t.Errorf("the end is not %q:\n%s", endBacklogEmpty, logs.String())
+			}
+		})
 	}
 }

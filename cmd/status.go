@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,7 +82,7 @@ func (o *statusOptions) run(ctx context.Context, out io.Writer, once func(contex
 			if n > 0 && o.output == "yaml" {
 				fmt.Fprintln(out, "---")
 			}
-			err = printDoc(out, o.output, st)
+			err = printReport(out, o.output, st)
 		default:
 			if n > 0 {
 				if isTerminal(out) {
@@ -108,6 +109,16 @@ func (o *statusOptions) run(ctx context.Context, out io.Writer, once func(contex
 	}
 }
 
+// printReport prints a report as printDoc does, a status's Jobs one at a time (thousands of Jobs are megabytes).
+func printReport(out io.Writer, format string, st any) error {
+	if s, ok := st.(*report.Status); ok {
+		doc := *s
+		doc.Jobs = nil
+		return printDocWith(out, format, &doc, "jobs", s.Jobs)
+	}
+	return printDoc(out, format, st)
+}
+
 // printDoc prints v as an indented JSON or a YAML document.
 func printDoc(out io.Writer, format string, v any) error {
 	if format == "json" {
@@ -121,6 +132,75 @@ func printDoc(out io.Writer, format string, v any) error {
 	}
 	_, err = out.Write(data)
 	return err
+}
+
+// printDocWith prints doc as printDoc prints it, byte for byte, with items as the array of doc's top-level field key
+// (nil in doc), written one item at a time: printJSONWith or printYAMLWith.
+func printDocWith[T any](out io.Writer, format string, doc any, key string, items []T) error {
+	if format == "json" {
+		return printJSONWith(out, doc, key, items)
+	}
+	return printYAMLWith(out, doc, key, items)
+}
+
+// printYAMLWith is printJSONWith for YAML: each item is marshalled on its own and written as an element of the block
+// sequence under key, where printDoc holds the whole document three times (JSON, a tree of maps, YAML).
+func printYAMLWith[T any](out io.Writer, doc any, key string, items []T) error {
+	head, err := yaml.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	field := "\n" + key + ":"
+	before, after, ok := bytes.Cut(append([]byte("\n"), head...), []byte(field+" null\n"))
+	if !ok {
+		return fmt.Errorf("printing the document: it has no top-level %q", key)
+	}
+	w := bufio.NewWriter(out)
+	w.Write(bytes.TrimPrefix(before, []byte("\n")))
+	if len(before) > 0 {
+		w.WriteString("\n")
+	}
+	w.WriteString(key + ":")
+	switch {
+	case items == nil:
+		w.WriteString(" null\n")
+	case len(items) == 0:
+		w.WriteString(" []\n")
+	default:
+		w.WriteString("\n")
+		for i := range items {
+			item, err := yaml.Marshal(items[i])
+			if err != nil {
+				return err
+			}
+			w.WriteString("- ")
+			writeIndented(w, bytes.TrimSuffix(item, []byte("\n")))
+			w.WriteString("\n")
+		}
+	}
+	w.Write(after)
+	return w.Flush()
+}
+
+// yamlBreaks are YAML's line breaks (\r, \n, NEL, LS, PS): the YAML emitter indents the line after each, unless it
+// is empty.
+var yamlBreaks = regexp.MustCompile("[\r\n\u0085\u2028\u2029]")
+
+// writeIndented writes doc, a YAML document, indented by two spaces after its first line: an element of a block
+// sequence, as the emitter writes it.
+func writeIndented(w *bufio.Writer, doc []byte) {
+	for {
+		at := yamlBreaks.FindIndex(doc)
+		if at == nil {
+			w.Write(doc)
+			return
+		}
+		w.Write(doc[:at[1]])
+		doc = doc[at[1]:]
+		if next := yamlBreaks.FindIndex(doc); len(doc) > 0 && (next == nil || next[0] > 0) {
+			w.WriteString("  ")
+		}
+	}
 }
 
 // printJSONWith prints doc as printDoc prints it as JSON, byte for byte, with items as the array of doc's top-level
@@ -216,13 +296,25 @@ func printStatus(out io.Writer, st *report.Status) error {
 			return err
 		}
 	}
-	var problems, queued []scheduler.JobStatus
+	var problems, queued, cancelled []scheduler.JobStatus
 	for _, j := range st.Jobs {
-		switch j.State {
-		case scheduler.StateUnschedulable:
+		switch {
+		case j.Delete == scheduler.DeleteCancelled:
+			cancelled = append(cancelled, j)
+		case j.State == scheduler.StateUnschedulable:
 			problems = append(problems, j)
-		case scheduler.StateQueued:
+		case j.State == scheduler.StateQueued:
 			queued = append(queued, j)
+		}
+	}
+	if len(cancelled) > 0 {
+		fmt.Fprintln(out, "\nCancelled (source.cancelQuery returns their key; the next tick deletes them):")
+		fmt.Fprintln(w, "  JOB\tTASK\tATTEMPT\tSTATE")
+		for _, j := range cancelled {
+			fmt.Fprintf(w, "  %s\t%q\t%d\t%s\n", printable(j.Name), j.Key, j.Attempt, j.State)
+		}
+		if err := w.Flush(); err != nil {
+			return err
 		}
 	}
 	if len(queued) > 0 {

@@ -192,3 +192,19 @@ func queuesScheduler(t *testing.T) (*scheduler.Scheduler, *testkit.DoctorSource)
 	s.Source, s.Renderer = s.Queues[0].Source, s.Queues[0].Renderer
 	return s, doctor
 }
+
+// TestStatusCancelled: the table lists the Jobs the next tick cancels (source.cancelQuery) in a section of their own.
+func TestStatusCancelled(t *testing.T) {
+	st := goldenStatus(t, nil)
+	st.Jobs = append(st.Jobs, scheduler.JobStatus{Name: "reports-c", Key: "c", Attempt: 2, State: scheduler.StateRunning,
+		Delete: scheduler.DeleteCancelled})
+	var out bytes.Buffer
+	if err := printStatus(&out, st); err != nil {
+		t.Fatal(err)
+	}
+	want := "\nCancelled (source.cancelQuery returns their key; the next tick deletes them):\n  JOB        TASK  ATTEMPT  STATE\n" +
+		"  reports-c  \"c\"   2        running\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("status:\n%s\nwant it to hold:\n%s", out.String(), want)
+	}
+}

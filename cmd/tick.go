@@ -22,6 +22,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/metrics"
 	"github.com/jobsched/jobsched/pkg/pushurl"
+	"github.com/jobsched/jobsched/pkg/rate"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -77,7 +78,7 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 	cfg := s.Config
 	jobs := s.Kube.BatchV1().Jobs(cfg.Namespace)
 	sel := labels.SelectorFromSet(labels.Set{jobmeta.LabelScheduler: cfg.Name}).String()
-	f := filler{fillFor: fillFor, now: time.Now,
+	f := filler{fillFor: fillFor, poll: fillPoll(cfg), now: time.Now,
 		pass: func(ctx context.Context, refill int) fillPass {
 			if refill > 0 {
 				gcForListing() // the creates of the pass before collect at their own pace
@@ -104,10 +105,23 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 	return f.run(ctx)
 }
 
+// fillPoll is the filler's poll: cancelPoll when a queue has a cancel query, else none (only a Job's end wakes it).
+func fillPoll(cfg *config.Config) time.Duration {
+	for _, q := range cfg.AllQueues() {
+		if q.Source.CancelQuery != "" {
+			return cancelPoll
+		}
+	}
+	return 0
+}
+
 // fillPassOf is what the fill loop needs of a pass's result.
 func fillPassOf(res scheduler.Result, err error) fillPass {
 	p := fillPass{err: err, rv: res.JobsResourceVersion, limit: res.Limit(), room: res.RoomBound(),
 		rowsWait: res.RowsWait, finished: map[types.UID]bool{}}
+	if res.Plan != nil && res.Plan.NextCreate != nil {
+		p.next = *res.Plan.NextCreate
+	}
 	if res.HardBlocked() || (res.Plan == nil && res.Blocked() != "") {
 		p.blocked = res.Blocked()
 	}
@@ -216,8 +230,12 @@ func (g *globalOptions) guard(s *scheduler.Scheduler) error {
 			return &config.Error{Err: err}
 		}
 	}
+	annotation := ""
+	if cfg.HasRate() {
+		annotation = rate.Annotation // the rate windows' record rides on the Lease
+	}
 	s.Guard = &lease.Guard{Client: leases.CoordinationV1(), Namespace: cfg.Namespace, Scheduler: cfg.Name,
-		Holder: lease.HolderFromEnv(), Duration: g.leaseDuration,
+		Holder: lease.HolderFromEnv(), Duration: g.leaseDuration, Annotation: annotation,
 		Confirm: func(ctx context.Context) error { // a read the Role grants: its Jobs
 			_, err := s.Kube.BatchV1().Jobs(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: jobmeta.LabelScheduler + "=" + cfg.Name, Limit: 1})
 			return err

@@ -63,18 +63,58 @@ function of its key, so a second create is AlreadyExists and counted as already 
 Cost. Three calls on the Lease, one streaming list of the scheduler's Jobs (a watch with sendInitialEvents;
 page by page, 500 a page, where the API server refuses that), one list of its Pending pods; with capacity:
 nodes the lists of jobsched help capacity; one read of the keys of succeeded, dead and due tasks when there
-are any; then one call per create or delete, 16 in flight. A pass keeps a small summary of each Job as it
-arrives, never a page of them. There is no client-side rate limit unless --kube-qps is set: the API server's
-Priority and Fairness answers 429 with Retry-After, which the client honours (up to 10 retries a call). What a
-pass could not create before its --timeout waits for the next pass.
+are any; with a source.cancelQuery one read of it about the keys of the unfinished Jobs, when there are any
+(jobsched help cancel); then one call per create or delete, 16 in flight. A pass keeps a small summary of each
+Job as it arrives, never a page of them. There is no client-side rate limit unless --kube-qps is set: the API
+server's Priority and Fairness answers 429 with Retry-After, which the client honours (up to 10 retries a
+call). What a pass could not create before its --timeout waits for the next pass.
 
 Its log line. Every pass ends with one line, "pass done": selected, created, alreadyPresent, skipped, blocked,
-deleted, failed, duration (ms), retried, dead; refill in a --fill-for run; dryRun and wouldCreate in a dry
-run; notCreated when it ran out of time or lost its Lease before all its creates (those rows wait for the next
-pass); with queues: readAhead (rows read for a queue the share gave no slot: read again next pass). Each
-selected row is in one of created, alreadyPresent, skipped, failed, notCreated, readAhead. A tick adds lease
-(held, held by HOLDER, lost, forbidden or error) and leaseWait (ms). Logs carry the fields namespace, job and
-task.`,
+deleted, failed, duration (ms), retried, dead, cancelled (jobsched help cancel); refill in a --fill-for run;
+dryRun and wouldCreate in a dry run; notCreated when it ran out of time or lost its Lease before all its
+creates (those rows wait for the next pass); with queues: readAhead (rows read for a queue the share gave no
+slot: read again next pass). Each selected row is in one of created, alreadyPresent, skipped, failed,
+notCreated, readAhead. A tick adds lease (held, held by HOLDER, lost, forbidden or error) and leaseWait (ms).
+Logs carry the fields namespace, job and task.`,
+	},
+	{
+		"cancel",
+		"Cancel a task from its row: source.cancelQuery, what a pass deletes, what the worker pod sees",
+		`source.cancelQuery (a queue's source, or the top-level one without queues:) is a read-only SELECT returning
+the keys of the tasks to cancel, in a column named as source.key and of its type (e.g. SELECT id FROM tasks
+WHERE status = 'cancelled'). jobsched never reads it whole and never writes a row: it is wrapped as
+    SELECT jobsched_q.<key> FROM (<cancelQuery>) AS jobsched_q WHERE jobsched_q.<key> = ANY($1)
+and asked only about given keys, with bound parameters, in a READ ONLY transaction under source.timeout:
+  - after a pass's first deletes, about the keys of the queue's unfinished Jobs: one read, none when the queue
+    has no unfinished Job. Each Job whose key it returns is deleted before anything is created (propagation
+    Background and a UID precondition, as the retention deletes); its slot is free in the same pass
+    (maxActive, its group's) and its key is left out of the read;
+  - in the read's own transaction, about the rows the read is about to admit: one statement per read, bounded
+    by the rows read. A row it returns gets no Job: it is skipped ("cancelled: ...") and read past, like a bad
+    row. Leave cancelled rows out of source.query and they are never read, however many there are. This also
+    holds a failed task: once its backoff passes, its row is skipped while its key is returned.
+
+A task gets no new attempt while its key is returned. Stop returning it (with its row still selected by
+source.query) and it runs again: the cancel deleted its Job, so no attempt record is left, and it starts at
+attempt 1. jobsched retry resets dead tasks only: a cancelled task has no Job left, so retry KEY says "not a
+dead task" (exit 2) and deletes nothing; a dead task is never asked about. Nor is a succeeded one.
+
+The worker pod. Deleting the Job makes the garbage collector delete its pods: each container gets SIGTERM,
+then SIGKILL after the template's terminationGracePeriodSeconds (default 30s). A worker that must stop cleanly
+traps SIGTERM. Its row is the user's: jobsched leaves it as it is.
+
+What shows it. pass done counts cancelled (counted in deleted too); each cancelled Job gets a Normal Event
+Cancelled; dry-run lists the cancel deletes with the others ("cancelled: source.cancelQuery returns its key");
+status lists the Jobs the next pass cancels, and status KEY says "cancelled". The query doctor (the Query line
+of status and dry-run) checks the cancel read too ("cancelQuery: ..."): without an index on the key, it reads
+the whole table in every pass that has an unfinished Job.
+
+tick --fill-for waits for a Job to end, and while a queue has a cancelQuery at most 5s: then it runs the next
+pass anyway, so a cancel takes effect within about 5s plus a pass.
+
+Failures. A cancel read that fails blocks its queue for the pass (it cannot tell which rows are cancelled);
+the deletes before it still happen. A wrong cancelQuery (syntax, no column named source.key, a key of another
+type) is exit 2, naming source.cancelQuery.`,
 	},
 	{
 		"lease",
@@ -119,7 +159,8 @@ Cost. Three API calls per tick: GET and PUT (take), PUT (release); the first tic
 nodes (the default) counts the free room on the nodes the template may use and the ResourceQuota headroom;
 quota the headroom alone; off nothing, only the limits, with blockOnUnschedulable as the brake (a cluster with
 an autoscaler, where Unschedulable pods are the signal to grow); kueue the Jobs Kueue holds, against
-limits.maxQueued, and Kueue's quotas decide the rest.
+limits.maxQueued, and Kueue's quotas decide the rest; autoscale what nodes counts plus what the cluster's
+autoscaler can still add (below).
 
 What nodes counts.
   - The template as the pod the API server admits from it: LimitRange defaults and a RuntimeClass's overhead,
@@ -150,7 +191,44 @@ What it costs. Per pass (and per refill of tick --fill-for): one LIST each of no
 ResourceQuotas, then the non-terminal pods page by page, or one LIST per node for a template whose pool is at
 most 100 nodes. A template that may use every node of a cluster of thousands pays a full pod listing each
 time, which may not fit the shipped --timeout 20s: give the template a pool of nodes, use capacity: quota, or
-raise --timeout and lower --fill-for.`,
+raise --timeout and lower --fill-for.
+
+capacity: autoscale (a cluster that Karpenter or the cluster-autoscaler grows). Room = what nodes counts on
+the nodes that exist + what the autoscaler can still add for the template - the pods already waiting for new
+nodes; at most limits.maxPending of this install's pods wait for new nodes at once (default limits.maxPerTick:
+one pass's creates, which Karpenter provisions as one batch; 0 lets none wait).
+  - Karpenter (karpenter.sh/v1): the NodePools the template's pod can use: it tolerates the NoSchedule and
+    NoExecute taints of spec.template.spec.taints (startupTaints do not count) and its nodeSelector and
+    required node affinity can match the nodes the pool makes (its template labels, a value its requirements
+    allow, any value of a well-known label such as topology.kubernetes.io/zone or karpenter.* labels, no other
+    label); a pool whose Ready condition is False (its nodeClassRef not ready) adds nothing. Each adds
+    spec.limits - status.resources, divided per resource the limits name by what the pod requests (pods: 1
+    each), the least of them; a nodes limit reached adds nothing; no limits: without bound. NodeClaims
+    launched but not yet registered add their allocatable back (their node is not counted yet). The node
+    shapes are the cloud's instance types, which jobsched cannot see: the limit is the bound, and a pod the
+    pool's real nodes cannot take goes Unschedulable and blocks (below).
+  - cluster-autoscaler: ConfigMap kube-system/cluster-autoscaler-status (the YAML status of releases 1.30 and
+    later; the older text status is refused): each node group adds maxSize - ready new nodes (at most 1000),
+    each the shape of a node of the group: allocatable, labels, taints. A node is of a group when one of its
+    labels has the group's name as value (cloud.google.com/gke-nodepool, eks.amazonaws.com/nodegroup, ...) or
+    its spec.providerID has it as a path segment (Azure scale sets). A group with no such node is unknown and
+    adds nothing.
+  - Pods waiting: ours that fit on no node count against maxPending and take their room in the pools first,
+    as do others' unbound pods that fit on no node. ResourceQuotas still cap the room.
+  - Unschedulable pods are a signal, not a stop: for each of ours, the latest of its Events that speaks of the
+    autoscaler decides. Karpenter's Nominated ("Pod should schedule on: nodeclaim/...") or the
+    cluster-autoscaler's TriggeredScaleUp: the pod waits for its node and does not block. Karpenter's
+    FailedScheduling "all available instance types exceed limits for nodepool" or "no instance type has
+    enough resources", or NotTriggerScaleUp: it blocks as with nodes (limits.blockOnUnschedulable), the Event
+    in the reason (pass done's blocked, status). No such Event yet: it blocks until the autoscaler speaks.
+  - Neither autoscaler found (none installed, or no grant): the mode counts as nodes and says why in the
+    pass's log and in status; without list on Events every Unschedulable pod blocks, said likewise.
+  - Needs: manifests/capacity (as nodes) and manifests/autoscale (chart: autoscale: true): get and list on
+    NodePools and NodeClaims, get on the ConfigMap cluster-autoscaler-status, list on Events in the namespace.
+  - Costs beyond nodes: one LIST each of NodePools and NodeClaims (or one GET of the ConfigMap) per
+    observation, and one LIST of Events per Unschedulable pod of ours (field selector on its name).
+  - status shows, per NodePool or node group, its limit, what it holds, the NodeClaims launching and what it
+    can still add for each queue's template (capacity.autoscale in -o json; dry-run -o json the same).`,
 	},
 	{
 		"queues",
@@ -193,6 +271,42 @@ names with perGroup.
 
 In status. The install's totals, then each queue, with perGroup its first 10 groups at their cap. status KEY
 shows the task's queue: its newest Job's, else the first whose query returns the key.`,
+	},
+	{
+		"rate",
+		"limits.rate: at most N creates in any window, kept on the Lease; what status, fill and the metrics say",
+		`limits.rate: {creates: N, per: DURATION} allows at most N creates in ANY window of length per (a sliding
+window over the times of the creates: a token bucket of N would let nearly 2N through in one window).
+Top-level limits.rate bounds the whole install, a queue's limits.rate that queue (it does not inherit the
+install's), and limits.perGroup.rate each group of the queue (its rows are then held back in the read like a
+group at its maxActive). creates is 1 to 1000000, per 1s to 24h; exit 2 otherwise, naming the key.
+
+How it binds. Each pass may create N less the creates in the window that ends now; that is a bound on its
+slots like maxPerTick: pass done and status say "limits.rate: 30 per 1m, next create at 12:00:41" (UTC), the
+plan's nextCreate says when, and jobsched_slots_limit_info shows it. Times are counted rounded up to per/1000,
+so the limit is at most N in any window of per plus that (stricter, never looser).
+
+Where the window is kept. Nothing outside the cluster: the scheduler's Lease (jobsched help lease) carries the
+record as the annotation jobsched.io/rate-windows, written only by the pass that holds it. Before its first
+create a pass writes the record with its creates counted 10 s ahead (its creates must start within those 10 s;
+the rest wait for the next pass); its release then writes them at the time they returned. A pass killed in
+between leaves them 10 s ahead: the next one counts them longer, never shorter. The window is also the larger
+of that record and the creation times of the install's Jobs that still exist. The clocks of the passes and of
+the API server are taken to be in step (NTP).
+
+Lost record. A record that cannot be read, or none on a Lease while the install has Jobs (the Lease was
+deleted, or limits.rate was just added), counts as N creates at the moment a pass saw it: no create until per
+after that. The record holds at most 128 KiB: the install's and the queues' windows at their largest must fit
+in half (exit 2 otherwise); groups' windows that do not fit the rest are left out with a warning, and those
+groups are bounded by their queue's limits only until their window would have ended. Without the Lease's RBAC
+there is no record: the windows are the creation times of the Jobs that still exist, and the pass warns.
+
+Waiting. tick --fill-for waits for the window to open as well as for a Job to end, whichever allows a create
+first, then runs the next pass. status says when the next create is allowed and why (the limit line of the
+install and of each queue). The metrics jobsched_rate_limited_rows and jobsched_queue_rate_limited_rows are
+the backlog a rate held back (the rows waiting after a pass whose slots a limits.rate bound; 0 otherwise).
+
+Cost. One more PUT of the Lease per pass that creates (the reservation); status and dry-run read it (one GET).`,
 	},
 }
 

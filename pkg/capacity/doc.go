@@ -15,7 +15,9 @@
 // API server adds to the template at admission (LimitRange defaults, RuntimeClass); demand.go is one pod's and one
 // Job's demand; quotascope.go is which ResourceQuotas apply to a pod (their scopes); resources.go is ResourceList
 // arithmetic; fit.go is Fit and which nodes a pod may use; placer.go is the Placer (nodes and quota); tick.go is the
-// room kept for the next tick; report.go is the Report.
+// room kept for the next tick; report.go is the Report; grow.go is the room an autoscaler can still add (mode
+// autoscale), on what the sub-package autoscale reads (Karpenter's NodePools and NodeClaims, the
+// cluster-autoscaler's status, the Events of our Unschedulable pods) and matches (a pod against a NodePool).
 //
 // # Capacity modes
 //
@@ -35,7 +37,15 @@
 //
 // What it says of each template goes in its Report (status and dry-run show it as it is); a section of status for
 // the install as a whole is a field of Section, of report.Status and a line of the status table. Which
-// Unschedulable pods block a pass (limits.blockOnUnschedulable) is the scheduler's rule, not a mode's.
+// Unschedulable pods block a pass (limits.blockOnUnschedulable) is the scheduler's rule; a mode only says which of
+// them the autoscaler provides a node for (Waits: autoscale), and those do not block.
+//
+// # What autoscale adds (limits.capacity: autoscale)
+//
+// Room = nodes' fit + what the autoscaler can still add for the template − the pods already waiting for new
+// nodes, at most limits.maxPending of ours waiting (grow.go; the rules users read: `jobsched help capacity`). A
+// Job that fits on no node (or not with the next tick's room kept) is placed on a NodePool's remaining limits or a
+// node group's new nodes, and still charged to the quotas.
 //
 // # What the fit counts (limits.capacity: nodes)
 //

@@ -38,6 +38,12 @@ type growPool struct {
 	// nil when it has no limit. nodes are a node group's new nodes, each's free room.
 	free  corev1.ResourceList
 	nodes []corev1.ResourceList
+	// perNode says the pool's room is nodes (a node group's, or a NodePool's whose node shape is known).
+	perNode bool
+	// probe is, for a NodePool whose node shape is not known yet (no NodeClaim shows one), how many more pods it
+	// takes this pass: one Job's, so that Karpenter makes a node whose shape the next pass counts on.
+	probe int
+	words string // what the nodes are, for the report
 	full  string // why it adds nothing whatever the pod ("" when it may add)
 }
 
@@ -49,8 +55,12 @@ func newGrowth(snap *Snapshot, p *Placer) *growth {
 		return nil
 	}
 	g := &growth{source: st.Source, maxPending: snap.MaxPending}
+	probe := 1
+	for _, cl := range p.claims {
+		probe = max(probe, cl.perJob)
+	}
 	for i := range st.Pools {
-		g.pools = append(g.pools, newGrowPool(&st.Pools[i], snap.Nodes))
+		g.pools = append(g.pools, newGrowPool(&st.Pools[i], snap.Nodes, probe))
 	}
 	for _, cl := range p.claims {
 		var why []string
@@ -73,10 +83,11 @@ func newGrowth(snap *Snapshot, p *Placer) *growth {
 	return g
 }
 
-func newGrowPool(pool *autoscale.Pool, nodes []Node) *growPool {
+func newGrowPool(pool *autoscale.Pool, nodes []Node, probe int) *growPool {
 	gp := &growPool{pool: pool, fit: PoolFit{Kind: pool.Kind, Name: pool.Name, Limit: pool.Limits, Used: pool.Used,
 		Launching: len(pool.Launching)}, full: pool.Unavailable}
 	if g := pool.Group; g != nil {
+		gp.perNode = true
 		gp.fit.Limit = corev1.ResourceList{"nodes": *resource.NewQuantity(int64(g.MaxSize), resource.DecimalSI)}
 		gp.fit.Used = corev1.ResourceList{"nodes": *resource.NewQuantity(int64(g.Ready), resource.DecimalSI)}
 		gp.shape = groupNode(pool.Name, nodes)
@@ -90,28 +101,63 @@ func newGrowPool(pool *autoscale.Pool, nodes []Node) *growPool {
 			for range n {
 				gp.nodes = append(gp.nodes, gp.shape.Allocatable)
 			}
+			gp.words = fmt.Sprintf("maxSize %d: %d new node(s) of %s", g.MaxSize, n, quantities(gp.shape.Allocatable))
 		}
 		return gp
 	}
 	if len(pool.Limits) == 0 {
 		return gp
 	}
-	gp.free = corev1.ResourceList{}
+	left := corev1.ResourceList{}
 	for r, limit := range pool.Limits {
-		left := limit.DeepCopy()
-		left.Sub(pool.Used[r])
-		if r == "nodes" { // a count of nodes: it bounds no pod, as the nodes' shapes are the cloud's (unknown here)
-			if left.Sign() <= 0 && gp.full == "" {
-				gp.full = fmt.Sprintf("at its limit of %s node(s)", limit.String())
-			}
+		l := limit.DeepCopy()
+		l.Sub(pool.Used[r])
+		left[r] = l
+	}
+	if l, ok := left["nodes"]; ok && l.Sign() <= 0 && gp.full == "" {
+		gp.full = fmt.Sprintf("at its limit of %s node(s)", pool.Limits.Name("nodes", resource.DecimalSI).String())
+	}
+	if sh := pool.Shape; sh != nil {
+		return gp.shaped(sh, left)
+	}
+	gp.free, gp.probe = corev1.ResourceList{}, probe
+	for r, l := range left {
+		if r == "nodes" { // a count of nodes: it bounds no pod without a node shape
 			continue
 		}
 		for _, alloc := range pool.Launching {
 			if q, ok := alloc[r]; ok {
-				left.Add(q)
+				l.Add(q)
 			}
 		}
-		gp.free[r] = left
+		gp.free[r] = l
+	}
+	return gp
+}
+
+// shaped makes a NodePool whose node shape sh is known per node: its launching NodeClaims, then as many new nodes
+// of sh as what is left of its limits (left) holds, each counted at sh's capacity as Karpenter counts it.
+func (gp *growPool) shaped(sh *autoscale.Shape, left corev1.ResourceList) *growPool {
+	gp.perNode = true
+	n := int64(maxGroupNodes)
+	for _, r := range slices.Sorted(maps.Keys(left)) {
+		per := sh.Capacity[r]
+		if r == "nodes" {
+			per = *resource.NewQuantity(1, resource.DecimalSI)
+		}
+		if q, ok := quotient(left[r], per, r); ok {
+			n = min(n, q)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(gp.pool.Launching)) {
+		gp.nodes = append(gp.nodes, gp.pool.Launching[name])
+	}
+	for range n {
+		gp.nodes = append(gp.nodes, sh.Allocatable)
+	}
+	gp.words = fmt.Sprintf("%d launching, %d new node(s) within its limits of %s (as NodeClaim %s)", len(gp.pool.Launching), n, quantities(sh.Allocatable), sh.From)
+	if len(gp.nodes) == 0 && gp.full == "" {
+		gp.full = fmt.Sprintf("at its limits: no more node of capacity %s fits (as NodeClaim %s)", quantities(sh.Capacity), sh.From)
 	}
 	return gp
 }
@@ -149,13 +195,13 @@ func (gp *growPool) pods(demand corev1.ResourceList) (int, string) {
 	switch {
 	case gp.full != "":
 		return 0, gp.full
-	case gp.pool.Group != nil:
+	case gp.perNode:
 		n := 0
 		for _, node := range gp.nodes {
 			k, _ := fits(demand, names, node)
 			n += k
 		}
-		return n, fmt.Sprintf("maxSize %d: %d new node(s) of %s", gp.pool.Group.MaxSize, len(gp.nodes), quantities(gp.shape.Allocatable))
+		return n, gp.words
 	case gp.free == nil:
 		return unlimited, "no limits"
 	}
@@ -173,12 +219,15 @@ func (gp *growPool) pods(demand corev1.ResourceList) (int, string) {
 		return unlimited, "its limits name no resource the pod requests"
 	}
 	left := gp.free[corev1.ResourceName(bound)]
+	if int64(gp.probe) < k {
+		return gp.probe, fmt.Sprintf("its node shape is not known yet (no NodeClaim shows one): %d pod(s) to learn it, of %s left", gp.probe, left.String())
+	}
 	return int(k), fmt.Sprintf("limits.%s: %s left", bound, left.String())
 }
 
 // take takes one pod of demand from the pool (which has room for it).
 func (gp *growPool) take(demand corev1.ResourceList) {
-	if gp.pool.Group != nil {
+	if gp.perNode {
 		names := slices.Sorted(maps.Keys(demand))
 		for i, node := range gp.nodes {
 			if k, _ := fits(demand, names, node); k > 0 {
@@ -188,6 +237,7 @@ func (gp *growPool) take(demand corev1.ResourceList) {
 		}
 		return
 	}
+	gp.probe--
 	for r, q := range gp.free {
 		per := demand[r]
 		if r == corev1.ResourcePods {
@@ -262,7 +312,7 @@ func (g *growth) report(c int, cl *claim, r *Report) (int, string) {
 			switch {
 			case f.Excluded != "":
 			case f.Pods != 0:
-				by = append(by, fmt.Sprintf("%d on %s %s", f.Pods, f.Kind, f.Name))
+				by = append(by, fmt.Sprintf("%d on %s %s: %s", f.Pods, f.Kind, f.Name, f.Bound))
 			default:
 				by = append(by, fmt.Sprintf("%s %s %s", f.Kind, f.Name, f.Bound))
 			}

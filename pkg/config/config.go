@@ -77,6 +77,9 @@ type Source struct {
 	Query   string          `json:"query"`
 	Key     string          `json:"key"`
 	Timeout metav1.Duration `json:"timeout,omitempty"`
+	// CancelQuery, when set, returns the keys of tasks to cancel (a column named Key): a pass asks it only about the
+	// keys it is about to run or holds an unfinished Job for (see `jobsched help cancel`).
+	CancelQuery string `json:"cancelQuery,omitempty"`
 }
 
 // Job says how a row becomes a Job.
@@ -104,6 +107,8 @@ type Limits struct {
 	MaxQueued *int `json:"maxQueued,omitempty"`
 	// MaxPending bounds the pods that wait for new nodes at once (limits.capacity: autoscale); default maxPerTick.
 	MaxPending *int `json:"maxPending,omitempty"`
+	// Rate bounds the creates of the whole install in any window (rate.go).
+	Rate *Rate `json:"rate,omitempty"`
 }
 
 // Kueue says which Kueue LocalQueue the Jobs go to, and at which WorkloadPriorityClass.
@@ -346,6 +351,9 @@ func (c *Config) Validate() []error {
 		if c.Source.Key != "" {
 			bad("source.key", "with queues: each queue has its own key: move it into a queue (queues[].source.key)")
 		}
+		if c.Source.CancelQuery != "" {
+			bad("source.cancelQuery", "with queues: each queue has its own cancel query: move it into a queue (queues[].source.cancelQuery)")
+		}
 		validTimeout(bad, c.Source.Timeout.Duration)
 		if c.Job != (Job{}) {
 			bad("job", "with queues: each queue has its own job: move it into a queue (queues[].job)")
@@ -362,6 +370,7 @@ func (c *Config) Validate() []error {
 		bad("limits.maxPending", "is read only with limits.capacity: autoscale (it is %s)", c.Limits.Capacity)
 	}
 	count(bad, "limits.maxPending", c.Limits.MaxPending, 0)
+	errs = append(errs, c.validateRates()...)
 	errs = append(errs, validateGC(at{}, c.GC.SucceededRetention, c.GC.FailedRetention)...)
 	errs = append(errs, validateRetry(at{}, c.Retry.MaxAttempts, c.Retry.Backoff, c.Retry.MaxBackoff, c.Retry.DeadRetention.Duration)...)
 	if err := pushurl.Validate(c.Metrics.Pushgateway); err != nil {
@@ -382,6 +391,9 @@ func validateSource(path at, src Source) []error {
 	}
 	if src.Key == "" {
 		bad("source.key", "required")
+	}
+	if src.CancelQuery != "" && strings.TrimSpace(strings.TrimRight(strings.TrimSpace(src.CancelQuery), ";")) == "" {
+		bad("source.cancelQuery", "is empty: leave it out, or give the SELECT that returns the keys to cancel")
 	}
 	validTimeout(bad, src.Timeout.Duration)
 	return errs

@@ -63,12 +63,16 @@ type QueueLimits struct {
 	MaxPerTick *int `json:"maxPerTick,omitempty"`
 	// PerGroup caps the unfinished Jobs per value of a column (a tenant).
 	PerGroup *PerGroup `json:"perGroup,omitempty"`
+	// Rate bounds the queue's creates in any window (rate.go).
+	Rate *Rate `json:"rate,omitempty"`
 }
 
 // PerGroup is limits.perGroup: at most MaxActive unfinished Jobs per value of Column.
 type PerGroup struct {
 	Column    string `json:"column"`
 	MaxActive int    `json:"maxActive"`
+	// Rate bounds each group's creates in any window (rate.go).
+	Rate *Rate `json:"rate,omitempty"`
 }
 
 // explicitQueues says the file has queues: (not the one implicit queue).
@@ -116,7 +120,8 @@ func (c *Config) QueueConfig(i int) *Config {
 	}
 	q := c.Queues[i]
 	v := *c
-	v.Source = Source{DSNEnv: c.Source.DSNEnv, DSNFile: c.Source.DSNFile, Query: q.Source.Query, Key: q.Source.Key, Timeout: q.Source.Timeout}
+	v.Source = Source{DSNEnv: c.Source.DSNEnv, DSNFile: c.Source.DSNFile, Query: q.Source.Query, Key: q.Source.Key, Timeout: q.Source.Timeout,
+		CancelQuery: q.Source.CancelQuery}
 	v.Job, v.Template, v.Env, v.Kueue = q.Job, q.Template, *q.Env, q.Kueue
 	v.Retry = Retry{MaxAttempts: q.Retry.MaxAttempts, Backoff: q.Retry.Backoff, MaxBackoff: q.Retry.MaxBackoff, DeadRetention: *q.Retry.DeadRetention}
 	v.GC = GC{SucceededRetention: *q.GC.SucceededRetention}
@@ -139,7 +144,7 @@ func (c *Config) implicitQueue() Queue {
 	env := c.Env
 	dead := c.Retry.DeadRetention
 	succeeded := c.GC.SucceededRetention
-	return Queue{Name: c.Name, Weight: ptr.To(DefaultWeight), Source: Source{Query: c.Source.Query, Key: c.Source.Key, Timeout: c.Source.Timeout},
+	return Queue{Name: c.Name, Weight: ptr.To(DefaultWeight), Source: Source{Query: c.Source.Query, Key: c.Source.Key, Timeout: c.Source.Timeout, CancelQuery: c.Source.CancelQuery},
 		Job: c.Job, Env: &env, Kueue: c.Kueue,
 		Retry:    &QueueRetry{MaxAttempts: c.Retry.MaxAttempts, Backoff: c.Retry.Backoff, MaxBackoff: c.Retry.MaxBackoff, DeadRetention: &dead},
 		GC:       &QueueGC{SucceededRetention: &succeeded},

@@ -132,6 +132,10 @@ func TestQueuesErrors(t *testing.T) {
 			[]string{`queues[0].name: "A_1" is not a DNS-1123 label`, `queues[2] (b).name: "b" is also the name of queues[1]`,
 				"queues[3].name: required"}},
 		{"weight", base + q("a", "  weight: 0\n"), []string{"queues[0] (a).weight: must be at least 1, not 0"}},
+		{"a cancel query at the top, an empty one in a queue", "name: batch\nsource: {cancelQuery: c}\nqueues:\n" +
+			"- name: a\n  source: {query: q, key: id, cancelQuery: \" ; \"}\n  job: {template: job.yaml}\n",
+			[]string{"source.cancelQuery: with queues: each queue has its own cancel query: move it into a queue (queues[].source.cancelQuery)",
+				"queues[0] (a).source.cancelQuery: is empty: leave it out, or give the SELECT that returns the keys to cancel"}},
 		{"prefixes collide", base + q("a", "") + "- name: b\n  source: {query: q, key: id}\n  job: {template: job.yaml, namePrefix: batch-a}\n",
 			[]string{`queues[1] (b).job.namePrefix: "batch-a" is also the name prefix of queues[0] (a)`}},
 		{"a prefix begins with another and a dash (issue 29.9)", base + "- name: one\n  source: {query: q, key: id}\n  job: {template: job.yaml, namePrefix: r}\n" +

@@ -276,6 +276,7 @@ type config struct {
 	order       string // the query's ORDER BY; default n (the rows' order)
 	query       string // replaces the whole query
 	timeout     string // source.timeout; default 10s
+	cancel      string // source.cancelQuery; default none
 }
 
 // writeConfig writes NAME.yaml and its template NAME-job.yaml (NAME: c.name) in the scenario's directory and
@@ -308,6 +309,9 @@ job:
 env:
   prefix: TASK_
 %s`, c.name, e.ns, c.query, c.timeout, c.name, c.extra)
+	if c.cancel != "" {
+		cfg = strings.Replace(cfg, "\nsource:\n", "\nsource:\n  cancelQuery: "+c.cancel+"\n", 1)
+	}
 	tpl := jobTemplate{duration: c.duration}
 	switch {
 	case c.failFirst:
@@ -603,6 +607,45 @@ func (e *env) followPods(on func(watch.Event)) {
 	}, func(rv string) (watch.Interface, error) {
 		return e.kube.CoreV1().Pods(e.ns).Watch(e.ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 	}, on)
+}
+
+// writesOf runs fn and returns the writes on the namespace's Jobs the API server made meanwhile, as its watch shows
+// them: "create NAME" and "delete NAME" in order, and each Job created as it was added.
+func (e *env) writesOf(fn func()) (writes []string, added map[string]*batchv1.Job) {
+	e.t.Helper()
+	var mu sync.Mutex
+	added = map[string]*batchv1.Job{}
+	markers := map[string]bool{}
+	e.followJobs(func(ev watch.Event) {
+		j, ok := ev.Object.(*batchv1.Job)
+		if !ok {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case isMarker(j):
+			markers[j.Name] = true
+		case ev.Type == watch.Added:
+			writes = append(writes, "create "+j.Name)
+			added[j.Name] = j
+		case ev.Type == watch.Deleted:
+			writes = append(writes, "delete "+j.Name)
+		}
+	})
+	fn()
+	marker, err := writeMarker(e.ctx, e.kube, e.ns)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.eventually("the Jobs watch delivering the writes", 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return markers[marker]
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(writes), added
 }
 
 // markerLabel marks the Jobs a test writes only to see a watch deliver them (see sync).

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 )
 
 // dryRunPlan is what TestDryRunIsWhatTickDoes reads of `dry-run -o json`.
@@ -113,39 +111,8 @@ func TestDryRunIsWhatTickDoes(t *testing.T) {
 	}
 
 	// The tick on the same state, as the API server saw its writes.
-	var mu sync.Mutex
-	var writes []string // "create NAME", "delete NAME", in the order the API server made them
-	added := map[string]*batchv1.Job{}
-	markers := map[string]bool{}
-	e.followJobs(func(ev watch.Event) {
-		j, ok := ev.Object.(*batchv1.Job)
-		if !ok {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case isMarker(j):
-			markers[j.Name] = true
-		case ev.Type == watch.Added:
-			writes = append(writes, "create "+j.Name)
-			added[j.Name] = j
-		case ev.Type == watch.Deleted:
-			writes = append(writes, "delete "+j.Name)
-		}
-	})
-	sum := e.tick(cfg).summary(t)
-	marker, err := writeMarker(e.ctx, e.kube, e.ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.eventually("the Jobs watch delivering the tick's writes", 30*time.Second, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return markers[marker]
-	})
-	mu.Lock()
-	defer mu.Unlock()
+	var sum summary
+	writes, added := e.writesOf(func() { sum = e.tick(cfg).summary(t) })
 
 	var gotCreates, gotDeletes []string
 	for _, w := range writes {

@@ -6,6 +6,7 @@
 //   - Created (Normal), regarding each Job a pass creates: the task key, its queue (config queues:), the attempt
 //     and why there was room;
 //   - Deleted (Normal), regarding each Job a pass deletes: the task key, its queue, the attempt, its state and why;
+//     Cancelled (Normal) instead for a Job deleted because source.cancelQuery returns its key;
 //   - Blocked, once per pass that creates nothing for a reason other than an empty backlog: the reason. It is
 //     Normal when a limit or a full cluster bound the pass (limits.*, capacity: …) and Warning otherwise (Pending
 //     pods Unschedulable, capacity unknown, reading rows failed). It regards the jobsched pod when it runs in a pod
@@ -58,6 +59,8 @@ const (
 	ReasonCreated = "Created"
 	ReasonDeleted = "Deleted"
 	ReasonBlocked = "Blocked"
+	// ReasonCancelled is the Deleted Event of a Job cancelled from its row (source.cancelQuery).
+	ReasonCancelled = "Cancelled"
 
 	ActionCreate = "Create"
 	ActionDelete = "Delete"
@@ -176,8 +179,12 @@ func (r *Recorder) JobDeleted(j scheduler.JobStatus) {
 		task = fmt.Sprintf("task %q", j.Key)
 	}
 	task += ofQueue(j.Queue)
-	r.event(ref, corev1.EventTypeNormal, ReasonDeleted, ActionDelete,
-		fmt.Sprintf("Deleted Job %s of %s, attempt %d, %s: %s", j.Name, task, j.Attempt, j.State, j.Delete))
+	reason, verb := ReasonDeleted, "Deleted"
+	if j.Delete == scheduler.DeleteCancelled {
+		reason, verb = ReasonCancelled, "Cancelled"
+	}
+	r.event(ref, corev1.EventTypeNormal, reason, ActionDelete,
+		fmt.Sprintf("%s Job %s of %s, attempt %d, %s: %s", verb, j.Name, task, j.Attempt, j.State, j.Delete))
 }
 
 // PassBlocked implements scheduler.Events. It is not rate-limited: a pass reports it at most once.

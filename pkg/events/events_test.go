@@ -67,6 +67,16 @@ func TestRecorder(t *testing.T) {
 				Note:      `Deleted Job reports-k2 of task "k2", attempt 3, dead: retry.deadRetention passed`}},
 		},
 		{
+			name: "cancelled: reason Cancelled, regarding the Job by name and UID",
+			report: func(r *Recorder) {
+				r.JobDeleted(scheduler.JobStatus{Name: "reports-k3", Key: "k3", Attempt: 1, State: scheduler.StateRunning,
+					Delete: scheduler.DeleteCancelled, UID: "uid-3"})
+			},
+			want: []got{{Type: "Normal", Reason: "Cancelled", Action: "Delete",
+				Regarding: corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: ns, Name: "reports-k3", UID: "uid-3"},
+				Note:      `Cancelled Job reports-k3 of task "k3", attempt 1, running: cancelled: source.cancelQuery returns its key`}},
+		},
+		{
 			name: "created and deleted, of a queue (config queues:): the notes say the queue",
 			report: func(r *Recorder) {
 				r.JobCreated(createdJob(), scheduler.Create{Queue: "exports", Key: "k1", Attempt: 1}, "2 slot(s) this pass, bound by limits.maxPerTick: 2")

@@ -34,6 +34,8 @@ type Guard struct {
 	// nil: every Forbidden is the Role's.
 	Confirm func(ctx context.Context) error
 	Clock   clock.WithTicker // nil: the real one (see Config.Clock)
+	// Annotation, when set, is the key of the record the Lease carries for the pass (record.go).
+	Annotation string
 
 	mu     sync.Mutex
 	state  string
@@ -61,7 +63,7 @@ func MaxWait(ctx context.Context, duration time.Duration) time.Duration {
 func (g *Guard) Take(ctx context.Context) (context.Context, func(), error) {
 	log := zerolog.Ctx(ctx)
 	cfg := Config{Client: g.Client, Namespace: g.Namespace, Name: Name(g.Scheduler), Holder: g.Holder, Duration: g.Duration,
-		Clock: g.Clock}
+		Clock: g.Clock, Annotation: g.Annotation}
 	cfg.defaults()
 	start := cfg.Clock.Now()
 	cfg.Wait = MaxWait(ctx, g.Duration)

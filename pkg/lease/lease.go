@@ -101,6 +101,8 @@ type Config struct {
 	// Clock is the holder's own clock, on which the waits, the renewals and the takeover are timed (default the
 	// real one; tests give a fake one).
 	Clock clock.WithTicker
+	// Annotation, when set, is the key of the Lease's record (record.go): read as it is taken, written with it.
+	Annotation string
 }
 
 // HeldError is Acquire's answer when another holder kept the Lease for the whole wait.
@@ -131,7 +133,12 @@ type Held struct {
 	stop   chan struct{}
 	done   chan struct{}
 
-	lock *resourcelock.LeaseLock // used by one goroutine at a time: Acquire's, then renew's, then Release's
+	lock   *resourcelock.LeaseLock // written by one goroutine at a time (lockMu): Acquire's, then renew's or WriteRecord's, then Release's
+	lockMu sync.Mutex
+	// ann is the record's annotation (nil without Config.Annotation); taken what it held when the Lease was taken.
+	ann        *annotation
+	taken      string
+	takenFound bool
 
 	mu     sync.Mutex
 	record resourcelock.LeaderElectionRecord // as last written
@@ -161,6 +168,11 @@ func Acquire(ctx context.Context, cfg Config) (*Held, error) {
 	cfg.defaults()
 	lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Name},
 		Client: cfg.Client, LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Holder}}
+	var ann *annotation
+	if cfg.Annotation != "" {
+		ann = &annotation{key: cfg.Annotation}
+		lock.Client = annotatedClient{LeasesGetter: cfg.Client, a: ann}
+	}
 	clk := cfg.Clock
 	start := clk.Now()
 	var seen []byte // the record as last read
@@ -177,7 +189,7 @@ func Acquire(ctx context.Context, cfg Config) (*Held, error) {
 			if err != nil {
 				return nil, classify(cfg, "creating", err)
 			}
-			return cfg.hold(ctx, lock, rec, sent), nil
+			return cfg.hold(ctx, lock, ann, rec, sent), nil
 		}
 		if err != nil {
 			return nil, classify(cfg, "reading", err)
@@ -196,7 +208,7 @@ func Acquire(ctx context.Context, cfg Config) (*Held, error) {
 			if err != nil {
 				return nil, classify(cfg, "taking", err)
 			}
-			return cfg.hold(ctx, lock, rec, sent), nil
+			return cfg.hold(ctx, lock, ann, rec, sent), nil
 		}
 		waited := now.Sub(start)
 		if waited >= cfg.Wait {
@@ -257,8 +269,11 @@ func classify(cfg Config, what string, err error) error {
 }
 
 // hold starts renewing the Lease of lock, whose record r was written at sent.
-func (cfg Config) hold(parent context.Context, lock *resourcelock.LeaseLock, r resourcelock.LeaderElectionRecord, sent time.Time) *Held {
-	h := &Held{cfg: cfg, lock: lock, record: r, stop: make(chan struct{}), done: make(chan struct{})}
+func (cfg Config) hold(parent context.Context, lock *resourcelock.LeaseLock, ann *annotation, r resourcelock.LeaderElectionRecord, sent time.Time) *Held {
+	h := &Held{cfg: cfg, lock: lock, ann: ann, record: r, stop: make(chan struct{}), done: make(chan struct{})}
+	if ann != nil {
+		h.taken, h.takenFound = ann.get()
+	}
 	h.ctx, h.cancel = context.WithCancelCause(parent)
 	go h.renew(sent)
 	return h
@@ -296,7 +311,11 @@ func (h *Held) renew(sent time.Time) {
 		// write still unanswered then keeps the lock: the Lease is lost, nothing uses it again).
 		rctx, cancel := context.WithDeadline(h.ctx, deadline)
 		res := make(chan error, 1)
-		go func() { res <- h.lock.Update(rctx, next) }()
+		go func() {
+			h.lockMu.Lock()
+			defer h.lockMu.Unlock()
+			res <- h.lock.Update(rctx, next)
+		}()
 		var err error
 		select {
 		case err = <-res:

@@ -98,6 +98,8 @@ func Push(ctx context.Context, url string, p Pass) error {
 		}
 		gauge("jobsched_backlog_rows", fmt.Sprintf("Rows the query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", backlog.Cap), rows)
 		gauge("jobsched_backlog_capped", "1 when there are more rows than jobsched_backlog_rows counts.", capped)
+		gauge("jobsched_rate_limited_rows", "The backlog a limits.rate held back: jobsched_backlog_rows when a limits.rate bound the last pass's slots, else 0; NaN when not counted.",
+			rateLimited(rows, p.Plan != nil && p.Plan.NextCreate != nil))
 	}
 	if len(p.Queues) > 0 {
 		pushQueues(reg, p)
@@ -163,6 +165,7 @@ func pushQueues(reg *prometheus.Registry, p Pass) {
 	rows := vec("jobsched_queue_backlog_rows", fmt.Sprintf("Rows the queue's query selects that have no Job after the last pass, counted up to %d; NaN when not counted.", backlog.Cap))
 	capped := vec("jobsched_queue_backlog_capped", "1 when the queue has more rows than jobsched_queue_backlog_rows counts.")
 	atCap := vec("jobsched_queue_groups_at_cap", "Groups of the queue (limits.perGroup) at their cap of unfinished Jobs after the last pass; 0 without a perGroup.")
+	limited := vec("jobsched_queue_rate_limited_rows", "The queue's backlog a limits.rate held back: jobsched_queue_backlog_rows when a limits.rate bound the queue's slots in the last pass, else 0; NaN when not counted.")
 	for _, name := range p.Queues {
 		nan := math.NaN()
 		q, ok := planned[name]
@@ -183,11 +186,21 @@ func pushQueues(reg *prometheus.Registry, p Pass) {
 		if i := slices.IndexFunc(p.Backlogs, func(b backlog.Count) bool { return b.Queue == name }); i >= 0 {
 			rows.WithLabelValues(name).Set(float64(p.Backlogs[i].Rows))
 			capped.WithLabelValues(name).Set(boolean(p.Backlogs[i].Capped))
+			limited.WithLabelValues(name).Set(rateLimited(float64(p.Backlogs[i].Rows), ok && q.NextCreate != nil))
 		} else {
 			rows.WithLabelValues(name).Set(nan)
 			capped.WithLabelValues(name).Set(nan)
+			limited.WithLabelValues(name).Set(nan)
 		}
 	}
+}
+
+// rateLimited is the backlog rows when a limits.rate bound the slots, else 0 (NaN rows stay NaN: not counted).
+func rateLimited(rows float64, bound bool) float64 {
+	if bound || math.IsNaN(rows) {
+		return rows
+	}
+	return 0
 }
 
 func boolean(b bool) float64 {

@@ -114,8 +114,22 @@ func TestPush(t *testing.T) {
 		"jobsched_pass_retried_jobs{} 1",
 		"jobsched_pass_selected_rows{} 4",
 		"jobsched_pass_skipped_rows{} 1",
+		"jobsched_rate_limited_rows{} 0",
 		"jobsched_slots{} 0",
 		`jobsched_slots_limit_info{limit="limits.maxActive: 2 of 2 unfinished"} 1`,
+	}
+	rateBound := plan()
+	next := end.Add(time.Minute)
+	rateBound.Limit, rateBound.NextCreate = "limits.rate: 30 per 1m, next create at 12:01:00", &next
+	rateTick := []string{}
+	for _, s := range tick {
+		switch {
+		case s == "jobsched_rate_limited_rows{} 0":
+			s = "jobsched_rate_limited_rows{} 10000" // the backlog
+		case strings.HasPrefix(s, "jobsched_slots_limit_info"):
+			s = `jobsched_slots_limit_info{limit="limits.rate: 30 per 1m, next create at 12:01:00"} 1`
+		}
+		rateTick = append(rateTick, s)
 	}
 	sum := scheduler.Summary{Selected: 4, Created: 3, Skipped: 1, Blocked: "limits.maxActive: 2 of 2 unfinished", Deleted: 1, Failed: 2, Retried: 1}
 	tests := []struct {
@@ -128,6 +142,12 @@ func TestPush(t *testing.T) {
 			pass: Pass{Job: JobTick, Scheduler: "reports", Namespace: "batch", Duration: 1500 * time.Millisecond, Summary: sum,
 				Plan: plan(), Backlogs: []backlog.Count{{Rows: 10000, Capped: true}}, End: end},
 			want: pushed{Method: "POST", Group: "job=jobsched namespace=batch scheduler=reports", Samples: tick},
+		},
+		{
+			name: "a tick whose slots a limits.rate bound: the backlog is rate-limited",
+			pass: Pass{Job: JobTick, Scheduler: "reports", Namespace: "batch", Duration: 1500 * time.Millisecond, Summary: sum,
+				Plan: rateBound, Backlogs: []backlog.Count{{Rows: 10000, Capped: true}}, End: end},
+			want: pushed{Method: "POST", Group: "job=jobsched namespace=batch scheduler=reports", Samples: rateTick},
 		},
 		{
 			name: "a failed tick that could not list Jobs: no last success, NaN for what it could not learn",
@@ -145,6 +165,7 @@ func TestPush(t *testing.T) {
 				"jobsched_pass_retried_jobs{} 0",
 				"jobsched_pass_selected_rows{} 0",
 				"jobsched_pass_skipped_rows{} 0",
+				"jobsched_rate_limited_rows{} NaN",
 				"jobsched_slots{} NaN",
 				`jobsched_slots_limit_info{limit="unknown: the Jobs could not be listed"} 1`,
 			)},
@@ -342,7 +363,8 @@ func TestPushQueues(t *testing.T) {
 	p.Jobs[0].Queue, p.Jobs[1].Queue, p.Jobs[2].Queue, p.Jobs[3].Queue = "daily", "daily", "exports", "exports"
 	p.Queues = []scheduler.QueuePlan{
 		{Name: "daily", Priority: 10, Weight: 1, Unfinished: 2, Slots: 0, Limit: "limits.maxActive: 2 of 2 unfinished", Blocked: "limits.maxActive: 2 of 2 unfinished"},
-		{Name: "exports", Weight: 3, Slots: 3, Limit: "limits.maxPerTick: 3", Selected: 4, Creates: 3, GroupsAtCap: []string{"acme", "b"}},
+		{Name: "exports", Weight: 3, Slots: 3, Limit: "limits.rate: 3 per 1m, next create at 12:00:20", Selected: 4, Creates: 3,
+			GroupsAtCap: []string{"acme", "b"}, NextCreate: &end},
 	}
 	sum := scheduler.Summary{Selected: 4, Created: 3, Skipped: 1, Deleted: 1}
 	base := Pass{Job: JobTick, Scheduler: "reports", Namespace: "batch", Duration: time.Second, Summary: sum, Plan: p,
@@ -375,10 +397,11 @@ func TestPushQueues(t *testing.T) {
 			`jobsched_queue_blocked{queue="daily"} 1`, `jobsched_queue_blocked{queue="exports"} 0`,
 			`jobsched_queue_groups_at_cap{queue="daily"} 0`, `jobsched_queue_groups_at_cap{queue="exports"} 2`,
 			`jobsched_queue_planned_jobs{queue="daily"} 0`, `jobsched_queue_planned_jobs{queue="exports"} 3`,
+			`jobsched_queue_rate_limited_rows{queue="daily"} 0`, `jobsched_queue_rate_limited_rows{queue="exports"} 9`,
 			`jobsched_queue_selected_rows{queue="daily"} 0`, `jobsched_queue_selected_rows{queue="exports"} 4`,
 			`jobsched_queue_slots{queue="daily"} 0`, `jobsched_queue_slots{queue="exports"} 3`,
 			`jobsched_queue_slots_limit_info{limit="limits.maxActive: 2 of 2 unfinished",queue="daily"} 1`,
-			`jobsched_queue_slots_limit_info{limit="limits.maxPerTick: 3",queue="exports"} 1`)},
+			`jobsched_queue_slots_limit_info{limit="limits.rate: 3 per 1m, next create at 12:00:20",queue="exports"} 1`)},
 		{"a queue added since the plan, and no backlog counted: NaN", func(p *Pass) {
 			p.Queues = []string{"daily", "new"}
 		}, append(append(states("daily", "1", "1", "0"), states("new", "NaN", "", "")...),
@@ -387,6 +410,7 @@ func TestPushQueues(t *testing.T) {
 			`jobsched_queue_blocked{queue="daily"} 1`, `jobsched_queue_blocked{queue="new"} NaN`,
 			`jobsched_queue_groups_at_cap{queue="daily"} 0`, `jobsched_queue_groups_at_cap{queue="new"} NaN`,
 			`jobsched_queue_planned_jobs{queue="daily"} 0`, `jobsched_queue_planned_jobs{queue="new"} NaN`,
+			`jobsched_queue_rate_limited_rows{queue="daily"} NaN`, `jobsched_queue_rate_limited_rows{queue="new"} NaN`,
 			`jobsched_queue_selected_rows{queue="daily"} 0`, `jobsched_queue_selected_rows{queue="new"} NaN`,
 			`jobsched_queue_slots{queue="daily"} 0`, `jobsched_queue_slots{queue="new"} NaN`,
 			`jobsched_queue_slots_limit_info{limit="limits.maxActive: 2 of 2 unfinished",queue="daily"} 1`,

@@ -29,6 +29,9 @@ type Finding struct {
 	// Warnings are what the configured role may do that READ ONLY does not cover (see Access); checked even when the
 	// plan could not be.
 	Warnings []Warning `json:"warnings,omitempty"`
+	// Cancel is what the doctor says of the read that asks source.cancelQuery about the keys of a pass's Jobs (nil
+	// without one): a whole-table scan there costs every pass with an unfinished Job.
+	Cancel *Finding `json:"cancel,omitempty"`
 }
 
 // Problem is one costly step of the read's plan.
@@ -60,6 +63,9 @@ func (f *Finding) String() string {
 	}
 	for _, w := range f.Warnings {
 		parts = append(parts, "warning: "+w.Message+"; fix: "+w.Fix)
+	}
+	if f.Cancel != nil {
+		parts = append(parts, "cancelQuery: "+f.Cancel.String())
 	}
 	return strings.Join(parts, "; ")
 }

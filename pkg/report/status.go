@@ -119,13 +119,20 @@ func modeStatus(cfg *config.Config, p *scheduler.Plan, obs *scheduler.Observatio
 	return capacity.ModeOf(cfg.Limits.Capacity).Status(cfg, p.Queued(), &capacity.Details{Kueue: obs.Kueue})
 }
 
-// decide observes the cluster whole and decides as the next pass would (capacity fitted).
+// decide observes the cluster whole and decides as the next pass would (its cancels asked, capacity fitted).
 func decide(ctx context.Context, s *scheduler.Scheduler) (*scheduler.Plan, *scheduler.Observation, error) {
 	obs, err := s.Observe(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	return scheduler.Decide(s.Config, obs).Fit(s.Config, obs), obs, nil
+	c, err := s.Cancel(ctx, obs)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, err := range c.Failed {
+		return nil, nil, err
+	}
+	return scheduler.DecideCancelled(s.Config, obs, c).Fit(s.Config, obs), obs, nil
 }
 
 // estimated says what status's next tick cannot know: it reads no row (the pass's own plan is dry-run's).
@@ -173,18 +180,22 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 	if len(p.Queues) == 0 { // with queues:, each queue's read is its own: Queues[].Query
 		st.Query = s.ExplainQueue(ctx, p, 0)
 	}
-	deletes := len(p.Deletes())
+	cancels := len(p.Cancels())
+	deletes := fmt.Sprintf("delete %d finished Job(s)", len(p.Deletes())-cancels)
+	if cancels > 0 {
+		deletes += fmt.Sprintf(", cancel %d (source.cancelQuery)", cancels)
+	}
 	switch {
 	case p.Blocked != "":
-		st.Next = fmt.Sprintf("delete %d finished Job(s); create nothing: %s", deletes, p.Blocked)
+		st.Next = fmt.Sprintf("%s; create nothing: %s", deletes, p.Blocked)
 	case n == 0:
-		st.Next = fmt.Sprintf("delete %d finished Job(s); create nothing: no rows waiting", deletes)
+		st.Next = fmt.Sprintf("%s; create nothing: no rows waiting", deletes)
 	default:
 		backlogs := make([]int, len(bs))
 		for i, b := range bs {
 			backlogs[i] = b.Rows
 		}
-		st.Next = fmt.Sprintf("delete %d finished Job(s); create up to %d Job(s) (slots %d, bound by %s; %s)", deletes,
+		st.Next = fmt.Sprintf("%s; create up to %d Job(s) (slots %d, bound by %s; %s)", deletes,
 			p.WouldCreate(s.Config, obs, backlogs), p.Slots, p.Limit, estimated)
 	}
 	return st, nil

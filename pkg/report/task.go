@@ -33,7 +33,8 @@ type TaskView struct {
 	// absent without queues:.
 	Queue string `json:"queue,omitempty"`
 	Key   string `json:"key"`
-	// State is the newest attempt's state, or "waiting" (selected, no Job yet) or "not selected".
+	// State is the newest attempt's state, or "waiting" (selected, no Job yet), "not selected" or "cancelled"
+	// (source.cancelQuery returns the key of a task that has no Job, an unfinished one or one in backoff).
 	State string `json:"state"`
 	Why   string `json:"why"`
 	// Attempts are the task's Jobs, oldest first.
@@ -140,7 +141,32 @@ func TaskViewOf(ctx context.Context, s *scheduler.Scheduler, key string) (*TaskV
 	if noJob != "" {
 		v.Why += "; its row gets no Job: " + noJob
 	}
+	if s.Config.QueueConfig(qi).Source.CancelQuery != "" && qs[qi].Source != nil {
+		cancelled, err := qs[qi].Source.Cancelled(ctx, []string{key})
+		if err != nil {
+			return nil, err
+		}
+		if len(cancelled) > 0 {
+			v.State, v.Why = cancelWhy(newest, v.State, v.Why)
+		}
+	}
 	return v, nil
+}
+
+// cancelWhy is the state and why of a task whose key source.cancelQuery returns (state and why: as if it did not).
+// A succeeded or dead task is not cancelled: it gets no new attempt anyway.
+func cancelWhy(newest *JobStatus, state, why string) (string, string) {
+	const cancelled = "source.cancelQuery returns its key"
+	switch {
+	case newest == nil:
+		return "cancelled", cancelled + ": it gets no Job while it does"
+	case newest.Delete == scheduler.DeleteCancelled:
+		return "cancelled", fmt.Sprintf("%s: the next tick deletes attempt %d (Job %s, %s) and its pods; no new attempt while it does",
+			cancelled, newest.Attempt, newest.Name, newest.State)
+	case newest.State == scheduler.StateBackoff:
+		return "cancelled", fmt.Sprintf("%s: attempt %d failed; no new attempt while it does", cancelled, newest.Attempt)
+	}
+	return state, why + "; " + cancelled + " (a finished task is not cancelled)"
 }
 
 // taskRoom is what the task's queue has this pass: its slots, what bound them or why it is blocked, its attempts.

@@ -88,3 +88,40 @@ func TestTaskOversizedRow(t *testing.T) {
 		t.Errorf("state %q, why %q, env %v; want waiting, a why with %q, no env", v.State, v.Why, v.Env, want)
 	}
 }
+
+// TestTaskCancelled: status KEY of a task whose key source.cancelQuery returns, and the status that lists the Job
+// the next pass cancels. A finished task is not cancelled: it keeps its state.
+func TestTaskCancelled(t *testing.T) {
+	running := makeJob("r").Active(1).Obj()
+	failed := makeJob("f").Finished(batchv1.JobFailed, ago(30*time.Second)).Obj()
+	dead := makeJob("d").Attempt(3).Finished(batchv1.JobFailed, ago(time.Hour)).Obj()
+	tests := []struct{ key, wantState, wantWhy string }{
+		{"r", "cancelled", "source.cancelQuery returns its key: the next tick deletes attempt 1 (Job " + name("r") + ", running) and its pods"},
+		{"f", "cancelled", "source.cancelQuery returns its key: attempt 1 failed; no new attempt while it does"},
+		{"w", "cancelled", "source.cancelQuery returns its key: it gets no Job while it does"},
+		{"d", "dead", "no attempt left (3 of 3;"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.key, func(t *testing.T) {
+			cfg := testConfig(t, nil)
+			cfg.Source.CancelQuery = "c"
+			s := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(running, failed, dead),
+				Source:   &source{Rows: rowsFor("r", "f", "w", "d"), Cancel: []string{"r", "f", "w", "d"}},
+				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			v, err := TaskViewOf(context.Background(), s, tc.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.State != tc.wantState || !strings.HasPrefix(v.Why, tc.wantWhy) {
+				t.Errorf("state %q, why %q; want %q, %q…", v.State, v.Why, tc.wantState, tc.wantWhy)
+			}
+			st, err := StatusOf(context.Background(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "delete 0 finished Job(s), cancel 1 (source.cancelQuery)"; !strings.HasPrefix(st.Next, want) || st.States[scheduler.StateRunning] != 0 {
+				t.Errorf("status next %q, running %d; want %q…, the cancelled Job not counted as running", st.Next, st.States[scheduler.StateRunning], want)
+			}
+		})
+	}
+}

@@ -77,6 +77,35 @@ func TestExplain(t *testing.T) {
 		})
 	}
 
+	t.Run("the cancel query: its read of the keys asked, judged apart", func(t *testing.T) {
+		query := "SELECT * FROM " + s + ".tasks WHERE status = 'waiting' ORDER BY created_at"
+		for _, tc := range []struct {
+			name, cancel string
+			want         []string // kind and table of each problem
+		}{
+			{"the key's index serves it", "SELECT id FROM " + s + ".tasks WHERE status = 'cancelled'", nil},
+			{"a key the index cannot serve: the whole table each pass", "SELECT id + 0 AS id FROM " + s + ".tasks WHERE status = 'cancelled'",
+				[]string{"scan " + table}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				got := openCancel(t, query, tc.cancel).Explain(t.Context(), exclude, 10)
+				if got.Unchecked != "" || len(got.Problems) != 0 || got.Cancel == nil || got.Cancel.Unchecked != "" {
+					t.Fatalf("Explain = %+v (cancel %+v), want the read without problem and the cancel read checked", got, got.Cancel)
+				}
+				var problems []string
+				for _, pr := range got.Cancel.Problems {
+					problems = append(problems, pr.Kind+" "+pr.Table)
+				}
+				if !reflect.DeepEqual(problems, tc.want) {
+					t.Errorf("the cancel read's problems %v (%s), want %v", problems, got.Cancel, tc.want)
+				}
+				if !strings.Contains(got.String(), "; cancelQuery: ") {
+					t.Errorf("String() = %q, want the cancel read's finding in it", got.String())
+				}
+			})
+		}
+	})
+
 	t.Run("a failure is a finding", func(t *testing.T) {
 		p := open(t, testDSN, "SELECT * FROM "+s+".tasks", "id", 30*time.Second)
 		ctx, cancel := context.WithCancel(t.Context())

@@ -295,6 +295,9 @@ func (f *File) Selected(_ context.Context, keys []string) ([]string, error) {
 	return selectedInOrder(keys, found), nil
 }
 
+// Cancelled implements Source: a file has no cancel query (dry-run --rows shows no cancel).
+func (f *File) Cancelled(context.Context, []string) ([]string, error) { return nil, nil }
+
 // Lookup implements Source.
 func (f *File) Lookup(_ context.Context, keys []string) ([]Row, error) {
 	var out []Row

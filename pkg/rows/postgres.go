@@ -37,6 +37,9 @@ type Postgres struct {
 
 	keyType string // the key column's database type name, learned by the first read
 	columns int    // how many columns the query returns, learned with keyType
+
+	cancel        string // source.cancelQuery, trailing semicolons removed; "" when none (see cancel.go)
+	cancelLearned bool   // its key column was checked by a read (learnCancel)
 }
 
 // pool is what the sources of one install share (see Share): the connection pool and what guards it.
@@ -62,6 +65,7 @@ func (pl *pool) source(src config.Source, o options) *Postgres {
 		keyName: src.Key,
 		timeout: src.Timeout.Duration,
 		group:   o.group,
+		cancel:  strings.TrimRight(strings.TrimSpace(src.CancelQuery), "; \t\n"),
 	}
 	if o.group != nil {
 		p.groupCol = pq.QuoteIdentifier(o.group.Column)
@@ -308,7 +312,11 @@ func (p *Postgres) Select(ctx context.Context, s Selection) ([]Row, error) {
 		}
 		defer rs.Close()
 		out, err = p.scan(rs, p.extraColumns(false))
-		return p.inQuery(stmt, err)
+		if err = p.inQuery(stmt, err); err != nil {
+			return err
+		}
+		rs.Close()
+		return p.markCancelled(ctx, tx, out)
 	})
 	return out, err
 }
@@ -456,6 +464,11 @@ func (p *Postgres) readOnly(ctx context.Context, fn func(*sql.Tx) error) (err er
 			return p.redact(err)
 		}
 	}
+	if p.cancel != "" && !p.cancelLearned {
+		if err := p.learnCancel(ctx, tx); err != nil {
+			return p.redact(err)
+		}
+	}
 	if err := fn(tx); err != nil {
 		return p.redact(classify("running source.query", err))
 	}
@@ -499,23 +512,9 @@ func ended(ctx context.Context, err error) error {
 // which runs every statement of the text, and a query could then end the READ ONLY transaction (COMMIT; ...) and
 // write. With the extended protocol the server parses the text as one statement, or refuses it.
 func (p *Postgres) learnKeyType(ctx context.Context, tx *sql.Tx) error {
-	stmt := "SELECT * FROM (\n" + p.query + "\n) AS jobsched_q LIMIT $1"
-	rs, err := tx.QueryContext(ctx, stmt, 0)
+	names, keyType, err := p.resultColumns(ctx, tx, "source.query", p.query)
 	if err != nil {
-		return classify("running source.query", p.inQuery(stmt, err))
-	}
-	defer rs.Close()
-	types, err := rs.ColumnTypes()
-	if err != nil {
-		return classify("running source.query", err)
-	}
-	names := make([]string, len(types))
-	keyType := ""
-	for i, t := range types {
-		names[i] = t.Name()
-		if t.Name() == p.keyName && keyType == "" {
-			keyType = t.DatabaseTypeName()
-		}
+		return err
 	}
 	if keyType == "" {
 		return p.noKeyColumn(names)
@@ -533,6 +532,29 @@ func (p *Postgres) learnKeyType(ctx context.Context, tx *sql.Tx) error {
 	}
 	p.keyType, p.columns = keyType, len(names)
 	return nil
+}
+
+// resultColumns are the names of the columns query (the text of config key source) returns and the type of the
+// key column among them ("" when there is none), read with LIMIT 0: no row is read.
+func (p *Postgres) resultColumns(ctx context.Context, tx *sql.Tx, source, query string) (names []string, keyType string, _ error) {
+	stmt := "SELECT * FROM (\n" + query + "\n) AS jobsched_q LIMIT $1"
+	rs, err := tx.QueryContext(ctx, stmt, 0)
+	if err != nil {
+		return nil, "", classify("running "+source, inQueryOf(source, query, stmt, err))
+	}
+	defer rs.Close()
+	types, err := rs.ColumnTypes()
+	if err != nil {
+		return nil, "", classify("running "+source, err)
+	}
+	names = make([]string, len(types))
+	for i, t := range types {
+		names[i] = t.Name()
+		if t.Name() == p.keyName && keyType == "" {
+			keyType = t.DatabaseTypeName()
+		}
+	}
+	return names, keyType, nil
 }
 
 // noKeyColumn is the error of a query that returns no column named source.key.
@@ -568,9 +590,10 @@ func quoteList(names []string) string {
 // queryError is the database's error about a statement jobsched built around source.query: its position is given
 // in the user's query (jobsched's wrapper never shows), and known mistakes get a hint.
 type queryError struct {
-	pq    *pq.Error
-	where string // "at line L, column C of source.query", or "" when the server gave no position
-	hint  string
+	pq     *pq.Error
+	source string // the key of the query: source.query or source.cancelQuery
+	where  string // "at line L, column C of source.query", or "" when the server gave no position
+	hint   string
 }
 
 // wrapperTail is jobsched's text after the query, where the server quotes the statement from a token on (an
@@ -593,31 +616,36 @@ func (e *queryError) Unwrap() error { return e.pq }
 
 // inQuery makes a database error about stmt, which holds p.query between "(\n" and "\n)", a queryError.
 func (p *Postgres) inQuery(stmt string, err error) error {
+	return inQueryOf("source.query", p.query, stmt, err)
+}
+
+// inQueryOf is inQuery for the query text query of config key source (source.query or source.cancelQuery).
+func inQueryOf(source, query, stmt string, err error) error {
 	var pqErr *pq.Error
 	if !errors.As(err, &pqErr) {
 		return err
 	}
-	qe := &queryError{pq: pqErr}
+	qe := &queryError{pq: pqErr, source: source}
 	if pqErr.Code == "22021" {
 		qe.hint = "a value the query returns is not valid UTF-8 (in a SQL_ASCII database any byte can be stored), " +
 			"and every read fails until the query changes: convert the column in source.query, e.g. " +
 			"convert_from(name::bytea, 'LATIN1') AS name, or encode(name::bytea, 'escape') AS name"
 	}
 	if pqErr.Code == "42601" && (strings.Contains(pqErr.Message, "multiple commands") || strings.Contains(pqErr.Message, `near ";"`)) {
-		qe.hint = "source.query must be one SELECT statement, without a ';' inside it"
+		qe.hint = source + " must be one SELECT statement, without a ';' inside it"
 	}
 	pos, perr := strconv.Atoi(pqErr.Position)
-	at := strings.Index(stmt, "(\n"+p.query+"\n)")
+	at := strings.Index(stmt, "(\n"+query+"\n)")
 	if perr != nil || pos <= 0 || at < 0 {
 		return qe
 	}
 	start := utf8.RuneCountInString(stmt[:at+2]) // runes before the query; Position counts runes from 1
 	rel := pos - start
-	queryRunes := []rune(p.query)
+	queryRunes := []rune(query)
 	switch {
 	case rel < 1:
 	case rel > len(queryRunes):
-		qe.where = "at the end of source.query"
+		qe.where = "at the end of " + source
 		if qe.hint == "" {
 			qe.hint = "is a quote, a /* comment or a parenthesis left open?"
 		}
@@ -625,7 +653,7 @@ func (p *Postgres) inQuery(stmt string, err error) error {
 		before := string(queryRunes[:rel-1])
 		line := strings.Count(before, "\n") + 1
 		col := utf8.RuneCountInString(before[strings.LastIndexByte(before, '\n')+1:]) + 1
-		qe.where = fmt.Sprintf("at line %d, column %d of source.query", line, col)
+		qe.where = fmt.Sprintf("at line %d, column %d of %s", line, col, source)
 	}
 	return qe
 }
@@ -635,13 +663,17 @@ func (p *Postgres) inQuery(stmt string, err error) error {
 // convert: 22021) as configuration errors;
 // everything else is a run-time error.
 func classify(what string, err error) error {
+	source := "source.query"
+	if qe := (*queryError)(nil); errors.As(err, &qe) && qe.source != "" {
+		source, what = qe.source, strings.ReplaceAll(what, "source.query", qe.source)
+	}
 	var pqErr *pq.Error
 	if errors.As(err, &pqErr) {
 		code := string(pqErr.Code)
 		// 25001: the query tries to change the transaction (set_config('transaction_read_only', ...)); 2D000: to end it.
 		if strings.HasPrefix(code, "42") || code == "25006" || code == "25001" || code == "2D000" || code == "0A000" ||
 			code == "22021" {
-			return &config.Error{Err: fmt.Errorf("source.query: %s: %w", what, err)}
+			return &config.Error{Err: fmt.Errorf("%s: %s: %w", source, what, err)}
 		}
 	}
 	return fmt.Errorf("%s: %w", what, err)

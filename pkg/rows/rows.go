@@ -31,6 +31,8 @@ type Row struct {
 	// Oversize is the row's size as text, in bytes, when it is over MaxRowBytes: PostgreSQL measured it and sent
 	// only its key, so Columns and Group are empty and the row cannot make a Job. 0 for every other row.
 	Oversize int64
+	// Cancelled says the source's cancel query (source.cancelQuery) returns the row's key: it gets no Job.
+	Cancelled bool
 }
 
 // MaxRowBytes bounds a row read from PostgreSQL, as text (all its columns): a larger row never enters the process,
@@ -85,7 +87,8 @@ func buildOptions(opts []Option) (options, error) {
 // Source is where rows come from.
 type Source interface {
 	// Select returns at most s.Limit rows, in the source's order, whose key is not in s.Exclude and not NULL; with a
-	// PerGroup, at most PerGroup.Max − s.Held[g] of each group g.
+	// PerGroup, at most PerGroup.Max − s.Held[g] of each group g. A row whose key the cancel query returns is
+	// returned with Cancelled set (it counts against the limit).
 	Select(ctx context.Context, s Selection) ([]Row, error)
 	// Count counts the rows Select would return with no limit and no PerGroup, stopping at max (so the answer is at
 	// most max).
@@ -95,6 +98,9 @@ type Source interface {
 	Selected(ctx context.Context, keys []string) ([]string, error)
 	// Lookup returns the rows of keys that the query returns now, in its order: one read, pushed down like Selected.
 	Lookup(ctx context.Context, keys []string) ([]Row, error)
+	// Cancelled returns which of keys the cancel query (source.cancelQuery) returns now, in the order of keys, each
+	// once: one read bounded by keys; nil, with no read, when the source has none or keys is empty.
+	Cancelled(ctx context.Context, keys []string) ([]string, error)
 	// Ping proves the source answers, at the cost of one read that returns nothing: a pass that has no room to read
 	// a row still sees a lost database.
 	Ping(ctx context.Context) error

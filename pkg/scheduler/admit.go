@@ -13,6 +13,9 @@ import (
 // whose Job name is taken by a Job of another task or queue is skipped, every pass, with the Job it collides with.
 func (p *Plan) admit(i int, r *render.Renderer, row rows.Row) (Create, *Skip, error) {
 	part := p.parts[i]
+	if row.Cancelled {
+		return Create{}, &Skip{Key: row.Key, Reason: SkipCancelled}, nil
+	}
 	last := part.retry[row.Key]
 	attempt := NextAttempt(last)
 	job, err := r.Job(row, attempt)

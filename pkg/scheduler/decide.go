@@ -31,7 +31,11 @@ import (
 // passes, so the Job is kept and its task is not retried until someone deletes the Job (a dead one: jobsched
 // retry), as Kubernetes' TTL-after-finished controller keeps such a Job. Deleting at once would let its row be
 // retried, or its record go, on a time nobody knows.
-func decideQueue(cfg *config.Config, obs *Observation, mine func(*JobSummary) bool) *Plan {
+//
+// A Job in cancelled (its task's key is returned by the queue's source.cancelQuery, see Cancellation) is deleted by
+// the pass (DeleteCancelled) and holds no slot: it is not counted as unfinished, its pods block nothing, and its key
+// is excluded from the read, so the task gets no new attempt.
+func decideQueue(cfg *config.Config, obs *Observation, mine func(*JobSummary) bool, cancelled map[types.UID]bool) *Plan {
 	p := &Plan{
 		Scheduler: cfg.Name,
 		Namespace: cfg.Namespace,
@@ -64,6 +68,12 @@ func decideQueue(cfg *config.Config, obs *Observation, mine func(*JobSummary) bo
 		st := JobStatus{Queue: cfg.QueueName, Name: job.Name, Key: key, Attempt: job.Attempt, UID: job.UID, StartedAt: job.StartedAt}
 		gone := job.Deleting // being deleted already: never again
 		cond := job.Finished
+		if cond == nil && cancelled[job.UID] && !gone {
+			st.State, st.Delete = cancelledState(*job), DeleteCancelled
+			p.exclude = append(p.exclude, key)
+			p.Jobs = append(p.Jobs, st)
+			continue
+		}
 		if cond == nil {
 			p.unfinished(&st, *job, podsByJob[job.UID], obs)
 			if job.HasGroup && cfg.PerGroup() != nil {
@@ -176,6 +186,17 @@ func (p *Plan) unfinished(st *JobStatus, job JobSummary, pods []PodSummary, obs 
 	}
 }
 
+// cancelledState is what a cancelled Job was doing when its cancel was decided, as the plan shows it.
+func cancelledState(job JobSummary) State {
+	switch {
+	case job.Suspended:
+		return StateQueued
+	case job.Active > 0:
+		return StateRunning
+	}
+	return StateStarting
+}
+
 // room sets Slots = min(maxActive − unfinished, maxPerTick) and says what bound it; when no Job may be created,
 // Blocked says why. (An Unschedulable pod, of any queue, and with Kueue limits.maxQueued − queued are the
 // install's: see Decide and roomOf.)
@@ -216,7 +237,7 @@ func (p *Plan) fitQueue(obs *Observation, room capacity.Room, i int) *Plan {
 			q.Limit = "capacity: " + rep.Binding
 			q.roomBound = true
 		}
-		if q.Slots <= 0 {
+		if q.Slots <= 0 && q.Blocked == "" { // a queue blocked already (its cancel query failed) keeps its reason
 			q.block(q.Limit)
 		}
 	}

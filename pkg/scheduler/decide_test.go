@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/testkit"
@@ -213,6 +214,50 @@ func TestDecide(t *testing.T) {
 			cfg := testConfig(t, tc.mutate)
 			if diff := cmp.Diff(tc.want.filled(), view(Decide(cfg, observed(tc.jobs, tc.pods)))); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDecideWaits: with limits.capacity: autoscale the pass asks the autoscaler about its Unschedulable pods
+// (Observation.Waits): one it provides a node for does not block (a signal: it waits for the node, and its room is
+// counted by the mode); one it says it cannot provide for blocks as today, its Event in the reason; one it said
+// nothing of blocks too.
+func TestDecideWaits(t *testing.T) {
+	running := makeJob("r").Obj()
+	pod := makePod(running).Unschedulable("0/0 nodes are available").Obj()
+	blocked := func(why string) string {
+		return "1 pod(s) Unschedulable (" + name("r") + ": 0/0 nodes are available" + why + ")"
+	}
+	tests := []struct {
+		name    string
+		waits   map[string]capacity.Wait
+		want    decided
+		waiting int
+		reason  string
+	}{
+		{"Nominated: waits for its node, does not block", map[string]capacity.Wait{pod.Name: {Provided: true, Event: "Nominated: Pod should schedule on: nodeclaim/batch-x"}},
+			decided{Jobs: map[string]string{name("r"): "starting 1"}, Unfinished: 1, UnboundPods: 1, Slots: 9,
+				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"r"}}, 1, "waiting for a new node: Nominated: Pod should schedule on: nodeclaim/batch-x"},
+		{"at the NodePool's limits: blocks, saying so", map[string]capacity.Wait{pod.Name: {Event: "FailedScheduling: all available instance types exceed limits for nodepool"}},
+			decided{Jobs: map[string]string{name("r"): "unschedulable 1"}, Unfinished: 1, Unschedulable: 1, UnboundPods: 1,
+				Limit: blocked(" (FailedScheduling: all available instance types exceed limits for nodepool)"), Blocked: blocked(" (FailedScheduling: all available instance types exceed limits for nodepool)"),
+				Exclude: []string{"r"}}, 0, "0/0 nodes are available (FailedScheduling: all available instance types exceed limits for nodepool)"},
+		{"the autoscaler said nothing yet: blocks", map[string]capacity.Wait{},
+			decided{Jobs: map[string]string{name("r"): "unschedulable 1"}, Unfinished: 1, Unschedulable: 1, UnboundPods: 1,
+				Limit: blocked(""), Blocked: blocked(""), Exclude: []string{"r"}}, 0, "0/0 nodes are available"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) { c.Limits.Capacity = config.CapacityAutoscale })
+			obs := observed([]*batchv1.Job{running}, []*corev1.Pod{pod})
+			obs.Waits = tc.waits
+			p := Decide(cfg, obs)
+			if diff := cmp.Diff(tc.want.filled(), view(p)); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+			if p.WaitingForNodes != tc.waiting || p.Jobs[0].Reason != tc.reason {
+				t.Errorf("waiting %d, reason %q; want %d, %q", p.WaitingForNodes, p.Jobs[0].Reason, tc.waiting, tc.reason)
 			}
 		})
 	}

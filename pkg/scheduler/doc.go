@@ -11,6 +11,9 @@
 //	decide   → Plan         Decide, per queue: each Job's state, the deletes, the keys the read excludes, the room
 //	                        the queue's limits leave; then the install's limits over all queues
 //	execute  ·              the decided deletes, first: they never wait on a step that may fail
+//	cancel   → Cancellation per queue with source.cancelQuery and unfinished Jobs, which of their keys it returns
+//	decide   → Plan         DecideCancelled, when it returned any: those Jobs deleted (DeleteCancelled), holding no
+//	                        slot; then the cancel deletes, before anything is created
 //	observe  → Observation  capacity (nodes, quotas), only when the limits leave room
 //	fit      → Plan         Plan.Fit: each queue's slots, bounded by what fits for its template alone
 //	check    → RowCheck     per queue, the rows of succeeded, dead and due tasks: worker bugs, rows gone
@@ -74,7 +77,8 @@
 //     one streaming list of Jobs and one of Pending pods (label and field selectors on the server),
 //     plus with `capacity: nodes` one LIST of nodes, one of non-terminal pods cluster-wide and one of
 //     ResourceQuotas (the README's Capacity); one pushed-down read of the keys of succeeded, dead and due tasks
-//     when there are any; then one call per create or delete. A streaming list is a WATCH with
+//     when there are any; with a source.cancelQuery one read of it about the unfinished Jobs' keys, when there are
+//     any; then one call per create or delete. A streaming list is a WATCH with
 //     `sendInitialEvents=true` (streaming lists,
 //     https://kubernetes.io/docs/reference/using-api/api-concepts/#streaming-lists: the API server's `WatchList`
 //     feature, beta and on by default in v1.37, checked on the local control plane). The API server sends the
@@ -107,7 +111,9 @@
 //   - Room: R = min(limits.maxPerTick, limits.maxActive − the unfinished Jobs of all queues [, with Kueue
 //     limits.maxQueued − the queued Jobs of all queues]) is the install's; a queue's own room is r = min(its
 //     maxPerTick, its maxActive − its unfinished Jobs, what fits for its template alone, R). An Unschedulable pod of
-//     any queue blocks every queue (limits.blockOnUnschedulable is the install's). Plan.Slots is min(R, Σ r).
+//     any queue blocks every queue (limits.blockOnUnschedulable is the install's), unless the capacity mode says the
+//     autoscaler provides a node for it (capacity.Mode's Waits, read in observe: limits.capacity: autoscale); such a
+//     pod waits (Plan.WaitingForNodes) and its room is the mode's to count. Plan.Slots is min(R, Σ r).
 //   - Read: each queue with r > 0 reads once (again only to replace rows it skipped, up to MaxSkippedRows), up to r rows; a queue
 //     with no room is not read.
 //   - Share: the R slots are given one at a time. The candidates are the queues with a create admitted and not yet
@@ -125,6 +131,13 @@
 //     is remembered between passes: a queue that was starved by priority does not get its missed slots back.
 //   - The Lease is the install's (jobsched-<name>): one pass at a time creates for all queues, so the install's
 //     maxActive holds with racing passes.
+//
+// # Cancel
+//
+// Users read these rules in `jobsched help cancel` (cmd/topics.go). The cancel query is only ever asked about given
+// keys (rows.Source.Cancelled, and Select's rows in the read's own transaction: rows.Row.Cancelled), so a pass
+// costs what it asks, never the rows the cancel query could return. A cancel deletes the Job, so no attempt record
+// remains: a task whose key stops being returned starts again at attempt 1.
 //
 // # Names
 //

@@ -31,6 +31,9 @@ type execution struct {
 	errs    []error
 	release func()
 	cancel  context.CancelFunc
+	// keeper is the Guard when it keeps the rate record (rate.go); cancelCreates ends the reserved creates' context.
+	keeper        RecordKeeper
+	cancelCreates context.CancelFunc
 }
 
 // begin starts a pass: its logger, its --timeout.
@@ -60,6 +63,7 @@ func (x *execution) hold(g Guard) error {
 		return err
 	}
 	x.held, x.release = held, release
+	x.keeper, _ = g.(RecordKeeper)
 	return nil
 }
 
@@ -100,7 +104,7 @@ func (x *execution) fitted(p *Plan, obs *Observation) *Plan {
 func (x *execution) done(p *Plan, obs *Observation, rowsWait bool, stop error) (Result, error) {
 	r := Result{Plan: p}
 	if p != nil {
-		r.RowsWait = rowsWait || (p.roomBound && p.Slots == 0)
+		r.RowsWait = rowsWait || ((p.roomBound || p.NextCreate != nil) && p.Slots == 0)
 	}
 	if obs != nil {
 		r.JobsResourceVersion = obs.JobsResourceVersion
@@ -141,7 +145,13 @@ func (x *execution) creates(p *Plan) {
 	}
 	switch x.mode {
 	case Execute:
-		x.created = x.s.executeCreates(x.held, p, false)
+		x.warnRates(p)
+		held := x.reserve(p)
+		x.created = x.s.executeCreates(held, p, false)
+		x.settle(p)
+		if x.cancelCreates != nil {
+			x.cancelCreates()
+		}
 		if p.Blocked != "" && x.s.Events != nil {
 			x.s.Events.PassBlocked(p.Blocked)
 		}
@@ -182,6 +192,9 @@ type Summary struct {
 	Failed         int    `json:"failed"`
 	Retried        int    `json:"retried"` // attempts > 1 created
 	Dead           int    `json:"dead"`    // tasks with no attempt left whose record is kept
+	// Cancelled are the unfinished Jobs the pass deletes because source.cancelQuery returns their key (their
+	// deletes are counted in deleted or failed too).
+	Cancelled int `json:"cancelled"`
 	// Lease is what the Guard says of the pass's hold (held, lost, forbidden, "held by X"); LeaseWait how long
 	// taking it waited, in milliseconds.
 	Lease     string `json:"lease,omitempty"`
@@ -199,6 +212,7 @@ func summarize(p *Plan, dryRun bool, deleted []error, outcomes []createOutcome) 
 		return s
 	}
 	s.Selected, s.Skipped, s.ReadAhead, s.Blocked, s.Dead = p.Selected, len(p.Skipped), p.ReadAhead, p.Blocked, p.Count(StateDead)
+	s.Cancelled = len(p.Cancels())
 	if dryRun {
 		s.WouldCreate = len(p.Creates)
 	}
@@ -255,7 +269,7 @@ func (s Summary) Log(log *zerolog.Logger, err error, d time.Duration) {
 	}
 	ev.Int("selected", s.Selected).Int("created", s.Created).Int("alreadyPresent", s.AlreadyPresent).
 		Int("skipped", s.Skipped).Str("blocked", s.Blocked).Int("deleted", s.Deleted).Int("failed", s.Failed).
-		Int("retried", s.Retried).Int("dead", s.Dead).
+		Int("retried", s.Retried).Int("dead", s.Dead).Int("cancelled", s.Cancelled).
 		Int64("duration", d.Milliseconds()).Msg("pass done")
 }
 
@@ -323,7 +337,11 @@ func (s *Scheduler) delete(ctx context.Context, j JobStatus) error {
 	})
 	switch {
 	case err == nil:
-		log.Info().Str("state", string(j.State)).Int("attempt", j.Attempt).Str("why", j.Delete).Msg("deleted finished Job")
+		msg := "deleted finished Job"
+		if j.Delete == DeleteCancelled {
+			msg = "cancelled Job: deleted"
+		}
+		log.Info().Str("state", string(j.State)).Int("attempt", j.Attempt).Str("why", j.Delete).Msg(msg)
 		if s.Events != nil {
 			s.Events.JobDeleted(j)
 		}

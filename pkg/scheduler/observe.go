@@ -39,6 +39,8 @@ type Observation struct {
 	// limits.capacity: autoscale, whether it provides a node for each); WaitsNote why it could not be told.
 	Waits     map[string]capacity.Wait
 	WaitsNote string
+	// Windows is the rate record the pass decides from (limits.rate; rate.go).
+	Windows Windows
 	// Kueue is what Kueue says of the Jobs (limits.capacity: kueue; the mode's Inspect): read by the reports, never
 	// by a pass, which decides from the Jobs alone (a Job Kueue holds is suspended).
 	Kueue *kueue.Snapshot
@@ -54,6 +56,7 @@ func (s *Scheduler) Observe(ctx context.Context) (*Observation, error) {
 	if obs.PodsErr != nil {
 		return nil, obs.PodsErr
 	}
+	obs.Windows = s.readWindows(ctx, nil, len(obs.Jobs) > 0)
 	if obs.Capacity, obs.CapacityErr = s.readCapacity(ctx); obs.CapacityErr != nil {
 		return nil, obs.CapacityErr
 	}
@@ -192,6 +195,7 @@ type JobSummary struct {
 	PodsPerJob int        // min(parallelism, completions): the pods it runs at once
 	Finished   *Condition // its Complete or Failed condition, when True
 	StartedAt  *time.Time // status.startTime, UTC (nil before the Job controller starts it)
+	Created    time.Time  // metadata.creationTimestamp (limits.rate counts it)
 }
 
 // Condition is a Job's Complete or Failed condition.
@@ -214,7 +218,7 @@ type PodSummary struct {
 func SummarizeJob(job *batchv1.Job) JobSummary {
 	s := JobSummary{Name: job.Name, UID: job.UID, Key: job.Annotations[jobmeta.AnnotationTaskKey], Queue: job.Labels[jobmeta.LabelQueue], Attempt: 1,
 		Deleting: job.DeletionTimestamp != nil, Suspended: job.Spec.Suspend != nil && *job.Spec.Suspend,
-		Active: job.Status.Active, PodsPerJob: capacity.PodsPerJob(job)}
+		Active: job.Status.Active, PodsPerJob: capacity.PodsPerJob(job), Created: job.CreationTimestamp.UTC()}
 	s.Group, s.HasGroup = job.Annotations[jobmeta.AnnotationGroup]
 	if n, err := strconv.Atoi(job.Labels[jobmeta.LabelAttempt]); err == nil && n > 1 {
 		s.Attempt = n

@@ -37,7 +37,12 @@ const (
 	DeleteRowGone    = "the query no longer selects its row"
 	DeleteRetried    = "retried: deleted once its next attempt exists"
 	DeleteReset      = "retry" // `jobsched retry`: the dead task starts again at attempt 1
+	DeleteCancelled  = "cancelled: source.cancelQuery returns its key"
 )
+
+// SkipCancelled is why a row the query selects gets no Job while the queue's cancel query returns its key.
+const SkipCancelled = "cancelled: source.cancelQuery returns its key; no Job while it does (leave such rows out of " +
+	"source.query: each pass reads them)"
 
 // JobStatus is one of this scheduler's Jobs as the plan sees it.
 type JobStatus struct {
@@ -91,12 +96,14 @@ type Plan struct {
 	WaitsNote       string           `json:"waitsNote,omitempty"`
 	Capacity        *capacity.Report `json:"capacity,omitempty"`
 	// Slots is how many Jobs this pass may create and Limit what bound it; Blocked is set when nothing may be created.
-	Slots    int      `json:"slots"`
-	Limit    string   `json:"limit"`
-	Blocked  string   `json:"blocked,omitempty"`
-	Selected int      `json:"selected"` // rows read from the source (the rows of succeeded tasks still selected included)
-	Creates  []Create `json:"creates"`
-	Skipped  []Skip   `json:"skipped,omitempty"`
+	Slots int    `json:"slots"`
+	Limit string `json:"limit"`
+	// NextCreate is when a limits.rate that bound the slots allows the next create beyond them (nil: none bound).
+	NextCreate *time.Time `json:"nextCreate,omitempty"`
+	Blocked    string     `json:"blocked,omitempty"`
+	Selected   int        `json:"selected"` // rows read from the source (the rows of succeeded tasks still selected included)
+	Creates    []Create   `json:"creates"`
+	Skipped    []Skip     `json:"skipped,omitempty"`
 	// ReadAhead are the rows read for a queue that got no slot in the share: neither created nor skipped, the next
 	// pass reads them again.
 	ReadAhead int `json:"readAhead,omitempty"`
@@ -132,6 +139,11 @@ type Plan struct {
 	hard bool
 	// roomBound says the slots were bound by room a finishing Job frees: limits.maxActive, the nodes or the quota.
 	roomBound bool
+	// rates are the pass's rate windows (the install's plan; nil without limits.rate), nextCreate a part's NextCreate,
+	// and groupRoom what each group's rate leaves of a part's read (see rates.groupRoom).
+	rates      *rates
+	nextCreate time.Time
+	groupRoom  map[string]int
 }
 
 // job finds an existing Job by name.
@@ -155,6 +167,18 @@ func (p *Plan) Deletes() []JobStatus {
 	var out []JobStatus
 	for _, j := range p.Jobs {
 		if j.Delete != "" {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// Cancels are the Jobs this pass cancels (DeleteCancelled), by name: unfinished Jobs whose key the queue's
+// source.cancelQuery returns.
+func (p *Plan) Cancels() []JobStatus {
+	var out []JobStatus
+	for _, j := range p.Jobs {
+		if j.Delete == DeleteCancelled {
 			out = append(out, j)
 		}
 	}

@@ -5,10 +5,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
+	"github.com/jobsched/jobsched/pkg/rate"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
@@ -39,6 +41,8 @@ type QueuePlan struct {
 	Slots   int    `json:"slots"`
 	Limit   string `json:"limit"`
 	Blocked string `json:"blocked,omitempty"`
+	// NextCreate is as Plan.NextCreate, for the queue's own slots.
+	NextCreate *time.Time `json:"nextCreate,omitempty"`
 	// Selected are the rows read for it; Creates the Jobs it got in the share (the rest of what it read waits).
 	Selected int              `json:"selected"`
 	Creates  int              `json:"creates"`
@@ -58,6 +62,7 @@ type installRoom struct {
 	slots     int
 	limit     string
 	roomBound bool
+	next      time.Time // the install's limits.rate bound it: its next create (rate.go)
 }
 
 // Decide is the pure part of the pass: from the configuration and one observation of the install it decides, for
@@ -66,39 +71,61 @@ type installRoom struct {
 // Unschedulable pod of any queue blocks all of them (limits.blockOnUnschedulable), and no queue gets more slots than
 // R = min(limits.maxPerTick, limits.maxActive − unfinished Jobs of all queues [, limits.maxQueued − queued]).
 func Decide(cfg *config.Config, obs *Observation) *Plan {
+	return DecideCancelled(cfg, obs, Cancellation{})
+}
+
+// DecideCancelled is Decide with the Jobs c cancels deleted (DeleteCancelled) and holding no slot: the plan after the
+// cancel step (see Cancellation).
+func DecideCancelled(cfg *config.Config, obs *Observation, c Cancellation) *Plan {
 	qs := cfg.AllQueues()
 	parts := make([]*Plan, len(qs))
 	unfinished, queued, unschedulable := 0, 0, 0
 	first := ""
 	for i := range qs {
 		// Each queue reads its Jobs in obs.Jobs: no second copy of 10,000 summaries at the pass's peak.
-		mine := func(j *JobSummary) bool { return len(qs) == 1 || cfg.QueueIndex(j.Queue) == i }
-		p := decideQueue(cfg.QueueConfig(i), obs, mine) // its Jobs carry its name (QueueName), none for the implicit queue
+		mine := func(j *JobSummary) bool { return jobQueue(cfg, j) == i }
+		p := decideQueue(cfg.QueueConfig(i), obs, mine, c.Jobs) // its Jobs carry its name (QueueName), none for the implicit queue
 		unfinished, queued, unschedulable = unfinished+p.Unfinished, queued+p.queued, unschedulable+p.Unschedulable
 		if first == "" {
 			first = p.firstUnschedulable()
 		}
 		parts[i] = p
 	}
+	rt := decideRates(cfg, obs)
 	r := roomOf(cfg, unfinished, queued)
-	for _, p := range parts {
+	if n, limit, next, ok := rt.bound(rate.ScopeInstall, r.slots); ok {
+		r = installRoom{slots: n, limit: limit, next: next}
+	}
+	for i, p := range parts {
 		if cfg.BlockOnUnschedulable() && unschedulable > 0 { // before any other reason: it is what the user must fix
 			p.Limit, p.roomBound = "", false
 			p.block(fmt.Sprintf("%d pod(s) Unschedulable (%s)", unschedulable, first))
 			p.hard = true
 			continue
 		}
+		if n, limit, next, ok := rt.bound(rate.QueueScope(qs[i].Name), p.Slots); ok && p.Blocked == "" {
+			p.Slots, p.Limit, p.nextCreate, p.roomBound = n, limit, next, false
+		}
+		p.groupRoom = rt.groupRoom(i)
 		if r.slots < p.Slots {
-			p.Slots, p.Limit = max(r.slots, 0), r.limit
+			p.Slots, p.Limit, p.nextCreate = max(r.slots, 0), r.limit, r.next
 			p.roomBound = p.roomBound || r.roomBound
 		}
 		if p.Slots <= 0 && p.Blocked == "" {
 			p.block(p.Limit)
 		}
 	}
-	p := &Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, inst: r, WaitsNote: obs.WaitsNote}
+	p := &Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, inst: r, WaitsNote: obs.WaitsNote, rates: rt}
 	p.assemble(cfg, parts)
 	return p
+}
+
+// jobQueue is the index of j's queue in cfg.AllQueues (see config.Config.QueueIndex).
+func jobQueue(cfg *config.Config, j *JobSummary) int {
+	if len(cfg.Queues) <= 1 { // AllQueues: the one queue (its implicit one is built anew each call)
+		return 0
+	}
+	return cfg.QueueIndex(j.Queue)
 }
 
 // roomOf is R: the install's limits across its queues, and the capacity mode's bound on the install (capacity.Mode's
@@ -158,15 +185,20 @@ func (p *Plan) rooms() {
 	if p.Queues == nil {
 		part := p.parts[0]
 		p.Slots, p.Limit, p.Blocked, p.Capacity, p.hard, p.roomBound = part.Slots, part.Limit, part.Blocked, part.Capacity, part.hard, part.roomBound
+		p.NextCreate = timeOrNil(part.nextCreate)
 		return
 	}
+	var next time.Time
 	sum := 0
 	var limits []string
 	blocked := map[string]bool{}
 	p.hard, p.roomBound, p.Blocked = false, false, ""
 	for i, part := range p.parts {
 		q := &p.Queues[i]
-		q.Slots, q.Limit, q.Blocked, q.Capacity = part.Slots, part.Limit, part.Blocked, part.Capacity
+		q.Slots, q.Limit, q.Blocked, q.Capacity, q.NextCreate = part.Slots, part.Limit, part.Blocked, part.Capacity, timeOrNil(part.nextCreate)
+		if !part.nextCreate.IsZero() && (next.IsZero() || part.nextCreate.Before(next)) {
+			next = part.nextCreate // the first queue whose window opens
+		}
 		p.hard = p.hard || part.hard
 		p.roomBound = p.roomBound || part.roomBound
 		sum += part.Slots
@@ -177,7 +209,11 @@ func (p *Plan) rooms() {
 	if p.inst.slots <= sum { // the install's limits bind (or tie): they are what frees slots for every queue
 		p.Slots, p.Limit = p.inst.slots, p.inst.limit
 		p.roomBound = p.roomBound || p.inst.roomBound
+		if !p.inst.next.IsZero() {
+			next = p.inst.next
+		}
 	}
+	p.NextCreate = timeOrNil(next)
 	if p.Slots <= 0 {
 		p.Slots, p.Blocked = 0, p.Limit
 		if len(blocked) == 1 && !blocked[""] { // every queue blocked for the one reason

@@ -113,6 +113,9 @@ func (r Result) HardBlocked() bool { return r.Plan != nil && r.Plan.hard }
 //  1. observe, once for the install: its Jobs and (unless DeleteOnly) its Pending pods;
 //  2. decide, per queue: the deletes, the exclusions, the room the queue's limits and the install's leave;
 //  3. execute the deletes (all queues), before any step that may fail (capacity, the database);
+//     3b. cancel: ask each queue's source.cancelQuery about the keys of its unfinished Jobs (Cancel; no read
+//     without a cancel query or an unfinished Job), decide again with the cancelled Jobs holding no slot, and
+//     delete them, before anything is created;
 //  4. observe capacity when there is room; fit each queue alone: its slots;
 //  5. check each queue's finished tasks' rows: worker bugs skipped, the Jobs of gone rows deleted;
 //  6. read, per queue with slots, the rows there is room for, and admit each: creates and skips;
@@ -130,12 +133,24 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 		return x.done(nil, nil, false, cause(ctx, err))
 	}
 	obs.GuardRefused = held
+	if mode != DeleteOnly {
+		obs.Windows = s.readWindows(ctx, x.keeper, len(obs.Jobs) > 0)
+	}
 	p := Decide(s.Config, obs) // 2
-	obs.Jobs = nil             // the plan keeps what it needs of them
 	x.deletes(p.Deletes())     // 3
 	if mode == DeleteOnly {
 		return x.done(p, obs, false, nil)
 	}
+	c, err := s.Cancel(ctx, obs) // 3b
+	if err != nil {
+		return x.done(p, obs, false, err)
+	}
+	for _, err := range c.Failed {
+		x.fail(err)
+	}
+	p = p.cancelled(s.Config, obs, c)
+	obs.Jobs = nil // the plan keeps what it needs of them
+	x.deletes(p.Cancels())
 	obs = s.observeCapacity(ctx, obs, p) // 4
 	p = x.fitted(p.Fit(s.Config, obs), obs)
 	p, err = s.checkQueues(ctx, x, p) // 5

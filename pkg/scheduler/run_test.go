@@ -255,6 +255,7 @@ func (f failingSource) Select(context.Context, rows.Selection) ([]rows.Row, erro
 func (f failingSource) Count(context.Context, []string, int) (int, error)          { return 0, f.err }
 func (f failingSource) Selected(context.Context, []string) ([]string, error)       { return nil, f.err }
 func (f failingSource) Lookup(context.Context, []string) ([]rows.Row, error)       { return nil, f.err }
+func (f failingSource) Cancelled(context.Context, []string) ([]string, error)      { return nil, f.err }
 func (f failingSource) Ping(context.Context) error                                 { return f.err }
 
 // TestPassFailures: the deletes never wait on the database or the capacity LISTs; a failure there means "create

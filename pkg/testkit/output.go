@@ -21,11 +21,13 @@ type Summary struct {
 	Blocked        string `json:"blocked"`
 	Deleted        int    `json:"deleted"`
 	Failed         int    `json:"failed"`
+	Cancelled      int    `json:"cancelled"`
 	NotCreated     int    `json:"notCreated"`
 	DryRun         bool   `json:"dryRun"`
 	WouldCreate    int    `json:"wouldCreate"`
 	Lease          string `json:"lease"`
 	LeaseWait      int64  `json:"leaseWait"` // ms
+	Duration       int64  `json:"duration"`  // ms
 }
 
 // passDone is how the line is told from the others.

@@ -60,10 +60,13 @@ func Config(t testing.TB, mutate func(*config.Config)) *config.Config {
 // Name is the Job name of key's first attempt.
 func Name(key string) string { return render.JobName(Scheduler, key) }
 
-// Source is an in-memory rows.Source that records what it was asked.
+// Source is an in-memory rows.Source that records what it was asked. Cancel are the keys its cancel query returns
+// (source.cancelQuery), whether or not Rows holds them; CancelCalls the keys each Cancelled was asked about.
 type Source struct {
-	Rows  []rows.Row
-	Calls [][]string // the exclude list of each Select
+	Rows        []rows.Row
+	Calls       [][]string // the exclude list of each Select
+	Cancel      []string
+	CancelCalls [][]string
 }
 
 func (s *Source) Select(_ context.Context, sel rows.Selection) ([]rows.Row, error) {
@@ -71,7 +74,22 @@ func (s *Source) Select(_ context.Context, sel rows.Selection) ([]rows.Row, erro
 	var out []rows.Row
 	for _, r := range s.Rows {
 		if len(out) < sel.Limit && !slices.Contains(sel.Exclude, r.Key) {
+			r.Cancelled = slices.Contains(s.Cancel, r.Key)
 			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (s *Source) Cancelled(_ context.Context, keys []string) ([]string, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	s.CancelCalls = append(s.CancelCalls, slices.Clone(keys))
+	var out []string
+	for _, k := range keys {
+		if !slices.Contains(out, k) && slices.Contains(s.Cancel, k) {
+			out = append(out, k)
 		}
 	}
 	return out, nil

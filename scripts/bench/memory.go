@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -48,6 +49,7 @@ type memoryCase struct {
 	mine, theirs string   // config files
 	args         []string // the command after the global flags
 	tick         bool
+	noJobs       bool // the command reads no Job (what a build pays before any work)
 }
 
 func (b *bench) memory() error {
@@ -81,6 +83,7 @@ func (b *bench) memory() error {
 		return err
 	}
 	cases := []memoryCase{
+		{what: "`version`, before any work", ns: one, mine: oneDry, theirs: oneDry, args: []string{"version"}, noJobs: true},
 		{what: "`dry-run -o json`, no queues:", ns: one, mine: oneDry, theirs: oneDry, args: []string{"dry-run", "-o", "json"}},
 		{what: "`dry-run` (table), no queues:", ns: one, mine: oneDry, theirs: oneDry, args: []string{"dry-run"}},
 		{what: fmt.Sprintf("`tick` creating %d, no queues:", memoryCreates), ns: one, mine: oneTick, theirs: oneTick, args: []string{"tick"}, tick: true},
@@ -119,7 +122,11 @@ func (b *bench) memory() error {
 		for r := range rounds {
 			ratios[r] = mine[i][r] / theirs[i][r]
 		}
-		rows = append(rows, row{what: fmt.Sprintf("peak RSS, %s, %s Jobs (median of %d alternating rounds; ratio: the median of the rounds' ratios)", c.what, thousands(n), rounds),
+		over := fmt.Sprintf(", %s Jobs", thousands(n))
+		if c.noJobs {
+			over = ""
+		}
+		rows = append(rows, row{what: fmt.Sprintf("peak RSS, %s%s (median of %d alternating rounds; ratio: the median of the rounds' ratios)", c.what, over, rounds),
 			jobsched: fmt.Sprintf("%.1f MB (%s)", medianOf(mine[i]), mbs(mine[i])), reference: fmt.Sprintf("%.1f MB at %s (%s)", medianOf(theirs[i]), refName, mbs(theirs[i])),
 			ratio: fmt.Sprintf("%.2f", medianOf(ratios)), load: runinfo.LoadAvg(1)})
 	}
@@ -199,6 +206,9 @@ func (b *bench) memoryJobs(cfgFile string, n int) error {
 // measureRSS runs one command of case c with bin and cfg under /usr/bin/time -v, checks that it did what c says
 // (dry-run: saw the n Jobs; tick: created memoryCreates Jobs, which it then deletes), and returns its peak RSS in MB.
 func (b *bench) measureRSS(bin, cfg string, c memoryCase, n int) (float64, error) {
+	if err := evict(bin); err != nil {
+		return 0, err
+	}
 	mb, stdout, stderr, err := b.maxRSS(bin, cfg, nil, c.args...)
 	if err != nil {
 		return 0, err
@@ -222,6 +232,22 @@ func (b *bench) measureRSS(bin, cfg string, c memoryCase, n int) (float64, error
 		}
 	}
 	return mb, nil
+}
+
+// evict drops file's pages from the page cache, once written back (pages still dirty would stay).
+func evict(file string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("writing %s back: %w", file, err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return fmt.Errorf("dropping %s from the page cache: %w", file, err)
+	}
+	return nil
 }
 
 // notBase selects the Jobs a tick created (not made by the bench).
@@ -277,7 +303,8 @@ func (b *bench) writeMemoryResults(ref string, n, rounds int, rows []row) error 
 	fmt.Fprintf(&w, "# Peak RSS against %s (written by `BENCH_ONLY=memory scripts/bench.sh`; do not edit)\n\n", ref)
 	fmt.Fprintf(&w, "%s\n\n", os.Getenv("BENCH_MACHINE"))
 	fmt.Fprintf(&w, "GNU time's maximum resident set size of each command, this build and %s built the same way in the same run, "+
-		"over the same %s suspended Jobs, %d rounds alternating which build runs first; `dry-run` with limits.maxActive %s "+
+		"over the same %s suspended Jobs, %d rounds alternating which build runs first, each run with its binary's pages "+
+		"dropped from the page cache first (read from the disk, as a new container's); `version` reads no Job; `dry-run` with limits.maxActive %s "+
 		"(blocked, it lists and prints), `tick` with maxActive %s and maxPerTick %d (it lists, reads %d rows past the "+
 		"Jobs' excluded keys and creates them; they are deleted after each round); limits.capacity off. %s has no "+
 		"queues: it runs the configuration without queues: over the Jobs of the five queues too. See scripts/bench/README.md.\n\n",

@@ -44,10 +44,19 @@ type Pool struct {
 	Labels       map[string]string
 	Requirements []corev1.NodeSelectorRequirement
 	Taints       []corev1.Taint
+	// Shape is the node a NodePool makes, as its newest NodeClaim with a known one shows it; nil when none does.
+	Shape *Shape
 	// Group is a node group's sizes (cluster-autoscaler), nil for a NodePool.
 	Group *Group
 	// Unavailable says why it adds nothing whatever its limits (its Ready condition is False), "" when it may.
 	Unavailable string
+}
+
+// Shape is one node's capacity (what Karpenter counts against a NodePool's limits) and allocatable (what pods
+// get), and the NodeClaim it was read from.
+type Shape struct {
+	Capacity, Allocatable corev1.ResourceList
+	From                  string
 }
 
 // Group is a cluster-autoscaler node group's sizes, from its status.

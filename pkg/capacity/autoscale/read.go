@@ -87,6 +87,7 @@ type nodeClaim struct {
 	Metadata metav1.ObjectMeta `json:"metadata"`
 	Status   struct {
 		NodeName    string              `json:"nodeName"`
+		Capacity    corev1.ResourceList `json:"capacity"`
 		Allocatable corev1.ResourceList `json:"allocatable"`
 		Conditions  []metav1.Condition  `json:"conditions"`
 	} `json:"status"`
@@ -119,16 +120,23 @@ func readKarpenter(ctx context.Context, dyn dynamic.Interface) (*State, error) {
 		index[p.Name] = len(st.Pools)
 		st.Pools = append(st.Pools, p)
 	}
+	shapeAt := make([]metav1.Time, len(st.Pools))
 	for i := range claims.Items {
 		var nc nodeClaim
 		if err := from(&claims.Items[i], &nc); err != nil {
 			return nil, err
 		}
 		k, ok := index[nc.Metadata.Labels[nodePoolLabel]]
-		if !ok || !Launching(nc.Metadata.DeletionTimestamp != nil, nc.Status.Conditions, len(nc.Status.Allocatable) > 0) {
+		if !ok {
 			continue
 		}
 		p := &st.Pools[k]
+		if len(nc.Status.Capacity) > 0 && len(nc.Status.Allocatable) > 0 && (p.Shape == nil || !nc.Metadata.CreationTimestamp.Before(&shapeAt[k])) {
+			p.Shape, shapeAt[k] = &Shape{Capacity: nc.Status.Capacity, Allocatable: nc.Status.Allocatable, From: nc.Metadata.Name}, nc.Metadata.CreationTimestamp
+		}
+		if !Launching(nc.Metadata.DeletionTimestamp != nil, nc.Status.Conditions, len(nc.Status.Allocatable) > 0) {
+			continue
+		}
 		if p.Launching == nil {
 			p.Launching = map[string]corev1.ResourceList{}
 		}

@@ -1,0 +1,52 @@
+package cmd
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/jobsched/jobsched/pkg/kube"
+)
+
+// TestDynamicClientOnlyForKueue: the client of Kueue's objects is built only for limits.capacity: kueue; a
+// configuration that does not use Kueue pays nothing for it (issue 33).
+func TestDynamicClientOnlyForKueue(t *testing.T) {
+	job, err := os.ReadFile(filepath.Join("testdata", "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		capacity string
+		want     bool
+	}{{"off", false}, {"nodes", false}, {"kueue", true}} {
+		t.Run(tc.capacity, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := "name: reports\nnamespace: batch\nsource: {query: SELECT id FROM tasks, key: id}\njob: {template: job.yaml}\n" +
+				"limits: {maxActive: 5, capacity: " + tc.capacity + "}\n"
+			if tc.capacity == "kueue" {
+				cfg += "kueue: {localQueue: team-a}\n"
+			}
+			for name, b := range map[string][]byte{"jobsched.yaml": []byte(cfg), "job.yaml": job} {
+				if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			built := false
+			g := &globalOptions{configFile: filepath.Join(dir, "jobsched.yaml"),
+				newKube:    func(kube.Options) (kubernetes.Interface, string, error) { return fake.NewClientset(), "", nil },
+				newDynamic: func(kube.Options) (dynamic.Interface, error) { built = true; return nil, nil }}
+			s, closeFn, err := g.newScheduler(schedulerOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeFn()
+			if s.Kube == nil || built != tc.want {
+				t.Errorf("limits.capacity %s: the Kubernetes client built: %v, the dynamic client built: %v (want %v)", tc.capacity, s.Kube != nil, built, tc.want)
+			}
+		})
+	}
+}

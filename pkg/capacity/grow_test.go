@@ -1,0 +1,148 @@
+package capacity
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
+)
+
+// withAutoscale is s with what the autoscaler said (source, pools) and limits.maxPending.
+func withAutoscale(s *Snapshot, source string, maxPending int, pools ...autoscale.Pool) *Snapshot {
+	s.Autoscale, s.MaxPending = &autoscale.State{Source: source, Pools: pools}, maxPending
+	return s
+}
+
+// karpenter is a NodePool of limits and used (nil: no limit).
+func karpenter(name string, limits, used corev1.ResourceList, mods ...func(*autoscale.Pool)) autoscale.Pool {
+	p := autoscale.Pool{Kind: autoscale.KindNodePool, Name: name, Limits: limits, Used: used}
+	for _, m := range mods {
+		m(&p)
+	}
+	return p
+}
+
+func group(name string, maxSize, ready int) autoscale.Pool {
+	return autoscale.Pool{Kind: autoscale.KindNodeGroup, Name: name, Group: &autoscale.Group{MaxSize: maxSize, Ready: ready, Target: ready, Registered: ready}}
+}
+
+// TestAutoscaleRoom: room = the nodes' fit + what the autoscaler can still add for the template − the pods already
+// waiting for new nodes, at most limits.maxPending of ours waiting; each case pins one rule. The template's pod is
+// 1 cpu and 1Gi; a node is 4 cpu.
+func TestAutoscaleRoom(t *testing.T) {
+	tpl := job(spec())
+	none := nodes
+	tainted := func(p *autoscale.Pool) {
+		p.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+	}
+	inGroup := func(n *Node) { n.Labels["cloud.google.com/gke-nodepool"] = "pool-batch" }
+	shaped := func(p *autoscale.Pool) { // Karpenter's kwok c-4x: 4 cpu, 3900m allocatable: 3 pods of 1 cpu
+		p.Shape = &autoscale.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"),
+			Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "batch-old"}
+	}
+	launchingShaped := func(p *autoscale.Pool) {
+		shaped(p)
+		p.Launching = map[string]corev1.ResourceList{"batch-x": p.Shape.Allocatable}
+	}
+	tests := []struct {
+		name    string
+		snap    *Snapshot
+		claim   Claim
+		fit     int    // Report(0).Fit before any Place
+		binding string // in Report(0).Binding
+		places  string // Place(0) until it fails, T per success
+	}{
+		{"from zero nodes, the node shape unknown: one Job learns it", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "0"))),
+			Claim{Template: tpl}, 1, "1 on NodePool batch: its node shape is not known yet (no NodeClaim shows one): 1 pod(s) to learn it, of 12 left", "TF"},
+		{"the node shape known: whole nodes within the limits", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "0"), shaped)),
+			Claim{Template: tpl}, 9, "karpenter: 9 more on new nodes (9 on NodePool batch: 0 launching, 3 new node(s) within its limits of cpu=3900m memory=15Gi pods=110 (as NodeClaim batch-old))", strings.Repeat("T", 9) + "F"},
+		{"the pool's used resources count", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12", "memory", "100Gi"), rl("cpu", "8", "memory", "60Gi"), shaped)),
+			Claim{Template: tpl}, 3, "3 on NodePool batch", "TTTF"},
+		{"limits.maxPending binds", withAutoscale(none(), autoscale.Karpenter, 5, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+			Claim{Template: tpl}, 5, "limits.maxPending: 0 of 5 pod(s) wait for new nodes", "TTTTTF"},
+		{"our waiting pods count against maxPending", withAutoscale(none(), autoscale.Karpenter, 7, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+			Claim{Template: tpl, Unbound: 4}, 3, "limits.maxPending: 4 of 7", "TTTF"},
+		{"our waiting pods take the pool's room", withAutoscale(none(), autoscale.Karpenter, 100, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+			Claim{Template: tpl, Unbound: 3, Podless: 2}, 4, "4 on NodePool batch", "TTTTF"},
+		{"others' pods that fit on no node take the pool's room", withPending(withAutoscale(none(), autoscale.Karpenter, 100, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+			pending("other", "big", rl("cpu", "2"))), Claim{Template: tpl}, 7, "7 on NodePool batch", strings.Repeat("T", 7) + "F"},
+		{"our waiting pods use up the probe", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil)),
+			Claim{Template: tpl, Unbound: 1}, 0, "0 pod(s) to learn it", "F"},
+		{"a NodePool at its limit adds nothing: the nodes' fit alone", withAutoscale(nodes(sized("n1", "4", "2")), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "12"), shaped)),
+			Claim{Template: tpl}, 2, "NodePool batch at its limits: no more node of capacity cpu=4 memory=16Gi pods=110 fits (as NodeClaim batch-old)", "TTF"},
+		{"a node of less than the template adds nothing", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+			Claim{Template: job(cpus("5"))}, 0, "NodePool batch 0 launching, 3 new node(s) within its limits", "F"},
+		{"launching NodeClaims are room coming", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "12"), launchingShaped)),
+			Claim{Template: tpl}, 3, "3 on NodePool batch", "TTTF"},
+		{"at its limit of nodes", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("nodes", "2"), rl("nodes", "2"))),
+			Claim{Template: tpl}, 0, "NodePool batch at its limit of 2 node(s)", "F"},
+		{"a limit of nodes and the node shape", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("nodes", "3"), rl("nodes", "1"), shaped)),
+			Claim{Template: tpl}, 6, "6 on NodePool batch", strings.Repeat("T", 6) + "F"},
+		{"a NodePool without limits: maxPending bounds", withAutoscale(none(), autoscale.Karpenter, 3, karpenter("batch", nil, nil)),
+			Claim{Template: tpl}, 3, "limits.maxPending", "TTTF"},
+		{"a NodePool the template cannot use", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("gpu", rl("cpu", "12"), nil, tainted, shaped)),
+			Claim{Template: tpl}, 0, "no NodePool takes the template", "F"},
+		{"pools add up", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("a", rl("cpu", "4"), nil, shaped), karpenter("b", rl("cpu", "8"), nil, shaped)),
+			Claim{Template: tpl}, 9, "6 on NodePool b", strings.Repeat("T", 9) + "F"},
+		{"a node group: maxSize − ready new nodes of its node's shape", withAutoscale(nodes(node("n1", inGroup)), autoscale.ClusterAutoscaler, 20, group("pool-batch", 3, 1)),
+			Claim{Template: tpl}, 4 + 8, "cluster-autoscaler: 8 more on new nodes (8 on node group pool-batch: maxSize 3: 2 new node(s) of cpu=4 memory=8Gi pods=110)", strings.Repeat("T", 12) + "F"},
+		{"a node group at its maxSize", withAutoscale(nodes(node("n1", inGroup)), autoscale.ClusterAutoscaler, 20, group("pool-batch", 1, 1)),
+			Claim{Template: tpl}, 4, "at its maxSize of 1 node(s)", "TTTTF"},
+		{"a node group with no node is unknown, not guessed", withAutoscale(nodes(node("n1")), autoscale.ClusterAutoscaler, 20, group("pool-batch", 5, 0)),
+			Claim{Template: tpl}, 4, "node shape from: unknown", "TTTTF"},
+		{"quota still caps the room", withQuotas(withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+			quota("q", rl("pods", "3"), rl("pods", "0"))), Claim{Template: tpl}, 3, "quota q/pods: 3 more", "TTTF"},
+		{"no autoscaler found: as nodes", withAutoscale(nodes(node("n1")), "", 20), Claim{Template: tpl}, 4, "cpu: 4 more fit on n1", "TTTTF"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			room := autoscaleMode{}.Room(tc.snap, []Claim{tc.claim})
+			r := room.Report(0)
+			if r.Fit != tc.fit || !strings.Contains(r.Binding, tc.binding) {
+				t.Errorf("Report = %d (%s), want %d (…%s…)", r.Fit, r.Binding, tc.fit, tc.binding)
+			}
+			var got strings.Builder
+			for range len(tc.places) {
+				if room.Place(0) {
+					got.WriteByte('T')
+				} else {
+					got.WriteByte('F')
+					break
+				}
+			}
+			if got.String() != tc.places {
+				t.Errorf("places %s, want %s", got.String(), tc.places)
+			}
+			if after := room.Report(0); after.Fit != 0 && after.Fit != -1 {
+				t.Errorf("after the places, Report = %d (%s), want 0", after.Fit, after.Binding)
+			}
+		})
+	}
+}
+
+// TestAutoscaleReport: the report names every pool with its limit, what it holds and what it adds for the template
+// (status and dry-run show it), and what bound the room.
+func TestAutoscaleReport(t *testing.T) {
+	snap := withAutoscale(nodes(), autoscale.Karpenter, 10,
+		karpenter("batch", rl("cpu", "12"), rl("cpu", "4"), func(p *autoscale.Pool) {
+			p.Shape = &autoscale.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"), Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "batch-a"}
+			p.Launching = map[string]corev1.ResourceList{"batch-x": rl("cpu", "1900m", "memory", "15Gi", "pods", "110")}
+		}),
+		karpenter("gpu", nil, nil, func(p *autoscale.Pool) { p.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}} }))
+	r := autoscaleMode{}.Room(snap, []Claim{{Template: job(spec()), Unbound: 1}}).Report(0)
+	a := r.Autoscale
+	if a == nil {
+		t.Fatal("no autoscale report")
+	}
+	if a.Source != autoscale.Karpenter || a.Adds != 6 || a.Waiting != 1 || len(a.Pools) != 2 {
+		t.Fatalf("report %+v", a)
+	}
+	if got, want := a.Pools[0].Words(), "limit cpu=12, used cpu=4, 1 NodeClaim(s) launching; adds 6 more pod(s) (1 launching, 2 new node(s) within its limits of cpu=3900m memory=15Gi pods=110 (as NodeClaim batch-a))"; got != want {
+		t.Errorf("batch: %q, want %q", got, want)
+	}
+	if got, want := a.Pools[1].Words(), "no limit, used nothing; the template cannot use it: taint gpu:NoSchedule not tolerated"; got != want {
+		t.Errorf("gpu: %q, want %q", got, want)
+	}
+}
