@@ -141,7 +141,12 @@ func (gp *growPool) shaped(sh *autoscale.Shape, left corev1.ResourceList) *growP
 	gp.perNode = true
 	n := int64(maxGroupNodes)
 	for _, r := range slices.Sorted(maps.Keys(left)) {
+		// What Karpenter charges the limits: the node's capacity, never less than its allocatable (a provider that
+		// reports less, as KWOK's does, still checks the limits against its instance type's catalog).
 		per := sh.Capacity[r]
+		if a := sh.Allocatable[r]; a.Cmp(per) > 0 {
+			per = a
+		}
 		if r == "nodes" {
 			per = *resource.NewQuantity(1, resource.DecimalSI)
 		}

@@ -58,6 +58,9 @@ func TestAutoscaleRoom(t *testing.T) {
 			Claim{Template: tpl}, 1, "1 on NodePool batch: its node shape is not known yet (no NodeClaim shows one): 1 pod(s) to learn it, of 12 left", "TF"},
 		{"the node shape known: whole nodes within the limits", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "0"), shaped)),
 			Claim{Template: tpl}, 9, "karpenter: 9 more on new nodes (9 on NodePool batch: 0 launching, 3 new node(s) within its limits of cpu=3900m memory=15Gi pods=110 (as NodeClaim batch-old))", strings.Repeat("T", 9) + "F"},
+		{"a node that reports less capacity than allocatable is charged its allocatable", withAutoscale(none(), autoscale.Karpenter, 50, karpenter("batch", rl("cpu", "12"), nil, func(p *autoscale.Pool) {
+			p.Shape = &autoscale.Shape{Capacity: rl("cpu", "2", "memory", "64Mi", "pods", "1"), Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "kwok"}
+		})), Claim{Template: tpl}, 9, "3 new node(s)", strings.Repeat("T", 9) + "F"},
 		{"the pool's used resources count", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12", "memory", "100Gi"), rl("cpu", "8", "memory", "60Gi"), shaped)),
 			Claim{Template: tpl}, 3, "3 on NodePool batch", "TTTF"},
 		{"limits.maxPending binds", withAutoscale(none(), autoscale.Karpenter, 5, karpenter("batch", rl("cpu", "12"), nil, shaped)),
