@@ -156,11 +156,19 @@ func (b *bench) autoscaleOnce(dyn dynamic.Interface, mode string, rows int, limi
 			if inv.code != 0 || len(r.invocations) > 50 {
 				return r, fmt.Errorf("invocation %d exited %d (%s)", len(r.invocations), inv.code, inv.lastPass)
 			}
-			// The backlog read empty or the pass was blocked while Jobs still run: the next invocation at once,
-			// once a Job has finished (a CronJob would start it at its next time).
+			// The pass was blocked while rows wait: the next invocation once a Job has finished (a CronJob would
+			// start it at its next time); with every row's Job created, only the drain's end is waited for.
 			mu.Lock()
-			before := len(complete)
+			before, created := len(complete), len(perKey)
 			mu.Unlock()
+			if created >= rows {
+				select {
+				case <-allDone:
+					drained = true
+				case <-time.After(time.Until(deadline)):
+				}
+				continue
+			}
 			_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Until(deadline), true, func(context.Context) (bool, error) {
 				mu.Lock()
 				defer mu.Unlock()
