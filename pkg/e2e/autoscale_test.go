@@ -40,7 +40,9 @@ const (
 //     both are logged (the bench compares them at a larger size: scripts/bench, BENCH_ONLY=autoscale);
 //   - after each drain Karpenter consolidates the empty nodes away: jobsched holds none.
 //
-// The autoscale drain runs tick --fill-for, which refills when a Job ends and when a new node turns Ready.
+// Each drain runs tick --fill-for (which refills when a Job ends and, with autoscale, when a new node turns Ready),
+// started again once a Job ends should it end blocked while rows wait, as a CronJob would at its next time; the
+// reasons the invocations ended are logged.
 func TestAutoscale(t *testing.T) {
 	t.Parallel()
 	kcfg, _ := ownCluster(t, os.Getenv("JOBSCHED_KARPENTER_CLUSTER_DIR"), "cluster-karpenter-test-",
