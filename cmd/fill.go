@@ -6,15 +6,14 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/jobsched/jobsched/pkg/jobend"
+	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
-// tick --fill-for: after a pass bound by room while rows wait, wait for one of this scheduler's Jobs to end (a watch
-// from the pass's own list), then run the next whole pass; until the time is up, the backlog is empty, nothing can
-// start, or the process is told to stop. Each pass is a fresh one: the loop keeps nothing of a pass but what it
-// needs to wait (the resourceVersion to watch from, and which Jobs had already finished).
+// tick --fill-for: after a pass bound by room while rows wait, wait for one of this scheduler's Jobs to end, then
+// run the next whole pass; until the time is up, the backlog is empty, nothing can start, or the process is told to
+// stop. The first pass lists what it observes and the passes after it decide from what the watches since then
+// followed (scheduler.Follow): the wait is on those watches too.
 
 // Why an invocation with --fill-for ended: the reason of its last line, "fill ended".
 const (
@@ -30,24 +29,23 @@ const (
 // fillPass is what the loop needs to know of one pass.
 type fillPass struct {
 	err      error
-	blocked  string // why nothing can start until something else changes ("" when a Job's end makes room)
-	room     bool   // the slots were bound by room: capacity, the quota, limits.maxActive
-	rowsWait bool   // rows may still wait for a Job
-	limit    string // what bound the slots
-	rv       string // the resourceVersion of the pass's Jobs list
-	finished map[types.UID]bool
+	blocked  string    // why nothing can start until something else changes ("" when a Job's end makes room)
+	room     bool      // the slots were bound by room: capacity, the quota, limits.maxActive
+	rowsWait bool      // rows may still wait for a Job
+	limit    string    // what bound the slots
 	next     time.Time // a limits.rate bound the slots: when its window allows the next create (zero: none)
 }
 
-// filler runs passes for fillFor. pass runs one whole pass (refill 0 is the first); wait returns once a Job of
-// this scheduler ends after rv (see jobend.Wait). poll, when set, bounds each wait: the next pass then runs
-// although no Job ended (a queue with source.cancelQuery: a cancel is noticed only by a pass).
+// filler runs passes for fillFor. pass runs one whole pass (refill 0 is the first); wait returns once something
+// happened after it that may let the next pass create (a Job of this scheduler ended: scheduler.Follow.Wait). poll,
+// when set, bounds each wait: the next pass then runs although nothing happened (a queue with source.cancelQuery: a
+// cancel is noticed only by a pass).
 type filler struct {
 	fillFor time.Duration
 	poll    time.Duration
 	now     func() time.Time
 	pass    func(ctx context.Context, refill int) fillPass
-	wait    func(ctx context.Context, rv string, finished map[types.UID]bool) (string, error)
+	wait    func(ctx context.Context) (string, error)
 }
 
 // cancelPoll is the filler's poll while a queue has source.cancelQuery (jobsched help cancel): a cancel takes
@@ -64,15 +62,15 @@ var (
 // until its window allows the next create (without room to wait for, just that).
 func (f filler) waitFor(ctx context.Context, p fillPass) (string, error) {
 	if p.next.IsZero() {
-		return f.wait(ctx, p.rv, p.finished)
+		return f.wait(ctx)
 	}
 	wctx, cancel := context.WithTimeoutCause(ctx, p.next.Sub(f.now()), errWindowOpen)
 	defer cancel()
-	if !p.room || p.rv == "" {
+	if !p.room {
 		<-wctx.Done()
 		return "", context.Cause(wctx)
 	}
-	return f.wait(wctx, p.rv, p.finished)
+	return f.wait(wctx)
 }
 
 // run returns the error of the last pass: the invocation did what its passes did. It never starts a pass once
@@ -106,7 +104,7 @@ func (f filler) run(ctx context.Context) error {
 				log.Debug().Msg("no Job ended within the poll for cancels: the next pass")
 			case errors.Is(err, errWindowOpen):
 				log.Debug().Msg("the rate window opened: the next pass")
-			case errors.Is(err, jobend.ErrExpired):
+			case errors.Is(err, scheduler.ErrLost):
 				log.Debug().Err(err).Msg("the next pass observes afresh")
 			case err != nil:
 				reason = endCannotWait + err.Error()
@@ -137,8 +135,6 @@ func (f filler) stop(ctx context.Context, p fillPass, end time.Time) string {
 		return endBacklogEmpty
 	case !p.room && p.next.IsZero():
 		return endNotRoom + p.limit
-	case p.rv == "" && p.next.IsZero():
-		return endCannotWait + "the pass has no resourceVersion of its Jobs to watch from"
 	case !f.now().Before(end):
 		return endTime
 	}

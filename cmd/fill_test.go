@@ -6,23 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
-	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/jobsched/jobsched/pkg/jobend"
+	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
 // TestFiller: which pass follows which, and why the invocation ends. Each case scripts the passes and what each wait
 // returns; the clock is the test's (a wait may move it).
 func TestFiller(t *testing.T) {
-	room := func(rv string) fillPass {
-		return fillPass{room: true, rowsWait: true, limit: "capacity: 2 fit", rv: rv, finished: map[types.UID]bool{"u-" + types.UID(rv): true}}
-	}
+	room := fillPass{room: true, rowsWait: true, limit: "capacity: 2 fit"}
 	failed := errors.New("the database is down")
 	type wait struct {
 		advance time.Duration // the clock moves this much during the wait
@@ -38,36 +34,34 @@ func TestFiller(t *testing.T) {
 		wantPasses int
 		wantReason string
 		wantErr    error
-		wantRVs    []string // the resourceVersion of each wait
+		wantWaits  []string // the pass (refill) after which each wait came
 		poll       time.Duration
 	}{
 		{name: "a cancel query: the poll runs the next pass although no Job ended", poll: time.Millisecond,
-			passes: []fillPass{room("1"), {room: true, rv: "2"}}, waits: []wait{{poll: true}},
-			wantPasses: 2, wantReason: endBacklogEmpty, wantRVs: []string{"1"}},
-		{name: "the backlog is empty", passes: []fillPass{{room: true, limit: "capacity: 2 fit", rv: "1"}},
+			passes: []fillPass{room, {room: true}}, waits: []wait{{poll: true}},
+			wantPasses: 2, wantReason: endBacklogEmpty, wantWaits: []string{"0"}},
+		{name: "the backlog is empty", passes: []fillPass{{room: true, limit: "capacity: 2 fit"}},
 			wantPasses: 1, wantReason: endBacklogEmpty},
-		{name: "blocked by an Unschedulable pod", passes: []fillPass{{blocked: "1 pod(s) Unschedulable", rowsWait: true, rv: "1"}},
+		{name: "blocked by an Unschedulable pod", passes: []fillPass{{blocked: "1 pod(s) Unschedulable", rowsWait: true}},
 			wantPasses: 1, wantReason: endBlocked + "1 pod(s) Unschedulable"},
-		{name: "bound by maxPerTick, not by room", passes: []fillPass{{rowsWait: true, limit: "limits.maxPerTick: 10", rv: "1"}},
+		{name: "bound by maxPerTick, not by room", passes: []fillPass{{rowsWait: true, limit: "limits.maxPerTick: 10"}},
 			wantPasses: 1, wantReason: endNotRoom + "limits.maxPerTick: 10"},
-		{name: "the pass failed", passes: []fillPass{{err: failed, room: true, rowsWait: true, rv: "1"}},
+		{name: "the pass failed", passes: []fillPass{{err: failed, room: true, rowsWait: true}},
 			wantPasses: 1, wantReason: endFailed, wantErr: failed},
-		{name: "a Job ends: the next pass, until the backlog is empty", passes: []fillPass{room("1"), room("7"), {room: true, rv: "9"}},
-			waits: []wait{{advance: 20 * time.Second}, {advance: 20 * time.Second}}, wantPasses: 3, wantReason: endBacklogEmpty, wantRVs: []string{"1", "7"}},
-		{name: "the refill fails: its error is the invocation's", passes: []fillPass{room("1"), {err: failed}},
-			waits: []wait{{}}, wantPasses: 2, wantReason: endFailed, wantErr: failed, wantRVs: []string{"1"}},
-		{name: "an expired resourceVersion: the next pass at once", passes: []fillPass{room("1"), {room: true, rv: "2"}},
-			waits: []wait{{err: fmt.Errorf("watching: %w", jobend.ErrExpired)}}, wantPasses: 2, wantReason: endBacklogEmpty, wantRVs: []string{"1"}},
-		{name: "the wait fails otherwise: the end", passes: []fillPass{room("1")},
-			waits: []wait{{err: errors.New("forbidden")}}, wantPasses: 1, wantReason: endCannotWait + "forbidden", wantRVs: []string{"1"}},
-		{name: "no Job ends within --fill-for", passes: []fillPass{room("1")},
-			waits: []wait{{block: true}}, wantPasses: 1, wantReason: endTime, wantRVs: []string{"1"}},
-		{name: "a Job ends after --fill-for: no pass is started", passes: []fillPass{room("1")},
-			waits: []wait{{advance: time.Minute}}, wantPasses: 1, wantReason: endTime, wantRVs: []string{"1"}},
-		{name: "SIGTERM during the wait", passes: []fillPass{room("1")}, terminate: true,
-			waits: []wait{{block: true}}, wantPasses: 1, wantReason: endTerminated, wantRVs: []string{"1"}},
-		{name: "no resourceVersion to watch from", passes: []fillPass{{room: true, rowsWait: true}},
-			wantPasses: 1, wantReason: endCannotWait + "the pass has no resourceVersion of its Jobs to watch from"},
+		{name: "a Job ends: the next pass, until the backlog is empty", passes: []fillPass{room, room, {room: true}},
+			waits: []wait{{advance: 20 * time.Second}, {advance: 20 * time.Second}}, wantPasses: 3, wantReason: endBacklogEmpty, wantWaits: []string{"0", "1"}},
+		{name: "the refill fails: its error is the invocation's", passes: []fillPass{room, {err: failed}},
+			waits: []wait{{}}, wantPasses: 2, wantReason: endFailed, wantErr: failed, wantWaits: []string{"0"}},
+		{name: "an expired resourceVersion: the next pass at once", passes: []fillPass{room, {room: true}},
+			waits: []wait{{err: fmt.Errorf("watching: %w", scheduler.ErrLost)}}, wantPasses: 2, wantReason: endBacklogEmpty, wantWaits: []string{"0"}},
+		{name: "the wait fails otherwise: the end", passes: []fillPass{room},
+			waits: []wait{{err: errors.New("forbidden")}}, wantPasses: 1, wantReason: endCannotWait + "forbidden", wantWaits: []string{"0"}},
+		{name: "no Job ends within --fill-for", passes: []fillPass{room},
+			waits: []wait{{block: true}}, wantPasses: 1, wantReason: endTime, wantWaits: []string{"0"}},
+		{name: "a Job ends after --fill-for: no pass is started", passes: []fillPass{room},
+			waits: []wait{{advance: time.Minute}}, wantPasses: 1, wantReason: endTime, wantWaits: []string{"0"}},
+		{name: "SIGTERM during the wait", passes: []fillPass{room}, terminate: true,
+			waits: []wait{{block: true}}, wantPasses: 1, wantReason: endTerminated, wantWaits: []string{"0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,7 +71,7 @@ func TestFiller(t *testing.T) {
 			defer cancel()
 			now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 			var refills []int
-			var rvs []string
+			var waits []string
 			f := filler{
 				fillFor: 50 * time.Second,
 				poll:    tt.poll,
@@ -89,12 +83,9 @@ func TestFiller(t *testing.T) {
 					}
 					return tt.passes[len(refills)-1]
 				},
-				wait: func(wctx context.Context, rv string, finished map[types.UID]bool) (string, error) {
-					rvs = append(rvs, rv)
-					if want := tt.passes[len(refills)-1].finished; !reflect.DeepEqual(finished, want) {
-						t.Errorf("wait %d: finished %v, want the pass's %v", len(rvs), finished, want)
-					}
-					w := tt.waits[len(rvs)-1]
+				wait: func(wctx context.Context) (string, error) {
+					waits = append(waits, fmt.Sprint(refills[len(refills)-1]))
+					w := tt.waits[len(waits)-1]
 					now = now.Add(w.advance)
 					if tt.terminate {
 						cancel()
@@ -127,8 +118,8 @@ func TestFiller(t *testing.T) {
 					t.Errorf("pass %d ran as refill %d", i, r)
 				}
 			}
-			if strings.Join(rvs, ",") != strings.Join(tt.wantRVs, ",") {
-				t.Errorf("waits from %v, want %v", rvs, tt.wantRVs)
+			if strings.Join(waits, ",") != strings.Join(tt.wantWaits, ",") {
+				t.Errorf("waits after passes %v, want %v", waits, tt.wantWaits)
 			}
 			var end struct {
 				Reason string `json:"reason"`
@@ -157,9 +148,9 @@ func TestFillerDeadline(t *testing.T) {
 	f := filler{fillFor: 50 * time.Millisecond, now: time.Now,
 		pass: func(context.Context, int) fillPass {
 			passes++
-			return fillPass{room: true, rowsWait: true, rv: "1"}
+			return fillPass{room: true, rowsWait: true}
 		},
-		wait: func(ctx context.Context, _ string, _ map[types.UID]bool) (string, error) {
+		wait: func(ctx context.Context) (string, error) {
 			<-ctx.Done()
 			return "", context.Cause(ctx)
 		},
@@ -188,12 +179,12 @@ func TestFillerRateWindow(t *testing.T) {
 						if now := time.Now(); now.Before(next) {
 							t.Errorf("the second pass ran %s before the window opened", next.Sub(now))
 						}
-						return fillPass{room: true, rv: "2"} // the backlog is empty
+						return fillPass{room: true} // the backlog is empty
 					}
 					next = time.Now().Add(50 * time.Millisecond)
-					return fillPass{room: room, rowsWait: true, limit: "limits.rate: 2 per 1m, next create at 10:00:01", rv: "1", next: next}
+					return fillPass{room: room, rowsWait: true, limit: "limits.rate: 2 per 1m, next create at 10:00:01", next: next}
 				},
-				wait: func(ctx context.Context, _ string, _ map[types.UID]bool) (string, error) {
+				wait: func(ctx context.Context) (string, error) {
 					waits++
 					<-ctx.Done() // no Job ends
 					return "", context.Cause(ctx)

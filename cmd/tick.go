@@ -11,8 +11,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobsched/jobsched/pkg/backlog"
 	"github.com/jobsched/jobsched/pkg/config"
@@ -76,8 +74,10 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 	}
 	defer closeFn()
 	cfg := s.Config
-	jobs := s.Kube.BatchV1().Jobs(cfg.Namespace)
-	sel := labels.SelectorFromSet(labels.Set{jobmeta.LabelScheduler: cfg.Name}).String()
+	s.Follow = scheduler.NewFollow()
+	defer s.Follow.Stop()
+	// client-go's watch logs (a watch it opens again) go to the pass's log, not to klog's stderr.
+	ctx = logr.NewContext(ctx, zerologr.New(zerolog.Ctx(ctx)))
 	f := filler{fillFor: fillFor, poll: fillPoll(cfg), now: time.Now,
 		pass: func(ctx context.Context, refill int) fillPass {
 			if refill > 0 {
@@ -92,14 +92,11 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 			}
 			return fillPassOf(res, err)
 		},
-		wait: func(ctx context.Context, rv string, finished map[types.UID]bool) (string, error) {
-			// client-go's watch logs (a watch it opens again) go to the pass's log, not to klog's stderr.
-			ctx = logr.NewContext(ctx, zerologr.New(zerolog.Ctx(ctx)))
-			jobEnd := func(ctx context.Context) (string, error) { return jobend.Wait(ctx, jobs, sel, rv, finished) }
+		wait: func(ctx context.Context) (string, error) {
 			if !countsNodes(cfg.Limits.Capacity) {
-				return jobEnd(ctx)
+				return s.Follow.Wait(ctx)
 			}
-			return jobOrNode(ctx, jobEnd, func(ctx context.Context) (string, error) { return jobend.NodeUsable(ctx, s.Kube.CoreV1().Nodes()) })
+			return jobOrNode(ctx, s.Follow.Wait, func(ctx context.Context) (string, error) { return jobend.NodeUsable(ctx, s.Kube.CoreV1().Nodes()) })
 		},
 	}
 	return f.run(ctx)
@@ -117,21 +114,12 @@ func fillPoll(cfg *config.Config) time.Duration {
 
 // fillPassOf is what the fill loop needs of a pass's result.
 func fillPassOf(res scheduler.Result, err error) fillPass {
-	p := fillPass{err: err, rv: res.JobsResourceVersion, limit: res.Limit(), room: res.RoomBound(),
-		rowsWait: res.RowsWait, finished: map[types.UID]bool{}}
+	p := fillPass{err: err, limit: res.Limit(), room: res.RoomBound(), rowsWait: res.RowsWait}
 	if res.Plan != nil && res.Plan.NextCreate != nil {
 		p.next = *res.Plan.NextCreate
 	}
 	if res.HardBlocked() || (res.Plan == nil && res.Blocked() != "") {
 		p.blocked = res.Blocked()
-	}
-	if res.Plan == nil {
-		return p
-	}
-	for _, j := range res.Plan.Jobs {
-		if j.FinishedAt != nil {
-			p.finished[j.UID] = true
-		}
 	}
 	return p
 }

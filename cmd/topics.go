@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/jobsched/jobsched/pkg/metrics"
 	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
@@ -318,7 +319,53 @@ Cost. One more PUT of the Lease per pass that creates (the reservation); status 
 type topic struct{ name, short, long string }
 
 // allTopics are the written topics and the generated one.
-func allTopics() []topic { return append(slices.Clone(topics), documentsTopic()) }
+func allTopics() []topic { return append(slices.Clone(topics), documentsTopic(), metricsTopic()) }
+
+// metricsTopic lists the metrics a pass pushes, made from the ones this build pushes (pkg/metrics), so it cannot
+// drift from them.
+func metricsTopic() topic {
+	var b strings.Builder
+	b.WriteString("The metrics each pass pushes to a Pushgateway (metrics.pushgateway or --pushgateway), from this build.\n\n")
+	b.WriteString(wrap(`Each pass pushes the group job="jobsched" (tick) or job="jobsched-gc" (gc), with labels scheduler
+and namespace; a push replaces the metrics of the names it sends and keeps the others. Values are the last pass's;
+what it could not learn is NaN. A failed pass leaves jobsched_last_success_timestamp_seconds as it was; an unreadable
+config pushes nothing; a failed push is logged and never fails the pass. The backlog costs one more read, made only
+when pushing. gc pushes the duration, failed, deleted, failed writes, Jobs by state (`+strings.Join(stateNames(), ", ")+`)
+and last success. The jobsched_queue_* series come with queues: only, one per queue (label queue). Scrape the
+Pushgateway with honor_labels: true.`, "", 110))
+	for _, m := range metrics.All() {
+		b.WriteString("\n\n" + m.Name)
+		if len(m.Labels) > 0 {
+			b.WriteString("{" + strings.Join(m.Labels, ",") + "}")
+		}
+		b.WriteString("\n" + wrap(m.Help, "    ", 106))
+	}
+	return topic{"metrics", "The metrics each pass pushes to a Pushgateway, and what they mean", b.String()}
+}
+
+func stateNames() []string {
+	var out []string
+	for _, st := range scheduler.States {
+		out = append(out, string(st))
+	}
+	return out
+}
+
+// wrap breaks s into lines of at most width characters, each begun with indent.
+func wrap(s, indent string, width int) string {
+	var lines []string
+	line := indent
+	for _, w := range strings.Fields(s) {
+		if line != indent && len(line)+1+len(w) > width {
+			lines, line = append(lines, line), indent
+		}
+		if line != indent {
+			line += " "
+		}
+		line += w
+	}
+	return strings.Join(append(lines, line), "\n")
+}
 
 // documentsTopic is the topic that lists the fields of the documents jobsched prints, made from the types the
 // commands encode, so it is this build's and cannot drift from them.

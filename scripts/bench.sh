@@ -22,6 +22,8 @@
 #   BENCH_ONLY=drain scripts/bench.sh                # the drain alone (about 8 minutes)
 #   BENCH_ONLY=autoscale scripts/bench.sh            # the autoscaled drain alone, on Karpenter (scripts/bench/autoscale.go)
 #   BENCH_ONLY=memory scripts/bench.sh               # peak RSS against BENCH_REF alone (scripts/bench/memory.go)
+#   BENCH_ONLY=fill scripts/bench.sh                 # fill at cluster scale against BENCH_FILL_REF (scripts/bench/fill.go)
+#   BENCH_ONLY=fill BENCH_FILL_NODES=500 BENCH_THROUGHPUT_ROWS=2000 scripts/bench.sh   # smaller
 #
 # Environment: BENCH_JOBS, BENCH_CREATES (comma-separated sizes), BENCH_BACKLOG (default 1000000), BENCH_ROUNDS
 # (alternating rounds of each create size, default 5), BENCH_CREATE_BUDGET (seconds that making the RSS rows' Jobs
@@ -33,7 +35,12 @@
 # file, default scripts/bench/results/bench.md: the run writes it with its date, commit and load), KEEP=1; the memory
 # part: BENCH_REF (the reference build's git revision, default be8acfe), BENCH_MEMORY_JOBS (10000),
 # BENCH_MEMORY_ROUNDS (alternating rounds, default and at least 5), BENCH_MEMORY_RESULTS (its own file, default
-# scripts/bench/results/memory.md).
+# scripts/bench/results/memory.md); the fill part (scripts/bench/fill.go, not run unless named in BENCH_ONLY): BENCH_FILL_REF
+# (default a225b90, every refill a whole pass), BENCH_FILL_NODES (sizes, default 500,5000), BENCH_FILL_PODS_PER_NODE (30),
+# BENCH_FILL_ROWS (40), BENCH_FILL_BUDGET (seconds to grow the cluster to a size, default 1800), BENCH_THROUGHPUT_NODES
+# (1000), BENCH_THROUGHPUT_ROWS (10000; 0: no throughput rows), BENCH_THROUGHPUT_ACTIVE (1000), BENCH_FILL_NOTE (a line
+# the results must carry, e.g. why a size was left out), BENCH_FILL_RESULTS
+# (default scripts/bench/results/fill.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE=${JOBSCHED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jobsched}
@@ -66,6 +73,14 @@ if [[ -z $only || ,$only, == *,memory,* ]]; then
 	(cd "$work/ref" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/jobsched-$BENCH_REF" .)
 	export BENCH_REF JOBSCHED_REF_BIN=$work/jobsched-$BENCH_REF
 fi
+# The fill part's reference: BENCH_FILL_REF (default a225b90, where every refill is a whole pass), built the same way.
+if [[ ,$only, == *,fill,* ]]; then
+	BENCH_FILL_REF=$(git rev-parse --short "${BENCH_FILL_REF:-a225b90}")
+	mkdir "$work/fill-ref"
+	git archive "$BENCH_FILL_REF" | tar -x -C "$work/fill-ref"
+	(cd "$work/fill-ref" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/jobsched-$BENCH_FILL_REF" .)
+	export BENCH_FILL_REF JOBSCHED_FILL_REF_BIN=$work/jobsched-$BENCH_FILL_REF
+fi
 
 pg=$("$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/postgres" --version 2>/dev/null || echo "PostgreSQL ?")
 commit=$(git rev-parse --short HEAD)
@@ -92,8 +107,16 @@ if [[ -n $karpenter ]]; then
 		echo "[bench] stopped Karpenter (pid $pid)" >&2
 	fi
 fi
-if [[ -n $only && ,$only, != *,calls,* && ,$only, != *,backlog,* && ,$only, != *,creates,* && ,$only, != *,RSS,* &&
-	,$only, != *,excluded,* && ,$only, != *,memory,* ]]; then exit 0; fi
+# The fill at cluster scale, only when asked for (it grows a cluster of thousands of nodes): its Jobs make pods too.
+if [[ ,$only, == *,fill,* ]]; then
+	"$work/bench" fill
+	echo
+fi
+rest=,$only,
+rest=${rest//,drain,/,}
+rest=${rest//,fill,/,}
+rest=${rest//,autoscale,/,}
+if [[ -n $only && $rest == , ]]; then exit 0; fi # only the parts that need the controller-manager
 
 pidfile=$JOBSCHED_CLUSTER_DIR/pids/kube-controller-manager.pid
 if [[ -f $pidfile ]] && pid=$(cat "$pidfile") && [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == */kube-controller-manager ]]; then

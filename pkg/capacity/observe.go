@@ -57,6 +57,8 @@ type Options struct {
 	NoNextPassRoom bool
 	// MaxPending is limits.maxPending (limits.capacity: autoscale).
 	MaxPending int
+	// Follow, when set, keeps what is read between the passes of a fill run (see Follow); nil: a pass lists.
+	Follow *Follow
 }
 
 // SelfPod is the name of the pod this process runs in, "" outside a pod: inside one, the kubelet sets
@@ -129,7 +131,18 @@ func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Op
 		return nil, fmt.Errorf("capacity: unknown mode %q (want %s, %s or %s)", o.Mode, config.CapacityNodes, config.CapacityQuota, config.CapacityOff)
 	}
 	snap := &Snapshot{Mode: o.Mode}
-	lrs, err := c.CoreV1().LimitRanges(namespace).List(ctx, metav1.ListOptions{})
+	f := o.Follow
+	if f == nil {
+		f = &Follow{} // this pass's lists only
+	}
+	f.init(c, namespace, o, o.Follow != nil)
+	lrs, err := synced(ctx, f.limits, func() ([]corev1.LimitRange, error) {
+		l, err := c.CoreV1().LimitRanges(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return l.Items, nil
+	})
 	switch {
 	case apierrors.IsForbidden(err):
 		snap.Warnings = append(snap.Warnings, fmt.Sprintf("cannot list LimitRanges in %s (the Role needs list on "+
@@ -137,7 +150,7 @@ func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Op
 	case err != nil:
 		return nil, fmt.Errorf("capacity: list limitranges in namespace %s: %w", namespace, err)
 	default:
-		snap.LimitRanges = lrs.Items
+		snap.LimitRanges = lrs
 	}
 	if err := observeRuntimeClasses(ctx, c, o.Templates, snap); err != nil {
 		return nil, err
@@ -151,7 +164,7 @@ func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Op
 			}
 			specs = append(specs, snap.admitted(tpl))
 		}
-		err := observeNodes(ctx, c, namespace, o, specs, snap)
+		err := observeNodes(ctx, c, f, o, specs, snap)
 		switch {
 		case apierrors.IsForbidden(err):
 			snap.Mode, snap.Nodes, snap.Pending, snap.NextPassPod, snap.Listed = config.CapacityQuota, nil, nil, nil, ""
@@ -161,11 +174,16 @@ func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Op
 			return nil, err
 		}
 	}
-	quotas, err := c.CoreV1().ResourceQuotas(namespace).List(ctx, metav1.ListOptions{})
+	snap.Quotas, err = synced(ctx, f.quotas, func() ([]corev1.ResourceQuota, error) {
+		l, err := c.CoreV1().ResourceQuotas(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return l.Items, nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("capacity: list resourcequotas in namespace %s: %w", namespace, err)
 	}
-	snap.Quotas = quotas.Items
 	return snap, nil
 }
 
@@ -212,17 +230,32 @@ func (s *Snapshot) admitted(tpl *batchv1.Job) *corev1.Pod {
 	return Admitted(spec, s.LimitRanges, rc)
 }
 
-func observeNodes(ctx context.Context, c kubernetes.Interface, namespace string, o Options, pods []*corev1.Pod, snap *Snapshot) error {
-	_, err := kube.List(ctx, c.CoreV1().Nodes().List, metav1.ListOptions{}, func(n *corev1.Node) {
-		snap.Nodes = append(snap.Nodes, newNode(n))
+func observeNodes(ctx context.Context, c kubernetes.Interface, f *Follow, o Options, pods []*corev1.Pod, snap *Snapshot) error {
+	namespace := f.namespace
+	var err error
+	snap.Nodes, err = synced(ctx, f.nodes, func() ([]Node, error) {
+		var nodes []Node
+		_, err := kube.List(ctx, c.CoreV1().Nodes().List, metav1.ListOptions{}, func(n *corev1.Node) { nodes = append(nodes, newNode(n)) })
+		slices.SortFunc(nodes, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
+		return nodes, err
 	})
 	if err != nil {
 		return fmt.Errorf("capacity: list nodes: %w", err)
 	}
-	slices.SortFunc(snap.Nodes, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
-
+	for i := range snap.Nodes {
+		snap.Nodes[i].Requested = corev1.ResourceList{} // summed below: never the feed's
+	}
+	if f.pods.Watch { // every pod is followed, the tick pod among them
+		if err := f.pods.Sync(ctx); err != nil {
+			return fmt.Errorf("capacity: list pods in all namespaces: %w", err)
+		}
+	}
 	if !o.NoNextPassRoom {
-		if o.Self != "" {
+		if o.Self != "" && f.pods.Watch {
+			if r, ok := f.pods.Get(namespace + "/" + o.Self); ok && r.Self != nil {
+				snap.NextPassPod = &corev1.Pod{Spec: *r.Self}
+			}
+		} else if o.Self != "" {
 			self := fields.OneTermEqualSelector("metadata.name", o.Self).String()
 			list, err := c.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{FieldSelector: self})
 			if err != nil {
@@ -239,7 +272,6 @@ func observeNodes(ctx context.Context, c kubernetes.Interface, namespace string,
 				"the pod's name?): no room kept for the next tick", o.Self, namespace))
 		}
 	}
-
 	// The nodes any of the templates may use, Ready or not (readiness comes and goes; Fit checks it).
 	index := make(map[string]*Node, len(snap.Nodes))
 	var eligible []string
@@ -259,10 +291,22 @@ func observeNodes(ctx context.Context, c kubernetes.Interface, namespace string,
 	agg := &aggregator{index: index, namespace: namespace, scheduler: o.Scheduler}
 	if len(pods) == 0 || len(eligible) > maxNodeLists || len(eligible)*nodeListRatio > len(snap.Nodes) {
 		snap.Listed = "all pods"
-		err = listPods(ctx, c, nonTerminal, "in all namespaces", agg)
+		if f.pods.Watch {
+			f.pods.Range(agg.add)
+		} else {
+			err = listPods(ctx, c, nonTerminal, "in all namespaces", agg)
+		}
 	} else {
 		snap.Listed = fmt.Sprintf("pods of %d node(s)", len(eligible))
-		err = listPodsOf(ctx, c, eligible, agg)
+		agg.only = map[string]bool{}
+		for _, n := range eligible {
+			agg.only[n] = true
+		}
+		if f.pods.Watch {
+			f.pods.Range(agg.add)
+		} else {
+			err = listPodsOf(ctx, c, eligible, agg)
+		}
 	}
 	if err != nil {
 		return err
@@ -276,7 +320,11 @@ func observeNodes(ctx context.Context, c kubernetes.Interface, namespace string,
 
 // listPods lists the pods that selector selects, page by page, into agg.
 func listPods(ctx context.Context, c kubernetes.Interface, selector, what string, agg *aggregator) error {
-	_, err := kube.List(ctx, c.CoreV1().Pods(metav1.NamespaceAll).List, metav1.ListOptions{FieldSelector: selector}, agg.add)
+	_, err := kube.List(ctx, c.CoreV1().Pods(metav1.NamespaceAll).List, metav1.ListOptions{FieldSelector: selector}, func(p *corev1.Pod) {
+		if r, ok := agg.record(p); ok {
+			agg.add(r)
+		}
+	})
 	if err != nil {
 		return fmt.Errorf("capacity: list pods %s: %w", what, err)
 	}
@@ -304,33 +352,63 @@ func listPodsOf(ctx context.Context, c kubernetes.Interface, nodes []string, agg
 	return ctx.Err()
 }
 
-// aggregator adds pages of pods to the nodes they are bound to, and keeps the unbound pods of others.
+// aggregator adds pods to the nodes they are bound to, and keeps the unbound pods of others.
 type aggregator struct {
 	mu                   sync.Mutex
 	index                map[string]*Node
+	only                 map[string]bool // the nodes whose pods count (nil: every node's)
 	namespace, scheduler string
+	self                 string // the tick pod's name in namespace (Options.Self)
 	pending              []Pending
 }
 
-// add adds one pod. Terminal pods are skipped here too (the server-side field selector already drops them;
-// fakes and caches may not), as are pods bound to a node not listed. An unbound pod is kept in pending unless it is
-// this scheduler's (the caller counts those) or is being deleted.
-func (a *aggregator) add(p *corev1.Pod) {
+// podRecord is what capacity keeps of a non-terminal pod: where it is bound and what it holds (for a fill run's
+// pods feed, one per pod in the cluster; a pass without one sums them as they are listed).
+type podRecord struct {
+	Namespace, Name string
+	Node            string
+	Demand          corev1.ResourceList
+	Deleting        bool
+	Ours            bool            // this scheduler's, in its namespace: its unbound pods are the caller's to count
+	Where           *corev1.PodSpec // unbound: its nodeSelector, affinity and tolerations
+	Self            *corev1.PodSpec // the tick pod's spec (Options.Self)
+}
+
+// record is what is kept of p; false for a terminal pod (the server-side field selector already drops them;
+// fakes and caches may not), which has released what it held.
+func (a *aggregator) record(p *corev1.Pod) (podRecord, bool) {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return
+		return podRecord{}, false
 	}
+	r := podRecord{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Demand: Demand(p), Deleting: p.DeletionTimestamp != nil,
+		Ours: p.Namespace == a.namespace && a.scheduler != "" && p.Labels[jobmeta.LabelScheduler] == a.scheduler}
+	if r.Node == "" {
+		r.Where = &corev1.PodSpec{NodeSelector: p.Spec.NodeSelector, Affinity: p.Spec.Affinity, Tolerations: p.Spec.Tolerations}
+	}
+	if a.self != "" && p.Namespace == a.namespace && p.Name == a.self {
+		r.Self = p.Spec.DeepCopy()
+	}
+	return r, true
+}
+
+// add adds one pod, bound to a node listed (and counted: only), or unbound and kept in pending unless it is this
+// scheduler's (the caller counts those) or is being deleted. Pods with a deletionTimestamp on a node still count
+// (they hold room until gone).
+func (a *aggregator) add(r podRecord) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if p.Spec.NodeName == "" {
-		if p.DeletionTimestamp == nil && !(p.Namespace == a.namespace && a.scheduler != "" && p.Labels[jobmeta.LabelScheduler] == a.scheduler) {
-			a.pending = append(a.pending, Pending{Namespace: p.Namespace, Name: p.Name, Demand: Demand(p),
-				Spec: corev1.PodSpec{NodeSelector: p.Spec.NodeSelector, Affinity: p.Spec.Affinity, Tolerations: p.Spec.Tolerations}})
+	if r.Node == "" {
+		if !r.Deleting && !r.Ours {
+			a.pending = append(a.pending, Pending{Namespace: r.Namespace, Name: r.Name, Demand: r.Demand, Spec: *r.Where})
 		}
 		return
 	}
-	if n := a.index[p.Spec.NodeName]; n != nil {
+	if a.only != nil && !a.only[r.Node] {
+		return
+	}
+	if n := a.index[r.Node]; n != nil {
 		n.Pods++
-		add(n.Requested, Demand(p))
+		add(n.Requested, r.Demand)
 	}
 }
 
@@ -349,6 +427,5 @@ func newNode(n *corev1.Node) Node {
 		Ready:         ready,
 		ProviderID:    n.Spec.ProviderID,
 		Allocatable:   n.Status.Allocatable,
-		Requested:     corev1.ResourceList{},
 	}
 }

@@ -462,7 +462,9 @@ func BenchmarkObserve(b *testing.B) {
 		for range numPods / numNodes {
 			for _, page := range pages {
 				for i := range page {
-					agg.add(&page[i])
+					if r, ok := agg.record(&page[i]); ok {
+						agg.add(r)
+					}
 				}
 			}
 		}

@@ -42,8 +42,8 @@ var repoRoot = func() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }()
 
-// readmeBlock returns the ```sh block that follows the marker line `<!-- tested: name` in file (relative to the
-// repository root). The README marks the blocks the tests run as written.
+// readmeBlock returns the fenced block (```sh, ```sql) that follows the marker line `<!-- tested: name` in file
+// (relative to the repository root). The README marks the blocks the tests run as written.
 func readmeBlock(t *testing.T, file, name string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(repoRoot, file))
@@ -59,17 +59,17 @@ func readmeBlock(t *testing.T, file, name string) string {
 		switch {
 		case state == 0 && (strings.HasPrefix(line, marker+" ") || strings.HasPrefix(line, marker+"-->")):
 			state = 1
-		case state == 1 && line == "```sh":
+		case state == 1 && (line == "```sh" || line == "```sql"):
 			state = 2
 		case state == 1 && strings.TrimSpace(line) != "":
-			t.Fatalf("%s: the marker %q is not followed by a ```sh block", file, marker)
+			t.Fatalf("%s: the marker %q is not followed by a ```sh or ```sql block", file, marker)
 		case state == 2 && line == "```":
 			return strings.Join(block, "\n") + "\n"
 		case state == 2:
 			block = append(block, line)
 		}
 	}
-	t.Fatalf("%s has no ```sh block marked %q", file, marker)
+	t.Fatalf("%s has no fenced block marked %q", file, marker)
 	return ""
 }
 

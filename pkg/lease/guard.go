@@ -41,6 +41,10 @@ type Guard struct {
 	state  string
 	waited time.Duration
 	held   *Held
+	// transitions is the Lease's leaderTransitions as this Guard's last hold wrote it (nil before), and alone says
+	// the hold before the last one was this Guard's too, with no other holder in between (see Alone).
+	transitions *int
+	alone       bool
 }
 
 // MaxWait bounds how long a pass waits for a live holder: one Lease duration (duration; 0: DefaultDuration) (a killed holder's Lease is taken over by
@@ -83,6 +87,11 @@ func (g *Guard) Take(ctx context.Context) (context.Context, func(), error) {
 	switch {
 	case err == nil:
 		g.state, g.held = StateHeld, h
+		// Each new holder adds one transition (a holder taking back the Lease it released included): one more than
+		// this Guard last wrote, or as many while it still held it, means nobody else held it in between.
+		t := h.transitions()
+		g.alone = g.transitions != nil && (t == *g.transitions || t == *g.transitions+1)
+		g.transitions = &t
 		context.AfterFunc(h.Context(), func() {
 			if cause := context.Cause(h.Context()); errors.Is(cause, ErrLost) {
 				log.Warn().Err(cause).Msg("lost the Lease: this pass creates nothing more")
@@ -100,6 +109,16 @@ func (g *Guard) Take(ctx context.Context) (context.Context, func(), error) {
 		g.state = StateError
 		return nil, nil, err
 	}
+}
+
+// Alone says no other holder took the Lease between this Guard's last hold and the one before it, so nobody else
+// created or deleted under it in between (what this process followed of the cluster is all that changed by a
+// holder); also true without a Lease (the Role lacks its verbs: passes are not serialised). False after the first
+// Take, a refusal, or a Lease that another holder took.
+func (g *Guard) Alone() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.state == StateForbidden || (g.state == StateHeld && g.alone)
 }
 
 // release gives the Lease up, so the next pass takes it at once. A pass cut short (its deadline, a signal) may

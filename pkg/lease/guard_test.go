@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -220,5 +221,34 @@ func TestMaxWait(t *testing.T) {
 	defer cancel()
 	if w := MaxWait(ctx, 0); w > 5*time.Second || w < 4*time.Second {
 		t.Errorf("10s left: %s, want half of it", w)
+	}
+}
+
+// TestGuardAlone: a Guard says whether another holder took the Lease between its last two holds (a fill run's
+// followed state is then not all that changed).
+func TestGuardAlone(t *testing.T) {
+	c := newFake()
+	me := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me"}
+	other := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "other"}
+	take := func(g *Guard) {
+		t.Helper()
+		_, release, err := g.Take(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+	}
+	var got []bool
+	take(me) // the first hold: nothing before it to compare with
+	got = append(got, me.Alone())
+	take(me) // released and taken back by me
+	got = append(got, me.Alone())
+	take(other)
+	take(me)
+	got = append(got, me.Alone())
+	take(me)
+	got = append(got, me.Alone())
+	if want := []bool{false, true, false, true}; !slices.Equal(got, want) {
+		t.Errorf("Alone after each hold %v, want %v", got, want)
 	}
 }

@@ -279,6 +279,13 @@ func (cfg Config) hold(parent context.Context, lock *resourcelock.LeaseLock, ann
 	return h
 }
 
+// transitions is the Lease's leaderTransitions as last written.
+func (h *Held) transitions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.record.LeaderTransitions
+}
+
 // validity is how long after a successful write the holder takes the Lease as its own: a third of its duration
 // less than the others wait, for the creates in flight to land and for clocks that run at slightly different rates.
 func (h *Held) validity() time.Duration { return h.cfg.Duration - h.cfg.Duration/3 }

@@ -53,6 +53,51 @@ type Pass struct {
 
 // Push sends p to the Pushgateway at url. The caller bounds it with ctx.
 func Push(ctx context.Context, url string, p Pass) error {
+	reg := registry(p)
+	// The credentials go as basic auth, not in the URL: the push package's errors quote its URL whole.
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return fmt.Errorf("pushing metrics: %s", pushurl.Validate(url))
+	}
+	user := u.User
+	u.User = nil
+	pusher := push.New(u.String(), p.Job)
+	if user != nil {
+		pw, _ := user.Password()
+		pusher = pusher.BasicAuth(user.Username(), pw)
+	}
+	err = pusher.Grouping("scheduler", p.Scheduler).Grouping("namespace", p.Namespace).Gatherer(reg).AddContext(ctx)
+	if err != nil {
+		return fmt.Errorf("pushing metrics: %w", err)
+	}
+	return nil
+}
+
+// Series is one metric a tick pushes: its name, its labels (besides the group's) and its help.
+type Series struct {
+	Name, Help string
+	Labels     []string
+}
+
+// All are the metrics a tick of an install with queues: pushes, by name: what `jobsched help metrics` lists.
+func All() []Series {
+	families, err := registry(Pass{Job: JobTick, Queues: []string{"q"}}).Gather()
+	if err != nil {
+		panic(err) // a registry of gauges set here gathers
+	}
+	var out []Series
+	for _, f := range families {
+		s := Series{Name: f.GetName(), Help: f.GetHelp()}
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			s.Labels = append(s.Labels, l.GetName())
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// registry holds the metrics of p, each set to its value.
+func registry(p Pass) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	gauge := func(name, help string, v float64) {
 		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
@@ -107,24 +152,7 @@ func Push(ctx context.Context, url string, p Pass) error {
 	if !p.Failed {
 		gauge("jobsched_last_success_timestamp_seconds", "When the last pass that did not fail ended (Unix time).", float64(p.End.UnixNano())/1e9)
 	}
-
-	// The credentials go as basic auth, not in the URL: the push package's errors quote its URL whole.
-	u, err := neturl.Parse(url)
-	if err != nil {
-		return fmt.Errorf("pushing metrics: %s", pushurl.Validate(url))
-	}
-	user := u.User
-	u.User = nil
-	pusher := push.New(u.String(), p.Job)
-	if user != nil {
-		pw, _ := user.Password()
-		pusher = pusher.BasicAuth(user.Username(), pw)
-	}
-	err = pusher.Grouping("scheduler", p.Scheduler).Grouping("namespace", p.Namespace).Gatherer(reg).AddContext(ctx)
-	if err != nil {
-		return fmt.Errorf("pushing metrics: %w", err)
-	}
-	return nil
+	return reg
 }
 
 // pushQueues adds the per-queue series, label queue, beside the install's (which stay as they are, for the

@@ -27,6 +27,7 @@ type execution struct {
 	log     zerolog.Logger
 	start   time.Time
 	deleted []error         // each delete tried (nil: done), the retries' failed attempts included
+	gone    []JobStatus     // the Jobs deleted (a Follow waits to see them go)
 	created []createOutcome // each of the plan's creates, in its order (nil: none tried)
 	errs    []error
 	release func()
@@ -114,6 +115,9 @@ func (x *execution) done(p *Plan, obs *Observation, rowsWait bool, stop error) (
 		err = errors.Join(x.errs...)
 	}
 	r.Summary = summarize(p, x.mode.dryRun(), x.deleted, x.created)
+	if f := x.s.Follow; f != nil && x.mode == Execute {
+		f.wrote(x.writes(p))
+	}
 	if g, ok := x.s.Guard.(guardReport); ok && x.mode == Execute {
 		state, waited := g.Report()
 		r.Summary.Lease, r.Summary.LeaseWait = state, waited.Milliseconds()
@@ -130,9 +134,12 @@ type guardReport interface {
 // deletes is an execute step: it deletes js (in a mode that deletes).
 func (x *execution) deletes(js []JobStatus) {
 	if x.mode.deletes() {
-		for _, err := range x.s.executeDeletes(x.ctx, js) {
+		for i, err := range x.s.executeDeletes(x.ctx, js) {
 			x.deleted = append(x.deleted, err)
 			x.failedWrite(err)
+			if err == nil {
+				x.gone = append(x.gone, js[i])
+			}
 		}
 	}
 }
@@ -175,6 +182,22 @@ func (x *execution) creates(p *Plan) {
 		x.log.Warn().Int("notCreated", notStarted).Err(cause).Msg("the pass stopped creating (its deadline, a signal, or a lost Lease); the next pass creates the rest")
 		x.failedWrite(fmt.Errorf("%d planned Job(s) not created: %w", notStarted, cause))
 	}
+}
+
+// writes are the resourceVersions of the Jobs the pass created (or found present) and the Jobs it deleted, the
+// superseded attempts included (see Follow.wrote).
+func (x *execution) writes(p *Plan) ([]string, []JobStatus) {
+	var rvs []string
+	gone := x.gone
+	for i, o := range x.created {
+		if o.rv != "" {
+			rvs = append(rvs, o.rv)
+		}
+		if o.retired {
+			gone = append(gone, *p.Creates[i].Supersedes)
+		}
+	}
+	return rvs, gone
 }
 
 // Summary is what a pass did; every pass logs it as one line, `pass done`.
@@ -287,6 +310,7 @@ func (s *Scheduler) executeDeletes(ctx context.Context, deletes []JobStatus) []e
 type createOutcome struct {
 	started   bool
 	res       createResult
+	rv        string // the resourceVersion of the Job created or found present
 	err       error
 	skip      Skip
 	retired   bool
@@ -305,7 +329,7 @@ func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bo
 		c := p.Creates[i]
 		o := &out[i]
 		o.started = true
-		o.res, o.skip, o.err = s.create(ctx, c, serverDryRun, p)
+		o.res, o.skip, o.rv, o.err = s.create(ctx, c, serverDryRun, p)
 		// The attempt a retry supersedes goes only once the retry exists: a pass killed in between loses no count.
 		if o.err == nil && o.res != collision && c.Supersedes != nil && !serverDryRun {
 			o.retireErr = s.delete(ctx, *c.Supersedes)
@@ -365,7 +389,7 @@ const (
 // create creates one Job. AlreadyExists means another pass (or an earlier try) created it: the Job is already present,
 // unless it belongs to another task, queue or scheduler, which is a name collision: the row is skipped, and the skip
 // says why.
-func (s *Scheduler) create(ctx context.Context, c Create, serverDryRun bool, p *Plan) (createResult, Skip, error) {
+func (s *Scheduler) create(ctx context.Context, c Create, serverDryRun bool, p *Plan) (createResult, Skip, string, error) {
 	log := zerolog.Ctx(ctx).With().Str("job", c.Job.Name).Str("task", c.Key).Logger()
 	jobs := s.Kube.BatchV1().Jobs(s.Config.Namespace)
 	opts := metav1.CreateOptions{FieldManager: "jobsched"}
@@ -378,25 +402,25 @@ func (s *Scheduler) create(ctx context.Context, c Create, serverDryRun bool, p *
 		if s.Events != nil && !serverDryRun {
 			s.Events.JobCreated(job, c, fmt.Sprintf("%d slot(s) this pass, bound by %s", p.Slots, p.Limit))
 		}
-		return created, Skip{}, nil
+		return created, Skip{}, job.ResourceVersion, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
 		log.Error().Err(err).Msg("creating Job")
-		return 0, Skip{}, fmt.Errorf("creating Job %s (task %q): %w", c.Job.Name, c.Key, err)
+		return 0, Skip{}, "", fmt.Errorf("creating Job %s (task %q): %w", c.Job.Name, c.Key, err)
 	}
 	existing, err := jobs.Get(ctx, c.Job.Name, metav1.GetOptions{})
 	if err != nil {
-		return 0, Skip{}, fmt.Errorf("creating Job %s (task %q): it exists, and reading it failed: %w", c.Job.Name, c.Key, err)
+		return 0, Skip{}, "", fmt.Errorf("creating Job %s (task %q): it exists, and reading it failed: %w", c.Job.Name, c.Key, err)
 	}
 	if !s.ours(existing, c) {
 		reason := collisionReason(c.Job.Name, existing.Annotations[jobmeta.AnnotationTaskKey], existing.Labels[jobmeta.LabelQueue])
 		if sched := existing.Labels[jobmeta.LabelScheduler]; sched != s.Config.Name {
 			reason = fmt.Sprintf("name collision: Job %s exists and is not this scheduler's (scheduler label %q)", c.Job.Name, sched)
 		}
-		return collision, Skip{Queue: c.Queue, Key: c.Key, Reason: reason}, nil
+		return collision, Skip{Queue: c.Queue, Key: c.Key, Reason: reason}, existing.ResourceVersion, nil
 	}
 	log.Debug().Msg("Job already present")
-	return present, Skip{}, nil
+	return present, Skip{}, existing.ResourceVersion, nil
 }
 
 // ours says job, found under c's name, is c's: this scheduler's, of c's task and of c's queue (a Job without the

@@ -9,13 +9,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
-	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/kueue"
 )
 
@@ -70,20 +68,31 @@ func (s *Scheduler) Observe(ctx context.Context) (*Observation, error) {
 	return obs, nil
 }
 
-// observe lists this scheduler's Jobs and, with pods, its Pending pods. Only a failure to list the Jobs is an error:
-// without them nothing can be decided.
+// observe lists this scheduler's Jobs and, with pods, its Pending pods (with s.Follow: reads what its watches keep,
+// once the last pass's writes are seen). Only a failure to list the Jobs is an error: without them nothing can be
+// decided.
 func (s *Scheduler) observe(ctx context.Context, pods bool) (*Observation, error) {
 	obs := &Observation{Now: s.Now().UTC()}
 	if s.Kube == nil {
 		return obs, nil
 	}
-	var err error
-	if obs.Jobs, obs.JobsResourceVersion, err = s.listJobs(ctx); err != nil {
-		return nil, err
+	f := s.Follow
+	if f == nil {
+		f = &Follow{} // this pass's lists only
 	}
+	f.init(s, s.Follow != nil)
+	f.await(ctx, s.Config.Namespace)
+	ns, sel := s.Config.Namespace, s.selector()
+	if err := f.jobs.Sync(ctx); err != nil {
+		return nil, fmt.Errorf("listing Jobs in %s with %s: %w", ns, sel, err)
+	}
+	obs.Jobs, obs.JobsResourceVersion = f.jobs.Sorted()
+	f.observed()
 	if pods {
-		obs.Pods, obs.PodsErr = s.listPendingPods(ctx)
-		if obs.PodsErr == nil {
+		if err := f.pods.Sync(ctx); err != nil {
+			obs.PodsErr = fmt.Errorf("listing Pending pods in %s with %s: %w", ns, sel, err)
+		} else {
+			obs.Pods, _ = f.pods.Sorted()
 			obs.Waits, obs.WaitsNote = s.readWaits(ctx, obs.Pods)
 		}
 	}
@@ -117,38 +126,6 @@ func (s *Scheduler) selector() string {
 	return labels.SelectorFromSet(labels.Set{jobmeta.LabelScheduler: s.Config.Name}).String()
 }
 
-// listJobs lists this scheduler's Jobs, keeping a summary of each, and the resourceVersion of the list.
-func (s *Scheduler) listJobs(ctx context.Context) ([]JobSummary, string, error) {
-	ns, sel := s.Config.Namespace, s.selector()
-	var jobs []JobSummary
-	rv, err := kube.EachAt(ctx, s.Kube, s.Kube.BatchV1().Jobs(ns), metav1.ListOptions{LabelSelector: sel},
-		func(job *batchv1.Job) { jobs = append(jobs, SummarizeJob(job)) })
-	if err != nil {
-		return nil, "", fmt.Errorf("listing Jobs in %s with %s: %w", ns, sel, err)
-	}
-	return jobs, rv, nil
-}
-
-// listPendingPods lists this scheduler's Pending pods, keeping a summary of each that holds something.
-func (s *Scheduler) listPendingPods(ctx context.Context) ([]PodSummary, error) {
-	ns, sel := s.Config.Namespace, s.selector()
-	pending := fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)).String()
-	var pods []PodSummary
-	err := kube.Each(ctx, s.Kube, s.Kube.CoreV1().Pods(ns), metav1.ListOptions{LabelSelector: sel, FieldSelector: pending},
-		func(pod *corev1.Pod) {
-			if pod.Status.Phase != corev1.PodPending { // the server filtered already; a fake client does not
-				return
-			}
-			if sum, ok := SummarizePod(pod); ok {
-				pods = append(pods, sum)
-			}
-		})
-	if err != nil {
-		return nil, fmt.Errorf("listing Pending pods in %s with %s: %w", ns, sel, err)
-	}
-	return pods, nil
-}
-
 // readCapacity reads what the capacity mode counts room on (capacity.Mode.Observe; nil when it counts none or the
 // pass is offline): one observation for every queue's template.
 func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error) {
@@ -159,7 +136,7 @@ func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error
 	for i := range s.Config.AllQueues() {
 		templates = append(templates, s.Config.QueueConfig(i).Template)
 	}
-	snap, err := capacity.ModeOf(s.Config.Limits.Capacity).Observe(ctx, s.clients(), s.Config.Namespace, capacity.Options{Templates: templates, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick(), MaxPending: s.Config.MaxPending()})
+	snap, err := capacity.ModeOf(s.Config.Limits.Capacity).Observe(ctx, s.clients(), s.Config.Namespace, capacity.Options{Templates: templates, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick(), MaxPending: s.Config.MaxPending(), Follow: s.followCapacity()})
 	if err != nil {
 		return nil, fmt.Errorf("observing capacity: %w", err)
 	}
@@ -173,6 +150,14 @@ func (s *Scheduler) inspectCapacity(ctx context.Context) (*capacity.Details, err
 		return nil, nil
 	}
 	return capacity.ModeOf(s.Config.Limits.Capacity).Inspect(ctx, s.clients(), s.Config)
+}
+
+// followCapacity is what capacity follows between the passes of s.Follow (nil: it lists).
+func (s *Scheduler) followCapacity() *capacity.Follow {
+	if s.Follow == nil {
+		return nil
+	}
+	return &s.Follow.capacity
 }
 
 func (s *Scheduler) clients() capacity.Clients {

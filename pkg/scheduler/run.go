@@ -63,6 +63,9 @@ type Scheduler struct {
 	Timeout  time.Duration
 	Events   Events // nil: none
 	Guard    Guard  // nil: none; taken by Execute passes only
+	// Follow, when set, keeps the observation between passes (tick --fill-for): the first pass lists, the later ones
+	// read what the watches followed (see Follow). nil: each pass lists.
+	Follow *Follow
 	// BeforeCreates, when set, is called once before the first create of a pass (the command sets its collector
 	// policy there: see cmd).
 	BeforeCreates func()
@@ -127,7 +130,10 @@ func (r Result) HardBlocked() bool { return r.Plan != nil && r.Plan.hard }
 func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 	ctx, x := s.begin(ctx, mode)
 	defer x.end()
-	held := x.hold(s.Guard)                        // 0
+	held := x.hold(s.Guard) // 0
+	if s.Follow != nil && held == nil && !alone(s.Guard) {
+		s.Follow.Resync() // another holder wrote since this run's last pass: what was followed is not all of it
+	}
 	obs, err := s.observe(ctx, mode != DeleteOnly) // 1
 	if err != nil {
 		return x.done(nil, nil, false, cause(ctx, err))
@@ -167,6 +173,15 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 	}
 	x.creates(p) // 8
 	return x.done(p, obs, wait, nil)
+}
+
+// alone says that nobody else held g since this process's last hold (lease.Guard.Alone); true without a Guard.
+func alone(g Guard) bool {
+	if g == nil {
+		return true
+	}
+	a, ok := g.(interface{ Alone() bool })
+	return ok && a.Alone()
 }
 
 // checkQueues is step 5 for each queue: its finished tasks' rows checked, the Jobs of the gone ones deleted. A

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"testing"
 
@@ -13,9 +14,19 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 // RealCluster is a client of the local control plane scripts/test.sh starts (KUBECONFIG), with no client-side rate
 // limit, and a namespace of the test's own named prefix-XXXX, deleted when the test ends.
 func RealCluster(t testing.TB, prefix string) (kubernetes.Interface, string) {
+	t.Helper()
+	return CountingCluster(t, prefix, nil)
+}
+
+// CountingCluster is RealCluster whose client calls count (when not nil) with each request it sends.
+func CountingCluster(t testing.TB, prefix string, count func(*http.Request)) (kubernetes.Interface, string) {
 	t.Helper()
 	kc := os.Getenv("KUBECONFIG")
 	if kc == "" {
@@ -26,6 +37,14 @@ func RealCluster(t testing.TB, prefix string) (kubernetes.Interface, string) {
 		t.Fatal(err)
 	}
 	cfg.QPS, cfg.Burst = -1, 0
+	if count != nil {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripper(func(r *http.Request) (*http.Response, error) {
+				count(r)
+				return rt.RoundTrip(r)
+			})
+		})
+	}
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

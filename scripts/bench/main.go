@@ -52,6 +52,9 @@ type bench struct {
 	admin  kubernetes.Interface
 	rows   []row
 	budget time.Duration // the most that creating Jobs for the RSS rows may take
+
+	fillOnePassAt string   // the cluster size of the fill part's one-pass reference
+	fillNotes     []string // what the fill part's results must say besides the rows (a run run again)
 }
 
 // row is one line of the table.
@@ -85,17 +88,18 @@ func run() error {
 	}
 	if os.Getenv("KEEP") != "1" { // the database is shared: leave none of the benchmark's tables behind
 		defer func() {
-			for _, t := range []string{"bench_calls", "bench_creates", "bench_backlog_100", "bench_drain_once", "bench_drain_fill", "bench_memory", fmt.Sprintf("bench_backlog_%d", envInt("BENCH_BACKLOG", 1000000))} {
+			for _, t := range []string{"bench_calls", "bench_creates", "bench_backlog_100", "bench_drain_once", "bench_drain_fill", "bench_memory", "bench_fill", "bench_throughput", fmt.Sprintf("bench_backlog_%d", envInt("BENCH_BACKLOG", 1000000))} {
 				_, _ = b.db.ExecContext(b.ctx, "DROP TABLE IF EXISTS "+t)
 			}
 		}()
 	}
 	// The commit before the run: the drain rewrites its own results file, which would mark the tree dirty.
 	start, loadBefore, commit := time.Now(), runinfo.LoadAvg(1), runinfo.Commit()
-	steps := []struct {
+	type step struct {
 		name string
 		fn   func() error
-	}{
+	}
+	steps := []step{
 		{"API calls per pass", b.apiCalls},
 		{"pass time vs backlog", b.backlog},
 		{"creates per second", b.creates},
@@ -103,18 +107,17 @@ func run() error {
 		{"pass and read vs excluded keys", b.excluded},
 		{"memory vs the reference build", b.memory},
 	}
-	only := os.Getenv("BENCH_ONLY")
-	// The drains need the controller-manager (and the autoscaled one Karpenter), which bench.sh stops after them.
-	if len(os.Args) > 1 && (os.Args[1] == "drain" || os.Args[1] == "autoscale") {
-		fn := b.drain
-		if os.Args[1] == "autoscale" {
-			fn = b.autoscale
+	only, own := os.Getenv("BENCH_ONLY"), false
+	// The drains and the fill need the controller-manager (their Jobs make pods; the autoscaled drain's also
+	// Karpenter), which bench.sh stops after them.
+	if len(os.Args) > 1 && (os.Args[1] == "drain" || os.Args[1] == "fill" || os.Args[1] == "autoscale") {
+		steps, only, own = []step{{"drain", b.drain}}, "", true
+		switch os.Args[1] {
+		case "fill":
+			steps = []step{{"fill", b.fill}}
+		case "autoscale":
+			steps = []step{{"autoscale", b.autoscale}}
 		}
-		steps, only = steps[:0], ""
-		steps = append(steps, struct {
-			name string
-			fn   func() error
-		}{os.Args[1], fn})
 	}
 	var errs []error
 	for _, s := range steps {
@@ -128,7 +131,7 @@ func run() error {
 		}
 	}
 	info := runInfo{date: start, commit: commit, cpus: runtime.NumCPU(), loadBefore: loadBefore, loadAfter: runinfo.LoadAvg(1), only: only}
-	if len(b.rows) == 0 { // the parts run write their own results files (the memory part's, memory.md)
+	if len(b.rows) == 0 || own { // the parts run write their own results files (memory.md, drain.md, fill.md)
 		return errors.Join(errs...)
 	}
 	table(os.Stdout, b.rows)

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -50,5 +52,36 @@ func TestBeforeStatement(t *testing.T) {
 	}
 	if want := strings.Replace(now, `jobsched_q."id"::text NOT IN (SELECT unnest($1::text[]))`, `NOT (jobsched_q."id"::text = ANY($1::text[]))`, 1); before != want {
 		t.Errorf("before = %q, want %q", before, want)
+	}
+}
+
+// TestCallKind: the counting proxy names a request by the API server's verb and resource.
+func TestCallKind(t *testing.T) {
+	for _, c := range []struct{ method, url, want string }{
+		{"GET", "/apis/batch/v1/namespaces/ns/jobs?limit=500", "list jobs"},
+		{"GET", "/apis/batch/v1/namespaces/ns/jobs?watch=true&sendInitialEvents=true", "watch jobs"},
+		{"GET", "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded", "list pods"},
+		{"GET", "/api/v1/nodes", "list nodes"},
+		{"GET", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/jobsched-x", "get leases"},
+		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/jobsched-x", "update leases"},
+		{"POST", "/apis/batch/v1/namespaces/ns/jobs", "create jobs"},
+		{"DELETE", "/apis/batch/v1/namespaces/ns/jobs/a", "delete jobs"},
+		{"PATCH", "/apis/batch/v1/namespaces/ns/jobs/a/status", "patch jobs/status"},
+		{"GET", "/version", "GET /version"},
+	} {
+		r := httptest.NewRequest(c.method, c.url, nil)
+		if got := callKind(r); got != c.want {
+			t.Errorf("%s %s: %q, want %q", c.method, c.url, got, c.want)
+		}
+	}
+}
+
+// TestTallyMinus: a pass's counts are the later snapshot less the earlier one, kinds that did not grow left out.
+func TestTallyMinus(t *testing.T) {
+	before := tally{calls: map[string]int{"list pods": 1, "create jobs": 4}, bytes: 100}
+	after := tally{calls: map[string]int{"list pods": 1, "create jobs": 6, "watch jobs": 1}, bytes: 350}
+	got := after.minus(before)
+	if want := (tally{calls: map[string]int{"create jobs": 2, "watch jobs": 1}, bytes: 250}); !reflect.DeepEqual(got, want) || got.total() != 3 {
+		t.Errorf("minus = %+v (total %d), want %+v (total 3)", got, got.total(), want)
 	}
 }

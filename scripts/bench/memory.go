@@ -298,18 +298,22 @@ func mbs(xs []float64) string {
 
 // writeMemoryResults writes the memory part's own results file (a run of BENCH_ONLY=memory leaves bench.md as it is).
 func (b *bench) writeMemoryResults(ref string, n, rounds int, rows []row) error {
-	path := cmp.Or(os.Getenv("BENCH_MEMORY_RESULTS"), "scripts/bench/results/memory.md")
-	var w bytes.Buffer
-	fmt.Fprintf(&w, "# Peak RSS against %s (written by `BENCH_ONLY=memory scripts/bench.sh`; do not edit)\n\n", ref)
-	fmt.Fprintf(&w, "%s\n\n", os.Getenv("BENCH_MACHINE"))
-	fmt.Fprintf(&w, "GNU time's maximum resident set size of each command, this build and %s built the same way in the same run, "+
+	about := fmt.Sprintf("GNU time's maximum resident set size of each command, this build and %s built the same way in the same run, "+
 		"over the same %s suspended Jobs, %d rounds alternating which build runs first, each run with its binary's pages "+
 		"dropped from the page cache first (read from the disk, as a new container's); `version` reads no Job; `dry-run` with limits.maxActive %s "+
 		"(blocked, it lists and prints), `tick` with maxActive %s and maxPerTick %d (it lists, reads %d rows past the "+
 		"Jobs' excluded keys and creates them; they are deleted after each round); limits.capacity off. %s has no "+
-		"queues: it runs the configuration without queues: over the Jobs of the five queues too. See scripts/bench/README.md.\n\n",
+		"queues: it runs the configuration without queues: over the Jobs of the five queues too. See scripts/bench/README.md.",
 		ref, thousands(n), rounds, thousands(n), thousands(n+memoryCreates), memoryCreates, memoryCreates, ref)
+	return writeOwnResults(cmp.Or(os.Getenv("BENCH_MEMORY_RESULTS"), "scripts/bench/results/memory.md"),
+		fmt.Sprintf("Peak RSS against %s (written by `BENCH_ONLY=memory scripts/bench.sh`; do not edit)", ref), about, rows)
+}
+
+// writeOwnResults writes a part's own results file: its title, the machine (BENCH_MACHINE), what it measured, its table.
+func writeOwnResults(path, title, about string, rows []row) error {
+	var w bytes.Buffer
+	fmt.Fprintf(&w, "# %s\n\n%s\n\n%s\n\n", title, os.Getenv("BENCH_MACHINE"), about)
 	table(&w, rows)
-	progress("  memory results: %s", path)
+	progress("  results: %s", path)
 	return os.WriteFile(path, w.Bytes(), 0o644)
 }

@@ -1,0 +1,81 @@
+package capacity
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/jobsched/jobsched/pkg/follow"
+)
+
+// Follow keeps what Observe reads between the passes of a fill run (package follow): the nodes, every non-terminal
+// pod in the cluster (what it is bound to and requests: a podRecord, not the pod), and the namespace's
+// LimitRanges and ResourceQuotas. The first Observe lists them and watches them from there; the next ones read
+// what the watches kept (the RuntimeClasses the templates name are still read each pass, one GET each). Unlike a
+// one-shot pass, which lists the pods of the few nodes the templates may use when it can (Options), a Follow
+// follows every pod, as kube-scheduler does, and counts those of the same nodes. The zero value is ready; Stop
+// ends its watches.
+type Follow struct {
+	Changes *follow.Changes // told of every change (set by the owner)
+
+	namespace string
+	nodes     *follow.Feed[corev1.Node, *corev1.NodeList, Node]
+	pods      *follow.Feed[corev1.Pod, *corev1.PodList, podRecord]
+	quotas    *follow.Feed[corev1.ResourceQuota, *corev1.ResourceQuotaList, corev1.ResourceQuota]
+	limits    *follow.Feed[corev1.LimitRange, *corev1.LimitRangeList, corev1.LimitRange]
+}
+
+// Stop ends the watches (the next Observe lists afresh).
+func (f *Follow) Stop() {
+	if f.nodes == nil {
+		return
+	}
+	f.nodes.Stop()
+	f.pods.Stop()
+	f.quotas.Stop()
+	f.limits.Stop()
+}
+
+// init makes the feeds (once); watch: they watch after their first list (else each Observe lists).
+func (f *Follow) init(c kubernetes.Interface, namespace string, o Options, watch bool) {
+	if f.nodes != nil {
+		return
+	}
+	f.namespace = namespace
+	f.nodes = &follow.Feed[corev1.Node, *corev1.NodeList, Node]{Client: c, Collection: c.CoreV1().Nodes(), Watch: watch,
+		Changes: f.Changes, Summarize: func(n *corev1.Node) (Node, bool) { return newNode(n), true }}
+	agg := &aggregator{namespace: namespace, scheduler: o.Scheduler}
+	if !o.NoNextPassRoom {
+		agg.self = o.Self
+	}
+	f.pods = &follow.Feed[corev1.Pod, *corev1.PodList, podRecord]{Client: c, Collection: c.CoreV1().Pods(metav1.NamespaceAll),
+		Options: metav1.ListOptions{FieldSelector: nonTerminal}, Watch: watch, Changes: f.Changes, Summarize: agg.record}
+	f.quotas = &follow.Feed[corev1.ResourceQuota, *corev1.ResourceQuotaList, corev1.ResourceQuota]{Client: c,
+		Collection: c.CoreV1().ResourceQuotas(namespace), Watch: watch, Changes: f.Changes,
+		Summarize: func(q *corev1.ResourceQuota) (corev1.ResourceQuota, bool) { // whole: a few per namespace
+			c := *q
+			c.TypeMeta = metav1.TypeMeta{} // a watch event's object has it, a list's items do not
+			return c, true
+		}}
+	f.limits = &follow.Feed[corev1.LimitRange, *corev1.LimitRangeList, corev1.LimitRange]{Client: c,
+		Collection: c.CoreV1().LimitRanges(namespace), Watch: watch, Changes: f.Changes,
+		Summarize: func(l *corev1.LimitRange) (corev1.LimitRange, bool) {
+			c := *l
+			c.TypeMeta = metav1.TypeMeta{}
+			return c, true
+		}}
+}
+
+// synced is a feed's items once Sync has made them current; a one-shot pass (no Follow) lists with list.
+func synced[O, L, T any](ctx context.Context, f *follow.Feed[O, L, T], list func() ([]T, error)) ([]T, error) {
+	if !f.Watch {
+		return list()
+	}
+	if err := f.Sync(ctx); err != nil {
+		return nil, err
+	}
+	items, _ := f.Sorted()
+	return items, nil
+}

@@ -1,0 +1,295 @@
+// Package follow keeps a summary of each object of a collection up to date between the passes of one fill run
+// (tick --fill-for): the collection is listed once (kube.EachAt: a streaming list where served) and then watched from
+// that list's resourceVersion, each event applied to the summaries. This is client-go's reflector (list, then watch
+// from the list's resourceVersion; a 410 Gone or a lost watch lists afresh) with a store of summaries: an informer
+// would keep every object whole, and its reflector holds a whole LIST (every page) in memory when it lists again.
+// The list and the summaries are the ones a one-shot pass uses, so what a pass decides from a Feed is what it would
+// decide from a fresh list taken when the Feed's watch had delivered the same resourceVersion.
+package follow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/apimachinery/pkg/watch"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/jobsched/jobsched/pkg/kube"
+)
+
+// Feed is one collection followed: Sync lists it the first time (and after its watch was lost), and the summaries
+// are kept up to date by the watch in between. O is the object (corev1.Pod), L its list, T what is kept of one.
+type Feed[O any, L any, T any] struct {
+	Client     any // the clientset: whether it streams lists (kube.EachAt)
+	Collection kube.Collection[L]
+	Options    metav1.ListOptions // the selectors
+	// Summarize is what is kept of an object; false: nothing (the object is left out, as a list would filter it).
+	Summarize func(*O) (T, bool)
+	// Watch keeps the items up to date after the first list; false: every Sync lists (a one-shot pass).
+	Watch bool
+	// Changes, when set, is told of every change applied by the watch (not by a list).
+	Changes *Changes
+	// Changed, when set, is called with each item the watch changes, before and after (had, has: whether there
+	// was one), holding the feed.
+	Changed func(old T, had bool, new T, has bool)
+
+	mu      sync.Mutex
+	items   map[string]T // by namespace/name
+	rv      string       // the resourceVersion the items are at
+	live    bool         // the watch runs and has failed in no way that needs a list
+	cannot  error        // the watch was refused for good (Forbidden): each Sync lists
+	lastErr error        // why the watch ended
+	stop    context.CancelFunc
+}
+
+// Sync makes the feed's items current: it lists the collection when it has no watch (the first time, or after
+// the watch was lost: a 410 Gone, a refused or failed watch), and starts the watch from that list's
+// resourceVersion; a live watch costs nothing. ctx bounds the list; the watch lives until Stop.
+func (f *Feed[O, L, T]) Sync(ctx context.Context) error {
+	f.mu.Lock()
+	live := f.live
+	f.mu.Unlock()
+	if live {
+		return nil
+	}
+	f.Stop()
+	items := map[string]T{}
+	rv, err := kube.EachAt(ctx, f.Client, f.Collection, f.Options, func(o *O) {
+		if v, ok := f.Summarize(o); ok {
+			items[key(o)] = v
+		}
+	})
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.items, f.rv, f.lastErr = items, rv, nil
+	if !f.Watch || rv == "" || f.cannot != nil { // nothing to watch from (a fake client): list every time
+		return nil
+	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w, err := watchtools.NewRetryWatcherWithContext(wctx, rv, watcher[L]{f.Collection, f.Options})
+	if err != nil {
+		cancel()
+		return fmt.Errorf("watching from resourceVersion %q: %w", rv, err)
+	}
+	f.live, f.stop = true, cancel
+	go f.follow(wctx, w)
+	return nil
+}
+
+// Stop ends the watch (a next Sync lists again).
+func (f *Feed[O, L, T]) Stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stop != nil {
+		f.stop()
+		f.stop = nil
+	}
+	f.live = false
+}
+
+// follow applies the watch's events until it ends: the feed's context (Stop), or an ERROR event (410 Gone, a
+// refused watch), after which the next Sync lists.
+func (f *Feed[O, L, T]) follow(ctx context.Context, w *watchtools.RetryWatcher) {
+	defer w.Stop()
+	for {
+		var ev watch.Event
+		var open bool
+		select {
+		case <-ctx.Done():
+			return
+		case ev, open = <-w.ResultChan():
+		}
+		if !open || ev.Type == watch.Error {
+			err := errors.New("the watch ended")
+			if ev.Type == watch.Error {
+				err = apierrors.FromObject(ev.Object)
+			}
+			f.mu.Lock()
+			if ctx.Err() == nil {
+				f.live, f.lastErr = false, err
+				if apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err) {
+					f.cannot = err
+				}
+			}
+			f.mu.Unlock()
+			f.Changes.notify()
+			return
+		}
+		f.apply(ev)
+	}
+}
+
+func (f *Feed[O, L, T]) apply(ev watch.Event) {
+	m, err := meta.Accessor(ev.Object)
+	if err != nil {
+		return
+	}
+	f.mu.Lock()
+	f.rv = m.GetResourceVersion()
+	if ev.Type != watch.Bookmark {
+		k := m.GetName()
+		if ns := m.GetNamespace(); ns != "" {
+			k = ns + "/" + k
+		}
+		if o, ok := any(ev.Object).(*O); ok {
+			old, had := f.items[k]
+			var v T
+			has := false
+			if ev.Type != watch.Deleted {
+				v, has = f.Summarize(o)
+			}
+			if has {
+				f.items[k] = v
+			} else {
+				delete(f.items, k)
+			}
+			if f.Changed != nil && (had || has) {
+				f.Changed(old, had, v, has)
+			}
+		}
+	}
+	f.mu.Unlock()
+	f.Changes.notify()
+}
+
+// Lost is why the watch ended since the last Sync (nil while it runs).
+func (f *Feed[O, L, T]) Lost() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastErr
+}
+
+// Sorted is the summaries, by namespace/name (the order of a list), and the resourceVersion they are at.
+func (f *Feed[O, L, T]) Sorted() ([]T, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	keys := make([]string, 0, len(f.items))
+	for k := range f.items {
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, f.rv // as a list's items
+	}
+	slices.Sort(keys)
+	out := make([]T, len(keys))
+	for i, k := range keys {
+		out[i] = f.items[k]
+	}
+	return out, f.rv
+}
+
+// Range calls fn with every summary, in no order, holding the feed (fn must not call it).
+func (f *Feed[O, L, T]) Range(fn func(T)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, v := range f.items {
+		fn(v)
+	}
+}
+
+// Reached says the feed's items are at rv or later (false when the versions do not compare: the caller lists).
+func (f *Feed[O, L, T]) Reached(rv string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := resourceversion.CompareResourceVersion(f.rv, rv)
+	return err == nil && c >= 0
+}
+
+// Get is the item at key (namespace/name), if any.
+func (f *Feed[O, L, T]) Get(key string) (T, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.items[key]
+	return v, ok
+}
+
+// Watching says the feed's watch runs: its items follow the collection without a list.
+func (f *Feed[O, L, T]) Watching() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.live
+}
+
+func key[O any](o *O) string {
+	m, err := meta.Accessor(o)
+	if err != nil {
+		return ""
+	}
+	if ns := m.GetNamespace(); ns != "" {
+		return ns + "/" + m.GetName()
+	}
+	return m.GetName()
+}
+
+// watcher is the collection's watch as RetryWatcher opens it, with the feed's selectors. A 410 Gone answered to
+// the WATCH request itself comes back as the ERROR event the API server sends in the stream for it: RetryWatcher
+// would otherwise retry that request for ever.
+type watcher[L any] struct {
+	c    kube.Collection[L]
+	opts metav1.ListOptions
+}
+
+func (w watcher[L]) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	o.LabelSelector, o.FieldSelector = w.opts.LabelSelector, w.opts.FieldSelector
+	wi, err := w.c.Watch(ctx, o)
+	var status apierrors.APIStatus
+	if (apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) && errors.As(err, &status) {
+		ch := make(chan watch.Event, 1)
+		ch <- watch.Event{Type: watch.Error, Object: new(status.Status())}
+		return watch.NewProxyWatcher(ch), nil
+	}
+	return wi, err
+}
+
+// Changes tells waiters that some feed changed: Wait returns a channel closed at the next change.
+type Changes struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// Wait is a channel closed when a feed next changes (an event applied, a watch lost).
+func (c *Changes) Wait() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ch == nil {
+		c.ch = make(chan struct{})
+	}
+	return c.ch
+}
+
+func (c *Changes) notify() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ch != nil {
+		close(c.ch)
+		c.ch = nil
+	}
+}
+
+// Until waits until cond holds, testing it at each change; it returns context.Cause when ctx ends first.
+func (c *Changes) Until(ctx context.Context, cond func() bool) error {
+	for {
+		ch := c.Wait()
+		if cond() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-ch:
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package follow
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// job is a Job at resourceVersion 6 (the fake tracker sets none, and a watch needs one).
+func job(name string) *batchv1.Job {
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", ResourceVersion: "6"}}
+}
+
+func jobFeed(c *fake.Clientset, changes *Changes) *Feed[batchv1.Job, *batchv1.JobList, string] {
+	return &Feed[batchv1.Job, *batchv1.JobList, string]{Client: c, Collection: c.BatchV1().Jobs("ns"), Watch: true, Changes: changes,
+		Summarize: func(j *batchv1.Job) (string, bool) { return j.Name, true }}
+}
+
+// listAt makes the fake's LISTs of Jobs answer the tracker's Jobs at resourceVersion rv (the fake sets none),
+// counting them in lists.
+func listAt(c *fake.Clientset, rv string, lists *int) {
+	c.PrependReactor("list", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		*lists++
+		obj, err := c.Tracker().List(schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"},
+			schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, "ns")
+		if err != nil {
+			return true, nil, err
+		}
+		l := obj.(*batchv1.JobList)
+		l.ResourceVersion = rv
+		return true, l, nil
+	})
+}
+
+// TestFeedFollows: after its list, a feed applies the watch's events; a Sync then lists nothing.
+func TestFeedFollows(t *testing.T) {
+	c := fake.NewClientset(job("a"))
+	lists := 0
+	listAt(c, "5", &lists)
+	var changes Changes
+	f := jobFeed(c, &changes)
+	defer f.Stop()
+	ctx := context.Background()
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !f.Watching() {
+		t.Fatal("not watching after the list")
+	}
+	if _, err := c.BatchV1().Jobs("ns").Create(ctx, job("b"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := changes.Until(ctx, func() bool { _, ok := f.Get("ns/b"); return ok }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.Sorted(); !slices.Equal(got, []string{"a", "b"}) || lists != 1 {
+		t.Errorf("items %v after %d LISTs, want [a b] after 1", got, lists)
+	}
+}
+
+// TestFeedExpired: a 410 Gone (to the WATCH, or in its stream) ends the watch; the next Sync lists afresh, as
+// client-go's reflector does, and watches from the new list.
+func TestFeedExpired(t *testing.T) {
+	for _, inStream := range []bool{false, true} {
+		c := fake.NewClientset(job("a"))
+		lists := 0
+		listAt(c, "5", &lists)
+		watches := 0
+		c.PrependWatchReactor("jobs", func(a k8stesting.Action) (bool, watch.Interface, error) {
+			watches++
+			if watches > 1 {
+				return false, nil, nil // the tracker's watch
+			}
+			expired := apierrors.NewResourceExpired("too old resource version: 5 (9)")
+			if !inStream {
+				return true, nil, expired
+			}
+			w := watch.NewRaceFreeFake()
+			w.Error(&expired.ErrStatus)
+			return true, w, nil
+		})
+		var changes Changes
+		f := jobFeed(c, &changes)
+		ctx := context.Background()
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := changes.Until(ctx, func() bool { return !f.Watching() }); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Lost(); !apierrors.IsResourceExpired(err) {
+			t.Errorf("in stream %v: lost with %v, want the 410", inStream, err)
+		}
+		if _, err := c.BatchV1().Jobs("ns").Create(ctx, job("b"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := f.Sorted(); !slices.Equal(got, []string{"a", "b"}) || lists != 2 || !f.Watching() {
+			t.Errorf("in stream %v: items %v after %d LISTs, watching %v; want [a b] after 2, watching", inStream, got, lists, f.Watching())
+		}
+		f.Stop()
+	}
+}

@@ -1,0 +1,160 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/follow"
+)
+
+// awaitWrites bounds how long a pass waits for the watch to deliver the previous pass's writes; past it, the
+// Jobs are listed afresh.
+const awaitWrites = 10 * time.Second
+
+// ErrLost says the watch of the Jobs ended (a 410 Gone, a refused watch): a wait cannot tell when a Job ends, and
+// the next pass lists afresh.
+var ErrLost = errors.New("the watch of the Jobs was lost")
+
+// Follow keeps the observation of one fill run (tick --fill-for) between its passes: set on a Scheduler, its
+// first pass lists the Jobs, the Pending pods and what capacity reads, as every pass does, and then watches them
+// from those lists' resourceVersions; each later pass decides from the summaries the watches keep (package
+// follow), so it costs the events it read and its writes, not a list of the cluster. Before it decides, a pass
+// waits (at most awaitWrites) until the watch has delivered the writes of the pass before (its creates'
+// resourceVersions, its deletes), and Resync, called when another holder took the Lease in between, lists
+// everything afresh. A Follow is for one Scheduler; Stop ends its watches.
+type Follow struct {
+	changes  follow.Changes
+	jobs     *follow.Feed[batchv1.Job, *batchv1.JobList, JobSummary]
+	pods     *follow.Feed[corev1.Pod, *corev1.PodList, PodSummary]
+	capacity capacity.Follow
+
+	mu        sync.Mutex
+	ended     int    // Jobs the watch saw end (see Wait)
+	endedName string // the last of them
+	endedAt   int    // ended at the last observation
+	created   []string
+	deleted   []JobStatus
+}
+
+// NewFollow is a Follow for a fill run's passes.
+func NewFollow() *Follow {
+	f := &Follow{}
+	f.capacity.Changes = &f.changes
+	return f
+}
+
+// Stop ends the watches.
+func (f *Follow) Stop() {
+	if f.jobs != nil {
+		f.jobs.Stop()
+		f.pods.Stop()
+	}
+	f.capacity.Stop()
+}
+
+// Resync makes the next pass list everything afresh (another holder of the Lease wrote in between).
+func (f *Follow) Resync() { f.Stop() }
+
+// Wait returns once one of the Jobs the watch follows ends after the last pass's observation (it gets its
+// Complete or Failed condition, or is deleted before it finished: either frees the room it held), with its name.
+// A watch lost since then is ErrLost; when ctx ends, its cause.
+func (f *Follow) Wait(ctx context.Context) (string, error) {
+	if f.jobs == nil || !f.jobs.Watching() {
+		return "", errors.New("the Jobs are not watched (no resourceVersion to watch from)")
+	}
+	name := ""
+	err := f.changes.Until(ctx, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		name = f.endedName
+		return f.ended > f.endedAt || !f.jobs.Watching()
+	})
+	switch {
+	case err != nil:
+		return "", err
+	case !f.jobs.Watching():
+		return "", fmt.Errorf("%w: %w", ErrLost, f.jobs.Lost())
+	}
+	return name, nil
+}
+
+// wrote records a pass's writes, for the next observation to wait for: the resourceVersions of the Jobs it created
+// (or found present) and the Jobs it deleted.
+func (f *Follow) wrote(created []string, deleted []JobStatus) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.created, f.deleted = created, deleted
+}
+
+// init makes the feeds of s's Jobs and Pending pods (once).
+func (f *Follow) init(s *Scheduler, watch bool) {
+	if f.jobs != nil {
+		return
+	}
+	ns, sel := s.Config.Namespace, s.selector()
+	f.jobs = &follow.Feed[batchv1.Job, *batchv1.JobList, JobSummary]{Client: s.Kube, Collection: s.Kube.BatchV1().Jobs(ns),
+		Options: metav1.ListOptions{LabelSelector: sel}, Watch: watch, Changes: &f.changes,
+		Summarize: func(j *batchv1.Job) (JobSummary, bool) { return SummarizeJob(j), true },
+		Changed: func(old JobSummary, had bool, new JobSummary, has bool) {
+			if had && old.Finished == nil && (!has || new.Finished != nil) {
+				f.mu.Lock()
+				f.ended, f.endedName = f.ended+1, old.Name
+				f.mu.Unlock()
+			}
+		}}
+	pending := fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)).String()
+	f.pods = &follow.Feed[corev1.Pod, *corev1.PodList, PodSummary]{Client: s.Kube, Collection: s.Kube.CoreV1().Pods(ns),
+		Options: metav1.ListOptions{LabelSelector: sel, FieldSelector: pending}, Watch: watch, Changes: &f.changes,
+		Summarize: func(pod *corev1.Pod) (PodSummary, bool) {
+			if pod.Status.Phase != corev1.PodPending { // the server filtered already; a fake client does not
+				return PodSummary{}, false
+			}
+			return SummarizePod(pod)
+		}}
+}
+
+// await waits until the Jobs' watch has delivered the last pass's writes; when it cannot (no watch, or not within
+// awaitWrites), the Jobs are listed afresh.
+func (f *Follow) await(ctx context.Context, namespace string) {
+	f.mu.Lock()
+	created, deleted := f.created, f.deleted
+	f.created, f.deleted = nil, nil
+	f.mu.Unlock()
+	if (len(created) == 0 && len(deleted) == 0) || !f.jobs.Watching() {
+		return
+	}
+	seen := func() bool {
+		for _, rv := range created {
+			if !f.jobs.Reached(rv) {
+				return false
+			}
+		}
+		for _, j := range deleted {
+			if v, ok := f.jobs.Get(namespace + "/" + j.Name); ok && v.UID == j.UID && !v.Deleting {
+				return false
+			}
+		}
+		return true
+	}
+	actx, cancel := context.WithTimeout(ctx, awaitWrites)
+	defer cancel()
+	if f.changes.Until(actx, seen) != nil {
+		f.jobs.Stop() // the next Sync lists
+	}
+}
+
+// observed marks the Jobs' ends seen so far as before the observation.
+func (f *Follow) observed() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.endedAt = f.ended
+}

@@ -1,0 +1,188 @@
+//go:build integration
+
+package scheduler
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
+	"github.com/jobsched/jobsched/pkg/testkit"
+)
+
+// sameQuantity compares quantities by value (a sum the watches kept may hold 1000m where a fresh one holds 1).
+var sameQuantity = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
+
+// TestFollowedIsFresh: through a sequence of changes on a real API server (Jobs created, run, completed and
+// deleted; pods created, bound and deleted; a node added and removed; a LimitRange and a ResourceQuota), what a
+// Follow keeps comes out equal to a fresh observation (its Jobs, its Pending pods, the capacity snapshot) after
+// each step, and reading it sends no request but watches: a refill lists nothing. Each step waits for the watches
+// to deliver its changes (and what the controllers do after them), bounded by the test's deadline.
+func TestFollowedIsFresh(t *testing.T) {
+	var counting atomic.Bool
+	var mu sync.Mutex
+	var reads []string // the requests other than WATCHes sent while the followed observation was read
+	c, ns := testkit.CountingCluster(t, "follow", func(r *http.Request) {
+		if counting.Load() && r.URL.Query().Get("watch") != "true" {
+			mu.Lock()
+			reads = append(reads, r.Method+" "+r.URL.Path)
+			mu.Unlock()
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := testConfig(t, func(c *config.Config) {
+		c.Namespace, c.Limits.Capacity = ns, config.CapacityNodes
+		c.Template.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+	})
+	fresh := &Scheduler{Config: cfg, Kube: c, Now: time.Now}
+	followed := &Scheduler{Config: cfg, Kube: c, Now: time.Now, Follow: NewFollow()}
+	defer followed.Follow.Stop()
+	observe := func(s *Scheduler) *Observation {
+		t.Helper()
+		obs, err := s.observe(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if obs.Capacity, obs.CapacityErr = s.readCapacity(ctx); obs.PodsErr != nil || obs.CapacityErr != nil {
+			t.Fatal(obs.PodsErr, obs.CapacityErr)
+		}
+		obs.Now, obs.JobsResourceVersion = time.Time{}, ""
+		return obs
+	}
+	observe(followed) // the first pass: it lists, and watches from there
+
+	// step does change, then waits until a fresh observation satisfies until and the followed one equals it.
+	step := func(name string, change func() error, until func(*Observation) bool) {
+		t.Helper()
+		if err := change(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for {
+			next := followed.Follow.changes.Wait()
+			counting.Store(true)
+			got := observe(followed)
+			counting.Store(false)
+			want := observe(fresh)
+			if until(want) && cmp.Equal(got, want, sameQuantity) {
+				return
+			}
+			select {
+			case <-next:
+			case <-ctx.Done():
+				t.Fatalf("%s: the followed observation is not the fresh one (-followed +fresh):\n%s", name, cmp.Diff(got, want, sameQuantity))
+			}
+		}
+	}
+	jobs, pods := c.BatchV1().Jobs(ns), c.CoreV1().Pods(ns)
+	newJob := func(key string, suspend bool) *batchv1.Job {
+		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: testkit.Name(key), Labels: map[string]string{jobmeta.LabelScheduler: cfg.Name},
+			Annotations: map[string]string{jobmeta.AnnotationTaskKey: key}}, Spec: *cfg.Template.Spec.DeepCopy()}
+		j.Spec.Suspend = ptr.To(suspend)
+		return j
+	}
+	newPod := func(name string, owner *batchv1.Job) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{SchedulerName: "nobody", // stays unbound until bound here
+			Containers: []corev1.Container{{Name: "c", Image: "i", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}}}}}}
+		if owner != nil {
+			p.Labels = map[string]string{jobmeta.LabelScheduler: cfg.Name}
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}
+		}
+		return p
+	}
+	node := "follow-" + ns
+	t.Cleanup(func() { _ = c.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}) })
+	hasJob := func(name string, finished bool) func(*Observation) bool {
+		return func(o *Observation) bool {
+			return slices.ContainsFunc(o.Jobs, func(j JobSummary) bool { return j.Name == name && (j.Finished != nil) == finished })
+		}
+	}
+	anything := func(*Observation) bool { return true }
+	gone := func(name string) func(*Observation) bool {
+		return func(o *Observation) bool {
+			return !slices.ContainsFunc(o.Jobs, func(j JobSummary) bool { return j.Name == name })
+		}
+	}
+
+	var held *batchv1.Job
+	step("a suspended Job created", func() (err error) {
+		held, err = jobs.Create(ctx, newJob("held", true), metav1.CreateOptions{})
+		return err
+	}, hasJob(testkit.Name("held"), false))
+	step("its pod, Pending", func() error {
+		_, err := pods.Create(ctx, newPod("held-pod", held), metav1.CreateOptions{})
+		return err
+	}, func(o *Observation) bool { return len(o.Pods) == 1 })
+	step("a pod of another tenant, unbound", func() error {
+		_, err := pods.Create(ctx, newPod("other", nil), metav1.CreateOptions{})
+		return err
+	}, func(o *Observation) bool {
+		return slices.ContainsFunc(o.Capacity.Pending, func(p capacity.Pending) bool { return p.Name == "other" })
+	})
+	step("a node added", func() error {
+		n := testkit.MakeNode(node).Allocatable(corev1.ResourceCPU, "4").Allocatable(corev1.ResourcePods, "110").Obj()
+		n.Labels = map[string]string{"pool": ns}
+		_, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+		return err
+	}, func(o *Observation) bool {
+		return slices.ContainsFunc(o.Capacity.Nodes, func(n capacity.Node) bool { return n.Name == node })
+	})
+	step("the pods bound", func() error {
+		for _, p := range []string{"held-pod", "other"} {
+			b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p}, Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+			if err := pods.Bind(ctx, b, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func(o *Observation) bool { return len(o.Pods) == 1 && o.Pods[0].Bound && len(o.Capacity.Pending) == 0 })
+	step("a Job runs and completes", func() error {
+		_, err := jobs.Create(ctx, newJob("runs", false), metav1.CreateOptions{})
+		return err
+	}, hasJob(testkit.Name("runs"), true))
+	step("a LimitRange and a ResourceQuota", func() error {
+		lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "defaults"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+			Type: corev1.LimitTypeContainer, DefaultRequest: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}}}}
+		if _, err := c.CoreV1().LimitRanges(ns).Create(ctx, lr, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "cpu"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+			corev1.ResourceRequestsCPU: resource.MustParse("8")}}}
+		_, err := c.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{})
+		return err
+	}, func(o *Observation) bool {
+		return len(o.Capacity.LimitRanges) == 1 && len(o.Capacity.Quotas) == 1 && o.Capacity.Quotas[0].Status.Used != nil
+	})
+	step("the suspended Job deleted", func() error {
+		return jobs.Delete(ctx, held.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+	}, gone(held.Name))
+	step("the node removed", func() error {
+		return c.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
+	}, func(o *Observation) bool {
+		return !slices.ContainsFunc(o.Capacity.Nodes, func(n capacity.Node) bool { return n.Name == node })
+	})
+	step("the other tenant's pod deleted", func() error {
+		return pods.Delete(ctx, "other", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	}, anything)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reads) > 0 {
+		t.Errorf("reading the followed observation sent %v: a refill must list nothing", reads)
+	}
+}

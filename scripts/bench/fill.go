@@ -1,0 +1,552 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
+	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/testkit/kwokkit"
+	"github.com/jobsched/jobsched/pkg/testkit/runinfo"
+)
+
+// ---------------------------------------------------------------------------------------------------------------
+// Fill at cluster scale (`bench fill`, BENCH_ONLY=fill scripts/bench.sh): what `tick --fill-for` costs on a big
+// cluster, this build beside a reference build (BENCH_FILL_REF, default a225b90: every refill a whole pass) in the
+// same run. The bench grows one cluster of kwok nodes (bench-fill-node-*, 32 CPU, 110 pods each, Ready and
+// heartbeating) with BENCH_FILL_PODS_PER_NODE (30) long-running pods bound to each (restartPolicy Always: kwok keeps
+// them Running), size by size in ascending order:
+//   - refill, at each of BENCH_FILL_NODES (default 500,5000): a fill run (`--fill-for`) of each build over
+//     BENCH_FILL_ROWS (40) rows with capacity: nodes, maxActive 4 and tasks of 2 s that may run on every node, so
+//     each Job that ends starts a refill pass; each build's requests go through a counting proxy (proxy.go), which
+//     reads the calls and bytes between two `pass done` lines: the first pass, then the median refill pass; and each
+//     run's peak RSS (getrusage), beside one pass (`tick`, no --fill-for) of the reference at the smallest size;
+//   - throughput, at BENCH_THROUGHPUT_NODES (1000): a fill run of this build draining BENCH_THROUGHPUT_ROWS (10,000)
+//     rows of tasks of 1 s, capacity: nodes, maxActive 1,000 (maxPerTick twice that: room binds each pass), with one queue and with five, after a bare
+//     client-go loop (16 workers, no client-side limit) creating the same 10,000 Jobs: Jobs per second (created /
+//     from the start to the last create), the ratio, and the calls per refill pass.
+// Growing the cluster stops at BENCH_FILL_BUDGET seconds (default 1800) per size; a size not reached is measured at
+// what was made, and the results say so. The controller-manager must run (the Jobs make pods), so bench.sh runs this
+// part before it stops it. Results: BENCH_FILL_RESULTS (default scripts/bench/results/fill.md), written by the run.
+
+const (
+	fillNodePrefix = "bench-fill-node-"
+	fillFillerNS   = "bench-fill-filler"
+	fillNodeCPU    = "32"
+)
+
+func (b *bench) fill() error {
+	ref, refName := os.Getenv("JOBSCHED_FILL_REF_BIN"), cmp.Or(os.Getenv("BENCH_FILL_REF"), "reference")
+	if ref == "" {
+		return fmt.Errorf("JOBSCHED_FILL_REF_BIN is not set: run scripts/bench.sh, which builds BENCH_FILL_REF")
+	}
+	perNode := envInt("BENCH_FILL_PODS_PER_NODE", 30)
+	sizes := ints(os.Getenv("BENCH_FILL_NODES"), []int{500, 5000})
+	tput := envInt("BENCH_THROUGHPUT_NODES", 1000)
+	budget := time.Duration(envInt("BENCH_FILL_BUDGET", 1800)) * time.Second
+	type step struct {
+		nodes      int
+		throughput bool
+	}
+	var steps []step
+	for _, n := range sizes {
+		steps = append(steps, step{nodes: n})
+	}
+	if os.Getenv("BENCH_THROUGHPUT_ROWS") != "0" {
+		steps = append(steps, step{nodes: tput, throughput: true})
+	}
+	slices.SortStableFunc(steps, func(a, b step) int { return a.nodes - b.nodes })
+	var rows []row
+	var notes []string
+	if n := os.Getenv("BENCH_FILL_NOTE"); n != "" { // what the person who ran it must say (a size left out, and why)
+		notes = append(notes, n)
+	}
+	onePass := 0.0 // the reference's one pass at the smallest refill size: the RSS target
+	for _, s := range steps {
+		nodes, pods, note, err := b.growCluster(s.nodes, perNode, budget)
+		if err != nil {
+			return err
+		}
+		if note != "" {
+			notes = append(notes, note)
+		}
+		size := fmt.Sprintf("%s nodes, %s pods", thousands(nodes), thousands(pods))
+		if s.throughput {
+			rs, err := b.throughput(size)
+			if err != nil {
+				return fmt.Errorf("throughput: %w", err)
+			}
+			rows = append(rows, rs...)
+			continue
+		}
+		rs, one, err := b.refill(ref, refName, size, onePass)
+		if err != nil {
+			return fmt.Errorf("refill at %s: %w", size, err)
+		}
+		if onePass == 0 {
+			onePass = one
+		}
+		rows = append(rows, rs...)
+	}
+	table(os.Stdout, rows)
+	return b.writeFillResults(refName, perNode, append(notes, b.fillNotes...), rows)
+}
+
+// growCluster makes the fill nodes 0..nodes-1 (Ready and untainted) and perNode filler pods on each, unless they
+// exist, within budget; it returns what the cluster holds and, when the budget ran out, a note saying so.
+func (b *bench) growCluster(nodes, perNode int, budget time.Duration) (int, int, string, error) {
+	if err := b.namespace(fillFillerNS); err != nil {
+		return 0, 0, "", err
+	}
+	if err := wait.PollUntilContextTimeout(b.ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := b.admin.CoreV1().ServiceAccounts(fillFillerNS).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		return 0, 0, "", fmt.Errorf("no default ServiceAccount in %s: %w", fillFillerNS, err)
+	}
+	start := time.Now()
+	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(fillNodeCPU), corev1.ResourceMemory: resource.MustParse("128Gi"),
+		corev1.ResourcePods: resource.MustParse("110")}
+	if err := createWithin(nodes, start, budget, func(i int) error {
+		_, err := b.admin.CoreV1().Nodes().Create(b.ctx, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s%d", fillNodePrefix, i), Labels: map[string]string{"jobsched.io/bench-fill": "true", "type": "kwok"},
+				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
+			Status: corev1.NodeStatus{Capacity: rl, Allocatable: rl},
+		}, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return 0, 0, "", err
+	}
+	usable := 0
+	if err := wait.PollUntilContextTimeout(b.ctx, 2*time.Second, max(budget-time.Since(start), time.Minute), true, func(ctx context.Context) (bool, error) {
+		usable = 0
+		_, err := kube.List(ctx, b.admin.CoreV1().Nodes().List, metav1.ListOptions{LabelSelector: "jobsched.io/bench-fill=true", Limit: 1000}, func(n *corev1.Node) {
+			if kwokkit.NodeUsable(n) {
+				usable++
+			}
+		})
+		return err == nil && usable >= nodes, nil
+	}); err != nil && !wait.Interrupted(err) {
+		return 0, 0, "", err
+	}
+	progress("  %d fill nodes usable after %s", usable, time.Since(start).Round(time.Second))
+	n := min(usable, nodes)
+	pods := n * perNode
+	exists := map[string]bool{} // created by a run before: a create of each would cost the API server as much
+	if _, err := kube.List(b.ctx, b.admin.CoreV1().Pods(fillFillerNS).List, metav1.ListOptions{Limit: 5000}, func(p *corev1.Pod) { exists[p.Name] = true }); err != nil {
+		return 0, 0, "", err
+	}
+	if err := createWithin(pods, start, budget, func(i int) error {
+		if exists[fmt.Sprintf("filler-%d", i)] {
+			return nil
+		}
+		_, err := b.admin.CoreV1().Pods(fillFillerNS).Create(b.ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("filler-%d", i)},
+			Spec: corev1.PodSpec{NodeName: fmt.Sprintf("%s%d", fillNodePrefix, i%n), AutomountServiceAccountToken: new(bool),
+				Containers: []corev1.Container{{Name: "c", Image: "filler:1", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}}}}},
+		}, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return 0, 0, "", err
+	}
+	have := 0
+	if _, err := kube.List(b.ctx, b.admin.CoreV1().Pods(fillFillerNS).List, metav1.ListOptions{Limit: 5000}, func(*corev1.Pod) { have++ }); err != nil {
+		return 0, 0, "", err
+	}
+	// Measured once kwok is done with them (each Running): until then it competes with the passes for the machine.
+	if err := wait.PollUntilContextTimeout(b.ctx, 5*time.Second, max(budget-time.Since(start), 5*time.Minute), true, func(ctx context.Context) (bool, error) {
+		l, err := b.admin.CoreV1().Pods(fillFillerNS).List(ctx, metav1.ListOptions{FieldSelector: "status.phase!=Running", Limit: 1})
+		return err == nil && len(l.Items) == 0, nil
+	}); err != nil {
+		return 0, 0, "", fmt.Errorf("the filler pods not all Running: %w", err)
+	}
+	progress("  cluster: %d nodes, %d filler pods, all Running (%s)", n, have, time.Since(start).Round(time.Second))
+	note := ""
+	if n < nodes || have < nodes*perNode {
+		note = fmt.Sprintf("asked for %s nodes and %s pods; BENCH_FILL_BUDGET (%s) ran out at %s nodes and %s pods, measured there",
+			thousands(nodes), thousands(nodes*perNode), budget, thousands(n), thousands(have))
+	}
+	return n, have, note, nil
+}
+
+// createWithin runs create(i) for i < n with 16 workers until budget has passed since start; an object that exists
+// already is fine (a run before made it), and running out of budget is not an error (the caller counts what was made).
+func createWithin(n int, start time.Time, budget time.Duration, create func(i int) error) error {
+	err := parallel(16, n, func(i int) error {
+		if time.Since(start) > budget {
+			return errBudget
+		}
+		if err := create(i); !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return nil
+	})
+	if errors.Is(err, errBudget) {
+		return nil
+	}
+	return err
+}
+
+// fillRun is what one counted fill run did.
+type fillRun struct {
+	passes  []tally // each pass's calls and bytes: from the previous pass done line (or the start) to its own
+	created []int   // each pass's creates
+	at      []time.Duration
+	rssMB   float64
+	code    int
+	stderr  string
+	retried string // why the run was run again, if it was
+}
+
+// countedTick runs bin tick with args through a fresh counting proxy, reading the counts at each pass done line.
+func (b *bench) countedTick(bin, cfgFile string, args ...string) (fillRun, error) {
+	var r fillRun
+	c, err := newCounter(b.kcfg)
+	if err != nil {
+		return r, err
+	}
+	defer c.Close()
+	kcfg, err := c.Kubeconfig(b.dir)
+	if err != nil {
+		return r, err
+	}
+	cmd := exec.Command(bin, append([]string{"--config", cfgFile, "--kubeconfig", kcfg, "--log-format", "json", "tick"}, args...)...)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		return r, err
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return r, err
+	}
+	var all bytes.Buffer
+	last := c.snapshot()
+	sc := bufio.NewScanner(pipe)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		all.Write(sc.Bytes())
+		all.WriteByte('\n')
+		var s summary
+		if json.Unmarshal(sc.Bytes(), &s) != nil || s.Message != "pass done" {
+			continue
+		}
+		now := c.snapshot()
+		r.passes = append(r.passes, now.minus(last))
+		r.created = append(r.created, s.Created)
+		r.at = append(r.at, time.Since(start))
+		last = now
+	}
+	err = cmd.Wait()
+	r.stderr = all.String()
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.rssMB = float64(ru.Maxrss) * 1024 / 1e6
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		return r, err
+	}
+	if len(r.passes) == 0 {
+		return r, fmt.Errorf("no pass done line (exit %d): %s", r.code, tail(r.stderr))
+	}
+	return r, nil
+}
+
+// refill measures one fill run of each build at the cluster's current size, and the reference's one pass.
+func (b *bench) refill(ref, refName, size string, onePass float64) ([]row, float64, error) {
+	const ns, table = "bench-fill", "bench_fill"
+	rowsN := envInt("BENCH_FILL_ROWS", 40)
+	if err := b.namespace(ns); err != nil {
+		return nil, 0, err
+	}
+	cfgFile, err := b.fillScenario("fill", ns, table, 4, 100, "2s", 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	fillArgs := []string{"--fill-for", "3m", "--timeout", "30s"}
+	runs := map[string]fillRun{}
+	for _, who := range []string{"ref", "mine"} {
+		bin := map[string]string{"ref": ref, "mine": b.bin}[who]
+		progress("  refill at %s: %s…", size, filepath.Base(bin))
+		r, err := b.fillRunOf(bin, cfgFile, ns, table, rowsN, 3, fillArgs...)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", filepath.Base(bin), err)
+		}
+		if r.retried != "" {
+			b.fillNotes = append(b.fillNotes, fmt.Sprintf("refill at %s, %s: run again, as its first run failed: %s", size, filepath.Base(bin), r.retried))
+		}
+		runs[who] = r
+	}
+	if onePass == 0 { // the target of the RSS row: one pass of the reference (no --fill-for), at the smallest size
+		if err := b.clearJobs(ns); err != nil {
+			return nil, 0, err
+		}
+		if err := b.fillTableFresh(table, rowsN); err != nil {
+			return nil, 0, err
+		}
+		r, err := b.countedTick(ref, cfgFile, "--timeout", "30s")
+		if err != nil {
+			return nil, 0, err
+		}
+		onePass = r.rssMB
+		b.fillOnePassAt = size
+	}
+	mine, theirs := runs["mine"], runs["ref"]
+	first := func(r fillRun) string { return callsBytes(r.passes[0]) }
+	refills := func(r fillRun) (string, float64, float64) {
+		calls, bytes := make([]float64, 0, len(r.passes)-1), make([]float64, 0, len(r.passes)-1)
+		for _, p := range r.passes[1:] {
+			calls, bytes = append(calls, float64(p.total())), append(bytes, float64(p.bytes))
+		}
+		c, by := medianOf(calls), medianOf(bytes)
+		return fmt.Sprintf("%.0f calls, %s (median of %d refills; %s)", c, kb(by), len(calls), kinds(medianPass(r.passes[1:]))), c, by
+	}
+	ms, mc, mb := refills(mine)
+	ts, tc, tb := refills(theirs)
+	load := runinfo.LoadAvg(1)
+	return []row{
+		{what: fmt.Sprintf("fill run at %s: the first pass", size), jobsched: first(mine), reference: first(theirs) + " at " + refName, load: load},
+		{what: fmt.Sprintf("fill run at %s: a refill pass (calls and response bytes between two pass done lines)", size),
+			jobsched: ms, reference: ts + " at " + refName, ratio: fmt.Sprintf("%.2f calls, %.2f bytes", mc/max(tc, 1), mb/max(tb, 1)), load: load},
+		{what: fmt.Sprintf("fill run at %s: peak RSS of the whole run (%d and %d passes)", size, len(mine.passes), len(theirs.passes)),
+			jobsched: fmt.Sprintf("%.1f MB", mine.rssMB), reference: fmt.Sprintf("%.1f MB at %s; target: ≤ %.1f MB, one pass (no --fill-for) at %s at %s", theirs.rssMB, refName, onePass, refName, b.fillOnePassAt),
+			ratio: fmt.Sprintf("%.2f of the target", mine.rssMB/onePass), load: load},
+	}, onePass, nil
+}
+
+// medianPass is the pass of the median total calls.
+func medianPass(ps []tally) tally {
+	s := slices.Clone(ps)
+	slices.SortFunc(s, func(a, b tally) int { return a.total() - b.total() })
+	return s[len(s)/2]
+}
+
+func callsBytes(t tally) string {
+	return fmt.Sprintf("%d calls, %s (%s)", t.total(), kb(float64(t.bytes)), kinds(t))
+}
+
+// kinds lists a pass's calls by kind.
+func kinds(t tally) string {
+	var out []string
+	for k, v := range t.calls {
+		out = append(out, fmt.Sprintf("%s %d", k, v))
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
+}
+
+func kb(n float64) string {
+	if n >= 1e6 {
+		return fmt.Sprintf("%.1f MB", n/1e6)
+	}
+	return fmt.Sprintf("%.1f kB", n/1e3)
+}
+
+// throughput drains BENCH_THROUGHPUT_ROWS rows with one queue and with five, and creates the same Jobs with a bare
+// client in between.
+func (b *bench) throughput(size string) ([]row, error) {
+	const ns, table = "bench-throughput", "bench_throughput"
+	n := envInt("BENCH_THROUGHPUT_ROWS", 10000)
+	active := envInt("BENCH_THROUGHPUT_ACTIVE", 1000)
+	if err := b.namespace(ns); err != nil {
+		return nil, err
+	}
+	fillFor := fmt.Sprintf("%ds", envInt("BENCH_THROUGHPUT_FILL_SECONDS", 1800))
+	var rows []row
+	var bareRate float64
+	for _, v := range []struct {
+		what   string
+		queues int
+		bare   bool
+	}{{what: "a bare client-go loop (16 workers, no client-side limit) creating the same Jobs", bare: true}, {what: "one queue"}, {what: "five queues", queues: 5}} {
+		if err := b.clearJobs(ns); err != nil {
+			return nil, err
+		}
+		if err := b.clearPods(ns); err != nil {
+			return nil, err
+		}
+		cfgFile, err := b.fillScenario(fmt.Sprintf("throughput-%d", v.queues), ns, table, active, 2*active, "1s", v.queues)
+		if err != nil {
+			return nil, err
+		}
+		load := runinfo.LoadAvg(1)
+		if v.bare {
+			cfg, err := config.Load(cfgFile, "")
+			if err != nil {
+				return nil, err
+			}
+			r := render.New(cfg, nil)
+			jobs := make([]*batchv1.Job, n)
+			for i := range jobs {
+				if jobs[i], err = r.Job(taskRow(i), 1); err != nil {
+					return nil, err
+				}
+			}
+			progress("  throughput at %s: %s…", size, v.what)
+			d, err := b.bareCreate(ns, jobs)
+			if err != nil {
+				return nil, err
+			}
+			bareRate = float64(n) / d.Seconds()
+			rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s Jobs: %s", size, thousands(n), v.what), jobsched: fmt.Sprintf("%.0f Jobs/s (%s)", bareRate, ms(d)), load: load})
+			continue
+		}
+		progress("  throughput at %s: %s, %d rows…", size, v.what, n)
+		r, err := b.fillRunOf(b.bin, cfgFile, ns, table, n, 2, "--fill-for", fillFor, "--timeout", "60s")
+		if err != nil {
+			return nil, err
+		}
+		if r.retried != "" {
+			b.fillNotes = append(b.fillNotes, fmt.Sprintf("throughput, %s: run again, as its first run failed: %s", v.what, r.retried))
+		}
+		created, lastAt := 0, time.Duration(0)
+		for i, c := range r.created {
+			created += c
+			if c > 0 {
+				lastAt = r.at[i]
+			}
+		}
+		rate := float64(created) / lastAt.Seconds()
+		var calls, other []float64
+		for _, p := range r.passes[1:] {
+			calls = append(calls, float64(p.total()))
+			other = append(other, float64(p.total()-p.calls["create jobs"]-p.calls["create events"]-p.calls["delete jobs"]))
+		}
+		per := "no refill"
+		if len(calls) > 0 {
+			per = fmt.Sprintf("%.0f calls per refill pass, %.0f of them not a Job's create or delete nor an Event (median of %d)", medianOf(calls), medianOf(other), len(calls))
+		}
+		ref, ratio := "target ≥ 43 Jobs/s (Kueue's scheduler test)", ""
+		if bareRate > 0 {
+			ref += fmt.Sprintf("; bare client %.0f Jobs/s, same run", bareRate)
+			ratio = fmt.Sprintf("%.2f of bare", rate/bareRate)
+		}
+		rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s rows of 1 s tasks, maxActive %d, capacity nodes: `tick --fill-for`, %s (%d passes)", size, thousands(n), active, v.what, len(r.passes)),
+			jobsched: fmt.Sprintf("%.0f Jobs/s (%d created in %s; %s; peak RSS %.1f MB)", rate, created, ms(lastAt), per, r.rssMB), reference: ref, ratio: ratio, load: load})
+		if created < n {
+			rows[len(rows)-1].jobsched += fmt.Sprintf("; drained %d of %d rows (exit %d)", created, n, r.code)
+		}
+	}
+	return rows, b.clearJobs(ns)
+}
+
+// fillRunOf runs a counted fill run of bin over a fresh table of rows (a worker marking them done) and no Job, and
+// runs it once more when its first pass failed or it made fewer than minPasses passes (under load the API server
+// may end a streaming list early); retried says why, when it was.
+func (b *bench) fillRunOf(bin, cfgFile, ns, table string, rows, minPasses int, args ...string) (fillRun, error) {
+	var first string
+	for attempt := 0; ; attempt++ {
+		if err := b.clearJobs(ns); err != nil {
+			return fillRun{}, err
+		}
+		if err := b.fillTableFresh(table, rows); err != nil {
+			return fillRun{}, err
+		}
+		ctx, cancel := context.WithCancel(b.ctx)
+		if err := b.worker(ctx, ns, table); err != nil {
+			cancel()
+			return fillRun{}, err
+		}
+		r, err := b.countedTick(bin, cfgFile, args...)
+		cancel()
+		if err == nil && len(r.passes) >= minPasses && r.created[0] > 0 {
+			r.retried = first
+			return r, nil
+		}
+		why := fmt.Sprint(err)
+		if err == nil {
+			why = fmt.Sprintf("%d passes, the first created %d", len(r.passes), r.created[0])
+		}
+		if m := regexp.MustCompile(`"error":"([^"]*)"`).FindStringSubmatch(r.stderr); m != nil {
+			why += ": " + m[1]
+		}
+		if attempt > 0 {
+			return r, fmt.Errorf("%s; before, %s: %s", why, first, tail(r.stderr))
+		}
+		first = why
+		progress("    run again: %s", why)
+	}
+}
+
+// worker marks a row done as soon as its Job exists, as a worker that takes its task at once would (a row still
+// waiting when its finished Job is deleted would be run again), until ctx ends.
+func (b *bench) worker(ctx context.Context, ns, table string) error {
+	return follow(ctx, b.admin.BatchV1().Jobs(ns), func(typ watch.EventType, job *batchv1.Job) {
+		if typ != watch.Added {
+			return
+		}
+		if _, err := b.db.ExecContext(b.ctx, "UPDATE "+table+" SET status = 'done' WHERE id = $1", job.Annotations[jobmeta.AnnotationTaskKey]); err != nil {
+			progress("    marking %s done: %v", job.Name, err)
+		}
+	})
+}
+
+// clearPods waits until ns has no pod left (a deleted Job's pods go after it).
+func (b *bench) clearPods(ns string) error {
+	return wait.PollUntilContextTimeout(b.ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := b.admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil && len(l.Items) == 0, err
+	})
+}
+
+// fillScenario writes a fill config: capacity nodes, finished Jobs deleted at once, task pods of 100m that run dur
+// on any node; queues 0: none, else that many, row i going to queue i mod queues.
+func (b *bench) fillScenario(name, ns, table string, maxActive, maxPerTick int, dur string, queues int) (string, error) {
+	dir := filepath.Join(b.dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tpl := kwokkit.Job{Duration: dur, PodSpec: kwokkit.Task{Image: "registry.example/worker:1.0", CPU: "100m", Memory: "64Mi"}.PodSpec()}.YAML()
+	limits := fmt.Sprintf("limits:\n  maxActive: %d\n  maxPerTick: %d\n  capacity: nodes\n  reserveForTick: false\ngc:\n  succeededRetention: 0s\n", maxActive, maxPerTick)
+	doc := benchConfig(name, ns, table, limits)
+	if queues > 0 {
+		var q strings.Builder
+		for i := range queues {
+			fmt.Fprintf(&q, "- name: q%d\n  source: {query: \"SELECT id, created_at FROM %s WHERE status = 'waiting' AND right(id, 1)::int %% %d = %d ORDER BY created_at\", key: id}\n  job: {template: job.yaml}\n",
+				i, table, queues, i)
+		}
+		doc = fmt.Sprintf("name: %s\nnamespace: %s\nsource:\n  dsnEnv: %s\nenv:\n  prefix: TASK_\n%squeues:\n%s", name, ns, dsnEnv, limits, q.String())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(tpl), 0o644); err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, "jobsched.yaml")
+	return file, os.WriteFile(file, []byte(doc), 0o644)
+}
+
+// writeFillResults writes the fill part's own results file.
+func (b *bench) writeFillResults(ref string, perNode int, notes []string, rows []row) error {
+	about := fmt.Sprintf("kwok nodes of %s CPU and 110 pods, %d long-running pods bound to each; jobsched's requests counted by a proxy "+
+		"in front of the API server (calls, and response bytes on the wire as the client reads them, a watch's as its events come), "+
+		"between two `pass done` lines; peak RSS from getrusage. Refill: capacity nodes, maxActive 4, tasks of 2 s that may run on "+
+		"every node, each build in turn. See scripts/bench/README.md.", fillNodeCPU, perNode)
+	for _, n := range notes {
+		about += "\n- " + n
+	}
+	return writeOwnResults(cmp.Or(os.Getenv("BENCH_FILL_RESULTS"), "scripts/bench/results/fill.md"),
+		fmt.Sprintf("Fill at cluster scale, this build against %s (written by `BENCH_ONLY=fill scripts/bench.sh`; do not edit)", ref), about, rows)
+}
