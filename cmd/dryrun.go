@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	batchv1 "k8s.io/api/batch/v1"
 
+	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
@@ -98,16 +99,33 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 		fmt.Fprintf(out, "Blocked: %s\n", printable(p.Blocked))
 	}
 	if len(p.Queues) == 0 {
+		if err := printNewNodes(out, p.Capacity); err != nil {
+			return err
+		}
 		return printActions(out, p, "")
 	}
 	for _, q := range p.Queues {
 		fmt.Fprintf(out, "\nQueue %s (priority %d, weight %d): %d unfinished, slots %d (%s), %d to create\n",
 			q.Name, q.Priority, q.Weight, q.Unfinished, q.Slots, printable(bound("bound by ", q.Limit, q.Blocked, q.Slots)), q.Creates)
+		if err := printNewNodes(out, q.Capacity); err != nil {
+			return err
+		}
 		if err := printActions(out, p, q.Name); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// printNewNodes prints what the autoscaler can still add for a template (limits.capacity: autoscale), as status
+// does; nothing in another mode.
+func printNewNodes(out io.Writer, c *capacity.Report) error {
+	if c == nil || c.Autoscale == nil {
+		return nil
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	printAutoscale(w, c.Autoscale)
+	return w.Flush()
 }
 
 // printActions prints the deletes, creates and skips of queue (all of them for a configuration without queues:,

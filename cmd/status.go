@@ -377,12 +377,7 @@ func printCapacity(out io.Writer, w *tabwriter.Writer, title string, c *capacity
 	if len(c.Pending) > 0 {
 		fmt.Fprintf(w, "  others' pods:\t%d unbound pod(s) of other workloads counted as taking room (e.g. %s on %s)\n", len(c.Pending), printable(c.Pending[0].Pod), printable(c.Pending[0].Node))
 	}
-	if a := c.Autoscale; a != nil {
-		fmt.Fprintf(w, "  %s:\t%d more Job(s) on new nodes (%s); %d of our pods wait for new nodes\n", a.Source, a.Adds, printable(a.Binding), a.Waiting)
-		for _, p := range a.Pools {
-			fmt.Fprintf(w, "  %s %s:\t%s\n", p.Kind, printable(p.Name), printable(p.Words()))
-		}
-	}
+	printAutoscale(w, c.Autoscale)
 	if c.Listed != "" {
 		fmt.Fprintf(w, "  listed:\t%s\n", printable(c.Listed))
 	}
@@ -390,6 +385,18 @@ func printCapacity(out io.Writer, w *tabwriter.Writer, title string, c *capacity
 		fmt.Fprintf(w, "  warning:\t%s\n", printable(c.Warning))
 	}
 	return w.Flush()
+}
+
+// printAutoscale prints what the autoscaler can still add (limits.capacity: autoscale; nothing for nil): status and
+// dry-run show it alike.
+func printAutoscale(w io.Writer, a *capacity.AutoscaleFit) {
+	if a == nil {
+		return
+	}
+	fmt.Fprintf(w, "  %s:\t%d more Job(s) on new nodes (%s); %d of our pods wait for new nodes\n", a.Source, a.Adds, printable(a.Binding), a.Waiting)
+	for _, p := range a.Pools {
+		fmt.Fprintf(w, "  %s %s:\t%s\n", p.Kind, printable(p.Name), printable(p.Words()))
+	}
 }
 
 // prefixed is s after sep, "" when s is.

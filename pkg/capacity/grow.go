@@ -14,7 +14,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/config"
 )
 
-// maxGroupNodes bounds the new nodes counted of one node group: more than one pass's pods can wait for.
+// maxGroupNodes bounds the new nodes counted of one node group or NodePool: more than one pass's pods can wait for.
 const maxGroupNodes = 1000
 
 // growth is the room the autoscaler can still add for a Placer's claims (limits.capacity: autoscale): per NodePool
@@ -35,7 +35,7 @@ type growPool struct {
 	pool  *autoscale.Pool
 	shape *Node // a node group's node, whose labels and taints its new nodes carry
 	// free is a NodePool's room left of its limits, per resource they name (its launching NodeClaims added);
-	// nil when it has no limit. nodes are a node group's new nodes, each's free room.
+	// nil when it has no limit. nodes are the new nodes (a node group's, or a shaped NodePool's), each's free room.
 	free  corev1.ResourceList
 	nodes []corev1.ResourceList
 	// perNode says the pool's room is nodes (a node group's, or a NodePool's whose node shape is known).

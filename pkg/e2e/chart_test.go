@@ -756,3 +756,54 @@ func TestChartKueue(t *testing.T) {
 		t.Errorf("with kueue=true the Role's Kueue rules are %+v, want manifests/kueue's %+v", got, want)
 	}
 }
+
+// TestChartAutoscale: autoscale=true gives the release exactly the rules of the kustomize component
+// manifests/autoscale: its ClusterRole's (NodePools, NodeClaims, the cluster-autoscaler's ConfigMap), named per
+// release and namespace, and its Role's (Events) in the release's Role; by default neither.
+func TestChartAutoscale(t *testing.T) {
+	t.Parallel()
+	component := func(file string) []rbacv1.PolicyRule {
+		data, err := os.ReadFile(filepath.Join(repoRoot, "manifests", "autoscale", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var role rbacv1.ClusterRole
+		if err := yaml.Unmarshal(data, &role); err != nil {
+			t.Fatal(err)
+		}
+		return role.Rules
+	}
+	events := func(r rbacv1.Role) []rbacv1.PolicyRule {
+		var out []rbacv1.PolicyRule
+		for _, rule := range r.Rules {
+			if slices.Contains(rule.Resources, "events") && slices.Contains(rule.APIGroups, "") {
+				out = append(out, rule)
+			}
+		}
+		return out
+	}
+	var role rbacv1.Role
+	objs := helmTemplate(t, "reports", "batch")
+	find(t, objs, "Role", "", &role)
+	if got := events(role); len(got) != 0 {
+		t.Errorf("by default the Role has the autoscale rules %+v, want none", got)
+	}
+	if slices.Contains(kindNames(objs), "ClusterRole jobsched-autoscale-reports-batch") {
+		t.Error("by default the chart renders the autoscale ClusterRole")
+	}
+	objs = helmTemplate(t, "reports", "batch", "--set", "autoscale=true")
+	find(t, objs, "Role", "", &role)
+	if got, want := events(role), component("role.yaml"); !reflect.DeepEqual(got, want) {
+		t.Errorf("with autoscale=true the Role's autoscale rules are %+v, want manifests/autoscale's %+v", got, want)
+	}
+	var cr rbacv1.ClusterRole
+	find(t, objs, "ClusterRole", "jobsched-autoscale-reports-batch", &cr)
+	if got, want := cr.Rules, component("clusterrole.yaml"); !reflect.DeepEqual(got, want) {
+		t.Errorf("with autoscale=true the ClusterRole's rules are %+v, want manifests/autoscale's %+v", got, want)
+	}
+	var crb rbacv1.ClusterRoleBinding
+	find(t, objs, "ClusterRoleBinding", "jobsched-autoscale-reports-batch", &crb)
+	if crb.RoleRef.Name != cr.Name || len(crb.Subjects) != 1 || crb.Subjects[0].Namespace != "batch" {
+		t.Errorf("binding %+v", crb)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,7 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
 	"github.com/jobsched/jobsched/pkg/testkit"
@@ -77,6 +81,22 @@ func karpenterCRDs(t *testing.T, dyn dynamic.Interface) {
 	}
 }
 
+// withKarpenterCRDs is the local control plane's client config and a dynamic client of it, Karpenter's CRDs
+// installed.
+func withKarpenterCRDs(t *testing.T) (*rest.Config, dynamic.Interface) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	karpenterCRDs(t, dyn)
+	return cfg, dyn
+}
+
 func obj(kind, name string, spec map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "karpenter.sh/v1", "kind": kind,
 		"metadata": map[string]any{"name": name}, "spec": spec}}
@@ -104,15 +124,7 @@ func create(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource
 // the API server by the field selector it sends.
 func TestReadKarpenter(t *testing.T) {
 	kube, ns := testkit.RealCluster(t, "autoscale")
-	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	karpenterCRDs(t, dyn)
+	_, dyn := withKarpenterCRDs(t)
 	pool, claim := ns+"-pool", ns+"-claim"
 	// A node class of no cloud provider: a Karpenter running on the cluster (KARPENTER=1) leaves the pool and its
 	// NodeClaim alone (it manages only its own provider's), so the status written here stays.
@@ -175,5 +187,91 @@ func TestReadKarpenter(t *testing.T) {
 	}
 	if w := waits["waiting"]; len(waits) != 1 || !w.Provided || !strings.Contains(w.Event, "nodeclaim/"+claim) {
 		t.Errorf("waits %+v: want the pod's Nominated only (the Job's Event and another pod's are not its)", waits)
+	}
+}
+
+// rulesOf reads the rules of the Role or ClusterRole in file of manifests/autoscale.
+func rulesOf(t *testing.T, file string) []rbacv1.PolicyRule {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "manifests", "autoscale", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role rbacv1.ClusterRole
+	if err := yaml.UnmarshalStrict(data, &role); err != nil {
+		t.Fatal(err)
+	}
+	return role.Rules
+}
+
+// TestGrants: a ServiceAccount with exactly the rules of manifests/autoscale reads what the mode reads (NodePools,
+// NodeClaims, a pod's Events, the cluster-autoscaler's ConfigMap and no other); one without them reads nothing,
+// and the mode says so instead of failing.
+func TestGrants(t *testing.T) {
+	kube, ns := testkit.RealCluster(t, "autoscale-rbac")
+	cfg, _ := withKarpenterCRDs(t)
+	ctx := context.Background()
+	as := func(sa string) (kubernetes.Interface, dynamic.Interface) {
+		c := rest.CopyConfig(cfg)
+		c.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + sa}
+		k, err := kubernetes.NewForConfig(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := dynamic.NewForConfig(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k, d
+	}
+	name := ns + "-autoscale"
+	subject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "jobsched", Namespace: ns}}
+	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rulesOf(t, "clusterrole.yaml")}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, Subjects: subject,
+		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	if _, err := kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "autoscale"}, Rules: rulesOf(t, "role.yaml")}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "autoscale"}, Subjects: subject,
+		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "autoscale"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	granted, grantedDyn := as("jobsched")
+	var st *autoscale.State
+	// RBAC takes effect once the API server's authorizer has seen the bindings: wait for that, not for a time.
+	var err error
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		st, err = autoscale.Read(ctx, grantedDyn, granted)
+		return err == nil && st.Source == autoscale.Karpenter, err
+	})
+	if err != nil {
+		t.Fatalf("with the grant: %+v, %v", st, err)
+	}
+	if _, err := autoscale.Waits(ctx, granted, ns, []string{"some-pod"}); err != nil {
+		t.Errorf("Events with the grant: %v", err)
+	}
+	if _, err := granted.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "cluster-autoscaler-status", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("get the cluster-autoscaler's ConfigMap with the grant: %v, want NotFound (none runs here)", err)
+	}
+	if _, err := granted.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("get another ConfigMap: %v, want Forbidden", err)
+	}
+
+	none, noneDyn := as("nobody")
+	st, err = autoscale.Read(ctx, noneDyn, none)
+	if err != nil || st.Source != "" || !strings.Contains(st.Note, "cannot read Karpenter's NodePools") || !strings.Contains(st.Note, "cannot get ConfigMap") {
+		t.Errorf("without the grant: %+v, %v; want no source and why", st, err)
+	}
+	if _, err := autoscale.Waits(ctx, none, ns, []string{"some-pod"}); !apierrors.IsForbidden(err) {
+		t.Errorf("Events without the grant: %v, want Forbidden", err)
 	}
 }
