@@ -89,7 +89,8 @@ and asked only about given keys, with bound parameters, in a READ ONLY transacti
   - after a pass's first deletes, about the keys of the queue's unfinished Jobs: one read, none when the queue
     has no unfinished Job. Each Job whose key it returns is deleted before anything is created (propagation
     Background and a UID precondition, as the retention deletes); its slot is free in the same pass
-    (maxActive, its group's) and its key is left out of the read;
+    (maxActive, its group's; its room on the nodes once its pod is gone: capacity counts a terminating pod)
+    and its key is left out of the read;
   - in the read's own transaction, about the rows the read is about to admit: one statement per read, bounded
     by the rows read. A row it returns gets no Job: it is skipped ("cancelled: ...") and read past, like a bad
     row. Leave cancelled rows out of source.query and they are never read, however many there are. This also
@@ -115,7 +116,7 @@ pass anyway, so a cancel takes effect within about 5s plus a pass.
 
 Failures. A cancel read that fails blocks its queue for the pass (it cannot tell which rows are cancelled);
 the deletes before it still happen. A wrong cancelQuery (syntax, no column named source.key, a key of another
-type) is exit 2, naming source.cancelQuery.`,
+type) is exit 2, naming source.cancelQuery. gc does not cancel: it reads no row.`,
 	},
 	{
 		"lease",

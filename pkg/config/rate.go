@@ -44,6 +44,15 @@ func (c *Config) HasRate() bool {
 	return false
 }
 
+// PassMax is the most rows of one group a pass may read: perGroup.maxActive, and with a perGroup.rate at most its
+// creates (a group no window knows yet still gets no more than that in one pass).
+func (g *PerGroup) PassMax() int {
+	if g.Rate != nil {
+		return min(g.MaxActive, g.Rate.Creates)
+	}
+	return g.MaxActive
+}
+
 // validateRate checks one limits.rate at key.
 func validateRate(bad func(key, format string, args ...any), key string, r *Rate) {
 	if r == nil {

@@ -27,6 +27,8 @@
 //     without releasing it (a pass cut short), Release gives it up.
 //   - Takeover (Free) counts the holder's silence on the taker's own clock from when it first saw that version of
 //     the record; the unit tests run on a fake clock (Config.Clock).
+//   - A record (Config.Annotation, record.go) rides on the lock's own reads and writes: the rate windows of
+//     limits.rate, written under the lock by WriteRecord and by the release.
 //   - Guard.Confirm: a Forbidden is taken as the Role's answer (ErrForbidden: the pass runs unserialised) only after
 //     a read the Role grants has succeeded, because an API server that has just started refuses everything until
 //     its RBAC cache is filled.

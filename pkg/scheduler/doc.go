@@ -78,7 +78,8 @@
 //     plus with `capacity: nodes` one LIST of nodes, one of non-terminal pods cluster-wide and one of
 //     ResourceQuotas (the README's Capacity); one pushed-down read of the keys of succeeded, dead and due tasks
 //     when there are any; with a source.cancelQuery one read of it about the unfinished Jobs' keys, when there are
-//     any; then one call per create or delete. A streaming list is a WATCH with
+//     any; then one call per create or delete; with limits.rate one more PUT of the Lease (the reservation,
+//     rate.go) when the pass creates. A streaming list is a WATCH with
 //     `sendInitialEvents=true` (streaming lists,
 //     https://kubernetes.io/docs/reference/using-api/api-concepts/#streaming-lists: the API server's `WatchList`
 //     feature, beta and on by default in v1.37, checked on the local control plane). The API server sends the

@@ -101,9 +101,11 @@ type rates struct {
 	record *rate.Record // the record as this pass keeps it: read, pruned, full where lost
 	jobs   map[string]*rate.Window
 	limits map[string]rate.Limit
-	// groups are the scopes of each queue's groups with a window (queue index → group value → scope).
-	groups map[int]map[string]string
-	w      Windows
+	// groups are the scopes of each queue's groups with a window (queue index → group value → scope), and
+	// groupLimit each queue's limits.perGroup.rate (by queue name), for the groups that have none yet.
+	groups     map[int]map[string]string
+	groupLimit map[string]rate.Limit
+	w          Windows
 }
 
 // decideRates is the rates of cfg on obs (nil without limits.rate).
@@ -118,6 +120,7 @@ func decideRates(cfg *config.Config, obs *Observation) *rates {
 		r.limits[rate.ScopeInstall] = l.Limit()
 	}
 	groupLimit := map[string]rate.Limit{} // queue name → its groups' limit
+	r.groupLimit = groupLimit
 	for i, q := range qs {
 		if l := q.Limits.Rate; l != nil && !q.Implicit {
 			r.limits[rate.QueueScope(q.Name)] = l.Limit()
@@ -243,12 +246,29 @@ func (r *rates) groupRoom(i int) map[string]int {
 	return out
 }
 
+// rateHeld is the Held of a read of a group with limits.perGroup.rate, whose source returns at most g.PassMax() − Held
+// rows of a group (see config.PerGroup.PassMax): each group gets min(maxActive − its unfinished Jobs, what its rate
+// allows), a group neither has (no Job, no window) PassMax.
+func rateHeld(g *config.PerGroup, unfinished, room map[string]int) map[string]int {
+	out := map[string]int{}
+	for grp, u := range unfinished {
+		out[grp] = g.PassMax() - min(g.MaxActive-u, g.Rate.Creates)
+	}
+	for grp, a := range room {
+		out[grp] = g.PassMax() - min(g.MaxActive-unfinished[grp], a)
+	}
+	return out
+}
+
 // with is the record with creates added at at: cs are the creates (made says which count; nil: all).
 func (r *rates) with(cfg *config.Config, cs []Create, made []bool, at time.Time) *rate.Record {
 	rec := r.record.Clone()
 	qs := cfg.AllQueues()
 	add := func(scope string) {
 		l, ok := r.limits[scope]
+		if q, _, isGroup := rate.GroupOf(scope); isGroup && !ok {
+			l, ok = r.groupLimit[q] // a group's first create
+		}
 		if !ok {
 			return
 		}

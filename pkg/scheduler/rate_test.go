@@ -218,8 +218,19 @@ func TestReadGroupRate(t *testing.T) {
 	if a := s.read(context.Background(), p, 0, Queue{Source: src}); a.Err != nil {
 		t.Fatal(a.Err)
 	}
-	if want := []map[string]int{{"full": 5, "one left": 4}}; !cmp.Equal(src.held, want) {
+	// The source returns at most PassMax (min(maxActive 5, creates 2)) − Held rows of a group: none of "full", one
+	// of "one left", and two of a group neither a Job nor a window knows.
+	if want := []map[string]int{{"full": 2, "one left": 1}}; !cmp.Equal(src.held, want) {
 		t.Errorf("the read's Held %v, want %v", src.held, want)
+	}
+	if got := cfg.Queues[0].Limits.PerGroup.PassMax(); got != 2 {
+		t.Errorf("PassMax = %d, want 2", got)
+	}
+	// A group's first creates are recorded in a window of its own.
+	c := Create{Queue: "a", Job: makeJob("y").Annotation(jobmeta.AnnotationGroup, "new").Obj()}
+	got := p.rates.with(cfg, []Create{c}, nil, now)
+	if w := got.Window(rate.GroupScope("a", "new")); w.Count(now, time.Minute) != 1 {
+		t.Errorf("the new group's window holds %d creates, want 1", w.Count(now, time.Minute))
 	}
 }
 

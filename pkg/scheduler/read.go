@@ -125,13 +125,8 @@ func (s *Scheduler) read(ctx context.Context, p *Plan, i int, q Queue) (a Admiss
 	}
 	exclude := append([]string(nil), part.exclude...)
 	held := maps.Clone(part.held) // with limits.perGroup: the group's unfinished Jobs, and the creates admitted so far
-	if g := s.Config.AllQueues()[i].Limits.PerGroup; g != nil {
-		for grp, room := range part.groupRoom { // the group's rate: held as if at most room more may run
-			if held == nil {
-				held = map[string]int{}
-			}
-			held[grp] = max(held[grp], g.MaxActive-room)
-		}
+	if g := s.Config.AllQueues()[i].Limits.PerGroup; g != nil && g.Rate != nil {
+		held = rateHeld(g, part.held, part.groupRoom)
 	}
 	need, budget := part.Slots, MaxSkippedRows
 	if s.maxSkipped > 0 {

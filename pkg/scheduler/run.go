@@ -123,7 +123,8 @@ func (r Result) HardBlocked() bool { return r.Plan != nil && r.Plan.hard }
 //  5. check each queue's finished tasks' rows: worker bugs skipped, the Jobs of gone rows deleted;
 //  6. read, per queue with slots, the rows there is room for, and admit each: creates and skips;
 //  7. share the install's slots among the queues' creates (see share);
-//  8. execute the creates in that order (Execute; ServerDryRun sends them with dryRun=All).
+//  8. execute the creates in that order (Execute; ServerDryRun sends them with dryRun=All); with limits.rate they are
+//     reserved in the Lease's record first and settled after (rate.go).
 //
 // The returned error is a *config.Error when the configuration is wrong (the query, the columns); any other error
 // is a run-time failure. The plan is returned whenever the Jobs could be listed, and the summary always.

@@ -87,7 +87,7 @@ func DSN(cfg *config.Config) (string, error) {
 // perGroup is queue i's limits.perGroup as a source option (none without one).
 func perGroup(cfg *config.Config, i int) []rows.Option {
 	if g := cfg.AllQueues()[i].Limits.PerGroup; g != nil {
-		return []rows.Option{rows.PerGroup{Column: g.Column, Max: g.MaxActive}}
+		return []rows.Option{rows.PerGroup{Column: g.Column, Max: g.PassMax()}}
 	}
 	return nil
 }
