@@ -109,7 +109,7 @@ func (f filler) run(ctx context.Context) error {
 			case err != nil:
 				reason = endCannotWait + err.Error()
 			default:
-				log.Debug().Str("job", name).Msg("a Job ended: the next pass")
+				log.Debug().Str("by", name).Msg("a Job ended or a node turned Ready: the next pass")
 			}
 			if reason == "" && !f.now().Before(end) {
 				reason = endTime

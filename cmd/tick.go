@@ -41,7 +41,7 @@ func newTickCmd(g *globalOptions) *cobra.Command {
 		Short: "One full pass: delete finished Jobs, then create a Job for each new row there is room for",
 		Long: `tick runs one full pass: it deletes finished Jobs, then creates a Job for each new row there is room for.
 With --fill-for, while a pass was bound by room (capacity, the quota, limits.maxActive) and rows still wait, it
-waits for one of its Jobs to finish and runs the next pass, until that time has passed, the backlog is empty, a pass
+waits for one of its Jobs to finish (with capacity nodes or autoscale, or a node to turn Ready) and runs the next pass, until that time has passed, the backlog is empty, a pass
 is blocked (an Unschedulable pod) or it is told to stop.`,
 		Args: cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error {

@@ -20,6 +20,7 @@
 #   BENCH_JOBS=1000,10000 BENCH_CREATES=10,1000 scripts/bench.sh   # smaller
 #   BENCH_ONLY=backlog,excluded KEEP=1 scripts/bench.sh   # some parts; KEEP=1 keeps the cluster, its Jobs, the tables
 #   BENCH_ONLY=drain scripts/bench.sh                # the drain alone (about 8 minutes)
+#   BENCH_ONLY=autoscale scripts/bench.sh            # the autoscaled drain alone, on Karpenter (scripts/bench/autoscale.go)
 #   BENCH_ONLY=memory scripts/bench.sh               # peak RSS against BENCH_REF alone (scripts/bench/memory.go)
 #   BENCH_ONLY=fill scripts/bench.sh                 # fill at cluster scale against BENCH_FILL_REF (scripts/bench/fill.go)
 #   BENCH_ONLY=fill BENCH_FILL_NODES=500 BENCH_THROUGHPUT_ROWS=2000 scripts/bench.sh   # smaller
@@ -27,8 +28,10 @@
 # Environment: BENCH_JOBS, BENCH_CREATES (comma-separated sizes), BENCH_BACKLOG (default 1000000), BENCH_ROUNDS
 # (alternating rounds of each create size, default 5), BENCH_CREATE_BUDGET (seconds that making the RSS rows' Jobs
 # may take, default 900: past it the row is measured at what was made, and says so), BENCH_ONLY (parts, comma-
-# separated: calls, backlog, creates, RSS, excluded, drain, memory), BENCH_DRAIN_ROWS (12), BENCH_DRAIN_TASK_SECONDS (20),
-# BENCH_DRAIN_SCHEDULE_SECONDS (60), BENCH_DRAIN_FILL_SECONDS (50), BENCH_DRAIN_RESULTS, BENCH_RESULTS (the table's
+# separated: calls, backlog, creates, RSS, excluded, drain, autoscale, memory), BENCH_DRAIN_ROWS (12), BENCH_DRAIN_TASK_SECONDS (20),
+# BENCH_DRAIN_SCHEDULE_SECONDS (60), BENCH_DRAIN_FILL_SECONDS (50), BENCH_DRAIN_RESULTS, BENCH_AUTOSCALE_ROWS (100),
+# BENCH_AUTOSCALE_CPU (the NodePool's limit, 40), BENCH_AUTOSCALE_TASK_SECONDS (10), BENCH_AUTOSCALE_RESULTS (default
+# scripts/bench/results/autoscale.md), BENCH_RESULTS (the table's
 # file, default scripts/bench/results/bench.md: the run writes it with its date, commit and load), KEEP=1; the memory
 # part: BENCH_REF (the reference build's git revision, default be8acfe), BENCH_MEMORY_JOBS (10000),
 # BENCH_MEMORY_ROUNDS (alternating rounds, default and at least 5), BENCH_MEMORY_RESULTS (its own file, default
@@ -49,7 +52,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-KUBECONFIG=$(NODES=0 scripts/cluster.sh up | tail -n 1)
+only=${BENCH_ONLY:-}
+# Karpenter only for the autoscaled drain (its part, or every part).
+karpenter=
+if [[ -z $only || ,$only, == *,autoscale,* ]]; then karpenter=1; fi
+KUBECONFIG=$(KARPENTER=$karpenter NODES=0 scripts/cluster.sh up | tail -n 1)
 export KUBECONFIG
 JOBSCHED_BENCH_DSN=$(scripts/postgres.sh up | tail -n 1)
 export JOBSCHED_BENCH_DSN
@@ -59,7 +66,6 @@ go build -o "$work/bench" ./scripts/bench
 export JOBSCHED_BIN=$work/jobsched
 [[ -x /usr/bin/time ]] || apt-get install -y time >&2 # GNU time: the peak RSS of each run
 # The memory part's reference: BENCH_REF (default be8acfe, before queues, the Lease and Kueue) built the same way.
-only=${BENCH_ONLY:-}
 if [[ -z $only || ,$only, == *,memory,* ]]; then
 	BENCH_REF=$(git rev-parse --short "${BENCH_REF:-be8acfe}")
 	mkdir "$work/ref"
@@ -91,6 +97,16 @@ if [[ -z $only || ,$only, == *,drain,* ]]; then
 	"$work/bench" drain
 	echo
 fi
+# The autoscaled drain next, on Karpenter's nodes; then Karpenter is stopped, so that it takes no CPU from the rest.
+if [[ -n $karpenter ]]; then
+	"$work/bench" autoscale
+	echo
+	pidfile=$JOBSCHED_CLUSTER_DIR/pids/karpenter.pid
+	if [[ -f $pidfile ]] && pid=$(cat "$pidfile") && [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == */karpenter-kwok ]]; then
+		kill -TERM "$pid"
+		echo "[bench] stopped Karpenter (pid $pid)" >&2
+	fi
+fi
 # The fill at cluster scale, only when asked for (it grows a cluster of thousands of nodes): its Jobs make pods too.
 if [[ ,$only, == *,fill,* ]]; then
 	"$work/bench" fill
@@ -99,6 +115,7 @@ fi
 rest=,$only,
 rest=${rest//,drain,/,}
 rest=${rest//,fill,/,}
+rest=${rest//,autoscale,/,}
 if [[ -n $only && $rest == , ]]; then exit 0; fi # only the parts that need the controller-manager
 
 pidfile=$JOBSCHED_CLUSTER_DIR/pids/kube-controller-manager.pid

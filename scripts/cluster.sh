@@ -2,7 +2,8 @@
 # A real, local Kubernetes control plane for jobsched's tests: etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler built from source (no container engine or release download is available), plus kwok for fake
 # nodes and a pod lifecycle (scripts/kwok/stages.yaml). Everything listens on 127.0.0.1 on free ports.
-# With KUEUE=1 it also runs Kueue's manager (sigs.k8s.io/kueue, built from scripts/kueue) against it.
+# With KUEUE=1 it also runs Kueue's manager (sigs.k8s.io/kueue, built from scripts/kueue) against it; with
+# KARPENTER=1 Karpenter with its KWOK cloud provider (sigs.k8s.io/karpenter/kwok), whose nodes kwok runs.
 #
 # Usage: scripts/cluster.sh up | down | kubeconfig | status | kill COMPONENT | start kube-apiserver | build
 #   up          build once (cached), start everything, create fake nodes; last stdout line = kubeconfig path.
@@ -10,21 +11,27 @@
 #   down        stop exactly the processes `up` started and remove the state directory.
 #   kubeconfig  print the kubeconfig path (exit 1 if the cluster is not up).
 #   status      say what runs (exit 0 if everything is up, 1 otherwise).
-#   kill C      SIGKILL one component (etcd, kube-apiserver, …, kueue): a crash, for fault tests.
+#   kill C      SIGKILL one component (etcd, kube-apiserver, …, kueue, karpenter): a crash, for fault tests.
 #   start C     start kube-apiserver again after `kill`, with the arguments `up` gave it; waits until it is ready.
-#   build       only build (and cache) what `up` runs, Kueue too with KUEUE=1; starts nothing.
+#   build       only build (and cache) what `up` runs, Kueue too with KUEUE=1, Karpenter with KARPENTER=1;
+#               starts nothing.
 #
 # Environment:
 #   JOBSCHED_CACHE        cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/jobsched); binaries are kept in
 #                         $JOBSCHED_CACHE/k8s-v1.37.2/ and $JOBSCHED_CACHE/kwok-v0.8.0/
 #   JOBSCHED_CLUSTER_DIR  state directory: data, certs, logs, pids, kubeconfig (default $JOBSCHED_CACHE/cluster)
-#   NODES                 number of fake nodes kwok-node-0..N-1 (default 1)
+#   NODES                 number of fake nodes kwok-node-0..N-1 (default 1; 0: no worker node, e.g. for Karpenter)
 #   NODE_CPU NODE_MEM NODE_PODS   capacity and allocatable of each fake node (default 4, 8Gi, 110)
 #   JOBSCHED_AUDIT        1: the API server writes an audit log of every request on Jobs to $STATE/logs/audit.log
 #   KUEUE                 1: also build (cached in $JOBSCHED_CACHE/kueue-v0.19.2/) and start Kueue's manager: its
 #                         CRDs, its webhooks (served on 127.0.0.1, certificates made here) and the batch/job
 #                         integration; `up` returns once its webhooks answer. Unset: no Kueue is built or started
 #                         (a Kueue that an earlier KUEUE=1 `up` started is left running; `down` stops it).
+#   KARPENTER             1: also build (cached in $JOBSCHED_CACHE/karpenter-v1.13.0/) and start Karpenter's KWOK
+#                         provider out of cluster: its CRDs (NodePool, NodeClaim, NodeOverlay, KWOKNodeClass), no
+#                         leader election, namespace karpenter, log $STATE/logs/karpenter.log. Its nodes carry
+#                         kwok.x-k8s.io/node: fake, so kwok makes them Ready and runs their pods. No NodePool is made:
+#                         scripts/karpenter/nodepool.yaml is one. Unset: as for KUEUE.
 #
 # Progress goes to stderr; stdout carries only results, so `KUBECONFIG=$(scripts/cluster.sh up | tail -n1)` works.
 set -euo pipefail
@@ -32,9 +39,10 @@ set -euo pipefail
 readonly K8S_VERSION=v1.37.2
 readonly KWOK_VERSION=v0.8.0
 readonly KUEUE_VERSION=v0.19.2
+readonly KARPENTER_VERSION=v1.13.0
 readonly COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
-# Components started only on request (KUEUE=1), so not part of "the cluster is running".
-readonly OPTIONAL_COMPONENTS=(kueue)
+# Components started only on request (KUEUE=1, KARPENTER=1), so not part of "the cluster is running".
+readonly OPTIONAL_COMPONENTS=(kueue karpenter)
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 readonly SCRIPT_DIR
@@ -43,12 +51,14 @@ readonly CACHE
 readonly K8S_BIN=$CACHE/k8s-$K8S_VERSION
 readonly KWOK_BIN=$CACHE/kwok-$KWOK_VERSION
 readonly KUEUE_BIN=$CACHE/kueue-$KUEUE_VERSION
+readonly KARPENTER_BIN=$CACHE/karpenter-$KARPENTER_VERSION
 STATE=${JOBSCHED_CLUSTER_DIR:-$CACHE/cluster}
 readonly STATE
 readonly KUBECONFIG_FILE=$STATE/kubeconfig
 
 NODES=${NODES:-1}
 KUEUE=${KUEUE:-}
+KARPENTER=${KARPENTER:-}
 NODE_CPU=${NODE_CPU:-4}
 NODE_MEM=${NODE_MEM:-8Gi}
 NODE_PODS=${NODE_PODS:-110}
@@ -61,6 +71,7 @@ binary_of() {
 	case $1 in
 	kwok) echo "$KWOK_BIN/kwok" ;;
 	kueue) echo "$KUEUE_BIN/kueue" ;;
+	karpenter) echo "$KARPENTER_BIN/karpenter-kwok" ;;
 	*) echo "$K8S_BIN/$1" ;;
 	esac
 }
@@ -173,6 +184,31 @@ build_kueue() {
 	mv -f "$tmp/kueue" "$KUEUE_BIN/kueue"
 }
 
+# build_karpenter: Karpenter's KWOK provider (`go install sigs.k8s.io/karpenter/kwok@version` in its own module
+# context, like kwok; the binary is named kwok, hence the rename), and its CRDs copied out of the same module, so
+# that `up` needs no Go once the cache is filled.
+build_karpenter() {
+	[[ -x $KARPENTER_BIN/karpenter-kwok && -d $KARPENTER_BIN/crds ]] && return 0
+	local tmp dir
+	mkdir -p "$KARPENTER_BIN"
+	tmp=$(mktemp -d "$CACHE/.build-karpenter.XXXXXX")
+	# shellcheck disable=SC2064 # expand $tmp now: it is local to this function.
+	trap "rm -rf '$tmp'; trap - RETURN" RETURN
+	mkdir -p "$tmp/work" "$tmp/bin" "$tmp/crds"
+	if [[ ! -x $KARPENTER_BIN/karpenter-kwok ]]; then
+		log "building karpenter $KARPENTER_VERSION (sigs.k8s.io/karpenter/kwok) into $KARPENTER_BIN (~10 min the first time)"
+		(cd "$tmp/work" && run_with_progress "karpenter $KARPENTER_VERSION" "$tmp/karpenter.log" \
+			env GOWORK=off GOFLAGS='' GOBIN="$tmp/bin" go install "sigs.k8s.io/karpenter/kwok@$KARPENTER_VERSION")
+		mv -f "$tmp/bin/kwok" "$KARPENTER_BIN/karpenter-kwok"
+	fi
+	dir=$(cd "$tmp/work" && GOWORK=off GOFLAGS='' go mod download -json "sigs.k8s.io/karpenter@$KARPENTER_VERSION" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')
+	[[ -d $dir/kwok/charts/crds && -d $dir/kwok/apis/crds ]] || die "no CRDs in the karpenter module at $dir"
+	cp "$dir"/kwok/charts/crds/*.yaml "$dir"/kwok/apis/crds/*.yaml "$tmp/crds/"
+	chmod -R u+w "$tmp/crds"
+	mv -f "$tmp/crds" "$KARPENTER_BIN/crds"
+}
+
 build_all() {
 	command -v go >/dev/null || die "go is not on PATH (needed once, to build the control plane)"
 	mkdir -p "$CACHE"
@@ -180,10 +216,11 @@ build_all() {
 	exec 8>"$CACHE/.build.lock"
 	flock -w 1800 8 || die "another build has held $CACHE/.build.lock for 30 min"
 	# Leftovers of an interrupted build (never trusted, only removed).
-	rm -rf "$CACHE"/.build-k8s.* "$CACHE"/.build-kwok.* "$CACHE"/.build-kueue.*
+	rm -rf "$CACHE"/.build-k8s.* "$CACHE"/.build-kwok.* "$CACHE"/.build-kueue.* "$CACHE"/.build-karpenter.*
 	build_k8s
 	build_kwok
 	if [[ $KUEUE == 1 ]]; then build_kueue; fi
+	if [[ $KARPENTER == 1 ]]; then build_karpenter; fi
 	flock -u 8
 }
 
@@ -262,7 +299,7 @@ stop() {
 stop_all() {
 	[[ -d $STATE/pids ]] || return 0
 	# Clients first, then the apiserver, then etcd: nothing loses its server while it is still shutting down.
-	stop kueue kwok kube-scheduler kube-controller-manager
+	stop karpenter kueue kwok kube-scheduler kube-controller-manager
 	stop kube-apiserver
 	stop etcd
 }
@@ -276,7 +313,9 @@ fail_component() {
 		log "last lines of $STATE/logs/$1.log:"
 		tail -n 25 "$STATE/logs/$1.log" >&2 || true
 	fi
-	if [[ $1 == kueue ]]; then
+	if [[ $1 == karpenter ]]; then
+		stop karpenter # only Karpenter: the cluster stays usable
+	elif [[ $1 == kueue ]]; then
 		# Only Kueue: the cluster stays usable, without webhooks that nothing answers.
 		stop kueue
 		kc delete mutatingwebhookconfiguration kueue-mutating-webhook-configuration --ignore-not-found >/dev/null 2>&1 || true
@@ -643,6 +682,46 @@ EOF
 	log "kueue ready after $((SECONDS - t0))s"
 }
 
+# ---------------------------------------------------------------------------------------------------------------
+# Karpenter (KARPENTER=1): its KWOK cloud provider, out of cluster like the other components. It creates a Node per
+# NodeClaim (annotated kwok.x-k8s.io/node: fake, so this cluster's kwok makes it Ready) and deletes it again.
+
+karpenter_ready() {
+	[[ -f $STATE/karpenter/ports.env ]] || return 1
+	# shellcheck source=/dev/null
+	source "$STATE/karpenter/ports.env"
+	curl -fs --max-time 2 -o /dev/null "http://127.0.0.1:$KARPENTER_HEALTH_PORT/readyz"
+}
+
+karpenter_running() { component_alive karpenter && karpenter_ready; }
+
+# up_karpenter: Karpenter on the running cluster (unless it already runs): its CRDs, its namespace, the manager.
+# Returns once it is ready.
+up_karpenter() {
+	if karpenter_running; then
+		log "karpenter already running"
+		return 0
+	fi
+	stop karpenter
+	rm -rf "$STATE/karpenter"
+	mkdir -p "$STATE/karpenter"
+	local t0=$SECONDS KARPENTER_METRICS_PORT KARPENTER_HEALTH_PORT
+	read -r KARPENTER_METRICS_PORT KARPENTER_HEALTH_PORT < <(free_ports 2)
+	cat >"$STATE/karpenter/ports.env" <<EOF
+KARPENTER_METRICS_PORT=$KARPENTER_METRICS_PORT
+KARPENTER_HEALTH_PORT=$KARPENTER_HEALTH_PORT
+EOF
+	log "applying Karpenter $KARPENTER_VERSION CRDs"
+	kc apply --server-side --force-conflicts --field-manager cluster-sh -f "$KARPENTER_BIN/crds" >/dev/null
+	kc wait --for=condition=Established --timeout=60s -f "$KARPENTER_BIN/crds" >/dev/null
+	kc get namespace karpenter >/dev/null 2>&1 || kc create namespace karpenter >/dev/null
+	log "starting karpenter (health on http://127.0.0.1:$KARPENTER_HEALTH_PORT)"
+	KUBECONFIG=$KUBECONFIG_FILE DISABLE_LEADER_ELECTION=true SYSTEM_NAMESPACE=karpenter \
+		METRICS_PORT=$KARPENTER_METRICS_PORT HEALTH_PROBE_PORT=$KARPENTER_HEALTH_PORT start karpenter
+	wait_for karpenter 120 karpenter_ready
+	log "karpenter ready after $((SECONDS - t0))s"
+}
+
 # cmd_kill COMPONENT: SIGKILL that one component (a crash, for fault tests); only its recorded pid, only while it
 # runs our binary. Returns once it is gone.
 cmd_kill() {
@@ -691,6 +770,7 @@ cmd_up() {
 		log "cluster already running (state in $STATE)"
 		reconcile_nodes
 		if [[ $KUEUE == 1 ]]; then up_kueue; fi
+		if [[ $KARPENTER == 1 ]]; then up_karpenter; fi
 		print_kubeconfig
 		return 0
 	fi
@@ -753,6 +833,7 @@ EOF
 	reconcile_nodes
 	component_alive kwok || fail_component kwok "kwok exited during startup"
 	if [[ $KUEUE == 1 ]]; then up_kueue; fi
+	if [[ $KARPENTER == 1 ]]; then up_karpenter; fi
 	log "cluster up in $((SECONDS - t0))s; export KUBECONFIG=$KUBECONFIG_FILE"
 	print_kubeconfig
 }
@@ -804,6 +885,14 @@ cmd_status() {
 			echo "kueue: running (pid $(pid_of kueue), webhooks on https://127.0.0.1:$KUEUE_WEBHOOK_PORT)"
 		else
 			echo "kueue: NOT running"
+			ok=1
+		fi
+	fi
+	if [[ $KARPENTER == 1 || -f $STATE/pids/karpenter.pid ]]; then
+		if karpenter_running; then
+			echo "karpenter: running (pid $(pid_of karpenter), health on http://127.0.0.1:$KARPENTER_HEALTH_PORT)"
+		else
+			echo "karpenter: NOT running"
 			ok=1
 		fi
 	fi

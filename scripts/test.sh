@@ -41,8 +41,10 @@ JOBSCHED_TEST_PROMETHEUS=$(JOBSCHED_PROM_PUSHGATEWAY=$JOBSCHED_TEST_PUSHGATEWAY 
 JOBSCHED_TEST_PROMETHEUS_RULES=$(scripts/prometheus.sh rules-dir)
 JOBSCHED_TEST_PROMTOOL=$(scripts/prometheus.sh promtool | tail -n 1)
 JOBSCHED_TEST_HELM=$(scripts/helm.sh path | tail -n 1)
-# TestKueue starts a control plane with Kueue of its own; its binaries are built here, before the tests' timeout runs.
-KUEUE=1 scripts/cluster.sh build
+# TestKueue and TestAutoscale start control planes of their own, with Kueue and with Karpenter; their binaries are
+# built here, before the tests' timeout runs (JOBSCHED_KUEUE_CLUSTER_DIR, JOBSCHED_KARPENTER_CLUSTER_DIR: a state
+# directory of their cluster to reuse, e.g. with KEEP=1).
+KUEUE=1 KARPENTER=1 scripts/cluster.sh build
 if ! scripts/cluster.sh kubeconfig >/dev/null 2>&1; then started+=(cluster); fi
 KUBECONFIG=$(scripts/cluster.sh up | tail -n 1)
 export JOBSCHED_TEST_DSN JOBSCHED_TEST_PUSHGATEWAY JOBSCHED_TEST_PROMETHEUS JOBSCHED_TEST_PROMETHEUS_RULES \

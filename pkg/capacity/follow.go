@@ -2,6 +2,8 @@ package capacity
 
 import (
 	"context"
+	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +27,38 @@ type Follow struct {
 	pods      *follow.Feed[corev1.Pod, *corev1.PodList, podRecord]
 	quotas    *follow.Feed[corev1.ResourceQuota, *corev1.ResourceQuotaList, corev1.ResourceQuota]
 	limits    *follow.Feed[corev1.LimitRange, *corev1.LimitRangeList, corev1.LimitRange]
+
+	mu         sync.Mutex
+	usable     int    // nodes the watch saw turn usable (NodesUsable)
+	usableName string // the last of them
+}
+
+// NodesUsable counts the nodes the watch saw turn usable for pods since the Follow began, and names the last: a
+// node that is Ready and not cordoned, and is new, was not Ready, was cordoned or has lost a NoSchedule or NoExecute
+// taint (a node an autoscaler adds carries one until it is registered). Room a node has more of (allocatable) is not
+// looked at. A fill run's wait wakes on it as on a Job's end (scheduler.Follow.Wait): the cluster grew.
+func (f *Follow) NodesUsable() (int, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.usable, f.usableName
+}
+
+// nodeChanged counts a node the watch changed that turned usable (NodesUsable).
+func (f *Follow) nodeChanged(old Node, had bool, n Node, has bool) {
+	usable := func(n Node) bool { return n.Ready && !n.Unschedulable }
+	if !has || !usable(n) || (had && usable(old) && !lostTaint(old.Taints, n.Taints)) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.usable, f.usableName = f.usable+1, n.Name
+}
+
+// lostTaint says a NoSchedule or NoExecute taint of before is not in now.
+func lostTaint(before, now []corev1.Taint) bool {
+	return slices.ContainsFunc(before, func(t corev1.Taint) bool {
+		return t.Effect != corev1.TaintEffectPreferNoSchedule && !slices.ContainsFunc(now, func(u corev1.Taint) bool { return t.MatchTaint(&u) })
+	})
 }
 
 // Stop ends the watches (the next Observe lists afresh).
@@ -45,7 +79,7 @@ func (f *Follow) init(c kubernetes.Interface, namespace string, o Options, watch
 	}
 	f.namespace = namespace
 	f.nodes = &follow.Feed[corev1.Node, *corev1.NodeList, Node]{Client: c, Collection: c.CoreV1().Nodes(), Watch: watch,
-		Changes: f.Changes, Summarize: func(n *corev1.Node) (Node, bool) { return newNode(n), true }}
+		Changes: f.Changes, Summarize: func(n *corev1.Node) (Node, bool) { return newNode(n), true }, Changed: f.nodeChanged}
 	agg := &aggregator{namespace: namespace, scheduler: o.Scheduler, demands: &demands{}}
 	if !o.NoNextPassRoom {
 		agg.self = o.Self

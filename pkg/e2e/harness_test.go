@@ -496,14 +496,7 @@ func (e *env) pods() []corev1.Pod {
 	return l.Items
 }
 
-func unschedulable(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return true
-		}
-	}
-	return false
-}
+func unschedulable(p *corev1.Pod) bool { return kwokkit.Unschedulable(p) }
 
 // ledger records every Job ever created in the namespace, from a watch started before the first tick, and the
 // most Jobs that were unfinished at once.

@@ -41,6 +41,7 @@ type Follow struct {
 	ended     int    // Jobs the watch saw end (see Wait)
 	endedName string // the last of them
 	endedAt   int    // ended at the last observation
+	usableAt  int    // capacity.NodesUsable at the last observation
 	created   []string
 	deleted   []JobStatus
 }
@@ -65,8 +66,10 @@ func (f *Follow) Stop() {
 func (f *Follow) Resync() { f.Stop() }
 
 // Wait returns once one of the Jobs the watch follows ends after the last pass's observation (it gets its
-// Complete or Failed condition, or is deleted before it finished: either frees the room it held), with its name.
-// A watch lost since then is ErrLost; when ctx ends, its cause.
+// Complete or Failed condition, or is deleted before it finished: either frees the room it held), with its name,
+// or, with a capacity mode that counts the nodes (nodes, autoscale), once a node turns usable (capacity.Follow's
+// NodesUsable: an autoscaler's new node, one uncordoned), with "node/" and its name. A watch of the Jobs lost since
+// then is ErrLost; when ctx ends, its cause.
 func (f *Follow) Wait(ctx context.Context) (string, error) {
 	if f.jobs == nil || !f.jobs.Watching() {
 		return "", errors.New("the Jobs are not watched (no resourceVersion to watch from)")
@@ -76,6 +79,10 @@ func (f *Follow) Wait(ctx context.Context) (string, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		name = f.endedName
+		if n, node := f.capacity.NodesUsable(); n > f.usableAt && f.ended == f.endedAt {
+			name = "node/" + node
+			return true
+		}
 		return f.ended > f.endedAt || !f.jobs.Watching()
 	})
 	switch {
@@ -157,4 +164,5 @@ func (f *Follow) observed() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.endedAt = f.ended
+	f.usableAt, _ = f.capacity.NodesUsable()
 }

@@ -151,10 +151,8 @@ func (b *bench) drainOnce(v drainVariant, rows int, dur, every time.Duration) (d
 	onPod := func(_ watch.EventType, pod *corev1.Pod) {
 		key := pod.Annotations[jobmeta.AnnotationTaskKey]
 		mu.Lock()
-		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-				unsched[pod.Name] = true
-			}
+		if kwokkit.Unschedulable(pod) {
+			unsched[pod.Name] = true
 		}
 		mark := pod.Status.Phase == corev1.PodRunning && !running[key]
 		running[key] = running[key] || mark

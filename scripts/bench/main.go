@@ -108,11 +108,15 @@ func run() error {
 		{"memory vs the reference build", b.memory},
 	}
 	only, own := os.Getenv("BENCH_ONLY"), false
-	// The drain and the fill need the controller-manager (their Jobs make pods), which bench.sh stops after them.
-	if len(os.Args) > 1 && (os.Args[1] == "drain" || os.Args[1] == "fill") {
+	// The drains and the fill need the controller-manager (their Jobs make pods; the autoscaled drain's also
+	// Karpenter), which bench.sh stops after them.
+	if len(os.Args) > 1 && (os.Args[1] == "drain" || os.Args[1] == "fill" || os.Args[1] == "autoscale") {
 		steps, only, own = []step{{"drain", b.drain}}, "", true
-		if os.Args[1] == "fill" {
+		switch os.Args[1] {
+		case "fill":
 			steps = []step{{"fill", b.fill}}
+		case "autoscale":
+			steps = []step{{"autoscale", b.autoscale}}
 		}
 	}
 	var errs []error

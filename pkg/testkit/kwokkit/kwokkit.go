@@ -86,3 +86,13 @@ func NodeUsable(n *corev1.Node) bool {
 	}
 	return false
 }
+
+// Unschedulable says kube-scheduler found no node for p: condition PodScheduled False, reason Unschedulable.
+func Unschedulable(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}

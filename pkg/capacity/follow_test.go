@@ -1,0 +1,146 @@
+package capacity
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/jobsched/jobsched/pkg/follow"
+)
+
+// readyNode is a node named name, Ready or not, with spec.unschedulable cordoned and taints of the given keys
+// (effect NoSchedule, or as the key says: "k:NoExecute", "k:PreferNoSchedule").
+func readyNode(name string, ready, cordoned bool, taints ...string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Unschedulable: cordoned}}
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse}, {Type: corev1.NodeReady, Status: status}}
+	for _, t := range taints {
+		effect := corev1.TaintEffectNoSchedule
+		for _, e := range []corev1.TaintEffect{corev1.TaintEffectNoExecute, corev1.TaintEffectPreferNoSchedule} {
+			if len(t) > len(e) && t[len(t)-len(e)-1:] == ":"+string(e) {
+				t, effect = t[:len(t)-len(e)-1], e
+			}
+		}
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: t, Effect: effect})
+	}
+	return n
+}
+
+// TestNodesUsable: which change of a node the Follow counts as a node turning usable (a fill run's wait wakes on it:
+// the node may now hold pods it could not) and which not. Each case starts from the nodes listed, then applies its
+// writes in order through the fake clientset's watch, then creates a last Ready node: the count must name the one
+// write that may add room (the case's last) and then "last", and count nothing else.
+func TestNodesUsable(t *testing.T) {
+	type write struct {
+		node   *corev1.Node
+		delete bool
+	}
+	tests := []struct {
+		name   string
+		listed []*corev1.Node
+		writes []write
+		want   string // "": no write counts
+	}{
+		{name: "a node turns Ready", listed: []*corev1.Node{readyNode("a", false, false)},
+			writes: []write{{node: readyNode("a", true, false)}}, want: "a"},
+		{name: "a new node, Ready", writes: []write{{node: readyNode("b", true, false)}}, want: "b"},
+		{name: "a new node not Ready, then Ready", writes: []write{{node: readyNode("b", false, false)}, {node: readyNode("b", true, false)}}, want: "b"},
+		{name: "an autoscaler's node loses its startup taint", listed: []*corev1.Node{readyNode("k", true, false, "karpenter.sh/unregistered:NoExecute")},
+			writes: []write{{node: readyNode("k", true, false)}}, want: "k"},
+		{name: "a Ready node loses a NoSchedule taint", listed: []*corev1.Node{readyNode("a", true, false, "dedicated", "gpu")},
+			writes: []write{{node: readyNode("a", true, false, "gpu")}}, want: "a"},
+		{name: "uncordoned", listed: []*corev1.Node{readyNode("a", true, true)},
+			writes: []write{{node: readyNode("a", true, false)}}, want: "a"},
+		{name: "nothing that adds room", listed: []*corev1.Node{readyNode("a", true, false), readyNode("c", true, true), readyNode("d", true, false, "x"), readyNode("e", true, false)},
+			writes: []write{
+				{node: readyNode("a", true, false)},                           // a heartbeat
+				{node: readyNode("a", true, false, "karpenter.sh/disrupted")}, // a taint added
+				{node: readyNode("a", true, false, "karpenter.sh/disrupted", "soft:PreferNoSchedule")},
+				{node: readyNode("a", true, false, "karpenter.sh/disrupted")}, // only a PreferNoSchedule taint lost
+				{node: readyNode("c", false, true)},                           // cordoned, and now not Ready
+				{node: readyNode("c", false, false)},                          // uncordoned, but not Ready
+				{node: readyNode("d", false, false)},                          // its taint gone, but not Ready
+				{node: readyNode("f", false, false)},                          // new, not Ready
+				{node: readyNode("g", true, true)},                            // new, cordoned
+				{node: readyNode("e", true, false), delete: true},             // gone
+			}},
+	}
+	nodes := schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var objs []runtime.Object
+			for i, n := range tt.listed {
+				n.ResourceVersion = strconv.Itoa(1 + i)
+				objs = append(objs, n)
+			}
+			client := fake.NewClientset(objs...)
+			client.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+				obj, err := client.Tracker().List(nodes, corev1.SchemeGroupVersion.WithKind("Node"), "")
+				if err == nil {
+					obj.(*corev1.NodeList).ResourceVersion = "7" // the fake sets none, and a watch needs one
+				}
+				return true, obj, err
+			})
+			watching := make(chan struct{}) // the fake's watch sends only what happens after it starts
+			client.PrependWatchReactor("nodes", func(k8stesting.Action) (bool, watch.Interface, error) {
+				w, err := client.Tracker().Watch(nodes, "")
+				close(watching)
+				return true, w, err
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			f := &Follow{Changes: &follow.Changes{}}
+			defer f.Stop()
+			f.init(client, "work", Options{}, true)
+			if err := f.nodes.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			<-watching
+			for i, w := range append(tt.writes, write{node: readyNode("last", true, false)}) {
+				w.node.ResourceVersion = strconv.Itoa(8 + i) // RetryWatcher needs one; the fake sets none
+				var err error
+				switch _, getErr := client.CoreV1().Nodes().Get(ctx, w.node.Name, metav1.GetOptions{}); {
+				case w.delete:
+					err = client.CoreV1().Nodes().Delete(ctx, w.node.Name, metav1.DeleteOptions{})
+				case getErr == nil:
+					_, err = client.CoreV1().Nodes().Update(ctx, w.node, metav1.UpdateOptions{})
+				default:
+					_, err = client.CoreV1().Nodes().Create(ctx, w.node, metav1.CreateOptions{})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tt.want != "" && i == len(tt.writes)-1 {
+					if err := f.Changes.Until(ctx, func() bool { n, _ := f.NodesUsable(); return n > 0 }); err != nil {
+						t.Fatal(err)
+					}
+					if n, name := f.NodesUsable(); n != 1 || name != tt.want {
+						t.Errorf("after %s's write: %d usable, the last %q; want 1, %q", tt.want, n, name, tt.want)
+					}
+				}
+			}
+			if err := f.Changes.Until(ctx, func() bool { _, name := f.NodesUsable(); return name == "last" }); err != nil {
+				t.Fatal(err)
+			}
+			want := 1
+			if tt.want != "" {
+				want = 2
+			}
+			if n, _ := f.NodesUsable(); n != want {
+				t.Errorf("%d nodes counted usable, want %d (the case's and the last)", n, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,206 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/jobsched/jobsched/pkg/testkit/karpenterkit"
+)
+
+// The autoscaled scenario: a NodePool of 4-CPU nodes (scripts/karpenter/nodepool.yaml) limited to 12 CPU, so 3
+// nodes of 2 task pods of 1900m each, starting from no node, and more rows than fit at once.
+const (
+	autoscaleRows  = 30
+	autoscaleLimit = "12"
+	autoscaleNodes = 3 // the nodes of the limit
+	autoscaleCPU   = "1900m"
+	autoscaleTask  = "5s"
+)
+
+// TestAutoscale runs jobsched against a real Karpenter (its KWOK provider, v1.13.0) on a control plane of its own
+// with no worker node (KARPENTER=1 NODES=0 scripts/cluster.sh up with its own JOBSCHED_CLUSTER_DIR:
+// JOBSCHED_KARPENTER_CLUSTER_DIR, else a directory of this run's own that is taken down afterwards), so that
+// Karpenter provides for the scenario's pods alone. Each part has its own NodePool and namespace:
+//
+//   - capacity nodes counts only the nodes that exist: with none, it creates no Job, so Karpenter sees no pod and
+//     the pool never grows (no NodeClaim) while every row waits;
+//   - capacity off and capacity autoscale drain the same backlog, one after the other, each from no node: every row
+//     done, one Job each, the pool grows to its limit; with off, pods wait Unschedulable at the pool's limit
+//     (Karpenter's FailedScheduling Event says it can add nothing), with autoscale none does. The drain times of
+//     both are logged (the bench compares them at a larger size: scripts/bench, BENCH_ONLY=autoscale);
+//   - after each drain Karpenter consolidates the empty nodes away: jobsched holds none.
+//
+// Each drain runs tick --fill-for (which refills when a Job ends and, with autoscale, when a new node turns Ready),
+// started again once a Job ends should it end blocked while rows wait, as a CronJob would at its next time; the
+// reasons the invocations ended are logged.
+func TestAutoscale(t *testing.T) {
+	t.Parallel()
+	kcfg, _ := ownCluster(t, os.Getenv("JOBSCHED_KARPENTER_CLUSTER_DIR"), "cluster-karpenter-test-",
+		map[string]string{"KARPENTER": "1", "NODES": "0"})
+	t.Run("nodes", func(t *testing.T) { testAutoscaleNodes(t, kcfg) })
+	var drains []autoscaleDrain
+	for _, mode := range []string{"off", "autoscale"} {
+		t.Run(mode, func(t *testing.T) { drains = append(drains, testAutoscaleDrain(t, kcfg, mode)) })
+	}
+	for _, d := range drains {
+		t.Logf("capacity %s: drained %d rows in %.1fs; %+v", d.mode, autoscaleRows, d.took.Seconds(), d.figures)
+	}
+	if len(drains) == 2 {
+		t.Logf("drain time autoscale / off: %.2f", drains[1].took.Seconds()/drains[0].took.Seconds())
+	}
+}
+
+// autoscaleEnv is a part of the scenario: its env and its NodePool, watched from before the first tick.
+type autoscaleEnv struct {
+	*env
+	dyn   dynamic.Interface
+	pool  string // the NodePool's name
+	watch *karpenterkit.Watch
+}
+
+func newAutoscaleEnv(t *testing.T, kcfg string) *autoscaleEnv {
+	t.Helper()
+	e := newEnvOn(t, kcfg)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &autoscaleEnv{env: e, dyn: dynamic.NewForConfigOrDie(cfg), pool: "np-" + e.pool}
+	del, err := karpenterkit.Create(e.ctx, a.dyn, repoRoot, a.pool, autoscaleLimit, map[string]string{"jobsched.io/e2e-pool": e.pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { del(context.Background()) })
+	if a.watch, err = karpenterkit.Start(e.ctx, e.kube, a.dyn, e.ns, a.pool); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func (a *autoscaleEnv) config(capacity string) string {
+	return a.writeConfig(config{cpu: autoscaleCPU, duration: autoscaleTask, timeout: "20s",
+		extra: fmt.Sprintf("limits:\n  capacity: %s\n  maxActive: %d\n  maxPerTick: %d\ngc:\n  succeededRetention: 0s\n", capacity, autoscaleRows, autoscaleRows)})
+}
+
+// nodeClaims lists the pool's NodeClaims.
+func (a *autoscaleEnv) nodeClaims() int {
+	a.t.Helper()
+	l, err := a.dyn.Resource(karpenterkit.NodeClaims).List(a.ctx, metav1.ListOptions{LabelSelector: karpenterkit.PoolLabel + "=" + a.pool})
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return len(l.Items)
+}
+
+func testAutoscaleNodes(t *testing.T, kcfg string) {
+	a := newAutoscaleEnv(t, kcfg)
+	l := a.ledger()
+	keys := a.insert("task", autoscaleRows)
+	r := a.tick(a.config("nodes"))
+	if s := r.summary(t); s.Created != 0 {
+		t.Errorf("capacity nodes with no node created %d Jobs, want 0", s.Created)
+	}
+	a.sync(l) // every Job event so far delivered: none
+	if n := len(l.created()); n != 0 {
+		t.Errorf("%d Jobs created, want none", n)
+	}
+	if n := a.nodeClaims(); n != 0 {
+		t.Errorf("the NodePool has %d NodeClaims, want none: no pod asked for a node", n)
+	}
+	for _, k := range keys {
+		if st := a.statuses()[k]; st != "waiting" {
+			t.Errorf("row %s is %s, want waiting", k, st)
+		}
+	}
+}
+
+// autoscaleDrain is what one drain measured.
+type autoscaleDrain struct {
+	mode    string
+	took    time.Duration // from the tick's start to the last Job's Complete, as the ledger saw it
+	figures karpenterkit.Figures
+}
+
+func testAutoscaleDrain(t *testing.T, kcfg, mode string) autoscaleDrain {
+	a := newAutoscaleEnv(t, kcfg)
+	l := a.ledger()
+	a.worker()
+	keys := a.insert("task", autoscaleRows)
+	cfg := a.config(mode)
+	start := time.Now()
+	var took time.Duration
+	done := make(chan struct{})
+	go func() { // the moment the ledger has seen every Job finish
+		defer close(done)
+		_ = wait.PollUntilContextTimeout(a.ctx, 100*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
+			finished, _ := l.progress()
+			return finished >= autoscaleRows, nil
+		})
+		took = time.Since(start)
+	}()
+	// tick --fill-for, started again at once (as a CronJob would at its next time) should it end while Jobs run:
+	// the fill ends when the backlog reads empty, or when a pass is blocked.
+	var ends []string
+	for len(l.created()) < autoscaleRows && len(ends) < 20 {
+		r := a.jobsched("tick", "--config", cfg, "--fill-for", "100s")
+		if r.code != 0 {
+			t.Fatalf("tick --fill-for exited %d:\n%s", r.code, r.stderr)
+		}
+		end := r.logLine(t, "fill ended")
+		ends = append(ends, fmt.Sprint(end["reason"]))
+		if finished, _ := l.progress(); len(l.created()) < autoscaleRows { // rows wait: the next one after a Job's end
+			_ = wait.PollUntilContextTimeout(a.ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+				now, _ := l.progress()
+				return now > finished, nil
+			})
+		}
+	}
+	<-done
+	a.sync(l)
+	t.Logf("capacity %s: %d invocations of tick --fill-for, ended by: %q", mode, len(ends), ends)
+	if finished, _ := l.progress(); finished < autoscaleRows {
+		t.Fatalf("%d of %d Jobs finished", finished, autoscaleRows)
+	}
+	st := a.statuses()
+	for _, k := range keys {
+		if st[k] != "done" {
+			t.Errorf("row %s is %s, want done", k, st[k])
+		}
+	}
+	for k, n := range l.created() {
+		if n != 1 {
+			t.Errorf("%d Jobs for %s, want 1", n, k)
+		}
+	}
+	f := a.watch.Figures()
+	if !f.ReachedLimit || f.PeakNodeClaims != autoscaleNodes {
+		t.Errorf("the pool grew to %d NodeClaims (at its limit: %v), want %d, its limit", f.PeakNodeClaims, f.ReachedLimit, autoscaleNodes)
+	}
+	switch mode {
+	case "off": // what the mode is measured against: the measure sees pods wait at the limit
+		if f.LimitEventPods == 0 {
+			t.Errorf("capacity off: no pod waited at the pool's limit (Karpenter's %q Event), want some: %+v", karpenterkit.LimitMessage, f)
+		}
+	default:
+		if f.LimitEventPods != 0 {
+			t.Errorf("capacity %s: %d pods waited Unschedulable at the pool's limit (Karpenter's %q Event), want none: %+v", mode, f.LimitEventPods, karpenterkit.LimitMessage, f)
+		}
+	}
+	// Consolidation: Karpenter removes the empty nodes (WhenEmpty, 10s after the last pod ended); nothing of ours
+	// holds them.
+	a.eventually("Karpenter consolidating the pool's empty nodes", 4*time.Minute, func() bool {
+		nodes, err := a.kube.CoreV1().Nodes().List(a.ctx, metav1.ListOptions{LabelSelector: karpenterkit.PoolLabel + "=" + a.pool})
+		return err == nil && len(nodes.Items) == 0 && a.nodeClaims() == 0
+	})
+	return autoscaleDrain{mode: mode, took: took, figures: f}
+}

@@ -1,0 +1,326 @@
+// Package karpenterkit is what the e2e tests and the bench share to run a scenario on Karpenter's KWOK provider
+// (KARPENTER=1 scripts/cluster.sh up): the NodePool of scripts/karpenter/nodepool.yaml under a name of the
+// scenario's, and a Watch of what Karpenter and kube-scheduler do with the scenario's pods.
+package karpenterkit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/jobsched/jobsched/pkg/testkit/kwokkit"
+)
+
+// The resources of Karpenter v1 and of its KWOK provider.
+var (
+	NodePools   = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
+	NodeClaims  = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
+	NodeClasses = schema.GroupVersionResource{Group: "karpenter.kwok.sh", Version: "v1alpha1", Resource: "kwoknodeclasses"}
+)
+
+// PoolLabel is the label Karpenter puts on its NodeClaims and nodes: the NodePool's name.
+const PoolLabel = "karpenter.sh/nodepool"
+
+// Fixture is the path of the NodePool fixture below the repository root.
+const Fixture = "scripts/karpenter/nodepool.yaml"
+
+// LimitMessage is in Karpenter's FailedScheduling Event of a pod that no NodePool can add a node for without passing
+// its limits.
+const LimitMessage = "exceed limits for nodepool"
+
+// Pool is the fixture's KWOKNodeClass and NodePool, both named name, the NodePool limited to cpuLimit and putting
+// labels on its nodes.
+func Pool(root, name, cpuLimit string, labels map[string]string) (class, pool *unstructured.Unstructured, err error) {
+	b, err := os.ReadFile(filepath.Join(root, Fixture))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", Fixture, err)
+		}
+		u.SetName(name)
+		switch u.GetKind() {
+		case "KWOKNodeClass":
+			class = u
+		case "NodePool":
+			pool = u
+		}
+	}
+	if class == nil || pool == nil {
+		return nil, nil, fmt.Errorf("%s: want a KWOKNodeClass and a NodePool", Fixture)
+	}
+	l := map[string]any{}
+	for k, v := range labels {
+		l[k] = v
+	}
+	for _, set := range []struct {
+		value any
+		path  []string
+	}{
+		{cpuLimit, []string{"spec", "limits", "cpu"}},
+		{l, []string{"spec", "template", "metadata", "labels"}},
+		{name, []string{"spec", "template", "spec", "nodeClassRef", "name"}},
+	} {
+		if err := unstructured.SetNestedField(pool.Object, set.value, set.path...); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", Fixture, err)
+		}
+	}
+	return class, pool, nil
+}
+
+// Create creates Pool's objects and returns the function that deletes them again (the NodePool first: Karpenter
+// then deletes its NodeClaims and their nodes).
+func Create(ctx context.Context, dyn dynamic.Interface, root, name, cpuLimit string, labels map[string]string) (func(context.Context), error) {
+	class, pool, err := Pool(root, name, cpuLimit, labels)
+	if err != nil {
+		return nil, err
+	}
+	del := func(ctx context.Context) {
+		_ = dyn.Resource(NodePools).Delete(ctx, name, metav1.DeleteOptions{})
+		_ = dyn.Resource(NodeClasses).Delete(ctx, name, metav1.DeleteOptions{})
+	}
+	if _, err := dyn.Resource(NodeClasses).Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating KWOKNodeClass %s: %w", name, err)
+	}
+	if _, err := dyn.Resource(NodePools).Create(ctx, pool, metav1.CreateOptions{}); err != nil {
+		del(ctx)
+		return nil, fmt.Errorf("creating NodePool %s: %w", name, err)
+	}
+	return del, nil
+}
+
+// Watch follows, from its start until its context ends, a NodePool (its status.resources), its NodeClaims, and the
+// pods and Events of one namespace, and keeps what a scenario measures. The pool is at its limit when its
+// status.resources.cpu leaves less than one node of it (a NodeClaim's capacity) below spec.limits.cpu: Karpenter
+// can add no node.
+type Watch struct {
+	mu     sync.Mutex
+	limit  resource.Quantity
+	used   resource.Quantity // the NodePool's status.resources.cpu, as last seen
+	node   resource.Quantity // the largest capacity.cpu of its NodeClaims
+	claims map[string]bool   // its NodeClaims now
+	peak   int               // the most NodeClaims at once
+	unsch  map[string]bool   // the pods Unschedulable now
+	atLim  map[string]bool   // the pods seen Unschedulable while the pool was at its limit
+	limEv  map[string]bool   // the pods of Karpenter's FailedScheduling Event at the pool's limits
+	last   time.Time
+	secs   float64 // Unschedulable pod-seconds
+	secsAt float64 // of them while the pool was at its limit
+	reach  bool    // the pool was at its limit once
+}
+
+// Figures are what a Watch measured.
+type Figures struct {
+	PeakNodeClaims int     // the most NodeClaims of the pool at once
+	ReachedLimit   bool    // the pool was at its limit at some moment
+	LimitEventPods int     // pods Karpenter said it cannot provide for within the pool's limits (its Event)
+	WaitedAtLimit  int     // pods seen Unschedulable while the pool was at its limit
+	PodSeconds     float64 // Unschedulable pod-seconds, in all
+	PodSecondsAt   float64 // Unschedulable pod-seconds while the pool was at its limit
+}
+
+// Start starts a Watch of NodePool pool and namespace ns.
+func Start(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, ns, pool string) (*Watch, error) {
+	w := &Watch{claims: map[string]bool{}, unsch: map[string]bool{}, atLim: map[string]bool{}, limEv: map[string]bool{}, last: time.Now()}
+	np, err := dyn.Resource(NodePools).Get(ctx, pool, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	lim, _, _ := unstructured.NestedString(np.Object, "spec", "limits", "cpu")
+	if w.limit, err = resource.ParseQuantity(lim); err != nil {
+		return nil, fmt.Errorf("NodePool %s: spec.limits.cpu %q: %w", pool, lim, err)
+	}
+	claimSel := metav1.ListOptions{LabelSelector: PoolLabel + "=" + pool}
+	poolSel := metav1.ListOptions{FieldSelector: "metadata.name=" + pool}
+	follows := []struct {
+		list func(context.Context) (string, error)
+		open func(context.Context, string) (watch.Interface, error)
+		on   func(watch.Event)
+	}{
+		{func(ctx context.Context) (string, error) {
+			l, err := dyn.Resource(NodePools).List(ctx, poolSel)
+			return rvOf(l, err)
+		}, func(ctx context.Context, rv string) (watch.Interface, error) {
+			return dyn.Resource(NodePools).Watch(ctx, withRV(poolSel, rv))
+		}, w.onPool},
+		{func(ctx context.Context) (string, error) {
+			l, err := dyn.Resource(NodeClaims).List(ctx, claimSel)
+			return rvOf(l, err)
+		}, func(ctx context.Context, rv string) (watch.Interface, error) {
+			return dyn.Resource(NodeClaims).Watch(ctx, withRV(claimSel, rv))
+		}, w.onClaim},
+		{func(ctx context.Context) (string, error) {
+			l, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			return rvOf(l, err)
+		}, func(ctx context.Context, rv string) (watch.Interface, error) {
+			return kube.CoreV1().Pods(ns).Watch(ctx, withRV(metav1.ListOptions{}, rv))
+		}, w.onPod},
+		{func(ctx context.Context) (string, error) {
+			l, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+			return rvOf(l, err)
+		}, func(ctx context.Context, rv string) (watch.Interface, error) {
+			return kube.CoreV1().Events(ns).Watch(ctx, withRV(metav1.ListOptions{}, rv))
+		}, w.onEvent},
+	}
+	for _, f := range follows {
+		rv, err := f.list(ctx)
+		if err != nil {
+			return nil, err
+		}
+		go follow(ctx, rv, f.open, f.on)
+	}
+	return w, nil
+}
+
+func rvOf(l metav1.ListInterface, err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	return l.GetResourceVersion(), nil
+}
+
+func withRV(o metav1.ListOptions, rv string) metav1.ListOptions {
+	o.ResourceVersion, o.AllowWatchBookmarks = rv, true
+	return o
+}
+
+// follow hands on every event of the watch open opens from rv, resuming from the last resourceVersion seen when a
+// watch ends (100ms later when it cannot open), until ctx ends.
+func follow(ctx context.Context, rv string, open func(context.Context, string) (watch.Interface, error), on func(watch.Event)) {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		w, err := open(ctx, rv)
+		if err != nil {
+			return
+		}
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				return
+			}
+			if m, ok := ev.Object.(metav1.Object); ok {
+				rv = m.GetResourceVersion()
+			}
+			if ev.Type != watch.Bookmark {
+				on(ev)
+			}
+		}
+	}, 100*time.Millisecond)
+}
+
+// advance counts the pod-seconds since the last change, under w.mu.
+func (w *Watch) advance() {
+	now := time.Now()
+	dt := now.Sub(w.last).Seconds() * float64(len(w.unsch))
+	w.secs += dt
+	if w.atLimit() {
+		w.secsAt += dt
+		w.reach = true
+		for p := range w.unsch {
+			w.atLim[p] = true
+		}
+	}
+	w.last = now
+}
+
+func (w *Watch) atLimit() bool {
+	free := w.limit.DeepCopy()
+	free.Sub(w.used)
+	return free.Cmp(w.node) < 0 || free.Sign() <= 0
+}
+
+func (w *Watch) onPool(ev watch.Event) {
+	u, ok := ev.Object.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	cpu, _, _ := unstructured.NestedString(u.Object, "status", "resources", "cpu")
+	q, err := resource.ParseQuantity(cpu)
+	if err != nil {
+		q = resource.Quantity{}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.advance()
+	w.used = q
+	w.advance() // the pods waiting now, at the new state (no time passes)
+}
+
+func (w *Watch) onClaim(ev watch.Event) {
+	u, ok := ev.Object.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.advance()
+	if ev.Type == watch.Deleted {
+		delete(w.claims, u.GetName())
+	} else {
+		w.claims[u.GetName()] = true
+		if cpu, _, _ := unstructured.NestedString(u.Object, "status", "capacity", "cpu"); cpu != "" {
+			if q, err := resource.ParseQuantity(cpu); err == nil && q.Cmp(w.node) > 0 {
+				w.node = q
+			}
+		}
+	}
+	w.peak = max(w.peak, len(w.claims))
+}
+
+func (w *Watch) onPod(ev watch.Event) {
+	p, ok := ev.Object.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.advance()
+	if ev.Type != watch.Deleted && kwokkit.Unschedulable(p) {
+		w.unsch[p.Name] = true
+	} else {
+		delete(w.unsch, p.Name)
+	}
+	w.advance()
+}
+
+func (w *Watch) onEvent(ev watch.Event) {
+	e, ok := ev.Object.(*corev1.Event)
+	if !ok || e.InvolvedObject.Kind != "Pod" || e.Reason != "FailedScheduling" || !strings.Contains(e.Message, LimitMessage) {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.limEv[e.InvolvedObject.Name] = true
+}
+
+// Figures are the figures so far.
+func (w *Watch) Figures() Figures {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.advance()
+	return Figures{PeakNodeClaims: w.peak, ReachedLimit: w.reach, LimitEventPods: len(w.limEv), WaitedAtLimit: len(w.atLim),
+		PodSeconds: w.secs, PodSecondsAt: w.secsAt}
+}
+
+// NodeClaims is how many NodeClaims the pool has now.
+func (w *Watch) NodeClaims() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.claims)
+}
