@@ -216,15 +216,16 @@ one pass's creates, which Karpenter provisions as one batch; 0 lets none wait).
     required node affinity can match the nodes the pool makes (its template labels, a value its requirements
     allow, any value of a well-known label such as topology.kubernetes.io/zone or karpenter.* labels, no other
     label); a pool whose Ready condition is False (its nodeClassRef not ready) adds nothing. What is left of
-    its limits is spec.limits - status.resources; a nodes limit reached adds nothing; no limits: without
-    bound (maxPending bounds it). Node shapes are the cloud's instance types, which jobsched cannot list: the
-    pool's newest NodeClaim that shows one (status.capacity and allocatable) is taken as the shape of the
-    nodes it makes next. With a shape: its NodeClaims launched but not yet registered, then as many new nodes
-    as what is left holds (each charged the larger of the shape's capacity and allocatable, as Karpenter
-    charges an instance type), each taking the pods that fit in the shape's allocatable. Without one yet (a
-    pool that never made a node): one Job's pods, within what is left, so that Karpenter makes a node whose
-    shape the next pass counts on. Karpenter may pick another instance type: a pod the pool cannot take
-    goes Unschedulable and blocks (below).
+    its limits is spec.limits - the larger of status.resources and what its NodeClaims not being deleted hold
+    (status.capacity, 1 node each: Karpenter counts a NodeClaim at once, status.resources later); a nodes
+    limit reached adds nothing; no limits: without bound (maxPending bounds it). Node shapes are the cloud's
+    instance types, which jobsched cannot list: the pool's newest NodeClaim that shows one (status.capacity
+    and allocatable) is taken as the shape of the nodes it makes next. With a shape: its NodeClaims launched
+    but not yet registered, then as many new nodes as what is left holds (each charged the larger of the
+    shape's capacity and allocatable, as Karpenter charges an instance type), each taking the pods that fit in
+    the shape's allocatable. Without one yet (a pool that never made a node): one Job's pods, within what is
+    left, so that Karpenter makes a node whose shape the next pass counts on. Karpenter may pick another
+    instance type: a pod the pool cannot take goes Unschedulable and blocks (below).
   - cluster-autoscaler: ConfigMap kube-system/cluster-autoscaler-status (the YAML status of releases 1.30 and
     later; the older text status is refused): each node group adds maxSize - ready new nodes (at most 1000),
     each the shape of a node of the group: allocatable, labels, taints. A node is of a group when one of its

@@ -108,10 +108,21 @@ func newGrowPool(pool *autoscale.Pool, nodes []Node, probe int) *growPool {
 	if len(pool.Limits) == 0 {
 		return gp
 	}
+	// What the limits have left: the larger, per resource, of status.resources and what the NodeClaims hold, as
+	// Karpenter counts a NodeClaim at once while its status.resources may not yet.
+	used := corev1.ResourceList{}
+	for _, l := range []corev1.ResourceList{pool.Used, pool.Claimed} {
+		for r, q := range l {
+			if u, ok := used[r]; !ok || q.Cmp(u) > 0 {
+				used[r] = q
+			}
+		}
+	}
+	gp.fit.Used = used
 	left := corev1.ResourceList{}
 	for r, limit := range pool.Limits {
 		l := limit.DeepCopy()
-		l.Sub(pool.Used[r])
+		l.Sub(used[r])
 		left[r] = l
 	}
 	if l, ok := left["nodes"]; ok && l.Sign() <= 0 && gp.full == "" {

@@ -77,6 +77,15 @@ func TestAutoscaleRoom(t *testing.T) {
 			Claim{Template: tpl}, 2, "NodePool batch at its limits: no more node of capacity cpu=4 memory=16Gi pods=110 fits (as NodeClaim batch-old)", "TTF"},
 		{"a node of less than the template adds nothing", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil, shaped)),
 			Claim{Template: job(cpus("5"))}, 0, "NodePool batch 0 launching, 3 new node(s) within its limits", "F"},
+		// As Karpenter (v1.13.0, KWOK) showed it in TestAutoscale: a NodeClaim launched for one pod of 1900m (capacity
+		// its pod's requests, cpu=1900m pods=1) while the NodePool's status.resources still said 0; Karpenter counts
+		// the claim against the limits at once (12 − 1.9 = 10.1 cpu: 2 more nodes of 4), so the launching node's room
+		// (its pod and one more) and 2 new nodes of 2 pods: 5, not 7.
+		{"NodeClaims the NodePool's status.resources does not count yet count", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "0", "nodes", "0"), func(p *autoscale.Pool) {
+			p.Shape = &autoscale.Shape{Capacity: rl("cpu", "1900m", "memory", "64Mi", "pods", "1"), Allocatable: rl("cpu", "3900m", "memory", "8182Mi", "pods", "64"), From: "batch-2nlbh"}
+			p.Launching = map[string]corev1.ResourceList{"batch-2nlbh": p.Shape.Allocatable}
+			p.Claimed = rl("cpu", "1900m", "memory", "64Mi", "pods", "1", "nodes", "1")
+		})), Claim{Template: job(cpus("1900m")), Unbound: 1}, 5, "5 on NodePool batch: 1 launching, 2 new node(s)", strings.Repeat("T", 5) + "F"},
 		{"launching NodeClaims are room coming", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "12"), launchingShaped)),
 			Claim{Template: tpl}, 3, "3 on NodePool batch", "TTTF"},
 		{"at its limit of nodes", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("nodes", "2"), rl("nodes", "2"))),

@@ -59,7 +59,7 @@ type PoolFit struct {
 	Kind      string              `json:"kind"` // NodePool or node group
 	Name      string              `json:"name"`
 	Limit     corev1.ResourceList `json:"limit,omitempty"` // a NodePool's spec.limits; a group's maxSize as nodes
-	Used      corev1.ResourceList `json:"used,omitempty"`  // status.resources; a group's ready nodes as nodes
+	Used      corev1.ResourceList `json:"used,omitempty"`  // a NodePool's status.resources, or its NodeClaims' when more; a group's ready nodes as nodes
 	Launching int                 `json:"launching,omitempty"`
 	Pods      int                 `json:"pods"`            // more pods of the template it takes; -1 = no limit
 	Bound     string              `json:"bound,omitempty"` // what bound Pods

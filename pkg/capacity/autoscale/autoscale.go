@@ -36,6 +36,9 @@ type Pool struct {
 	// Limits are what it may hold in all (a NodePool's spec.limits; nil: no limit), Used what its nodes hold now,
 	// NodeClaims still launching counted (status.resources).
 	Limits, Used corev1.ResourceList
+	// Claimed is what its NodeClaims not being deleted hold, as Karpenter counts them against the limits at once
+	// (their status.capacity, and 1 node each); status.resources, updated later, may not count them yet.
+	Claimed corev1.ResourceList
 	// Launching is the allocatable of its NodeClaims that have launched but whose node is not registered yet: room
 	// that is coming (nodeclaims), by name.
 	Launching map[string]corev1.ResourceList

@@ -144,6 +144,11 @@ func nodeClaimObj(name, pool string, registered string, alloc map[string]any, cr
 	}}
 }
 
+func deleting(u *unstructured.Unstructured) *unstructured.Unstructured {
+	u.SetDeletionTimestamp(&metav1.Time{Time: time.Date(2026, 12, 1, 0, 0, 5, 0, time.UTC)})
+	return u
+}
+
 func dynamicClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{NodePools: "NodePoolList", NodeClaims: "NodeClaimList"}, objs...)
@@ -159,7 +164,8 @@ func TestRead(t *testing.T) {
 		nodePoolObj("broken", nil, nil, "False"),
 		nodeClaimObj("batch-a", "batch", "False", map[string]any{"cpu": "3900m", "pods": "110"}, "2026-12-01T00:00:02Z"),
 		nodeClaimObj("batch-b", "batch", "True", map[string]any{"cpu": "3800m"}, "2026-12-01T00:00:01Z"),
-		nodeClaimObj("batch-c", "batch", "Unknown", nil, "2026-12-01T00:00:03Z"), // not launched: in no status.resources yet
+		nodeClaimObj("batch-c", "batch", "Unknown", nil, "2026-12-01T00:00:03Z"),                                   // not launched: in no status.resources yet
+		deleting(nodeClaimObj("batch-d", "batch", "True", map[string]any{"cpu": "3900m"}, "2026-12-01T00:00:00Z")), // being deleted: Karpenter counts it no more
 	)
 	st, err := Read(ctx, dyn, fake.NewClientset())
 	if err != nil {
@@ -167,6 +173,7 @@ func TestRead(t *testing.T) {
 	}
 	want := &State{Source: Karpenter, Pools: []Pool{
 		{Kind: KindNodePool, Name: "batch", Limits: corev1.ResourceList{"cpu": q("12")}, Used: corev1.ResourceList{"cpu": q("8"), "nodes": q("2")},
+			Claimed:   corev1.ResourceList{"cpu": q("8"), "pods": q("4"), "nodes": q("3")},
 			Launching: map[string]corev1.ResourceList{"batch-a": {"cpu": q("3900m"), "pods": q("110")}},
 			Shape:     &Shape{Capacity: corev1.ResourceList{"cpu": q("4"), "pods": q("4")}, Allocatable: corev1.ResourceList{"cpu": q("3900m"), "pods": q("110")}, From: "batch-a"},
 			Labels:    map[string]string{"team": "a"}, Requirements: []corev1.NodeSelectorRequirement{{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"on-demand"}}},

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -134,6 +135,9 @@ func readKarpenter(ctx context.Context, dyn dynamic.Interface) (*State, error) {
 		if len(nc.Status.Capacity) > 0 && len(nc.Status.Allocatable) > 0 && (p.Shape == nil || !nc.Metadata.CreationTimestamp.Before(&shapeAt[k])) {
 			p.Shape, shapeAt[k] = &Shape{Capacity: nc.Status.Capacity, Allocatable: nc.Status.Allocatable, From: nc.Metadata.Name}, nc.Metadata.CreationTimestamp
 		}
+		if nc.Metadata.DeletionTimestamp == nil {
+			p.Claimed = claimed(p.Claimed, nc.Status.Capacity)
+		}
 		if !Launching(nc.Metadata.DeletionTimestamp != nil, nc.Status.Conditions, len(nc.Status.Allocatable) > 0) {
 			continue
 		}
@@ -144,6 +148,23 @@ func readKarpenter(ctx context.Context, dyn dynamic.Interface) (*State, error) {
 	}
 	slices.SortFunc(st.Pools, func(a, b Pool) int { return cmp.Compare(a.Name, b.Name) })
 	return st, nil
+}
+
+// claimed is sum with one more NodeClaim of capacity: its capacity and 1 node, as Karpenter counts a NodeClaim
+// against its NodePool's limits (one not launched yet has no capacity: only its node).
+func claimed(sum, capacity corev1.ResourceList) corev1.ResourceList {
+	if sum == nil {
+		sum = corev1.ResourceList{}
+	}
+	for r, q := range capacity {
+		s := sum[r]
+		s.Add(q)
+		sum[r] = s
+	}
+	n := sum[nodesResource]
+	n.Add(*resource.NewQuantity(1, resource.DecimalSI))
+	sum[nodesResource] = n
+	return sum
 }
 
 // Launching says whether a NodeClaim is room that is coming: launched (its allocatable known, so counted in its
