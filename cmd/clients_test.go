@@ -14,7 +14,7 @@ import (
 
 // TestDynamicClientOnlyForKueue: the client of Kueue's objects is built only for limits.capacity: kueue; a
 // configuration that does not use Kueue pays nothing for it (issue 33).
-func TestDynamicClientOnlyForKueue(t *testing.T) {
+func TestDynamicClientOnlyWhenTheModeNeedsIt(t *testing.T) {
 	job, err := os.ReadFile(filepath.Join("testdata", "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -22,7 +22,7 @@ func TestDynamicClientOnlyForKueue(t *testing.T) {
 	for _, tc := range []struct {
 		capacity string
 		want     bool
-	}{{"off", false}, {"nodes", false}, {"kueue", true}} {
+	}{{"off", false}, {"nodes", false}, {"kueue", true}, {"autoscale", true}} {
 		t.Run(tc.capacity, func(t *testing.T) {
 			dir := t.TempDir()
 			cfg := "name: reports\nnamespace: batch\nsource: {query: SELECT id FROM tasks, key: id}\njob: {template: job.yaml}\n" +

@@ -133,7 +133,7 @@ type globalOptions struct {
 	configFile string
 	kube       kube.Options
 	newKube    newKubeFunc
-	// newDynamic builds the client for Kueue's objects (limits.capacity: kueue); nil: none.
+	// newDynamic builds the client for the objects of other APIs a capacity mode reads (Kueue's, Karpenter's); nil: none.
 	newDynamic func(kube.Options) (dynamic.Interface, error)
 	namespace  string
 	logLevel   string

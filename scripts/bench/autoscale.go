@@ -257,12 +257,7 @@ func writeAutoscaleResults(runs []autoscaleRun, rows int, limit string, dur time
 			r.figures.LimitEventPods, r.figures.PodSecondsAt, r.figures.PodSeconds, cons, r.load)
 	}
 	for _, r := range runs {
-		fmt.Fprintf(&w, "\ncapacity %s, each invocation (seconds from the first tick's start):\n\n", r.mode)
-		fmt.Fprintln(&w, "| started | ended | exit | passes | Jobs created | peak RSS | its last pass |")
-		fmt.Fprintln(&w, "|--:|--:|--:|--:|--:|--:|---|")
-		for _, inv := range r.invocations {
-			fmt.Fprintf(&w, "| %.1f | %.1f | %d | %d | %d | %.1f MB | %s |\n", inv.start.Seconds(), inv.end.Seconds(), inv.code, inv.passes, inv.created, inv.rssMB, inv.lastPass)
-		}
+		writeInvocations(&w, "capacity "+r.mode, r.invocations)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err

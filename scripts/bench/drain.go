@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -398,16 +399,21 @@ func (b *bench) writeDrainResults(runs []drainRun, rows int, dur, every, ideal t
 			r.makespan.Seconds()/ideal.Seconds(), r.ticks, r.skipped, r.passes, r.created, r.duplicates, r.unschedulable, r.load)
 	}
 	for _, r := range runs {
-		fmt.Fprintf(&w, "\n%s, each invocation (seconds from the first tick's start):\n\n", r.variant.what)
-		fmt.Fprintln(&w, "| started | ended | exit | passes | Jobs created | peak RSS | its last pass |")
-		fmt.Fprintln(&w, "|--:|--:|--:|--:|--:|--:|---|")
-		for _, inv := range r.invocations {
-			fmt.Fprintf(&w, "| %.1f | %.1f | %d | %d | %d | %.1f MB | %s |\n", inv.start.Seconds(), inv.end.Seconds(), inv.code, inv.passes, inv.created, inv.rssMB, inv.lastPass)
-		}
+		writeInvocations(&w, r.variant.what, r.invocations)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	progress("  drain results: %s", path)
 	return os.WriteFile(path, []byte(w.String()), 0o644)
+}
+
+// writeInvocations writes the table of a run's invocations, under what (the run's name).
+func writeInvocations(w io.Writer, what string, invocations []invocation) {
+	fmt.Fprintf(w, "\n%s, each invocation (seconds from the first tick's start):\n\n", what)
+	fmt.Fprintln(w, "| started | ended | exit | passes | Jobs created | peak RSS | its last pass |")
+	fmt.Fprintln(w, "|--:|--:|--:|--:|--:|--:|---|")
+	for _, inv := range invocations {
+		fmt.Fprintf(w, "| %.1f | %.1f | %d | %d | %d | %.1f MB | %s |\n", inv.start.Seconds(), inv.end.Seconds(), inv.code, inv.passes, inv.created, inv.rssMB, inv.lastPass)
+	}
 }

@@ -23,13 +23,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
 	"github.com/jobsched/jobsched/pkg/testkit/kwokkit"
 )
 
 // The resources of Karpenter v1 and of its KWOK provider.
 var (
-	NodePools   = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
-	NodeClaims  = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
+	NodePools   = autoscale.NodePools
+	NodeClaims  = autoscale.NodeClaims
 	NodeClasses = schema.GroupVersionResource{Group: "karpenter.kwok.sh", Version: "v1alpha1", Resource: "kwoknodeclasses"}
 )
 
