@@ -239,9 +239,7 @@ one pass's creates, which Karpenter provisions as one batch; 0 lets none wait).
     cluster-autoscaler's TriggeredScaleUp: the pod waits for its node and does not block. Karpenter's
     FailedScheduling "all available instance types exceed limits for nodepool" or "no instance type has
     enough resources", or NotTriggerScaleUp: it blocks as with nodes (limits.blockOnUnschedulable), the Event
-    in the reason (pass done's blocked, status). No such Event yet: it waits for the autoscaler's word for
-    10 s after it turned Unschedulable (Karpenter decides on a batch of pods within 10 s), then blocks until
-    the autoscaler speaks.
+    in the reason (pass done's blocked, status). No such Event yet: it blocks until the autoscaler speaks.
   - Neither autoscaler found (none installed, or no grant): the mode counts as nodes and says why in the
     pass's log and in status; without list on Events every Unschedulable pod blocks, said likewise.
   - Needs: manifests/capacity (as nodes) and manifests/autoscale (chart: autoscale: true): get and list on

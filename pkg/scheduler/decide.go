@@ -171,9 +171,6 @@ func (p *Plan) unfinished(st *JobStatus, job JobSummary, pods []PodSummary, obs 
 			continue
 		}
 		w, said := obs.Waits[pod.Name]
-		if !said && obs.Waits != nil && obs.Now.Sub(pod.UnschedulableSince) < autoscalerWordGrace {
-			w, said = capacity.Wait{Provided: true, Event: "the autoscaler has said nothing yet (Unschedulable for less than " + autoscalerWordGrace.String() + ")"}, true
-		}
 		if said && w.Provided { // the autoscaler makes a node for it (limits.capacity: autoscale): a signal, not a stop
 			p.WaitingForNodes++
 			if st.State != StateUnschedulable {
@@ -188,12 +185,6 @@ func (p *Plan) unfinished(st *JobStatus, job JobSummary, pods []PodSummary, obs 
 		p.Unschedulable++
 	}
 }
-
-// autoscalerWordGrace is how long an Unschedulable pod of ours the autoscaler has said nothing of yet waits for
-// its word without blocking (limits.capacity: autoscale, the Events read: Observation.Waits is not nil): Karpenter
-// decides on a batch of pods up to 10 s after the first (its batchMaxDuration), then writes each one's Event.
-// Such pods count against limits.maxPending as every pod of ours that waits for a node.
-const autoscalerWordGrace = 10 * time.Second
 
 // cancelledState is what a cancelled Job was doing when its cancel was decided, as the plan shows it.
 func cancelledState(job JobSummary) State {

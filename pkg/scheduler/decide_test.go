@@ -222,8 +222,7 @@ func TestDecide(t *testing.T) {
 // TestDecideWaits: with limits.capacity: autoscale the pass asks the autoscaler about its Unschedulable pods
 // (Observation.Waits): one it provides a node for does not block (a signal: it waits for the node, and its room is
 // counted by the mode); one it says it cannot provide for blocks as today, its Event in the reason; one it said
-// nothing of waits for its word while Unschedulable for less than autoscalerWordGrace, then blocks; without the
-// Events read (Waits nil) every one blocks.
+// nothing of blocks too.
 func TestDecideWaits(t *testing.T) {
 	running := makeJob("r").Obj()
 	pod := makePod(running).Unschedulable("0/0 nodes are available").Obj()
@@ -233,34 +232,25 @@ func TestDecideWaits(t *testing.T) {
 	tests := []struct {
 		name    string
 		waits   map[string]capacity.Wait
-		age     time.Duration // how long the pod has been Unschedulable
 		want    decided
 		waiting int
 		reason  string
 	}{
-		{"Nominated: waits for its node, does not block", map[string]capacity.Wait{pod.Name: {Provided: true, Event: "Nominated: Pod should schedule on: nodeclaim/batch-x"}}, time.Minute,
+		{"Nominated: waits for its node, does not block", map[string]capacity.Wait{pod.Name: {Provided: true, Event: "Nominated: Pod should schedule on: nodeclaim/batch-x"}},
 			decided{Jobs: map[string]string{name("r"): "starting 1"}, Unfinished: 1, UnboundPods: 1, Slots: 9,
 				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"r"}}, 1, "waiting for a new node: Nominated: Pod should schedule on: nodeclaim/batch-x"},
-		{"at the NodePool's limits: blocks, saying so", map[string]capacity.Wait{pod.Name: {Event: "FailedScheduling: all available instance types exceed limits for nodepool"}}, time.Second,
+		{"at the NodePool's limits: blocks, saying so", map[string]capacity.Wait{pod.Name: {Event: "FailedScheduling: all available instance types exceed limits for nodepool"}},
 			decided{Jobs: map[string]string{name("r"): "unschedulable 1"}, Unfinished: 1, Unschedulable: 1, UnboundPods: 1,
 				Limit: blocked(" (FailedScheduling: all available instance types exceed limits for nodepool)"), Blocked: blocked(" (FailedScheduling: all available instance types exceed limits for nodepool)"),
 				Exclude: []string{"r"}}, 0, "0/0 nodes are available (FailedScheduling: all available instance types exceed limits for nodepool)"},
-		{"the autoscaler said nothing in 10s: blocks", map[string]capacity.Wait{}, 10 * time.Second,
-			decided{Jobs: map[string]string{name("r"): "unschedulable 1"}, Unfinished: 1, Unschedulable: 1, UnboundPods: 1,
-				Limit: blocked(""), Blocked: blocked(""), Exclude: []string{"r"}}, 0, "0/0 nodes are available"},
-		{"the autoscaler said nothing yet, Unschedulable for 9s: waits for its word", map[string]capacity.Wait{}, 9 * time.Second,
-			decided{Jobs: map[string]string{name("r"): "starting 1"}, Unfinished: 1, UnboundPods: 1, Slots: 9,
-				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"r"}}, 1, "waiting for a new node: the autoscaler has said nothing yet (Unschedulable for less than 10s)"},
-		{"the Events not read (no autoscale mode, or no grant): blocks at once", nil, 0,
+		{"the autoscaler said nothing yet: blocks", map[string]capacity.Wait{},
 			decided{Jobs: map[string]string{name("r"): "unschedulable 1"}, Unfinished: 1, Unschedulable: 1, UnboundPods: 1,
 				Limit: blocked(""), Blocked: blocked(""), Exclude: []string{"r"}}, 0, "0/0 nodes are available"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) { c.Limits.Capacity = config.CapacityAutoscale })
-			young := pod.DeepCopy()
-			young.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-tc.age))
-			obs := observed([]*batchv1.Job{running}, []*corev1.Pod{young})
+			obs := observed([]*batchv1.Job{running}, []*corev1.Pod{pod})
 			obs.Waits = tc.waits
 			p := Decide(cfg, obs)
 			if diff := cmp.Diff(tc.want.filled(), view(p)); diff != "" {
