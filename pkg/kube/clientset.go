@@ -102,9 +102,9 @@ type (
 	RuntimeClasses = Resource[*nodev1.RuntimeClass, *nodev1.RuntimeClassList]
 )
 
-// Scheme holds the types of the groups of Interface (and meta/v1's options), and nothing else: what the clients
+// scheme holds the types of the groups of Interface (and meta/v1's options), and nothing else: what the clients
 // encode and decode. It is built once per client (NewClient), not when the process starts.
-func Scheme() (*runtime.Scheme, error) {
+func scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	for _, add := range []func(*runtime.Scheme) error{batchv1.AddToScheme, corev1.AddToScheme, coordinationv1.AddToScheme,
@@ -119,7 +119,7 @@ func Scheme() (*runtime.Scheme, error) {
 // NewForConfig builds Interface on cfg, as client-go's kubernetes.NewForConfig builds its clientset: one HTTP client
 // (one transport) and one client-side rate limiter (when cfg.QPS > 0) shared by every group.
 func NewForConfig(cfg *rest.Config) (Interface, error) {
-	s, err := Scheme()
+	s, err := scheme()
 	if err != nil {
 		return nil, err
 	}
