@@ -35,6 +35,9 @@ type execution struct {
 	// keeper is the Guard when it keeps the rate record (rate.go); cancelCreates ends the reserved creates' context.
 	keeper        RecordKeeper
 	cancelCreates context.CancelFunc
+	// steps is how long each step took, for the debug line "pass steps" (where a pass's time goes).
+	steps    *zerolog.Event
+	stepFrom time.Time
 }
 
 // begin starts a pass: its logger, its --timeout.
@@ -46,12 +49,30 @@ func (s *Scheduler) begin(ctx context.Context, mode Mode) (context.Context, *exe
 		ctx, x.cancel = context.WithTimeoutCause(ctx, s.Timeout, fmt.Errorf("the pass ran out of its --timeout of %s", s.Timeout))
 	}
 	x.ctx, x.held = ctx, ctx
+	x.stepFrom = x.start
+	if x.log.Debug().Enabled() {
+		x.steps = zerolog.Dict()
+	}
 	return ctx, x
+}
+
+// step records how long the step that just ended took, in milliseconds (debug only).
+func (x *execution) step(name string) {
+	if x.steps == nil {
+		return
+	}
+	now := time.Now()
+	x.steps.Float64(name, float64(now.Sub(x.stepFrom).Microseconds())/1000)
+	x.stepFrom = now
 }
 
 func (x *execution) end() {
 	x.release()
 	x.cancel()
+	if x.steps != nil {
+		x.step("release")
+		x.log.Debug().Dict("ms", x.steps).Msg("pass steps")
+	}
 }
 
 // hold takes g for an Execute pass; its refusal is returned for the observation (the plan then creates nothing).

@@ -241,7 +241,12 @@ func (b *bench) countedTick(bin, cfgFile string, args ...string) (fillRun, error
 	if err != nil {
 		return r, err
 	}
-	cmd := exec.Command(bin, append([]string{"--config", cfgFile, "--kubeconfig", kcfg, "--log-format", "json", "tick"}, args...)...)
+	global := []string{"--config", cfgFile, "--kubeconfig", kcfg, "--log-format", "json"}
+	logFile := os.Getenv("BENCH_FILL_DEBUG_LOG") // keep each run's debug log (where a pass's time goes: "pass steps")
+	if logFile != "" {
+		global = append(global, "--log-level", "debug")
+	}
+	cmd := exec.Command(bin, append(append(global, "tick"), args...)...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		return r, err
@@ -269,6 +274,16 @@ func (b *bench) countedTick(bin, cfgFile string, args ...string) (fillRun, error
 	}
 	err = cmd.Wait()
 	r.stderr = all.String()
+	if logFile != "" {
+		f, ferr := os.OpenFile(logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if ferr != nil {
+			return r, ferr
+		}
+		_, ferr = f.WriteString(r.stderr)
+		if ferr = errors.Join(ferr, f.Close()); ferr != nil {
+			return r, ferr
+		}
+	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.rssMB = float64(ru.Maxrss) * 1024 / 1e6
 	}
@@ -551,6 +566,9 @@ func (b *bench) writeFillResults(ref string, perNode int, notes []string, rows [
 		"in front of the API server (calls, and response bytes on the wire as the client reads them, a watch's as its events come), "+
 		"between two `pass done` lines; peak RSS from getrusage. Refill: capacity nodes, maxActive 4, tasks of 2 s that may run on "+
 		"every node, each build in turn. See scripts/bench/README.md.", fillNodeCPU, perNode)
+	if k, sc := os.Getenv("KCM_ARGS"), os.Getenv("SCHEDULER_ARGS"); k != "" || sc != "" {
+		about += fmt.Sprintf(" The controller-manager ran with `%s`, the scheduler with `%s` (their defaults, 20 QPS and 5 Job syncs, complete a few Jobs a second).", k, sc)
+	}
 	for _, n := range notes {
 		about += "\n- " + n
 	}
