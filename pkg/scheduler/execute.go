@@ -69,10 +69,6 @@ func (x *execution) step(name string) {
 func (x *execution) end() {
 	x.release()
 	x.cancel()
-	if x.steps != nil {
-		x.step("release")
-		x.log.Debug().Dict("ms", x.steps).Msg("pass steps")
-	}
 }
 
 // hold takes g for an Execute pass; its refusal is returned for the observation (the plan then creates nothing).
@@ -142,6 +138,9 @@ func (x *execution) done(p *Plan, obs *Observation, rowsWait bool, stop error) (
 	if g, ok := x.s.Guard.(guardReport); ok && x.mode == Execute {
 		state, waited := g.Report()
 		r.Summary.Lease, r.Summary.LeaseWait = state, waited.Milliseconds()
+	}
+	if x.steps != nil { // before pass done, which ends a pass's lines (the Lease's release comes after it)
+		x.log.Debug().Dict("ms", x.steps).Msg("pass steps")
 	}
 	r.Summary.Log(&x.log, err, time.Since(x.start))
 	return r, err
