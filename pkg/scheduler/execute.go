@@ -80,7 +80,19 @@ func (x *execution) hold(g Guard) error {
 	if err != nil {
 		return err
 	}
-	x.held, x.release = held, release
+	// The creates stop when the guard is lost and when the pass ends, also under a hold kept from pass to pass
+	// (lease.Guard.Keep), whose context outlives this one.
+	both, cancel := context.WithCancelCause(x.ctx)
+	if held.Err() != nil { // already lost: not left to AfterFunc's goroutine
+		cancel(context.Cause(held))
+	}
+	stop := context.AfterFunc(held, func() { cancel(context.Cause(held)) })
+	x.held = both
+	x.release = func() {
+		stop()
+		cancel(nil)
+		release()
+	}
 	x.keeper, _ = g.(RecordKeeper)
 	return nil
 }

@@ -223,7 +223,9 @@ type fillRun struct {
 	passes  []tally // each pass's calls and bytes: from the previous pass done line (or the start) to its own
 	created []int   // each pass's creates
 	at      []time.Duration
+	took    []time.Duration // each pass's duration (its pass done line)
 	rssMB   float64
+	cpu     time.Duration // user and system CPU time of the whole run
 	code    int
 	stderr  string
 	retried string // why the run was run again, if it was
@@ -270,6 +272,7 @@ func (b *bench) countedTick(bin, cfgFile string, args ...string) (fillRun, error
 		r.passes = append(r.passes, now.minus(last))
 		r.created = append(r.created, s.Created)
 		r.at = append(r.at, time.Since(start))
+		r.took = append(r.took, time.Duration(s.Duration)*time.Millisecond)
 		last = now
 	}
 	err = cmd.Wait()
@@ -286,6 +289,7 @@ func (b *bench) countedTick(bin, cfgFile string, args ...string) (fillRun, error
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.rssMB = float64(ru.Maxrss) * 1024 / 1e6
+		r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
@@ -445,12 +449,16 @@ func (b *bench) throughput(size string) ([]row, error) {
 		if r.retried != "" {
 			b.fillNotes = append(b.fillNotes, fmt.Sprintf("throughput, %s: run again, as its first run failed: %s", v.what, r.retried))
 		}
-		created, lastAt := 0, time.Duration(0)
+		created, last := 0, 0
 		for i, c := range r.created {
 			created += c
 			if c > 0 {
-				lastAt = r.at[i]
+				last = i
 			}
+		}
+		lastAt, inPasses := r.at[last], time.Duration(0)
+		for _, d := range r.took[:last+1] {
+			inPasses += d
 		}
 		rate := float64(created) / lastAt.Seconds()
 		var calls, other []float64
@@ -468,7 +476,8 @@ func (b *bench) throughput(size string) ([]row, error) {
 			ratio = fmt.Sprintf("%.2f of bare", rate/bareRate)
 		}
 		rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s rows of 1 s tasks, maxActive %d, capacity nodes: `tick --fill-for`, %s (%d passes)", size, thousands(n), active, v.what, len(r.passes)),
-			jobsched: fmt.Sprintf("%.0f Jobs/s (%d created in %s; %s; peak RSS %.1f MB)", rate, created, ms(lastAt), per, r.rssMB), reference: ref, ratio: ratio, load: load})
+			jobsched: fmt.Sprintf("%.0f Jobs/s (%d created in %s, %.0f%% of it in passes, the rest waiting for a Job to end; %s; peak RSS %.1f MB, CPU %.1f s)",
+				rate, created, ms(lastAt), 100*inPasses.Seconds()/lastAt.Seconds(), per, r.rssMB, r.cpu.Seconds()), reference: ref, ratio: ratio, load: load})
 		if created < n {
 			rows[len(rows)-1].jobsched += fmt.Sprintf("; drained %d of %d rows (exit %d)", created, n, r.code)
 		}
