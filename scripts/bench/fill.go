@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -226,6 +227,8 @@ type fillRun struct {
 	took    []time.Duration // each pass's duration (its pass done line)
 	rssMB   float64
 	cpu     time.Duration // user and system CPU time of the whole run
+	start   time.Time
+	slots   *slots // the worker's count of unfinished Jobs over the run
 	code    int
 	stderr  string
 	retried string // why the run was run again, if it was
@@ -254,6 +257,7 @@ func (b *bench) countedTick(bin, cfgFile string, args ...string) (fillRun, error
 		return r, err
 	}
 	start := time.Now()
+	r.start = start
 	if err := cmd.Start(); err != nil {
 		return r, err
 	}
@@ -476,8 +480,8 @@ func (b *bench) throughput(size string) ([]row, error) {
 			ratio = fmt.Sprintf("%.2f of bare", rate/bareRate)
 		}
 		rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s rows of 1 s tasks, maxActive %d, capacity nodes: `tick --fill-for`, %s (%d passes)", size, thousands(n), active, v.what, len(r.passes)),
-			jobsched: fmt.Sprintf("%.0f Jobs/s (%d created in %s, %.0f%% of it in passes, the rest waiting for a Job to end; %s; peak RSS %.1f MB, CPU %.1f s)",
-				rate, created, ms(lastAt), 100*inPasses.Seconds()/lastAt.Seconds(), per, r.rssMB, r.cpu.Seconds()), reference: ref, ratio: ratio, load: load})
+			jobsched: fmt.Sprintf("%.0f Jobs/s (%d created in %s, %.0f%% of it in passes, the rest waiting for a Job to end; unfinished Jobs %.0f of %d on average until the last create; %s; peak RSS %.1f MB, CPU %.1f s)",
+				rate, created, ms(lastAt), 100*inPasses.Seconds()/lastAt.Seconds(), r.slots.mean(r.start, r.start.Add(lastAt)), active, per, r.rssMB, r.cpu.Seconds()), reference: ref, ratio: ratio, load: load})
 		if created < n {
 			rows[len(rows)-1].jobsched += fmt.Sprintf("; drained %d of %d rows (exit %d)", created, n, r.code)
 		}
@@ -498,12 +502,14 @@ func (b *bench) fillRunOf(bin, cfgFile, ns, table string, rows, minPasses int, a
 			return fillRun{}, err
 		}
 		ctx, cancel := context.WithCancel(b.ctx)
-		if err := b.worker(ctx, ns, table); err != nil {
+		sl := &slots{}
+		if err := b.worker(ctx, ns, table, sl); err != nil {
 			cancel()
 			return fillRun{}, err
 		}
 		r, err := b.countedTick(bin, cfgFile, args...)
 		cancel()
+		r.slots = sl
 		if err == nil && len(r.passes) >= minPasses && r.created[0] > 0 {
 			r.retried = first
 			return r, nil
@@ -525,8 +531,9 @@ func (b *bench) fillRunOf(bin, cfgFile, ns, table string, rows, minPasses int, a
 
 // worker marks a row done as soon as its Job exists, as a worker that takes its task at once would (a row still
 // waiting when its finished Job is deleted would be run again), until ctx ends.
-func (b *bench) worker(ctx context.Context, ns, table string) error {
+func (b *bench) worker(ctx context.Context, ns, table string, sl *slots) error {
 	return follow(ctx, b.admin.BatchV1().Jobs(ns), func(typ watch.EventType, job *batchv1.Job) {
+		sl.see(typ, job)
 		if typ != watch.Added {
 			return
 		}
@@ -534,6 +541,52 @@ func (b *bench) worker(ctx context.Context, ns, table string) error {
 			progress("    marking %s done: %v", job.Name, err)
 		}
 	})
+}
+
+// slots counts the unfinished Jobs (created, neither Complete nor Failed, not deleted) as the worker's watch sees
+// them, over time: how full a fill run kept its maxActive slots.
+type slots struct {
+	mu         sync.Mutex
+	unfinished map[string]bool
+	at         []time.Time // when the count changed
+	count      []int       // to what
+}
+
+func (s *slots) see(typ watch.EventType, job *batchv1.Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unfinished == nil {
+		s.unfinished = map[string]bool{}
+	}
+	done := typ == watch.Deleted
+	for _, c := range job.Status.Conditions {
+		done = done || (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue
+	}
+	if done {
+		delete(s.unfinished, job.Name)
+	} else {
+		s.unfinished[job.Name] = true
+	}
+	s.at, s.count = append(s.at, time.Now()), append(s.count, len(s.unfinished))
+}
+
+// mean is the time-weighted mean of the count from start to end.
+func (s *slots) mean(start, end time.Time) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	area, n, last := 0.0, 0, start
+	for i, t := range s.at {
+		if t.After(end) {
+			break
+		}
+		if t.After(last) {
+			area += float64(n) * t.Sub(last).Seconds()
+			last = t
+		}
+		n = s.count[i]
+	}
+	area += float64(n) * end.Sub(last).Seconds()
+	return area / end.Sub(start).Seconds()
 }
 
 // clearPods waits until ns has no pod left (a deleted Job's pods go after it).
@@ -577,6 +630,9 @@ func (b *bench) writeFillResults(ref string, perNode int, notes []string, rows [
 		"every node, each build in turn. See scripts/bench/README.md.", fillNodeCPU, perNode)
 	if k, sc := os.Getenv("KCM_ARGS"), os.Getenv("SCHEDULER_ARGS"); k != "" || sc != "" {
 		about += fmt.Sprintf(" The controller-manager ran with `%s`, the scheduler with `%s` (their defaults, 20 QPS and 5 Job syncs, complete a few Jobs a second).", k, sc)
+	}
+	if k := os.Getenv("KWOK_ARGS"); k != "" {
+		about += " kwok ran with bench.sh's KwokConfiguration: 64 pod changes at once (its default, 4, runs a few pods a second to completion under load)."
 	}
 	for _, n := range notes {
 		about += "\n- " + n
