@@ -100,14 +100,14 @@ func (b *bench) fill() error {
 			rs, err := b.throughput(size)
 			rows = append(rows, rs...)
 			if err != nil { // the rows measured so far are written, with why the rest are not
-				rows = append(rows, row{what: "throughput at " + size, jobsched: "failed: " + err.Error(), load: runinfo.LoadAvg(1)})
+				rows = append(rows, row{what: "throughput at " + size, jobsched: "failed: " + cell(err), load: runinfo.LoadAvg(1)})
 				errs = append(errs, fmt.Errorf("throughput: %w", err))
 			}
 			continue
 		}
 		rs, one, err := b.refill(ref, refName, size, onePass)
 		if err != nil {
-			rows = append(rows, row{what: "refill at " + size, jobsched: "failed: " + err.Error(), load: runinfo.LoadAvg(1)})
+			rows = append(rows, row{what: "refill at " + size, jobsched: "failed: " + cell(err), load: runinfo.LoadAvg(1)})
 			errs = append(errs, fmt.Errorf("refill at %s: %w", size, err))
 			continue
 		}
@@ -121,6 +121,16 @@ func (b *bench) fill() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// cell is err as one table cell: one line, at most 300 characters (the run's log tail is in the bench's output).
+func cell(err error) string {
+	s := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), `\n`, " ")), " ")
+	s = strings.ReplaceAll(s, "|", "/")
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…"
+	}
+	return s
 }
 
 // growCluster makes the fill nodes 0..nodes-1 (Ready and untainted) and perNode filler pods on each, unless they
