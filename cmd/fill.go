@@ -93,6 +93,7 @@ func (f filler) run(ctx context.Context) error {
 				left, why = f.poll, errPoll
 			}
 			wctx, cancel := context.WithTimeoutCause(ctx, left, why)
+			waitFrom := f.now()
 			name, err := f.waitFor(wctx, p)
 			cancel()
 			switch {
@@ -109,7 +110,7 @@ func (f filler) run(ctx context.Context) error {
 			case err != nil:
 				reason = endCannotWait + err.Error()
 			default:
-				log.Debug().Str("by", name).Msg("a Job ended or a node turned Ready: the next pass")
+				log.Debug().Str("by", name).Dur("waited", f.now().Sub(waitFrom)).Msg("a Job ended or a node turned Ready: the next pass")
 			}
 			if reason == "" && !f.now().Before(end) {
 				reason = endTime

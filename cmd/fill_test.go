@@ -11,8 +11,11 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/scheduler"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // TestFiller: which pass follows which, and why the invocation ends. Each case scripts the passes and what each wait
@@ -198,6 +201,46 @@ func TestFillerRateWindow(t *testing.T) {
 			}
 			if !strings.Contains(logs.String(), `"reason":"`+endBacklogEmpty+`"`) {
 				t.Errorf("the end is not %q:\n%s", endBacklogEmpty, logs.String())
+			}
+		})
+	}
+}
+
+// TestKeepLease: a fill run keeps the Lease while Jobs end within the idle time, and gives it up when none does,
+// waiting on after that for the Job that ends.
+func TestKeepLease(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		endsAt     int // the wait call (0, 1, …) at which a Job ends; the ones before wait until their context ends
+		wantHolder string
+	}{
+		{name: "a Job ends within the idle time: kept", endsAt: 0, wantHolder: "me"},
+		{name: "none does: given up, then the wait goes on", endsAt: 1, wantHolder: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := testkit.NewFake()
+			g := &lease.Guard{Client: client.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me", Keep: true}
+			if _, release, err := g.Take(context.Background()); err != nil {
+				t.Fatal(err)
+			} else {
+				release()
+			}
+			calls := 0
+			wait := func(ctx context.Context) (string, error) {
+				calls++
+				if calls-1 < tc.endsAt {
+					<-ctx.Done()
+					return "", context.Cause(ctx)
+				}
+				return "job-1", nil
+			}
+			name, err := keepLease(g, wait, time.Millisecond)(context.Background())
+			l, gerr := client.CoordinationV1().Leases("ns").Get(context.Background(), lease.Name("s"), metav1.GetOptions{})
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			if name != "job-1" || err != nil || *l.Spec.HolderIdentity != tc.wantHolder {
+				t.Errorf("wait = %q, %v; holder %q; want job-1, no error, holder %q", name, err, *l.Spec.HolderIdentity, tc.wantHolder)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -75,6 +76,12 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 	cfg := s.Config
 	s.Follow = scheduler.NewFollow()
 	defer s.Follow.Stop()
+	wait := s.Follow.Wait
+	if lg, ok := s.Guard.(*lease.Guard); ok {
+		lg.Keep = true // from pass to pass while Jobs keep ending (keepLease)
+		defer lg.Give(ctx)
+		wait = keepLease(lg, s.Follow.Wait, g.leaseDuration/3)
+	}
 	// client-go's watch logs (a watch it opens again) go to the pass's log, not to klog's stderr.
 	ctx = logr.NewContext(ctx, zerologr.New(zerolog.Ctx(ctx)))
 	f := filler{fillFor: fillFor, poll: fillPoll(cfg), now: time.Now,
@@ -91,9 +98,27 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 			}
 			return fillPassOf(res, err)
 		},
-		wait: s.Follow.Wait,
+		wait: wait,
 	}
 	return f.run(ctx)
+}
+
+var errIdle = errors.New("no Job ended for a while: the Lease is given up")
+
+// keepLease is wait for a fill run whose passes keep the Lease (lease.Guard.Keep): a refill then costs no call on
+// it. When no Job has ended within idle, the Lease is given up, so that a pass started by hand gets its turn; the
+// next pass takes it again.
+func keepLease(g *lease.Guard, wait func(context.Context) (string, error), idle time.Duration) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		ictx, cancel := context.WithTimeoutCause(ctx, idle, errIdle)
+		name, err := wait(ictx)
+		cancel()
+		if !errors.Is(err, errIdle) {
+			return name, err
+		}
+		g.Give(ctx)
+		return wait(ctx)
+	}
 }
 
 // fillPoll is the filler's poll: cancelPoll when a queue has a cancel query, else none (only a Job's end wakes it).

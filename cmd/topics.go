@@ -75,8 +75,9 @@ A refill (tick --fill-for). The first pass of a run lists as above, but every no
 cluster (not only those of the template's nodes), and then watches each list from its resourceVersion,
 keeping the same summaries (a few hundred bytes per Job, pod or node, never the objects). A refill lists
 nothing: it reads what those watches delivered, once they have delivered the previous pass's creates and
-deletes (at most 10s, else it lists the Jobs), so it costs the Lease's calls, its own writes, its database
-reads, a GET per RuntimeClass a template names, and the events received since. It lists afresh what it
+deletes (at most 10s, else it lists the Jobs), so it costs its own writes, its database reads, a GET per
+RuntimeClass a template names, and the events received since (and the Lease's calls when it took the Lease
+again: jobsched help lease). It lists afresh what it
 cannot trust: a watch the API server ended with 410 Gone (or refused: without watch in the Role, those lists
 are made each pass), and everything when another holder took the Lease since this run's last pass. The wait
 for a Job to end reads the same watch of the Jobs.
@@ -136,13 +137,16 @@ type) is exit 2, naming source.cancelQuery. gc does not cancel: it reads no row.
 before it lists its Jobs until its last create, so passes observe and create one at a time: a pass started by
 hand (kubectl create job --from=cronjob/..., a laptop) and the CronJob's take turns, and maxActive and the
 capacity fit hold across them. gc, status and dry-run take no Lease (deletes are safe without it: UID
-preconditions); status shows who holds it (lease in -o json|yaml).
+preconditions); status shows who holds it (lease in -o json|yaml). tick --fill-for keeps it from pass to pass
+while its Jobs keep ending, and gives it up once none has ended for a third of its duration (5 s), taking it
+again for the next pass; with limits.rate each of its passes takes and releases it.
 
 Held by another. The pass waits for it, at most one Lease duration and a second (16 s) and never more than
-half of what is left of its --timeout. A pass holds it for about the time of its creates, so a pass started by
-hand gets its turn. If the holder keeps renewing it for the whole wait, the pass still deletes its finished
-Jobs, creates nothing and exits 0: blocked "not the holder: Lease jobsched-NAME is held by ... (waited 16s)"
-and lease "held by ..." in pass done, jobsched_pass_blocked 1 and jobsched_slots 0, and a Blocked Event.
+half of what is left of its --timeout. A pass holds it for about the time of its creates (a fill run, while
+its Jobs keep ending), so a pass started by hand gets its turn. If the holder keeps renewing it for the
+whole wait, the pass still deletes its finished Jobs, creates nothing and exits 0: blocked "not the holder:
+Lease jobsched-NAME is held by ... (waited 16s)" and lease "held by ..." in pass done,
+jobsched_pass_blocked 1 and jobsched_slots 0, and a Blocked Event.
 
 A killed holder (SIGKILL, a lost node) blocks the others for at most one Lease duration, 15 s: the next pass
 takes the Lease over once it has gone unrenewed that long, counted on its own clock (no two clocks are
@@ -163,7 +167,8 @@ server that has just started answers Forbidden until its RBAC cache is filled, s
 Role's answer only after a read the Role grants has succeeded; until then the pass creates nothing.
 
 Cost. Three API calls per tick: GET and PUT (take), PUT (release); the first tick of a scheduler creates it
-(POST). A pass that creates for longer adds one PUT per 5 s; one that waits reads it twice a second.`,
+(POST). A pass that creates for longer adds one PUT per 5 s; one that waits reads it twice a second. A refill
+that keeps it costs none but those renewals.`,
 	},
 	{
 		"capacity",

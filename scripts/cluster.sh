@@ -23,6 +23,11 @@
 #   NODES                 number of fake nodes kwok-node-0..N-1 (default 1; 0: no worker node, e.g. for Karpenter)
 #   NODE_CPU NODE_MEM NODE_PODS   capacity and allocatable of each fake node (default 4, 8Gi, 110)
 #   JOBSCHED_AUDIT        1: the API server writes an audit log of every request on Jobs to $STATE/logs/audit.log
+#   KCM_ARGS SCHEDULER_ARGS  more flags for kube-controller-manager and kube-scheduler (split on spaces), e.g. a big
+#                         cluster's client QPS and Job syncs: KCM_ARGS='--kube-api-qps 400 --concurrent-job-syncs 50'
+#                         (their defaults, 20 and 5, cap the Jobs run to completion at a few per second)
+#   KWOK_ARGS             more flags for kwok, e.g. --config FILE with a KwokConfiguration whose
+#                         options.podPlayStageParallelism is above its default of 4 pod changes at once
 #   KUEUE                 1: also build (cached in $JOBSCHED_CACHE/kueue-v0.19.2/) and start Kueue's manager: its
 #                         CRDs, its webhooks (served on 127.0.0.1, certificates made here) and the batch/job
 #                         integration; `up` returns once its webhooks answer. Unset: no Kueue is built or started
@@ -812,18 +817,21 @@ EOF
 	log "kube-apiserver ready after $((SECONDS - t0))s"
 
 	log "starting kube-controller-manager and kube-scheduler"
+	# shellcheck disable=SC2086 # KCM_ARGS, SCHEDULER_ARGS: lists of flags
 	start kube-controller-manager --kubeconfig "$KUBECONFIG_FILE" --leader-elect=false --controllers '*' \
 		--service-account-private-key-file "$STATE/certs/sa.key" --root-ca-file "$STATE/certs/ca.crt" \
-		--use-service-account-credentials=false --bind-address 127.0.0.1 --secure-port "$KCM_PORT"
+		--use-service-account-credentials=false --bind-address 127.0.0.1 --secure-port "$KCM_PORT" ${KCM_ARGS:-}
+	# shellcheck disable=SC2086
 	start kube-scheduler --kubeconfig "$KUBECONFIG_FILE" --leader-elect=false \
-		--bind-address 127.0.0.1 --secure-port "$SCHED_PORT"
+		--bind-address 127.0.0.1 --secure-port "$SCHED_PORT" ${SCHEDULER_ARGS:-}
 	wait_for kube-controller-manager 60 https_ok "https://127.0.0.1:$KCM_PORT/healthz"
 	wait_for kube-scheduler 60 https_ok "https://127.0.0.1:$SCHED_PORT/healthz"
 
 	log "starting kwok"
+	# shellcheck disable=SC2086
 	start kwok --kubeconfig "$KUBECONFIG_FILE" --config "$STATE/stages.yaml" \
 		--manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-		--server-address "127.0.0.1:$KWOK_PORT" --cidr 10.244.0.0/16
+		--server-address "127.0.0.1:$KWOK_PORT" --cidr 10.244.0.0/16 ${KWOK_ARGS:-}
 
 	# Pods cannot be created in a namespace before the controller-manager has made its `default` ServiceAccount
 	# (the ServiceAccount admission plugin rejects them), so that is part of "ready".

@@ -37,6 +37,11 @@ type Guard struct {
 	Clock   clock.WithTicker // nil: the real one (see Config.Clock)
 	// Annotation, when set, is the key of the record the Lease carries for the pass (record.go).
 	Annotation string
+	// Keep keeps the Lease held from pass to pass (the passes of one tick --fill-for): Take's release leaves it
+	// held, a Take while it is still held (not lost) returns that hold without a call, and Give gives it up. No
+	// other holder can take it in between, so each pass is still the only one that creates. Not with Annotation:
+	// the record is read as the Lease is taken and written as it is given up, once per pass.
+	Keep bool
 
 	mu     sync.Mutex
 	state  string
@@ -67,8 +72,15 @@ func MaxWait(ctx context.Context, duration time.Duration) time.Duration {
 // and returns ctx: the pass creates unserialised, as before the Lease.
 func (g *Guard) Take(ctx context.Context) (context.Context, func(), error) {
 	log := zerolog.Ctx(ctx)
+	keep := g.keeps()
+	if h := g.kept(); h != nil {
+		return h.Context(), func() {}, nil
+	}
 	cfg := Config{Client: g.Client, Namespace: g.Namespace, Name: Name(g.Scheduler), Holder: g.Holder, Duration: g.Duration,
 		Clock: g.Clock, Annotation: g.Annotation}
+	if keep {
+		cfg.Parent = context.WithoutCancel(ctx) // the hold outlives the pass; Give ends it
+	}
 	cfg.defaults()
 	start := cfg.Clock.Now()
 	cfg.Wait = MaxWait(ctx, g.Duration)
@@ -98,6 +110,9 @@ func (g *Guard) Take(ctx context.Context) (context.Context, func(), error) {
 				log.Warn().Err(cause).Msg("lost the Lease: this pass creates nothing more")
 			}
 		})
+		if keep {
+			return h.Context(), func() {}, nil
+		}
 		return h.Context(), func() { g.release(ctx, h) }, nil
 	case errors.As(err, &he):
 		g.state = "held by " + he.Holder
@@ -109,6 +124,37 @@ func (g *Guard) Take(ctx context.Context) (context.Context, func(), error) {
 	default:
 		g.state = StateError
 		return nil, nil, err
+	}
+}
+
+// kept is the hold Keep kept from the last Take while it is still this Guard's (nil: none, or lost), which a Take
+// returns as it is: held, with no wait, by this Guard alone since the Take that took it.
+func (g *Guard) kept() *Held {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h := g.held
+	if !g.keeps() || h == nil || g.state != StateHeld || h.Context().Err() != nil {
+		return nil
+	}
+	g.waited, g.alone = 0, true
+	return h
+}
+
+// keeps says Take keeps its holds (Keep, without the rate record).
+func (g *Guard) keeps() bool { return g.Keep && g.Annotation == "" }
+
+// Give gives up the hold Keep kept, if any (the end of a fill run, or a wait long enough that another pass should
+// get its turn): released, or left to expire when ctx has ended (a signal: what was in flight lands first).
+func (g *Guard) Give(ctx context.Context) {
+	g.mu.Lock()
+	h := g.held
+	keeping := g.keeps() && g.state == StateHeld
+	if keeping {
+		g.state = "" // the next Take takes it again
+	}
+	g.mu.Unlock()
+	if keeping && h != nil {
+		g.release(ctx, h)
 	}
 }
 

@@ -252,3 +252,67 @@ func TestGuardAlone(t *testing.T) {
 		t.Errorf("Alone after each hold %v, want %v", got, want)
 	}
 }
+
+// TestGuardKeep: with Keep, the hold of one pass is the next pass's, without a call and past the end of the pass
+// that took it; Give releases it and the Take after takes it again; a lost hold is taken again; with the rate
+// record (Annotation) each pass takes and releases it, as without Keep.
+func TestGuardKeep(t *testing.T) {
+	take := func(t *testing.T, g *Guard) context.Context {
+		t.Helper()
+		pass, cancel := context.WithCancel(context.Background())
+		held, release, err := g.Take(pass)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+		cancel() // the pass ends
+		return held
+	}
+	t.Run("kept from pass to pass, given up by Give", func(t *testing.T) {
+		c := newFake()
+		g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me", Keep: true}
+		first := take(t, g)
+		c.ClearActions()
+		second := take(t, g)
+		if got := verbs(c); got != "" || second != first || first.Err() != nil || holderOf(t, g) != "me" {
+			t.Errorf("second pass: calls %q, same hold %v, hold's err %v, holder %q; want no call, the first pass's hold, still held by me",
+				got, second == first, first.Err(), holderOf(t, g))
+		}
+		if st, waited := g.Report(); st != StateHeld || waited != 0 || !g.Alone() {
+			t.Errorf("report %q after %s, alone %v; want held, no wait, alone", st, waited, g.Alone())
+		}
+		g.Give(context.Background())
+		if holderOf(t, g) != "" || first.Err() == nil {
+			t.Errorf("after Give: holder %q, hold's err %v; want released", holderOf(t, g), first.Err())
+		}
+		c.ClearActions()
+		if third := take(t, g); third == first || verbs(c) != "get update" {
+			t.Errorf("after Give: calls %q, a new hold %v; want get update, a new hold", verbs(c), third != first)
+		}
+	})
+	t.Run("lost: the next pass takes it again", func(t *testing.T) {
+		c := newFake()
+		g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me", Keep: true}
+		first := take(t, g)
+		g.mu.Lock()
+		g.held.lose(ErrLost)
+		g.mu.Unlock()
+		c.ClearActions()
+		if second := take(t, g); second == first || verbs(c) != "get update" {
+			t.Errorf("after a loss: calls %q, a new hold %v; want get update, a new hold", verbs(c), second != first)
+		}
+	})
+	t.Run("with the rate record: released each pass", func(t *testing.T) {
+		c := newFake()
+		g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me", Keep: true, Annotation: "jobsched.io/rate"}
+		take(t, g)
+		if h := holderOf(t, g); h != "" {
+			t.Errorf("holder %q after the pass, want released", h)
+		}
+		c.ClearActions()
+		g.Give(context.Background()) // nothing kept: no call
+		if got := verbs(c); got != "" {
+			t.Errorf("Give after a released pass: calls %q, want none", got)
+		}
+	})
+}

@@ -107,6 +107,9 @@ type Config struct {
 	Clock clock.WithTicker
 	// Annotation, when set, is the key of the Lease's record (record.go): read as it is taken, written with it.
 	Annotation string
+	// Parent, when set, is the context the hold lives under (its Context's parent) instead of Acquire's: a hold
+	// kept after the pass that took it (Guard.Keep).
+	Parent context.Context
 }
 
 // HeldError is Acquire's answer when another holder kept the Lease for the whole wait.
@@ -189,7 +192,7 @@ func Acquire(ctx context.Context, cfg Config) (*Held, error) {
 			if err != nil {
 				return nil, classify(cfg, "creating", err)
 			}
-			return cfg.hold(ctx, lock, rec, sent), nil
+			return cfg.hold(cfg.parent(ctx), lock, rec, sent), nil
 		}
 		if err != nil {
 			return nil, classify(cfg, "reading", err)
@@ -208,7 +211,7 @@ func Acquire(ctx context.Context, cfg Config) (*Held, error) {
 			if err != nil {
 				return nil, classify(cfg, "taking", err)
 			}
-			return cfg.hold(ctx, lock, rec, sent), nil
+			return cfg.hold(cfg.parent(ctx), lock, rec, sent), nil
 		}
 		waited := now.Sub(start)
 		if waited >= cfg.Wait {
@@ -266,6 +269,14 @@ func classify(cfg Config, what string, err error) error {
 		return fmt.Errorf("%s Lease %s: %w: %w", what, cfg.Name, ErrForbidden, err)
 	}
 	return fmt.Errorf("%s Lease %s: %w", what, cfg.Name, err)
+}
+
+// parent is what a hold taken by Acquire(ctx) lives under.
+func (c Config) parent(ctx context.Context) context.Context {
+	if c.Parent != nil {
+		return c.Parent
+	}
+	return ctx
 }
 
 // hold starts renewing the Lease of lock, whose record r was written at sent.

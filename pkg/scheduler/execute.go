@@ -35,6 +35,9 @@ type execution struct {
 	// keeper is the Guard when it keeps the rate record (rate.go); cancelCreates ends the reserved creates' context.
 	keeper        RecordKeeper
 	cancelCreates context.CancelFunc
+	// steps is how long each step took, for the debug line "pass steps" (where a pass's time goes).
+	steps    *zerolog.Event
+	stepFrom time.Time
 }
 
 // begin starts a pass: its logger, its --timeout.
@@ -46,7 +49,21 @@ func (s *Scheduler) begin(ctx context.Context, mode Mode) (context.Context, *exe
 		ctx, x.cancel = context.WithTimeoutCause(ctx, s.Timeout, fmt.Errorf("the pass ran out of its --timeout of %s", s.Timeout))
 	}
 	x.ctx, x.held = ctx, ctx
+	x.stepFrom = x.start
+	if x.log.Debug().Enabled() {
+		x.steps = zerolog.Dict()
+	}
 	return ctx, x
+}
+
+// step records how long the step that just ended took, in milliseconds (debug only).
+func (x *execution) step(name string) {
+	if x.steps == nil {
+		return
+	}
+	now := time.Now()
+	x.steps.Float64(name, float64(now.Sub(x.stepFrom).Microseconds())/1000)
+	x.stepFrom = now
 }
 
 func (x *execution) end() {
@@ -63,7 +80,19 @@ func (x *execution) hold(g Guard) error {
 	if err != nil {
 		return err
 	}
-	x.held, x.release = held, release
+	// The creates stop when the guard is lost and when the pass ends, also under a hold kept from pass to pass
+	// (lease.Guard.Keep), whose context outlives this one.
+	both, cancel := context.WithCancelCause(x.ctx)
+	if held.Err() != nil { // already lost: not left to AfterFunc's goroutine
+		cancel(context.Cause(held))
+	}
+	stop := context.AfterFunc(held, func() { cancel(context.Cause(held)) })
+	x.held = both
+	x.release = func() {
+		stop()
+		cancel(nil)
+		release()
+	}
 	x.keeper, _ = g.(RecordKeeper)
 	return nil
 }
@@ -121,6 +150,9 @@ func (x *execution) done(p *Plan, obs *Observation, rowsWait bool, stop error) (
 	if g, ok := x.s.Guard.(guardReport); ok && x.mode == Execute {
 		state, waited := g.Report()
 		r.Summary.Lease, r.Summary.LeaseWait = state, waited.Milliseconds()
+	}
+	if x.steps != nil { // before pass done, which ends a pass's lines (the Lease's release comes after it)
+		x.log.Debug().Dict("ms", x.steps).Msg("pass steps")
 	}
 	r.Summary.Log(&x.log, err, time.Since(x.start))
 	return r, err

@@ -133,10 +133,12 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 	ctx, x := s.begin(ctx, mode)
 	defer x.end()
 	held := x.hold(s.Guard) // 0
+	x.step("guard")
 	if s.Follow != nil && held == nil && !alone(s.Guard) {
 		s.Follow.Resync() // another holder wrote since this run's last pass: what was followed is not all of it
 	}
 	obs, err := s.observe(ctx, mode != DeleteOnly) // 1
+	x.step("observe")
 	if err != nil {
 		return x.done(nil, nil, false, cause(ctx, err))
 	}
@@ -146,6 +148,7 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 	}
 	p := Decide(s.Config, obs) // 2
 	x.deletes(p.Deletes())     // 3
+	x.step("deletes")
 	if mode == DeleteOnly {
 		return x.done(p, obs, false, nil)
 	}
@@ -159,13 +162,17 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 	p = p.cancelled(s.Config, obs, c)
 	obs.Jobs = nil // the plan keeps what it needs of them
 	x.deletes(p.Cancels())
+	x.step("cancel")
 	obs = s.observeCapacity(ctx, obs, p) // 4
 	p = x.fitted(p.Fit(s.Config, obs), obs)
+	x.step("capacity")
 	p, err = s.checkQueues(ctx, x, p) // 5
+	x.step("check")
 	if err != nil {
 		return x.done(p, obs, false, err)
 	}
 	p, wait, err := s.readQueues(ctx, x, p) // 6
+	x.step("read")
 	if err != nil {
 		return x.done(p, obs, wait, err)
 	}
@@ -174,6 +181,7 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 		p = s.explainQueues(ctx, p)
 	}
 	x.creates(p) // 8
+	x.step("creates")
 	return x.done(p, obs, wait, nil)
 }
 

@@ -378,12 +378,25 @@ func lastLine(s string) string {
 // TestDeadlineLeavesCreatesForTheNextPass: creates not started when the pass's deadline has passed are not tried,
 // are counted as notCreated in the pass done line, and fail the pass.
 func TestDeadlineLeavesCreatesForTheNextPass(t *testing.T) {
+	for _, g := range []struct {
+		name  string
+		guard Guard
+	}{
+		{name: "no guard"},
+		// A hold kept from pass to pass (lease.Guard.Keep): its context outlives the pass, the creates do not.
+		{name: "a kept hold", guard: &guard{held: context.Background()}},
+	} {
+		t.Run(g.name, func(t *testing.T) { testDeadlineLeavesCreates(t, g.guard) })
+	}
+}
+
+func testDeadlineLeavesCreates(t *testing.T, g Guard) {
 	cfg := testConfig(t, nil)
 	client := testkit.NewFake()
 	var logs bytes.Buffer
 	ctx := zerolog.New(&logs).WithContext(context.Background())
 	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
-		Now: func() time.Time { return now }, Timeout: time.Nanosecond} // the fake client and source ignore it
+		Now: func() time.Time { return now }, Timeout: time.Nanosecond, Guard: g} // the fake client and source ignore it
 	res, err := s.Run(ctx, Execute)
 	sum := res.Summary
 	if err == nil || !strings.Contains(err.Error(), "2 planned Job(s) not created") || !strings.Contains(err.Error(), "--timeout") {

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -99,14 +100,14 @@ func (b *bench) fill() error {
 			rs, err := b.throughput(size)
 			rows = append(rows, rs...)
 			if err != nil { // the rows measured so far are written, with why the rest are not
-				rows = append(rows, row{what: "throughput at " + size, jobsched: "failed: " + err.Error(), load: runinfo.LoadAvg(1)})
+				rows = append(rows, row{what: "throughput at " + size, jobsched: "failed: " + cell(err), load: runinfo.LoadAvg(1)})
 				errs = append(errs, fmt.Errorf("throughput: %w", err))
 			}
 			continue
 		}
 		rs, one, err := b.refill(ref, refName, size, onePass)
 		if err != nil {
-			rows = append(rows, row{what: "refill at " + size, jobsched: "failed: " + err.Error(), load: runinfo.LoadAvg(1)})
+			rows = append(rows, row{what: "refill at " + size, jobsched: "failed: " + cell(err), load: runinfo.LoadAvg(1)})
 			errs = append(errs, fmt.Errorf("refill at %s: %w", size, err))
 			continue
 		}
@@ -120,6 +121,16 @@ func (b *bench) fill() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// cell is err as one table cell: one line, at most 300 characters (the run's log tail is in the bench's output).
+func cell(err error) string {
+	s := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), `\n`, " ")), " ")
+	s = strings.ReplaceAll(s, "|", "/")
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…"
+	}
+	return s
 }
 
 // growCluster makes the fill nodes 0..nodes-1 (Ready and untainted) and perNode filler pods on each, unless they
@@ -223,7 +234,11 @@ type fillRun struct {
 	passes  []tally // each pass's calls and bytes: from the previous pass done line (or the start) to its own
 	created []int   // each pass's creates
 	at      []time.Duration
+	took    []time.Duration // each pass's duration (its pass done line)
 	rssMB   float64
+	cpu     time.Duration // user and system CPU time of the whole run
+	start   time.Time
+	slots   *slots // the worker's count of unfinished Jobs over the run
 	code    int
 	stderr  string
 	retried string // why the run was run again, if it was
@@ -241,12 +256,18 @@ func (b *bench) countedTick(bin, cfgFile string, args ...string) (fillRun, error
 	if err != nil {
 		return r, err
 	}
-	cmd := exec.Command(bin, append([]string{"--config", cfgFile, "--kubeconfig", kcfg, "--log-format", "json", "tick"}, args...)...)
+	global := []string{"--config", cfgFile, "--kubeconfig", kcfg, "--log-format", "json"}
+	logFile := os.Getenv("BENCH_FILL_DEBUG_LOG") // keep each run's debug log (where a pass's time goes: "pass steps")
+	if logFile != "" {
+		global = append(global, "--log-level", "debug")
+	}
+	cmd := exec.Command(bin, append(append(global, "tick"), args...)...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		return r, err
 	}
 	start := time.Now()
+	r.start = start
 	if err := cmd.Start(); err != nil {
 		return r, err
 	}
@@ -265,12 +286,24 @@ func (b *bench) countedTick(bin, cfgFile string, args ...string) (fillRun, error
 		r.passes = append(r.passes, now.minus(last))
 		r.created = append(r.created, s.Created)
 		r.at = append(r.at, time.Since(start))
+		r.took = append(r.took, time.Duration(s.Duration)*time.Millisecond)
 		last = now
 	}
 	err = cmd.Wait()
 	r.stderr = all.String()
+	if logFile != "" {
+		f, ferr := os.OpenFile(logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if ferr != nil {
+			return r, ferr
+		}
+		_, ferr = f.WriteString(r.stderr)
+		if ferr = errors.Join(ferr, f.Close()); ferr != nil {
+			return r, ferr
+		}
+	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.rssMB = float64(ru.Maxrss) * 1024 / 1e6
+		r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
@@ -430,12 +463,16 @@ func (b *bench) throughput(size string) ([]row, error) {
 		if r.retried != "" {
 			b.fillNotes = append(b.fillNotes, fmt.Sprintf("throughput, %s: run again, as its first run failed: %s", v.what, r.retried))
 		}
-		created, lastAt := 0, time.Duration(0)
+		created, last := 0, 0
 		for i, c := range r.created {
 			created += c
 			if c > 0 {
-				lastAt = r.at[i]
+				last = i
 			}
+		}
+		lastAt, inPasses := r.at[last], time.Duration(0)
+		for _, d := range r.took[:last+1] {
+			inPasses += d
 		}
 		rate := float64(created) / lastAt.Seconds()
 		var calls, other []float64
@@ -453,7 +490,8 @@ func (b *bench) throughput(size string) ([]row, error) {
 			ratio = fmt.Sprintf("%.2f of bare", rate/bareRate)
 		}
 		rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s rows of 1 s tasks, maxActive %d, capacity nodes: `tick --fill-for`, %s (%d passes)", size, thousands(n), active, v.what, len(r.passes)),
-			jobsched: fmt.Sprintf("%.0f Jobs/s (%d created in %s; %s; peak RSS %.1f MB)", rate, created, ms(lastAt), per, r.rssMB), reference: ref, ratio: ratio, load: load})
+			jobsched: fmt.Sprintf("%.0f Jobs/s (%d created in %s, %.0f%% of it in passes, the rest waiting for a Job to end; unfinished Jobs %.0f of %d on average until the last create; %s; peak RSS %.1f MB, CPU %.1f s)",
+				rate, created, ms(lastAt), 100*inPasses.Seconds()/lastAt.Seconds(), r.slots.mean(r.start, r.start.Add(lastAt)), active, per, r.rssMB, r.cpu.Seconds()), reference: ref, ratio: ratio, load: load})
 		if created < n {
 			rows[len(rows)-1].jobsched += fmt.Sprintf("; drained %d of %d rows (exit %d)", created, n, r.code)
 		}
@@ -474,12 +512,14 @@ func (b *bench) fillRunOf(bin, cfgFile, ns, table string, rows, minPasses int, a
 			return fillRun{}, err
 		}
 		ctx, cancel := context.WithCancel(b.ctx)
-		if err := b.worker(ctx, ns, table); err != nil {
+		sl := &slots{}
+		if err := b.worker(ctx, ns, table, sl); err != nil {
 			cancel()
 			return fillRun{}, err
 		}
 		r, err := b.countedTick(bin, cfgFile, args...)
 		cancel()
+		r.slots = sl
 		if err == nil && len(r.passes) >= minPasses && r.created[0] > 0 {
 			r.retried = first
 			return r, nil
@@ -501,8 +541,9 @@ func (b *bench) fillRunOf(bin, cfgFile, ns, table string, rows, minPasses int, a
 
 // worker marks a row done as soon as its Job exists, as a worker that takes its task at once would (a row still
 // waiting when its finished Job is deleted would be run again), until ctx ends.
-func (b *bench) worker(ctx context.Context, ns, table string) error {
+func (b *bench) worker(ctx context.Context, ns, table string, sl *slots) error {
 	return follow(ctx, b.admin.BatchV1().Jobs(ns), func(typ watch.EventType, job *batchv1.Job) {
+		sl.see(typ, job)
 		if typ != watch.Added {
 			return
 		}
@@ -510,6 +551,52 @@ func (b *bench) worker(ctx context.Context, ns, table string) error {
 			progress("    marking %s done: %v", job.Name, err)
 		}
 	})
+}
+
+// slots counts the unfinished Jobs (created, neither Complete nor Failed, not deleted) as the worker's watch sees
+// them, over time: how full a fill run kept its maxActive slots.
+type slots struct {
+	mu         sync.Mutex
+	unfinished map[string]bool
+	at         []time.Time // when the count changed
+	count      []int       // to what
+}
+
+func (s *slots) see(typ watch.EventType, job *batchv1.Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unfinished == nil {
+		s.unfinished = map[string]bool{}
+	}
+	done := typ == watch.Deleted
+	for _, c := range job.Status.Conditions {
+		done = done || (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue
+	}
+	if done {
+		delete(s.unfinished, job.Name)
+	} else {
+		s.unfinished[job.Name] = true
+	}
+	s.at, s.count = append(s.at, time.Now()), append(s.count, len(s.unfinished))
+}
+
+// mean is the time-weighted mean of the count from start to end.
+func (s *slots) mean(start, end time.Time) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	area, n, last := 0.0, 0, start
+	for i, t := range s.at {
+		if t.After(end) {
+			break
+		}
+		if t.After(last) {
+			area += float64(n) * t.Sub(last).Seconds()
+			last = t
+		}
+		n = s.count[i]
+	}
+	area += float64(n) * end.Sub(last).Seconds()
+	return area / end.Sub(start).Seconds()
 }
 
 // clearPods waits until ns has no pod left (a deleted Job's pods go after it).
@@ -551,6 +638,12 @@ func (b *bench) writeFillResults(ref string, perNode int, notes []string, rows [
 		"in front of the API server (calls, and response bytes on the wire as the client reads them, a watch's as its events come), "+
 		"between two `pass done` lines; peak RSS from getrusage. Refill: capacity nodes, maxActive 4, tasks of 2 s that may run on "+
 		"every node, each build in turn. See scripts/bench/README.md.", fillNodeCPU, perNode)
+	if k, sc := os.Getenv("KCM_ARGS"), os.Getenv("SCHEDULER_ARGS"); k != "" || sc != "" {
+		about += fmt.Sprintf(" The controller-manager ran with `%s`, the scheduler with `%s` (their defaults, 20 QPS and 5 Job syncs, complete a few Jobs a second).", k, sc)
+	}
+	if k := os.Getenv("KWOK_ARGS"); k != "" {
+		about += " kwok ran with bench.sh's KwokConfiguration: 64 pod changes at once (its default, 4, runs a few pods a second to completion under load)."
+	}
 	for _, n := range notes {
 		about += "\n- " + n
 	}

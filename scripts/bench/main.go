@@ -821,13 +821,23 @@ func (b *bench) fillTable(table string, n int) error {
 // clearJobs deletes every Job in ns and waits until none is left.
 func (b *bench) clearJobs(ns string) error {
 	bg := metav1.DeletePropagationBackground
-	// Asked again while Jobs are left: a loaded API server ends a DeleteCollection of thousands at its request timeout.
+	// One DELETE per Job, 16 at once, asked again while Jobs are left: the API server deletes a collection one object
+	// at a time (--delete-collection-workers 1) and ends a DeleteCollection of thousands at its request timeout.
 	err := wait.PollUntilContextTimeout(b.ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := b.admin.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
-		if err != nil || len(l.Items) == 0 {
-			return err == nil, nil
+		var names []string
+		if _, err := kube.List(ctx, b.admin.BatchV1().Jobs(ns).List, metav1.ListOptions{Limit: 5000}, func(j *batchv1.Job) { names = append(names, j.Name) }); err != nil {
+			return false, nil
 		}
-		if err := b.admin.BatchV1().Jobs(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &bg}, metav1.ListOptions{}); err != nil {
+		if len(names) == 0 {
+			return true, nil
+		}
+		if err := parallel(16, len(names), func(i int) error {
+			err := b.admin.BatchV1().Jobs(ns).Delete(ctx, names[i], metav1.DeleteOptions{PropagationPolicy: &bg})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}); err != nil {
 			progress("    deleting the Jobs of %s: %v (asking again)", ns, err)
 		}
 		return false, nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -83,5 +84,19 @@ func TestTallyMinus(t *testing.T) {
 	got := after.minus(before)
 	if want := (tally{calls: map[string]int{"create jobs": 2, "watch jobs": 1}, bytes: 250}); !reflect.DeepEqual(got, want) || got.total() != 3 {
 		t.Errorf("minus = %+v (total %d), want %+v (total 3)", got, got.total(), want)
+	}
+}
+
+// TestCell: a failure is one table cell: the log's escaped newlines and the real ones are spaces, a pipe cannot end
+// the cell, and a long tail is cut.
+func TestCell(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{name: "newlines, escaped and real", in: `a\nb` + "\nc", want: "a b c"},
+		{name: "a pipe", in: "x | y", want: "x / y"},
+		{name: "long", in: strings.Repeat("é", 301), want: strings.Repeat("é", 300) + "…"},
+	} {
+		if got := cell(errors.New(tc.in)); got != tc.want {
+			t.Errorf("%s: cell = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
