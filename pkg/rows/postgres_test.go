@@ -1115,7 +1115,12 @@ func TestReadAfterDeadline(t *testing.T) {
 func TestStatementTimeoutRange(t *testing.T) {
 	for _, d := range []time.Duration{config.MinTimeout, config.MaxTimeout} {
 		p := open(t, testDSN, "SELECT 1 AS id", "id", d)
-		if got, err := p.Select(t.Context(), Selection{Limit: 10}); err != nil || !reflect.DeepEqual(keys(got), []string{"1"}) {
+		got, err := p.Select(t.Context(), Selection{Limit: 10})
+		// A statement cancelled by its 1 ms timeout (57014: a loaded machine) shows PostgreSQL took the setting too.
+		if timedOut := d == config.MinTimeout && err != nil && strings.Contains(err.Error(), "57014"); timedOut {
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(keys(got), []string{"1"}) {
 			t.Errorf("source.timeout %v: %+v, %v", d, got, err)
 		}
 	}
