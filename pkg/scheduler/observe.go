@@ -200,6 +200,8 @@ type PodSummary struct {
 	Bound         bool      // spec.nodeName is set
 	Unschedulable bool      // PodScheduled=False with reason Unschedulable (not SchedulingGated or any other)
 	Message       string    // the scheduler's message when Unschedulable
+	// UnschedulableSince is when it turned Unschedulable (the condition's lastTransitionTime, UTC; zero if unknown).
+	UnschedulableSince time.Time
 }
 
 // SummarizeJob keeps what the plan needs of job.
@@ -234,7 +236,7 @@ func SummarizePod(pod *corev1.Pod) (s PodSummary, ok bool) {
 	s = PodSummary{Name: pod.Name, Job: owner.UID, Bound: pod.Spec.NodeName != ""}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			s.Unschedulable, s.Message = true, c.Message
+			s.Unschedulable, s.Message, s.UnschedulableSince = true, c.Message, c.LastTransitionTime.UTC()
 		}
 	}
 	return s, true
