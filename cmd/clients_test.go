@@ -6,10 +6,9 @@ import (
 	"testing"
 
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // TestDynamicClientOnlyForKueue: the client of Kueue's objects is built only for limits.capacity: kueue; a
@@ -37,7 +36,7 @@ func TestDynamicClientOnlyWhenTheModeNeedsIt(t *testing.T) {
 			}
 			built := false
 			g := &globalOptions{configFile: filepath.Join(dir, "jobsched.yaml"),
-				newKube:    func(kube.Options) (kubernetes.Interface, string, error) { return fake.NewClientset(), "", nil },
+				newKube:    func(kube.Options) (kube.Interface, string, error) { return testkit.NewFake(), "", nil },
 				newDynamic: func(kube.Options) (dynamic.Interface, error) { built = true; return nil, nil }}
 			s, closeFn, err := g.newScheduler(schedulerOptions{})
 			if err != nil {

@@ -13,8 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
@@ -243,8 +241,8 @@ func TestDryRunCommandWritesNothing(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			node := testkit.MakeNode("node-0").Allocatable(corev1.ResourcePods, "10").Allocatable(corev1.ResourceCPU, "4").Allocatable(corev1.ResourceMemory, "8Gi").Obj()
-			client := fake.NewClientset(old.DeepCopy(), node)
-			newKube := func(kube.Options) (kubernetes.Interface, string, error) { return client, "default", nil }
+			client := testkit.NewFake(old.DeepCopy(), node)
+			newKube := func(kube.Options) (kube.Interface, string, error) { return client, "default", nil }
 			var out, errOut bytes.Buffer
 			args := append(tc.args, "--config", "testdata/jobsched.yaml", "--log-format", "json")
 			if code := runWith(context.Background(), args, &out, &errOut, newKube); code != 0 {
@@ -286,8 +284,8 @@ func TestRetryCommand(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			client := fake.NewClientset(dead.DeepCopy(), backoff.DeepCopy())
-			newKube := func(kube.Options) (kubernetes.Interface, string, error) { return client, "default", nil }
+			client := testkit.NewFake(dead.DeepCopy(), backoff.DeepCopy())
+			newKube := func(kube.Options) (kube.Interface, string, error) { return client, "default", nil }
 			var out, errOut bytes.Buffer
 			code := runWith(context.Background(), append(tc.args, "--config", "testdata/jobsched.yaml"), &out, &errOut, newKube)
 			if code != tc.code {
@@ -385,7 +383,7 @@ func TestStatusWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Limits.Capacity = config.CapacityOff
-	s := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(), Source: src, Renderer: render.New(cfg, nil), Now: time.Now}
+	s := &scheduler.Scheduler{Config: cfg, Kube: testkit.NewFake(), Source: src, Renderer: render.New(cfg, nil), Now: time.Now}
 	for _, format := range []string{"table", "yaml"} {
 		t.Run(format, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)

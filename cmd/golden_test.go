@@ -12,13 +12,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // -update rewrites the goldens from the code under test. The goldens under testdata/golden pin the outputs of
@@ -75,8 +74,8 @@ func goldenDryRun(t *testing.T, dir, format string) []byte {
 	}
 	var outs [2][]byte
 	for i := range outs {
-		client := fake.NewClientset(objs...)
-		newKube := func(kube.Options) (kubernetes.Interface, string, error) { return client, "default", nil }
+		client := testkit.NewFake(objs...)
+		newKube := func(kube.Options) (kube.Interface, string, error) { return client, "default", nil }
 		var out, errOut bytes.Buffer
 		if code := runWith(context.Background(), args, &out, &errOut, newKube); code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut.String())

@@ -17,8 +17,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/testkit"
@@ -80,7 +78,7 @@ func TestCommandsCannotWrite(t *testing.T) {
 			}
 			for _, args := range [][]string{{"dry-run", "--offline"}, {"status"}, {"tick"}} {
 				node := testkit.MakeNode("node-0").Allocatable(corev1.ResourcePods, "10").Obj()
-				newKube := func(kube.Options) (kubernetes.Interface, string, error) { return fake.NewClientset(node), "batch", nil }
+				newKube := func(kube.Options) (kube.Interface, string, error) { return testkit.NewFake(node), "batch", nil }
 				var out, errOut bytes.Buffer
 				code := runWith(context.Background(), append(args, "--config", cfg, "--log-format", "json"), &out, &errOut, newKube)
 				if code != exitUsage {
@@ -152,8 +150,8 @@ func TestFullQueueSeesLostDatabase(t *testing.T) {
 	}{{"database answers", dsn, 0, ""}, {"database stopped", stopped, 1, "connecting to PostgreSQL"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("DATABASE_URL", tc.dsn)
-			newKube := func(kube.Options) (kubernetes.Interface, string, error) {
-				return fake.NewClientset(testkit.MakeJob("a").Obj()), "batch", nil
+			newKube := func(kube.Options) (kube.Interface, string, error) {
+				return testkit.NewFake(testkit.MakeJob("a").Obj()), "batch", nil
 			}
 			var out, errOut bytes.Buffer
 			code := runWith(context.Background(), []string{"tick", "--config", cfg, "--log-format", "json"}, &out, &errOut, newKube)
@@ -189,7 +187,7 @@ func TestStatusWarnsOfRole(t *testing.T) {
 	}{{"superuser", dsn, true}, {"SELECT only", reader.String(), false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("DATABASE_URL", tc.dsn)
-			newKube := func(kube.Options) (kubernetes.Interface, string, error) { return fake.NewClientset(), "batch", nil }
+			newKube := func(kube.Options) (kube.Interface, string, error) { return testkit.NewFake(), "batch", nil }
 			var out, errOut bytes.Buffer
 			if code := runWith(context.Background(), []string{"status", "--config", cfg}, &out, &errOut, newKube); code != 0 {
 				t.Fatalf("status: exit %d\n%s", code, errOut.String())

@@ -14,8 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/testkit"
@@ -66,8 +64,8 @@ func TestQueuesShareOneConnection(t *testing.T) {
 		}
 	}
 	node := testkit.MakeNode("node-0").Allocatable(corev1.ResourcePods, "10").Obj()
-	client := fake.NewClientset(node)
-	newKube := func(kube.Options) (kubernetes.Interface, string, error) { return client, "work", nil }
+	client := testkit.NewFake(node)
+	newKube := func(kube.Options) (kube.Interface, string, error) { return client, "work", nil }
 	var out, errOut bytes.Buffer
 	if code := runWith(context.Background(), []string{"tick", "--config", filepath.Join(dir, "jobsched.yaml"), "--log-format", "json"}, &out, &errOut, newKube); code != 0 {
 		t.Fatalf("tick: exit %d; stderr:\n%s", code, errOut.String())

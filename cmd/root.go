@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
@@ -51,7 +50,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 }
 
 // newKubeFunc builds the Kubernetes client; tests give a fake one.
-type newKubeFunc func(kube.Options) (kubernetes.Interface, string, error)
+type newKubeFunc func(kube.Options) (kube.Interface, string, error)
 
 func runWith(ctx context.Context, args []string, out, errOut io.Writer, newKube newKubeFunc) int {
 	return runRoot(ctx, newRoot(out, errOut, newKube), args, errOut)

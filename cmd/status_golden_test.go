@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
@@ -53,7 +52,7 @@ func goldenStatus(t *testing.T, mutate func(*config.Config)) *report.Status {
 	t.Helper()
 	cfg := testkit.Config(t, mutate)
 	stuck := testkit.MakeJob("stuck").Active(0).Obj()
-	client := fake.NewClientset(
+	client := testkit.NewFake(
 		testkit.MakeJob("run").Obj(), stuck, testkit.MakePod(stuck).Unschedulable("0/1 nodes are available: 1 Insufficient cpu.").Obj(),
 		testkit.MakeJob("ok").Finished(batchv1.JobComplete, testkit.Ago(time.Hour)).Obj(),
 		testkit.MakeJob("b").Attempt(1).Finished(batchv1.JobFailed, testkit.Ago(time.Second)).Reason("DeadlineExceeded").Obj(),
@@ -178,7 +177,7 @@ func queuesScheduler(t *testing.T) (*scheduler.Scheduler, *testkit.DoctorSource)
 	queueJob := func(queue, key string) *testkit.JobWrapper {
 		return testkit.MakeJob(key).Prefix("reports-" + queue).Queue(queue)
 	}
-	client := fake.NewClientset(queueJob("daily", "d1").Obj(), queueJob("daily", "d2").Obj(),
+	client := testkit.NewFake(queueJob("daily", "d1").Obj(), queueJob("daily", "d2").Obj(),
 		queueJob("exports", "e1").Annotation(jobmeta.AnnotationGroup, "acme\n").Obj(), // a row's value: the table quotes it
 		queueJob("exports", "e2").Finished(batchv1.JobFailed, testkit.Ago(time.Hour)).Obj())
 	s := &scheduler.Scheduler{Config: cfg, Kube: client, Now: func() time.Time { return testkit.Now }}

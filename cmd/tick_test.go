@@ -15,8 +15,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/testkit"
@@ -57,8 +55,8 @@ func TestPassReports(t *testing.T) {
 				w.WriteHeader(tt.status)
 			}))
 			defer srv.Close()
-			client := fake.NewClientset(old.DeepCopy())
-			newKube := func(kube.Options) (kubernetes.Interface, string, error) { return client, "default", nil }
+			client := testkit.NewFake(old.DeepCopy())
+			newKube := func(kube.Options) (kube.Interface, string, error) { return client, "default", nil }
 			args := []string{"gc", "--config", "testdata/jobsched.yaml", "--log-format", "json"}
 			if tt.flag == "gateway" {
 				args = append(args, "--pushgateway", srv.URL)
@@ -116,7 +114,7 @@ func TestPushgatewayPasswordNeverPrinted(t *testing.T) {
 				} else {
 					args = append(args, "--config", configWith(t, "metrics:\n  pushgateway: "+strconv.Quote(tc.url)+"\n"))
 				}
-				newKube := func(kube.Options) (kubernetes.Interface, string, error) { return fake.NewClientset(), "batch", nil }
+				newKube := func(kube.Options) (kube.Interface, string, error) { return testkit.NewFake(), "batch", nil }
 				var out, errOut bytes.Buffer
 				runWith(context.Background(), args, &out, &errOut, newKube)
 				for _, s := range []string{tc.secret, "p@ss", "PgwS3"} {

@@ -8,9 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/jobsched/jobsched/pkg/follow"
+	"github.com/jobsched/jobsched/pkg/kube"
 )
 
 // Follow keeps what Observe reads between the passes of a fill run (package follow): the nodes, every non-terminal
@@ -101,7 +101,7 @@ func (f *Follow) Stop() {
 }
 
 // init makes the feeds (once); watch: they watch after their first list (else each Observe lists).
-func (f *Follow) init(c kubernetes.Interface, namespace string, o Options, watch bool) {
+func (f *Follow) init(c kube.Interface, namespace string, o Options, watch bool) {
 	if f.nodes != nil {
 		return
 	}

@@ -11,10 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/jobsched/jobsched/pkg/follow"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // readyNode is a node named name, Ready or not, with spec.unschedulable cordoned and taints of the given keys
@@ -85,7 +85,7 @@ func TestNodesUsable(t *testing.T) {
 				n.ResourceVersion = strconv.Itoa(1 + i)
 				objs = append(objs, n)
 			}
-			client := fake.NewClientset(objs...)
+			client := testkit.NewFake(objs...)
 			client.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
 				obj, err := client.Tracker().List(nodes, corev1.SchemeGroupVersion.WithKind("Node"), "")
 				if err == nil {

@@ -5,10 +5,10 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/kueue"
 )
 
@@ -72,7 +72,7 @@ type Room interface {
 
 // Clients are the clients a mode reads with. Dynamic is nil unless the mode Needs it.
 type Clients struct {
-	Kube    kubernetes.Interface
+	Kube    kube.Interface
 	Dynamic dynamic.Interface
 }
 

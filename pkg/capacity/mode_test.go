@@ -14,12 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kueue"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // TestModes: the registry holds one mode for each value config accepts for limits.capacity, in config's order, and
@@ -35,7 +35,7 @@ func TestModes(t *testing.T) {
 	if diff := cmp.Diff(config.Capacities(), names); diff != "" {
 		t.Errorf("registered modes (-config.Capacities +Modes):\n%s", diff)
 	}
-	_, err := ModeOf("lots").Observe(context.Background(), Clients{Kube: fake.NewClientset()}, "ns", Options{})
+	_, err := ModeOf("lots").Observe(context.Background(), Clients{Kube: testkit.NewFake()}, "ns", Options{})
 	if err == nil || !strings.Contains(err.Error(), `"lots"`) {
 		t.Errorf("Observe of an unknown mode: %v, want an error naming it", err)
 	}
@@ -60,7 +60,7 @@ func TestModesThatCountNoRoom(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			m := ModeOf(tc.mode)
-			c := fake.NewClientset()
+			c := testkit.NewFake()
 			snap, err := m.Observe(context.Background(), Clients{Kube: c}, "ns", Options{})
 			if err != nil {
 				t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
@@ -126,7 +125,7 @@ type Pending struct {
 // A Forbidden LIST of nodes or pods cluster-wide makes the pass fall back to config.CapacityQuota; a Forbidden LimitRange list
 // or RuntimeClass get counts the template as written. Each is said in Warnings, never an error. Any other error is
 // returned.
-func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Options) (*Snapshot, error) {
+func Observe(ctx context.Context, c kube.Interface, namespace string, o Options) (*Snapshot, error) {
 	switch o.Mode {
 	case config.CapacityOff:
 		return nil, nil
@@ -192,7 +191,7 @@ func Observe(ctx context.Context, c kubernetes.Interface, namespace string, o Op
 }
 
 // observeRuntimeClasses reads each RuntimeClass the templates name, once, in the order they are first named.
-func observeRuntimeClasses(ctx context.Context, c kubernetes.Interface, templates []*batchv1.Job, snap *Snapshot) error {
+func observeRuntimeClasses(ctx context.Context, c kube.Interface, templates []*batchv1.Job, snap *Snapshot) error {
 	seen := map[string]bool{}
 	for _, tpl := range templates {
 		if tpl == nil {
@@ -234,7 +233,7 @@ func (s *Snapshot) admitted(tpl *batchv1.Job) *corev1.Pod {
 	return Admitted(spec, s.LimitRanges, rc)
 }
 
-func observeNodes(ctx context.Context, c kubernetes.Interface, f *Follow, o Options, pods []*corev1.Pod, snap *Snapshot) error {
+func observeNodes(ctx context.Context, c kube.Interface, f *Follow, o Options, pods []*corev1.Pod, snap *Snapshot) error {
 	namespace := f.namespace
 	var err error
 	snap.Nodes, err = synced(ctx, f.nodes, func() ([]Node, error) {
@@ -323,7 +322,7 @@ func observeNodes(ctx context.Context, c kubernetes.Interface, f *Follow, o Opti
 }
 
 // listPods lists the pods that selector selects, page by page, into agg.
-func listPods(ctx context.Context, c kubernetes.Interface, selector, what string, agg *aggregator) error {
+func listPods(ctx context.Context, c kube.Interface, selector, what string, agg *aggregator) error {
 	_, err := kube.List(ctx, c.CoreV1().Pods(metav1.NamespaceAll).List, metav1.ListOptions{FieldSelector: selector}, func(p *corev1.Pod) {
 		if r, ok := agg.record(p); ok {
 			agg.add(r)
@@ -336,7 +335,7 @@ func listPods(ctx context.Context, c kubernetes.Interface, selector, what string
 }
 
 // listPodsOf lists the non-terminal pods bound to each of nodes (listWorkers at once) and those bound to none.
-func listPodsOf(ctx context.Context, c kubernetes.Interface, nodes []string, agg *aggregator) error {
+func listPodsOf(ctx context.Context, c kube.Interface, nodes []string, agg *aggregator) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	names := append(slices.Clone(nodes), "")

@@ -21,12 +21,12 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 func kubeNode(name string, ready corev1.ConditionStatus, alloc corev1.ResourceList) *corev1.Node {
@@ -107,7 +107,7 @@ func failing(err error) k8stesting.ReactionFunc {
 
 // fieldFiltering makes the fake clientset apply the pod field selectors Observe uses (the fake ignores them; the
 // API server does not).
-func fieldFiltering(c *fake.Clientset) {
+func fieldFiltering(c *testkit.Fake) {
 	c.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		sel, err := fields.ParseSelector(a.(k8stesting.ListActionImpl).GetListOptions().FieldSelector)
 		if err != nil {
@@ -237,7 +237,7 @@ func TestObserve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := fake.NewClientset(clusterObjects()...)
+			c := testkit.NewFake(clusterObjects()...)
 			fieldFiltering(c)
 			for vr, r := range tt.reactors {
 				verb, res, _ := strings.Cut(vr, " ")
@@ -295,7 +295,7 @@ func TestObserve(t *testing.T) {
 }
 
 // actions are the client's calls as "verb resource[/name][?query]", the concurrent per-node LISTs sorted.
-func actions(c *fake.Clientset) []string {
+func actions(c *testkit.Fake) []string {
 	var got []string
 	for _, a := range c.Actions() {
 		s := a.GetVerb() + " " + a.GetResource().Resource
@@ -326,7 +326,7 @@ func TestObservePerNode(t *testing.T) {
 	objs = append(objs, kubePod("other", "waiting", "", corev1.PodPending, rl("cpu", "2")))
 	tpl := template(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "gpu"} })
 	observe := func(o Options) (*Snapshot, []string) {
-		c := fake.NewClientset(objs...)
+		c := testkit.NewFake(objs...)
 		fieldFiltering(c)
 		snap, err := Observe(context.Background(), c, "batch", o)
 		if err != nil {
@@ -392,7 +392,7 @@ func toQuery(o metav1.ListOptions) string {
 
 // TestObservePaginates serves pods two to a page and checks every page is aggregated and each continue token passed.
 func TestObservePaginates(t *testing.T) {
-	c := fake.NewClientset(kubeNode("n1", corev1.ConditionTrue, rl("cpu", "4", "pods", "110")))
+	c := testkit.NewFake(kubeNode("n1", corev1.ConditionTrue, rl("cpu", "4", "pods", "110")))
 	var continues []string
 	c.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		opts := a.(k8stesting.ListActionImpl).GetListOptions()
@@ -422,7 +422,7 @@ func TestObservePaginates(t *testing.T) {
 }
 
 func TestObserveUnknownMode(t *testing.T) {
-	c := fake.NewClientset()
+	c := testkit.NewFake()
 	if _, err := Observe(context.Background(), c, "batch", Options{Mode: "cluster"}); err == nil {
 		t.Error("Observe(cluster) error = nil, want an error")
 	}

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
@@ -32,11 +33,7 @@ import (
 // (peak-heap-MB), which stays near one page of pods whatever the total.
 func BenchmarkCapacityObserve(b *testing.B) {
 	nodes, pods := envInt("BENCH_NODES", 500), envInt("BENCH_PODS", 15000)
-	admin, _, err := kube.NewClient(kube.Options{Kubeconfig: kubeconfig, QPS: 5000, Burst: 10000})
-	if err != nil {
-		b.Fatal(err)
-	}
-	populate(b, admin, nodes, pods)
+	populate(b, benchAdmin(b), nodes, pods)
 	c, _, err := kube.NewClient(kube.Options{Kubeconfig: kubeconfig, QPS: 50, Burst: 100}) // jobsched's defaults
 	if err != nil {
 		b.Fatal(err)
@@ -91,6 +88,21 @@ func envInt(name string, def int) int {
 // populate creates the nodes and pods (idempotent: it tops up what a previous run left). The nodes carry no kwok
 // annotation, so nothing runs the pods: they stay bound and non-terminal, which is what capacity counts. The pods
 // tolerate every taint so that the node lifecycle controller does not evict them from the heartbeat-less nodes.
+// benchAdmin is client-go's clientset on the test cluster, for what the benchmarks set up (namespaces, nodes, pods).
+func benchAdmin(b *testing.B) kubernetes.Interface {
+	b.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 5000, 10000
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
 func populate(b *testing.B, c kubernetes.Interface, nodes, pods int) {
 	b.Helper()
 	ctx := context.Background()

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
@@ -31,10 +30,7 @@ import (
 // Both also LIST the nodes, LimitRanges and ResourceQuotas. Reported: time per pass and the LIST calls per pass.
 func BenchmarkCapacityPool(b *testing.B) {
 	nodes, pods, pool := envInt("BENCH_NODES", 500), envInt("BENCH_PODS", 15000), envInt("BENCH_POOL", 50)
-	admin, _, err := kube.NewClient(kube.Options{Kubeconfig: kubeconfig, QPS: 5000, Burst: 10000})
-	if err != nil {
-		b.Fatal(err)
-	}
+	admin := benchAdmin(b)
 	ctx := context.Background()
 	_, errNode := admin.CoreV1().Nodes().Get(ctx, fmt.Sprintf("bench-node-%d", nodes-1), metav1.GetOptions{})
 	_, errPod := admin.CoreV1().Pods("bench").Get(ctx, fmt.Sprintf("bench-pod-%d", pods-1), metav1.GetOptions{})
@@ -84,7 +80,7 @@ func BenchmarkCapacityPool(b *testing.B) {
 }
 
 // countingClient is a client with jobsched's default QPS and burst that counts its requests in calls.
-func countingClient(b *testing.B, calls *atomic.Int64) kubernetes.Interface {
+func countingClient(b *testing.B, calls *atomic.Int64) kube.Interface {
 	b.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -98,7 +94,7 @@ func countingClient(b *testing.B, calls *atomic.Int64) kubernetes.Interface {
 			return rt.RoundTrip(r)
 		})
 	})
-	c, err := kubernetes.NewForConfig(cfg)
+	c, err := kube.NewForConfig(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

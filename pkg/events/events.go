@@ -1,6 +1,5 @@
 // Package events reports a pass where Kubernetes users look (`kubectl describe job`, `kubectl get events`): it is
-// scheduler.Events written with client-go's events library (k8s.io/client-go/tools/events), which sends
-// events.k8s.io/v1 Events as reporting controller "jobsched".
+// scheduler.Events written as events.k8s.io/v1 Events, reporting controller "jobsched".
 //
 // What is reported:
 //   - Created (Normal), regarding each Job a pass creates: the task key, its queue (config queues:), the attempt
@@ -11,43 +10,50 @@
 //     Normal when a limit or a full cluster bound the pass (limits.*, capacity: …) and Warning otherwise (Pending
 //     pods Unschedulable, capacity unknown, reading rows failed). It regards the jobsched pod when it runs in a pod
 //     (POD_NAME and POD_NAMESPACE from the downward API), else no object: the Event then carries only the
-//     namespace (the events library refuses a nil regarding object, but takes a reference with no kind and name,
-//     and the API server accepts it).
+//     namespace (a reference with no kind and name, which the API server accepts).
 //
 // Reporting never fails a pass: writes the API server refuses (no RBAC permission on events) are dropped and
-// summed up in one log line. Created and Deleted Events are rate-limited by a token bucket per process (Burst at once, then QPS per
-// second; the rest are dropped and counted in one log line), because each tick is a new process and the events
-// library's own dedup (event series) only merges identical Events within one process; Blocked is at most one per
-// pass and not limited.
+// summed up in one log line. Created and Deleted Events are rate-limited by a token bucket per process (Burst at
+// once, then QPS per second; the rest are dropped and counted in one log line), because each tick is a new process;
+// Blocked is at most one per pass and not limited.
 //
 // The Events of a pass are held and written when it ends (Close), after its creates and deletes: they are a report,
 // and written during the pass they would compete with its writes for the client's rate limit and the API server.
 // Close waits, boundedly, for them to be written before the process exits.
+//
+// # Why not client-go's events library
+//
+// k8s.io/client-go/tools/events imports client-go's whole clientset, whose scheme registers every API group when
+// the process starts (see kube.Interface): megabytes of every run's memory. What jobsched used of it is small and is
+// written here: the Event as its recorder makes it (name, reporting instance "jobsched-<host>", event time, the
+// regarding and related references), one create per Event, a refusal (an API status) not retried, a write that
+// failed in transport retried (after a second) while Close waits. What it is not: the library's series (it merges
+// identical Events of one process into one with a count, by a PATCH), which served nothing here: a pass's Events
+// differ from one another (each names its Job) and each tick is a new process.
 package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/zerologr"
 	"github.com/rs/zerolog"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/tools/reference"
+	"k8s.io/client-go/tools/record/util"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -86,61 +92,33 @@ type Options struct {
 
 // Recorder is scheduler.Events on the API server.
 type Recorder struct {
-	opts    Options
-	bc      events.EventBroadcaster
-	rec     events.EventRecorder
-	cancel  context.CancelFunc
-	sink    *sink
-	limiter flowcontrol.RateLimiter
-	log     zerolog.Logger
+	opts     Options
+	client   kube.EventsV1
+	instance string // the reportingInstance: jobsched-<host>
+	limiter  flowcontrol.RateLimiter
+	log      zerolog.Logger
+	retry    time.Duration // the pause before a write that failed in transport is tried again
 
-	mu       sync.Mutex
-	held     []heldEvent // recorded during the pass, written by Close
-	recorded int         // Events handed to the library
-	dropped  int         // by the rate limit
-}
-
-// heldEvent is one Event waiting for the end of the pass.
-type heldEvent struct {
-	regarding, related        runtime.Object
-	typ, reason, action, note string
+	mu      sync.Mutex
+	held    []*eventsv1.Event // recorded during the pass, written by Close
+	dropped int               // by the rate limit
 }
 
 var _ scheduler.Events = (*Recorder)(nil)
 
-// New starts a broadcaster that writes to the API server through client. The events library's own errors are
-// logged to the zerolog logger of ctx at --log-level debug (see logger). Close it before the process exits.
-func New(ctx context.Context, client kubernetes.Interface, o Options) *Recorder {
+// New is a Recorder that writes through client; its log lines go to the zerolog logger of ctx. Close it before the
+// process exits.
+func New(ctx context.Context, client kube.Interface, o Options) *Recorder {
 	if o.QPS == 0 {
 		o.QPS = DefaultQPS
 	}
 	if o.Burst == 0 {
 		o.Burst = DefaultBurst
 	}
-	log := zerolog.Ctx(ctx).With().Str("component", "events").Logger()
-	lg := logger(log)
-	s := &sink{EventSinkImpl: events.EventSinkImpl{Interface: client.EventsV1()}, ended: make(chan struct{})}
-	bc := events.NewBroadcaster(s)
-	// The library's goroutines live until Close, not as long as the pass's context: Events recorded at the end of
-	// a pass that ran out of time are still written.
-	rctx, cancel := context.WithCancel(logr.NewContext(context.WithoutCancel(ctx), lg))
-	r := &Recorder{opts: o, bc: bc, cancel: cancel, sink: s, log: log,
-		limiter: flowcontrol.NewTokenBucketRateLimiter(o.QPS, o.Burst)}
-	if err := bc.StartRecordingToSinkWithContext(rctx); err != nil {
-		log.Warn().Err(err).Msg("cannot report Events")
-		return r // rec stays nil: nothing is reported
-	}
-	r.rec = bc.NewRecorder(scheme.Scheme, ReportingController).WithLogger(lg)
-	return r
-}
-
-// logger is the events library's logr.Logger: its lines (an Event the API server refused, or could not be reached
-// for) are written to log only at --log-level debug; at the other levels Close sums them up, in one line each.
-func logger(log zerolog.Logger) logr.Logger {
-	if log.GetLevel() > zerolog.DebugLevel {
-		log = log.Level(zerolog.Disabled)
-	}
-	return zerologr.New(&log)
+	host, _ := os.Hostname()
+	return &Recorder{opts: o, client: client.EventsV1(), instance: ReportingController + "-" + host,
+		limiter: flowcontrol.NewTokenBucketRateLimiter(o.QPS, o.Burst), retry: time.Second,
+		log: zerolog.Ctx(ctx).With().Str("component", "events").Logger()}
 }
 
 // PodFromEnv is the jobsched pod when it runs in one: POD_NAME and POD_NAMESPACE (and POD_UID, if set) from the
@@ -159,11 +137,8 @@ func (r *Recorder) JobCreated(job *batchv1.Job, c scheduler.Create, room string)
 		return
 	}
 	// A reference, not the Job: the Event waits for Close, the Job need not.
-	ref, err := reference.GetReference(scheme.Scheme, job)
-	if err != nil {
-		r.log.Debug().Err(err).Str("job", job.Name).Msg("no Event for this Job")
-		return
-	}
+	ref := &corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: job.Namespace, Name: job.Name, UID: job.UID,
+		ResourceVersion: job.ResourceVersion}
 	r.event(ref, corev1.EventTypeNormal, ReasonCreated, ActionCreate,
 		fmt.Sprintf("Created Job %s for task %q%s, attempt %d; room: %s", job.Name, c.Key, ofQueue(c.Queue), c.Attempt, room))
 }
@@ -219,50 +194,112 @@ func (r *Recorder) allow() bool {
 	return false
 }
 
-// event holds one Event for Close; the related object is the jobsched pod, when there is one and it is not the
-// regarding.
-func (r *Recorder) event(regarding runtime.Object, typ, reason, action, note string) {
-	if r.rec == nil {
-		return
-	}
-	var related runtime.Object // a nil *ObjectReference in it would not be nil
-	if r.opts.Pod != nil && regarding != runtime.Object(r.opts.Pod) {
+// event holds one Event for Close, made as client-go's events recorder makes it; the related object is the jobsched
+// pod, when there is one and it is not the regarding.
+func (r *Recorder) event(regarding *corev1.ObjectReference, typ, reason, action, note string) {
+	var related *corev1.ObjectReference
+	if r.opts.Pod != nil && regarding != r.opts.Pod {
 		related = r.opts.Pod
+	}
+	now := time.Now()
+	ns := regarding.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	e := &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: util.GenerateEventName(regarding.Name, now.UnixNano()), Namespace: ns},
+		EventTime:           metav1.NewMicroTime(now),
+		ReportingController: ReportingController,
+		ReportingInstance:   r.instance,
+		Action:              action,
+		Reason:              reason,
+		Regarding:           *regarding,
+		Related:             related,
+		Note:                truncate(note),
+		Type:                typ,
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.held = append(r.held, heldEvent{regarding, related, typ, reason, action, truncate(note)})
+	r.held = append(r.held, e)
 }
 
-// Close writes the Events held and waits up to timeout for them to be written (or refused), then stops the
-// broadcaster. It logs how many were not written and how many the rate limit dropped.
+// writers bounds the Events Close writes at once.
+const writers = 16
+
+// Close writes the Events held and waits up to timeout for them to be written (or refused). It logs how many were
+// refused, how many were not written in time and how many the rate limit dropped.
 func (r *Recorder) Close(timeout time.Duration) {
 	r.mu.Lock()
-	held := r.held
+	held, dropped := r.held, r.dropped
 	r.held = nil
-	r.recorded += len(held)
-	recorded, dropped := r.recorded, r.dropped
 	r.mu.Unlock()
-	for _, e := range held {
-		r.rec.Eventf(e.regarding, e.related, e.typ, e.reason, e.action, "%s", e.note)
+	ctx, stop := context.WithTimeout(context.Background(), timeout)
+	defer stop()
+	var (
+		mu       sync.Mutex
+		written  int
+		refused  int
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	next := make(chan *eventsv1.Event)
+	for range min(writers, len(held)) {
+		wg.Go(func() {
+			for e := range next {
+				err := r.write(ctx, e)
+				mu.Lock()
+				switch {
+				case err == nil:
+					written++
+				case isRefusal(err):
+					if refused++; firstErr == nil {
+						firstErr = err
+					}
+				}
+				mu.Unlock()
+			}
+		})
 	}
-	wctx, stop := context.WithTimeout(context.Background(), timeout)
-	r.sink.wait(wctx, recorded)
-	stop()
-	r.cancel()
-	r.bc.Shutdown()
-	r.sink.mu.Lock()
-	refused, firstErr, done := r.sink.refused, r.sink.firstErr, r.sink.done
-	r.sink.mu.Unlock()
+	for _, e := range held {
+		next <- e
+	}
+	close(next)
+	wg.Wait()
 	if refused > 0 {
 		r.log.Warn().Err(firstErr).Int("events", refused).Msg("Events refused by the API server (the first error is shown)")
 	}
-	if n := int64(recorded - done); n > 0 {
-		r.log.Warn().Int64("events", n).Dur("waited", timeout).Msg("Events not written before exit")
+	if n := len(held) - written - refused; n > 0 {
+		r.log.Warn().Int("events", n).Dur("waited", timeout).Msg("Events not written before exit")
 	}
 	if dropped > 0 {
 		r.log.Warn().Int("events", dropped).Msg("Events dropped by the rate limit")
 	}
+}
+
+// write creates e. A refusal (the API server's answer) is not tried again; a write that failed in transport is, after
+// a pause, until ctx ends.
+func (r *Recorder) write(ctx context.Context, e *eventsv1.Event) error {
+	for {
+		_, err := r.client.Events(e.Namespace).Create(ctx, e, metav1.CreateOptions{})
+		if err == nil || isRefusal(err) {
+			if err != nil {
+				r.log.Debug().Err(err).Str("event", e.Name).Msg("Server rejected event (will not retry!)")
+			}
+			return err
+		}
+		r.log.Debug().Err(err).Str("event", e.Name).Msg("Unable to write event (may retry after sleeping)")
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(r.retry/2 + rand.N(r.retry)): // spread, so that many clients do not retry in step
+		}
+	}
+}
+
+// isRefusal says err is the API server's answer, which the same write would get again.
+func isRefusal(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status)
 }
 
 func truncate(s string) string {
@@ -274,65 +311,4 @@ func truncate(s string) string {
 		s = s[:len(s)-1] // never cut a character in two
 	}
 	return s + "..."
-}
-
-// sink counts the writes that ended: written, or refused by the API server (no retry follows either), and keeps
-// the first refusal for Close to log. A write that failed in transport is retried by the library and not counted
-// until it ends.
-type sink struct {
-	events.EventSinkImpl
-
-	mu       sync.Mutex
-	done     int           // writes that ended
-	ended    chan struct{} // closed (and replaced) when a write ends
-	refused  int
-	firstErr error
-}
-
-func (s *sink) count(err error) {
-	_, refused := err.(apierrors.APIStatus)
-	if err != nil && !refused {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if refused {
-		if s.refused++; s.firstErr == nil {
-			s.firstErr = err
-		}
-	}
-	s.done++
-	close(s.ended)
-	s.ended = make(chan struct{})
-}
-
-// wait returns once n writes have ended, or when ctx ends.
-func (s *sink) wait(ctx context.Context, n int) {
-	for {
-		s.mu.Lock()
-		done, ended := s.done, s.ended
-		s.mu.Unlock()
-		if done >= n {
-			return
-		}
-		select {
-		case <-ended:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-func (s *sink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
-	out, err := s.EventSinkImpl.Create(ctx, e)
-	s.count(err)
-	return out, err
-}
-
-func (s *sink) Patch(ctx context.Context, e *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
-	out, err := s.EventSinkImpl.Patch(ctx, e, data)
-	if !apierrors.IsNotFound(err) { // on NotFound the library creates the Event instead
-		s.count(err)
-	}
-	return out, err
 }

@@ -18,9 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/events"
 
 	"github.com/jobsched/jobsched/pkg/scheduler"
 	"github.com/jobsched/jobsched/pkg/testkit"
@@ -112,7 +110,7 @@ func TestRecorder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			client := fake.NewClientset()
+			client := testkit.NewFake()
 			r := New(context.Background(), client, Options{Namespace: ns, Pod: tt.pod})
 			tt.report(r)
 			r.Close(10 * time.Second)
@@ -123,45 +121,24 @@ func TestRecorder(t *testing.T) {
 	}
 }
 
-// TestHeldUntilClose: a pass's Events go to the API server when it ends, not among its creates. The library is
-// handed nothing before Close (counted where the Recorder hands it Events), so nothing can be written before: no
-// wait for the library's goroutines to have had time to write.
+// TestHeldUntilClose: a pass's Events go to the API server when it ends, not among its creates.
 func TestHeldUntilClose(t *testing.T) {
-	client := fake.NewClientset()
+	client := testkit.NewFake()
 	r := New(context.Background(), client, Options{Namespace: ns})
-	handed := &countingRecorder{EventRecorder: r.rec}
-	r.rec = handed
 	r.JobCreated(createdJob(), scheduler.Create{Key: "k1", Attempt: 1}, "1 slot(s)")
 	r.PassBlocked("limits.maxActive: 1 of 1 unfinished")
-	if n := handed.n.Load(); n != 0 {
-		t.Fatalf("%d Event(s) handed to the library before Close, want none", n)
-	}
-	if n := len(list(t, client)); n != 0 {
-		t.Fatalf("%d Event(s) written before Close, want none", n)
+	if a := testkit.Actions(client); len(a) != 0 {
+		t.Fatalf("calls before Close: %v, want none", a)
 	}
 	r.Close(10 * time.Second)
-	if n := handed.n.Load(); n != 2 {
-		t.Errorf("%d Event(s) handed to the library by Close, want 2", n)
-	}
 	if n := len(list(t, client)); n != 2 {
 		t.Errorf("%d Event(s) after Close, want 2", n)
 	}
 }
 
-// countingRecorder counts the Events handed to the library's recorder.
-type countingRecorder struct {
-	events.EventRecorder
-	n atomic.Int64
-}
-
-func (c *countingRecorder) Eventf(regarding, related runtime.Object, typ, reason, action, note string, args ...any) {
-	c.n.Add(1)
-	c.EventRecorder.Eventf(regarding, related, typ, reason, action, note, args...)
-}
-
 // TestRateLimit: past the burst, Created and Deleted Events are dropped and counted; Blocked always goes out.
 func TestRateLimit(t *testing.T) {
-	client := fake.NewClientset()
+	client := testkit.NewFake()
 	var logs testkit.Buffer
 	ctx := zerolog.New(&logs).WithContext(context.Background())
 	r := New(ctx, client, Options{Namespace: ns, QPS: 0.001, Burst: 2})
@@ -187,7 +164,7 @@ func TestRateLimit(t *testing.T) {
 // TestForbidden: an API server that refuses Events (no RBAC permission) costs one log line at --log-level info,
 // and Close does not wait for Events that will never be written.
 func TestForbidden(t *testing.T) {
-	client := fake.NewClientset()
+	client := testkit.NewFake()
 	client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "", nil)
 	})
@@ -207,15 +184,44 @@ func TestForbidden(t *testing.T) {
 	}
 }
 
-// TestLibraryLogs: the events library's own lines (each refusal) are written at --log-level debug, and not at info,
-// where Close sums them up.
-func TestLibraryLogs(t *testing.T) {
-	for level, want := range map[zerolog.Level]int{zerolog.DebugLevel: 1, zerolog.InfoLevel: 0} {
-		var logs strings.Builder
-		logger(zerolog.New(&logs).Level(level)).Error(errors.New("forbidden"), "Server rejected event (will not retry!)")
-		if got := strings.Count(logs.String(), `"error":"forbidden","message":"Server rejected event`); got != want {
-			t.Errorf("at %s: %d of the library's lines, want %d:\n%s", level, got, want, logs.String())
+// TestRefusalLogs: each refusal is logged at --log-level debug, and not at info, where Close sums them up.
+func TestRefusalLogs(t *testing.T) {
+	for level, want := range map[zerolog.Level]int{zerolog.DebugLevel: 2, zerolog.InfoLevel: 0} {
+		client := testkit.NewFake()
+		client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "", errors.New("no"))
+		})
+		var logs testkit.Buffer
+		r := New(zerolog.New(&logs).Level(level).WithContext(context.Background()), client, Options{Namespace: ns})
+		r.JobCreated(createdJob(), scheduler.Create{Key: "k1", Attempt: 1}, "room")
+		r.PassBlocked("limits.maxActive: 1 of 1 unfinished")
+		r.Close(time.Hour)
+		if got := strings.Count(logs.String(), `"message":"Server rejected event (will not retry!)"`); got != want {
+			t.Errorf("at %s: %d refusal line(s), want %d:\n%s", level, got, want, logs.String())
 		}
+	}
+}
+
+// TestTransportErrorRetried: a write that failed in transport is tried again while Close waits; one refused is not.
+func TestTransportErrorRetried(t *testing.T) {
+	client := testkit.NewFake()
+	var creates atomic.Int32
+	client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if creates.Add(1) == 1 {
+			return true, nil, errors.New("connection reset by peer")
+		}
+		return false, nil, nil
+	})
+	var logs testkit.Buffer
+	r := New(zerolog.New(&logs).Level(zerolog.InfoLevel).WithContext(context.Background()), client, Options{Namespace: ns})
+	r.retry = time.Millisecond
+	r.PassBlocked("limits.maxActive: 1 of 1 unfinished")
+	r.Close(time.Hour)
+	if n := len(list(t, client)); n != 1 || creates.Load() != 2 {
+		t.Errorf("%d Event(s) after %d create(s), want 1 after 2", n, creates.Load())
+	}
+	if logs.String() != "" {
+		t.Errorf("logs of a write that succeeded on its second try:\n%s", logs.String())
 	}
 }
 
@@ -241,7 +247,7 @@ func TestPodFromEnv(t *testing.T) {
 }
 
 // list returns the Events the fake API server holds in ns, every one by jobsched, sorted by note.
-func list(t *testing.T, client *fake.Clientset) []got {
+func list(t *testing.T, client *testkit.Fake) []got {
 	t.Helper()
 	l, err := client.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {

@@ -1,11 +1,11 @@
-// Package kube is jobsched's access to the API server: its clients, the paged or streamed lists read with them.
+// Package kube is jobsched's access to the API server: its clients (Interface, the part of client-go's clientset
+// that jobsched uses, built without it: see Interface), the paged or streamed lists read with them.
 package kube
 
 import (
 	"fmt"
 
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -23,14 +23,14 @@ type Options struct {
 // NewClient returns a client and the namespace of its context. Inside a pod (and with neither --kubeconfig nor
 // --context given) it uses the pod's service account; otherwise --kubeconfig, else $KUBECONFIG, else ~/.kube/config.
 // Lists are asked for as protobuf, which is smaller and cheaper to decode than JSON.
-func NewClient(o Options) (kubernetes.Interface, string, error) {
+func NewClient(o Options) (Interface, string, error) {
 	cfg, namespace, err := restConfig(o)
 	if err != nil {
 		return nil, "", err
 	}
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	c, err := kubernetes.NewForConfig(cfg)
+	c, err := NewForConfig(cfg)
 	if err != nil {
 		return nil, "", fmt.Errorf("building the Kubernetes client: %w", err)
 	}

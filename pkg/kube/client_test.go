@@ -1,4 +1,4 @@
-package kube
+package kube_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
@@ -20,7 +21,7 @@ func TestNoClientSideLimitByDefault(t *testing.T) {
 		qps         float32
 		wantLimiter bool
 	}{{0, false}, {20, true}} {
-		c, ns, err := NewClient(Options{Kubeconfig: testkit.Kubeconfig(t, "http://127.0.0.1:1"), QPS: tc.qps, Burst: 10})
+		c, ns, err := kube.NewClient(kube.Options{Kubeconfig: testkit.Kubeconfig(t, "http://127.0.0.1:1"), QPS: tc.qps, Burst: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +50,7 @@ func TestTooManyRequestsIsRetried(t *testing.T) {
 		fmt.Fprint(w, `{"kind":"Job","apiVersion":"batch/v1","metadata":{"name":"j","namespace":"batch","uid":"u"}}`)
 	}))
 	defer srv.Close()
-	c, _, err := NewClient(Options{Kubeconfig: testkit.Kubeconfig(t, srv.URL)})
+	c, _, err := kube.NewClient(kube.Options{Kubeconfig: testkit.Kubeconfig(t, srv.URL)})
 	if err != nil {
 		t.Fatal(err)
 	}

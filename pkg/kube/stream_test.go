@@ -1,4 +1,4 @@
-package kube
+package kube_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
@@ -43,8 +44,8 @@ func apiServer(t *testing.T, watch, list http.HandlerFunc) (string, func() []str
 			watch(w, r)
 			return
 		}
-		if q.Get("limit") != fmt.Sprint(PageSize) {
-			t.Errorf("LIST with limit %q, want %d", q.Get("limit"), PageSize)
+		if q.Get("limit") != fmt.Sprint(kube.PageSize) {
+			t.Errorf("LIST with limit %q, want %d", q.Get("limit"), kube.PageSize)
 		}
 		list(w, r)
 	}))
@@ -69,12 +70,12 @@ func listPage(w http.ResponseWriter, r *http.Request) {
 
 func names(t *testing.T, url string) ([]string, error) {
 	t.Helper()
-	c, _, err := NewClient(Options{Kubeconfig: testkit.Kubeconfig(t, url)})
+	c, _, err := kube.NewClient(kube.Options{Kubeconfig: testkit.Kubeconfig(t, url)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	err = Each(context.Background(), c, c.BatchV1().Jobs("batch"), metav1.ListOptions{LabelSelector: "a=b"},
+	err = kube.Each(context.Background(), c, c.BatchV1().Jobs("batch"), metav1.ListOptions{LabelSelector: "a=b"},
 		func(j *batchv1.Job) { got = append(got, j.Name) })
 	return got, err
 }
@@ -137,7 +138,7 @@ func TestEachStreamCutShort(t *testing.T) {
 func TestEachFakeClientLists(t *testing.T) {
 	c := fake.NewClientset(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "f", Namespace: "batch"}})
 	var got []string
-	err := Each(context.Background(), c, c.BatchV1().Jobs("batch"), metav1.ListOptions{},
+	err := kube.Each(context.Background(), c, c.BatchV1().Jobs("batch"), metav1.ListOptions{},
 		func(j *batchv1.Job) { got = append(got, j.Name) })
 	if err != nil || !slices.Equal(got, []string{"f"}) {
 		t.Errorf("got %v, %v; want [f]", got, err)

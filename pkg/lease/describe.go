@@ -7,7 +7,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/jobsched/jobsched/pkg/kube"
 )
 
 // Info is what `status` says of a scheduler's Lease: it reads it (one GET) and never takes it.
@@ -23,7 +24,7 @@ type Info struct {
 }
 
 // Describe reads the Lease of scheduler; a failure is in Info.Error, never an error of the report.
-func Describe(ctx context.Context, client coordinationclient.LeasesGetter, namespace, scheduler string) Info {
+func Describe(ctx context.Context, client kube.CoordinationV1, namespace, scheduler string) Info {
 	info := Info{Name: Name(scheduler)}
 	l, err := client.Leases(namespace).Get(ctx, info.Name, metav1.GetOptions{})
 	switch {

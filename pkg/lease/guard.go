@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/jobsched/jobsched/pkg/kube"
 )
 
 // What a pass says of the Lease in its `pass done` line.
@@ -24,7 +25,7 @@ const (
 // Guard is a creating pass's hold on its scheduler's Lease (the scheduler's Guard): Take before the observation
 // that decides the creates, the creates under the context it returns, the release at the end of the pass.
 type Guard struct {
-	Client               coordinationclient.LeasesGetter
+	Client               kube.CoordinationV1
 	Namespace, Scheduler string
 	Holder               string
 	Duration             time.Duration // 0: DefaultDuration

@@ -33,7 +33,7 @@ func TestIntegrationOneOfRacingHolders(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				h, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: ns, Name: "jobsched-race",
+				h, err := Acquire(context.Background(), Config{Client: c.Kube.CoordinationV1(), Namespace: ns, Name: "jobsched-race",
 					Holder: fmt.Sprintf("h%d-%d", round, i), Duration: 3 * time.Second})
 				mu.Lock()
 				defer mu.Unlock()
@@ -68,7 +68,7 @@ func TestIntegrationWaitingHoldersTakeTurns(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h, err := Acquire(context.Background(), Config{Client: c.CoordinationV1(), Namespace: ns, Name: "jobsched-turns",
+			h, err := Acquire(context.Background(), Config{Client: c.Kube.CoordinationV1(), Namespace: ns, Name: "jobsched-turns",
 				Holder: fmt.Sprintf("h%d", i), Duration: 3 * time.Second, Wait: 30 * time.Second, Poll: 50 * time.Millisecond})
 			if err != nil {
 				t.Error(err)
@@ -98,7 +98,7 @@ func TestIntegrationWaitingHoldersTakeTurns(t *testing.T) {
 // duration, counted from when the next one first saw it, and no longer; one that renews keeps it past its duration.
 func TestIntegrationUnrenewedLeaseExpires(t *testing.T) {
 	c, ns := testkit.RealCluster(t, "lease")
-	cfg := Config{Client: c.CoordinationV1(), Namespace: ns, Name: "jobsched-expiry", Duration: 2 * time.Second,
+	cfg := Config{Client: c.Kube.CoordinationV1(), Namespace: ns, Name: "jobsched-expiry", Duration: 2 * time.Second,
 		Poll: 100 * time.Millisecond}
 	first := cfg
 	first.Holder = "renewing"
@@ -132,7 +132,7 @@ func TestIntegrationUnrenewedLeaseExpires(t *testing.T) {
 	if err != nil || *l.Spec.HolderIdentity != "contender" || *l.Spec.LeaseTransitions != 1 {
 		t.Fatalf("after the takeover: %+v, %v", l.Spec, err)
 	}
-	if err := h.lock.Update(context.Background(), h.record); err == nil { // the renewal the old holder would write
+	if err := h.lock.update(context.Background(), h.record); err == nil { // the renewal the old holder would write
 		t.Error("a write conditional on the old holder's version succeeded")
 	}
 }

@@ -40,10 +40,12 @@
 // the Lease up on every cancel. A pass needs a bounded try with an answer (HeldError after the wait, so that it
 // still deletes and reports), a Forbidden taken as the Role's answer only after a granted read (an API server's
 // cold RBAC cache), and Stop without a release when its creates were cut short (the next holder must observe
-// after they landed). Its record is written as resourcelock.LeaseLock writes it (holder, duration, acquire and
-// renew times, transitions), read and written by client-go's resourcelock.LeaseLock, which LeaderElector uses: each
-// write is conditional on the version read, and the field manager is the client's (jobsched). The takeover rule
-// (unrenewed for its duration on the taker's own clock since it first saw that record) is LeaderElector's.
+// after they landed). Its record is LeaderElector's (holder, duration, acquire and renew times, transitions), read
+// and written as client-go's resourcelock.LeaseLock, which LeaderElector uses, does: each write is conditional on
+// the version read, and the field manager is the client's (jobsched). lock.go does it without importing
+// resourcelock, which links client-go's whole clientset (see kube.Interface); its tests compare it with
+// resourcelock's. The takeover rule (unrenewed for its duration on the taker's own clock since it first saw that
+// record) is LeaderElector's.
 package lease
 
 import (
@@ -60,9 +62,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
+
+	"github.com/jobsched/jobsched/pkg/kube"
 )
 
 // DefaultDuration is how long a holder that stopped renewing (killed) keeps the others from creating.
@@ -88,7 +90,7 @@ func HolderFromEnv() string {
 
 // Config says which Lease to take and how.
 type Config struct {
-	Client    coordinationclient.LeasesGetter
+	Client    kube.CoordinationV1
 	Namespace string
 	Name      string
 	Holder    string
@@ -135,15 +137,14 @@ type Held struct {
 	stop   chan struct{}
 	done   chan struct{}
 
-	lock   *resourcelock.LeaseLock // written by one goroutine at a time (lockMu): Acquire's, then renew's or WriteRecord's, then Release's
+	lock   *lock // written by one goroutine at a time (lockMu): Acquire's, then renew's or WriteRecord's, then Release's
 	lockMu sync.Mutex
-	// ann is the record's annotation (nil without Config.Annotation); taken what it held when the Lease was taken.
-	ann        *annotation
+	// taken is what the record's annotation (lock.ann) held when the Lease was taken.
 	taken      string
 	takenFound bool
 
 	mu     sync.Mutex
-	record resourcelock.LeaderElectionRecord // as last written
+	record LockRecord // as last written
 	lost   error
 }
 
@@ -168,12 +169,9 @@ func seconds(d time.Duration) int {
 // held, and an error wrapping ErrForbidden when the Role lacks the verbs.
 func Acquire(ctx context.Context, cfg Config) (*Held, error) {
 	cfg.defaults()
-	lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Name},
-		Client: cfg.Client, LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Holder}}
-	var ann *annotation
+	lock := &lock{client: cfg.Client.Leases(cfg.Namespace), namespace: cfg.Namespace, name: cfg.Name}
 	if cfg.Annotation != "" {
-		ann = &annotation{key: cfg.Annotation}
-		lock.Client = annotatedClient{LeasesGetter: cfg.Client, a: ann}
+		lock.ann = &annotation{key: cfg.Annotation}
 	}
 	clk := cfg.Clock
 	start := clk.Now()
@@ -181,17 +179,17 @@ func Acquire(ctx context.Context, cfg Config) (*Held, error) {
 	var seenAt time.Time
 	for {
 		sent := clk.Now()
-		cur, raw, err := lock.Get(ctx)
+		cur, raw, err := lock.get(ctx)
 		if apierrors.IsNotFound(err) {
 			rec := record(nil, cfg, sent)
-			err := lock.Create(ctx, rec)
+			err := lock.create(ctx, rec)
 			if apierrors.IsAlreadyExists(err) {
 				continue // another pass created it first: read it
 			}
 			if err != nil {
 				return nil, classify(cfg, "creating", err)
 			}
-			return cfg.hold(ctx, lock, ann, rec, sent), nil
+			return cfg.hold(ctx, lock, rec, sent), nil
 		}
 		if err != nil {
 			return nil, classify(cfg, "reading", err)
@@ -203,14 +201,14 @@ func Acquire(ctx context.Context, cfg Config) (*Held, error) {
 		if Free(cur, cfg.Holder, seenAt, now) {
 			sent = clk.Now()
 			rec := record(cur, cfg, sent)
-			err := lock.Update(ctx, rec) // conditional on the resourceVersion Get read
+			err := lock.update(ctx, rec) // conditional on the resourceVersion Get read
 			if apierrors.IsConflict(err) {
 				continue // another pass wrote it since we read it: read it again
 			}
 			if err != nil {
 				return nil, classify(cfg, "taking", err)
 			}
-			return cfg.hold(ctx, lock, ann, rec, sent), nil
+			return cfg.hold(ctx, lock, rec, sent), nil
 		}
 		waited := now.Sub(start)
 		if waited >= cfg.Wait {
@@ -227,7 +225,7 @@ func Acquire(ctx context.Context, cfg Config) (*Held, error) {
 
 // Free says whether a holder called holder may take the Lease whose record is r now: nobody holds it (released),
 // holder does, or it has gone unrenewed for its duration since seenAt, when this record was first seen.
-func Free(r *resourcelock.LeaderElectionRecord, holder string, seenAt, now time.Time) bool {
+func Free(r *LockRecord, holder string, seenAt, now time.Time) bool {
 	if r.HolderIdentity == "" || r.HolderIdentity == holder {
 		return true
 	}
@@ -235,7 +233,7 @@ func Free(r *resourcelock.LeaderElectionRecord, holder string, seenAt, now time.
 }
 
 // expiry is when the Lease of record r, first seen at seenAt, is free if nobody renews it.
-func expiry(r *resourcelock.LeaderElectionRecord, seenAt time.Time) time.Time {
+func expiry(r *LockRecord, seenAt time.Time) time.Time {
 	d := DefaultDuration
 	if r.LeaseDurationSeconds > 0 {
 		d = time.Duration(r.LeaseDurationSeconds) * time.Second
@@ -245,8 +243,8 @@ func expiry(r *resourcelock.LeaderElectionRecord, seenAt time.Time) time.Time {
 
 // record is cur (nil: a new Lease) as held by cfg.Holder from now: a new holder's acquire time and one more
 // transition (none for a new Lease), as LeaderElector writes them.
-func record(cur *resourcelock.LeaderElectionRecord, cfg Config, now time.Time) resourcelock.LeaderElectionRecord {
-	var r resourcelock.LeaderElectionRecord
+func record(cur *LockRecord, cfg Config, now time.Time) LockRecord {
+	var r LockRecord
 	if cur != nil {
 		r = *cur
 	}
@@ -271,11 +269,9 @@ func classify(cfg Config, what string, err error) error {
 }
 
 // hold starts renewing the Lease of lock, whose record r was written at sent.
-func (cfg Config) hold(parent context.Context, lock *resourcelock.LeaseLock, ann *annotation, r resourcelock.LeaderElectionRecord, sent time.Time) *Held {
-	h := &Held{cfg: cfg, lock: lock, ann: ann, record: r, stop: make(chan struct{}), done: make(chan struct{})}
-	if ann != nil {
-		h.taken, h.takenFound = ann.get()
-	}
+func (cfg Config) hold(parent context.Context, lock *lock, r LockRecord, sent time.Time) *Held {
+	h := &Held{cfg: cfg, lock: lock, record: r, stop: make(chan struct{}), done: make(chan struct{})}
+	h.taken, h.takenFound = lock.ann.get()
 	h.ctx, h.cancel = context.WithCancelCause(parent)
 	go h.renew(sent)
 	return h
@@ -323,7 +319,7 @@ func (h *Held) renew(sent time.Time) {
 		go func() {
 			h.lockMu.Lock()
 			defer h.lockMu.Unlock()
-			res <- h.lock.Update(rctx, next)
+			res <- h.lock.update(rctx, next)
 		}()
 		var err error
 		select {
@@ -389,7 +385,7 @@ func (h *Held) Release(ctx context.Context) error {
 	h.mu.Unlock()
 	r.HolderIdentity = ""
 	r.RenewTime = metav1.NewTime(h.cfg.Clock.Now())
-	if err := h.lock.Update(ctx, r); err != nil {
+	if err := h.lock.update(ctx, r); err != nil {
 		return fmt.Errorf("releasing Lease %s: %w", h.cfg.Name, err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	goruntime "runtime"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,10 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 var leasesGR = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
@@ -72,7 +75,7 @@ func TestFree(t *testing.T) {
 		{"no duration: the default", noDuration, seen.Add(DefaultDuration - time.Millisecond), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Free(resourcelock.LeaseSpecToLeaderElectionRecord(&tc.l.Spec), "me", seen, tc.now); got != tc.want {
+			if got := Free(recordOf(&tc.l.Spec), "me", seen, tc.now); got != tc.want {
 				t.Errorf("Free = %v, want %v", got, tc.want)
 			}
 		})
@@ -85,9 +88,7 @@ func TestRecord(t *testing.T) {
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	cfg := Config{Name: "jobsched-s", Namespace: "ns", Holder: "me", Duration: 15 * time.Second}
 	mt := metav1.NewMicroTime(now)
-	spec := func(r resourcelock.LeaderElectionRecord) coordinationv1.LeaseSpec {
-		return resourcelock.LeaderElectionRecordToLeaseSpec(&r)
-	}
+	spec := specOf
 
 	fresh := record(nil, cfg, now)
 	want := coordinationv1.LeaseSpec{HolderIdentity: ptr("me"), LeaseDurationSeconds: ptr(int32(15)), AcquireTime: &mt, RenewTime: &mt,
@@ -97,7 +98,7 @@ func TestRecord(t *testing.T) {
 	}
 
 	other := held("other", 3)
-	otherRecord := resourcelock.LeaseSpecToLeaderElectionRecord(&other.Spec)
+	otherRecord := recordOf(&other.Spec)
 	taken := record(otherRecord, cfg, now)
 	want = *other.Spec.DeepCopy()
 	want.HolderIdentity, want.LeaseDurationSeconds, want.AcquireTime, want.RenewTime = ptr("me"), ptr(int32(15)), &mt, &mt
@@ -121,7 +122,31 @@ func TestRecord(t *testing.T) {
 	}
 }
 
-func newFake(objs ...runtime.Object) *fake.Clientset { return fake.NewClientset(objs...) }
+// TestLockRecordIsLeaderElections: the record and its conversions to and from a Lease's spec are client-go's
+// leader election's (resourcelock), which lock.go copies rather than imports.
+func TestLockRecordIsLeaderElections(t *testing.T) {
+	full := held("other", 15).Spec
+	full.PreferredHolder, full.Strategy = ptr("next"), ptr(coordinationv1.OldestEmulationVersion)
+	for name, spec := range map[string]coordinationv1.LeaseSpec{"empty": {}, "held": held("other", 15).Spec, "released": held("", 3).Spec,
+		"every field": full} {
+		t.Run(name, func(t *testing.T) {
+			mine, theirs := recordOf(&spec), resourcelock.LeaseSpecToLeaderElectionRecord(&spec)
+			if diff := cmp.Diff(*theirs, resourcelock.LeaderElectionRecord(*mine)); diff != "" {
+				t.Errorf("record (-client-go +lock.go):\n%s", diff)
+			}
+			if diff := cmp.Diff(resourcelock.LeaderElectionRecordToLeaseSpec(theirs), specOf(*mine)); diff != "" {
+				t.Errorf("spec (-client-go +lock.go):\n%s", diff)
+			}
+			mj, _ := json.Marshal(mine)
+			tj, _ := json.Marshal(theirs)
+			if string(mj) != string(tj) {
+				t.Errorf("as JSON (what Acquire compares):\n%s\nclient-go:\n%s", mj, tj)
+			}
+		})
+	}
+}
+
+func newFake(objs ...runtime.Object) *testkit.Fake { return testkit.NewFake(objs...) }
 
 func TestAcquireCreatesAndReleases(t *testing.T) {
 	c := newFake()
@@ -201,7 +226,7 @@ func acquireStepping(t *testing.T, c *clocktesting.FakeClock, cfg Config) (h *He
 }
 
 // verbs are the fake's actions' verbs, in order.
-func verbs(c *fake.Clientset) string {
+func verbs(c *testkit.Fake) string {
 	var out []string
 	for _, a := range c.Actions() {
 		out = append(out, a.GetVerb())
@@ -355,7 +380,7 @@ func TestDescribe(t *testing.T) {
 	l.Spec.RenewTime = &renewed
 	for _, tc := range []struct {
 		name string
-		c    *fake.Clientset
+		c    *testkit.Fake
 		want string
 	}{
 		{"never taken", newFake(), "jobsched-s: free (no pass creating)"},

@@ -9,17 +9,18 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/jobsched/jobsched/pkg/kube"
 )
 
 // A record on the Lease: one annotation (Config.Annotation) that the holder reads as it takes the Lease and writes
 // with its renewals, so that what a pass must leave to the next (the rate windows, package rate) lives in the
-// cluster with the lock, and is written under it. resourcelock.LeaseLock writes the Lease's spec only and keeps its
-// metadata as the last answer held it; the annotation rides on its reads and writes through the client it is given
-// (annotatedClient), so the record is written by the same conditional update as the lock, never by a write of its
-// own that would race a renewal.
+// cluster with the lock, and is written under it. The lock (lock.go) writes the Lease's spec and keeps its metadata
+// as the last answer held it; the annotation rides on its reads and writes, so the record is written by the same
+// conditional update as the lock, never by a write of its own that would race a renewal.
 
-// annotation is the one annotation a Held carries: what the last answer held, and what the next writes set.
+// annotation is the one annotation a Held carries: what the last answer held, and what the next writes set. A nil
+// *annotation is none: it sees nothing and sets nothing.
 type annotation struct {
 	key string
 	mu  sync.Mutex
@@ -31,6 +32,9 @@ type annotation struct {
 }
 
 func (a *annotation) saw(l *coordinationv1.Lease) {
+	if a == nil {
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.seen, a.found = "", false
@@ -41,6 +45,9 @@ func (a *annotation) saw(l *coordinationv1.Lease) {
 
 // apply is l with the annotation set, when a value is to be written (a copy: the lock keeps its own).
 func (a *annotation) apply(l *coordinationv1.Lease) *coordinationv1.Lease {
+	if a == nil {
+		return l
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.set == nil {
@@ -55,6 +62,9 @@ func (a *annotation) apply(l *coordinationv1.Lease) *coordinationv1.Lease {
 }
 
 func (a *annotation) get() (string, bool) {
+	if a == nil {
+		return "", false
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.seen, a.found
@@ -66,45 +76,6 @@ func (a *annotation) setTo(v string) {
 	a.set = &v
 }
 
-// annotatedClient is the lock's client: every Lease it reads or writes passes the annotation by.
-type annotatedClient struct {
-	coordinationclient.LeasesGetter
-	a *annotation
-}
-
-func (c annotatedClient) Leases(namespace string) coordinationclient.LeaseInterface {
-	return annotatedLeases{LeaseInterface: c.LeasesGetter.Leases(namespace), a: c.a}
-}
-
-type annotatedLeases struct {
-	coordinationclient.LeaseInterface
-	a *annotation
-}
-
-func (l annotatedLeases) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
-	lease, err := l.LeaseInterface.Get(ctx, name, opts)
-	if err == nil || apierrors.IsNotFound(err) {
-		l.a.saw(lease)
-	}
-	return lease, err
-}
-
-func (l annotatedLeases) Create(ctx context.Context, lease *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error) {
-	res, err := l.LeaseInterface.Create(ctx, l.a.apply(lease), opts)
-	if err == nil {
-		l.a.saw(res)
-	}
-	return res, err
-}
-
-func (l annotatedLeases) Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
-	res, err := l.LeaseInterface.Update(ctx, l.a.apply(lease), opts)
-	if err == nil {
-		l.a.saw(res)
-	}
-	return res, err
-}
-
 // Record is Config.Annotation as the Lease held it when this holder took it, and whether it was there (not on a
 // Lease this holder created, nor on one written without it).
 func (h *Held) Record() (string, bool) { return h.taken, h.takenFound }
@@ -113,7 +84,7 @@ func (h *Held) Record() (string, bool) { return h.taken, h.takenFound }
 // last wrote, like every renewal); every later write (renewals, the release) keeps it. An error means it may not
 // have been written.
 func (h *Held) WriteRecord(ctx context.Context, value string) error {
-	if h.ann == nil {
+	if h.lock.ann == nil {
 		return errors.New("the Lease was taken without a record")
 	}
 	h.lockMu.Lock()
@@ -121,11 +92,11 @@ func (h *Held) WriteRecord(ctx context.Context, value string) error {
 	if err := h.ctx.Err(); err != nil {
 		return context.Cause(h.ctx)
 	}
-	h.ann.setTo(value)
+	h.lock.ann.setTo(value)
 	h.mu.Lock()
 	next := record(&h.record, h.cfg, h.cfg.Clock.Now())
 	h.mu.Unlock()
-	if err := h.lock.Update(ctx, next); err != nil {
+	if err := h.lock.update(ctx, next); err != nil {
 		return fmt.Errorf("writing the record on Lease %s: %w", h.cfg.Name, err)
 	}
 	h.mu.Lock()
@@ -136,14 +107,14 @@ func (h *Held) WriteRecord(ctx context.Context, value string) error {
 
 // SettleRecord makes value what the Lease's next writes (a renewal, the release) carry as Config.Annotation.
 func (h *Held) SettleRecord(value string) {
-	if h.ann != nil {
-		h.ann.setTo(value)
+	if h.lock.ann != nil {
+		h.lock.ann.setTo(value)
 	}
 }
 
 // ReadRecord reads annotation key of scheduler's Lease (one GET) for a report that never takes it: found is false
 // when the Lease or the annotation is not there.
-func ReadRecord(ctx context.Context, client coordinationclient.LeasesGetter, namespace, scheduler, key string) (value string, found bool, err error) {
+func ReadRecord(ctx context.Context, client kube.CoordinationV1, namespace, scheduler, key string) (value string, found bool, err error) {
 	l, err := client.Leases(namespace).Get(ctx, Name(scheduler), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "", false, nil
@@ -161,7 +132,7 @@ func (g *Guard) Record() (value string, found, ok bool) {
 	g.mu.Lock()
 	h := g.held
 	g.mu.Unlock()
-	if h == nil || h.ann == nil {
+	if h == nil || h.lock.ann == nil {
 		return "", false, false
 	}
 	value, found = h.Record()

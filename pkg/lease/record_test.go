@@ -5,7 +5,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // TestRateRecord: the record is read as the Lease is taken, written by WriteRecord in a conditional update of the lock
@@ -14,7 +15,7 @@ func TestRateRecord(t *testing.T) {
 	ctx := context.Background()
 	l := held("", 15) // released by its last holder, with a record
 	l.Annotations = map[string]string{"k": "before", "other": "kept"}
-	client := fake.NewClientset(l)
+	client := testkit.NewFake(l)
 	cfg := Config{Client: client.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me", Annotation: "k"}
 	h, err := Acquire(ctx, cfg)
 	if err != nil {
@@ -50,7 +51,7 @@ func TestRateRecord(t *testing.T) {
 		t.Error("WriteRecord after Release: nil error")
 	}
 
-	fresh := fake.NewClientset()
+	fresh := testkit.NewFake()
 	cfg.Client = fresh.CoordinationV1()
 	h, err = Acquire(ctx, cfg)
 	if err != nil {

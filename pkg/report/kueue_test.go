@@ -12,12 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kueue"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/scheduler"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 func kueueMode(n int) func(*config.Config) {
@@ -47,7 +47,7 @@ func TestStatusKueue(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		kueue.WorkloadsResource: "WorkloadList", kueue.LocalQueuesResource: "LocalQueueList"}, wl, lq)
 	cfg := testConfig(t, kueueMode(3))
-	client := fake.NewClientset(q, r)
+	client := testkit.NewFake(q, r)
 	s := &scheduler.Scheduler{Config: cfg, Kube: client, Dynamic: dyn, Source: &source{Rows: rowsFor("x")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	st, err := StatusOf(context.Background(), s)
 	if err != nil {

@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes/fake"
-
 	"github.com/jobsched/jobsched/pkg/querydoctor"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
@@ -27,7 +25,7 @@ func TestStatusQueryFinding(t *testing.T) {
 		if doctor {
 			s, want = src, finding
 		}
-		sched := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(makeJob("running").Obj()), Source: s,
+		sched := &scheduler.Scheduler{Config: cfg, Kube: testkit.NewFake(makeJob("running").Obj()), Source: s,
 			Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 		st, err := StatusOf(t.Context(), sched)
 		if err != nil {

@@ -14,12 +14,12 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/backlog"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/scheduler"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // TestStatusCounts: status counts kept Jobs by state (not those this pass deletes) and caps the backlog.
@@ -40,7 +40,7 @@ func TestStatusCounts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, nil)
-			client := fake.NewClientset(makeJob("old").Finished(batchv1.JobComplete, ago(time.Hour)).Obj(), makeJob("run").Obj(), makeJob("d").Attempt(3).Finished(batchv1.JobFailed, ago(time.Hour)).Obj())
+			client := testkit.NewFake(makeJob("old").Finished(batchv1.JobComplete, ago(time.Hour)).Obj(), makeJob("run").Obj(), makeJob("d").Attempt(3).Finished(batchv1.JobFailed, ago(time.Hour)).Obj())
 			s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &source{Rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			st, err := StatusOf(context.Background(), s)
 			if err != nil {
@@ -85,7 +85,7 @@ func TestBacklog(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr.To(tt.maxPerTick) })
-			s := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(tt.jobs...), Source: &source{Rows: rowsFor(tt.rows...)},
+			s := &scheduler.Scheduler{Config: cfg, Kube: testkit.NewFake(tt.jobs...), Source: &source{Rows: rowsFor(tt.rows...)},
 				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			res, err := s.Run(context.Background(), scheduler.Execute)
 			p := res.Plan
@@ -112,7 +112,7 @@ func TestStatusDrain(t *testing.T) {
 	ran := func(key string, cond batchv1.JobConditionType, ended time.Duration) *batchv1.Job {
 		return makeJob(key).Finished(cond, ago(ended)).Started(ago(ended + 10*time.Minute)).Obj()
 	}
-	client := fake.NewClientset(ran("a", batchv1.JobComplete, 5*time.Minute), ran("b", batchv1.JobComplete, 15*time.Minute),
+	client := testkit.NewFake(ran("a", batchv1.JobComplete, 5*time.Minute), ran("b", batchv1.JobComplete, 15*time.Minute),
 		ran("f", batchv1.JobFailed, time.Minute))
 	s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &source{Rows: rowsFor("r1", "r2", "r3", "r4", "r5", "r6")},
 		Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}

@@ -8,12 +8,12 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/scheduler"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 func TestTask(t *testing.T) {
@@ -40,7 +40,7 @@ func TestTask(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.key, func(t *testing.T) {
 			cfg := testConfig(t, nil)
-			client := fake.NewClientset(failed, pod, dead, g1, g2, untimed)
+			client := testkit.NewFake(failed, pod, dead, g1, g2, untimed)
 			s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &source{Rows: rowsFor("f", "d", "w", "g", "u")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			v, err := TaskViewOf(context.Background(), s, tc.key)
 			if err != nil {
@@ -78,7 +78,7 @@ func TestTask(t *testing.T) {
 func TestTaskOversizedRow(t *testing.T) {
 	cfg := testConfig(t, nil)
 	big := rows.Row{Key: "big", Oversize: 2 << 20}
-	s := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(), Source: &source{Rows: []rows.Row{big}},
+	s := &scheduler.Scheduler{Config: cfg, Kube: testkit.NewFake(), Source: &source{Rows: []rows.Row{big}},
 		Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	v, err := TaskViewOf(context.Background(), s, "big")
 	if err != nil {
@@ -105,7 +105,7 @@ func TestTaskCancelled(t *testing.T) {
 		t.Run(tc.key, func(t *testing.T) {
 			cfg := testConfig(t, nil)
 			cfg.Source.CancelQuery = "c"
-			s := &scheduler.Scheduler{Config: cfg, Kube: fake.NewClientset(running, failed, dead),
+			s := &scheduler.Scheduler{Config: cfg, Kube: testkit.NewFake(running, failed, dead),
 				Source:   &source{Rows: rowsFor("r", "f", "w", "d"), Cancel: []string{"r", "f", "w", "d"}},
 				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			v, err := TaskViewOf(context.Background(), s, tc.key)

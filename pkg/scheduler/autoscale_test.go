@@ -12,11 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // TestPassAsksTheAutoscaler: with limits.capacity: autoscale a pass lists the Events of its Unschedulable pods (and
@@ -44,7 +44,7 @@ func TestPassAsksTheAutoscaler(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) { c.Limits.Capacity = tc.mode })
-			client := fake.NewClientset(job, pod, nominated)
+			client := testkit.NewFake(job, pod, nominated)
 			if tc.forbidden {
 				client.PrependReactor("list", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
 					return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", nil)

@@ -11,12 +11,12 @@ import (
 	"github.com/rs/zerolog"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // failingCancel is a source whose cancel query fails (the database went away between the reads).
@@ -96,7 +96,7 @@ func TestCancel(t *testing.T) {
 					c.Limits.MaxActive = ptr.To(tc.maxActive)
 				}
 			})
-			client := fake.NewClientset(tc.jobs...)
+			client := testkit.NewFake(tc.jobs...)
 			src := &source{Rows: tc.rows, Cancel: tc.cancel}
 			var s rows.Source = src
 			if tc.cancelErr != nil {
@@ -141,7 +141,7 @@ func TestCancelQueues(t *testing.T) {
 		"- name: y\n  source: {query: q, key: id, cancelQuery: c}\n  job: {template: job.yaml}\n")
 	jx, jy := queueJob(t, cfg, 0, "k"), queueJob(t, cfg, 1, "k")
 	jx.UID, jy.UID = "uid-x", "uid-y"
-	client := fake.NewClientset(jx, jy)
+	client := testkit.NewFake(jx, jy)
 	sx := &source{Rows: rowsFor("k", "x1"), Cancel: []string{"k"}}
 	sy := &source{Rows: rowsFor("k", "y1"), Cancel: []string{"k"}}
 	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now },

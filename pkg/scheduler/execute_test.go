@@ -14,10 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // TestNextAttempt: a due task's next attempt is created first and only then is the failed attempt deleted; a failed create
@@ -67,7 +67,7 @@ func TestNextAttempt(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, nil)
-			client := fake.NewClientset(tc.jobs...)
+			client := testkit.NewFake(tc.jobs...)
 			if tc.createErr != nil {
 				client.PrependReactor("create", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
 					if apierrors.IsAlreadyExists(tc.createErr) {
@@ -109,7 +109,7 @@ func TestBeforeCreates(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, nil)
-			client := fake.NewClientset()
+			client := testkit.NewFake()
 			calls, createsBefore := 0, -1
 			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil),
 				Now: func() time.Time { return now }, BeforeCreates: func() {

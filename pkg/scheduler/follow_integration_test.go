@@ -49,8 +49,8 @@ func TestFollowedIsFresh(t *testing.T) {
 		c.Namespace, c.Limits.Capacity = ns, config.CapacityNodes
 		c.Template.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
 	})
-	fresh := &Scheduler{Config: cfg, Kube: c, Now: time.Now}
-	followed := &Scheduler{Config: cfg, Kube: c, Now: time.Now, Follow: NewFollow()}
+	fresh := &Scheduler{Config: cfg, Kube: c.Kube, Now: time.Now}
+	followed := &Scheduler{Config: cfg, Kube: c.Kube, Now: time.Now, Follow: NewFollow()}
 	defer followed.Follow.Stop()
 	observe := func(s *Scheduler) *Observation {
 		t.Helper()

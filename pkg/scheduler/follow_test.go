@@ -9,8 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // TestFollowWait: what wakes a fill run's wait: a Job unfinished at the observation, or created since, that
@@ -21,10 +22,10 @@ func TestFollowWait(t *testing.T) {
 	at := func(j *batchv1.Job, rv string) *batchv1.Job { j.ResourceVersion = rv; return j }
 	for _, tc := range []struct {
 		name    string
-		changes func(c *fake.Clientset) error
+		changes func(c *testkit.Fake) error
 		want    string // the Job that wakes the wait; "": none (the wait ends with its context)
 	}{
-		{name: "a finished Job deleted, a new one, one relabelled: nothing ends", changes: func(c *fake.Clientset) error {
+		{name: "a finished Job deleted, a new one, one relabelled: nothing ends", changes: func(c *testkit.Fake) error {
 			if err := c.Tracker().Delete(jobs, "batch", name("done")); err != nil {
 				return err
 			}
@@ -33,13 +34,13 @@ func TestFollowWait(t *testing.T) {
 			}
 			return c.Tracker().Update(jobs, at(makeJob("runs").Label("x", "y").Obj(), "9"), "batch")
 		}},
-		{name: "a running Job completes", want: name("runs"), changes: func(c *fake.Clientset) error {
+		{name: "a running Job completes", want: name("runs"), changes: func(c *testkit.Fake) error {
 			return c.Tracker().Update(jobs, at(makeJob("runs").Finished(batchv1.JobComplete, now).Obj(), "8"), "batch")
 		}},
-		{name: "a running Job is deleted unfinished", want: name("runs"), changes: func(c *fake.Clientset) error {
+		{name: "a running Job is deleted unfinished", want: name("runs"), changes: func(c *testkit.Fake) error {
 			return c.Tracker().Delete(jobs, "batch", name("runs"))
 		}},
-		{name: "a Job created since fails", want: name("new"), changes: func(c *fake.Clientset) error {
+		{name: "a Job created since fails", want: name("new"), changes: func(c *testkit.Fake) error {
 			if err := c.Tracker().Add(at(makeJob("new").Obj(), "8")); err != nil {
 				return err
 			}
@@ -47,7 +48,7 @@ func TestFollowWait(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := fake.NewClientset(at(makeJob("runs").Obj(), "5"), at(makeJob("done").Finished(batchv1.JobComplete, ago(time.Hour)).Obj(), "6"))
+			c := testkit.NewFake(at(makeJob("runs").Obj(), "5"), at(makeJob("done").Finished(batchv1.JobComplete, ago(time.Hour)).Obj(), "6"))
 			c.PrependReactor("list", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
 				obj, err := c.Tracker().List(jobs, batchv1.SchemeGroupVersion.WithKind("Job"), "batch")
 				if err == nil {

@@ -8,10 +8,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // With the Lease as its Guard, an Execute pass takes it before anything else (its observation decides the creates)
@@ -32,7 +32,7 @@ func TestRunWithTheLease(t *testing.T) {
 	} {
 		t.Run(map[Mode]string{Execute: "tick", DeleteOnly: "gc", DryRun: "dry-run"}[tc.mode], func(t *testing.T) {
 			cfg := testConfig(t, nil)
-			client := fake.NewClientset()
+			client := testkit.NewFake()
 			g := &lease.Guard{Client: client.CoordinationV1(), Namespace: cfg.Namespace, Scheduler: cfg.Name, Holder: "me"}
 			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("a", "b")},
 				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }, Guard: g}
@@ -58,7 +58,7 @@ func TestRunWithTheLease(t *testing.T) {
 func TestRunLeaseHeldByAnother(t *testing.T) {
 	cfg := testConfig(t, nil)
 	holder, dur := "other", int32(3600)
-	client := fake.NewClientset(makeJob("done").Finished("Complete", ago(time.Hour)).Obj())
+	client := testkit.NewFake(makeJob("done").Finished("Complete", ago(time.Hour)).Obj())
 	renewed := metav1.NewMicroTime(time.Now())
 	held := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: lease.Name(cfg.Name), Namespace: cfg.Namespace},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, RenewTime: &renewed}}

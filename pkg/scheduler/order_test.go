@@ -19,12 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // write is one recorded write, whole: what a create sent (the Job as it went to the API server) or what a delete
@@ -36,7 +36,7 @@ type write struct {
 }
 
 // writes are the client's creates and deletes, in the order they were made.
-func writes(client *fake.Clientset) []write {
+func writes(client *testkit.Fake) []write {
 	var out []write
 	for _, a := range client.Actions() {
 		switch a := a.(type) {
@@ -61,7 +61,7 @@ func deleteOf(name string, uid types.UID) write {
 func TestPassOrder(t *testing.T) {
 	cfg := testConfig(t, func(c *config.Config) { c.GC.SucceededRetention = metav1.Duration{Duration: 10 * time.Minute} })
 	gone := makeJob("gone").Attempt(3).Finished(batchv1.JobFailed, ago(time.Hour)).Obj()
-	client := fake.NewClientset(makeJob("old-ok").Finished(batchv1.JobComplete, ago(11*time.Minute)).Obj(), gone, makeJob("f").Finished(batchv1.JobFailed, ago(time.Hour)).Obj())
+	client := testkit.NewFake(makeJob("old-ok").Finished(batchv1.JobComplete, ago(11*time.Minute)).Obj(), gone, makeJob("f").Finished(batchv1.JobFailed, ago(time.Hour)).Obj())
 	src := &source{Rows: rowsFor("f", "x")}
 	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	res, err := s.Run(context.Background(), Execute)
@@ -153,7 +153,7 @@ func TestGuard(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, nil)
-			client := fake.NewClientset(makeJob("old").Finished(batchv1.JobComplete, ago(3*time.Hour)).Obj())
+			client := testkit.NewFake(makeJob("old").Finished(batchv1.JobComplete, ago(3*time.Hour)).Obj())
 			var order []string
 			client.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				order = append(order, a.GetVerb()+" "+a.GetResource().Resource)
@@ -194,7 +194,7 @@ func TestResult(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick = ptr.To(tc.maxPerTick) })
-			client := fake.NewClientset()
+			client := testkit.NewFake()
 			client.PrependReactor("list", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
 				return true, &batchv1.JobList{ListMeta: metav1.ListMeta{ResourceVersion: "4711"}}, nil
 			})
@@ -214,7 +214,7 @@ func TestResult(t *testing.T) {
 // TestCapacityWarningIsLogged: what capacity could not see (here LimitRanges, forbidden) is warned in the pass's log.
 func TestCapacityWarningIsLogged(t *testing.T) {
 	cfg := testConfig(t, func(c *config.Config) { c.Limits.Capacity = config.CapacityNodes })
-	client := fake.NewClientset(makeNode("node-0").Allocatable(corev1.ResourcePods, "1").Obj())
+	client := testkit.NewFake(makeNode("node-0").Allocatable(corev1.ResourcePods, "1").Obj())
 	client.PrependReactor("list", "limitranges", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "limitranges"}, "", errors.New("no"))
 	})

@@ -8,10 +8,10 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // BenchmarkDryRunPass is one dry-run pass over 10,000 Jobs of one queue (9,000 succeeded and kept, 1,000 failed and
@@ -35,7 +35,7 @@ func BenchmarkDryRunPass(b *testing.B) {
 	for i := range 100 {
 		keys = append(keys, fmt.Sprintf("new%03d", i))
 	}
-	client := fake.NewClientset(objects...)
+	client := testkit.NewFake(objects...)
 	s := &Scheduler{Config: cfg, Kube: client, Source: &source{Rows: rowsFor(keys...)}, Renderer: render.New(cfg, nil),
 		Now: func() time.Time { return now }}
 	b.ResetTimer()

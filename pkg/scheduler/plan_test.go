@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // deletesOf are the names of the deletes in actions (compact form), in order.
@@ -45,7 +45,7 @@ func TestDryRunShowsEveryDelete(t *testing.T) {
 			makeJob("sup").Attempt(2).Finished(batchv1.JobFailed, ago(time.Minute)).Obj(), makeJob("sup").Finished(batchv1.JobFailed, ago(time.Hour)).Obj()}
 	}
 	run := func(mode Mode) (*Plan, []string) {
-		client := fake.NewClientset(objects()...)
+		client := testkit.NewFake(objects()...)
 		s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("due", "new")},
 			Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 		res, err := s.Run(context.Background(), mode)
@@ -92,7 +92,7 @@ func TestCreateCollisionIsSkipped(t *testing.T) {
 	cfg := testConfig(t, nil)
 	foreign := makeJob("other").Name(name("mine")).Scheduler("someone-else").Obj()
 	for pass := range 2 {
-		client := fake.NewClientset(foreign)
+		client := testkit.NewFake(foreign)
 		s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("mine", "next")},
 			Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 		res, err := s.Run(context.Background(), Execute)
@@ -146,7 +146,7 @@ func TestEveryRowCountedOnce(t *testing.T) {
 				sources[i] = &source{Rows: rs}
 				queues[i] = Queue{Source: sources[i], Renderer: render.New(qcfg, nil)}
 			}
-			client := fake.NewClientset(objects...)
+			client := testkit.NewFake(objects...)
 			outcome := map[string]int{} // by Job name, decided on the first create
 			client.PrependReactor("create", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				j := a.(k8stesting.CreateAction).GetObject().(*batchv1.Job).DeepCopy()
@@ -209,7 +209,7 @@ func TestNameTakenByAnotherQueue(t *testing.T) {
 	taken := queueJob(t, cfg, 1, "k") // the name queue y gives key k's Job, made by queue x
 	taken.Labels[jobmeta.LabelQueue] = "x"
 	for pass := range 2 {
-		client := fake.NewClientset(taken.DeepCopy())
+		client := testkit.NewFake(taken.DeepCopy())
 		s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now },
 			Queues: []Queue{{Source: &source{}, Renderer: render.New(cfg.QueueConfig(0), nil)},
 				{Source: &source{Rows: rowsFor("k")}, Renderer: render.New(cfg.QueueConfig(1), nil)}}}
@@ -250,7 +250,7 @@ func TestWouldCreateIsThePass(t *testing.T) {
 				}
 				queues[i] = Queue{Source: &source{Rows: rowsFor(keys...)}, Renderer: render.New(cfg.QueueConfig(i), nil)}
 			}
-			s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(objects...), Queues: queues, Now: func() time.Time { return now }}
+			s := &Scheduler{workers: 1, Config: cfg, Kube: testkit.NewFake(objects...), Queues: queues, Now: func() time.Time { return now }}
 			obs, err := s.Observe(context.Background())
 			if err != nil {
 				t.Fatal(err)

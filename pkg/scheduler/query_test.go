@@ -7,8 +7,6 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	"k8s.io/client-go/kubernetes/fake"
-
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/querydoctor"
 	"github.com/jobsched/jobsched/pkg/render"
@@ -39,7 +37,7 @@ func TestQueryFinding(t *testing.T) {
 			if tc.doctor {
 				s = src
 			}
-			sched := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(makeJob("running").Obj()), Source: s,
+			sched := &Scheduler{workers: 1, Config: cfg, Kube: testkit.NewFake(makeJob("running").Obj()), Source: s,
 				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			res, err := sched.Run(t.Context(), DryRun)
 			p := res.Plan

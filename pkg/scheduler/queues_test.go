@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -206,7 +205,7 @@ func TestPassQueues(t *testing.T) {
 					objects = append(objects, pod.Obj())
 				}
 			}
-			client := fake.NewClientset(objects...)
+			client := testkit.NewFake(objects...)
 			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now }}
 			var srcs []*source
 			for i := range cfg.Queues {
@@ -297,7 +296,7 @@ func TestPassPerGroup(t *testing.T) {
 		j.UID = types.UID("uid-" + key)
 		objects = append(objects, j)
 	}
-	client := fake.NewClientset(objects...)
+	client := testkit.NewFake(objects...)
 	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now },
 		Queues: []Queue{{Source: src, Renderer: render.New(cfg.QueueConfig(0), nil)}}}
 	res, err := s.Run(context.Background(), Execute)
@@ -323,7 +322,7 @@ func TestUnlabelledJobsBelongToTheInstallsQueue(t *testing.T) {
 	old := queueJob(t, cfg, 1, "old")
 	delete(old.Labels, jobmeta.LabelQueue)
 	old.UID = "uid-old"
-	client := fake.NewClientset(old)
+	client := testkit.NewFake(old)
 	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now }}
 	for i, keys := range [][]string{{"y1"}, {"b1"}} {
 		s.Queues = append(s.Queues, Queue{Source: &source{Rows: rowsFor(keys...)}, Renderer: render.New(cfg.QueueConfig(i), nil)})
@@ -356,7 +355,7 @@ func TestReadPerGroupAfterSkips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(), Now: func() time.Time { return now },
+	s := &Scheduler{workers: 1, Config: cfg, Kube: testkit.NewFake(), Now: func() time.Time { return now },
 		Queues: []Queue{{Source: src, Renderer: render.New(cfg.QueueConfig(0), nil)}}}
 	res, err := s.Run(context.Background(), DryRun)
 	if err != nil {
@@ -378,7 +377,7 @@ func TestReadPerGroupAfterSkips(t *testing.T) {
 // queue's template), so the pass logs it once however many queues there are, not once per queue.
 func TestCapacityWarningOncePerPass(t *testing.T) {
 	cfg := queuesConfig(t, "capacity: nodes", queue("a", "")+queue("b", "")+queue("c", ""))
-	client := fake.NewClientset()
+	client := testkit.NewFake()
 	client.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "", errors.New("RBAC: access denied"))
 	})
@@ -416,7 +415,7 @@ func TestCountIn(t *testing.T) {
 // install's.
 func TestExplainQueue(t *testing.T) {
 	cfg := queuesConfig(t, "maxPerTick: 10", queue("a", "  limits: {maxPerTick: 3}\n")+queue("b", "  limits: {maxPerTick: 4}\n"))
-	client := fake.NewClientset(queueJob(t, cfg, 0, "a-running"), queueJob(t, cfg, 1, "b-running"))
+	client := testkit.NewFake(queueJob(t, cfg, 0, "a-running"), queueJob(t, cfg, 1, "b-running"))
 	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now }}
 	var doctors []*testkit.DoctorSource
 	for i := range cfg.Queues {
@@ -439,7 +438,7 @@ func TestExplainQueue(t *testing.T) {
 }
 
 // summaries are the client's Jobs as the pass observes them.
-func summaries(t *testing.T, client *fake.Clientset) []JobSummary {
+func summaries(t *testing.T, client *testkit.Fake) []JobSummary {
 	t.Helper()
 	jobs, err := client.BatchV1().Jobs("work").List(t.Context(), metav1.ListOptions{})
 	if err != nil {

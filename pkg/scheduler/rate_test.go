@@ -11,7 +11,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/jobsched/jobsched/pkg/config"
@@ -20,6 +19,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/rate"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 func rateOf(n int, per time.Duration) *config.Rate {
@@ -127,7 +127,7 @@ func TestDecideRateQueuesAndGroups(t *testing.T) {
 // and its release writes them settled; the next pass, its Jobs gone, still creates nothing until the window opens.
 func TestRunUnderRate(t *testing.T) {
 	cfg := testConfig(t, func(c *config.Config) { c.Limits.Rate = rateOf(2, time.Minute) })
-	client := fake.NewClientset()
+	client := testkit.NewFake()
 	clock := now
 	pass := func() Result {
 		t.Helper()
@@ -257,7 +257,7 @@ func TestObserveReadsWindows(t *testing.T) {
 		{"no Lease while the install has Jobs", []runtime.Object{makeJob("a").Obj()}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			client := fake.NewClientset(tc.objects...)
+			client := testkit.NewFake(tc.objects...)
 			s := &Scheduler{Config: cfg, Kube: client, Now: func() time.Time { return now }}
 			obs, err := s.Observe(context.Background())
 			if err != nil {

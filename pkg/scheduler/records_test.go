@@ -14,18 +14,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // TestResetDead is `jobsched retry`: it deletes the last Job of the dead tasks it is given (or of all with
 // allDead), in key order, each under its UID; a key that is not a dead task (running, in backoff, unknown) deletes
 // nothing and is named; a dry run deletes nothing and says what it would.
 func TestResetDead(t *testing.T) {
-	objects := func() *fake.Clientset {
-		return fake.NewClientset(
+	objects := func() *testkit.Fake {
+		return testkit.NewFake(
 			makeJob("d").Attempt(3).Finished(batchv1.JobFailed, ago(time.Minute)).Obj(),    // 3 of 3 failed: dead
 			makeJob("c").Attempt(3).Finished(batchv1.JobFailed, ago(time.Hour)).Obj(),      // dead
 			makeJob("b").Attempt(1).Finished(batchv1.JobFailed, ago(10*time.Second)).Obj(), // in backoff
@@ -102,7 +102,7 @@ func TestResetDeadQueues(t *testing.T) {
 			objects = append(objects, j)
 		}
 	}
-	client := fake.NewClientset(objects...)
+	client := testkit.NewFake(objects...)
 	failing := queueJob(t, cfg, 1, "m").Name
 	client.PrependReactor("delete", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.(k8stesting.DeleteAction).GetName() == failing {

@@ -8,10 +8,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // TestResultRoom: what tick --fill-for reads of a pass: whether room a finishing Job frees bound it (limits.maxActive;
@@ -42,7 +42,7 @@ func TestResultRoom(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) {
 				c.Limits.MaxActive, c.Limits.MaxPerTick = ptr.To(tc.maxActive), ptr.To(tc.maxPerTick)
 			})
-			client := fake.NewClientset(tc.objs...)
+			client := testkit.NewFake(tc.objs...)
 			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor(tc.rows...)}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			res, err := s.Run(context.Background(), Execute)
 			if err != nil {
@@ -61,7 +61,7 @@ func TestResultRoom(t *testing.T) {
 // with "the backlog is empty" (the fill bench's five queues stopped after one pass with half their rows waiting).
 func TestResultRowsWaitAfterTheShare(t *testing.T) {
 	cfg := queuesConfig(t, "maxActive: 4, maxPerTick: 8", queue("a", "")+queue("b", ""))
-	s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(), Now: func() time.Time { return now }}
+	s := &Scheduler{workers: 1, Config: cfg, Kube: testkit.NewFake(), Now: func() time.Time { return now }}
 	for i, keys := range [][]string{{"a1", "a2", "a3"}, {"b1", "b2", "b3"}} {
 		s.Queues = append(s.Queues, Queue{Source: &source{Rows: rowsFor(keys...)}, Renderer: render.New(cfg.QueueConfig(i), nil)})
 	}

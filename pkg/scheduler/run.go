@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
@@ -50,7 +50,7 @@ type Guard interface {
 // Source is nil for gc. Timeout bounds a whole pass (0: no bound beyond the caller's context).
 type Scheduler struct {
 	Config *config.Config
-	Kube   kubernetes.Interface
+	Kube   kube.Interface
 	// Dynamic reads Kueue's objects for the reports (limits.capacity: kueue); nil: they cannot say why Kueue holds
 	// a Job.
 	Dynamic dynamic.Interface

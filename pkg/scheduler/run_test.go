@@ -20,12 +20,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 func TestPass(t *testing.T) {
@@ -161,10 +161,10 @@ func TestPass(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, tc.mutate)
-			client := fake.NewClientset(tc.objects...)
+			client := testkit.NewFake(tc.objects...)
 			if tc.reactor != nil {
 				existing := makeJob("c").Obj()
-				client = fake.NewClientset(existing)
+				client = testkit.NewFake(existing)
 				client.PrependReactor("list", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
 					return true, &batchv1.JobList{}, nil // listed before the other pass created it
 				})
@@ -204,7 +204,7 @@ func TestPass(t *testing.T) {
 
 // checkCreated compares each Job the client was asked to create, whole, with the Job its row renders for that
 // attempt (sample-controller's checkAction): the pass sends what it planned, as the renderer made it.
-func checkCreated(t *testing.T, client *fake.Clientset, cfg *config.Config, rs []rows.Row) {
+func checkCreated(t *testing.T, client *testkit.Fake, cfg *config.Config, rs []rows.Row) {
 	t.Helper()
 	want := map[string]*batchv1.Job{}
 	r := render.New(cfg, nil)
@@ -230,7 +230,7 @@ func checkCreated(t *testing.T, client *fake.Clientset, cfg *config.Config, rs [
 // TestDryRunWritesNothing: a dry run is the whole pass without its writes.
 func TestDryRunWritesNothing(t *testing.T) {
 	cfg := testConfig(t, nil)
-	client := fake.NewClientset(makeJob("old").Finished(batchv1.JobComplete, ago(3*time.Hour)).Obj(), makeJob("run").Obj())
+	client := testkit.NewFake(makeJob("old").Finished(batchv1.JobComplete, ago(3*time.Hour)).Obj(), makeJob("run").Obj())
 	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	res, err := s.Run(context.Background(), DryRun)
 	plan, sum := res.Plan, res.Summary
@@ -316,9 +316,9 @@ func TestPassFailures(t *testing.T) {
 					c.Limits.MaxActive = &tc.maxActive
 				}
 			})
-			client := fake.NewClientset(makeJob("old").Finished(batchv1.JobComplete, ago(3*time.Hour)).Obj(), makeJob("run").Obj())
+			client := testkit.NewFake(makeJob("old").Finished(batchv1.JobComplete, ago(3*time.Hour)).Obj(), makeJob("run").Obj())
 			if tc.onlyRunning {
-				client = fake.NewClientset(makeJob("run").Obj())
+				client = testkit.NewFake(makeJob("run").Obj())
 			}
 			if tc.failDelete {
 				client.PrependReactor("delete", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -379,7 +379,7 @@ func lastLine(s string) string {
 // are counted as notCreated in the pass done line, and fail the pass.
 func TestDeadlineLeavesCreatesForTheNextPass(t *testing.T) {
 	cfg := testConfig(t, nil)
-	client := fake.NewClientset()
+	client := testkit.NewFake()
 	var logs bytes.Buffer
 	ctx := zerolog.New(&logs).WithContext(context.Background())
 	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
@@ -414,7 +414,7 @@ func TestBadRowsDoNotStallTheQueue(t *testing.T) {
 	}
 	all = append(all, rowsFor("good")...)
 	src := &source{Rows: all}
-	client := fake.NewClientset()
+	client := testkit.NewFake()
 	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: src, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	res, err := s.Run(context.Background(), Execute)
 	plan, sum := res.Plan, res.Summary
@@ -459,7 +459,7 @@ func TestSkipBudget(t *testing.T) {
 			var logs bytes.Buffer
 			ctx := zerolog.New(&logs).WithContext(context.Background())
 			src := &source{Rows: tc.rows}
-			s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(), Source: src, Renderer: render.New(cfg, nil),
+			s := &Scheduler{workers: 1, Config: cfg, Kube: testkit.NewFake(), Source: src, Renderer: render.New(cfg, nil),
 				Now: func() time.Time { return now }, maxSkipped: 5}
 			res, err := s.Run(ctx, Execute)
 			sum := res.Summary
@@ -513,7 +513,7 @@ func TestEventsAndCapacityLists(t *testing.T) {
 				c.Limits.MaxActive, c.Limits.Capacity = ptr.To(tc.maxActive), config.CapacityNodes
 			})
 			node := makeNode("n").Allocatable(corev1.ResourcePods, "10").Allocatable(corev1.ResourceCPU, "4").Obj()
-			client := fake.NewClientset(makeJob("old").Finished(batchv1.JobComplete, ago(time.Hour)).Obj(), makeJob("run").Obj(), node)
+			client := testkit.NewFake(makeJob("old").Finished(batchv1.JobComplete, ago(time.Hour)).Obj(), makeJob("run").Obj(), node)
 			ev := &recorder{}
 			var logs bytes.Buffer
 			ctx := zerolog.New(&logs).WithContext(context.Background())
@@ -569,7 +569,7 @@ func TestCapacityBoundsTheSlots(t *testing.T) {
 		t.Run(tc.pods+" pods allocatable", func(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) { c.Limits.MaxPerTick, c.Limits.Capacity = ptr.To(2), config.CapacityNodes })
 			node := makeNode("n").Allocatable(corev1.ResourcePods, tc.pods).Allocatable(corev1.ResourceCPU, "4").Obj()
-			s := &Scheduler{workers: 1, Config: cfg, Kube: fake.NewClientset(node), Source: &source{Rows: rowsFor("a", "b", "c")},
+			s := &Scheduler{workers: 1, Config: cfg, Kube: testkit.NewFake(node), Source: &source{Rows: rowsFor("a", "b", "c")},
 				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			res, err := s.Run(context.Background(), DryRun)
 			p := res.Plan

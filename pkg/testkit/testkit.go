@@ -20,7 +20,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -133,7 +132,7 @@ func RowsFor(keys ...string) []rows.Row {
 
 // Actions are the client's actions in compact form, in the order they were made: the order is part of what a test
 // of the pass pins (it runs the pass with one worker, so its writes are in plan order too).
-func Actions(client *fake.Clientset) []string {
+func Actions(client interface{ Actions() []k8stesting.Action }) []string {
 	var got []string
 	for _, a := range client.Actions() {
 		got = append(got, Action(a))

@@ -83,7 +83,7 @@ func run() error {
 		return err
 	}
 	defer b.db.Close()
-	if b.admin, _, err = kube.NewClient(kube.Options{Kubeconfig: b.kcfg}); err != nil {
+	if b.admin, err = b.bareClient(); err != nil {
 		return err
 	}
 	if os.Getenv("KEEP") != "1" { // the database is shared: leave none of the benchmark's tables behind
@@ -435,14 +435,20 @@ func (b *bench) creates() error {
 	return nil
 }
 
-// bareCreate POSTs jobs with 16 workers and a client with no client-side limit, and says how long it took.
-func (b *bench) bareCreate(ns string, jobs []*batchv1.Job) (time.Duration, error) {
+// bareClient is client-go's clientset on the bench's cluster, with no client-side limit (the bench's own: it creates
+// namespaces and nodes, which jobsched's client does not).
+func (b *bench) bareClient() (kubernetes.Interface, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", b.kcfg)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	cfg.QPS = -1
-	c, err := kubernetes.NewForConfig(cfg)
+	return kubernetes.NewForConfig(cfg)
+}
+
+// bareCreate POSTs jobs with 16 workers and a client with no client-side limit, and says how long it took.
+func (b *bench) bareCreate(ns string, jobs []*batchv1.Job) (time.Duration, error) {
+	c, err := b.bareClient()
 	if err != nil {
 		return 0, err
 	}

@@ -17,8 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 func q(s string) resource.Quantity { return resource.MustParse(s) }
@@ -167,7 +168,7 @@ func TestRead(t *testing.T) {
 		nodeClaimObj("batch-c", "batch", "Unknown", nil, "2026-12-01T00:00:03Z"),                                   // not launched: in no status.resources yet
 		deleting(nodeClaimObj("batch-d", "batch", "True", map[string]any{"cpu": "3900m"}, "2026-12-01T00:00:00Z")), // being deleted: Karpenter counts it no more
 	)
-	st, err := Read(ctx, dyn, fake.NewClientset())
+	st, err := Read(ctx, dyn, testkit.NewFake())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,14 +200,14 @@ func TestRead(t *testing.T) {
 	forbidden.PrependReactor("list", "nodepools", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "karpenter.sh", Resource: "nodepools"}, "", nil)
 	})
-	if st, err := Read(ctx, notServed, fake.NewClientset(cm)); err != nil || st.Source != ClusterAutoscaler || len(st.Pools) != 2 {
+	if st, err := Read(ctx, notServed, testkit.NewFake(cm)); err != nil || st.Source != ClusterAutoscaler || len(st.Pools) != 2 {
 		t.Errorf("no Karpenter, a cluster-autoscaler: %+v, %v", st, err)
 	}
-	st, err = Read(ctx, forbidden, fake.NewClientset())
+	st, err = Read(ctx, forbidden, testkit.NewFake())
 	if err != nil || st.Source != "" || !strings.Contains(st.Note, "cannot read Karpenter's NodePools") || !strings.Contains(st.Note, "no cluster-autoscaler") {
 		t.Errorf("no grant, no cluster-autoscaler: %+v, %v", st, err)
 	}
-	kube := fake.NewClientset()
+	kube := testkit.NewFake()
 	kube.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "cluster-autoscaler-status", nil)
 	})
@@ -218,7 +219,7 @@ func TestRead(t *testing.T) {
 	broken.PrependReactor("list", "nodepools", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInternalError(context.DeadlineExceeded)
 	})
-	if _, err := Read(ctx, broken, fake.NewClientset()); err == nil {
+	if _, err := Read(ctx, broken, testkit.NewFake()); err == nil {
 		t.Error("a failed list is no error")
 	}
 }
@@ -235,7 +236,7 @@ func event(pod, reason, msg string, at time.Time) *corev1.Event {
 func TestWaits(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	later := t0.Add(time.Minute)
-	kube := fake.NewClientset(
+	kube := testkit.NewFake(
 		event("a", "FailedScheduling", "0/3 nodes are available: 3 Insufficient cpu.", later),
 		event("a", "Nominated", "Pod should schedule on: nodeclaim/batch-x", t0),
 		event("b", "Nominated", "Pod should schedule on: nodeclaim/batch-y", t0),
@@ -269,7 +270,7 @@ func TestWaits(t *testing.T) {
 	if len(lists) != 7 || !strings.Contains(lists[0], "involvedObject.kind=Pod") {
 		t.Errorf("lists %v, want one per pod with a field selector on it", lists)
 	}
-	forbidden := fake.NewClientset()
+	forbidden := testkit.NewFake()
 	forbidden.PrependReactor("list", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", nil)
 	})

@@ -10,8 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/jobsched/jobsched/pkg/kube"
 )
 
 // Wait is what the autoscaler says of one Unschedulable pod: it provides a node for it (Provided), or it cannot,
@@ -73,7 +74,7 @@ const listWorkers = 8
 // Events per pod (one page: a pod has a few Events, the API server merges repeats into a series), field selector involvedObject.kind=Pod and its name (their number is bounded by
 // limits.maxPending and what the last pass created), listWorkers at once. A pod the autoscaler said nothing of is
 // not in the map. The first error is returned (a Forbidden one too: the caller says what the pass does without).
-func Waits(ctx context.Context, c kubernetes.Interface, namespace string, pods []string) (map[string]Wait, error) {
+func Waits(ctx context.Context, c kube.Interface, namespace string, pods []string) (map[string]Wait, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	found := make([]*Wait, len(pods))

@@ -145,7 +145,7 @@ func TestReadKarpenter(t *testing.T) {
 	create(t, dyn, autoscale.NodeClaims, c, map[string]any{"allocatable": map[string]any{"cpu": "3900m", "pods": "110"}, "capacity": map[string]any{"cpu": "4", "pods": "110"},
 		"conditions": []any{map[string]any{"type": "Launched", "status": "True", "reason": "Launched", "message": "", "lastTransitionTime": now}}})
 
-	st, err := autoscale.Read(context.Background(), dyn, kube)
+	st, err := autoscale.Read(context.Background(), dyn, kube.Kube)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestReadKarpenter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waits, err := autoscale.Waits(context.Background(), kube, ns, []string{"waiting"})
+	waits, err := autoscale.Waits(context.Background(), kube.Kube, ns, []string{"waiting"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,13 +250,13 @@ func TestGrants(t *testing.T) {
 	// RBAC takes effect once the API server's authorizer has seen the bindings: wait for that, not for a time.
 	var err error
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		st, err = autoscale.Read(ctx, grantedDyn, granted)
+		st, err = autoscale.Read(ctx, grantedDyn, testkit.Kube(granted))
 		return err == nil && st.Source == autoscale.Karpenter, err
 	})
 	if err != nil {
 		t.Fatalf("with the grant: %+v, %v", st, err)
 	}
-	if _, err := autoscale.Waits(ctx, granted, ns, []string{"some-pod"}); err != nil {
+	if _, err := autoscale.Waits(ctx, testkit.Kube(granted), ns, []string{"some-pod"}); err != nil {
 		t.Errorf("Events with the grant: %v", err)
 	}
 	if _, err := granted.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "cluster-autoscaler-status", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -267,11 +267,11 @@ func TestGrants(t *testing.T) {
 	}
 
 	none, noneDyn := as("nobody")
-	st, err = autoscale.Read(ctx, noneDyn, none)
+	st, err = autoscale.Read(ctx, noneDyn, testkit.Kube(none))
 	if err != nil || st.Source != "" || !strings.Contains(st.Note, "cannot read Karpenter's NodePools") || !strings.Contains(st.Note, "cannot get ConfigMap") {
 		t.Errorf("without the grant: %+v, %v; want no source and why", st, err)
 	}
-	if _, err := autoscale.Waits(ctx, none, ns, []string{"some-pod"}); !apierrors.IsForbidden(err) {
+	if _, err := autoscale.Waits(ctx, testkit.Kube(none), ns, []string{"some-pod"}); !apierrors.IsForbidden(err) {
 		t.Errorf("Events without the grant: %v, want Forbidden", err)
 	}
 }

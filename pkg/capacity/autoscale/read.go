@@ -15,7 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/jobsched/jobsched/pkg/kube"
 )
 
 // The Karpenter resources read.
@@ -28,7 +29,7 @@ var (
 // else the cluster-autoscaler's status ConfigMap (one GET). An API that is not served, a ConfigMap that does not
 // exist and a Forbidden read are not errors: the State says what was found, and Note why nothing was. dyn nil reads
 // no Karpenter object. Any other error is returned.
-func Read(ctx context.Context, dyn dynamic.Interface, kube kubernetes.Interface) (*State, error) {
+func Read(ctx context.Context, dyn dynamic.Interface, client kube.Interface) (*State, error) {
 	var notes []string
 	if dyn != nil {
 		st, err := readKarpenter(ctx, dyn)
@@ -43,7 +44,7 @@ func Read(ctx context.Context, dyn dynamic.Interface, kube kubernetes.Interface)
 			return st, nil
 		}
 	}
-	cm, err := kube.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, statusConfigMap, metav1.GetOptions{})
+	cm, err := client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, statusConfigMap, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		notes = append(notes, "no cluster-autoscaler (no ConfigMap kube-system/"+statusConfigMap+")")
