@@ -12,11 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // TestFollowedCapacitySeesTheBinding: in a fill run the pass reads its own Pending pods and capacity reads every
@@ -43,7 +43,7 @@ func TestFollowedCapacitySeesTheBinding(t *testing.T) {
 			pod.Spec = *cfg.Template.Spec.Template.Spec.DeepCopy()
 			pod.ResourceVersion = "5"
 			node := makeNode("n1").Allocatable(corev1.ResourceCPU, "3900m").Allocatable(corev1.ResourcePods, "110").Obj()
-			c := fake.NewClientset(job, pod, node)
+			c := testkit.NewFake(job, pod, node)
 			c.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				obj, err := c.Tracker().List(pods, corev1.SchemeGroupVersion.WithKind("Pod"), a.GetNamespace())
 				if err == nil {
