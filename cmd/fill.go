@@ -34,6 +34,7 @@ type fillPass struct {
 	rowsWait bool      // rows may still wait for a Job
 	limit    string    // what bound the slots
 	next     time.Time // a limits.rate bound the slots: when its window allows the next create (zero: none)
+	wordDue  time.Time // when a pod that waits for the autoscaler's word blocks without it (zero: none)
 }
 
 // filler runs passes for fillFor. pass runs one whole pass (refill 0 is the first); wait returns once something
@@ -56,6 +57,7 @@ var (
 	errFillOver   = errors.New("--fill-for has passed")
 	errPoll       = errors.New("the poll for cancels is due")
 	errWindowOpen = errors.New("the rate window opens")
+	errWordDue    = errors.New("the autoscaler's word is due")
 )
 
 // waitFor is the wait after pass p: for a Job to end when room bound it, and when a limits.rate bound it, at most
@@ -92,6 +94,9 @@ func (f filler) run(ctx context.Context) error {
 			if f.poll > 0 && f.poll < left {
 				left, why = f.poll, errPoll
 			}
+			if due := p.wordDue.Sub(f.now()); !p.wordDue.IsZero() && due < left {
+				left, why = due, errWordDue
+			}
 			wctx, cancel := context.WithTimeoutCause(ctx, left, why)
 			waitFrom := f.now()
 			name, err := f.waitFor(wctx, p)
@@ -103,6 +108,8 @@ func (f filler) run(ctx context.Context) error {
 				reason = endTime
 			case errors.Is(err, errPoll):
 				log.Debug().Msg("no Job ended within the poll for cancels: the next pass")
+			case errors.Is(err, errWordDue):
+				log.Debug().Msg("a pod's wait for the autoscaler's word is over: the next pass")
 			case errors.Is(err, errWindowOpen):
 				log.Debug().Msg("the rate window opened: the next pass")
 			case errors.Is(err, scheduler.ErrLost):

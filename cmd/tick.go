@@ -137,6 +137,9 @@ func fillPassOf(res scheduler.Result, err error) fillPass {
 	if res.Plan != nil && res.Plan.NextCreate != nil {
 		p.next = *res.Plan.NextCreate
 	}
+	if res.Plan != nil && res.Plan.WordDue != nil {
+		p.wordDue = *res.Plan.WordDue
+	}
 	if res.HardBlocked() || (res.Plan == nil && res.Blocked() != "") {
 		p.blocked = res.Blocked()
 	}

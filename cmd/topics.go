@@ -244,7 +244,12 @@ one pass's creates, which Karpenter provisions as one batch; 0 lets none wait).
     cluster-autoscaler's TriggeredScaleUp: the pod waits for its node and does not block. Karpenter's
     FailedScheduling "all available instance types exceed limits for nodepool" or "no instance type has
     enough resources", or NotTriggerScaleUp: it blocks as with nodes (limits.blockOnUnschedulable), the Event
-    in the reason (pass done's blocked, status). No such Event yet: it blocks until the autoscaler speaks.
+    in the reason (pass done's blocked, status). No such Event yet: both autoscalers decide on a pod within
+    10 s (Karpenter batches pending pods up to 10 s, the cluster-autoscaler scans every 10 s), so for 15 s
+    after its Unschedulable condition's lastTransitionTime the pod waits for a node (counted against
+    maxPending, which bounds the waste) and does not block; from then on it blocks until the autoscaler
+    speaks, "the autoscaler said nothing of it within 15s" in the reason. tick --fill-for runs a pass when
+    those 15 s end.
   - Neither autoscaler found (none installed, or no grant): the mode counts as nodes and says why in the
     pass's log and in status; without list on Events every Unschedulable pod blocks, said likewise.
   - Needs: manifests/capacity (as nodes) and manifests/autoscale (chart: autoscale: true): get and list on

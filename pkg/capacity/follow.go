@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,6 +60,33 @@ func lostTaint(before, now []corev1.Taint) bool {
 	return slices.ContainsFunc(before, func(t corev1.Taint) bool {
 		return t.Effect != corev1.TaintEffectPreferNoSchedule && !slices.ContainsFunc(now, func(u corev1.Taint) bool { return t.MatchTaint(&u) })
 	})
+}
+
+// awaitPods bounds how long Observe waits for the pods' watch to get as far as the caller's (Options.PodsAt); past
+// it, the pods are listed afresh.
+const awaitPods = time.Second
+
+// podsAt makes the pods current, at resourceVersion rv or later: the caller read its own Pending pods at rv from a
+// watch of its own, and it counts those unbound while capacity counts them bound, so a binding its watch delivered
+// and this one not yet would be counted by neither (and its room given twice). Every change of those pods is one of
+// these, at the same resourceVersion: the watch gets there, within milliseconds; should it not within awaitPods (rv
+// was a bookmark's, or a list's of the caller's), the pods are listed afresh.
+func (f *Follow) podsAt(ctx context.Context, rv string) error {
+	if err := f.pods.Sync(ctx); err != nil || rv == "" || f.pods.Reached(rv) {
+		return err
+	}
+	if f.Changes != nil {
+		wctx, cancel := context.WithTimeout(ctx, awaitPods)
+		defer cancel()
+		if f.Changes.Until(wctx, func() bool { return f.pods.Reached(rv) }) == nil {
+			return nil
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f.pods.Stop()
+	return f.pods.Sync(ctx)
 }
 
 // Stop ends the watches (the next Observe lists afresh).

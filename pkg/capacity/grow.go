@@ -43,8 +43,10 @@ type growPool struct {
 	// probe is, for a NodePool whose node shape is not known yet (no NodeClaim shows one), how many more pods it
 	// takes this pass: one Job's, so that Karpenter makes a node whose shape the next pass counts on.
 	probe int
-	words string // what the nodes are, for the report
-	full  string // why it adds nothing whatever the pod ("" when it may add)
+	// launching is the allocatable of its launching NodeClaims whose node is not among the nodes (see coming).
+	launching []corev1.ResourceList
+	words     string // what the nodes are, for the report
+	full      string // why it adds nothing whatever the pod ("" when it may add)
 }
 
 // newGrowth is the growth of p's claims on snap, nil when the mode counts none (no autoscaler found, or no nodes
@@ -84,8 +86,8 @@ func newGrowth(snap *Snapshot, p *Placer) *growth {
 }
 
 func newGrowPool(pool *autoscale.Pool, nodes []Node, probe int) *growPool {
-	gp := &growPool{pool: pool, fit: PoolFit{Kind: pool.Kind, Name: pool.Name, Limit: pool.Limits, Used: pool.Used,
-		Launching: len(pool.Launching)}, full: pool.Unavailable}
+	gp := &growPool{pool: pool, launching: coming(pool.Launching, nodes), full: pool.Unavailable}
+	gp.fit = PoolFit{Kind: pool.Kind, Name: pool.Name, Limit: pool.Limits, Used: pool.Used, Launching: len(gp.launching)}
 	if g := pool.Group; g != nil {
 		gp.perNode = true
 		gp.fit.Limit = corev1.ResourceList{"nodes": *resource.NewQuantity(int64(g.MaxSize), resource.DecimalSI)}
@@ -136,7 +138,7 @@ func newGrowPool(pool *autoscale.Pool, nodes []Node, probe int) *growPool {
 		if r == "nodes" { // a count of nodes: it bounds no pod without a node shape
 			continue
 		}
-		for _, alloc := range pool.Launching {
+		for _, alloc := range gp.launching {
 			if q, ok := alloc[r]; ok {
 				l.Add(q)
 			}
@@ -144,6 +146,21 @@ func newGrowPool(pool *autoscale.Pool, nodes []Node, probe int) *growPool {
 		gp.free[r] = l
 	}
 	return gp
+}
+
+// coming is the allocatable of the launching NodeClaims whose node is not among nodes (by spec.providerID), by
+// NodeClaim name: Karpenter removes a new node's karpenter.sh/unregistered taint before its NodeClaim says
+// Registered, so in between the node is counted with the nodes and is no room coming.
+func coming(launching map[string]autoscale.Launch, nodes []Node) []corev1.ResourceList {
+	var out []corev1.ResourceList
+	for _, name := range slices.Sorted(maps.Keys(launching)) {
+		c := launching[name]
+		if c.ProviderID != "" && slices.ContainsFunc(nodes, func(n Node) bool { return n.ProviderID == c.ProviderID }) {
+			continue
+		}
+		out = append(out, c.Allocatable)
+	}
+	return out
 }
 
 // shaped makes a NodePool whose node shape sh is known per node: its launching NodeClaims, then as many new nodes
@@ -165,13 +182,11 @@ func (gp *growPool) shaped(sh *autoscale.Shape, left corev1.ResourceList) *growP
 			n = min(n, q)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(gp.pool.Launching)) {
-		gp.nodes = append(gp.nodes, gp.pool.Launching[name])
-	}
+	gp.nodes = append(gp.nodes, gp.launching...)
 	for range n {
 		gp.nodes = append(gp.nodes, sh.Allocatable)
 	}
-	gp.words = fmt.Sprintf("%d launching, %d new node(s) within its limits of %s (as NodeClaim %s)", len(gp.pool.Launching), n, quantities(sh.Allocatable), sh.From)
+	gp.words = fmt.Sprintf("%d launching, %d new node(s) within its limits of %s (as NodeClaim %s)", len(gp.launching), n, quantities(sh.Allocatable), sh.From)
 	if len(gp.nodes) == 0 && gp.full == "" {
 		gp.full = fmt.Sprintf("at its limits: no more node of capacity %s fits (as NodeClaim %s)", quantities(sh.Capacity), sh.From)
 	}

@@ -44,7 +44,7 @@ func TestAutoscaleRoom(t *testing.T) {
 	}
 	launchingShaped := func(p *autoscale.Pool) {
 		shaped(p)
-		p.Launching = map[string]corev1.ResourceList{"batch-x": p.Shape.Allocatable}
+		p.Launching = map[string]autoscale.Launch{"batch-x": {ProviderID: "kwok://batch-x", Allocatable: p.Shape.Allocatable}}
 	}
 	tests := []struct {
 		name    string
@@ -83,11 +83,17 @@ func TestAutoscaleRoom(t *testing.T) {
 		// (its pod and one more) and 2 new nodes of 2 pods: 5, not 7.
 		{"NodeClaims the NodePool's status.resources does not count yet count", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "0", "nodes", "0"), func(p *autoscale.Pool) {
 			p.Shape = &autoscale.Shape{Capacity: rl("cpu", "1900m", "memory", "64Mi", "pods", "1"), Allocatable: rl("cpu", "3900m", "memory", "8182Mi", "pods", "64"), From: "batch-2nlbh"}
-			p.Launching = map[string]corev1.ResourceList{"batch-2nlbh": p.Shape.Allocatable}
+			p.Launching = map[string]autoscale.Launch{"batch-2nlbh": {ProviderID: "kwok://batch-2nlbh", Allocatable: p.Shape.Allocatable}}
 			p.Claimed = rl("cpu", "1900m", "memory", "64Mi", "pods", "1", "nodes", "1")
 		})), Claim{Template: job(cpus("1900m")), Unbound: 1}, 5, "5 on NodePool batch: 1 launching, 2 new node(s)", strings.Repeat("T", 5) + "F"},
 		{"launching NodeClaims are room coming", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "12"), launchingShaped)),
 			Claim{Template: tpl}, 3, "3 on NodePool batch", "TTTF"},
+		// Karpenter removes a new node's karpenter.sh/unregistered taint first and says Registered on its NodeClaim
+		// after: in between the node is usable (a fill's wait wakes then) and the NodeClaim still launching. Its room
+		// is the node's, once.
+		{"a launching NodeClaim whose node is up counts once, as the node", withAutoscale(nodes(node("n1", func(n *Node) { n.ProviderID = "kwok://batch-x" })),
+			autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "4"), rl("cpu", "4"), launchingShaped)),
+			Claim{Template: tpl}, 4, "cpu: 4 more fit on n1", "TTTTF"},
 		{"at its limit of nodes", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("nodes", "2"), rl("nodes", "2"))),
 			Claim{Template: tpl}, 0, "NodePool batch at its limit of 2 node(s)", "F"},
 		{"a limit of nodes and the node shape", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("nodes", "3"), rl("nodes", "1"), shaped)),
@@ -140,7 +146,7 @@ func TestAutoscaleReport(t *testing.T) {
 	snap := withAutoscale(nodes(), autoscale.Karpenter, 10,
 		karpenter("batch", rl("cpu", "12"), rl("cpu", "4"), func(p *autoscale.Pool) {
 			p.Shape = &autoscale.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"), Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "batch-a"}
-			p.Launching = map[string]corev1.ResourceList{"batch-x": rl("cpu", "1900m", "memory", "15Gi", "pods", "110")}
+			p.Launching = map[string]autoscale.Launch{"batch-x": {ProviderID: "kwok://batch-x", Allocatable: rl("cpu", "1900m", "memory", "15Gi", "pods", "110")}}
 		}),
 		karpenter("gpu", nil, nil, func(p *autoscale.Pool) { p.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}} }))
 	r := autoscaleMode{}.Room(snap, []Claim{{Template: job(spec()), Unbound: 1}}).Report(0)

@@ -3,6 +3,7 @@ package capacity
 import (
 	"context"
 	"fmt"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,6 +45,13 @@ func (autoscaleMode) Room(snap *Snapshot, claims []Claim) Room {
 	p.grow = newGrowth(snap, p)
 	return p
 }
+
+// WordGrace is how long after a pod of ours turned Unschedulable the pass waits for the autoscaler to say whether
+// it provides a node for it (limits.capacity: autoscale): until then the pod counts as waiting for a new node (and
+// against limits.maxPending), then it blocks unless the autoscaler's Event says it provides one. Both decide on a
+// pod within 10 s: Karpenter batches pending pods for at most 10 s (1 s without a new one) before it simulates and
+// writes Nominated, the cluster-autoscaler scans every 10 s; 5 s more are for the simulation and the Event's write.
+const WordGrace = 15 * time.Second
 
 // Waits reads the Events of pods (autoscale.Waits). Without list on Events (manifests/autoscale) or when they cannot
 // be read, every Unschedulable pod blocks, as with nodes, and note says so.

@@ -59,6 +59,9 @@ type Options struct {
 	MaxPending int
 	// Follow, when set, keeps what is read between the passes of a fill run (see Follow); nil: a pass lists.
 	Follow *Follow
+	// PodsAt is the resourceVersion the caller read its own pods at, from a watch of its own (scheduler.Follow):
+	// with Follow, the pods are counted once its watch has got as far (see Follow.podsAt).
+	PodsAt string
 }
 
 // SelfPod is the name of the pod this process runs in, "" outside a pod: inside one, the kubelet sets
@@ -246,7 +249,7 @@ func observeNodes(ctx context.Context, c kube.Interface, f *Follow, o Options, p
 		snap.Nodes[i].Requested = corev1.ResourceList{} // summed below: never the feed's
 	}
 	if f.pods.Watch { // every pod is followed, the tick pod among them
-		if err := f.pods.Sync(ctx); err != nil {
+		if err := f.podsAt(ctx, o.PodsAt); err != nil {
 			return fmt.Errorf("capacity: list pods in all namespaces: %w", err)
 		}
 	}

@@ -171,6 +171,15 @@ func (p *Plan) unfinished(st *JobStatus, job JobSummary, pods []PodSummary, obs 
 			continue
 		}
 		w, said := obs.Waits[pod.Name]
+		due := pod.UnschedulableSince.Add(capacity.WordGrace)
+		if !said && obs.Waits != nil && !pod.UnschedulableSince.IsZero() && obs.Now.Before(due) {
+			// The Events were read (limits.capacity: autoscale) and the autoscaler has not decided on it yet: it waits
+			// for a node until the autoscaler's word is due, then blocks unless that word says it provides one.
+			w, said = capacity.Wait{Provided: true, Event: "the autoscaler has not said yet (it blocks from " + due.Format(time.RFC3339) + ")"}, true
+			if p.wordDue.IsZero() || due.Before(p.wordDue) {
+				p.wordDue = due
+			}
+		}
 		if said && w.Provided { // the autoscaler makes a node for it (limits.capacity: autoscale): a signal, not a stop
 			p.WaitingForNodes++
 			if st.State != StateUnschedulable {
@@ -179,8 +188,11 @@ func (p *Plan) unfinished(st *JobStatus, job JobSummary, pods []PodSummary, obs 
 			continue
 		}
 		st.State, st.Reason = StateUnschedulable, pod.Message
-		if said {
+		switch {
+		case said:
 			st.Reason += " (" + w.Event + ")"
+		case obs.Waits != nil:
+			st.Reason += " (the autoscaler said nothing of it within " + capacity.WordGrace.String() + ")"
 		}
 		p.Unschedulable++
 	}

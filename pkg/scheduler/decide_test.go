@@ -222,35 +222,54 @@ func TestDecide(t *testing.T) {
 // TestDecideWaits: with limits.capacity: autoscale the pass asks the autoscaler about its Unschedulable pods
 // (Observation.Waits): one it provides a node for does not block (a signal: it waits for the node, and its room is
 // counted by the mode); one it says it cannot provide for blocks as today, its Event in the reason; one it said
-// nothing of blocks too.
+// nothing of yet waits for its word until capacity.WordGrace after it turned Unschedulable (WordDue says when: the
+// fill runs a pass then), and blocks from then on, saying so; without the Events read (Waits nil: another mode, or
+// no grant) or a time of its condition, every one blocks at once.
 func TestDecideWaits(t *testing.T) {
 	running := makeJob("r").Obj()
 	pod := makePod(running).Unschedulable("0/0 nodes are available").Obj()
 	blocked := func(why string) string {
 		return "1 pod(s) Unschedulable (" + name("r") + ": 0/0 nodes are available" + why + ")"
 	}
+	grace := capacity.WordGrace
+	nominated := map[string]capacity.Wait{pod.Name: {Provided: true, Event: "Nominated: Pod should schedule on: nodeclaim/batch-x"}}
+	waiting := decided{Jobs: map[string]string{name("r"): "starting 1"}, Unfinished: 1, UnboundPods: 1, Slots: 9,
+		Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"r"}}
+	blocks := func(why string) decided {
+		return decided{Jobs: map[string]string{name("r"): "unschedulable 1"}, Unfinished: 1, Unschedulable: 1, UnboundPods: 1,
+			Limit: blocked(why), Blocked: blocked(why), Exclude: []string{"r"}}
+	}
 	tests := []struct {
 		name    string
 		waits   map[string]capacity.Wait
+		age     time.Duration // how long the pod has been Unschedulable; -1: its condition has no time
 		want    decided
 		waiting int
 		reason  string
+		due     time.Duration // WordDue − now; 0: nil
 	}{
-		{"Nominated: waits for its node, does not block", map[string]capacity.Wait{pod.Name: {Provided: true, Event: "Nominated: Pod should schedule on: nodeclaim/batch-x"}},
-			decided{Jobs: map[string]string{name("r"): "starting 1"}, Unfinished: 1, UnboundPods: 1, Slots: 9,
-				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"r"}}, 1, "waiting for a new node: Nominated: Pod should schedule on: nodeclaim/batch-x"},
-		{"at the NodePool's limits: blocks, saying so", map[string]capacity.Wait{pod.Name: {Event: "FailedScheduling: all available instance types exceed limits for nodepool"}},
-			decided{Jobs: map[string]string{name("r"): "unschedulable 1"}, Unfinished: 1, Unschedulable: 1, UnboundPods: 1,
-				Limit: blocked(" (FailedScheduling: all available instance types exceed limits for nodepool)"), Blocked: blocked(" (FailedScheduling: all available instance types exceed limits for nodepool)"),
-				Exclude: []string{"r"}}, 0, "0/0 nodes are available (FailedScheduling: all available instance types exceed limits for nodepool)"},
-		{"the autoscaler said nothing yet: blocks", map[string]capacity.Wait{},
-			decided{Jobs: map[string]string{name("r"): "unschedulable 1"}, Unfinished: 1, Unschedulable: 1, UnboundPods: 1,
-				Limit: blocked(""), Blocked: blocked(""), Exclude: []string{"r"}}, 0, "0/0 nodes are available"},
+		{"Nominated: waits for its node, does not block", nominated, time.Minute, waiting, 1, "waiting for a new node: Nominated: Pod should schedule on: nodeclaim/batch-x", 0},
+		{"Nominated at once: waits for its node, no word due", nominated, 0, waiting, 1, "waiting for a new node: Nominated: Pod should schedule on: nodeclaim/batch-x", 0},
+		{"at the NodePool's limits: blocks at once, saying so", map[string]capacity.Wait{pod.Name: {Event: "FailedScheduling: all available instance types exceed limits for nodepool"}}, time.Second,
+			blocks(" (FailedScheduling: all available instance types exceed limits for nodepool)"), 0, "0/0 nodes are available (FailedScheduling: all available instance types exceed limits for nodepool)", 0},
+		{"no word yet, just Unschedulable: waits for it", map[string]capacity.Wait{}, 0, waiting, 1,
+			"waiting for a new node: the autoscaler has not said yet (it blocks from " + now.Add(grace).Format(time.RFC3339) + ")", grace},
+		{"no word yet, a second before it is due: waits for it", map[string]capacity.Wait{}, grace - time.Second, waiting, 1,
+			"waiting for a new node: the autoscaler has not said yet (it blocks from " + now.Add(time.Second).Format(time.RFC3339) + ")", time.Second},
+		{"no word when it is due: blocks, saying so", map[string]capacity.Wait{}, grace,
+			blocks(" (the autoscaler said nothing of it within " + grace.String() + ")"), 0, "0/0 nodes are available (the autoscaler said nothing of it within " + grace.String() + ")", 0},
+		{"no time on its condition: blocks", map[string]capacity.Wait{}, -1,
+			blocks(" (the autoscaler said nothing of it within " + grace.String() + ")"), 0, "0/0 nodes are available (the autoscaler said nothing of it within " + grace.String() + ")", 0},
+		{"the Events not read (another mode, or no grant): blocks at once", nil, 0, blocks(""), 0, "0/0 nodes are available", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) { c.Limits.Capacity = config.CapacityAutoscale })
-			obs := observed([]*batchv1.Job{running}, []*corev1.Pod{pod})
+			aged := pod.DeepCopy()
+			if tc.age >= 0 {
+				aged.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-tc.age))
+			}
+			obs := observed([]*batchv1.Job{running}, []*corev1.Pod{aged})
 			obs.Waits = tc.waits
 			p := Decide(cfg, obs)
 			if diff := cmp.Diff(tc.want.filled(), view(p)); diff != "" {
@@ -258,6 +277,13 @@ func TestDecideWaits(t *testing.T) {
 			}
 			if p.WaitingForNodes != tc.waiting || p.Jobs[0].Reason != tc.reason {
 				t.Errorf("waiting %d, reason %q; want %d, %q", p.WaitingForNodes, p.Jobs[0].Reason, tc.waiting, tc.reason)
+			}
+			var due time.Duration
+			if p.WordDue != nil {
+				due = p.WordDue.Sub(now)
+			}
+			if due != tc.due || (p.WordDue != nil) != (tc.due != 0) {
+				t.Errorf("word due in %v (%v), want %v", due, p.WordDue, tc.due)
 			}
 		})
 	}

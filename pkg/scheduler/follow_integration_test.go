@@ -58,10 +58,10 @@ func TestFollowedIsFresh(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if obs.Capacity, obs.CapacityErr = s.readCapacity(ctx); obs.PodsErr != nil || obs.CapacityErr != nil {
+		if obs.Capacity, obs.CapacityErr = s.readCapacity(ctx, obs); obs.PodsErr != nil || obs.CapacityErr != nil {
 			t.Fatal(obs.PodsErr, obs.CapacityErr)
 		}
-		obs.Now, obs.JobsResourceVersion = time.Time{}, ""
+		obs.Now, obs.JobsResourceVersion, obs.PodsResourceVersion = time.Time{}, "", ""
 		return obs
 	}
 	observe(followed) // the first pass: it lists, and watches from there

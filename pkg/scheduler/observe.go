@@ -26,7 +26,10 @@ type Observation struct {
 	// JobsResourceVersion is the resourceVersion Jobs were listed at ("" offline).
 	JobsResourceVersion string
 	Pods                []PodSummary // this scheduler's Pending pods that hold something (label and field selector)
-	PodsErr             error        // the Pending pods could not be listed
+	// PodsResourceVersion is the resourceVersion Pods were read at (a fill run's: capacity reads every pod at it or
+	// later, see capacity.Options.PodsAt).
+	PodsResourceVersion string
+	PodsErr             error // the Pending pods could not be listed
 	// Capacity is what the nodes and quotas hold, for every queue's template (nil when limits.capacity is off, the pass is offline, or it has
 	// not been observed: a pass observes it only when the limits leave room).
 	Capacity    *capacity.Snapshot
@@ -55,7 +58,7 @@ func (s *Scheduler) Observe(ctx context.Context) (*Observation, error) {
 		return nil, obs.PodsErr
 	}
 	obs.Windows = s.readWindows(ctx, nil, len(obs.Jobs) > 0)
-	if obs.Capacity, obs.CapacityErr = s.readCapacity(ctx); obs.CapacityErr != nil {
+	if obs.Capacity, obs.CapacityErr = s.readCapacity(ctx, obs); obs.CapacityErr != nil {
 		return nil, obs.CapacityErr
 	}
 	d, err := s.inspectCapacity(ctx)
@@ -92,7 +95,7 @@ func (s *Scheduler) observe(ctx context.Context, pods bool) (*Observation, error
 		if err := f.pods.Sync(ctx); err != nil {
 			obs.PodsErr = fmt.Errorf("listing Pending pods in %s with %s: %w", ns, sel, err)
 		} else {
-			obs.Pods, _ = f.pods.Sorted()
+			obs.Pods, obs.PodsResourceVersion = f.pods.Sorted()
 			obs.Waits, obs.WaitsNote = s.readWaits(ctx, obs.Pods)
 		}
 	}
@@ -118,7 +121,7 @@ func (s *Scheduler) observeCapacity(ctx context.Context, obs *Observation, p *Pl
 		return obs
 	}
 	o := *obs
-	o.Capacity, o.CapacityErr = s.readCapacity(ctx)
+	o.Capacity, o.CapacityErr = s.readCapacity(ctx, obs)
 	return &o
 }
 
@@ -127,8 +130,8 @@ func (s *Scheduler) selector() string {
 }
 
 // readCapacity reads what the capacity mode counts room on (capacity.Mode.Observe; nil when it counts none or the
-// pass is offline): one observation for every queue's template.
-func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error) {
+// pass is offline): one observation for every queue's template, of the pods as obs saw them or later.
+func (s *Scheduler) readCapacity(ctx context.Context, obs *Observation) (*capacity.Snapshot, error) {
 	if s.Kube == nil {
 		return nil, nil
 	}
@@ -136,7 +139,7 @@ func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error
 	for i := range s.Config.AllQueues() {
 		templates = append(templates, s.Config.QueueConfig(i).Template)
 	}
-	snap, err := capacity.ModeOf(s.Config.Limits.Capacity).Observe(ctx, s.clients(), s.Config.Namespace, capacity.Options{Templates: templates, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick(), MaxPending: s.Config.MaxPending(), Follow: s.followCapacity()})
+	snap, err := capacity.ModeOf(s.Config.Limits.Capacity).Observe(ctx, s.clients(), s.Config.Namespace, capacity.Options{Templates: templates, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick(), MaxPending: s.Config.MaxPending(), Follow: s.followCapacity(), PodsAt: obs.PodsResourceVersion})
 	if err != nil {
 		return nil, fmt.Errorf("observing capacity: %w", err)
 	}
@@ -197,6 +200,8 @@ type PodSummary struct {
 	Bound         bool      // spec.nodeName is set
 	Unschedulable bool      // PodScheduled=False with reason Unschedulable (not SchedulingGated or any other)
 	Message       string    // the scheduler's message when Unschedulable
+	// UnschedulableSince is when it turned Unschedulable (the condition's lastTransitionTime, UTC; zero if unknown).
+	UnschedulableSince time.Time
 }
 
 // SummarizeJob keeps what the plan needs of job.
@@ -231,7 +236,7 @@ func SummarizePod(pod *corev1.Pod) (s PodSummary, ok bool) {
 	s = PodSummary{Name: pod.Name, Job: owner.UID, Bound: pod.Spec.NodeName != ""}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			s.Unschedulable, s.Message = true, c.Message
+			s.Unschedulable, s.Message, s.UnschedulableSince = true, c.Message, c.LastTransitionTime.UTC()
 		}
 	}
 	return s, true

@@ -92,9 +92,13 @@ type Plan struct {
 	Unschedulable int `json:"unschedulablePods"`
 	// WaitingForNodes counts the Unschedulable pods the autoscaler provides a node for (limits.capacity: autoscale):
 	// they do not block; WaitsNote says why every Unschedulable pod blocks instead, when the mode could not tell.
-	WaitingForNodes int              `json:"waitingForNodes,omitempty"`
-	WaitsNote       string           `json:"waitsNote,omitempty"`
-	Capacity        *capacity.Report `json:"capacity,omitempty"`
+	WaitingForNodes int    `json:"waitingForNodes,omitempty"`
+	WaitsNote       string `json:"waitsNote,omitempty"`
+	// WordDue is when the first of those pods the autoscaler has not spoken of yet stops waiting for its word
+	// (capacity.WordGrace after it turned Unschedulable): a pass from then blocks on it unless the word came; nil
+	// for none. tick --fill-for runs a pass then.
+	WordDue  *time.Time       `json:"wordDue,omitempty"`
+	Capacity *capacity.Report `json:"capacity,omitempty"`
 	// Slots is how many Jobs this pass may create and Limit what bound it; Blocked is set when nothing may be created.
 	Slots int    `json:"slots"`
 	Limit string `json:"limit"`
@@ -135,6 +139,8 @@ type Plan struct {
 	// unboundPods are this scheduler's pods bound to no node yet, podlessPods the pods its unfinished Jobs with no
 	// pod yet will make: both will take room that the nodes still show as free.
 	unboundPods, podlessPods int
+	// wordDue is a queue's part of WordDue (zero: none).
+	wordDue time.Time
 	// hard says Blocked has a cause that capacity cannot change (see Fit).
 	hard bool
 	// roomBound says the slots were bound by room a finishing Job frees: limits.maxActive, the nodes or the quota.

@@ -169,6 +169,9 @@ func (p *Plan) assemble(cfg *config.Config, parts []*Plan) {
 		p.Unfinished += part.Unfinished
 		p.Unschedulable += part.Unschedulable
 		p.WaitingForNodes += part.WaitingForNodes
+		if due := part.wordDue; !due.IsZero() && (p.WordDue == nil || due.Before(*p.WordDue)) {
+			p.WordDue = &due
+		}
 		p.queued += part.queued
 		if !qs[i].Implicit {
 			p.Queues = append(p.Queues, QueuePlan{Name: qs[i].Name, Priority: qs[i].Priority, Weight: *qs[i].Weight,

@@ -239,10 +239,11 @@ func writeAutoscaleResults(runs []autoscaleRun, rows int, limit string, dur time
 	fmt.Fprintf(&w, "Karpenter v1.13.0 (KWOK provider) from no node: a NodePool of 4-CPU nodes (scripts/karpenter/nodepool.yaml) limited to %s CPU, "+
 		"%d rows, task pods of %s (2 a node) that run %s; each mode on a NodePool of its own, after the one before was consolidated away; "+
 		"`tick --fill-for` (started again at once should it end before the drain). Drain: from the first tick's start to the last Job's Complete "+
-		"as the bench's watch saw it. At the limit: the NodePool's status.resources.cpu leaves less than one node below its limit.\n\n",
+		"as the bench's watch saw it. At the limit: the NodePool's status.resources.cpu leaves less than one node below its limit; with every node up: "+
+		"kube-scheduler marked the pod Unschedulable while the pool was at its limit and every NodeClaim of it Initialized (no node coming for it).\n\n",
 		limit, rows, autoscaleTaskCPU, dur)
-	fmt.Fprintln(&w, "| capacity | drain | × off's | invocations (passes) | Jobs created | duplicate Jobs | most NodeClaims | pods of Karpenter's limit Event | Unschedulable pod-seconds at the limit | in all | consolidated after the drain | load avg (1 min) |")
-	fmt.Fprintln(&w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(&w, "| capacity | drain | × off's | invocations (passes) | Jobs created | duplicate Jobs | most NodeClaims | pods of Karpenter's limit Event | pods Unschedulable at the limit with every node up | Unschedulable pod-seconds at the limit | in all | consolidated after the drain | load avg (1 min) |")
+	fmt.Fprintln(&w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range runs {
 		passes := 0
 		for _, inv := range r.invocations {
@@ -252,9 +253,9 @@ func writeAutoscaleResults(runs []autoscaleRun, rows int, limit string, dur time
 		if r.consolidateFailed {
 			cons = "not within " + cons
 		}
-		fmt.Fprintf(&w, "| %s | %.1f s | %.2f | %d (%d) | %d | %d | %d | %d | %.1f | %.1f | %s | %s |\n", r.mode, r.drain.Seconds(),
+		fmt.Fprintf(&w, "| %s | %.1f s | %.2f | %d (%d) | %d | %d | %d | %d | %d | %.1f | %.1f | %s | %s |\n", r.mode, r.drain.Seconds(),
 			r.drain.Seconds()/runs[0].drain.Seconds(), len(r.invocations), passes, r.created, r.dupes, r.figures.PeakNodeClaims,
-			r.figures.LimitEventPods, r.figures.PodSecondsAt, r.figures.PodSeconds, cons, r.load)
+			r.figures.LimitEventPods, r.figures.WaitedAtLimit, r.figures.PodSecondsAt, r.figures.PodSeconds, cons, r.load)
 	}
 	for _, r := range runs {
 		writeInvocations(&w, "capacity "+r.mode, r.invocations)

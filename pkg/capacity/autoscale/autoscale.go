@@ -39,9 +39,9 @@ type Pool struct {
 	// Claimed is what its NodeClaims not being deleted hold, as Karpenter counts them against the limits at once
 	// (their status.capacity, and 1 node each); status.resources, updated later, may not count them yet.
 	Claimed corev1.ResourceList
-	// Launching is the allocatable of its NodeClaims that have launched but whose node is not registered yet: room
-	// that is coming (nodeclaims), by name.
-	Launching map[string]corev1.ResourceList
+	// Launching are its NodeClaims that have launched but whose NodeClaim does not say Registered yet: room that is
+	// coming, by NodeClaim name.
+	Launching map[string]Launch
 	// Labels and Requirements are what its nodes carry (template labels; spec.template.spec.requirements); Taints
 	// the taints they keep (startupTaints, removed once the node is up, are not).
 	Labels       map[string]string
@@ -53,6 +53,13 @@ type Pool struct {
 	Group *Group
 	// Unavailable says why it adds nothing whatever its limits (its Ready condition is False), "" when it may.
 	Unavailable string
+}
+
+// Launch is a launching NodeClaim: the providerID of the node it makes (the node carries it in spec.providerID
+// once created) and its allocatable.
+type Launch struct {
+	ProviderID  string
+	Allocatable corev1.ResourceList
 }
 
 // Shape is one node's capacity (what Karpenter counts against a NodePool's limits) and allocatable (what pods

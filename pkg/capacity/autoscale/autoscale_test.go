@@ -140,7 +140,7 @@ func nodeClaimObj(name, pool string, registered string, alloc map[string]any, cr
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
 		"metadata": map[string]any{"name": name, "labels": map[string]any{"karpenter.sh/nodepool": pool}, "creationTimestamp": created},
-		"status": map[string]any{"allocatable": alloc, "capacity": capacity,
+		"status": map[string]any{"allocatable": alloc, "capacity": capacity, "providerID": "kwok://" + name,
 			"conditions": []any{map[string]any{"type": "Registered", "status": registered, "reason": "x", "message": "", "lastTransitionTime": "2026-12-01T00:00:00Z"}}},
 	}}
 }
@@ -175,7 +175,7 @@ func TestRead(t *testing.T) {
 	want := &State{Source: Karpenter, Pools: []Pool{
 		{Kind: KindNodePool, Name: "batch", Limits: corev1.ResourceList{"cpu": q("12")}, Used: corev1.ResourceList{"cpu": q("8"), "nodes": q("2")},
 			Claimed:   corev1.ResourceList{"cpu": q("8"), "pods": q("4"), "nodes": q("3")},
-			Launching: map[string]corev1.ResourceList{"batch-a": {"cpu": q("3900m"), "pods": q("110")}},
+			Launching: map[string]Launch{"batch-a": {ProviderID: "kwok://batch-a", Allocatable: corev1.ResourceList{"cpu": q("3900m"), "pods": q("110")}}},
 			Shape:     &Shape{Capacity: corev1.ResourceList{"cpu": q("4"), "pods": q("4")}, Allocatable: corev1.ResourceList{"cpu": q("3900m"), "pods": q("110")}, From: "batch-a"},
 			Labels:    map[string]string{"team": "a"}, Requirements: []corev1.NodeSelectorRequirement{{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"on-demand"}}},
 			Taints: []corev1.Taint{{Key: "batch", Effect: corev1.TaintEffectNoSchedule}}},

@@ -89,6 +89,7 @@ type nodeClaim struct {
 	Metadata metav1.ObjectMeta `json:"metadata"`
 	Status   struct {
 		NodeName    string              `json:"nodeName"`
+		ProviderID  string              `json:"providerID"`
 		Capacity    corev1.ResourceList `json:"capacity"`
 		Allocatable corev1.ResourceList `json:"allocatable"`
 		Conditions  []metav1.Condition  `json:"conditions"`
@@ -143,9 +144,9 @@ func readKarpenter(ctx context.Context, dyn dynamic.Interface) (*State, error) {
 			continue
 		}
 		if p.Launching == nil {
-			p.Launching = map[string]corev1.ResourceList{}
+			p.Launching = map[string]Launch{}
 		}
-		p.Launching[nc.Metadata.Name] = nc.Status.Allocatable
+		p.Launching[nc.Metadata.Name] = Launch{ProviderID: nc.Status.ProviderID, Allocatable: nc.Status.Allocatable}
 	}
 	slices.SortFunc(st.Pools, func(a, b Pool) int { return cmp.Compare(a.Name, b.Name) })
 	return st, nil

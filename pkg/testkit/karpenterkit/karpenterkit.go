@@ -110,16 +110,26 @@ func Create(ctx context.Context, dyn dynamic.Interface, root, name, cpuLimit str
 // Watch follows, from its start until its context ends, a NodePool (its status.resources), its NodeClaims, and the
 // pods and Events of one namespace, and keeps what a scenario measures. The pool is at its limit when its
 // status.resources.cpu leaves less than one node of it (a NodeClaim's capacity) below spec.limits.cpu: Karpenter
-// can add no node.
+// can add no node. It is settled at its limit when, at its limit, every NodeClaim of it is Initialized (its node
+// registered, Ready, its startup taints gone): no node is coming that a pod could wait for.
+//
+// Two figures say a pod waited Unschedulable with no node coming for it, each exactly, neither counting the pods
+// that wait for a node that is launching (they go Unschedulable before Karpenter's node is up, and are bound within
+// a second of it being Ready):
+//   - LimitEventPods: Karpenter's FailedScheduling "... exceed limits for nodepool" Event. Karpenter writes it for a
+//     pending pod it could place on no node, existing or launching, and for which the pool's limits leave no new
+//     one; a pod it can place on a launching node is Nominated instead.
+//   - WaitedAtLimit: a pod that kube-scheduler marks (or marks again) Unschedulable while the pool is settled at its
+//     limit: it tried the pod on the pool's nodes, all of them up, and none had room.
 type Watch struct {
 	mu     sync.Mutex
 	limit  resource.Quantity
 	used   resource.Quantity // the NodePool's status.resources.cpu, as last seen
 	node   resource.Quantity // the largest capacity.cpu of its NodeClaims
-	claims map[string]bool   // its NodeClaims now
+	claims map[string]bool   // its NodeClaims now: whether each is Initialized
 	peak   int               // the most NodeClaims at once
 	unsch  map[string]bool   // the pods Unschedulable now
-	atLim  map[string]bool   // the pods seen Unschedulable while the pool was at its limit
+	atLim  map[string]bool   // the pods marked Unschedulable while the pool was settled at its limit
 	limEv  map[string]bool   // the pods of Karpenter's FailedScheduling Event at the pool's limits
 	last   time.Time
 	secs   float64 // Unschedulable pod-seconds
@@ -132,7 +142,7 @@ type Figures struct {
 	PeakNodeClaims int     // the most NodeClaims of the pool at once
 	ReachedLimit   bool    // the pool was at its limit at some moment
 	LimitEventPods int     // pods Karpenter said it cannot provide for within the pool's limits (its Event)
-	WaitedAtLimit  int     // pods seen Unschedulable while the pool was at its limit
+	WaitedAtLimit  int     // pods marked Unschedulable while the pool was settled at its limit
 	PodSeconds     float64 // Unschedulable pod-seconds, in all
 	PodSecondsAt   float64 // Unschedulable pod-seconds while the pool was at its limit
 }
@@ -233,11 +243,21 @@ func (w *Watch) advance() {
 	if w.atLimit() {
 		w.secsAt += dt
 		w.reach = true
-		for p := range w.unsch {
-			w.atLim[p] = true
-		}
 	}
 	w.last = now
+}
+
+// settled says the pool is at its limit with every NodeClaim Initialized, under w.mu.
+func (w *Watch) settled() bool {
+	if !w.atLimit() || len(w.claims) == 0 {
+		return false
+	}
+	for _, initialized := range w.claims {
+		if !initialized {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *Watch) atLimit() bool {
@@ -274,7 +294,13 @@ func (w *Watch) onClaim(ev watch.Event) {
 	if ev.Type == watch.Deleted {
 		delete(w.claims, u.GetName())
 	} else {
-		w.claims[u.GetName()] = true
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		w.claims[u.GetName()] = false
+		for _, c := range conds {
+			if c, ok := c.(map[string]any); ok && c["type"] == "Initialized" && c["status"] == "True" {
+				w.claims[u.GetName()] = true
+			}
+		}
 		if cpu, _, _ := unstructured.NestedString(u.Object, "status", "capacity", "cpu"); cpu != "" {
 			if q, err := resource.ParseQuantity(cpu); err == nil && q.Cmp(w.node) > 0 {
 				w.node = q
@@ -292,8 +318,11 @@ func (w *Watch) onPod(ev watch.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.advance()
-	if ev.Type != watch.Deleted && kwokkit.Unschedulable(p) {
+	if ev.Type != watch.Deleted && kwokkit.Unschedulable(p) && p.Spec.NodeName == "" {
 		w.unsch[p.Name] = true
+		if w.settled() {
+			w.atLim[p.Name] = true
+		}
 	} else {
 		delete(w.unsch, p.Name)
 	}
