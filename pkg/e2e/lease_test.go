@@ -144,7 +144,9 @@ func (e *env) startKillable(kcfg string, args ...string) (*exec.Cmd, *lockedBuff
 // most one Lease duration, as the API server's Lease record shows: the next pass takes it over, and creates.
 func TestLeaseKilledHolder(t *testing.T) {
 	e, _, cfg := newTaskScenario(t, "32", "64Gi", 20, config{duration: "10m", extra: "limits:\n  maxActive: 20\n  maxPerTick: 20\n  capacity: quota\n"})
-	cmd, out, killed := e.startKillable(e.kcfg, "tick", "--config", cfg, "--kube-qps", "2")
+	// Creates at 2 a second, no burst: the SIGKILL at the first create lands while most of the 20 are still to come
+	// (with the default burst of 100 the killed pass's 16 workers could send all 20 before the signal, at load 5).
+	cmd, out, killed := e.startKillable(e.kcfg, "tick", "--config", cfg, "--kube-qps", "2", "--kube-burst", "1")
 	select {
 	case <-killed:
 	case <-time.After(time.Minute):
