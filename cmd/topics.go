@@ -51,8 +51,9 @@ index matching the query's WHERE and ORDER BY the database reads about slots + e
 backlog (jobsched status's Query line checks it). A query that tries to write fails there: exit 2, nothing
 created.
 
-Failures. The plan comes from one observation taken at the start; the deletes run first and never wait on
-anything that may fail. If the Pending pods, the capacity lists or the database fail (refused, or a host that
+Failures. The plan comes from one observation taken at the start; the deletes of finished Jobs start first,
+run beside the creates (a finished Job holds no slot, so no create waits for them) and never wait on anything
+that may fail. If the Pending pods, the capacity lists or the database fail (refused, or a host that
 never answers: every read has source.timeout), the deletes still happen, nothing is created, the log says why
 and the pass exits 1. A pass with no slot still sends one SELECT, so a lost database fails it even while the
 queue is full. A wrong configuration is exit 2 before anything is contacted.

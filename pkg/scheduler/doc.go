@@ -10,7 +10,9 @@
 //	observe  → Observation  the install's Jobs (and the list's resourceVersion), its Pending pods: once for all queues
 //	decide   → Plan         Decide, per queue: each Job's state, the deletes, the keys the read excludes, the room
 //	                        the queue's limits leave; then the install's limits over all queues
-//	execute  ·              the decided deletes, first: they never wait on a step that may fail
+//	execute  ·              the decided deletes start: finished Jobs, holding no slot, deleted beside the steps
+//	                        after; they never wait on a step that may fail, no create waits on them, and the
+//	                        pass ends once each is answered
 //	cancel   → Cancellation per queue with source.cancelQuery and unfinished Jobs, which of their keys it returns
 //	decide   → Plan         DecideCancelled, when it returned any: those Jobs deleted (DeleteCancelled), holding no
 //	                        slot; then the cancel deletes, before anything is created
@@ -65,8 +67,9 @@
 //     statement (the README's Trust model). The exclusion and the LIMIT are pushed into the statement, so with an
 //     index matching the query's WHERE and ORDER BY the database reads about `slots + excluded` rows whatever the
 //     backlog. A query that tries to write fails in the READ ONLY transaction (exit 2) and nothing is created.
-//   - Order and failures: the plan comes from one observation taken at the start. The deletes run first and never
-//     wait on anything that may fail: if the Pending pods, the capacity LISTs or the database fail (refused, or a
+//   - Order and failures: the plan comes from one observation taken at the start. The deletes of finished Jobs start
+//     first, run beside the rest (no create waits for them: a finished Job holds no slot and its key is excluded)
+//     and never wait on anything that may fail: if the Pending pods, the capacity LISTs or the database fail (refused, or a
 //     host that never answers: connections time out and every read has `source.timeout`), the deletes still
 //     happen, nothing is created, the log says why and the pass exits 1. `gc` lists only the Jobs.
 //   - Concurrency: a tick's Guard is the scheduler's Lease (pkg/lease), so its passes observe and create one at a

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,12 +27,15 @@ type execution struct {
 	mode    Mode
 	log     zerolog.Logger
 	start   time.Time
-	deleted []error         // each delete tried (nil: done), the retries' failed attempts included
-	gone    []JobStatus     // the Jobs deleted (a Follow waits to see them go)
-	created []createOutcome // each of the plan's creates, in its order (nil: none tried)
-	errs    []error
-	release func()
-	cancel  context.CancelFunc
+	deleted []error     // each delete tried (nil: done), the retries' failed attempts included
+	gone    []JobStatus // the Jobs deleted (a Follow waits to see them go)
+	// behind are the deletes of finished Jobs running beside the rest of the pass (deletesBehind), joined by done.
+	behind     sync.WaitGroup
+	behindDone []func()
+	created    []createOutcome // each of the plan's creates, in its order (nil: none tried)
+	errs       []error
+	release    func()
+	cancel     context.CancelFunc
 	// keeper is the Guard when it keeps the rate record (rate.go); cancelCreates ends the reserved creates' context.
 	keeper        RecordKeeper
 	cancelCreates context.CancelFunc
@@ -132,6 +136,8 @@ func (x *execution) fitted(p *Plan, obs *Observation) *Plan {
 // done ends the pass with p (nil: the Jobs could not be listed, and stop says why) and logs its summary line.
 // rowsWait is what the read said (see Result.RowsWait); rows read ahead (the share gave them no slot) wait too.
 func (x *execution) done(p *Plan, obs *Observation, rowsWait bool, stop error) (Result, error) {
+	x.joinDeletes()
+	x.step("deletes behind")
 	r := Result{Plan: p}
 	if p != nil {
 		r.RowsWait = rowsWait || p.ReadAhead > 0 || ((p.roomBound || p.NextCreate != nil) && p.Slots == 0)
@@ -163,15 +169,45 @@ type guardReport interface {
 	Report() (state string, waited time.Duration)
 }
 
-// deletes is an execute step: it deletes js (in a mode that deletes).
+// deletes is an execute step: it deletes js (in a mode that deletes) and returns once each delete is answered.
 func (x *execution) deletes(js []JobStatus) {
 	if x.mode.deletes() {
-		for i, err := range x.s.executeDeletes(x.ctx, js) {
-			x.deleted = append(x.deleted, err)
-			x.failedWrite(err)
-			if err == nil {
-				x.gone = append(x.gone, js[i])
-			}
+		x.deleteOutcomes(js, x.s.executeDeletes(x.ctx, js))
+	}
+}
+
+// deletesBehind is an execute step for finished Jobs: it starts their deletes (in a mode that deletes) beside the
+// rest of the pass, which done waits for. A finished Job holds no slot, its pods no node and no quota but a
+// count/jobs.batch (which the API server's quota counts by its own clock), and its key is excluded from the pass:
+// nothing the pass creates needs it gone, so no create waits for it, and it never waits on a step that may fail.
+func (x *execution) deletesBehind(js []JobStatus) {
+	if !x.mode.deletes() || len(js) == 0 {
+		return
+	}
+	var errs []error
+	x.behind.Add(1)
+	go func() {
+		defer x.behind.Done()
+		errs = x.s.executeDeletes(x.ctx, js)
+	}()
+	x.behindDone = append(x.behindDone, func() { x.deleteOutcomes(js, errs) })
+}
+
+// joinDeletes waits for the deletes started behind and records what came of them.
+func (x *execution) joinDeletes() {
+	x.behind.Wait()
+	for _, record := range x.behindDone {
+		record()
+	}
+	x.behindDone = nil
+}
+
+func (x *execution) deleteOutcomes(js []JobStatus, errs []error) {
+	for i, err := range errs {
+		x.deleted = append(x.deleted, err)
+		x.failedWrite(err)
+		if err == nil {
+			x.gone = append(x.gone, js[i])
 		}
 	}
 }

@@ -1,6 +1,11 @@
 package scheduler
 
-import "github.com/jobsched/jobsched/pkg/testkit"
+import (
+	"slices"
+	"strings"
+
+	"github.com/jobsched/jobsched/pkg/testkit"
+)
 
 // The builders, the in-memory source and the action recorder of this package's tests: the shared test kit's.
 
@@ -18,3 +23,20 @@ var (
 )
 
 type source = testkit.Source
+
+// besidePass is acts with the deletes of the named finished Jobs taken from their place and put at the end, in
+// name order: they run beside the rest of the pass (deletesBehind), so where they fall among its other calls is no
+// promise. Applied to both the wanted and the recorded actions, a comparison still pins every other call's order
+// and that each of those deletes is made exactly once.
+func besidePass(acts []string, finished ...string) []string {
+	var rest, behind []string
+	for _, a := range acts {
+		if f := strings.Fields(a); len(f) > 2 && f[0] == "delete" && f[1] == "jobs" && slices.Contains(finished, f[2]) {
+			behind = append(behind, a)
+			continue
+		}
+		rest = append(rest, a)
+	}
+	slices.Sort(behind)
+	return append(rest, behind...)
+}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,9 +57,10 @@ func deleteOf(name string, uid types.UID) write {
 	return write{Verb: "delete", Name: name, Options: &metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: &metav1.Preconditions{UID: &uid}}}
 }
 
-// TestPassOrder pins the order of the pass's writes, a promise of the design: the deletes the decision makes come
-// first, before any step that may fail (capacity, the database), then the deletes of the rows found gone, then each
-// create, a retry's failed attempt deleted right after its next one exists. The Jobs are compared whole.
+// TestPassOrder pins the order of the pass's writes, a promise of the design: each create in the plan's order, a
+// retry's failed attempt deleted right after its next one exists; beside them, in no order with them, the deletes
+// of the finished Jobs the decision marked (3) and of those whose row is gone (5), each once (TestDeletesBeside).
+// The Jobs are compared whole.
 func TestPassOrder(t *testing.T) {
 	cfg := testConfig(t, func(c *config.Config) { c.GC.SucceededRetention = metav1.Duration{Duration: 10 * time.Minute} })
 	gone := makeJob("gone").Attempt(3).Finished(batchv1.JobFailed, ago(time.Hour)).Obj()
@@ -75,27 +78,44 @@ func TestPassOrder(t *testing.T) {
 		}
 		return j
 	}
-	want := []write{
+	wantBeside := []write{
 		deleteOf(name("old-ok"), "uid-old-ok"), // 3: decided
 		deleteOf(gone.Name, gone.UID),          // 5: its row is gone
-		{Verb: "create", Name: render.AttemptName("reports", "f", 2), Job: rendered(src.Rows[0], 2)}, // 7
+	}
+	wantInLine := []write{
+		{Verb: "create", Name: render.AttemptName("reports", "f", 2), Job: rendered(src.Rows[0], 2)}, // 8
 		deleteOf(name("f"), "uid-f"), // the attempt it supersedes
 		{Verb: "create", Name: name("x"), Job: rendered(src.Rows[1], 1)},
 	}
-	if diff := cmp.Diff(want, writes(client)); diff != "" {
-		t.Errorf("writes (-want +got):\n%s", diff)
+	// split is ws as the deletes of finished Jobs beside the pass (in name order) and the rest, in order.
+	split := func(ws []write) (beside, inLine []write) {
+		for _, w := range ws {
+			if w.Verb == "delete" && (w.Name == name("old-ok") || w.Name == gone.Name) {
+				beside = append(beside, w)
+			} else {
+				inLine = append(inLine, w)
+			}
+		}
+		slices.SortFunc(beside, func(a, b write) int { return strings.Compare(a.Name, b.Name) })
+		return beside, inLine
+	}
+	slices.SortFunc(wantBeside, func(a, b write) int { return strings.Compare(a.Name, b.Name) })
+	beside, inLine := split(writes(client))
+	if diff := cmp.Diff(wantInLine, inLine); diff != "" {
+		t.Errorf("creates and retirements, in order (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantBeside, beside); diff != "" {
+		t.Errorf("deletes beside the pass (-want +got):\n%s", diff)
 	}
 	if want := (Summary{Selected: 2, Created: 2, Retried: 1, Deleted: 3}); res.Summary != want {
 		t.Errorf("summary %+v, want %+v", res.Summary, want)
 	}
-	// What the plan holds is what was written: its deletes decided first, then those found gone, then each create
-	// and after it the attempt it supersedes (in Deletes too, marked DeleteRetried).
+	// What the plan holds is what was written: its deletes of finished Jobs, and each create with after it the
+	// attempt it supersedes (in Deletes too, marked DeleteRetried).
 	var planned []write
-	for _, why := range []string{"", DeleteRowGone} {
-		for _, d := range res.Plan.Deletes() {
-			if d.Delete == why || why == "" && d.Delete != DeleteRowGone && d.Delete != DeleteRetried {
-				planned = append(planned, deleteOf(d.Name, d.UID))
-			}
+	for _, d := range res.Plan.Deletes() {
+		if d.Delete != DeleteRetried {
+			planned = append(planned, deleteOf(d.Name, d.UID))
 		}
 	}
 	retired := 0
@@ -109,8 +129,48 @@ func TestPassOrder(t *testing.T) {
 	if n := len(res.Plan.Deletes()); len(planned) != n+len(res.Plan.Creates) || retired != 1 {
 		t.Errorf("the plan's %d deletes are not each written once: %v", n, planned)
 	}
-	if diff := cmp.Diff(want, planned); diff != "" {
-		t.Errorf("the plan (-written +planned):\n%s", diff)
+	plannedBeside, plannedInLine := split(planned)
+	if diff := cmp.Diff(wantInLine, plannedInLine); diff != "" {
+		t.Errorf("the plan's creates (-written +planned):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantBeside, plannedBeside); diff != "" {
+		t.Errorf("the plan's deletes (-written +planned):\n%s", diff)
+	}
+}
+
+// TestDeletesBeside: a finished Job's delete holds no create back (it holds no slot, and its key is excluded), and
+// the pass still ends only once it is answered, counted in its summary. The delete here is answered only after the
+// create was made: a pass that deleted first would wait for it (until the bound below) and fail the test.
+func TestDeletesBeside(t *testing.T) {
+	cfg := testConfig(t, nil)
+	client := testkit.NewFake(makeJob("old").Finished(batchv1.JobComplete, ago(3*time.Hour)).Obj())
+	createdJob := make(chan struct{})
+	var deleteSawCreate atomic.Bool
+	client.PrependReactor("create", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
+		close(createdJob)
+		return false, nil, nil
+	})
+	client.PrependReactor("delete", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
+		select {
+		case <-createdJob:
+			deleteSawCreate.Store(true)
+		case <-time.After(10 * time.Second): // the bound of a pass whose creates wait for its deletes
+		}
+		return false, nil, nil
+	})
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("a")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	res, err := s.Run(context.Background(), Execute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !deleteSawCreate.Load() {
+		t.Error("the create waited for the finished Job's delete")
+	}
+	if res.Summary.Deleted != 1 || res.Summary.Created != 1 {
+		t.Errorf("summary %+v: want the delete and the create both counted", res.Summary)
+	}
+	if _, err := client.Tracker().Get(batchv1.SchemeGroupVersion.WithResource("jobs"), cfg.Namespace, name("old")); !apierrors.IsNotFound(err) {
+		t.Errorf("the finished Job is still there when the pass ended: %v", err)
 	}
 }
 
@@ -168,7 +228,7 @@ func TestGuard(t *testing.T) {
 			if res.Summary.Created != tc.wantCreates || res.Blocked() != tc.wantBlocked {
 				t.Errorf("created %d, blocked %q; want %d, %q", res.Summary.Created, res.Blocked(), tc.wantCreates, tc.wantBlocked)
 			}
-			if tc.mode == Execute && (order[2] != "delete jobs" || res.Summary.Deleted != 1) {
+			if tc.mode == Execute && (!slices.Contains(order, "delete jobs") || res.Summary.Deleted != 1) {
 				t.Errorf("writes %v, deleted %d: the finished Job must go whatever the guard says", order, res.Summary.Deleted)
 			}
 			if tc.mode == Execute && tc.guard.err == nil && !tc.guard.released {

@@ -166,9 +166,10 @@ func (p *Plan) jobIndex(name string) (int, bool) {
 	return slices.BinarySearchFunc(p.Jobs, name, func(j JobStatus, name string) int { return strings.Compare(j.Name, name) })
 }
 
-// Deletes are every Job this pass deletes, by name: before it creates, those past their retention, superseded, dead
-// past retry.deadRetention, or (once the source was asked) whose row is gone; and after its create, the failed
-// attempt of each retry (DeleteRetried: see Create.Supersedes).
+// Deletes are every Job this pass deletes, by name: beside its creates, the finished Jobs past their retention,
+// superseded, dead past retry.deadRetention, or (once the source was asked) whose row is gone; before its creates,
+// the cancelled ones (DeleteCancelled); and after its create, the failed attempt of each retry (DeleteRetried: see
+// Create.Supersedes).
 func (p *Plan) Deletes() []JobStatus {
 	var out []JobStatus
 	for _, j := range p.Jobs {

@@ -116,12 +116,14 @@ func (r Result) HardBlocked() bool { return r.Plan != nil && r.Plan.hard }
 //  1. observe, once for the install: its Jobs and (unless DeleteOnly) its Pending pods (with Follow, what its
 //     watches kept since the last pass, once they have delivered that pass's writes);
 //  2. decide, per queue: the deletes, the exclusions, the room the queue's limits and the install's leave;
-//  3. execute the deletes (all queues), before any step that may fail (capacity, the database);
+//  3. start the deletes (all queues): finished Jobs, which hold no slot, so they run beside the steps after and
+//     the pass waits for them before it ends; none waits on a step that may fail (capacity, the database), and
+//     no create waits on them;
 //     3b. cancel: ask each queue's source.cancelQuery about the keys of its unfinished Jobs (Cancel; no read
 //     without a cancel query or an unfinished Job), decide again with the cancelled Jobs holding no slot, and
 //     delete them, before anything is created;
 //  4. observe capacity when there is room; fit each queue alone: its slots;
-//  5. check each queue's finished tasks' rows: worker bugs skipped, the Jobs of gone rows deleted;
+//  5. check each queue's finished tasks' rows: worker bugs skipped, the Jobs of gone rows deleted (beside, as 3);
 //  6. read, per queue with slots, the rows there is room for, and admit each: creates and skips;
 //  7. share the install's slots among the queues' creates (see share);
 //  8. execute the creates in that order (Execute; ServerDryRun sends them with dryRun=All); with limits.rate they are
@@ -146,9 +148,8 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 	if mode != DeleteOnly {
 		obs.Windows = s.readWindows(ctx, x.keeper, len(obs.Jobs) > 0)
 	}
-	p := Decide(s.Config, obs) // 2
-	x.deletes(p.Deletes())     // 3
-	x.step("deletes")
+	p := Decide(s.Config, obs)   // 2
+	x.deletesBehind(p.Deletes()) // 3
 	if mode == DeleteOnly {
 		return x.done(p, obs, false, nil)
 	}
@@ -204,7 +205,7 @@ func (s *Scheduler) checkQueues(ctx context.Context, x *execution, p *Plan) (*Pl
 		}
 		x.fail(rc.Err)
 		p = p.checked(i, rc)
-		x.deletes(rc.Gone)
+		x.deletesBehind(rc.Gone)
 	}
 	return p, nil
 }
