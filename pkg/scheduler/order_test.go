@@ -24,6 +24,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/testkit"
@@ -139,31 +140,23 @@ func TestPassOrder(t *testing.T) {
 }
 
 // TestDeletesBeside: a finished Job's delete holds no create back (it holds no slot, and its key is excluded), and
-// the pass still ends only once it is answered, counted in its summary. The delete here is answered only after the
-// create was made: a pass that deleted first would wait for it (until the bound below) and fail the test.
+// the pass still ends only once it is answered, counted in its summary. The delete here reaches the API server only
+// after the create was made: a pass that deleted first would wait for it (until the bound below) and fail the test.
 func TestDeletesBeside(t *testing.T) {
 	cfg := testConfig(t, nil)
 	client := testkit.NewFake(makeJob("old").Finished(batchv1.JobComplete, ago(3*time.Hour)).Obj())
 	createdJob := make(chan struct{})
-	var deleteSawCreate atomic.Bool
 	client.PrependReactor("create", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
 		close(createdJob)
 		return false, nil, nil
 	})
-	client.PrependReactor("delete", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
-		select {
-		case <-createdJob:
-			deleteSawCreate.Store(true)
-		case <-time.After(10 * time.Second): // the bound of a pass whose creates wait for its deletes
-		}
-		return false, nil, nil
-	})
-	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("a")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	slow := &slowDeletes{Fake: client, until: createdJob}
+	s := &Scheduler{workers: 1, Config: cfg, Kube: slow, Source: &source{Rows: rowsFor("a")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	res, err := s.Run(context.Background(), Execute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !deleteSawCreate.Load() {
+	if !slow.sawIt.Load() {
 		t.Error("the create waited for the finished Job's delete")
 	}
 	if res.Summary.Deleted != 1 || res.Summary.Created != 1 {
@@ -172,6 +165,38 @@ func TestDeletesBeside(t *testing.T) {
 	if _, err := client.Tracker().Get(batchv1.SchemeGroupVersion.WithResource("jobs"), cfg.Namespace, name("old")); !apierrors.IsNotFound(err) {
 		t.Errorf("the finished Job is still there when the pass ended: %v", err)
 	}
+}
+
+// slowDeletes is a client whose Job deletes wait until until is closed (at most 10 s, the bound of a pass whose
+// creates wait for its deletes) before they reach the fake; sawIt says until was closed by then. The wait is
+// outside the fake, whose reactors all run under one lock.
+type slowDeletes struct {
+	*testkit.Fake
+	until <-chan struct{}
+	sawIt atomic.Bool
+}
+
+func (c *slowDeletes) BatchV1() kube.BatchV1 { return slowBatch{c.Fake.BatchV1(), c} }
+
+type slowBatch struct {
+	kube.BatchV1
+	c *slowDeletes
+}
+
+func (b slowBatch) Jobs(ns string) kube.Jobs { return slowJobs{b.BatchV1.Jobs(ns), b.c} }
+
+type slowJobs struct {
+	kube.Jobs
+	c *slowDeletes
+}
+
+func (j slowJobs) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	select {
+	case <-j.c.until:
+		j.c.sawIt.Store(true)
+	case <-time.After(10 * time.Second):
+	}
+	return j.Jobs.Delete(ctx, name, opts)
 }
 
 // guard is a Guard for tests: it refuses with err, or hands out held.
