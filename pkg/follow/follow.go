@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -41,11 +42,13 @@ type Feed[O any, L any, T any] struct {
 	Changed func(old T, had bool, new T, has bool)
 
 	mu      sync.Mutex
-	items   map[string]T // by namespace/name
-	rv      string       // the resourceVersion the items are at
-	live    bool         // the watch runs and has failed in no way that needs a list
-	cannot  error        // the watch was refused for good (Forbidden): each Sync lists
-	lastErr error        // why the watch ended
+	items   map[string]T         // by namespace/name
+	rv      string               // the resourceVersion the watch delivered the items at (the caller's writes may be newer)
+	made    map[string]string    // key → the resourceVersion of an object the caller wrote (Made), until the watch reaches it
+	gone    map[string]types.UID // key → the UID of an object the caller deleted (Gone), until the watch delivers its end
+	live    bool                 // the watch runs and has failed in no way that needs a list
+	cannot  error                // the watch was refused for good (Forbidden): each Sync lists
+	lastErr error                // why the watch ended
 	stop    context.CancelFunc
 }
 
@@ -72,6 +75,7 @@ func (f *Feed[O, L, T]) Sync(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.items, f.rv, f.lastErr = items, rv, nil
+	f.made, f.gone = map[string]string{}, map[string]types.UID{}
 	if !f.Watch || rv == "" || f.cannot != nil { // nothing to watch from (a fake client): list every time
 		return nil
 	}
@@ -141,7 +145,7 @@ func (f *Feed[O, L, T]) apply(ev watch.Event) {
 		if ns := m.GetNamespace(); ns != "" {
 			k = ns + "/" + k
 		}
-		if o, ok := any(ev.Object).(*O); ok {
+		if o, ok := any(ev.Object).(*O); ok && f.current(k, m, ev.Type) {
 			old, had := f.items[k]
 			var v T
 			has := false
@@ -160,6 +164,59 @@ func (f *Feed[O, L, T]) apply(ev watch.Event) {
 	}
 	f.mu.Unlock()
 	f.Changes.notify()
+}
+
+// current says the watch's event of key k (object m) is newer than what the caller wrote of k (holding the feed): an
+// event of an object the caller deleted is not (its DELETED ends that), nor one older than the object it made.
+func (f *Feed[O, L, T]) current(k string, m metav1.Object, typ watch.EventType) bool {
+	if uid, ok := f.gone[k]; ok && m.GetUID() == uid {
+		if typ == watch.Deleted {
+			delete(f.gone, k)
+		}
+		return false
+	}
+	if rv, ok := f.made[k]; ok {
+		if c, err := resourceversion.CompareResourceVersion(m.GetResourceVersion(), rv); err == nil && c < 0 {
+			return false
+		}
+		delete(f.made, k)
+	}
+	return true
+}
+
+// Made applies an object the caller created, as the API server answered it, before the watch delivers it: the next
+// read has it, and the watch's events of that key older than it (an object of that name deleted before) are not
+// applied over it. Nothing is kept while the feed does not watch (its next Sync lists), nor once the watch is past
+// it.
+func (f *Feed[O, L, T]) Made(o *O) {
+	m, err := meta.Accessor(o)
+	if err != nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rv := m.GetResourceVersion()
+	if c, err := resourceversion.CompareResourceVersion(f.rv, rv); !f.live || err != nil || c >= 0 {
+		return // not watching, or the watch delivered it already (and maybe newer): the feed has it
+	}
+	k := key(o)
+	if v, ok := f.Summarize(o); ok {
+		f.items[k] = v
+	}
+	f.made[k] = rv
+}
+
+// Gone takes out an object the caller deleted (key namespace/name, its UID), before the watch delivers its end: the
+// next read does not have it, and the watch's events of that object are not applied until its DELETED.
+func (f *Feed[O, L, T]) Gone(k string, uid types.UID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.live {
+		return
+	}
+	delete(f.items, k)
+	delete(f.made, k)
+	f.gone[k] = uid
 }
 
 // Lost is why the watch ended since the last Sync (nil while it runs).

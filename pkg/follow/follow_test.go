@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -121,5 +122,60 @@ func TestFeedExpired(t *testing.T) {
 			t.Errorf("in stream %v: items %v after %d LISTs, watching %v; want [a b] after 2, watching", inStream, got, lists, f.Watching())
 		}
 		f.Stop()
+	}
+}
+
+// TestFeedMadeAndGone: the caller's own writes are in the feed at once, and the watch, lagging, does not undo them:
+// a created object stays through the older events of its name, a deleted one stays out through its own events until
+// its DELETED; an object the watch already delivered newer is not set back by Made.
+func TestFeedMadeAndGone(t *testing.T) {
+	at := func(name, uid, rv string) *batchv1.Job {
+		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(uid), ResourceVersion: rv}}
+	}
+	a := at("a", "uid-a", "4")
+	c := fake.NewClientset(a)
+	lists := 0
+	listAt(c, "5", &lists)
+	w := watch.NewRaceFreeFake()
+	c.PrependWatchReactor("jobs", func(k8stesting.Action) (bool, watch.Interface, error) { return true, w, nil })
+	var changes Changes
+	f := &Feed[batchv1.Job, *batchv1.JobList, string]{Client: c, Collection: c.BatchV1().Jobs("ns"), Watch: true, Changes: &changes,
+		Summarize: func(j *batchv1.Job) (string, bool) { return j.Name + "@" + j.ResourceVersion, true }}
+	defer f.Stop()
+	ctx := context.Background()
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// deliver sends ev and waits until the feed is at its resourceVersion.
+	deliver := func(typ watch.EventType, j *batchv1.Job) {
+		t.Helper()
+		w.Action(typ, j)
+		if err := changes.Until(ctx, func() bool { return f.Reached(j.ResourceVersion) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	items := func() []string { got, _ := f.Sorted(); return got }
+	check := func(step string, want ...string) {
+		t.Helper()
+		if got := items(); !slices.Equal(got, want) {
+			t.Errorf("%s: items %v, want %v", step, got, want)
+		}
+	}
+
+	f.Made(at("b", "uid-b", "8"))
+	f.Gone("ns/a", "uid-a")
+	check("at once", "b@8")
+	deliver(watch.Deleted, at("b", "uid-b0", "6")) // an older b, deleted before ours was made
+	deliver(watch.Modified, at("a", "uid-a", "7")) // a, before its delete
+	check("older events", "b@8")
+	deliver(watch.Added, at("b", "uid-b", "8"))
+	deliver(watch.Deleted, at("a", "uid-a", "9"))
+	deliver(watch.Added, at("a", "uid-a2", "10")) // a new a: the watch applies it
+	check("the watch caught up", "a@10", "b@8")
+	deliver(watch.Modified, at("b", "uid-b", "11"))
+	f.Made(at("b", "uid-b", "8")) // found present, older than what the watch delivered
+	check("made behind the watch", "a@10", "b@11")
+	if lists != 1 {
+		t.Errorf("%d LISTs, want 1", lists)
 	}
 }

@@ -27,8 +27,7 @@ type execution struct {
 	mode    Mode
 	log     zerolog.Logger
 	start   time.Time
-	deleted []error     // each delete tried (nil: done), the retries' failed attempts included
-	gone    []JobStatus // the Jobs deleted (a Follow waits to see them go)
+	deleted []error // each delete tried (nil: done), the retries' failed attempts included
 	// behind are the deletes of finished Jobs running beside the rest of the pass (deletesBehind), joined by done.
 	behind     sync.WaitGroup
 	behindDone []func()
@@ -150,9 +149,6 @@ func (x *execution) done(p *Plan, obs *Observation, rowsWait bool, stop error) (
 		err = errors.Join(x.errs...)
 	}
 	r.Summary = summarize(p, x.mode.dryRun(), x.deleted, x.created)
-	if f := x.s.Follow; f != nil && x.mode == Execute {
-		f.wrote(x.writes(p))
-	}
 	if g, ok := x.s.Guard.(guardReport); ok && x.mode == Execute {
 		state, waited := g.Report()
 		r.Summary.Lease, r.Summary.LeaseWait = state, waited.Milliseconds()
@@ -172,7 +168,7 @@ type guardReport interface {
 // deletes is an execute step: it deletes js (in a mode that deletes) and returns once each delete is answered.
 func (x *execution) deletes(js []JobStatus) {
 	if x.mode.deletes() {
-		x.deleteOutcomes(js, x.s.executeDeletes(x.ctx, js))
+		x.deleteOutcomes(x.s.executeDeletes(x.ctx, js))
 	}
 }
 
@@ -190,7 +186,7 @@ func (x *execution) deletesBehind(js []JobStatus) {
 		defer x.behind.Done()
 		errs = x.s.executeDeletes(x.ctx, js)
 	}()
-	x.behindDone = append(x.behindDone, func() { x.deleteOutcomes(js, errs) })
+	x.behindDone = append(x.behindDone, func() { x.deleteOutcomes(errs) })
 }
 
 // joinDeletes waits for the deletes started behind and records what came of them.
@@ -202,13 +198,10 @@ func (x *execution) joinDeletes() {
 	x.behindDone = nil
 }
 
-func (x *execution) deleteOutcomes(js []JobStatus, errs []error) {
-	for i, err := range errs {
+func (x *execution) deleteOutcomes(errs []error) {
+	for _, err := range errs {
 		x.deleted = append(x.deleted, err)
 		x.failedWrite(err)
-		if err == nil {
-			x.gone = append(x.gone, js[i])
-		}
 	}
 }
 
@@ -250,22 +243,6 @@ func (x *execution) creates(p *Plan) {
 		x.log.Warn().Int("notCreated", notStarted).Err(cause).Msg("the pass stopped creating (its deadline, a signal, or a lost Lease); the next pass creates the rest")
 		x.failedWrite(fmt.Errorf("%d planned Job(s) not created: %w", notStarted, cause))
 	}
-}
-
-// writes are the resourceVersions of the Jobs the pass created (or found present) and the Jobs it deleted, the
-// superseded attempts included (see Follow.wrote).
-func (x *execution) writes(p *Plan) ([]string, []JobStatus) {
-	var rvs []string
-	gone := x.gone
-	for i, o := range x.created {
-		if o.rv != "" {
-			rvs = append(rvs, o.rv)
-		}
-		if o.retired {
-			gone = append(gone, *p.Creates[i].Supersedes)
-		}
-	}
-	return rvs, gone
 }
 
 // Summary is what a pass did; every pass logs it as one line, `pass done`.
@@ -378,7 +355,6 @@ func (s *Scheduler) executeDeletes(ctx context.Context, deletes []JobStatus) []e
 type createOutcome struct {
 	started   bool
 	res       createResult
-	rv        string // the resourceVersion of the Job created or found present
 	err       error
 	skip      Skip
 	retired   bool
@@ -397,7 +373,7 @@ func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bo
 		c := p.Creates[i]
 		o := &out[i]
 		o.started = true
-		o.res, o.skip, o.rv, o.err = s.create(ctx, c, serverDryRun, p)
+		o.res, o.skip, o.err = s.create(ctx, c, serverDryRun, p)
 		// The attempt a retry supersedes goes only once the retry exists: a pass killed in between loses no count.
 		if o.err == nil && o.res != collision && c.Supersedes != nil && !serverDryRun {
 			o.retireErr = s.delete(ctx, *c.Supersedes)
@@ -429,6 +405,7 @@ func (s *Scheduler) delete(ctx context.Context, j JobStatus) error {
 	})
 	switch {
 	case err == nil:
+		s.Follow.gone(s.Config.Namespace, j)
 		msg := "deleted finished Job"
 		if j.Delete == DeleteCancelled {
 			msg = "cancelled Job: deleted"
@@ -457,7 +434,7 @@ const (
 // create creates one Job. AlreadyExists means another pass (or an earlier try) created it: the Job is already present,
 // unless it belongs to another task, queue or scheduler, which is a name collision: the row is skipped, and the skip
 // says why.
-func (s *Scheduler) create(ctx context.Context, c Create, serverDryRun bool, p *Plan) (createResult, Skip, string, error) {
+func (s *Scheduler) create(ctx context.Context, c Create, serverDryRun bool, p *Plan) (createResult, Skip, error) {
 	log := zerolog.Ctx(ctx).With().Str("job", c.Job.Name).Str("task", c.Key).Logger()
 	jobs := s.Kube.BatchV1().Jobs(s.Config.Namespace)
 	opts := metav1.CreateOptions{FieldManager: "jobsched"}
@@ -467,28 +444,32 @@ func (s *Scheduler) create(ctx context.Context, c Create, serverDryRun bool, p *
 	job, err := jobs.Create(ctx, c.Job, opts)
 	if err == nil {
 		log.Info().Bool("serverDryRun", serverDryRun).Int("attempt", c.Attempt).Msg("created Job")
-		if s.Events != nil && !serverDryRun {
-			s.Events.JobCreated(job, c, fmt.Sprintf("%d slot(s) this pass, bound by %s", p.Slots, p.Limit))
+		if !serverDryRun {
+			s.Follow.made(job)
+			if s.Events != nil {
+				s.Events.JobCreated(job, c, fmt.Sprintf("%d slot(s) this pass, bound by %s", p.Slots, p.Limit))
+			}
 		}
-		return created, Skip{}, job.ResourceVersion, nil
+		return created, Skip{}, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
 		log.Error().Err(err).Msg("creating Job")
-		return 0, Skip{}, "", fmt.Errorf("creating Job %s (task %q): %w", c.Job.Name, c.Key, err)
+		return 0, Skip{}, fmt.Errorf("creating Job %s (task %q): %w", c.Job.Name, c.Key, err)
 	}
 	existing, err := jobs.Get(ctx, c.Job.Name, metav1.GetOptions{})
 	if err != nil {
-		return 0, Skip{}, "", fmt.Errorf("creating Job %s (task %q): it exists, and reading it failed: %w", c.Job.Name, c.Key, err)
+		return 0, Skip{}, fmt.Errorf("creating Job %s (task %q): it exists, and reading it failed: %w", c.Job.Name, c.Key, err)
 	}
+	s.Follow.made(existing)
 	if !s.ours(existing, c) {
 		reason := collisionReason(c.Job.Name, existing.Annotations[jobmeta.AnnotationTaskKey], existing.Labels[jobmeta.LabelQueue])
 		if sched := existing.Labels[jobmeta.LabelScheduler]; sched != s.Config.Name {
 			reason = fmt.Sprintf("name collision: Job %s exists and is not this scheduler's (scheduler label %q)", c.Job.Name, sched)
 		}
-		return collision, Skip{Queue: c.Queue, Key: c.Key, Reason: reason}, existing.ResourceVersion, nil
+		return collision, Skip{Queue: c.Queue, Key: c.Key, Reason: reason}, nil
 	}
 	log.Debug().Msg("Job already present")
-	return present, Skip{}, existing.ResourceVersion, nil
+	return present, Skip{}, nil
 }
 
 // ours says job, found under c's name, is c's: this scheduler's, of c's task and of c's queue (a Job without the

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,10 +15,6 @@ import (
 	"github.com/jobsched/jobsched/pkg/follow"
 )
 
-// awaitWrites bounds how long a pass waits for the watch to deliver the previous pass's writes; past it, the
-// Jobs are listed afresh.
-const awaitWrites = 10 * time.Second
-
 // ErrLost says the watch of the Jobs ended (a 410 Gone, a refused watch): a wait cannot tell when a Job ends, and
 // the next pass lists afresh.
 var ErrLost = errors.New("the watch of the Jobs was lost")
@@ -27,10 +22,11 @@ var ErrLost = errors.New("the watch of the Jobs was lost")
 // Follow keeps the observation of one fill run (tick --fill-for) between its passes: set on a Scheduler, its
 // first pass lists the Jobs, the Pending pods and what capacity reads, as every pass does, and then watches them
 // from those lists' resourceVersions; each later pass decides from the summaries the watches keep (package
-// follow), so it costs the events it read and its writes, not a list of the cluster. Before it decides, a pass
-// waits (at most awaitWrites) until the watch has delivered the writes of the pass before (its creates'
-// resourceVersions, its deletes), and Resync, called when another holder took the Lease in between, lists
-// everything afresh. A Follow is for one Scheduler; Stop ends its watches.
+// follow), so it costs the events it read and its writes, not a list of the cluster. A pass's own writes are
+// applied to the followed Jobs as the API server answers them (each Job created, or found present, and each
+// deleted), so the next pass decides with them at once, not once the watch delivers them; and Resync, called when
+// another holder took the Lease in between, lists everything afresh. A Follow is for one Scheduler; Stop ends its
+// watches.
 type Follow struct {
 	changes  follow.Changes
 	jobs     *follow.Feed[batchv1.Job, *batchv1.JobList, JobSummary]
@@ -42,8 +38,6 @@ type Follow struct {
 	endedName string // the last of them
 	endedAt   int    // ended at the last observation
 	usableAt  int    // capacity.NodesUsable at the last observation
-	created   []string
-	deleted   []JobStatus
 }
 
 // NewFollow is a Follow for a fill run's passes.
@@ -94,12 +88,19 @@ func (f *Follow) Wait(ctx context.Context) (string, error) {
 	return name, nil
 }
 
-// wrote records a pass's writes, for the next observation to wait for: the resourceVersions of the Jobs it created
-// (or found present) and the Jobs it deleted.
-func (f *Follow) wrote(created []string, deleted []JobStatus) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.created, f.deleted = created, deleted
+// made applies a Job the pass created (or found present) to the followed Jobs, and gone a Job it deleted, so that
+// the next pass decides with them without waiting for the watch to deliver them (follow.Feed's Made and Gone); a
+// nil Follow (a pass that lists) keeps nothing.
+func (f *Follow) made(job *batchv1.Job) {
+	if f != nil && f.jobs != nil {
+		f.jobs.Made(job)
+	}
+}
+
+func (f *Follow) gone(namespace string, j JobStatus) {
+	if f != nil && f.jobs != nil {
+		f.jobs.Gone(namespace+"/"+j.Name, j.UID)
+	}
 }
 
 // init makes the feeds of s's Jobs and Pending pods (once).
@@ -127,36 +128,6 @@ func (f *Follow) init(s *Scheduler, watch bool) {
 			}
 			return SummarizePod(pod)
 		}}
-}
-
-// await waits until the Jobs' watch has delivered the last pass's writes; when it cannot (no watch, or not within
-// awaitWrites), the Jobs are listed afresh.
-func (f *Follow) await(ctx context.Context, namespace string) {
-	f.mu.Lock()
-	created, deleted := f.created, f.deleted
-	f.created, f.deleted = nil, nil
-	f.mu.Unlock()
-	if (len(created) == 0 && len(deleted) == 0) || !f.jobs.Watching() {
-		return
-	}
-	seen := func() bool {
-		for _, rv := range created {
-			if !f.jobs.Reached(rv) {
-				return false
-			}
-		}
-		for _, j := range deleted {
-			if v, ok := f.jobs.Get(namespace + "/" + j.Name); ok && v.UID == j.UID && !v.Deleting {
-				return false
-			}
-		}
-		return true
-	}
-	actx, cancel := context.WithTimeout(ctx, awaitWrites)
-	defer cancel()
-	if f.changes.Until(actx, seen) != nil {
-		f.jobs.Stop() // the next Sync lists
-	}
 }
 
 // observed marks the Jobs' ends seen so far as before the observation.

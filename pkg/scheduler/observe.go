@@ -84,7 +84,6 @@ func (s *Scheduler) observe(ctx context.Context, pods bool) (*Observation, error
 		f = &Follow{} // this pass's lists only
 	}
 	f.init(s, s.Follow != nil)
-	f.await(ctx, s.Config.Namespace)
 	ns, sel := s.Config.Namespace, s.selector()
 	if err := f.jobs.Sync(ctx); err != nil {
 		return nil, fmt.Errorf("listing Jobs in %s with %s: %w", ns, sel, err)

@@ -117,7 +117,7 @@ func (r Result) HardBlocked() bool { return r.Plan != nil && r.Plan.hard }
 //
 //  0. take the Guard, if any (Execute only);
 //  1. observe, once for the install: its Jobs and (unless DeleteOnly) its Pending pods (with Follow, what its
-//     watches kept since the last pass, once they have delivered that pass's writes);
+//     watches kept since the last pass, with that pass's own writes applied);
 //  2. decide, per queue: the deletes, the exclusions, the room the queue's limits and the install's leave;
 //  3. start the deletes (all queues): finished Jobs, which hold no slot, so they run beside the steps after and
 //     the pass waits for them before it ends; none waits on a step that may fail (capacity, the database), and
