@@ -460,7 +460,6 @@ func (s *Scheduler) create(ctx context.Context, c Create, serverDryRun bool, p *
 	if err != nil {
 		return 0, Skip{}, fmt.Errorf("creating Job %s (task %q): it exists, and reading it failed: %w", c.Job.Name, c.Key, err)
 	}
-	s.Follow.made(existing)
 	if !s.ours(existing, c) {
 		reason := collisionReason(c.Job.Name, existing.Annotations[jobmeta.AnnotationTaskKey], existing.Labels[jobmeta.LabelQueue])
 		if sched := existing.Labels[jobmeta.LabelScheduler]; sched != s.Config.Name {
@@ -469,6 +468,7 @@ func (s *Scheduler) create(ctx context.Context, c Create, serverDryRun bool, p *
 		return collision, Skip{Queue: c.Queue, Key: c.Key, Reason: reason}, nil
 	}
 	log.Debug().Msg("Job already present")
+	s.Follow.made(existing)
 	return present, Skip{}, nil
 }
 
