@@ -70,14 +70,17 @@ func (f *Follow) Wait(ctx context.Context) (string, error) {
 	}
 	name := ""
 	err := f.changes.Until(ctx, func() bool {
+		// The feeds first, then f.mu: a feed calls Changed (which takes f.mu) holding its own lock.
+		watching := f.jobs.Watching()
+		n, node := f.capacity.NodesUsable()
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		name = f.endedName
-		if n, node := f.capacity.NodesUsable(); n > f.usableAt && f.ended == f.endedAt {
+		if n > f.usableAt && f.ended == f.endedAt {
 			name = "node/" + node
 			return true
 		}
-		return f.ended > f.endedAt || !f.jobs.Watching()
+		return f.ended > f.endedAt || !watching
 	})
 	switch {
 	case err != nil:
@@ -132,8 +135,9 @@ func (f *Follow) init(s *Scheduler, watch bool) {
 
 // observed marks the Jobs' ends seen so far as before the observation.
 func (f *Follow) observed() {
+	usable, _ := f.capacity.NodesUsable() // before f.mu, as in Wait
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.endedAt = f.ended
-	f.usableAt, _ = f.capacity.NodesUsable()
+	f.usableAt = usable
 }

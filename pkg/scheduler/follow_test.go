@@ -90,3 +90,4 @@ func TestFollowWait(t *testing.T) {
 		})
 	}
 }
+
