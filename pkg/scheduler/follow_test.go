@@ -90,4 +90,3 @@ func TestFollowWait(t *testing.T) {
 		})
 	}
 }
-
