@@ -66,7 +66,7 @@ Cost. Three calls on the Lease, one streaming list of the scheduler's Jobs (a wa
 page by page, 500 a page, where the API server refuses that), one list of its Pending pods; with capacity:
 nodes the lists of jobsched help capacity; one read of the keys of succeeded, dead and due tasks when there
 are any; with a source.cancelQuery one read of it about the keys of the unfinished Jobs, when there are any
-(jobsched help cancel); then one call per create or delete, 64 in flight. A pass keeps a small summary of each
+(jobsched help cancel); then one call per create or delete, 16 in flight. A pass keeps a small summary of each
 Job as it arrives, never a page of them. There is no client-side rate limit unless --kube-qps is set: the API
 server's Priority and Fairness answers 429 with Retry-After, which the client honours (up to 10 retries a
 call; --kube-burst, default 100, counts only with --kube-qps). What a pass could not create before its

@@ -3,7 +3,7 @@
 # reference from the same run (scripts/bench/main.go does the measuring):
 #   API calls per pass     apiserver_request_total from /metrics before and after one tick creating 10 Jobs;
 #   pass time vs backlog   a pass over 100 and over 1,000,000 waiting rows (indexed query);
-#   creates per second     `jobsched tick` with default flags vs a bare client-go (64 workers, no client-side
+#   creates per second     `jobsched tick` with default flags vs a bare client-go (16 workers, no client-side
 #                          limit, plain POSTs of the same Jobs), at 10 / 1,000 / 10,000 creates;
 #   peak RSS vs Jobs       `jobsched dry-run` (built as the Dockerfile builds it) under /usr/bin/time -v with 1,000 /
 #                          10,000 / 100,000 Jobs of its scheduler (made directly by a bare client), without and with

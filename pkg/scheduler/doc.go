@@ -96,7 +96,7 @@
 //     refill lists nothing: it decides from the summaries the watches keep, with the previous pass's own creates
 //     and deletes applied as the API server answered them (no wait for the watch to deliver them), and lists
 //     afresh after a 410 Gone, a refused watch, or another holder of the Lease.
-//   - Pace: creates run concurrently, 64 in flight, and the deletes beside them, 64 more, with no client-side rate
+//   - Pace: creates run concurrently, 16 in flight, and the deletes beside them, 16 more, with no client-side rate
 //     limit by default: the API server's Priority and Fairness protects it and answers 429 with `Retry-After`,
 //     which the client honours (up to 10 retries per call). `--kube-qps N` (with `--kube-burst`) puts a client-side cap back, for clusters that
 //     want one. What a pass could not create before its `--timeout` waits for the next pass; `pass done` says how

@@ -18,11 +18,10 @@ import (
 // bounded by rows read, not by rounds, and a queue with this many bad rows at its head still moves, a page a pass.
 const MaxSkippedRows = 10000
 
-// workers bounds the creates, and apart from them the deletes, in flight: enough that a refill's creates go out in
-// one wave, so that the API server's Priority and Fairness, not the client, paces them (it queues what it cannot
-// serve yet, and answers 429 with Retry-After, which the client honours); and a bound on the goroutines and
-// connections one pass holds.
-const workers = 64
+// workers bounds the creates, and apart from them the deletes, in flight. More in flight (64, measured) gave the
+// drain nothing on a cluster that ran the Jobs no faster, and with --kube-qps the creates beyond the pace wait in
+// the client's limiter, started: a pass that then lost its Lease counted them failed, not left for the next pass.
+const workers = 16
 
 // Mode is what a command lets a pass do.
 type Mode int

@@ -47,7 +47,7 @@ import (
 //     run's peak RSS (getrusage), beside one pass (`tick`, no --fill-for) of the reference at the smallest size;
 //   - throughput, at BENCH_THROUGHPUT_NODES (1000): a fill run of this build draining BENCH_THROUGHPUT_ROWS (10,000)
 //     rows of tasks of 1 s, capacity: nodes, maxActive 1,000 (maxPerTick twice that: room binds each pass), with one queue and with five, after a bare
-//     client-go loop (64 workers, as jobsched's creates; no client-side limit) creating the same 10,000 Jobs: Jobs per second (created /
+//     client-go loop (16 workers, as jobsched's creates; no client-side limit) creating the same 10,000 Jobs: Jobs per second (created /
 //     from the start to the last create), the ratio, and the calls per refill pass.
 // Growing the cluster stops at BENCH_FILL_BUDGET seconds (default 1800) per size; a size not reached is measured at
 // what was made, and the results say so. The controller-manager must run (the Jobs make pods), so bench.sh runs this
@@ -422,7 +422,7 @@ func (b *bench) throughput(size string) ([]row, error) {
 		what   string
 		queues int
 		bare   bool
-	}{{what: "a bare client-go loop (64 workers, as jobsched's creates; no client-side limit) creating the same Jobs", bare: true}, {what: "one queue"}, {what: "five queues", queues: 5}} {
+	}{{what: "a bare client-go loop (16 workers, as jobsched's creates; no client-side limit) creating the same Jobs", bare: true}, {what: "one queue"}, {what: "five queues", queues: 5}} {
 		if err := b.clearJobs(ns); err != nil {
 			return rows, err
 		}

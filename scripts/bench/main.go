@@ -365,7 +365,7 @@ func median(ds []time.Duration) time.Duration {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Creates per second: `jobsched tick` with its default flags against a bare client (64 workers, as jobsched's creates; client-go with no
+// Creates per second: `jobsched tick` with its default flags against a bare client (16 workers, as jobsched's creates; client-go with no
 // client-side limit, plain POSTs of the same Jobs), side by side.
 
 func (b *bench) creates() error {
@@ -446,14 +446,14 @@ func (b *bench) bareClient() (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-// bareCreate POSTs jobs with 64 workers (as many as jobsched has creates in flight) and a client with no client-side limit, and says how long it took.
+// bareCreate POSTs jobs with 16 workers (as many as jobsched has creates in flight) and a client with no client-side limit, and says how long it took.
 func (b *bench) bareCreate(ns string, jobs []*batchv1.Job) (time.Duration, error) {
 	c, err := b.bareClient()
 	if err != nil {
 		return 0, err
 	}
 	start := time.Now()
-	err = parallel(64, len(jobs), func(i int) error {
+	err = parallel(16, len(jobs), func(i int) error {
 		_, err := c.BatchV1().Jobs(ns).Create(b.ctx, jobs[i], metav1.CreateOptions{})
 		return err
 	})
