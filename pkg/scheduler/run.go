@@ -18,9 +18,9 @@ import (
 // bounded by rows read, not by rounds, and a queue with this many bad rows at its head still moves, a page a pass.
 const MaxSkippedRows = 10000
 
-// workers bounds the creates, and apart from them the deletes, in flight. More in flight (64, measured) gave the
-// drain nothing on a cluster that ran the Jobs no faster, and with --kube-qps the creates beyond the pace wait in
-// the client's limiter, started: a pass that then lost its Lease counted them failed, not left for the next pass.
+// workers bounds the creates, and apart from them the deletes, in flight. Not more: with --kube-qps the creates past
+// the pace would wait in the client's limiter already started, and a pass that lost its Lease would count them
+// failed instead of leaving them for the next pass (notCreated).
 const workers = 16
 
 // Mode is what a command lets a pass do.
