@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -120,7 +122,11 @@ func Create(ctx context.Context, dyn dynamic.Interface, root, name, cpuLimit str
 //     pending pod it could place on no node, existing or launching, and for which the pool's limits leave no new
 //     one; a pod it can place on a launching node is Nominated instead.
 //   - WaitedAtLimit: a pod that kube-scheduler marks (or marks again) Unschedulable while the pool is settled at its
-//     limit: it tried the pod on the pool's nodes, all of them up, and none had room.
+//     limit, or with a message that every node the pool can have (its limit over a node's cpu) lacked cpu: it
+//     tried the pod on the pool's nodes, all of them up, and none had room. The message counts the pods that
+//     kube-scheduler saw the pool full for before Karpenter's NodeClaims said Initialized: it writes a pod's
+//     condition only when its message changes, so a pod it tried on the full pool just before the last
+//     NodeClaim's Initialized is not marked again after it.
 type Watch struct {
 	mu     sync.Mutex
 	limit  resource.Quantity
@@ -260,6 +266,29 @@ func (w *Watch) settled() bool {
 	return true
 }
 
+// insufficientCPU is the count of nodes kube-scheduler's FailedScheduling message (the PodScheduled condition's)
+// gives as lacking cpu: "0/4 nodes are available: 1 node(s) didn't match ..., 3 Insufficient cpu. preemption: ...".
+var insufficientCPU = regexp.MustCompile(`(\d+) Insufficient cpu`)
+
+// poolFull says kube-scheduler's last try of pod p found as many nodes without the cpu for it as the pool can
+// have at its limit, under w.mu.
+func (w *Watch) poolFull(p *corev1.Pod) bool {
+	if w.node.Sign() <= 0 {
+		return false
+	}
+	most := w.limit.MilliValue() / w.node.MilliValue()
+	for _, c := range p.Status.Conditions {
+		if c.Type != corev1.PodScheduled {
+			continue
+		}
+		if m := insufficientCPU.FindStringSubmatch(c.Message); m != nil {
+			n, err := strconv.ParseInt(m[1], 10, 64)
+			return err == nil && most > 0 && n >= most
+		}
+	}
+	return false
+}
+
 func (w *Watch) atLimit() bool {
 	free := w.limit.DeepCopy()
 	free.Sub(w.used)
@@ -320,7 +349,7 @@ func (w *Watch) onPod(ev watch.Event) {
 	w.advance()
 	if ev.Type != watch.Deleted && kwokkit.Unschedulable(p) && p.Spec.NodeName == "" {
 		w.unsch[p.Name] = true
-		if w.settled() {
+		if w.settled() || w.poolFull(p) {
 			w.atLim[p.Name] = true
 		}
 	} else {

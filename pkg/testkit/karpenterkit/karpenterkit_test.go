@@ -1,0 +1,32 @@
+package karpenterkit
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// TestPoolFull pins what counts as kube-scheduler having tried a pod on every node the pool can have: as many nodes
+// lacking cpu as the limit over a node's cpu, whatever the other nodes of the cluster said.
+func TestPoolFull(t *testing.T) {
+	w := &Watch{limit: resource.MustParse("12"), node: resource.MustParse("4")}
+	for _, c := range []struct {
+		msg  string
+		want bool
+	}{
+		{"0/4 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 3 Insufficient cpu. preemption: 0/4 nodes are available: 1 Preemption is not helpful for scheduling, 3 No preemption victims found for incoming pod.", true},
+		{"0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint {karpenter.sh/unregistered: }.", false},
+		{"0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.", false},
+		{"0/5 nodes are available: 4 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector.", true},
+		{"", false},
+	} {
+		p := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: c.msg}}}}
+		if got := w.poolFull(p); got != c.want {
+			t.Errorf("poolFull(%q) = %v, want %v", c.msg, got, c.want)
+		}
+	}
+	if (&Watch{limit: resource.MustParse("12")}).poolFull(&corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Message: "0/3 nodes are available: 3 Insufficient cpu."}}}}) {
+		t.Error("poolFull with no NodeClaim's capacity seen yet = true, want false: the nodes of the limit are not known")
+	}
+}
