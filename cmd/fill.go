@@ -31,6 +31,7 @@ type fillPass struct {
 	err      error
 	blocked  string    // why nothing can start until something else changes ("" when a Job's end makes room)
 	room     bool      // the slots were bound by room: capacity, the quota, limits.maxActive
+	nodes    bool      // by the capacity fit: a node turning usable may add room (scheduler.Result.CapacityBound)
 	rowsWait bool      // rows may still wait for a Job
 	limit    string    // what bound the slots
 	next     time.Time // a limits.rate bound the slots: when its window allows the next create (zero: none)
@@ -46,7 +47,7 @@ type filler struct {
 	poll    time.Duration
 	now     func() time.Time
 	pass    func(ctx context.Context, refill int) fillPass
-	wait    func(ctx context.Context) (string, error)
+	wait    func(ctx context.Context, nodes bool) (string, error)
 }
 
 // cancelPoll is the filler's poll while a queue has source.cancelQuery (jobsched help cancel): a cancel takes
@@ -64,7 +65,7 @@ var (
 // until its window allows the next create (without room to wait for, just that).
 func (f filler) waitFor(ctx context.Context, p fillPass) (string, error) {
 	if p.next.IsZero() {
-		return f.wait(ctx)
+		return f.wait(ctx, p.nodes)
 	}
 	wctx, cancel := context.WithTimeoutCause(ctx, p.next.Sub(f.now()), errWindowOpen)
 	defer cancel()
@@ -72,7 +73,7 @@ func (f filler) waitFor(ctx context.Context, p fillPass) (string, error) {
 		<-wctx.Done()
 		return "", context.Cause(wctx)
 	}
-	return f.wait(wctx)
+	return f.wait(wctx, p.nodes)
 }
 
 // run returns the error of the last pass: the invocation did what its passes did. It never starts a pass once

@@ -21,7 +21,8 @@ import (
 // TestFiller: which pass follows which, and why the invocation ends. Each case scripts the passes and what each wait
 // returns; the clock is the test's (a wait may move it).
 func TestFiller(t *testing.T) {
-	room := fillPass{room: true, rowsWait: true, limit: "capacity: 2 fit"}
+	room := fillPass{room: true, rowsWait: true, limit: "limits.maxActive: 4 of 4 unfinished"}
+	fit := fillPass{room: true, nodes: true, rowsWait: true, limit: "capacity: 2 fit"}
 	failed := errors.New("the database is down")
 	type wait struct {
 		advance time.Duration // the clock moves this much during the wait
@@ -37,7 +38,7 @@ func TestFiller(t *testing.T) {
 		wantPasses int
 		wantReason string
 		wantErr    error
-		wantWaits  []string // the pass (refill) after which each wait came
+		wantWaits  []string // the pass (refill) after which each wait came, and " nodes" when it may wake on a node
 		poll       time.Duration
 	}{
 		{name: "a cancel query: the poll runs the next pass although no Job ended", poll: time.Millisecond,
@@ -53,6 +54,8 @@ func TestFiller(t *testing.T) {
 			wantPasses: 1, wantReason: endFailed, wantErr: failed},
 		{name: "a Job ends: the next pass, until the backlog is empty", passes: []fillPass{room, room, {room: true}},
 			waits: []wait{{advance: 20 * time.Second}, {advance: 20 * time.Second}}, wantPasses: 3, wantReason: endBacklogEmpty, wantWaits: []string{"0", "1"}},
+		{name: "bound by the capacity fit: the wait may wake on a node, and after a pass bound by maxActive not",
+			passes: []fillPass{fit, room, {room: true}}, waits: []wait{{}, {}}, wantPasses: 3, wantReason: endBacklogEmpty, wantWaits: []string{"0 nodes", "1"}},
 		{name: "the refill fails: its error is the invocation's", passes: []fillPass{room, {err: failed}},
 			waits: []wait{{}}, wantPasses: 2, wantReason: endFailed, wantErr: failed, wantWaits: []string{"0"}},
 		{name: "an expired resourceVersion: the next pass at once", passes: []fillPass{room, {room: true}},
@@ -89,8 +92,11 @@ func TestFiller(t *testing.T) {
 					}
 					return tt.passes[len(refills)-1]
 				},
-				wait: func(wctx context.Context) (string, error) {
+				wait: func(wctx context.Context, nodes bool) (string, error) {
 					waits = append(waits, fmt.Sprint(refills[len(refills)-1]))
+					if nodes {
+						waits[len(waits)-1] += " nodes"
+					}
 					w := tt.waits[len(waits)-1]
 					now = now.Add(w.advance)
 					if tt.terminate {
@@ -156,7 +162,7 @@ func TestFillerDeadline(t *testing.T) {
 			passes++
 			return fillPass{room: true, rowsWait: true}
 		},
-		wait: func(ctx context.Context) (string, error) {
+		wait: func(ctx context.Context, _ bool) (string, error) {
 			<-ctx.Done()
 			return "", context.Cause(ctx)
 		},
@@ -190,7 +196,7 @@ func TestFillerRateWindow(t *testing.T) {
 					next = time.Now().Add(50 * time.Millisecond)
 					return fillPass{room: room, rowsWait: true, limit: "limits.rate: 2 per 1m, next create at 10:00:01", next: next}
 				},
-				wait: func(ctx context.Context) (string, error) {
+				wait: func(ctx context.Context, _ bool) (string, error) {
 					waits++
 					<-ctx.Done() // no Job ends
 					return "", context.Cause(ctx)
@@ -229,15 +235,18 @@ func TestKeepLease(t *testing.T) {
 				release()
 			}
 			calls := 0
-			wait := func(ctx context.Context) (string, error) {
+			wait := func(ctx context.Context, nodes bool) (string, error) {
 				calls++
+				if !nodes {
+					t.Error("the wait was not passed on that a node may wake it")
+				}
 				if calls-1 < tc.endsAt {
 					<-ctx.Done()
 					return "", context.Cause(ctx)
 				}
 				return "job-1", nil
 			}
-			name, err := keepLease(g, wait, time.Millisecond)(context.Background())
+			name, err := keepLease(g, wait, time.Millisecond)(context.Background(), true)
 			l, gerr := client.CoordinationV1().Leases("ns").Get(context.Background(), lease.Name("s"), metav1.GetOptions{})
 			if gerr != nil {
 				t.Fatal(gerr)

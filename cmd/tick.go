@@ -42,8 +42,9 @@ func newTickCmd(g *globalOptions) *cobra.Command {
 		Short: "One full pass: delete finished Jobs, then create a Job for each new row there is room for",
 		Long: `tick runs one full pass: it deletes finished Jobs, then creates a Job for each new row there is room for.
 With --fill-for, while a pass was bound by room (capacity, the quota, limits.maxActive) and rows still wait, it
-waits for one of its Jobs to finish (with capacity nodes or autoscale, or a node to turn Ready) and runs the next pass, until that time has passed, the backlog is empty, a pass
-is blocked (an Unschedulable pod) or it is told to stop.`,
+waits for one of its Jobs to finish (when the capacity nodes or autoscale fit bound it, or a node to turn
+Ready) and runs the next pass, until that time has passed, the backlog is empty, a pass is blocked (an
+Unschedulable pod) or it is told to stop.`,
 		Args: cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error {
 			if fillFor < 0 {
@@ -108,16 +109,16 @@ var errIdle = errors.New("no Job ended for a while: the Lease is given up")
 // keepLease is wait for a fill run whose passes keep the Lease (lease.Guard.Keep): a refill then costs no call on
 // it. When no Job has ended within idle, the Lease is given up, so that a pass started by hand gets its turn; the
 // next pass takes it again.
-func keepLease(g *lease.Guard, wait func(context.Context) (string, error), idle time.Duration) func(context.Context) (string, error) {
-	return func(ctx context.Context) (string, error) {
+func keepLease(g *lease.Guard, wait func(context.Context, bool) (string, error), idle time.Duration) func(context.Context, bool) (string, error) {
+	return func(ctx context.Context, nodes bool) (string, error) {
 		ictx, cancel := context.WithTimeoutCause(ctx, idle, errIdle)
-		name, err := wait(ictx)
+		name, err := wait(ictx, nodes)
 		cancel()
 		if !errors.Is(err, errIdle) {
 			return name, err
 		}
 		g.Give(ctx)
-		return wait(ctx)
+		return wait(ctx, nodes)
 	}
 }
 
@@ -133,7 +134,7 @@ func fillPoll(cfg *config.Config) time.Duration {
 
 // fillPassOf is what the fill loop needs of a pass's result.
 func fillPassOf(res scheduler.Result, err error) fillPass {
-	p := fillPass{err: err, limit: res.Limit(), room: res.RoomBound(), rowsWait: res.RowsWait}
+	p := fillPass{err: err, limit: res.Limit(), room: res.RoomBound(), nodes: res.CapacityBound(), rowsWait: res.RowsWait}
 	if res.Plan != nil && res.Plan.NextCreate != nil {
 		p.next = *res.Plan.NextCreate
 	}

@@ -247,7 +247,7 @@ func (p *Plan) fitQueue(obs *Observation, room capacity.Room, i int) *Plan {
 		if rep.Fit >= 0 && rep.Fit < q.Slots {
 			q.Slots = rep.Fit
 			q.Limit = "capacity: " + rep.Binding
-			q.roomBound = true
+			q.roomBound, q.capacityBound = true, true
 		}
 		if q.Slots <= 0 && q.Blocked == "" { // a queue blocked already (its cancel query failed) keeps its reason
 			q.block(q.Limit)

@@ -61,10 +61,11 @@ func (f *Follow) Resync() { f.Stop() }
 
 // Wait returns once one of the Jobs the watch follows ends after the last pass's observation (it gets its
 // Complete or Failed condition, or is deleted before it finished: either frees the room it held), with its name,
-// or, with a capacity mode that counts the nodes (nodes, autoscale), once a node turns usable (capacity.Follow's
-// NodesUsable: an autoscaler's new node, one uncordoned), with "node/" and its name. A watch of the Jobs lost since
-// then is ErrLost; when ctx ends, its cause.
-func (f *Follow) Wait(ctx context.Context) (string, error) {
+// or, when nodes is set (the capacity fit bound the last pass: Result.CapacityBound) with a capacity mode that
+// counts the nodes (nodes, autoscale), once a node turns usable (capacity.Follow's NodesUsable: an autoscaler's new
+// node, one uncordoned, one Ready again), with "node/" and its name. A watch of the Jobs lost since then is ErrLost;
+// when ctx ends, its cause.
+func (f *Follow) Wait(ctx context.Context, nodes bool) (string, error) {
 	if f.jobs == nil || !f.jobs.Watching() {
 		return "", errors.New("the Jobs are not watched (no resourceVersion to watch from)")
 	}
@@ -76,7 +77,7 @@ func (f *Follow) Wait(ctx context.Context) (string, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		name = f.endedName
-		if n > f.usableAt && f.ended == f.endedAt {
+		if nodes && n > f.usableAt && f.ended == f.endedAt {
 			name = "node/" + node
 			return true
 		}

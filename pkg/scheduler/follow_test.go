@@ -83,7 +83,7 @@ func TestFollowWait(t *testing.T) {
 					cancelWait()
 				}()
 			}
-			got, err := s.Follow.Wait(wctx)
+			got, err := s.Follow.Wait(wctx, true)
 			if got != tc.want || (tc.want != "" && err != nil) || (tc.want == "" && err == nil) {
 				t.Errorf("woken by %q (%v), want %q", got, err, tc.want)
 			}

@@ -145,6 +145,9 @@ type Plan struct {
 	hard bool
 	// roomBound says the slots were bound by room a finishing Job frees: limits.maxActive, the nodes or the quota.
 	roomBound bool
+	// capacityBound says the capacity mode's fit bound them (below every limit): a node turning usable may add room,
+	// as a finishing Job does; with limits.maxActive binding, it cannot.
+	capacityBound bool
 	// rates are the pass's rate windows (the install's plan; nil without limits.rate), nextCreate a part's NextCreate,
 	// and groupRoom what each group's rate leaves of a part's read (see rates.groupRoom).
 	rates      *rates

@@ -188,6 +188,7 @@ func (p *Plan) rooms() {
 	if p.Queues == nil {
 		part := p.parts[0]
 		p.Slots, p.Limit, p.Blocked, p.Capacity, p.hard, p.roomBound = part.Slots, part.Limit, part.Blocked, part.Capacity, part.hard, part.roomBound
+		p.capacityBound = part.capacityBound
 		p.NextCreate = timeOrNil(part.nextCreate)
 		return
 	}
@@ -195,7 +196,7 @@ func (p *Plan) rooms() {
 	sum := 0
 	var limits []string
 	blocked := map[string]bool{}
-	p.hard, p.roomBound, p.Blocked = false, false, ""
+	p.hard, p.roomBound, p.capacityBound, p.Blocked = false, false, false, ""
 	for i, part := range p.parts {
 		q := &p.Queues[i]
 		q.Slots, q.Limit, q.Blocked, q.Capacity, q.NextCreate = part.Slots, part.Limit, part.Blocked, part.Capacity, timeOrNil(part.nextCreate)
@@ -204,6 +205,7 @@ func (p *Plan) rooms() {
 		}
 		p.hard = p.hard || part.hard
 		p.roomBound = p.roomBound || part.roomBound
+		p.capacityBound = p.capacityBound || part.capacityBound
 		sum += part.Slots
 		limits = append(limits, q.Name+": "+part.Limit)
 		blocked[part.Blocked] = true
@@ -212,6 +214,7 @@ func (p *Plan) rooms() {
 	if p.inst.slots <= sum { // the install's limits bind (or tie): they are what frees slots for every queue
 		p.Slots, p.Limit = p.inst.slots, p.inst.limit
 		p.roomBound = p.roomBound || p.inst.roomBound
+		p.capacityBound = false // no queue gets more for a new node
 		if !p.inst.next.IsZero() {
 			next = p.inst.next
 		}

@@ -2,8 +2,13 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"k8s.io/utils/ptr"
 
@@ -71,5 +76,51 @@ func TestResultRowsWaitAfterTheShare(t *testing.T) {
 	}
 	if res.Summary.Created != 4 || res.Summary.ReadAhead != 2 || !res.RowsWait {
 		t.Errorf("created %d, read ahead %d, rows wait %v; want 4, 2, true", res.Summary.Created, res.Summary.ReadAhead, res.RowsWait)
+	}
+}
+
+// TestResultCapacityBound: a fill run's wait wakes on a node turning usable only after a pass the capacity fit bound
+// (cmd's filler): with limits.maxActive binding below the fit, a new node adds no slot. One node holds two pods of
+// the template (1900m on 3900m).
+func TestResultCapacityBound(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		maxActive int
+		queues    bool
+		want      bool
+		wantLimit string
+	}{
+		{name: "the fit binds", maxActive: 10, want: true, wantLimit: "capacity: "},
+		{name: "maxActive binds below the fit", maxActive: 1, wantLimit: "limits.maxActive: 0 of 1 unfinished"},
+		{name: "two queues each bound by the fit, the install's maxActive below their sum", maxActive: 3, queues: true, wantLimit: "limits.maxActive: 0 of 3 unfinished"},
+		{name: "two queues, the fit binds", maxActive: 10, queues: true, want: true, wantLimit: "a: capacity: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			node := makeNode("n1").Allocatable(corev1.ResourceCPU, "3900m").Allocatable(corev1.ResourcePods, "110").Obj()
+			limits := fmt.Sprintf("maxActive: %d, maxPerTick: 10, capacity: nodes", tc.maxActive)
+			var cfg *config.Config
+			s := &Scheduler{workers: 1, Kube: testkit.NewFake(node), Now: func() time.Time { return now }}
+			if tc.queues {
+				cfg = queuesConfig(t, limits, queue("a", "")+queue("b", ""))
+				for i, keys := range [][]string{{"a1", "a2", "a3"}, {"b1", "b2", "b3"}} {
+					cfg.QueueConfig(i).Template.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1900m")}
+					s.Queues = append(s.Queues, Queue{Source: &source{Rows: rowsFor(keys...)}, Renderer: render.New(cfg.QueueConfig(i), nil)})
+				}
+			} else {
+				cfg = testConfig(t, func(c *config.Config) {
+					c.Limits.MaxActive, c.Limits.MaxPerTick, c.Limits.Capacity = ptr.To(tc.maxActive), ptr.To(10), config.CapacityNodes
+					c.Template.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1900m")}
+				})
+				s.Source, s.Renderer = &source{Rows: rowsFor("a", "b", "c")}, render.New(cfg, nil)
+			}
+			s.Config = cfg
+			res, err := s.Run(context.Background(), Execute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.CapacityBound() != tc.want || !res.RoomBound() || !strings.HasPrefix(res.Limit(), tc.wantLimit) {
+				t.Errorf("capacity bound %v, room bound %v, limit %q; want %v, true, %q…", res.CapacityBound(), res.RoomBound(), res.Limit(), tc.want, tc.wantLimit)
+			}
+		})
 	}
 }

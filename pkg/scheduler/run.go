@@ -106,6 +106,10 @@ func (r Result) Blocked() string { return r.Summary.Blocked }
 // not by limits.maxPerTick or the backlog.
 func (r Result) RoomBound() bool { return r.Plan != nil && r.Plan.roomBound }
 
+// CapacityBound says the capacity mode's fit bound the pass's slots: a node turning usable may let the next pass
+// create (with nodes, autoscale), where with limits.maxActive binding only a Job's end can.
+func (r Result) CapacityBound() bool { return r.Plan != nil && r.Plan.capacityBound }
+
 // HardBlocked says the pass was blocked for a reason a finishing Job does not change: an Unschedulable pod, another
 // holder of the guard, pods or capacity that could not be observed.
 func (r Result) HardBlocked() bool { return r.Plan != nil && r.Plan.hard }
