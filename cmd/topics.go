@@ -75,10 +75,10 @@ call; --kube-burst, default 100, counts only with --kube-qps). What a pass could
 A refill (tick --fill-for). The first pass of a run lists as above, but every non-terminal pod in the
 cluster (not only those of the template's nodes), and then watches each list from its resourceVersion,
 keeping the same summaries (a few hundred bytes per Job, pod or node, never the objects). A refill lists
-nothing: it reads what those watches delivered, once they have delivered the previous pass's creates and
-deletes (at most 10s, else it lists the Jobs), so it costs its own writes, its database reads, a GET per
-RuntimeClass a template names, and the events received since (and the Lease's calls when it took the Lease
-again: jobsched help lease). It lists afresh what it
+nothing: it reads what those watches delivered, with the previous pass's own creates and deletes taken in
+as the API server answered them (not waiting for the watch), so it costs its own writes, its database reads,
+a GET per RuntimeClass a template names, and the events received since (and the Lease's calls when it took
+the Lease again: jobsched help lease). It lists afresh what it
 cannot trust: a watch the API server ended with 410 Gone (or refused: without watch in the Role, those lists
 are made each pass), and everything when another holder took the Lease since this run's last pass. The wait
 for a Job to end reads the same watch of the Jobs.
