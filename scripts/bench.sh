@@ -61,10 +61,15 @@ if [[ -z $only || ,$only, == *,autoscale,* ]]; then karpenter=1; fi
 # cluster's client QPS and Job syncs (their defaults, 20 QPS and 5 syncs, complete a few Jobs a second, and the bench
 # would measure them, not jobsched). fill.go writes them into its results.
 if [[ ,$only, == *,fill,* ]]; then
-	export KCM_ARGS=${KCM_ARGS:---kube-api-qps 500 --kube-api-burst 1000 --concurrent-job-syncs 50 --concurrent-gc-syncs 50}
+	# A node is marked unreachable after --node-monitor-grace-period (50s) without a heartbeat: under the load of
+	# thousands of kwok nodes their heartbeats come late, and the taint would evict the filler pods; 5m rides it out.
+	export KCM_ARGS=${KCM_ARGS:---kube-api-qps 500 --kube-api-burst 1000 --concurrent-job-syncs 50 --concurrent-gc-syncs 50 --node-monitor-grace-period 5m}
 	export SCHEDULER_ARGS=${SCHEDULER_ARGS:---kube-api-qps 500 --kube-api-burst 1000}
-	# kwok changes 4 pods at once by default: Running, then Succeeded, a few a second under load.
-	printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  podPlayStageParallelism: 64\n  nodePlayStageParallelism: 16\n  nodeLeaseParallelism: 16\n' >"$work/kwok.yaml"
+	# kwok changes 4 pods at once by default: Running, then Succeeded, a few a second under load. It renews each
+	# node's Lease every quarter of nodeLeaseDurationSeconds (40s by default: 500 writes a second at 5,000 nodes, on
+	# the 2 cores the API server shares with everything); 600s renews every 150s (the node status heartbeat of
+	# scripts/kwok/stages.yaml, every 20-45s, keeps the nodes Ready).
+	printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  podPlayStageParallelism: 64\n  nodePlayStageParallelism: 16\n  nodeLeaseParallelism: 16\n  nodeLeaseDurationSeconds: 600\n' >"$work/kwok.yaml"
 	export KWOK_ARGS=${KWOK_ARGS:---config $work/kwok.yaml}
 fi
 KUBECONFIG=$(KARPENTER=$karpenter NODES=0 scripts/cluster.sh up | tail -n 1)
