@@ -220,10 +220,11 @@ func TestFillerRateWindow(t *testing.T) {
 func TestKeepLease(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		endsAt     int // the wait call (0, 1, …) at which a Job ends; the ones before wait until their context ends
+		endsAt     int  // the wait call (0, 1, …) at which a Job ends; the ones before wait until their context ends
+		nodes      bool // whether a node may wake the wait: passed on to each call
 		wantHolder string
 	}{
-		{name: "a Job ends within the idle time: kept", endsAt: 0, wantHolder: "me"},
+		{name: "a Job ends within the idle time: kept", endsAt: 0, nodes: true, wantHolder: "me"},
 		{name: "none does: given up, then the wait goes on", endsAt: 1, wantHolder: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -237,8 +238,8 @@ func TestKeepLease(t *testing.T) {
 			calls := 0
 			wait := func(ctx context.Context, nodes bool) (string, error) {
 				calls++
-				if !nodes {
-					t.Error("the wait was not passed on that a node may wake it")
+				if nodes != tc.nodes {
+					t.Errorf("wait call %d: nodes %v, want %v (passed on as given)", calls, nodes, tc.nodes)
 				}
 				if calls-1 < tc.endsAt {
 					<-ctx.Done()
@@ -246,7 +247,7 @@ func TestKeepLease(t *testing.T) {
 				}
 				return "job-1", nil
 			}
-			name, err := keepLease(g, wait, time.Millisecond)(context.Background(), true)
+			name, err := keepLease(g, wait, time.Millisecond)(context.Background(), tc.nodes)
 			l, gerr := client.CoordinationV1().Leases("ns").Get(context.Background(), lease.Name("s"), metav1.GetOptions{})
 			if gerr != nil {
 				t.Fatal(gerr)

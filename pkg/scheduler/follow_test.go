@@ -2,15 +2,20 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
@@ -85,6 +90,72 @@ func TestFollowWait(t *testing.T) {
 			}
 			got, err := s.Follow.Wait(wctx, true)
 			if got != tc.want || (tc.want != "" && err != nil) || (tc.want == "" && err == nil) {
+				t.Errorf("woken by %q (%v), want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestFollowWaitNode: a node that turns usable after the observation wakes the wait, with its name, only when the
+// last pass said a node may add room (nodes: the capacity fit bound it); otherwise only a Job's end does.
+func TestFollowWaitNode(t *testing.T) {
+	listAt := func(c *testkit.Fake, gvr schema.GroupVersionResource, kind schema.GroupVersionKind) {
+		c.PrependReactor("list", gvr.Resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+			obj, err := c.Tracker().List(gvr, kind, a.GetNamespace())
+			if err != nil {
+				return true, nil, err
+			}
+			l, err := meta.ListAccessor(obj)
+			if err == nil {
+				l.SetResourceVersion("7") // the fake sets none, and a watch needs one
+			}
+			return true, obj, err
+		})
+	}
+	nodes := schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+	for _, tc := range []struct {
+		nodes bool
+		want  string // "": not woken (the wait ends with its context)
+	}{{nodes: true, want: "node/n2"}, {nodes: false}} {
+		t.Run(fmt.Sprintf("nodes %v", tc.nodes), func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) { c.Limits.Capacity = config.CapacityNodes })
+			job := makeJob("runs").Obj()
+			job.ResourceVersion = "5"
+			c := testkit.NewFake(job, makeNode("n1").Allocatable(corev1.ResourceCPU, "4").Obj())
+			listAt(c, schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, batchv1.SchemeGroupVersion.WithKind("Job"))
+			listAt(c, schema.GroupVersionResource{Version: "v1", Resource: "pods"}, corev1.SchemeGroupVersion.WithKind("Pod"))
+			listAt(c, nodes, corev1.SchemeGroupVersion.WithKind("Node"))
+			watching := make(chan struct{}) // the fake's watch sends only what happens after it starts
+			c.PrependWatchReactor("nodes", func(k8stesting.Action) (bool, watch.Interface, error) {
+				w, err := c.Tracker().Watch(nodes, "")
+				close(watching)
+				return true, w, err
+			})
+			s := &Scheduler{workers: 1, Config: cfg, Kube: c, Source: &source{Rows: rowsFor("b")}, Renderer: render.New(cfg, nil),
+				Now: func() time.Time { return now }, Follow: NewFollow()}
+			defer s.Follow.Stop()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := s.Run(ctx, DryRun); err != nil { // a pass: its observation, then capacity's (the nodes)
+				t.Fatal(err)
+			}
+			select {
+			case <-watching:
+			case <-ctx.Done():
+				t.Fatal("the nodes were not watched")
+			}
+			n2 := makeNode("n2").Allocatable(corev1.ResourceCPU, "4").Obj()
+			n2.ResourceVersion = "8"
+			if err := c.Tracker().Add(n2); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Follow.changes.Until(ctx, func() bool { n, _ := s.Follow.capacity.NodesUsable(); return n > 0 }); err != nil {
+				t.Fatal(err)
+			}
+			ended, end := context.WithCancel(ctx)
+			end() // the node is in: a wait it does not wake ends at once
+			got, err := s.Follow.Wait(ended, tc.nodes)
+			if got != tc.want || (err == nil) != (tc.want != "") {
 				t.Errorf("woken by %q (%v), want %q", got, err, tc.want)
 			}
 		})
