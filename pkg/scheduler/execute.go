@@ -387,7 +387,7 @@ func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bo
 // many it started.
 func (s *Scheduler) parallel(ctx context.Context, n int, fn func(i int)) int {
 	var started atomic.Int64
-	workqueue.ParallelizeUntil(ctx, cmp.Or(s.workers, workers), n, func(i int) {
+	workqueue.ParallelizeUntil(ctx, cmp.Or(s.workers, Workers), n, func(i int) {
 		started.Add(1)
 		fn(i)
 	})

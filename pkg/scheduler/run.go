@@ -18,10 +18,10 @@ import (
 // bounded by rows read, not by rounds, and a queue with this many bad rows at its head still moves, a page a pass.
 const MaxSkippedRows = 10000
 
-// workers bounds the creates, and apart from them the deletes, in flight. Not more: with --kube-qps the creates past
+// Workers bounds the creates, and apart from them the deletes, in flight. Not more: with --kube-qps the creates past
 // the pace would wait in the client's limiter already started, and a pass that lost its Lease would count them
-// failed instead of leaving them for the next pass (notCreated).
-const workers = 16
+// failed instead of leaving them for the next pass (notCreated). The bench's bare client runs as many.
+const Workers = 16
 
 // Mode is what a command lets a pass do.
 type Mode int
@@ -73,7 +73,7 @@ type Scheduler struct {
 	BeforeCreates func()
 
 	maxSkipped int // MaxSkippedRows unless a test sets it
-	workers    int // workers unless a test sets it (1: the writes in plan order)
+	workers    int // Workers unless a test sets it (1: the writes in plan order)
 }
 
 // Result is what a pass decided and did. Beside the plan and the summary, it carries what a caller needs to decide

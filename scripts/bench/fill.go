@@ -30,6 +30,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/scheduler"
 	"github.com/jobsched/jobsched/pkg/testkit/kwokkit"
 	"github.com/jobsched/jobsched/pkg/testkit/runinfo"
 )
@@ -432,7 +433,7 @@ func (b *bench) throughput(size string) ([]row, error) {
 
 	// Each variant against a bare loop run just before it, in the same cluster: each round of 10,000 Jobs (their pods,
 	// Events and deletes) leaves the API server slower for the next, so a bare loop run once, first, flatters it.
-	const bareWhat = "a bare client-go loop (16 workers, as jobsched's creates; no client-side limit) creating the same Jobs"
+	bareWhat := fmt.Sprintf("a bare client-go loop (%d workers, as jobsched's creates; no client-side limit) creating the same Jobs", scheduler.Workers)
 	var rows []row
 	var bareRate float64
 	for _, v := range []struct {

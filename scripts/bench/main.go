@@ -446,14 +446,14 @@ func (b *bench) bareClient() (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-// bareCreate POSTs jobs with 16 workers (as many as jobsched has creates in flight) and a client with no client-side limit, and says how long it took.
+// bareCreate POSTs jobs with scheduler.Workers workers (as many as jobsched has creates in flight) and a client with no client-side limit, and says how long it took.
 func (b *bench) bareCreate(ns string, jobs []*batchv1.Job) (time.Duration, error) {
 	c, err := b.bareClient()
 	if err != nil {
 		return 0, err
 	}
 	start := time.Now()
-	err = parallel(16, len(jobs), func(i int) error {
+	err = parallel(scheduler.Workers, len(jobs), func(i int) error {
 		_, err := c.BatchV1().Jobs(ns).Create(b.ctx, jobs[i], metav1.CreateOptions{})
 		return err
 	})
