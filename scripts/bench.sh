@@ -37,7 +37,7 @@
 # BENCH_MEMORY_ROUNDS (alternating rounds, default and at least 5), BENCH_MEMORY_RESULTS (its own file, default
 # scripts/bench/results/memory.md); the fill part (scripts/bench/fill.go, not run unless named in BENCH_ONLY): BENCH_FILL_REF
 # (default a225b90, every refill a whole pass), BENCH_FILL_NODES (sizes, default 500,5000; 0: none), BENCH_FILL_PODS_PER_NODE (30),
-# BENCH_FILL_ROWS (40), BENCH_FILL_BUDGET (seconds to grow the cluster to a size, default 1800), BENCH_THROUGHPUT_NODES
+# BENCH_FILL_ROWS (40), BENCH_FILL_TIMEOUT (a refill run's pass --timeout, seconds, default 30), BENCH_FILL_BUDGET (seconds to grow the cluster to a size, default 1800), BENCH_THROUGHPUT_NODES
 # (1000), BENCH_THROUGHPUT_ROWS (10000; 0: no throughput rows), BENCH_THROUGHPUT_ACTIVE (1000),
 # BENCH_THROUGHPUT_TIMEOUT (a pass's --timeout, seconds, default 60), BENCH_FILL_NOTE (a line
 # the results must carry, e.g. why a size was left out), BENCH_FILL_RESULTS

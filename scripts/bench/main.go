@@ -452,8 +452,13 @@ func (b *bench) bareCreate(ns string, jobs []*batchv1.Job) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
+	return b.createAll(c, ns, jobs)
+}
+
+// createAll is bareCreate's loop with the client c.
+func (b *bench) createAll(c kubernetes.Interface, ns string, jobs []*batchv1.Job) (time.Duration, error) {
 	start := time.Now()
-	err = parallel(scheduler.Workers, len(jobs), func(i int) error {
+	err := parallel(scheduler.Workers, len(jobs), func(i int) error {
 		_, err := c.BatchV1().Jobs(ns).Create(b.ctx, jobs[i], metav1.CreateOptions{})
 		return err
 	})
