@@ -25,8 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
@@ -554,12 +552,7 @@ func (b *bench) bareCreateCounted(ns string, jobs []*batchv1.Job) (time.Duration
 	if err != nil {
 		return 0, err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kcfg)
-	if err != nil {
-		return 0, err
-	}
-	cfg.QPS = -1
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := bareClientOf(kcfg)
 	if err != nil {
 		return 0, err
 	}

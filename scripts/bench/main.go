@@ -437,8 +437,11 @@ func (b *bench) creates() error {
 
 // bareClient is client-go's clientset on the bench's cluster, with no client-side limit (the bench's own: it creates
 // namespaces and nodes, which jobsched's client does not).
-func (b *bench) bareClient() (kubernetes.Interface, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", b.kcfg)
+func (b *bench) bareClient() (kubernetes.Interface, error) { return bareClientOf(b.kcfg) }
+
+// bareClientOf is bareClient through the kubeconfig file kcfg.
+func bareClientOf(kcfg string) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kcfg)
 	if err != nil {
 		return nil, err
 	}
