@@ -202,8 +202,8 @@ func testAutoscaleDrain(t *testing.T, kcfg, mode string) autoscaleDrain {
 		}
 	default:
 		if f.LimitEventPods != 0 || f.WaitedAtLimit != 0 {
-			t.Errorf("capacity %s: pods waited at the pool's limit by Karpenter's %q Event: %d, by their condition with every node up: %d; want none: %+v",
-				mode, karpenterkit.LimitMessage, f.LimitEventPods, f.WaitedAtLimit, f)
+			t.Errorf("capacity %s: pods waited at the pool's limit by Karpenter's %q Event: %d, by their condition with every node up: %d; want none: %+v; why: %q",
+				mode, karpenterkit.LimitMessage, f.LimitEventPods, f.WaitedAtLimit, f, a.watch.AtLimit())
 		}
 		// The fill rides the growth: no invocation ends blocked on a pod the autoscaler is about to provide for.
 		for _, end := range ends {

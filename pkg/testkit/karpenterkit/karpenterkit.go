@@ -6,6 +6,7 @@ package karpenterkit
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -126,7 +127,12 @@ func Create(ctx context.Context, dyn dynamic.Interface, root, name, cpuLimit str
 //     tried the pod on the pool's nodes, all of them up, and none had room. The message counts the pods that
 //     kube-scheduler saw the pool full for before Karpenter's NodeClaims said Initialized: it writes a pod's
 //     condition only when its message changes, so a pod it tried on the full pool just before the last
-//     NodeClaim's Initialized is not marked again after it.
+//     NodeClaim's Initialized is not marked again after it. The message does not count while the pool has more
+//     NodeClaims than its limit holds nodes: one launched past the limit (Karpenter checks its limits eventually
+//     consistently) or one replacing another, a node coming that the pod may be waiting for.
+//
+// Why each pod counted in WaitedAtLimit did (kube-scheduler's message and the NodeClaims then) is kept for a test's
+// failure to print: AtLimit.
 type Watch struct {
 	mu     sync.Mutex
 	limit  resource.Quantity
@@ -135,7 +141,7 @@ type Watch struct {
 	claims map[string]bool   // its NodeClaims now: whether each is Initialized
 	peak   int               // the most NodeClaims at once
 	unsch  map[string]bool   // the pods Unschedulable now
-	atLim  map[string]bool   // the pods marked Unschedulable while the pool was settled at its limit
+	atLim  map[string]string // the pods marked Unschedulable while the pool was settled at its limit: why
 	limEv  map[string]bool   // the pods of Karpenter's FailedScheduling Event at the pool's limits
 	last   time.Time
 	secs   float64 // Unschedulable pod-seconds
@@ -155,7 +161,7 @@ type Figures struct {
 
 // Start starts a Watch of NodePool pool and namespace ns.
 func Start(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, ns, pool string) (*Watch, error) {
-	w := &Watch{claims: map[string]bool{}, unsch: map[string]bool{}, atLim: map[string]bool{}, limEv: map[string]bool{}, last: time.Now()}
+	w := &Watch{claims: map[string]bool{}, unsch: map[string]bool{}, atLim: map[string]string{}, limEv: map[string]bool{}, last: time.Now()}
 	np, err := dyn.Resource(NodePools).Get(ctx, pool, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
@@ -277,16 +283,24 @@ func (w *Watch) poolFull(p *corev1.Pod) bool {
 		return false
 	}
 	most := w.limit.MilliValue() / w.node.MilliValue()
-	for _, c := range p.Status.Conditions {
-		if c.Type != corev1.PodScheduled {
-			continue
-		}
-		if m := insufficientCPU.FindStringSubmatch(c.Message); m != nil {
-			n, err := strconv.ParseInt(m[1], 10, 64)
-			return err == nil && most > 0 && n >= most
-		}
+	if int64(len(w.claims)) > most { // a NodeClaim past the limit: a node is coming
+		return false
+	}
+	if m := insufficientCPU.FindStringSubmatch(scheduledMessage(p)); m != nil {
+		n, err := strconv.ParseInt(m[1], 10, 64)
+		return err == nil && most > 0 && n >= most
 	}
 	return false
+}
+
+// scheduledMessage is the message of pod p's PodScheduled condition, "" without one.
+func scheduledMessage(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Message
+		}
+	}
+	return ""
 }
 
 func (w *Watch) atLimit() bool {
@@ -349,8 +363,11 @@ func (w *Watch) onPod(ev watch.Event) {
 	w.advance()
 	if ev.Type != watch.Deleted && kwokkit.Unschedulable(p) && p.Spec.NodeName == "" {
 		w.unsch[p.Name] = true
-		if w.settled() || w.poolFull(p) {
-			w.atLim[p.Name] = true
+		switch {
+		case w.settled():
+			w.atLim[p.Name] = fmt.Sprintf("Unschedulable with the pool settled at its limit (%d NodeClaims, all Initialized)", len(w.claims))
+		case w.poolFull(p):
+			w.atLim[p.Name] = fmt.Sprintf("%q with %d NodeClaims", scheduledMessage(p), len(w.claims))
 		}
 	} else {
 		delete(w.unsch, p.Name)
@@ -375,6 +392,14 @@ func (w *Watch) Figures() Figures {
 	w.advance()
 	return Figures{PeakNodeClaims: w.peak, ReachedLimit: w.reach, LimitEventPods: len(w.limEv), WaitedAtLimit: len(w.atLim),
 		PodSeconds: w.secs, PodSecondsAt: w.secsAt}
+}
+
+// AtLimit is, per pod of Figures.WaitedAtLimit, why it counted: kube-scheduler's message then and the pool's
+// NodeClaims.
+func (w *Watch) AtLimit() map[string]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.atLim)
 }
 
 // NodeClaims is how many NodeClaims the pool has now.

@@ -1,6 +1,7 @@
 package karpenterkit
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,20 @@ func TestPoolFull(t *testing.T) {
 		p := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: c.msg}}}}
 		if got := w.poolFull(p); got != c.want {
 			t.Errorf("poolFull(%q) = %v, want %v", c.msg, got, c.want)
+		}
+	}
+	// A NodeClaim past the limit (Karpenter checks its limits eventually consistently, and a node being replaced
+	// overlaps its successor): with 4 NodeClaims for a limit of 3 nodes, 3 full nodes leave a node coming, and the
+	// pod waits for it, not at the limit. With 3, the same message is the pool full.
+	past := "0/4 nodes are available: 1 node(s) had untolerated taint {karpenter.sh/unregistered: }, 3 Insufficient cpu."
+	for claims, want := range map[int]bool{3: true, 4: false} {
+		w := &Watch{limit: resource.MustParse("12"), node: resource.MustParse("4"), claims: map[string]bool{}}
+		for i := range claims {
+			w.claims[fmt.Sprint("claim-", i)] = i < 3
+		}
+		p := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: past}}}}
+		if got := w.poolFull(p); got != want {
+			t.Errorf("poolFull(%q) with %d NodeClaims for a limit of 3 nodes = %v, want %v", past, claims, got, want)
 		}
 	}
 	if (&Watch{limit: resource.MustParse("12")}).poolFull(&corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Message: "0/3 nodes are available: 3 Insufficient cpu."}}}}) {
