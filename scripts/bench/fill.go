@@ -258,6 +258,9 @@ type fillRun struct {
 	code    int
 	stderr  string
 	retried string // why the run was run again, if it was
+	// cpu0 is the machine's CPU use at the start, cpuAt at each pass done line (as at).
+	cpu0  cpuSample
+	cpuAt []cpuSample
 }
 
 // countedTick runs bin tick with args through a fresh counting proxy, reading the counts at each pass done line.
@@ -282,6 +285,9 @@ func (b *bench) countedTick(bin, cfgFile string, args ...string) (fillRun, error
 	if err != nil {
 		return r, err
 	}
+	if r.cpu0, err = sampleCPU(); err != nil {
+		return r, err
+	}
 	start := time.Now()
 	r.start = start
 	if err := cmd.Start(); err != nil {
@@ -303,6 +309,8 @@ func (b *bench) countedTick(bin, cfgFile string, args ...string) (fillRun, error
 		r.created = append(r.created, s.Created)
 		r.at = append(r.at, time.Since(start))
 		r.took = append(r.took, time.Duration(s.Duration)*time.Millisecond)
+		cpu, _ := sampleCPU() // read the moment before; a failure to read /proc shows as nothing used
+		r.cpuAt = append(r.cpuAt, cpu)
 		last = now
 	}
 	err = cmd.Wait()
@@ -484,12 +492,20 @@ func (b *bench) throughput(size string) ([]row, error) {
 				}
 			}
 			progress("  throughput at %s: %s…", size, v.what)
+			cpu0, err := sampleCPU()
+			if err != nil {
+				return nil, err
+			}
 			d, err := b.bareCreateCounted(ns, jobs)
 			if err != nil {
 				return nil, err
 			}
+			cpu, err := sampleCPU()
+			if err != nil {
+				return nil, err
+			}
 			bareRate = float64(n) / d.Seconds()
-			rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s Jobs: %s", size, thousands(n), v.what), jobsched: fmt.Sprintf("%.0f Jobs/s (%s)", bareRate, ms(d)), load: load})
+			rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s Jobs: %s", size, thousands(n), v.what), jobsched: fmt.Sprintf("%.0f Jobs/s (%s; CPU meanwhile: %s)", bareRate, ms(d), cpu.since(cpu0)), load: load})
 			continue
 		}
 		progress("  throughput at %s: %s, %d rows…", size, v.what, n)
@@ -531,8 +547,8 @@ func (b *bench) throughput(size string) ([]row, error) {
 			ratio = fmt.Sprintf("%.2f of bare", rate/bareRate)
 		}
 		rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s rows of 1 s tasks, maxActive %s, capacity nodes: `tick --fill-for --timeout %s`, %s (%d passes)", size, thousands(n), thousands(active), timeout, v.what, len(r.passes)),
-			jobsched: fmt.Sprintf("%.0f Jobs/s (%d created in %s, %.0f%% of it in passes, the rest waiting for a Job to end; unfinished Jobs %.0f of %d on average until the last create; %s; peak RSS %.1f MB, CPU %.1f s)",
-				rate, created, ms(lastAt), 100*inPasses.Seconds()/lastAt.Seconds(), r.slots.mean(r.start, r.start.Add(lastAt)), active, per, r.rssMB, r.cpu.Seconds()), reference: ref, ratio: ratio, load: load})
+			jobsched: fmt.Sprintf("%.0f Jobs/s (%d created in %s, %.0f%% of it in passes, the rest waiting for a Job to end; unfinished Jobs %.0f of %d on average until the last create; %s; peak RSS %.1f MB, CPU %.1f s; CPU until the last create's pass ended: %s)",
+				rate, created, ms(lastAt), 100*inPasses.Seconds()/lastAt.Seconds(), r.slots.mean(r.start, r.start.Add(lastAt)), active, per, r.rssMB, r.cpu.Seconds(), r.cpuAt[last].since(r.cpu0)), reference: ref, ratio: ratio, load: load})
 		if created < n {
 			rows[len(rows)-1].jobsched += fmt.Sprintf("; drained %d of %d rows (exit %d)", created, n, r.code)
 		}

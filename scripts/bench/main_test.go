@@ -100,3 +100,27 @@ func TestCell(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUStat pins the reading of /proc's CPU times: the machine's busy share leaves out idle and iowait, and a
+// process's name may hold spaces and parentheses.
+func TestCPUStat(t *testing.T) {
+	busy, total, err := machineCPU("cpu  100 20 30 800 50 0 0 0 7 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n")
+	if err != nil || busy != 1.5 || total != 10 {
+		t.Errorf("machineCPU = %v, %v, %v; want 1.5, 10, nil", busy, total, err)
+	}
+	if _, _, err := machineCPU("intr 1 2 3\n"); err == nil {
+		t.Error("machineCPU of no cpu line: no error")
+	}
+	comm, secs, ok := processCPU("4242 (kube (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 12 0 99 1 2")
+	if !ok || comm != "kube (x) y" || secs != 3 {
+		t.Errorf("processCPU = %q, %v, %v; want \"kube (x) y\", 3, true", comm, secs, ok)
+	}
+	if _, _, ok := processCPU("4242 (short) S 1 2"); ok {
+		t.Error("processCPU of a short line: ok")
+	}
+	s0 := cpuSample{busy: 10, total: 20, parts: map[string]float64{"etcd": 1}}
+	s1 := cpuSample{busy: 25, total: 40, parts: map[string]float64{"etcd": 4, "kwok": 2}}
+	if got := s1.since(s0); !strings.HasPrefix(got, "machine 75% busy, kube-apiserver 0 s, etcd 3 s,") || !strings.Contains(got, "kwok 2 s") {
+		t.Errorf("since = %q", got)
+	}
+}
