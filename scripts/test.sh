@@ -22,6 +22,9 @@ go vet -tags integration ./...
 log "the binary, built as the Dockerfile builds it"
 scripts/check-image-build.sh
 
+# GNU time: the bench measures a run's peak RSS with it, and its unit tests check that (scripts/bench/rss.go).
+[[ -x /usr/bin/time ]] || { apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y time >&2; }
+
 started=()
 cleanup() {
   [[ "${KEEP:-}" == 1 ]] && return

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -75,7 +74,7 @@ type invocation struct {
 	created    int
 	code       int
 	lastPass   string  // its last pass done line (refill, blocked)
-	rssMB      float64 // its peak resident set (getrusage ru_maxrss)
+	rssMB      float64 // its peak resident set (GNU time's: rss.go)
 }
 
 func (b *bench) drain() error {
@@ -170,7 +169,7 @@ func (b *bench) drainOnce(v drainVariant, rows int, dur, every time.Duration) (d
 
 	// The CronJob: a tick every `every`, skipped while the previous one runs (Forbid).
 	t0 := time.Now()
-	var proc *exec.Cmd
+	var proc *timedCmd
 	var procDone chan invocation
 	deadline := t0.Add(15 * time.Minute)
 	for i := 0; ; i++ {
@@ -207,7 +206,7 @@ func (b *bench) drainOnce(v drainVariant, rows int, dur, every time.Duration) (d
 			r.invocations = append(r.invocations, inv)
 		case <-time.After(every):
 			progress("    the last invocation still runs a schedule after the drain: SIGTERM")
-			_ = proc.Process.Signal(syscall.SIGTERM)
+			_ = proc.terminate()
 			r.invocations = append(r.invocations, <-procDone)
 		}
 	}
@@ -267,23 +266,24 @@ func follow[L metav1.ListInterface, T any](ctx context.Context, c kube.Collectio
 }
 
 // drainTick starts one invocation; its channel gets what it did once it exits.
-func (b *bench) drainTick(cfgFile string, args []string, t0 time.Time) (*exec.Cmd, chan invocation) {
-	cmd := exec.Command(b.bin, append([]string{"--config", cfgFile, "--kubeconfig", b.kcfg, "--log-format", "json", "tick"}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+func (b *bench) drainTick(cfgFile string, args []string, t0 time.Time) (*timedCmd, chan invocation) {
 	done := make(chan invocation, 1)
 	inv := invocation{start: time.Since(t0)}
-	if err := cmd.Start(); err != nil {
+	cmd, err := b.timedCommand(b.bin, append([]string{"--config", cfgFile, "--kubeconfig", b.kcfg, "--log-format", "json", "tick"}, args...)...)
+	var stderr bytes.Buffer
+	if err == nil {
+		cmd.Stderr = &stderr
+		err = cmd.Start()
+	}
+	if err != nil {
 		inv.code = -1
 		done <- inv
-		return cmd, done
+		return &timedCmd{}, done
 	}
 	go func() {
 		err := cmd.Wait()
 		inv.end = time.Since(t0)
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			inv.rssMB = float64(ru.Maxrss) * 1024 / 1e6 // kilobytes on Linux
-		}
+		inv.rssMB, _ = cmd.rssMB() // 0 when time wrote none
 		if ee, ok := err.(*exec.ExitError); ok {
 			inv.code = ee.ExitCode()
 		}

@@ -47,7 +47,7 @@ import (
 //     that fails, as its whole-cluster lists may at 5,000 nodes, is said in its cells and this build's rows are still
 //     written); each build's requests go through a counting proxy (proxy.go), which
 //     reads the calls and bytes between two `pass done` lines: the first pass, then the median refill pass; and each
-//     run's peak RSS (getrusage), beside one pass (`tick`, no --fill-for) of the reference at the smallest size;
+//     run's peak RSS (GNU time's, rss.go), beside one pass (`tick`, no --fill-for) of the reference at the smallest size;
 //   - throughput, at BENCH_THROUGHPUT_NODES (1000): a fill run of this build draining BENCH_THROUGHPUT_ROWS (10,000)
 //     rows of tasks of 1 s, capacity: nodes, maxActive BENCH_THROUGHPUT_ACTIVE (1,000; maxPerTick twice that: room
 //     binds each pass), each pass's --timeout BENCH_THROUGHPUT_TIMEOUT seconds (60), with one queue and with five,
@@ -280,7 +280,10 @@ func (b *bench) countedTick(bin, cfgFile string, args ...string) (fillRun, error
 	if logFile != "" {
 		global = append(global, "--log-level", "debug")
 	}
-	cmd := exec.Command(bin, append(append(global, "tick"), args...)...)
+	cmd, err := b.timedCommand(bin, append(append(global, "tick"), args...)...)
+	if err != nil {
+		return r, err
+	}
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		return r, err
@@ -313,7 +316,7 @@ func (b *bench) countedTick(bin, cfgFile string, args ...string) (fillRun, error
 		r.cpuAt = append(r.cpuAt, cpu)
 		last = now
 	}
-	err = cmd.Wait()
+	waitErr := cmd.Wait()
 	r.stderr = all.String()
 	if logFile != "" {
 		f, ferr := os.OpenFile(logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -325,14 +328,16 @@ func (b *bench) countedTick(bin, cfgFile string, args ...string) (fillRun, error
 			return r, ferr
 		}
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.rssMB = float64(ru.Maxrss) * 1024 / 1e6
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok { // time's and, once waited for, the run's
 		r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
+	if r.rssMB, err = cmd.rssMB(); err != nil {
 		return r, err
+	}
+	if ee, ok := waitErr.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if waitErr != nil {
+		return r, waitErr
 	}
 	if len(r.passes) == 0 {
 		return r, fmt.Errorf("no pass done line (exit %d): %s", r.code, tail(r.stderr))
@@ -745,7 +750,7 @@ func (b *bench) fillScenario(name, ns, table string, maxActive, maxPerTick int, 
 func (b *bench) writeFillResults(ref string, perNode int, notes []string, rows []row) error {
 	about := fmt.Sprintf("kwok nodes of %s CPU and 110 pods, %d long-running pods bound to each; jobsched's requests counted by a proxy "+
 		"in front of the API server (calls, and response bytes on the wire as the client reads them, a watch's as its events come), "+
-		"between two `pass done` lines; peak RSS from getrusage. Refill: capacity nodes, maxActive 4, tasks of 2 s that may run on "+
+		"between two `pass done` lines; peak RSS by GNU time (the run's own). Refill: capacity nodes, maxActive 4, tasks of 2 s that may run on "+
 		"every node, each build in turn. See scripts/bench/README.md.", fillNodeCPU, perNode)
 	if k, sc := os.Getenv("KCM_ARGS"), os.Getenv("SCHEDULER_ARGS"); k != "" || sc != "" {
 		about += fmt.Sprintf(" The controller-manager ran with `%s`, the scheduler with `%s` (their defaults, 20 QPS and 5 Job syncs, complete a few Jobs a second).", k, sc)

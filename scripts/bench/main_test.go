@@ -124,3 +124,41 @@ func TestCPUStat(t *testing.T) {
 		t.Errorf("since = %q", got)
 	}
 }
+
+// TestTimedRSS: a run's peak RSS is its own, not the bench's. The bench holds 200 MB here; a small command run
+// through timedCommand reads a few MB (os/exec's ru_maxrss for it reads the bench's 200 MB: rss.go).
+func TestTimedRSS(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/time"); err != nil {
+		t.Fatalf("the bench measures RSS with GNU time (apt-get install time): %v", err)
+	}
+	held := make([]byte, 200<<20)
+	for i := range held {
+		held[i] = 1
+	}
+	b := &bench{dir: t.TempDir()}
+	c, err := b.timedCommand("/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	mb, err := c.rssMB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mb <= 0 || mb > 50 {
+		t.Errorf("peak RSS of /bin/true through time = %.1f MB, want a few MB (the bench holds %d MB)", mb, len(held)>>20)
+	}
+	for _, c := range []struct {
+		out  string
+		want float64
+	}{{"1024\n", 1.048576}, {"Command exited with non-zero status 1\n2048\n", 2.097152}} {
+		if got, err := parseTimeRSS(c.out); err != nil || got != c.want {
+			t.Errorf("parseTimeRSS(%q) = %v, %v; want %v", c.out, got, err, c.want)
+		}
+	}
+	if _, err := parseTimeRSS(""); err == nil {
+		t.Error("parseTimeRSS of nothing: no error")
+	}
+}
