@@ -470,7 +470,7 @@ func (b *bench) createAll(c kubernetes.Interface, ns string, jobs []*batchv1.Job
 
 // ---------------------------------------------------------------------------------------------------------------
 // Peak RSS vs Jobs: the Jobs of one scheduler, made directly by a bare client (the exact Jobs jobsched renders; the
-// controller-manager is stopped, so they make no pods), then `jobsched dry-run` under /usr/bin/time -v.
+// controller-manager is stopped, so they make no pods), then `jobsched dry-run` under GNU time.
 
 func (b *bench) rss() error {
 	const ns = "bench-rss"
@@ -576,22 +576,25 @@ func (b *bench) peakRSSOnce(cfgFile string, env []string) (float64, error) {
 	return mb, err
 }
 
-// maxRSS runs bin with cfgFile and args under /usr/bin/time -v and returns its maximum resident set size in MB, its
-// standard output and its standard error.
+// maxRSS runs bin with cfgFile and args under GNU time (timedCommand) and returns its maximum resident set size in
+// MB, its standard output and its standard error.
 func (b *bench) maxRSS(bin, cfgFile string, env []string, args ...string) (float64, []byte, string, error) {
-	cmd := exec.Command("/usr/bin/time", append([]string{"-v", bin, "--config", cfgFile, "--kubeconfig", b.kcfg, "--log-format", "json"}, args...)...)
+	cmd, err := b.timedCommand(bin, append([]string{"--config", cfgFile, "--kubeconfig", b.kcfg, "--log-format", "json"}, args...)...)
+	if err != nil {
+		return 0, nil, "", err
+	}
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return 0, nil, "", fmt.Errorf("%v: %s", err, tail(stderr.String()))
+	runErr := cmd.Run()
+	mb, err := cmd.rssMB() // also removes time's file
+	if runErr != nil {
+		return 0, nil, "", fmt.Errorf("%v: %s", runErr, tail(stderr.String()))
 	}
-	m := regexp.MustCompile(`Maximum resident set size \(kbytes\): (\d+)`).FindStringSubmatch(stderr.String())
-	if m == nil {
-		return 0, nil, "", fmt.Errorf("no maximum resident set size in: %s", tail(stderr.String()))
+	if err != nil {
+		return 0, nil, "", err
 	}
-	kb, _ := strconv.Atoi(m[1])
-	return float64(kb) * 1024 / 1e6, stdout.Bytes(), stderr.String(), nil
+	return mb, stdout.Bytes(), stderr.String(), nil
 }
 
 func (b *bench) countJobs(ns string) (int, error) {

@@ -203,7 +203,7 @@ func (b *bench) memoryJobs(cfgFile string, n int) error {
 	return err
 }
 
-// measureRSS runs one command of case c with bin and cfg under /usr/bin/time -v, checks that it did what c says
+// measureRSS runs one command of case c with bin and cfg under GNU time (maxRSS), checks that it did what c says
 // (dry-run: saw the n Jobs; tick: created memoryCreates Jobs, which it then deletes), and returns its peak RSS in MB.
 func (b *bench) measureRSS(bin, cfg string, c memoryCase, n int) (float64, error) {
 	if err := evict(bin); err != nil {
