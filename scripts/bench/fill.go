@@ -357,7 +357,8 @@ func (b *bench) refill(ref, refName, size string, onePass float64) ([]row, float
 		return nil, 0, err
 	}
 	timeout := fmt.Sprintf("%ds", envInt("BENCH_FILL_TIMEOUT", 30)) // a pass's: the reference lists the whole cluster in each
-	fillArgs := []string{"--fill-for", "3m", "--timeout", timeout}
+	// A run's --fill-for: at 5,000 nodes, a cluster whose filler pods are not all Running yet may end no Job in 3 minutes.
+	fillArgs := []string{"--fill-for", fmt.Sprintf("%ds", envInt("BENCH_FILL_FOR_SECONDS", 180)), "--timeout", timeout}
 	runs := map[string]fillRun{}
 	var refErr error // the reference's run failed (at 5,000 nodes its pass may not list the cluster in time): said in its cells
 	for _, who := range []string{"mine", "ref"} {
@@ -463,121 +464,142 @@ func (b *bench) throughput(size string) ([]row, error) {
 	fillFor := fmt.Sprintf("%ds", envInt("BENCH_THROUGHPUT_FILL_SECONDS", 1800))
 	timeout := fmt.Sprintf("%ds", envInt("BENCH_THROUGHPUT_TIMEOUT", 60)) // a pass's: a maxActive of all the rows makes them in one
 
-	// Each variant against a bare loop run just before it, in the same cluster: each round of 10,000 Jobs (their pods,
-	// Events and deletes) leaves the API server slower for the next, so a bare loop run once, first, flatters it.
-	// The bare loop it is compared with runs as a fill does, with the rows' worker (a watch of the Jobs, and each
-	// Job's row marked done in PostgreSQL, on the same 2 cores); the first, without it, says what the worker costs.
-	bareWhat := fmt.Sprintf("a bare client-go loop (%d workers, as jobsched's creates; no client-side limit) creating the same Jobs", scheduler.Workers)
-	const withWorker = " with the rows' worker running, as in a fill"
+	// Each fill between two bare loops, in the same cluster: each round of Jobs (their pods, Events and deletes)
+	// leaves the API server slower for the next (the bare loop has run 51, then 39 Jobs/s, one fill apart), so a fill
+	// is compared with the mean of the loop just before and the loop just after it, and the row gives both. The bare
+	// loops run as a fill does, with the rows' worker (a watch of the Jobs, and each Job's row marked done in
+	// PostgreSQL, on the same 2 cores).
+	bareWhat := fmt.Sprintf("a bare client-go loop (%d workers, as jobsched's creates; no client-side limit) creating the same Jobs with the rows' worker running, as in a fill", scheduler.Workers)
 	var rows []row
-	var bareRate float64
-	for _, v := range []struct {
-		what   string
-		queues int
-		bare   bool
-		worker bool // a bare loop with the rows' worker
-	}{
-		{what: bareWhat + ", no worker", bare: true},
-		{what: bareWhat + withWorker + ", just before one queue", bare: true, worker: true},
-		{what: "one queue"},
-		{what: bareWhat + withWorker + ", just before five queues", bare: true, worker: true},
-		{what: "five queues", queues: 5},
-	} {
-		if err := b.clearJobs(ns); err != nil {
-			return rows, err
-		}
-		if err := b.clearPods(ns); err != nil {
-			return rows, err
-		}
-		cfgFile, err := b.fillScenario(fmt.Sprintf("throughput-%d", v.queues), ns, table, active, 2*active, "1s", v.queues)
-		if err != nil {
-			return nil, err
-		}
-		load := runinfo.LoadAvg(1)
-		if v.bare {
-			cfg, err := config.Load(cfgFile, "")
-			if err != nil {
-				return nil, err
+	var bareRates []float64 // each bare loop's, in order
+	type fillAt struct {
+		row    int     // its row
+		rate   float64 // Jobs/s
+		before int     // bare loops run before it
+	}
+	var fills []fillAt
+	err := func() error {
+		for _, v := range []struct {
+			what   string
+			queues int
+			bare   bool
+		}{
+			{what: bareWhat + ", before one queue", bare: true},
+			{what: "one queue"},
+			{what: bareWhat + ", between one queue and five", bare: true},
+			{what: "five queues", queues: 5},
+			{what: bareWhat + ", after five queues", bare: true},
+		} {
+			if err := b.clearJobs(ns); err != nil {
+				return err
 			}
-			r := render.New(cfg, nil)
-			jobs := make([]*batchv1.Job, n)
-			for i := range jobs {
-				if jobs[i], err = r.Job(taskRow(i), 1); err != nil {
-					return nil, err
+			if err := b.clearPods(ns); err != nil {
+				return err
+			}
+			cfgFile, err := b.fillScenario(fmt.Sprintf("throughput-%d", v.queues), ns, table, active, 2*active, "1s", v.queues)
+			if err != nil {
+				return err
+			}
+			load := runinfo.LoadAvg(1)
+			if v.bare {
+				cfg, err := config.Load(cfgFile, "")
+				if err != nil {
+					return err
+				}
+				r := render.New(cfg, nil)
+				jobs := make([]*batchv1.Job, n)
+				for i := range jobs {
+					if jobs[i], err = r.Job(taskRow(i), 1); err != nil {
+						return err
+					}
+				}
+				progress("  throughput at %s: %s…", size, v.what)
+				d, used, err := b.bareRun(ns, table, jobs)
+				if err != nil {
+					return err
+				}
+				rate := float64(n) / d.Seconds()
+				bareRates = append(bareRates, rate)
+				rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s Jobs: %s", size, thousands(n), v.what), jobsched: fmt.Sprintf("%.0f Jobs/s (%s; CPU meanwhile: %s)", rate, ms(d), used), load: load})
+				continue
+			}
+			progress("  throughput at %s: %s, %d rows…", size, v.what, n)
+			minPasses := 2 // a refill at least: fewer says the first pass failed
+			if active >= n {
+				minPasses = 1 // one pass may make them all and read the backlog empty
+			}
+			r, err := b.fillRunOf(b.bin, cfgFile, ns, table, n, minPasses, "--fill-for", fillFor, "--timeout", timeout)
+			if err != nil {
+				return err
+			}
+			if r.retried != "" {
+				b.fillNotes = append(b.fillNotes, fmt.Sprintf("throughput, %s: run again, as its first run failed: %s", v.what, r.retried))
+			}
+			created, last := 0, 0
+			for i, c := range r.created {
+				created += c
+				if c > 0 {
+					last = i
 				}
 			}
-			progress("  throughput at %s: %s…", size, v.what)
-			d, used, err := b.bareRun(ns, table, jobs, v.worker)
-			if err != nil {
-				return nil, err
+			lastAt, inPasses := r.at[last], time.Duration(0)
+			for _, d := range r.took[:last+1] {
+				inPasses += d
 			}
-			rate := float64(n) / d.Seconds()
-			if v.worker { // the fill after it is compared with this one
-				bareRate = rate
+			rate := float64(created) / lastAt.Seconds()
+			var calls, other []float64
+			for _, p := range r.passes[1:] {
+				calls = append(calls, float64(p.total()))
+				other = append(other, float64(p.total()-p.calls["create jobs"]-p.calls["create events"]-p.calls["delete jobs"]))
 			}
-			rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s Jobs: %s", size, thousands(n), v.what), jobsched: fmt.Sprintf("%.0f Jobs/s (%s; CPU meanwhile: %s)", rate, ms(d), used), load: load})
-			continue
-		}
-		progress("  throughput at %s: %s, %d rows…", size, v.what, n)
-		minPasses := 2 // a refill at least: fewer says the first pass failed
-		if active >= n {
-			minPasses = 1 // one pass may make them all and read the backlog empty
-		}
-		r, err := b.fillRunOf(b.bin, cfgFile, ns, table, n, minPasses, "--fill-for", fillFor, "--timeout", timeout)
-		if err != nil {
-			return rows, err
-		}
-		if r.retried != "" {
-			b.fillNotes = append(b.fillNotes, fmt.Sprintf("throughput, %s: run again, as its first run failed: %s", v.what, r.retried))
-		}
-		created, last := 0, 0
-		for i, c := range r.created {
-			created += c
-			if c > 0 {
-				last = i
+			per := "no refill"
+			if len(calls) > 0 {
+				per = fmt.Sprintf("%.0f calls per refill pass, %.0f of them not a Job's create or delete nor an Event (median of %d)", medianOf(calls), medianOf(other), len(calls))
+			}
+			fills = append(fills, fillAt{row: len(rows), rate: rate, before: len(bareRates)})
+			rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s rows of 1 s tasks, maxActive %s, capacity nodes: `tick --fill-for --timeout %s`, %s (%d passes)", size, thousands(n), thousands(active), timeout, v.what, len(r.passes)),
+				jobsched: fmt.Sprintf("%.0f Jobs/s (%d created in %s, %.0f%% of it in passes, the rest waiting for a Job to end; unfinished Jobs %.0f of %d on average until the last create; %s; peak RSS %.1f MB, CPU %.1f s; CPU until the last create's pass ended: %s)",
+					rate, created, ms(lastAt), 100*inPasses.Seconds()/lastAt.Seconds(), r.slots.mean(r.start, r.start.Add(lastAt)), active, per, r.rssMB, r.cpu.Seconds(), r.cpuAt[last].since(r.cpu0)), load: load})
+			if created < n {
+				rows[len(rows)-1].jobsched += fmt.Sprintf("; drained %d of %d rows (exit %d)", created, n, r.code)
 			}
 		}
-		lastAt, inPasses := r.at[last], time.Duration(0)
-		for _, d := range r.took[:last+1] {
-			inPasses += d
-		}
-		rate := float64(created) / lastAt.Seconds()
-		var calls, other []float64
-		for _, p := range r.passes[1:] {
-			calls = append(calls, float64(p.total()))
-			other = append(other, float64(p.total()-p.calls["create jobs"]-p.calls["create events"]-p.calls["delete jobs"]))
-		}
-		per := "no refill"
-		if len(calls) > 0 {
-			per = fmt.Sprintf("%.0f calls per refill pass, %.0f of them not a Job's create or delete nor an Event (median of %d)", medianOf(calls), medianOf(other), len(calls))
-		}
-		ref, ratio := "target ≥ 43 Jobs/s (Kueue's scheduler test)", ""
-		if bareRate > 0 {
-			ref += fmt.Sprintf("; bare client %.0f Jobs/s, just before, with the worker", bareRate)
-			ratio = fmt.Sprintf("%.2f of bare", rate/bareRate)
-		}
-		rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s rows of 1 s tasks, maxActive %s, capacity nodes: `tick --fill-for --timeout %s`, %s (%d passes)", size, thousands(n), thousands(active), timeout, v.what, len(r.passes)),
-			jobsched: fmt.Sprintf("%.0f Jobs/s (%d created in %s, %.0f%% of it in passes, the rest waiting for a Job to end; unfinished Jobs %.0f of %d on average until the last create; %s; peak RSS %.1f MB, CPU %.1f s; CPU until the last create's pass ended: %s)",
-				rate, created, ms(lastAt), 100*inPasses.Seconds()/lastAt.Seconds(), r.slots.mean(r.start, r.start.Add(lastAt)), active, per, r.rssMB, r.cpu.Seconds(), r.cpuAt[last].since(r.cpu0)), reference: ref, ratio: ratio, load: load})
-		if created < n {
-			rows[len(rows)-1].jobsched += fmt.Sprintf("; drained %d of %d rows (exit %d)", created, n, r.code)
-		}
+		return nil
+	}()
+	for _, f := range fills { // a fill's reference: the bare loops on either side of it (one, if the other failed)
+		rows[f.row].reference, rows[f.row].ratio = bareReference(f.rate, bareRates[:min(f.before+1, len(bareRates))][max(f.before-1, 0):])
+	}
+	if err != nil {
+		return rows, err
 	}
 	return rows, b.clearJobs(ns)
 }
 
-// bareRun runs bareCreateCounted over jobs, with the rows' worker of a fill run over table when worker is set, and
-// says how long it took and the CPU used meanwhile.
-func (b *bench) bareRun(ns, table string, jobs []*batchv1.Job, worker bool) (time.Duration, string, error) {
+// bareReference is a fill's reference and ratio cells: the target, the bare loops' rates around it and their mean.
+func bareReference(rate float64, bare []float64) (string, string) {
+	ref := "target ≥ 43 Jobs/s (Kueue's scheduler test)"
+	if len(bare) == 0 {
+		return ref, ""
+	}
+	mean, each := 0.0, make([]string, len(bare))
+	for i, r := range bare {
+		mean += r / float64(len(bare))
+		each[i] = fmt.Sprintf("%.0f", r)
+	}
+	ref += fmt.Sprintf("; bare client, just before and just after: %s Jobs/s, mean %.0f", strings.Join(each, " and "), mean)
+	return ref, fmt.Sprintf("%.2f of bare", rate/mean)
+}
+
+// bareRun runs bareCreateCounted over jobs, with the rows' worker of a fill run over table, and says how long it
+// took and the CPU used meanwhile.
+func (b *bench) bareRun(ns, table string, jobs []*batchv1.Job) (time.Duration, string, error) {
 	ctx, stop := context.WithCancel(b.ctx)
 	defer stop()
-	if worker {
-		if err := b.fillTableFresh(table, len(jobs)); err != nil {
-			return 0, "", err
-		}
-		if err := b.worker(ctx, ns, table, &slots{}); err != nil {
-			return 0, "", err
-		}
+	if err := b.fillTableFresh(table, len(jobs)); err != nil {
+		return 0, "", err
+	}
+	if err := b.worker(ctx, ns, table, &slots{}); err != nil {
+		return 0, "", err
 	}
 	cpu0, err := sampleCPU()
 	if err != nil {

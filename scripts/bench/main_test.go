@@ -162,3 +162,14 @@ func TestTimedRSS(t *testing.T) {
 		t.Error("parseTimeRSS of nothing: no error")
 	}
 }
+
+// TestBareReference: a fill is compared with the mean of the bare loops around it, and both are shown.
+func TestBareReference(t *testing.T) {
+	ref, ratio := bareReference(40, []float64{60, 40})
+	if ratio != "0.80 of bare" || !strings.Contains(ref, "60 and 40 Jobs/s, mean 50") {
+		t.Errorf("bareReference(40, [60 40]) = %q, %q; want the mean 50 and 0.80", ref, ratio)
+	}
+	if ref, ratio := bareReference(40, nil); ratio != "" || strings.Contains(ref, "bare") {
+		t.Errorf("bareReference with no bare loop = %q, %q; want the target alone", ref, ratio)
+	}
+}
