@@ -127,9 +127,10 @@ func Create(ctx context.Context, dyn dynamic.Interface, root, name, cpuLimit str
 //     tried the pod on the pool's nodes, all of them up, and none had room. The message counts the pods that
 //     kube-scheduler saw the pool full for before Karpenter's NodeClaims said Initialized: it writes a pod's
 //     condition only when its message changes, so a pod it tried on the full pool just before the last
-//     NodeClaim's Initialized is not marked again after it. The message does not count while the pool has more
-//     NodeClaims than its limit holds nodes: one launched past the limit (Karpenter checks its limits eventually
-//     consistently) or one replacing another, a node coming that the pod may be waiting for.
+//     NodeClaim's Initialized is not marked again after it. The message does not count while a node may be coming
+//     that the pod waits for: while the pool has more NodeClaims than its limit holds nodes (one launched past the
+//     limit, as Karpenter checks its limits eventually consistently, or one replacing another), or while Karpenter's
+//     own count (status.resources) leaves a node's room below the limit.
 //
 // Why each pod counted in WaitedAtLimit did (kube-scheduler's message and the NodeClaims then) is kept for a test's
 // failure to print: AtLimit.
@@ -283,7 +284,7 @@ func (w *Watch) poolFull(p *corev1.Pod) bool {
 		return false
 	}
 	most := w.limit.MilliValue() / w.node.MilliValue()
-	if int64(len(w.claims)) > most { // a NodeClaim past the limit: a node is coming
+	if int64(len(w.claims)) > most || !w.atLimit() { // a NodeClaim past the limit, or room for one: a node may come
 		return false
 	}
 	if m := insufficientCPU.FindStringSubmatch(scheduledMessage(p)); m != nil {

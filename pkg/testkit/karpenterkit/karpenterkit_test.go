@@ -11,7 +11,7 @@ import (
 // TestPoolFull pins what counts as kube-scheduler having tried a pod on every node the pool can have: as many nodes
 // lacking cpu as the limit over a node's cpu, whatever the other nodes of the cluster said.
 func TestPoolFull(t *testing.T) {
-	w := &Watch{limit: resource.MustParse("12"), node: resource.MustParse("4")}
+	w := &Watch{limit: resource.MustParse("12"), used: resource.MustParse("12"), node: resource.MustParse("4")}
 	for _, c := range []struct {
 		msg  string
 		want bool
@@ -32,13 +32,24 @@ func TestPoolFull(t *testing.T) {
 	// pod waits for it, not at the limit. With 3, the same message is the pool full.
 	past := "0/4 nodes are available: 1 node(s) had untolerated taint {karpenter.sh/unregistered: }, 3 Insufficient cpu."
 	for claims, want := range map[int]bool{3: true, 4: false} {
-		w := &Watch{limit: resource.MustParse("12"), node: resource.MustParse("4"), claims: map[string]bool{}}
+		w := &Watch{limit: resource.MustParse("12"), used: resource.MustParse("12"), node: resource.MustParse("4"), claims: map[string]bool{}}
 		for i := range claims {
 			w.claims[fmt.Sprint("claim-", i)] = i < 3
 		}
 		p := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: past}}}}
 		if got := w.poolFull(p); got != want {
 			t.Errorf("poolFull(%q) with %d NodeClaims for a limit of 3 nodes = %v, want %v", past, claims, got, want)
+		}
+	}
+	// Karpenter's own count of the pool (status.resources) leaving a node's room below the limit: it can launch one
+	// more, so the pod waits for a node that is coming, not at the limit. CI counted 2 pods by the message alone with 3
+	// NodeClaims (after a peak of 4), while Karpenter wrote no limit Event and no pod waited a second with the pool
+	// at its limit by status.resources.
+	full := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Message: "0/3 nodes are available: 3 Insufficient cpu."}}}}
+	for used, want := range map[string]bool{"12": true, "8": false} {
+		w := &Watch{limit: resource.MustParse("12"), used: resource.MustParse(used), node: resource.MustParse("4")}
+		if got := w.poolFull(full); got != want {
+			t.Errorf("poolFull with status.resources.cpu %s of a limit of 12 = %v, want %v", used, got, want)
 		}
 	}
 	if (&Watch{limit: resource.MustParse("12")}).poolFull(&corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Message: "0/3 nodes are available: 3 Insufficient cpu."}}}}) {
