@@ -80,7 +80,7 @@ export JOBSCHED_BENCH_DSN
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/jobsched" .
 go build -o "$work/bench" ./scripts/bench
 export JOBSCHED_BIN=$work/jobsched
-[[ -x /usr/bin/time ]] || { apt-get update >&2 && apt-get install -y time >&2; } # GNU time: the peak RSS of each run
+[[ -x /usr/bin/time ]] || { apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y time >&2; } # GNU time: the peak RSS of each run
 # The memory part's reference: BENCH_REF (default be8acfe, before queues, the Lease and Kueue) built the same way.
 if [[ -z $only || ,$only, == *,memory,* ]]; then
 	BENCH_REF=$(git rev-parse --short "${BENCH_REF:-be8acfe}")
