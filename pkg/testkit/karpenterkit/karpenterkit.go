@@ -130,7 +130,8 @@ func Create(ctx context.Context, dyn dynamic.Interface, root, name, cpuLimit str
 //     NodeClaim's Initialized is not marked again after it. The message does not count while a node may be coming
 //     that the pod waits for: while the pool has more NodeClaims than its limit holds nodes (one launched past the
 //     limit, as Karpenter checks its limits eventually consistently, or one replacing another), or while Karpenter's
-//     own count (status.resources) leaves a node's room below the limit.
+//     own count (status.resources) leaves a node's room below the limit. That count lags the NodeClaims, so a pod
+//     still waiting with such a message when it reaches the limit counts then.
 //
 // Why each pod counted in WaitedAtLimit did (kube-scheduler's message and the NodeClaims then) is kept for a test's
 // failure to print: AtLimit.
@@ -141,7 +142,7 @@ type Watch struct {
 	node   resource.Quantity // the largest capacity.cpu of its NodeClaims
 	claims map[string]bool   // its NodeClaims now: whether each is Initialized
 	peak   int               // the most NodeClaims at once
-	unsch  map[string]bool   // the pods Unschedulable now
+	unsch  map[string]string // the pods Unschedulable now: kube-scheduler's message
 	atLim  map[string]string // the pods marked Unschedulable while the pool was settled at its limit: why
 	limEv  map[string]bool   // the pods of Karpenter's FailedScheduling Event at the pool's limits
 	last   time.Time
@@ -162,7 +163,7 @@ type Figures struct {
 
 // Start starts a Watch of NodePool pool and namespace ns.
 func Start(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, ns, pool string) (*Watch, error) {
-	w := &Watch{claims: map[string]bool{}, unsch: map[string]bool{}, atLim: map[string]string{}, limEv: map[string]bool{}, last: time.Now()}
+	w := &Watch{claims: map[string]bool{}, unsch: map[string]string{}, atLim: map[string]string{}, limEv: map[string]bool{}, last: time.Now()}
 	np, err := dyn.Resource(NodePools).Get(ctx, pool, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
@@ -277,9 +278,9 @@ func (w *Watch) settled() bool {
 // gives as lacking cpu: "0/4 nodes are available: 1 node(s) didn't match ..., 3 Insufficient cpu. preemption: ...".
 var insufficientCPU = regexp.MustCompile(`(\d+) Insufficient cpu`)
 
-// poolFull says kube-scheduler's last try of pod p found as many nodes without the cpu for it as the pool can
-// have at its limit, under w.mu.
-func (w *Watch) poolFull(p *corev1.Pod) bool {
+// poolFull says kube-scheduler's try that wrote message msg found as many nodes without the cpu for it as the pool
+// can have at its limit, and no node can come, under w.mu.
+func (w *Watch) poolFull(msg string) bool {
 	if w.node.Sign() <= 0 {
 		return false
 	}
@@ -287,7 +288,7 @@ func (w *Watch) poolFull(p *corev1.Pod) bool {
 	if int64(len(w.claims)) > most || !w.atLimit() { // a NodeClaim past the limit, or room for one: a node may come
 		return false
 	}
-	if m := insufficientCPU.FindStringSubmatch(scheduledMessage(p)); m != nil {
+	if m := insufficientCPU.FindStringSubmatch(msg); m != nil {
 		n, err := strconv.ParseInt(m[1], 10, 64)
 		return err == nil && most > 0 && n >= most
 	}
@@ -325,6 +326,12 @@ func (w *Watch) onPool(ev watch.Event) {
 	w.advance()
 	w.used = q
 	w.advance() // the pods waiting now, at the new state (no time passes)
+	// status.resources lags the NodeClaims: a pod may have found the pool full before it said so.
+	for name, msg := range w.unsch {
+		if _, counted := w.atLim[name]; !counted && w.poolFull(msg) {
+			w.atLim[name] = fmt.Sprintf("%q with %d NodeClaims, still waiting when Karpenter counted %s of %s cpu", msg, len(w.claims), w.used.String(), w.limit.String())
+		}
+	}
 }
 
 func (w *Watch) onClaim(ev watch.Event) {
@@ -363,12 +370,13 @@ func (w *Watch) onPod(ev watch.Event) {
 	defer w.mu.Unlock()
 	w.advance()
 	if ev.Type != watch.Deleted && kwokkit.Unschedulable(p) && p.Spec.NodeName == "" {
-		w.unsch[p.Name] = true
+		msg := scheduledMessage(p)
+		w.unsch[p.Name] = msg
 		switch {
 		case w.settled():
 			w.atLim[p.Name] = fmt.Sprintf("Unschedulable with the pool settled at its limit (%d NodeClaims, all Initialized)", len(w.claims))
-		case w.poolFull(p):
-			w.atLim[p.Name] = fmt.Sprintf("%q with %d NodeClaims", scheduledMessage(p), len(w.claims))
+		case w.poolFull(msg):
+			w.atLim[p.Name] = fmt.Sprintf("%q with %d NodeClaims", msg, len(w.claims))
 		}
 	} else {
 		delete(w.unsch, p.Name)
