@@ -87,13 +87,11 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 	ctx = logr.NewContext(ctx, zerologr.New(zerolog.Ctx(ctx)))
 	f := filler{fillFor: fillFor, poll: fillPoll(cfg), now: time.Now,
 		pass: func(ctx context.Context, refill int) fillPass {
-			if refill > 0 {
-				gcForListing() // the creates of the pass before collect at their own pace
-			}
 			log := zerolog.Ctx(ctx).With().Int("refill", refill).Logger()
 			ctx = log.WithContext(ctx)
 			start := time.Now()
 			res, err := s.Run(ctx, scheduler.Execute)
+			gcForListing() // the wait and the next pass hold the followed state: no headroom of the creates' over it
 			if url := g.pushgatewayURL(cfg); url != "" {
 				pushMetrics(ctx, s, url, scheduler.Execute, res.Plan, res.Summary, err, time.Since(start))
 			}
