@@ -108,7 +108,7 @@ func (f *Follow) init(c kube.Interface, namespace string, o Options, watch bool)
 	f.namespace = namespace
 	f.nodes = &follow.Feed[corev1.Node, *corev1.NodeList, Node]{Client: c, Collection: c.CoreV1().Nodes(), Watch: watch,
 		Changes: f.Changes, Summarize: func(n *corev1.Node) (Node, bool) { return newNode(n), true }, Changed: f.nodeChanged}
-	agg := &aggregator{namespace: namespace, scheduler: o.Scheduler, demands: &demands{}}
+	agg := &aggregator{namespace: namespace, scheduler: o.Scheduler, shared: &shared{}}
 	if !o.NoNextPassRoom {
 		agg.self = o.Self
 	}

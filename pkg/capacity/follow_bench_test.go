@@ -50,7 +50,7 @@ func BenchmarkFollowedPods(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		agg := &aggregator{namespace: "work", scheduler: "s", demands: &demands{}}
+		agg := &aggregator{namespace: "work", scheduler: "s", shared: &shared{}}
 		pods := &follow.Feed[corev1.Pod, *corev1.PodList, podRecord]{Collection: generatedPods{numPods, numNodes},
 			Options: metav1.ListOptions{FieldSelector: nonTerminal}, Summarize: agg.record}
 		if err := pods.Sync(context.Background()); err != nil {

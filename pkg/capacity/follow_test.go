@@ -2,9 +2,12 @@ package capacity
 
 import (
 	"context"
+	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -142,5 +145,41 @@ func TestNodesUsable(t *testing.T) {
 				t.Errorf("%d nodes counted usable, want %d (the case's and the last)", n, want)
 			}
 		})
+	}
+}
+
+// TestFollowedRecord: what a Follow keeps of a pod is small because it is shared: pods on one node keep one copy of
+// its name and pods of one shape one demand, a bound pod keeps neither its name nor its namespace (the feed's key
+// has them), and only a pod waiting for a node or the tick pod keep the rest (its name and placement, or its spec).
+func TestFollowedRecord(t *testing.T) {
+	agg := &aggregator{namespace: "work", scheduler: "s", self: "tick-1", shared: &shared{}}
+	rec := func(p *corev1.Pod) podRecord {
+		t.Helper()
+		p = p.DeepCopy() // strings and maps of their own, as each decoded pod's are
+		r, ok := agg.record(p)
+		if !ok {
+			t.Fatalf("no record of %s/%s", p.Namespace, p.Name)
+		}
+		return r
+	}
+	a := rec(kubePod("other", "a", "node-1", corev1.PodRunning, rl("cpu", "1")))
+	b := rec(kubePod("other", "b", strings.Clone("node-1"), corev1.PodRunning, rl("cpu", "1000m")))
+	if unsafe.StringData(a.Node) != unsafe.StringData(b.Node) {
+		t.Errorf("two pods on node-1 keep two copies of its name")
+	}
+	if reflect.ValueOf(a.Demand).UnsafePointer() != reflect.ValueOf(b.Demand).UnsafePointer() {
+		t.Errorf("two pods requesting 1 CPU keep two demands")
+	}
+	if a.podExtra != nil {
+		t.Errorf("a bound pod keeps %+v; want only its node and demand", *a.podExtra)
+	}
+	waiting := kubePod("other", "c", "", corev1.PodPending, rl("cpu", "1"))
+	waiting.Spec.NodeSelector = map[string]string{"zone": "a"}
+	if c := rec(waiting); c.podExtra == nil || c.Namespace != "other" || c.Name != "c" || c.Where.NodeSelector["zone"] != "a" {
+		t.Errorf("a pod waiting for a node is kept as %+v; want its name and nodeSelector", c)
+	}
+	self := kubePod("work", "tick-1", "node-2", corev1.PodRunning, rl("cpu", "100m"))
+	if s := rec(self); s.podExtra == nil || s.Self == nil || len(s.Self.Containers) != 1 {
+		t.Errorf("the tick pod is kept as %+v; want its spec", s)
 	}
 }

@@ -255,7 +255,7 @@ func observeNodes(ctx context.Context, c kube.Interface, f *Follow, o Options, p
 	}
 	if !o.NoNextPassRoom {
 		if o.Self != "" && f.pods.Watch {
-			if r, ok := f.pods.Get(namespace + "/" + o.Self); ok && r.Self != nil {
+			if r, ok := f.pods.Get(namespace + "/" + o.Self); ok && r.podExtra != nil && r.Self != nil {
 				snap.NextPassPod = &corev1.Pod{Spec: *r.Self}
 			}
 		} else if o.Self != "" {
@@ -363,17 +363,34 @@ type aggregator struct {
 	namespace, scheduler string
 	self                 string // the tick pod's name in namespace (Options.Self)
 	pending              []Pending
-	demands              *demands // when set, records share equal demands (a Follow's records live long)
+	shared               *shared // when set, records share equal node names and demands (a Follow's records live long)
 }
 
-// demands are the distinct demands of the pods a Follow keeps, each kept once: most pods are of a few shapes.
-type demands struct {
-	mu   sync.Mutex
-	seen map[string]corev1.ResourceList
+// shared keeps once each node name and each distinct demand of the pods a Follow keeps: a cluster's pods are on a
+// few thousand nodes and of a few shapes, and a decoded pod's strings and maps are its own. They are kept for the
+// Follow's life (a fill run): the name of a node gone stays, a few bytes.
+type shared struct {
+	mu      sync.Mutex
+	nodes   map[string]string
+	demands map[string]corev1.ResourceList
 }
 
-// of is d's shared equal (never changed by its users: add only reads it).
-func (s *demands) of(d corev1.ResourceList) corev1.ResourceList {
+// node is name's shared equal.
+func (s *shared) node(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if kept, ok := s.nodes[name]; ok {
+		return kept
+	}
+	if s.nodes == nil {
+		s.nodes = map[string]string{}
+	}
+	s.nodes[name] = name
+	return name
+}
+
+// demand is d's shared equal (never changed by its users: add only reads it).
+func (s *shared) demand(d corev1.ResourceList) corev1.ResourceList {
 	names := make([]string, 0, len(d))
 	for n := range d {
 		names = append(names, string(n))
@@ -386,24 +403,30 @@ func (s *demands) of(d corev1.ResourceList) corev1.ResourceList {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if kept, ok := s.seen[key.String()]; ok {
+	if kept, ok := s.demands[key.String()]; ok {
 		return kept
 	}
-	if s.seen == nil {
-		s.seen = map[string]corev1.ResourceList{}
+	if s.demands == nil {
+		s.demands = map[string]corev1.ResourceList{}
 	}
-	s.seen[key.String()] = d
+	s.demands[key.String()] = d
 	return d
 }
 
 // podRecord is what capacity keeps of a non-terminal pod: where it is bound and what it holds (for a fill run's
-// pods feed, one per pod in the cluster; a pass without one sums them as they are listed).
+// pods feed, one per pod in the cluster, 40 bytes and what the feed's map spends on it: BenchmarkFollowedPods; a
+// pass without one sums them as they are listed). A bound pod's name is not kept: the feed's key has it.
 type podRecord struct {
+	Node      string              // bound to ("": none)
+	Demand    corev1.ResourceList // what it holds
+	Deleting  bool
+	Ours      bool // this scheduler's, in its namespace: its unbound pods are the caller's to count
+	*podExtra      // an unbound pod's name and placement, the tick pod's spec; nil for the rest
+}
+
+// podExtra is what few pods need kept: those that wait for a node, and the tick pod.
+type podExtra struct {
 	Namespace, Name string
-	Node            string
-	Demand          corev1.ResourceList
-	Deleting        bool
-	Ours            bool            // this scheduler's, in its namespace: its unbound pods are the caller's to count
 	Where           *corev1.PodSpec // unbound: its nodeSelector, affinity and tolerations
 	Self            *corev1.PodSpec // the tick pod's spec (Options.Self)
 }
@@ -414,15 +437,19 @@ func (a *aggregator) record(p *corev1.Pod) (podRecord, bool) {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return podRecord{}, false
 	}
-	r := podRecord{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Demand: Demand(p), Deleting: p.DeletionTimestamp != nil,
+	r := podRecord{Node: p.Spec.NodeName, Demand: Demand(p), Deleting: p.DeletionTimestamp != nil,
 		Ours: p.Namespace == a.namespace && a.scheduler != "" && p.Labels[jobmeta.LabelScheduler] == a.scheduler}
-	if a.demands != nil {
-		r.Demand = a.demands.of(r.Demand)
+	if a.shared != nil {
+		r.Node, r.Demand = a.shared.node(r.Node), a.shared.demand(r.Demand)
+	}
+	self := a.self != "" && p.Namespace == a.namespace && p.Name == a.self
+	if r.Node == "" || self {
+		r.podExtra = &podExtra{Namespace: p.Namespace, Name: p.Name}
 	}
 	if r.Node == "" {
 		r.Where = &corev1.PodSpec{NodeSelector: p.Spec.NodeSelector, Affinity: p.Spec.Affinity, Tolerations: p.Spec.Tolerations}
 	}
-	if a.self != "" && p.Namespace == a.namespace && p.Name == a.self {
+	if self {
 		r.Self = p.Spec.DeepCopy()
 	}
 	return r, true
