@@ -284,6 +284,9 @@ func (b *bench) countedTick(bin, cfgFile string, args ...string) (fillRun, error
 	if err != nil {
 		return r, err
 	}
+	if v := os.Getenv("BENCH_FILL_GODEBUG"); v != "" { // e.g. gctrace=1: each collection's heap, into the debug log
+		cmd.Env = append(os.Environ(), "GODEBUG="+v)
+	}
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		return r, err
