@@ -252,6 +252,7 @@ type fillRun struct {
 	at      []time.Duration
 	took    []time.Duration // each pass's duration (its pass done line)
 	rssMB   float64
+	heapMB  float64       // the largest heap its gctrace reported (BENCH_FILL_GODEBUG=gctrace=1), else 0
 	cpu     time.Duration // user and system CPU time of the whole run
 	start   time.Time
 	slots   *slots // the worker's count of unfinished Jobs over the run
@@ -261,6 +262,14 @@ type fillRun struct {
 	// cpu0 is the machine's CPU use at the start, cpuAt at each pass done line (as at).
 	cpu0  cpuSample
 	cpuAt []cpuSample
+}
+
+// rss is the run's peak RSS, and its largest heap when it ran with gctrace.
+func (r fillRun) rss() string {
+	if r.heapMB == 0 {
+		return fmt.Sprintf("%.1f MB", r.rssMB)
+	}
+	return fmt.Sprintf("%.1f MB (heap at most %.0f MiB by gctrace)", r.rssMB, r.heapMB)
 }
 
 // countedTick runs bin tick with args through a fresh counting proxy, reading the counts at each pass done line.
@@ -337,6 +346,7 @@ func (b *bench) countedTick(bin, cfgFile string, args ...string) (fillRun, error
 	if r.rssMB, err = cmd.rssMB(); err != nil {
 		return r, err
 	}
+	r.heapMB = gcTraceHeapMB(r.stderr)
 	if ee, ok := waitErr.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 	} else if waitErr != nil {
@@ -411,7 +421,7 @@ func (b *bench) refill(ref, refName, size string, onePass float64) ([]row, float
 		return []row{
 			{what: fmt.Sprintf("fill run at %s: the first pass", size), jobsched: first(mine), reference: failed, load: load},
 			{what: fmt.Sprintf("fill run at %s: a refill pass (calls and response bytes between two pass done lines)", size), jobsched: ms, reference: failed, load: load},
-			{what: fmt.Sprintf("fill run at %s: peak RSS of the whole run (%d passes)", size, len(mine.passes)), jobsched: fmt.Sprintf("%.1f MB", mine.rssMB),
+			{what: fmt.Sprintf("fill run at %s: peak RSS of the whole run (%d passes)", size, len(mine.passes)), jobsched: mine.rss(),
 				reference: fmt.Sprintf("target: ≤ %.1f MB, one pass (no --fill-for) at %s at %s", onePass, refName, b.fillOnePassAt),
 				ratio:     fmt.Sprintf("%.2f of the target", mine.rssMB/max(onePass, 1)), load: load},
 		}, onePass, nil
@@ -422,7 +432,7 @@ func (b *bench) refill(ref, refName, size string, onePass float64) ([]row, float
 		{what: fmt.Sprintf("fill run at %s: a refill pass (calls and response bytes between two pass done lines)", size),
 			jobsched: ms, reference: ts + " at " + refName, ratio: fmt.Sprintf("%.2f calls, %.2f bytes", mc/max(tc, 1), mb/max(tb, 1)), load: load},
 		{what: fmt.Sprintf("fill run at %s: peak RSS of the whole run (%d and %d passes)", size, len(mine.passes), len(theirs.passes)),
-			jobsched: fmt.Sprintf("%.1f MB", mine.rssMB), reference: fmt.Sprintf("%.1f MB at %s; target: ≤ %.1f MB, one pass (no --fill-for) at %s at %s", theirs.rssMB, refName, onePass, refName, b.fillOnePassAt),
+			jobsched: mine.rss(), reference: fmt.Sprintf("%s at %s; target: ≤ %.1f MB, one pass (no --fill-for) at %s at %s", theirs.rss(), refName, onePass, refName, b.fillOnePassAt),
 			ratio: fmt.Sprintf("%.2f of the target", mine.rssMB/onePass), load: load},
 	}, onePass, nil
 }

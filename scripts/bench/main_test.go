@@ -173,3 +173,16 @@ func TestBareReference(t *testing.T) {
 		t.Errorf("bareReference with no bare loop = %q, %q; want the target alone", ref, ratio)
 	}
 }
+
+func TestGCTraceHeap(t *testing.T) {
+	log := `{"level":"info","message":"pass done"}
+gc 1 @0.013s 2%: 0.32+1.1+0.006 ms clock, 0.65+0.47/0.15/0.20+0.012 ms cpu, 2->2->0 MB, 2 MB goal, 0 MB stacks, 0 MB globals, 2 P
+gc 595 @144.2s 1%: 0.1+2+0.01 ms clock, 0.2+0.1/1/0+0.02 ms cpu, 22->23->19 MB, 37 MB goal, 0 MB stacks, 0 MB globals, 2 P
+gc 596 @144.9s 1%: 0.1+2+0.01 ms clock, 0.2+0.1/1/0+0.02 ms cpu, 21->20->17 MB, 23 MB goal, 0 MB stacks, 0 MB globals, 2 P`
+	if got := gcTraceHeapMB(log); got != 23 {
+		t.Errorf("gcTraceHeapMB = %v, want 23 (the largest heap before or after a collection, not the 37 MB goal)", got)
+	}
+	if got := gcTraceHeapMB(`{"message":"pass done"}`); got != 0 {
+		t.Errorf("gcTraceHeapMB without a trace = %v, want 0", got)
+	}
+}

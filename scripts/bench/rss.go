@@ -74,3 +74,27 @@ func (c *timedCmd) terminate() error {
 	}
 	return nil
 }
+
+// gcTraceHeapMB is the largest heap a run's GODEBUG=gctrace=1 lines report ("gc 7 @1.2s 3%: …, 22->24->14 MB, 28 MB
+// goal, …": the heap when the collection began, when it ended and what it left live, in MiB), 0 when it has none:
+// with the peak RSS, it says how much of the peak is the heap (BENCH_FILL_GODEBUG).
+func gcTraceHeapMB(stderr string) float64 {
+	var most float64
+	for _, line := range strings.Split(stderr, "\n") {
+		if !strings.HasPrefix(line, "gc ") {
+			continue
+		}
+		for _, f := range strings.Split(line, ", ") {
+			heap, ok := strings.CutSuffix(f, " MB")
+			if !ok || !strings.Contains(heap, "->") {
+				continue
+			}
+			for _, n := range strings.Split(heap, "->") {
+				if v, err := strconv.ParseFloat(n, 64); err == nil {
+					most = max(most, v)
+				}
+			}
+		}
+	}
+	return most
+}
