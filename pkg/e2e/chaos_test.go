@@ -66,6 +66,7 @@ import (
 // (scripts/postgres.sh with its own JOBSCHED_PG_DIR), since it kills both; the shared ones of the test run are never
 // touched. scripts/chaos.sh runs it at full size; sizes come from the environment (JOBSCHED_CHAOS_*).
 func TestChaos(t *testing.T) {
+	t.Parallel() // its own control plane and PostgreSQL: what it kills no other test uses
 	p := chaosParams{
 		kills:             envInt("JOBSCHED_CHAOS_KILLS", 60),
 		apiserverRestarts: envInt("JOBSCHED_CHAOS_APISERVER_RESTARTS", 2),

@@ -34,6 +34,7 @@ import (
 // (KUEUE=1 scripts/cluster.sh up with its own JOBSCHED_CLUSTER_DIR: JOBSCHED_KUEUE_CLUSTER_DIR, else a directory of
 // this run's own that is taken down afterwards), so the shared cluster's Jobs never pass Kueue's webhooks.
 func TestKueue(t *testing.T) {
+	t.Parallel() // its own control plane: nothing it does reaches the shared one
 	kcfg := kueueCluster(t)
 	t.Run("bounded", func(t *testing.T) { testKueueBounded(t, kcfg) })
 	t.Run("priority", func(t *testing.T) { testKueuePriority(t, kcfg) })
