@@ -3,9 +3,11 @@ package capacity
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -14,7 +16,7 @@ import (
 )
 
 // Follow keeps what Observe reads between the passes of a fill run (package follow): the nodes, every non-terminal
-// pod in the cluster (what it is bound to and requests: a podRecord, not the pod), and the namespace's
+// pod in the cluster (what it is bound to and requests: a heldPod, not the pod), and the namespace's
 // LimitRanges and ResourceQuotas. The first Observe lists them and watches them from there; the next ones read
 // what the watches kept (the RuntimeClasses the templates name are still read each pass, one GET each). Unlike a
 // one-shot pass, which lists the pods of the few nodes the templates may use when it can (Options), a Follow
@@ -24,10 +26,11 @@ type Follow struct {
 	Changes *follow.Changes // told of every change (set by the owner)
 
 	namespace string
-	nodes     *follow.Feed[corev1.Node, *corev1.NodeList, Node]
-	pods      *follow.Feed[corev1.Pod, *corev1.PodList, podRecord]
-	quotas    *follow.Feed[corev1.ResourceQuota, *corev1.ResourceQuotaList, corev1.ResourceQuota]
-	limits    *follow.Feed[corev1.LimitRange, *corev1.LimitRangeList, corev1.LimitRange]
+	nodes     *follow.Feed[corev1.Node, *corev1.NodeList, string, Node]
+	pods      *follow.Feed[corev1.Pod, *corev1.PodList, podKey, heldPod]
+	held      held // what the pods feed's records point into
+	quotas    *follow.Feed[corev1.ResourceQuota, *corev1.ResourceQuotaList, string, corev1.ResourceQuota]
+	limits    *follow.Feed[corev1.LimitRange, *corev1.LimitRangeList, string, corev1.LimitRange]
 
 	mu         sync.Mutex
 	usable     int    // nodes the watch saw turn usable (NodesUsable)
@@ -106,22 +109,21 @@ func (f *Follow) init(c kube.Interface, namespace string, o Options, watch bool)
 		return
 	}
 	f.namespace = namespace
-	f.nodes = &follow.Feed[corev1.Node, *corev1.NodeList, Node]{Client: c, Collection: c.CoreV1().Nodes(), Watch: watch,
+	f.nodes = &follow.Feed[corev1.Node, *corev1.NodeList, string, Node]{Client: c, Collection: c.CoreV1().Nodes(), Watch: watch,
 		Changes: f.Changes, Summarize: func(n *corev1.Node) (Node, bool) { return newNode(n), true }, Changed: f.nodeChanged}
-	agg := &aggregator{namespace: namespace, scheduler: o.Scheduler, shared: &shared{}}
+	agg := &aggregator{namespace: namespace, scheduler: o.Scheduler}
 	if !o.NoNextPassRoom {
 		agg.self = o.Self
 	}
-	f.pods = &follow.Feed[corev1.Pod, *corev1.PodList, podRecord]{Client: c, Collection: c.CoreV1().Pods(metav1.NamespaceAll),
-		Options: metav1.ListOptions{FieldSelector: nonTerminal}, Watch: watch, Changes: f.Changes, Summarize: agg.record}
-	f.quotas = &follow.Feed[corev1.ResourceQuota, *corev1.ResourceQuotaList, corev1.ResourceQuota]{Client: c,
+	f.pods = f.podsFeed(c, c.CoreV1().Pods(metav1.NamespaceAll), agg, watch)
+	f.quotas = &follow.Feed[corev1.ResourceQuota, *corev1.ResourceQuotaList, string, corev1.ResourceQuota]{Client: c,
 		Collection: c.CoreV1().ResourceQuotas(namespace), Watch: watch, Changes: f.Changes,
 		Summarize: func(q *corev1.ResourceQuota) (corev1.ResourceQuota, bool) { // whole: a few per namespace
 			c := *q
 			c.TypeMeta = metav1.TypeMeta{} // a watch event's object has it, a list's items do not
 			return c, true
 		}}
-	f.limits = &follow.Feed[corev1.LimitRange, *corev1.LimitRangeList, corev1.LimitRange]{Client: c,
+	f.limits = &follow.Feed[corev1.LimitRange, *corev1.LimitRangeList, string, corev1.LimitRange]{Client: c,
 		Collection: c.CoreV1().LimitRanges(namespace), Watch: watch, Changes: f.Changes,
 		Summarize: func(l *corev1.LimitRange) (corev1.LimitRange, bool) {
 			c := *l
@@ -130,14 +132,121 @@ func (f *Follow) init(c kube.Interface, namespace string, o Options, watch bool)
 		}}
 }
 
+// podsFeed is the feed of every non-terminal pod of collection, kept as heldPods.
+func (f *Follow) podsFeed(c any, collection kube.Collection[*corev1.PodList], agg *aggregator, watch bool) *follow.Feed[corev1.Pod, *corev1.PodList, podKey, heldPod] {
+	return &follow.Feed[corev1.Pod, *corev1.PodList, podKey, heldPod]{Client: c, Collection: collection,
+		Options: metav1.ListOptions{FieldSelector: nonTerminal}, Watch: watch, Changes: f.Changes, Key: keyOf,
+		Summarize: func(p *corev1.Pod) (heldPod, bool) {
+			r, ok := agg.record(p)
+			if !ok {
+				return heldPod{}, false
+			}
+			return f.held.hold(keyOf(p), r), true
+		}}
+}
+
 // synced is a feed's items once Sync has made them current; a one-shot pass (no Follow) lists with list.
-func synced[O, L, T any](ctx context.Context, f *follow.Feed[O, L, T], list func() ([]T, error)) ([]T, error) {
+func synced[O, L, T any](ctx context.Context, f *follow.Feed[O, L, string, T], list func() ([]T, error)) ([]T, error) {
 	if !f.Watch {
 		return list()
 	}
 	if err := f.Sync(ctx); err != nil {
 		return nil, err
 	}
-	items, _ := f.Sorted()
+	items, _ := follow.Sorted(f)
 	return items, nil
+}
+
+// held keeps, for a Follow's pods feed, each node name and each distinct demand once: a cluster's pods are on a few
+// thousand nodes and of a few shapes, and a heldPod names them by index. They are kept for the Follow's life (a fill
+// run): the name of a node gone stays, a few bytes.
+type held struct {
+	mu      sync.Mutex
+	nodeOf  map[string]uint32 // node name → its index in nodes
+	nodes   []string          // nodes[0] is "": bound to none
+	shapeOf map[string]uint32 // a demand's canonical form → its index in shapes
+	shapes  []corev1.ResourceList
+	self    podKey // the tick pod's key, once seen
+}
+
+// podKey is a pod's key in the pods feed: its UID, 16 bytes (its namespace/name would take about 50, and a pointer).
+type podKey [16]byte
+
+// keyOf is m's podKey: its UID, or, for a pod whose UID is not a UUID (a fake's), a name-based UUID of its
+// namespace/name (version 5: never equal to an API server's, version 4).
+func keyOf(m metav1.Object) podKey {
+	if u, err := uuid.Parse(string(m.GetUID())); err == nil {
+		return podKey(u)
+	}
+	return podKey(uuid.NewSHA1(uuid.NameSpaceURL, []byte(m.GetNamespace()+"/"+m.GetName())))
+}
+
+// heldPod is what a Follow keeps of a pod between passes (a podRecord, compact): its node and demand by index in
+// held, 24 bytes with the rare podExtra: BenchmarkFollowedPods.
+type heldPod struct {
+	node, demand   uint32
+	deleting, ours bool
+	*podExtra
+}
+
+// hold is r, the record of the pod of key k, kept.
+func (h *held) hold(k podKey, r podRecord) heldPod {
+	shape := canonical(r.Demand)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.nodeOf == nil {
+		h.nodeOf, h.nodes, h.shapeOf = map[string]uint32{"": 0}, []string{""}, map[string]uint32{}
+	}
+	node, ok := h.nodeOf[r.Node]
+	if !ok {
+		node = uint32(len(h.nodes))
+		h.nodeOf[r.Node], h.nodes = node, append(h.nodes, r.Node)
+	}
+	demand, ok := h.shapeOf[shape]
+	if !ok {
+		demand = uint32(len(h.shapes))
+		h.shapeOf[shape], h.shapes = demand, append(h.shapes, r.Demand)
+	}
+	if r.podExtra != nil && r.Self != nil {
+		h.self = k
+	}
+	return heldPod{node: node, demand: demand, deleting: r.Deleting, ours: r.Ours, podExtra: r.podExtra}
+}
+
+// record is p's podRecord (its demand shared with every pod of its shape: add only reads it).
+func (h *held) record(p heldPod) podRecord {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return podRecord{Node: h.nodes[p.node], Demand: h.shapes[p.demand], Deleting: p.deleting, Ours: p.ours, podExtra: p.podExtra}
+}
+
+// canonical is d written out in a fixed order: equal for equal demands.
+func canonical(d corev1.ResourceList) string {
+	names := make([]string, 0, len(d))
+	for n := range d {
+		names = append(names, string(n))
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, n := range names {
+		q := d[corev1.ResourceName(n)]
+		b.WriteString(n + "=" + q.String() + ",")
+	}
+	return b.String()
+}
+
+// addHeld adds every pod the feed keeps to agg.
+func (f *Follow) addHeld(agg *aggregator) {
+	f.pods.Range(func(_ podKey, p heldPod) { agg.add(f.held.record(p)) })
+}
+
+// selfSpec is the tick pod's spec, while the feed has it.
+func (f *Follow) selfSpec() *corev1.PodSpec {
+	f.held.mu.Lock()
+	k := f.held.self
+	f.held.mu.Unlock()
+	if p, ok := f.pods.Get(k); ok && p.podExtra != nil {
+		return p.Self
+	}
+	return nil
 }

@@ -8,11 +8,11 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-
-	"github.com/jobsched/jobsched/pkg/follow"
 )
 
 // generatedPods is a pod collection of n pods spread over nodes nodes, made page by page as a LIST asks for them (a
@@ -26,6 +26,7 @@ func (g generatedPods) List(_ context.Context, o metav1.ListOptions) (*corev1.Po
 	for i := from; i < g.n && i < from+int(o.Limit); i++ {
 		p := kubePod("bench-fill-filler", fmt.Sprintf("filler-%06d-%05x", i, i*7919%0xfffff), fmt.Sprintf("bench-fill-node-%05d", i%g.nodes),
 			corev1.PodRunning, rl("cpu", "100m", "memory", "128Mi"))
+		p.UID = types.UID(uuid.NewSHA1(uuid.NameSpaceOID, []byte(p.Name)).String()) // an API server's are random UUIDs
 		l.Items = append(l.Items, *p)
 	}
 	if next := from + int(o.Limit); next < g.n {
@@ -39,7 +40,7 @@ func (generatedPods) Watch(context.Context, metav1.ListOptions) (watch.Interface
 }
 
 // BenchmarkFollowedPods measures what a fill run holds for every non-terminal pod of the cluster between its
-// passes (Follow's pods feed: a podRecord per pod, by namespace/name), at the bench's largest size: 150,000 pods on
+// passes (Follow's pods feed: a heldPod per pod, by its UID), at the bench's largest size: 150,000 pods on
 // 5,000 nodes. B/pod and MB-held are the live heap the feed keeps after a collection; a fill run's peak RSS is that
 // plus the collector's headroom over it (GOGC: cmd/gogc.go) and the rest of the process
 // (scripts/bench/results/fill-rss-5000.md).
@@ -50,16 +51,15 @@ func BenchmarkFollowedPods(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		agg := &aggregator{namespace: "work", scheduler: "s", shared: &shared{}}
-		pods := &follow.Feed[corev1.Pod, *corev1.PodList, podRecord]{Collection: generatedPods{numPods, numNodes},
-			Options: metav1.ListOptions{FieldSelector: nonTerminal}, Summarize: agg.record}
+		f := &Follow{}
+		pods := f.podsFeed(nil, generatedPods{numPods, numNodes}, &aggregator{namespace: "work", scheduler: "s"}, false)
 		if err := pods.Sync(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		n := 0
-		pods.Range(func(podRecord) { n++ })
+		pods.Range(func(podKey, heldPod) { n++ })
 		if n != numPods {
 			b.Fatalf("the feed keeps %d pods, want %d", n, numPods)
 		}

@@ -7,12 +7,13 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
+	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -149,37 +150,57 @@ func TestNodesUsable(t *testing.T) {
 }
 
 // TestFollowedRecord: what a Follow keeps of a pod is small because it is shared: pods on one node keep one copy of
-// its name and pods of one shape one demand, a bound pod keeps neither its name nor its namespace (the feed's key
-// has them), and only a pod waiting for a node or the tick pod keep the rest (its name and placement, or its spec).
+// its name and pods of one shape one demand, a bound pod is kept by its UID's 16 bytes and keeps neither its name
+// nor its namespace, and only a pod waiting for a node or the tick pod keep the rest (its name and placement, or
+// its spec).
 func TestFollowedRecord(t *testing.T) {
-	agg := &aggregator{namespace: "work", scheduler: "s", self: "tick-1", shared: &shared{}}
-	rec := func(p *corev1.Pod) podRecord {
+	f := &Follow{}
+	agg := &aggregator{namespace: "work", scheduler: "s", self: "tick-1"}
+	rec := func(p *corev1.Pod) (heldPod, podRecord) {
 		t.Helper()
 		p = p.DeepCopy() // strings and maps of their own, as each decoded pod's are
+		p.UID = types.UID(uuid.NewString())
 		r, ok := agg.record(p)
 		if !ok {
 			t.Fatalf("no record of %s/%s", p.Namespace, p.Name)
 		}
-		return r
+		if k := keyOf(p); uuid.UUID(k).String() != string(p.UID) {
+			t.Errorf("%s/%s is kept by key %x; want its UID %s", p.Namespace, p.Name, k, p.UID)
+		}
+		h := f.held.hold(keyOf(p), r)
+		return h, f.held.record(h)
 	}
-	a := rec(kubePod("other", "a", "node-1", corev1.PodRunning, rl("cpu", "1")))
-	b := rec(kubePod("other", "b", strings.Clone("node-1"), corev1.PodRunning, rl("cpu", "1000m")))
-	if unsafe.StringData(a.Node) != unsafe.StringData(b.Node) {
-		t.Errorf("two pods on node-1 keep two copies of its name")
+	ha, a := rec(kubePod("other", "a", "node-1", corev1.PodRunning, rl("cpu", "1")))
+	hb, b := rec(kubePod("other", "b", strings.Clone("node-1"), corev1.PodRunning, rl("cpu", "1000m")))
+	if ha.node != hb.node || a.Node != "node-1" || b.Node != "node-1" {
+		t.Errorf("two pods on node-1 keep nodes %d (%q) and %d (%q); want one, node-1", ha.node, a.Node, hb.node, b.Node)
 	}
-	if reflect.ValueOf(a.Demand).UnsafePointer() != reflect.ValueOf(b.Demand).UnsafePointer() {
+	if ha.demand != hb.demand || reflect.ValueOf(a.Demand).UnsafePointer() != reflect.ValueOf(b.Demand).UnsafePointer() {
 		t.Errorf("two pods requesting 1 CPU keep two demands")
 	}
-	if a.podExtra != nil {
-		t.Errorf("a bound pod keeps %+v; want only its node and demand", *a.podExtra)
+	if q := a.Demand[corev1.ResourceCPU]; q.MilliValue() != 1000 {
+		t.Errorf("a pod requesting 1 CPU is read back as %v", a.Demand)
 	}
-	waiting := kubePod("other", "c", "", corev1.PodPending, rl("cpu", "1"))
+	hc, _ := rec(kubePod("other", "c", "node-2", corev1.PodRunning, rl("cpu", "2")))
+	if hc.node == ha.node || hc.demand == ha.demand {
+		t.Errorf("a pod of 2 CPU on node-2 shares a node (%v) or a demand (%v) with one of 1 CPU on node-1",
+			hc.node == ha.node, hc.demand == ha.demand)
+	}
+	if ha.podExtra != nil {
+		t.Errorf("a bound pod keeps %+v; want only its node and demand", *ha.podExtra)
+	}
+	waiting := kubePod("other", "d", "", corev1.PodPending, rl("cpu", "1"))
 	waiting.Spec.NodeSelector = map[string]string{"zone": "a"}
-	if c := rec(waiting); c.podExtra == nil || c.Namespace != "other" || c.Name != "c" || c.Where.NodeSelector["zone"] != "a" {
-		t.Errorf("a pod waiting for a node is kept as %+v; want its name and nodeSelector", c)
+	if _, d := rec(waiting); d.podExtra == nil || d.Node != "" || d.Namespace != "other" || d.Name != "d" || d.Where.NodeSelector["zone"] != "a" {
+		t.Errorf("a pod waiting for a node is kept as %+v; want its name and nodeSelector", d)
 	}
-	self := kubePod("work", "tick-1", "node-2", corev1.PodRunning, rl("cpu", "100m"))
-	if s := rec(self); s.podExtra == nil || s.Self == nil || len(s.Self.Containers) != 1 {
+	if _, s := rec(kubePod("work", "tick-1", "node-2", corev1.PodRunning, rl("cpu", "100m"))); s.podExtra == nil || s.Self == nil || len(s.Self.Containers) != 1 {
 		t.Errorf("the tick pod is kept as %+v; want its spec", s)
+	}
+	e, e2, f2 := keyOf(&metav1.ObjectMeta{Namespace: "other", Name: "e", UID: "not-a-uuid"}), keyOf(&metav1.ObjectMeta{Namespace: "other", Name: "e"}),
+		keyOf(&metav1.ObjectMeta{Namespace: "other", Name: "f"})
+	if e != e2 || e == f2 || uuid.UUID(e).Version() != 5 {
+		t.Errorf("pods whose UID is not a UUID are kept by %x (other/e), %x (other/e, no UID), %x (other/f); want one "+
+			"name-based UUID (version 5) per namespace/name", e, e2, f2)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -255,8 +254,8 @@ func observeNodes(ctx context.Context, c kube.Interface, f *Follow, o Options, p
 	}
 	if !o.NoNextPassRoom {
 		if o.Self != "" && f.pods.Watch {
-			if r, ok := f.pods.Get(namespace + "/" + o.Self); ok && r.podExtra != nil && r.Self != nil {
-				snap.NextPassPod = &corev1.Pod{Spec: *r.Self}
+			if spec := f.selfSpec(); spec != nil {
+				snap.NextPassPod = &corev1.Pod{Spec: *spec}
 			}
 		} else if o.Self != "" {
 			self := fields.OneTermEqualSelector("metadata.name", o.Self).String()
@@ -295,7 +294,7 @@ func observeNodes(ctx context.Context, c kube.Interface, f *Follow, o Options, p
 	if len(pods) == 0 || len(eligible) > maxNodeLists || len(eligible)*nodeListRatio > len(snap.Nodes) {
 		snap.Listed = "all pods"
 		if f.pods.Watch {
-			f.pods.Range(agg.add)
+			f.addHeld(agg)
 		} else {
 			err = listPods(ctx, c, nonTerminal, "in all namespaces", agg)
 		}
@@ -306,7 +305,7 @@ func observeNodes(ctx context.Context, c kube.Interface, f *Follow, o Options, p
 			agg.only[n] = true
 		}
 		if f.pods.Watch {
-			f.pods.Range(agg.add)
+			f.addHeld(agg)
 		} else {
 			err = listPodsOf(ctx, c, eligible, agg)
 		}
@@ -363,59 +362,10 @@ type aggregator struct {
 	namespace, scheduler string
 	self                 string // the tick pod's name in namespace (Options.Self)
 	pending              []Pending
-	shared               *shared // when set, records share equal node names and demands (a Follow's records live long)
 }
 
-// shared keeps once each node name and each distinct demand of the pods a Follow keeps: a cluster's pods are on a
-// few thousand nodes and of a few shapes, and a decoded pod's strings and maps are its own. They are kept for the
-// Follow's life (a fill run): the name of a node gone stays, a few bytes.
-type shared struct {
-	mu      sync.Mutex
-	nodes   map[string]string
-	demands map[string]corev1.ResourceList
-}
-
-// node is name's shared equal.
-func (s *shared) node(name string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if kept, ok := s.nodes[name]; ok {
-		return kept
-	}
-	if s.nodes == nil {
-		s.nodes = map[string]string{}
-	}
-	s.nodes[name] = name
-	return name
-}
-
-// demand is d's shared equal (never changed by its users: add only reads it).
-func (s *shared) demand(d corev1.ResourceList) corev1.ResourceList {
-	names := make([]string, 0, len(d))
-	for n := range d {
-		names = append(names, string(n))
-	}
-	slices.Sort(names)
-	var key strings.Builder
-	for _, n := range names {
-		q := d[corev1.ResourceName(n)]
-		key.WriteString(n + "=" + q.String() + ",")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if kept, ok := s.demands[key.String()]; ok {
-		return kept
-	}
-	if s.demands == nil {
-		s.demands = map[string]corev1.ResourceList{}
-	}
-	s.demands[key.String()] = d
-	return d
-}
-
-// podRecord is what capacity keeps of a non-terminal pod: where it is bound and what it holds (for a fill run's
-// pods feed, one per pod in the cluster, 40 bytes and what the feed's map spends on it: BenchmarkFollowedPods; a
-// pass without one sums them as they are listed). A bound pod's name is not kept: the feed's key has it.
+// podRecord is what capacity reads of a non-terminal pod: where it is bound and what it holds. A pass sums them as
+// they are listed; a fill run keeps each in a compact form between its passes (heldPod).
 type podRecord struct {
 	Node      string              // bound to ("": none)
 	Demand    corev1.ResourceList // what it holds
@@ -439,9 +389,6 @@ func (a *aggregator) record(p *corev1.Pod) (podRecord, bool) {
 	}
 	r := podRecord{Node: p.Spec.NodeName, Demand: Demand(p), Deleting: p.DeletionTimestamp != nil,
 		Ours: p.Namespace == a.namespace && a.scheduler != "" && p.Labels[jobmeta.LabelScheduler] == a.scheduler}
-	if a.shared != nil {
-		r.Node, r.Demand = a.shared.node(r.Node), a.shared.demand(r.Demand)
-	}
 	self := a.self != "" && p.Namespace == a.namespace && p.Name == a.self
 	if r.Node == "" || self {
 		r.podExtra = &podExtra{Namespace: p.Namespace, Name: p.Name}

@@ -26,8 +26,9 @@ import (
 )
 
 // Feed is one collection followed: Sync lists it the first time (and after its watch was lost), and the summaries
-// are kept up to date by the watch in between. O is the object (corev1.Pod), L its list, T what is kept of one.
-type Feed[O any, L any, T any] struct {
+// are kept up to date by the watch in between. O is the object (corev1.Pod), L its list, K an object's key among
+// the items (a string, its namespace/name, unless Key says otherwise), T what is kept of one.
+type Feed[O any, L any, K comparable, T any] struct {
 	Client     any // the clientset: whether it streams lists (kube.EachAt)
 	Collection kube.Collection[L]
 	Options    metav1.ListOptions // the selectors
@@ -40,22 +41,24 @@ type Feed[O any, L any, T any] struct {
 	// Changed, when set, is called with each item the watch changes, before and after (had, has: whether there
 	// was one), holding the feed.
 	Changed func(old T, had bool, new T, has bool)
+	// Key is an object's key among the items; nil: its namespace/name (K must then be string).
+	Key func(metav1.Object) K
 
 	mu      sync.Mutex
-	items   map[string]T         // by namespace/name
-	rv      string               // the resourceVersion the watch delivered the items at (the caller's writes may be newer)
-	made    map[string]string    // key → the resourceVersion of an object the caller wrote (Made), until the watch reaches it
-	gone    map[string]types.UID // key → the UID of an object the caller deleted (Gone), until the watch delivers its end
-	live    bool                 // the watch runs and has failed in no way that needs a list
-	cannot  error                // the watch was refused for good (Forbidden): each Sync lists
-	lastErr error                // why the watch ended
+	items   map[K]T         // by Key
+	rv      string          // the resourceVersion the watch delivered the items at (the caller's writes may be newer)
+	made    map[K]string    // key → the resourceVersion of an object the caller wrote (Made), until the watch reaches it
+	gone    map[K]types.UID // key → the UID of an object the caller deleted (Gone), until the watch delivers its end
+	live    bool            // the watch runs and has failed in no way that needs a list
+	cannot  error           // the watch was refused for good (Forbidden): each Sync lists
+	lastErr error           // why the watch ended
 	stop    context.CancelFunc
 }
 
 // Sync makes the feed's items current: it lists the collection when it has no watch (the first time, or after
 // the watch was lost: a 410 Gone, a refused or failed watch), and starts the watch from that list's
 // resourceVersion; a live watch costs nothing. ctx bounds the list; the watch lives until Stop.
-func (f *Feed[O, L, T]) Sync(ctx context.Context) error {
+func (f *Feed[O, L, K, T]) Sync(ctx context.Context) error {
 	f.mu.Lock()
 	live := f.live
 	f.mu.Unlock()
@@ -63,10 +66,10 @@ func (f *Feed[O, L, T]) Sync(ctx context.Context) error {
 		return nil
 	}
 	f.Stop()
-	items := map[string]T{}
+	items := map[K]T{}
 	rv, err := kube.EachAt(ctx, f.Client, f.Collection, f.Options, func(o *O) {
 		if v, ok := f.Summarize(o); ok {
-			items[key(o)] = v
+			items[f.key(o)] = v
 		}
 	})
 	if err != nil {
@@ -75,7 +78,7 @@ func (f *Feed[O, L, T]) Sync(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.items, f.rv, f.lastErr = items, rv, nil
-	f.made, f.gone = map[string]string{}, map[string]types.UID{}
+	f.made, f.gone = map[K]string{}, map[K]types.UID{}
 	if !f.Watch || rv == "" || f.cannot != nil { // nothing to watch from (a fake client): list every time
 		return nil
 	}
@@ -91,7 +94,7 @@ func (f *Feed[O, L, T]) Sync(ctx context.Context) error {
 }
 
 // Stop ends the watch (a next Sync lists again).
-func (f *Feed[O, L, T]) Stop() {
+func (f *Feed[O, L, K, T]) Stop() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.stop != nil {
@@ -103,7 +106,7 @@ func (f *Feed[O, L, T]) Stop() {
 
 // follow applies the watch's events until it ends: the feed's context (Stop), or an ERROR event (410 Gone, a
 // refused watch), after which the next Sync lists.
-func (f *Feed[O, L, T]) follow(ctx context.Context, w *watchtools.RetryWatcher) {
+func (f *Feed[O, L, K, T]) follow(ctx context.Context, w *watchtools.RetryWatcher) {
 	defer w.Stop()
 	for {
 		var ev watch.Event
@@ -133,7 +136,7 @@ func (f *Feed[O, L, T]) follow(ctx context.Context, w *watchtools.RetryWatcher) 
 	}
 }
 
-func (f *Feed[O, L, T]) apply(ev watch.Event) {
+func (f *Feed[O, L, K, T]) apply(ev watch.Event) {
 	m, err := meta.Accessor(ev.Object)
 	if err != nil {
 		return
@@ -141,10 +144,7 @@ func (f *Feed[O, L, T]) apply(ev watch.Event) {
 	f.mu.Lock()
 	f.rv = m.GetResourceVersion()
 	if ev.Type != watch.Bookmark {
-		k := m.GetName()
-		if ns := m.GetNamespace(); ns != "" {
-			k = ns + "/" + k
-		}
+		k := f.keyOf(m)
 		if o, ok := any(ev.Object).(*O); ok && f.current(k, m, ev.Type) {
 			old, had := f.items[k]
 			var v T
@@ -168,7 +168,7 @@ func (f *Feed[O, L, T]) apply(ev watch.Event) {
 
 // current says the watch's event of key k (object m) is newer than what the caller wrote of k (holding the feed): an
 // event of an object the caller deleted is not (its DELETED ends that), nor one older than the object it made.
-func (f *Feed[O, L, T]) current(k string, m metav1.Object, typ watch.EventType) bool {
+func (f *Feed[O, L, K, T]) current(k K, m metav1.Object, typ watch.EventType) bool {
 	if uid, ok := f.gone[k]; ok && m.GetUID() == uid {
 		if typ == watch.Deleted {
 			delete(f.gone, k)
@@ -188,7 +188,7 @@ func (f *Feed[O, L, T]) current(k string, m metav1.Object, typ watch.EventType) 
 // read has it, and the watch's events of that key older than it (an object of that name deleted before) are not
 // applied over it. Nothing is kept while the feed does not watch (its next Sync lists), nor once the watch is past
 // it.
-func (f *Feed[O, L, T]) Made(o *O) {
+func (f *Feed[O, L, K, T]) Made(o *O) {
 	m, err := meta.Accessor(o)
 	if err != nil {
 		return
@@ -199,16 +199,16 @@ func (f *Feed[O, L, T]) Made(o *O) {
 	if c, err := resourceversion.CompareResourceVersion(f.rv, rv); !f.live || err != nil || c >= 0 {
 		return // not watching, or the watch delivered it already (and maybe newer): the feed has it
 	}
-	k := key(o)
+	k := f.keyOf(m)
 	if v, ok := f.Summarize(o); ok {
 		f.items[k] = v
 	}
 	f.made[k] = rv
 }
 
-// Gone takes out an object the caller deleted (key namespace/name, its UID), before the watch delivers its end: the
+// Gone takes out an object the caller deleted (its key and UID), before the watch delivers its end: the
 // next read does not have it, and the watch's events of that object are not applied until its DELETED.
-func (f *Feed[O, L, T]) Gone(k string, uid types.UID) {
+func (f *Feed[O, L, K, T]) Gone(k K, uid types.UID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.live {
@@ -220,14 +220,14 @@ func (f *Feed[O, L, T]) Gone(k string, uid types.UID) {
 }
 
 // Lost is why the watch ended since the last Sync (nil while it runs).
-func (f *Feed[O, L, T]) Lost() error {
+func (f *Feed[O, L, K, T]) Lost() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.lastErr
 }
 
-// Sorted is the summaries, by namespace/name (the order of a list), and the resourceVersion they are at.
-func (f *Feed[O, L, T]) Sorted() ([]T, string) {
+// Sorted is the summaries of a feed by namespace/name (the order of a list), and the resourceVersion they are at.
+func Sorted[O, L, T any](f *Feed[O, L, string, T]) ([]T, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	keys := make([]string, 0, len(f.items))
@@ -245,25 +245,25 @@ func (f *Feed[O, L, T]) Sorted() ([]T, string) {
 	return out, f.rv
 }
 
-// Range calls fn with every summary, in no order, holding the feed (fn must not call it).
-func (f *Feed[O, L, T]) Range(fn func(T)) {
+// Range calls fn with every key and summary, in no order, holding the feed (fn must not call it).
+func (f *Feed[O, L, K, T]) Range(fn func(K, T)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, v := range f.items {
-		fn(v)
+	for k, v := range f.items {
+		fn(k, v)
 	}
 }
 
 // Reached says the feed's items are at rv or later (false when the versions do not compare: the caller lists).
-func (f *Feed[O, L, T]) Reached(rv string) bool {
+func (f *Feed[O, L, K, T]) Reached(rv string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, err := resourceversion.CompareResourceVersion(f.rv, rv)
 	return err == nil && c >= 0
 }
 
-// Get is the item at key (namespace/name), if any.
-func (f *Feed[O, L, T]) Get(key string) (T, bool) {
+// Get is the item at key, if any.
+func (f *Feed[O, L, K, T]) Get(key K) (T, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v, ok := f.items[key]
@@ -271,21 +271,32 @@ func (f *Feed[O, L, T]) Get(key string) (T, bool) {
 }
 
 // Watching says the feed's watch runs: its items follow the collection without a list.
-func (f *Feed[O, L, T]) Watching() bool {
+func (f *Feed[O, L, K, T]) Watching() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.live
 }
 
-func key[O any](o *O) string {
+// key is o's key (keyOf).
+func (f *Feed[O, L, K, T]) key(o *O) K {
 	m, err := meta.Accessor(o)
 	if err != nil {
-		return ""
+		var none K
+		return none
 	}
+	return f.keyOf(m)
+}
+
+// keyOf is m's key: Key's, or its namespace/name.
+func (f *Feed[O, L, K, T]) keyOf(m metav1.Object) K {
+	if f.Key != nil {
+		return f.Key(m)
+	}
+	var k any = m.GetName()
 	if ns := m.GetNamespace(); ns != "" {
-		return ns + "/" + m.GetName()
+		k = ns + "/" + m.GetName()
 	}
-	return m.GetName()
+	return k.(K)
 }
 
 // watcher is the collection's watch as RetryWatcher opens it, with the feed's selectors. A 410 Gone answered to

@@ -21,8 +21,8 @@ func job(name string) *batchv1.Job {
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", ResourceVersion: "6"}}
 }
 
-func jobFeed(c *fake.Clientset, changes *Changes) *Feed[batchv1.Job, *batchv1.JobList, string] {
-	return &Feed[batchv1.Job, *batchv1.JobList, string]{Client: c, Collection: c.BatchV1().Jobs("ns"), Watch: true, Changes: changes,
+func jobFeed(c *fake.Clientset, changes *Changes) *Feed[batchv1.Job, *batchv1.JobList, string, string] {
+	return &Feed[batchv1.Job, *batchv1.JobList, string, string]{Client: c, Collection: c.BatchV1().Jobs("ns"), Watch: true, Changes: changes,
 		Summarize: func(j *batchv1.Job) (string, bool) { return j.Name, true }}
 }
 
@@ -74,7 +74,7 @@ func TestFeedFollows(t *testing.T) {
 	if err := f.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := f.Sorted(); !slices.Equal(got, []string{"a", "b"}) || lists != 1 {
+	if got, _ := Sorted(f); !slices.Equal(got, []string{"a", "b"}) || lists != 1 {
 		t.Errorf("items %v after %d LISTs, want [a b] after 1", got, lists)
 	}
 }
@@ -118,7 +118,7 @@ func TestFeedExpired(t *testing.T) {
 		if err := f.Sync(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := f.Sorted(); !slices.Equal(got, []string{"a", "b"}) || lists != 2 || !f.Watching() {
+		if got, _ := Sorted(f); !slices.Equal(got, []string{"a", "b"}) || lists != 2 || !f.Watching() {
 			t.Errorf("in stream %v: items %v after %d LISTs, watching %v; want [a b] after 2, watching", inStream, got, lists, f.Watching())
 		}
 		f.Stop()
@@ -139,7 +139,7 @@ func TestFeedMadeAndGone(t *testing.T) {
 	w := watch.NewRaceFreeFake()
 	c.PrependWatchReactor("jobs", func(k8stesting.Action) (bool, watch.Interface, error) { return true, w, nil })
 	var changes Changes
-	f := &Feed[batchv1.Job, *batchv1.JobList, string]{Client: c, Collection: c.BatchV1().Jobs("ns"), Watch: true, Changes: &changes,
+	f := &Feed[batchv1.Job, *batchv1.JobList, string, string]{Client: c, Collection: c.BatchV1().Jobs("ns"), Watch: true, Changes: &changes,
 		Summarize: func(j *batchv1.Job) (string, bool) { return j.Name + "@" + j.ResourceVersion, true }}
 	defer f.Stop()
 	ctx := context.Background()
@@ -154,7 +154,7 @@ func TestFeedMadeAndGone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	items := func() []string { got, _ := f.Sorted(); return got }
+	items := func() []string { got, _ := Sorted(f); return got }
 	check := func(step string, want ...string) {
 		t.Helper()
 		if got := items(); !slices.Equal(got, want) {

@@ -29,8 +29,8 @@ var ErrLost = errors.New("the watch of the Jobs was lost")
 // watches.
 type Follow struct {
 	changes  follow.Changes
-	jobs     *follow.Feed[batchv1.Job, *batchv1.JobList, JobSummary]
-	pods     *follow.Feed[corev1.Pod, *corev1.PodList, PodSummary]
+	jobs     *follow.Feed[batchv1.Job, *batchv1.JobList, string, JobSummary]
+	pods     *follow.Feed[corev1.Pod, *corev1.PodList, string, PodSummary]
 	capacity capacity.Follow
 
 	mu        sync.Mutex
@@ -113,7 +113,7 @@ func (f *Follow) init(s *Scheduler, watch bool) {
 		return
 	}
 	ns, sel := s.Config.Namespace, s.selector()
-	f.jobs = &follow.Feed[batchv1.Job, *batchv1.JobList, JobSummary]{Client: s.Kube, Collection: s.Kube.BatchV1().Jobs(ns),
+	f.jobs = &follow.Feed[batchv1.Job, *batchv1.JobList, string, JobSummary]{Client: s.Kube, Collection: s.Kube.BatchV1().Jobs(ns),
 		Options: metav1.ListOptions{LabelSelector: sel}, Watch: watch, Changes: &f.changes,
 		Summarize: func(j *batchv1.Job) (JobSummary, bool) { return SummarizeJob(j), true },
 		Changed: func(old JobSummary, had bool, new JobSummary, has bool) {
@@ -124,7 +124,7 @@ func (f *Follow) init(s *Scheduler, watch bool) {
 			}
 		}}
 	pending := fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)).String()
-	f.pods = &follow.Feed[corev1.Pod, *corev1.PodList, PodSummary]{Client: s.Kube, Collection: s.Kube.CoreV1().Pods(ns),
+	f.pods = &follow.Feed[corev1.Pod, *corev1.PodList, string, PodSummary]{Client: s.Kube, Collection: s.Kube.CoreV1().Pods(ns),
 		Options: metav1.ListOptions{LabelSelector: sel, FieldSelector: pending}, Watch: watch, Changes: &f.changes,
 		Summarize: func(pod *corev1.Pod) (PodSummary, bool) {
 			if pod.Status.Phase != corev1.PodPending { // the server filtered already; a fake client does not

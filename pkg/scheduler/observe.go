@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/follow"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kueue"
 )
@@ -88,13 +89,13 @@ func (s *Scheduler) observe(ctx context.Context, pods bool) (*Observation, error
 	if err := f.jobs.Sync(ctx); err != nil {
 		return nil, fmt.Errorf("listing Jobs in %s with %s: %w", ns, sel, err)
 	}
-	obs.Jobs, obs.JobsResourceVersion = f.jobs.Sorted()
+	obs.Jobs, obs.JobsResourceVersion = follow.Sorted(f.jobs)
 	f.observed()
 	if pods {
 		if err := f.pods.Sync(ctx); err != nil {
 			obs.PodsErr = fmt.Errorf("listing Pending pods in %s with %s: %w", ns, sel, err)
 		} else {
-			obs.Pods, obs.PodsResourceVersion = f.pods.Sorted()
+			obs.Pods, obs.PodsResourceVersion = follow.Sorted(f.pods)
 			obs.Waits, obs.WaitsNote = s.readWaits(ctx, obs.Pods)
 		}
 	}
