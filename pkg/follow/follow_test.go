@@ -162,19 +162,20 @@ func TestFeedMadeAndGone(t *testing.T) {
 		}
 	}
 
-	f.Made(at("b", "uid-b", "8"))
+	f.Made(at("b", "uid-b", "9"))
 	f.Gone("ns/a", "uid-a")
-	check("at once", "b@8")
+	check("at once", "b@9")
 	deliver(watch.Deleted, at("b", "uid-b0", "6")) // an older b, deleted before ours was made
 	deliver(watch.Modified, at("a", "uid-a", "7")) // a, before its delete
-	check("older events", "b@8")
-	deliver(watch.Added, at("b", "uid-b", "8"))
-	deliver(watch.Deleted, at("a", "uid-a", "9"))
-	deliver(watch.Added, at("a", "uid-a2", "10")) // a new a: the watch applies it
-	check("the watch caught up", "a@10", "b@8")
-	deliver(watch.Modified, at("b", "uid-b", "11"))
-	f.Made(at("b", "uid-b", "8")) // found present, older than what the watch delivered
-	check("made behind the watch", "a@10", "b@11")
+	deliver(watch.Modified, at("a", "uid-a", "8")) // and again: only its DELETED ends what Gone keeps out
+	check("older events", "b@9")
+	deliver(watch.Added, at("b", "uid-b", "9"))
+	deliver(watch.Deleted, at("a", "uid-a", "10"))
+	deliver(watch.Added, at("a", "uid-a2", "11")) // a new a: the watch applies it
+	check("the watch caught up", "a@11", "b@9")
+	deliver(watch.Modified, at("b", "uid-b", "12"))
+	f.Made(at("b", "uid-b", "9")) // found present, older than what the watch delivered
+	check("made behind the watch", "a@11", "b@12")
 	if lists != 1 {
 		t.Errorf("%d LISTs, want 1", lists)
 	}
