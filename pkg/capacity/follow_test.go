@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/follow"
 	"github.com/jobsched/jobsched/pkg/testkit"
 )
@@ -202,5 +203,39 @@ func TestFollowedRecord(t *testing.T) {
 	if e != e2 || e == f2 || uuid.UUID(e).Version() != 5 {
 		t.Errorf("pods whose UID is not a UUID are kept by %x (other/e), %x (other/e, no UID), %x (other/f); want one "+
 			"name-based UUID (version 5) per namespace/name", e, e2, f2)
+	}
+}
+
+// TestFollowedTickPod: a fill run finds the tick pod's spec (the next tick's, for which room is kept) among the pods
+// it follows, as a pass finds it by a LIST, also when pods that wait for a node are held beside it.
+func TestFollowedTickPod(t *testing.T) {
+	tick := kubePod("work", "tick-1", "n1", corev1.PodRunning, rl("cpu", "100m"))
+	tick.UID, tick.Spec.NodeSelector = types.UID(uuid.NewString()), map[string]string{"pool": "ticks"}
+	waiting := kubePod("other", "waiting", "", corev1.PodPending, rl("cpu", "1"))
+	waiting.UID = types.UID(uuid.NewString())
+	client := testkit.NewFake(kubeNode("n1", corev1.ConditionTrue, rl("cpu", "8", "memory", "16Gi", "pods", "110")), tick, waiting)
+	ctx := context.Background()
+	o := Options{Mode: config.CapacityNodes, Scheduler: "s", Self: "tick-1"}
+	listed, err := Observe(ctx, client, "work", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Follow = &Follow{Changes: &follow.Changes{}}
+	defer o.Follow.Stop()
+	client.ClearActions()
+	for pass := range 2 {
+		followed, err := Observe(ctx, client, "work", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if followed.NextPassPod == nil || listed.NextPassPod == nil || followed.NextPassPod.Spec.NodeSelector["pool"] != "ticks" ||
+			!reflect.DeepEqual(followed.NextPassPod.Spec, listed.NextPassPod.Spec) {
+			t.Errorf("pass %d: the followed tick pod is %+v; want the listed one's spec, %+v", pass, followed.NextPassPod, listed.NextPassPod)
+		}
+	}
+	for _, a := range client.Actions() {
+		if l, ok := a.(k8stesting.ListAction); ok && l.GetResource().Resource == "pods" && l.GetNamespace() == "work" {
+			t.Errorf("a fill run listed pods in work (%v): the tick pod is among those it follows", l.GetListRestrictions().Fields)
+		}
 	}
 }
