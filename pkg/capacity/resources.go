@@ -73,6 +73,34 @@ func minus(free, demand corev1.ResourceList) (corev1.ResourceList, bool) {
 	return out, ok
 }
 
+// unitsAfter is minus(free, demand) in the units of names (each at least 0), and whether that pod fits: without
+// copying free (this runs for every node).
+func unitsAfter(free, demand corev1.ResourceList, names []corev1.ResourceName) ([]int64, bool) {
+	left := func(k corev1.ResourceName) resource.Quantity {
+		q := free[k].DeepCopy()
+		if v := demand[k]; k != corev1.ResourcePods && !v.IsZero() {
+			q.Sub(v)
+		}
+		return q
+	}
+	ok := free.Pods().Value() >= 1
+	for k, v := range demand {
+		if q := left(k); k != corev1.ResourcePods && !v.IsZero() && q.Sign() < 0 {
+			ok = false
+		}
+	}
+	out := make([]int64, len(names))
+	for i, n := range names {
+		if n == corev1.ResourcePods {
+			out[i] = max(free.Pods().Value()-1, 0)
+			continue
+		}
+		q := left(n)
+		out[i] = max(units(q, n), 0)
+	}
+	return out, ok
+}
+
 // fitsIn says whether one pod of demand fits in free (without copying: this runs for every pending pod and node).
 func fitsIn(free, demand corev1.ResourceList) bool {
 	for k, v := range demand {

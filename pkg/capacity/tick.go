@@ -98,8 +98,8 @@ func (p *Placer) observeTick() {
 			most = plus(s.base, t.demand)
 		}
 		tr := &tickRoom{most: inUnits(most), mostPods: most.Pods().Value()}
-		if after, ok := minus(most, t.demand); ok {
-			tr.fits, tr.beside, tr.besidePods = true, inUnits(after), after.Pods().Value()
+		if beside, ok := unitsAfter(most, t.demand, t.res); ok {
+			tr.fits, tr.beside, tr.besidePods = true, beside, tr.mostPods-1
 		}
 		for _, c := range s.claims {
 			m, _ := fits(p.claims[c].demand, p.claims[c].names, most)
