@@ -133,6 +133,7 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 		var why []string
 		if snap.Mode == config.CapacityNodes {
 			where := newPlacement(&pod.Spec)
+			why, cl.nodes = make([]string, 0, len(snap.Nodes)), make([]NodeFit, 0, len(snap.Nodes))
 			for j := range snap.Nodes {
 				why = append(why, where.excluded(&snap.Nodes[j]))
 				cl.nodes = append(cl.nodes, NodeFit{Name: snap.Nodes[j].Name, Excluded: why[j]})
