@@ -3,7 +3,6 @@ package capacity
 import (
 	"context"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -164,7 +163,7 @@ type held struct {
 	mu      sync.Mutex
 	nodeOf  map[string]uint32 // node name → its index in nodes
 	nodes   []string          // nodes[0] is "": bound to none
-	shapeOf map[string]uint32 // a demand's canonical form → its index in shapes
+	shapeOf map[string]uint32 // a demand in words (quantities) → its index in shapes
 	shapes  []corev1.ResourceList
 	self    podKey // the tick pod's key, once seen
 }
@@ -191,7 +190,7 @@ type heldPod struct {
 
 // hold is r, the record of the pod of key k, kept.
 func (h *held) hold(k podKey, r podRecord) heldPod {
-	shape := canonical(r.Demand)
+	shape := quantities(r.Demand) // equal for equal demands
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.nodeOf == nil {
@@ -218,21 +217,6 @@ func (h *held) record(p heldPod) podRecord {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return podRecord{Node: h.nodes[p.node], Demand: h.shapes[p.demand], Deleting: p.deleting, Ours: p.ours, podExtra: p.podExtra}
-}
-
-// canonical is d written out in a fixed order: equal for equal demands.
-func canonical(d corev1.ResourceList) string {
-	names := make([]string, 0, len(d))
-	for n := range d {
-		names = append(names, string(n))
-	}
-	slices.Sort(names)
-	var b strings.Builder
-	for _, n := range names {
-		q := d[corev1.ResourceName(n)]
-		b.WriteString(n + "=" + q.String() + ",")
-	}
-	return b.String()
 }
 
 // addHeld adds every pod the feed keeps to agg.

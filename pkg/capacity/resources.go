@@ -85,8 +85,9 @@ func unitsAfter(free, demand corev1.ResourceList, names []corev1.ResourceName) (
 	}
 	ok := free.Pods().Value() >= 1
 	for k, v := range demand {
-		if q := left(k); k != corev1.ResourcePods && !v.IsZero() && q.Sign() < 0 {
-			ok = false
+		if k != corev1.ResourcePods && !v.IsZero() {
+			q := left(k)
+			ok = ok && q.Sign() >= 0
 		}
 	}
 	out := make([]int64, len(names))
