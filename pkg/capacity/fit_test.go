@@ -3,6 +3,7 @@ package capacity
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -411,6 +412,13 @@ func TestFitTick(t *testing.T) {
 				func(s *corev1.PodSpec) { s.NodeName = "n1" }),
 			wantFit: 2, wantBinding: "cpu: 2 more fit on n1",
 			wantTick: "the next tick (cpu=50m memory=64Mi) fits on n1 beside our pods"},
+		// The tick asks for a GPU, which only n2 has and our pods do not ask for: only n2 can keep its room, so only
+		// what fits beside it there is safe.
+		{name: "the tick needs a resource our pods do not", spec: spec(),
+			snap: withNextPassPod(nodes(node("n1"), node("n2", func(n *Node) { n.Allocatable = rl("cpu", "4", "memory", "8Gi", "pods", "110", "example.com/gpu", "1") })),
+				func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("cpu", "50m", "example.com/gpu", "1") }),
+			wantFit: 3, wantBinding: "tick: 3 more pod(s) fit on 2 node(s) with room kept for the next tick",
+			wantTick: "room kept for the next tick (cpu=50m example.com/gpu=1) on one of 2 node(s)"},
 		// kube-scheduler could put all our pods on n2: only what fits on n2 beside the tick is safe.
 		{name: "the tick pinned to one of our nodes: what fits beside it there", spec: spec(),
 			snap: withNextPassPod(nodes(node("n1"), node("n2")), func(s *corev1.PodSpec) {
@@ -463,6 +471,15 @@ func TestFitPending(t *testing.T) {
 		{name: "a tie goes to the first node", wantFit: 7,
 			snap:        withPending(nodes(node("n1"), node("n2")), pending("other", "p", rl("cpu", "1"))),
 			wantPending: []PendingFit{{Pod: "other/p", Node: "n1", Costs: 1}}},
+		// Our pods do not ask for the GPU: the pod that does still finds it on n2, and only there.
+		{name: "a resource only it requests", wantFit: 6,
+			snap: withPending(nodes(node("n1"), node("n2", func(n *Node) { n.Allocatable = rl("cpu", "4", "memory", "8Gi", "pods", "110", "example.com/gpu", "1") })),
+				pending("other", "p", rl("cpu", "1500m", "example.com/gpu", "1"))),
+			wantPending: []PendingFit{{Pod: "other/p", Node: "n2", Costs: 2}}},
+		{name: "a resource only it requests, used up", wantFit: 8,
+			snap: withPending(nodes(node("n1"), node("n2", func(n *Node) {
+				n.Allocatable, n.Requested = rl("cpu", "4", "memory", "8Gi", "pods", "110", "example.com/gpu", "1"), rl("example.com/gpu", "1")
+			})), pending("other", "p", rl("cpu", "1500m", "example.com/gpu", "1")))},
 		{name: "one after the other", wantFit: 1,
 			snap:        withPending(nodes(node("n1")), pending("other", "a", rl("cpu", "2")), pending("other", "b", rl("cpu", "1"))),
 			wantPending: []PendingFit{{Pod: "other/a", Node: "n1", Costs: 2}, {Pod: "other/b", Node: "n1", Costs: 1}}},
@@ -479,7 +496,8 @@ func TestFitPending(t *testing.T) {
 }
 
 // BenchmarkFit is one pass's Fit on 5,000 nodes with 100 others' unbound pods and room kept for the next tick, with
-// 10 and with 1,000 of our pods unbound (each placed on a node before the count).
+// 10 and with 1,000 of our pods unbound (each placed on a node before the count). MB-held is what the pass holds of
+// it while it runs: the live heap of the Placer and its Report after a collection.
 func BenchmarkFit(b *testing.B) {
 	ns := make([]Node, 5000)
 	for i := range ns {
@@ -498,6 +516,16 @@ func BenchmarkFit(b *testing.B) {
 					b.Fatal(r.Binding)
 				}
 			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			p := NewPlacer(snap, []Claim{{Template: tpl, Unbound: unbound}})
+			r := p.Report(0)
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			runtime.KeepAlive(p)
+			runtime.KeepAlive(r)
+			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/1e6, "MB-held")
 		})
 	}
 }

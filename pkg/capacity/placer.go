@@ -143,6 +143,7 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 		excluded = append(excluded, why)
 	}
 	if snap.Mode == config.CapacityNodes {
+		counted := p.counted()
 		for j := range snap.Nodes {
 			var s *slot
 			for c, cl := range p.claims {
@@ -150,7 +151,7 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 					continue
 				}
 				if s == nil {
-					s = &slot{node: &snap.Nodes[j], base: free(&snap.Nodes[j])}
+					s = &slot{node: &snap.Nodes[j], base: free(&snap.Nodes[j], counted)}
 					p.slots = append(p.slots, s)
 				}
 				cl.on, cl.at = append(cl.on, len(p.slots)-1), append(cl.at, len(s.claims))
@@ -180,6 +181,33 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 		}
 	}
 	return p
+}
+
+// counted are the resources some pod of this pass demands, sorted: the claims' pods, others' unbound pods and the
+// next tick's. A slot's lists hold those and the pod slots, nothing else of the node (no pod here reads the rest),
+// so that a report can show a slot's list as it is (reportNodes) instead of a copy per node.
+func (p *Placer) counted() []corev1.ResourceName {
+	var names []corev1.ResourceName
+	of := func(d corev1.ResourceList) {
+		for r := range d {
+			if !slices.Contains(names, r) {
+				names = append(names, r)
+			}
+		}
+	}
+	for _, cl := range p.claims {
+		of(cl.demand)
+	}
+	for i := range p.snap.Pending {
+		of(p.snap.Pending[i].Demand)
+	}
+	if tick := p.snap.NextPassPod; tick != nil {
+		next := &corev1.Pod{Spec: tick.Spec} // as observeTick counts it: unbound
+		next.Spec.NodeName = ""
+		of(Demand(next))
+	}
+	slices.Sort(names)
+	return names
 }
 
 // takePending takes from the slots the room of others' unbound pods that could land there. Each goes, in order, to

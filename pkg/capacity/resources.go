@@ -9,8 +9,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// only is free restricted to names and pods (what the report shows).
+// only is free restricted to names and pods (what the report shows): free itself when it holds just those. A
+// slot's lists are never written once made (minus and plus make new ones), so a report shares them.
 func only(free corev1.ResourceList, names []corev1.ResourceName) corev1.ResourceList {
+	_, pods := free[corev1.ResourcePods]
+	if pods && len(free) == len(names)+1 && !slices.Contains(names, corev1.ResourcePods) &&
+		!slices.ContainsFunc(names, func(n corev1.ResourceName) bool { _, ok := free[n]; return !ok }) {
+		return free
+	}
 	out := corev1.ResourceList{corev1.ResourcePods: free[corev1.ResourcePods]}
 	for _, n := range names {
 		out[n] = free[n] // a resource the node does not have is 0
@@ -143,23 +149,18 @@ func add(a, b corev1.ResourceList) {
 	}
 }
 
-// free is what n has left: allocatable − requested per resource, and the free pod slots.
-func free(n *Node) corev1.ResourceList {
-	out := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(n.Allocatable.Pods().Value()-int64(n.Pods), resource.DecimalSI)}
-	for k, v := range n.Allocatable {
+// free is what n has left of each of names (sorted, as Placer.counted): allocatable − requested (a resource it
+// does not offer has 0 − requested), and the free pod slots.
+func free(n *Node, names []corev1.ResourceName) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(names)+1)
+	out[corev1.ResourcePods] = *resource.NewQuantity(n.Allocatable.Pods().Value()-int64(n.Pods), resource.DecimalSI)
+	for _, k := range names {
 		if k == corev1.ResourcePods {
 			continue
 		}
-		q := v.DeepCopy()
+		q := n.Allocatable[k].DeepCopy()
 		q.Sub(n.Requested[k])
 		out[k] = q
-	}
-	for k, v := range n.Requested {
-		if _, ok := n.Allocatable[k]; !ok { // requested on a node that does not offer it (e.g. a removed device)
-			q := v.DeepCopy()
-			q.Neg()
-			out[k] = q
-		}
 	}
 	return out
 }

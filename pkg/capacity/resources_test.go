@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -43,6 +44,33 @@ func TestUnitsAfter(t *testing.T) {
 				if q := tt.free[k]; q.Cmp(v) != 0 {
 					t.Errorf("free %s changed from %s to %s", k, v.String(), q.String())
 				}
+			}
+		})
+	}
+}
+
+// TestOnly: a report shows a node's free list restricted to the demand's resources and pods, a missing one as 0; a
+// list that holds just those is shown as it is (a slot's lists are not written once made), any other is copied.
+func TestOnly(t *testing.T) {
+	names := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+	tests := []struct {
+		name       string
+		free, want corev1.ResourceList
+		shared     bool
+	}{
+		{name: "just those", free: rl("cpu", "1", "memory", "1Gi", "pods", "3"), want: rl("cpu", "1", "memory", "1Gi", "pods", "3"), shared: true},
+		{name: "one more", free: rl("cpu", "1", "memory", "1Gi", "pods", "3", "example.com/gpu", "1"), want: rl("cpu", "1", "memory", "1Gi", "pods", "3")},
+		{name: "one missing", free: rl("cpu", "1", "pods", "3", "example.com/gpu", "1"), want: rl("cpu", "1", "memory", "0", "pods", "3")},
+		{name: "no pods", free: rl("cpu", "1", "memory", "1Gi", "example.com/gpu", "1"), want: rl("cpu", "1", "memory", "1Gi", "pods", "0")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := only(tt.free, names)
+			if quantities(got) != quantities(tt.want) {
+				t.Errorf("only() = %s, want %s", quantities(got), quantities(tt.want))
+			}
+			if shared := reflect.ValueOf(got).UnsafePointer() == reflect.ValueOf(tt.free).UnsafePointer(); shared != tt.shared {
+				t.Errorf("only() shares the list: %v, want %v", shared, tt.shared)
 			}
 		})
 	}
