@@ -32,8 +32,9 @@ type Follow struct {
 	limits    *follow.Feed[corev1.LimitRange, *corev1.LimitRangeList, string, corev1.LimitRange]
 
 	mu         sync.Mutex
-	usable     int    // nodes the watch saw turn usable (NodesUsable)
-	usableName string // the last of them
+	usable     int                            // nodes the watch saw turn usable (NodesUsable)
+	usableName string                         // the last of them
+	allocs     map[string]corev1.ResourceList // each distinct allocatable list the nodes have, by its quantities
 }
 
 // NodesUsable counts the nodes the watch saw turn usable for pods since the Follow began, and names the last: a
@@ -55,6 +56,25 @@ func (f *Follow) nodeChanged(old Node, had bool, n Node, has bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.usable, f.usableName = f.usable+1, n.Name
+}
+
+// node is what the nodes feed keeps of n: its summary, with an allocatable list equal to one kept before shared
+// with it (the nodes of a group offer the same: at 5,000 nodes, 3.4 MB less). They are kept for the Follow's life,
+// as held's demands are; nothing writes a summary's list.
+func (f *Follow) node(n *corev1.Node) (Node, bool) {
+	s := newNode(n)
+	key := quantities(s.Allocatable)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l, ok := f.allocs[key]; ok {
+		s.Allocatable = l
+	} else {
+		if f.allocs == nil {
+			f.allocs = map[string]corev1.ResourceList{}
+		}
+		f.allocs[key] = s.Allocatable
+	}
+	return s, true
 }
 
 // lostTaint says a NoSchedule or NoExecute taint of before is not in now.
@@ -108,8 +128,7 @@ func (f *Follow) init(c kube.Interface, namespace string, o Options, watch bool)
 		return
 	}
 	f.namespace = namespace
-	f.nodes = &follow.Feed[corev1.Node, *corev1.NodeList, string, Node]{Client: c, Collection: c.CoreV1().Nodes(), Watch: watch,
-		Changes: f.Changes, Summarize: func(n *corev1.Node) (Node, bool) { return newNode(n), true }, Changed: f.nodeChanged}
+	f.nodes = f.nodesFeed(c, c.CoreV1().Nodes(), watch)
 	agg := &aggregator{namespace: namespace, scheduler: o.Scheduler}
 	if !o.NoNextPassRoom {
 		agg.self = o.Self
@@ -129,6 +148,12 @@ func (f *Follow) init(c kube.Interface, namespace string, o Options, watch bool)
 			c.TypeMeta = metav1.TypeMeta{}
 			return c, true
 		}}
+}
+
+// nodesFeed is the feed of the nodes of collection, kept as Node summaries (Follow.node).
+func (f *Follow) nodesFeed(c any, collection kube.Collection[*corev1.NodeList], watch bool) *follow.Feed[corev1.Node, *corev1.NodeList, string, Node] {
+	return &follow.Feed[corev1.Node, *corev1.NodeList, string, Node]{Client: c, Collection: collection, Watch: watch,
+		Changes: f.Changes, Summarize: f.node, Changed: f.nodeChanged}
 }
 
 // podsFeed is the feed of every non-terminal pod of collection, kept as heldPods.

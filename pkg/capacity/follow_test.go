@@ -239,3 +239,28 @@ func TestFollowedTickPod(t *testing.T) {
 		}
 	}
 }
+
+// TestFollowedNodesShareAllocatable: the nodes a Follow keeps share one allocatable list where theirs are equal
+// (BenchmarkFollowedNodes), and keep their own where not.
+func TestFollowedNodesShareAllocatable(t *testing.T) {
+	alloc := func(mem string) corev1.ResourceList { return rl("cpu", "4", "memory", mem, "pods", "110") }
+	c := testkit.NewFake(kubeNode("a", corev1.ConditionTrue, alloc("8Gi")), kubeNode("b", corev1.ConditionTrue, alloc("8Gi")),
+		kubeNode("c", corev1.ConditionTrue, alloc("16Gi")))
+	f := &Follow{}
+	nodes := f.nodesFeed(c, c.CoreV1().Nodes(), false)
+	if err := nodes.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ns, _ := follow.Sorted(nodes)
+	same := func(i, j int) bool {
+		return reflect.ValueOf(ns[i].Allocatable).UnsafePointer() == reflect.ValueOf(ns[j].Allocatable).UnsafePointer()
+	}
+	if len(ns) != 3 || !same(0, 1) || same(0, 2) {
+		t.Fatalf("nodes a, b, c share allocatable lists a=b %v a=c %v, want true, false (%d nodes)", same(0, 1), same(0, 2), len(ns))
+	}
+	for i, want := range []string{"8Gi", "8Gi", "16Gi"} {
+		if got := quantities(ns[i].Allocatable); got != quantities(alloc(want)) {
+			t.Errorf("node %s allocatable = %s, want %s", ns[i].Name, got, quantities(alloc(want)))
+		}
+	}
+}
