@@ -181,16 +181,28 @@ func synced[O, L, T any](ctx context.Context, f *follow.Feed[O, L, string, T], l
 	return items, nil
 }
 
-// held keeps, for a Follow's pods feed, each node name and each distinct demand once: a cluster's pods are on a few
+// held keeps, for a Follow's pods feed, each node name and each distinct shape once: a cluster's pods are on a few
 // thousand nodes and of a few shapes, and a heldPod names them by index. They are kept for the Follow's life (a fill
 // run): the name of a node gone stays, a few bytes.
 type held struct {
 	mu      sync.Mutex
 	nodeOf  map[string]uint32 // node name → its index in nodes
 	nodes   []string          // nodes[0] is "": bound to none
-	shapeOf map[string]uint32 // a demand in words (quantities) → its index in shapes
-	shapes  []corev1.ResourceList
+	shapeOf map[heldShapeKey]uint32
+	shapes  []heldShape
 	self    podKey // the tick pod's key, once seen
+}
+
+// heldShape is what pods of one shape share: their demand, and whether they are being deleted and are ours.
+type heldShape struct {
+	demand         corev1.ResourceList
+	deleting, ours bool
+}
+
+// heldShapeKey is a heldShape's key in held: the demand in words (quantities), equal for equal demands.
+type heldShapeKey struct {
+	demand         string
+	deleting, ours bool
 }
 
 // podKey is a pod's key in the pods feed: its UID, 16 bytes (its namespace/name would take about 50, and a pointer).
@@ -205,43 +217,43 @@ func keyOf(m metav1.Object) podKey {
 	return podKey(uuid.NewSHA1(uuid.NameSpaceURL, []byte(m.GetNamespace()+"/"+m.GetName())))
 }
 
-// heldPod is what a Follow keeps of a pod between passes (a podRecord, compact): its node and demand by index in
-// held, 24 bytes with the rare podExtra: BenchmarkFollowedPods.
+// heldPod is what a Follow keeps of a pod between passes (a podRecord, compact): its node and shape by index in
+// held, 16 bytes with the rare podExtra: BenchmarkFollowedPods.
 type heldPod struct {
-	node, demand   uint32
-	deleting, ours bool
+	node, shape uint32
 	*podExtra
 }
 
 // hold is r, the record of the pod of key k, kept.
 func (h *held) hold(k podKey, r podRecord) heldPod {
-	shape := quantities(r.Demand) // equal for equal demands
+	key := heldShapeKey{demand: quantities(r.Demand), deleting: r.Deleting, ours: r.Ours}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.nodeOf == nil {
-		h.nodeOf, h.nodes, h.shapeOf = map[string]uint32{"": 0}, []string{""}, map[string]uint32{}
+		h.nodeOf, h.nodes, h.shapeOf = map[string]uint32{"": 0}, []string{""}, map[heldShapeKey]uint32{}
 	}
 	node, ok := h.nodeOf[r.Node]
 	if !ok {
 		node = uint32(len(h.nodes))
 		h.nodeOf[r.Node], h.nodes = node, append(h.nodes, r.Node)
 	}
-	demand, ok := h.shapeOf[shape]
+	shape, ok := h.shapeOf[key]
 	if !ok {
-		demand = uint32(len(h.shapes))
-		h.shapeOf[shape], h.shapes = demand, append(h.shapes, r.Demand)
+		shape = uint32(len(h.shapes))
+		h.shapeOf[key], h.shapes = shape, append(h.shapes, heldShape{demand: r.Demand, deleting: r.Deleting, ours: r.Ours})
 	}
 	if r.podExtra != nil && r.Self != nil {
 		h.self = k
 	}
-	return heldPod{node: node, demand: demand, deleting: r.Deleting, ours: r.Ours, podExtra: r.podExtra}
+	return heldPod{node: node, shape: shape, podExtra: r.podExtra}
 }
 
 // record is p's podRecord (its demand shared with every pod of its shape: add only reads it).
 func (h *held) record(p heldPod) podRecord {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return podRecord{Node: h.nodes[p.node], Demand: h.shapes[p.demand], Deleting: p.deleting, Ours: p.ours, podExtra: p.podExtra}
+	sh := h.shapes[p.shape]
+	return podRecord{Node: h.nodes[p.node], Demand: sh.demand, Deleting: sh.deleting, Ours: sh.ours, podExtra: p.podExtra}
 }
 
 // addHeld adds every pod the feed keeps to agg.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/follow"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
@@ -176,16 +177,26 @@ func TestFollowedRecord(t *testing.T) {
 	if ha.node != hb.node || a.Node != "node-1" || b.Node != "node-1" {
 		t.Errorf("two pods on node-1 keep nodes %d (%q) and %d (%q); want one, node-1", ha.node, a.Node, hb.node, b.Node)
 	}
-	if ha.demand != hb.demand || reflect.ValueOf(a.Demand).UnsafePointer() != reflect.ValueOf(b.Demand).UnsafePointer() {
+	if ha.shape != hb.shape || reflect.ValueOf(a.Demand).UnsafePointer() != reflect.ValueOf(b.Demand).UnsafePointer() {
 		t.Errorf("two pods requesting 1 CPU keep two demands")
 	}
 	if q := a.Demand[corev1.ResourceCPU]; q.MilliValue() != 1000 {
 		t.Errorf("a pod requesting 1 CPU is read back as %v", a.Demand)
 	}
 	hc, _ := rec(kubePod("other", "c", "node-2", corev1.PodRunning, rl("cpu", "2")))
-	if hc.node == ha.node || hc.demand == ha.demand {
-		t.Errorf("a pod of 2 CPU on node-2 shares a node (%v) or a demand (%v) with one of 1 CPU on node-1",
-			hc.node == ha.node, hc.demand == ha.demand)
+	if hc.node == ha.node || hc.shape == ha.shape {
+		t.Errorf("a pod of 2 CPU on node-2 shares a node (%v) or a shape (%v) with one of 1 CPU on node-1",
+			hc.node == ha.node, hc.shape == ha.shape)
+	}
+	deleting := kubePod("other", "g", "node-1", corev1.PodRunning, rl("cpu", "1"))
+	deleting.DeletionTimestamp = &metav1.Time{}
+	ours := kubePod("work", "h", "node-1", corev1.PodRunning, rl("cpu", "1"))
+	ours.Labels = map[string]string{jobmeta.LabelScheduler: "s"}
+	hg, g := rec(deleting)
+	hh, h := rec(ours)
+	if hg.shape == ha.shape || hh.shape == ha.shape || hg.shape == hh.shape || !g.Deleting || g.Ours || h.Deleting || !h.Ours || a.Deleting || a.Ours {
+		t.Errorf("pods of 1 CPU, one being deleted and one ours, are kept as shapes %d, %d, %d (deleting %v %v %v, ours %v %v %v); "+
+			"want three, each read back as it was", ha.shape, hg.shape, hh.shape, a.Deleting, g.Deleting, h.Deleting, a.Ours, g.Ours, h.Ours)
 	}
 	if ha.podExtra != nil {
 		t.Errorf("a bound pod keeps %+v; want only its node and demand", *ha.podExtra)
