@@ -3,7 +3,6 @@ package capacity
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -516,16 +515,18 @@ func BenchmarkFit(b *testing.B) {
 					b.Fatal(r.Binding)
 				}
 			}
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			p := NewPlacer(snap, []Claim{{Template: tpl, Unbound: unbound}})
-			r := p.Report(0)
-			runtime.GC()
-			runtime.ReadMemStats(&after)
-			runtime.KeepAlive(p)
-			runtime.KeepAlive(r)
-			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/1e6, "MB-held")
+			type placed struct {
+				p *Placer
+				r Report
+			}
+			held, pr := liveHeap(func() placed {
+				p := NewPlacer(snap, []Claim{{Template: tpl, Unbound: unbound}})
+				return placed{p, p.Report(0)}
+			})
+			if pr.r.Fit <= 0 {
+				b.Fatal(pr.r.Binding)
+			}
+			b.ReportMetric(float64(held)/1e6, "MB-held")
 		})
 	}
 }
