@@ -11,6 +11,13 @@ import (
 )
 
 // rl builds a ResourceList from name, quantity pairs.
+// req is what pods requesting rl(kv...) in sum make of a node's Requested.
+func req(kv ...string) Requests {
+	var r Requests
+	r.add(rl(kv...))
+	return r
+}
+
 func rl(kv ...string) corev1.ResourceList {
 	l := corev1.ResourceList{}
 	for i := 0; i < len(kv); i += 2 {

@@ -21,7 +21,6 @@ func node(name string, mods ...func(*Node)) Node {
 		Labels:      map[string]string{"kubernetes.io/hostname": name, "zone": "a", "gen": "5"},
 		Ready:       true,
 		Allocatable: rl("cpu", "4", "memory", "8Gi", "pods", "110"),
-		Requested:   corev1.ResourceList{},
 	}
 	for _, m := range mods {
 		m(&n)
@@ -100,7 +99,7 @@ func TestFit(t *testing.T) {
 		{name: "nil snapshot (mode off)", spec: spec(), wantFit: -1, wantBinding: "capacity off"},
 		{name: "one node, cpu binds", spec: spec(), snap: nodes(node("n1")), wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
 		{name: "millicores", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("cpu", "300m") }),
-			snap: nodes(node("n1", func(n *Node) { n.Requested = rl("cpu", "3") })), wantFit: 3, wantBinding: "cpu: 3 more fit on n1"},
+			snap: nodes(node("n1", func(n *Node) { n.Requested = req("cpu", "3") })), wantFit: 3, wantBinding: "cpu: 3 more fit on n1"},
 		{name: "no nodes", spec: spec(), snap: nodes(), wantFit: 0, wantBinding: noNode},
 
 		{name: "taint not tolerated", spec: spec(), snap: nodes(node("n1", taint(gpuTaint))),
@@ -166,9 +165,9 @@ func TestFit(t *testing.T) {
 		}})), snap: nodes(node("n1"), node("n2")), wantFit: 4, wantBinding: "cpu: 4 more fit on n2", wantExcluded: "node affinity|"},
 		{name: "affinity empty term matches nothing", spec: spec(affinity(corev1.NodeSelectorTerm{})), snap: nodes(node("n1")), wantFit: 0, wantBinding: noNode, wantExcluded: "node affinity"},
 
-		{name: "full node", spec: spec(), snap: nodes(node("n1", func(n *Node) { n.Requested = rl("cpu", "3500m", "memory", "1Gi") })),
+		{name: "full node", spec: spec(), snap: nodes(node("n1", func(n *Node) { n.Requested = req("cpu", "3500m", "memory", "1Gi") })),
 			wantFit: 0, wantBinding: "cpu: 0 more fit on n1"},
-		{name: "overcommitted node", spec: spec(), snap: nodes(node("n1", func(n *Node) { n.Requested = rl("memory", "9Gi") })),
+		{name: "overcommitted node", spec: spec(), snap: nodes(node("n1", func(n *Node) { n.Requested = req("memory", "9Gi") })),
 			wantFit: 0, wantBinding: "memory: 0 more fit on n1"},
 		{name: "cpu and memory tie: the first is named", spec: spec(), snap: nodes(node("n1", func(n *Node) { n.Allocatable = rl("cpu", "4", "memory", "4Gi", "pods", "110") })),
 			wantFit: 4, wantBinding: "cpu: 4 more fit on n1"},
@@ -258,7 +257,7 @@ func TestFit(t *testing.T) {
 // TestFitReport compares a whole Report, and its JSON form.
 func TestFitReport(t *testing.T) {
 	snap := withQuotas(nodes(
-		node("n2", func(n *Node) { n.Requested, n.Pods = rl("cpu", "1", "memory", "6Gi"), 3 }),
+		node("n2", func(n *Node) { n.Requested, n.Pods = req("cpu", "1", "memory", "6Gi"), 3 }),
 		node("n1", taint(gpuTaint)),
 	), quota("compute", rl("requests.cpu", "10", "services", "5"), rl("requests.cpu", "2")))
 	got := Fit(job(spec()), snap, 0, 1)
@@ -384,7 +383,7 @@ func TestFitTick(t *testing.T) {
 			wantFit: 5, wantBinding: "tick: 5 more pod(s) fit on 2 node(s) with room kept for the next tick, after 2 unbound",
 			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 2 node(s)"},
 		{name: "a node keeps room beside our pods anyway: nothing kept",
-			spec: spec(), snap: withNextPassPod(nodes(node("n1"), node("n2", func(n *Node) { n.Requested = rl("cpu", "500m") }))),
+			spec: spec(), snap: withNextPassPod(nodes(node("n1"), node("n2", func(n *Node) { n.Requested = req("cpu", "500m") }))),
 			wantFit: 7, wantBinding: "nodes: 7 more fit on 2 nodes (limited by cpu on 2)",
 			wantTick: "the next tick (cpu=50m memory=64Mi) fits on n2 beside our pods"},
 		{name: "a tick larger than our pods costs more than one", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("cpu", "100m") }),
@@ -392,7 +391,7 @@ func TestFitTick(t *testing.T) {
 			wantFit: 37, wantBinding: "tick: 37 more pod(s) fit on 1 node(s) with room kept for the next tick",
 			wantTick: "room kept for the next tick (cpu=250m) on one of 1 node(s)"},
 		{name: "the tick fits nowhere even now: nothing more", spec: spec(),
-			snap:    withNextPassPod(nodes(node("n1", func(n *Node) { n.Requested = rl("cpu", "3980m") }))),
+			snap:    withNextPassPod(nodes(node("n1", func(n *Node) { n.Requested = req("cpu", "3980m") }))),
 			wantFit: 0, wantBinding: "cpu: 0 more fit on n1",
 			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 1 node(s)"},
 		{name: "the tick may not use our nodes: nothing kept", spec: spec(gpuOnly),
@@ -402,12 +401,12 @@ func TestFitTick(t *testing.T) {
 		// This pass's pod holds 50m on n1 (counted); once it ends, a 4th pod of ours could take its room, so one
 		// node of 4 still holds only 3 (the same as with this pod counted: no pod is lost to the reservation).
 		{name: "this pass's pod on the node: its room comes back", spec: spec(),
-			snap: withNextPassPod(nodes(node("n1", func(n *Node) { n.Requested, n.Pods = rl("cpu", "50m", "memory", "64Mi"), 1 })),
+			snap: withNextPassPod(nodes(node("n1", func(n *Node) { n.Requested, n.Pods = req("cpu", "50m", "memory", "64Mi"), 1 })),
 				func(s *corev1.PodSpec) { s.NodeName = "n1" }),
 			wantFit: 3, wantBinding: "cpu: 3 more fit on n1",
 			wantTick: "room kept for the next tick (cpu=50m memory=64Mi) on one of 1 node(s)"},
 		{name: "this pass's pod on the node: its room is the next tick's", spec: spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("cpu", "1975m") }),
-			snap: withNextPassPod(nodes(node("n1", func(n *Node) { n.Requested, n.Pods = rl("cpu", "50m", "memory", "64Mi"), 1 })),
+			snap: withNextPassPod(nodes(node("n1", func(n *Node) { n.Requested, n.Pods = req("cpu", "50m", "memory", "64Mi"), 1 })),
 				func(s *corev1.PodSpec) { s.NodeName = "n1" }),
 			wantFit: 2, wantBinding: "cpu: 2 more fit on n1",
 			wantTick: "the next tick (cpu=50m memory=64Mi) fits on n1 beside our pods"},
@@ -457,7 +456,7 @@ func TestFitPending(t *testing.T) {
 		{name: "a taint it does not tolerate", snap: withPending(nodes(node("n1", taint(gpuTaint))), pending("other", "p", rl("cpu", "1")))},
 		{name: "too large for any of our nodes now", wantFit: 4, snap: withPending(nodes(node("n1")), pending("other", "p", rl("cpu", "5")))},
 		{name: "goes where it costs us the most", wantFit: 6,
-			snap:        withPending(nodes(node("n1"), node("n2", func(n *Node) { n.Requested = rl("cpu", "500m") })), pending("other", "p", rl("cpu", "500m"))),
+			snap:        withPending(nodes(node("n1"), node("n2", func(n *Node) { n.Requested = req("cpu", "500m") })), pending("other", "p", rl("cpu", "500m"))),
 			wantPending: []PendingFit{{Pod: "other/p", Node: "n1", Costs: 1}}},
 		{name: "exactly the node's room", wantFit: 0, snap: withPending(nodes(node("n1")), pending("other", "p", rl("cpu", "4"))),
 			wantPending: []PendingFit{{Pod: "other/p", Node: "n1", Costs: 4}}},
@@ -477,7 +476,7 @@ func TestFitPending(t *testing.T) {
 			wantPending: []PendingFit{{Pod: "other/p", Node: "n2", Costs: 2}}},
 		{name: "a resource only it requests, used up", wantFit: 8,
 			snap: withPending(nodes(node("n1"), node("n2", func(n *Node) {
-				n.Allocatable, n.Requested = rl("cpu", "4", "memory", "8Gi", "pods", "110", "example.com/gpu", "1"), rl("example.com/gpu", "1")
+				n.Allocatable, n.Requested = rl("cpu", "4", "memory", "8Gi", "pods", "110", "example.com/gpu", "1"), req("example.com/gpu", "1")
 			})), pending("other", "p", rl("cpu", "1500m", "example.com/gpu", "1")))},
 		{name: "one after the other", wantFit: 1,
 			snap:        withPending(nodes(node("n1")), pending("other", "a", rl("cpu", "2")), pending("other", "b", rl("cpu", "1"))),
@@ -500,7 +499,7 @@ func TestFitPending(t *testing.T) {
 func BenchmarkFit(b *testing.B) {
 	ns := make([]Node, 5000)
 	for i := range ns {
-		ns[i] = node(fmt.Sprintf("node-%05d", i), func(n *Node) { n.Requested, n.Pods = rl("cpu", "1500m", "memory", "3Gi"), 12 })
+		ns[i] = node(fmt.Sprintf("node-%05d", i), func(n *Node) { n.Requested, n.Pods = req("cpu", "1500m", "memory", "3Gi"), 12 })
 	}
 	snap := withNextPassPod(nodes(ns...))
 	for i := range 100 {

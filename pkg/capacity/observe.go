@@ -102,8 +102,8 @@ type Node struct {
 	Ready         bool   // NodeReady condition True
 	ProviderID    string // spec.providerID: which node group it is of (limits.capacity: autoscale)
 	Allocatable   corev1.ResourceList
-	Requested     corev1.ResourceList // sum of Demand of every non-terminal pod bound to it (all namespaces)
-	Pods          int                 // number of non-terminal pods bound to it
+	Requested     Requests // sum of Demand of every non-terminal pod bound to it (all namespaces)
+	Pods          int      // number of non-terminal pods bound to it
 }
 
 // Pending is a pod bound to no node yet: what it requests and where it may go.
@@ -245,7 +245,7 @@ func observeNodes(ctx context.Context, c kube.Interface, f *Follow, o Options, p
 		return fmt.Errorf("capacity: list nodes: %w", err)
 	}
 	for i := range snap.Nodes {
-		snap.Nodes[i].Requested = corev1.ResourceList{} // summed below: never the feed's
+		snap.Nodes[i].Requested = nil // summed below: never the feed's
 	}
 	if f.pods.Watch { // every pod is followed, the tick pod among them
 		if err := f.podsAt(ctx, o.PodsAt); err != nil {
@@ -419,7 +419,7 @@ func (a *aggregator) add(r podRecord) {
 	}
 	if n := a.index[r.Node]; n != nil {
 		n.Pods++
-		add(n.Requested, r.Demand)
+		n.Requested.add(r.Demand)
 	}
 }
 

@@ -40,7 +40,8 @@ func sized(name, cpu, free string) Node {
 		n.Allocatable = rl("cpu", cpu, "memory", "1000Gi", "pods", "110")
 		used := rl("cpu", cpu)[corev1.ResourceCPU]
 		used.Sub(rl("cpu", free)[corev1.ResourceCPU])
-		n.Requested = corev1.ResourceList{corev1.ResourceCPU: used}
+		n.Requested = nil
+		n.Requested.add(corev1.ResourceList{corev1.ResourceCPU: used})
 	})
 }
 
@@ -48,7 +49,7 @@ func sized(name, cpu, free string) Node {
 func TestPlacer(t *testing.T) {
 	tolerates := tolerate(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists})
 	high := func(s *corev1.PodSpec) { s.PriorityClassName = "high" }
-	full := func(n *Node) { n.Requested, n.Pods = rl("cpu", "4"), 1 }
+	full := func(n *Node) { n.Requested, n.Pods = req("cpu", "4"), 1 }
 	tests := []struct {
 		name   string
 		snap   *Snapshot
@@ -107,7 +108,7 @@ func TestPlacer(t *testing.T) {
 		},
 		{
 			name:   "someone else's unbound pod is counted where it costs all templates the most",
-			snap:   withPending(nodes(node("n1"), node("n2", func(n *Node) { n.Requested = rl("cpu", "500m") })), pending("other", "p", rl("cpu", "1500m"))),
+			snap:   withPending(nodes(node("n1"), node("n2", func(n *Node) { n.Requested = req("cpu", "500m") })), pending("other", "p", rl("cpu", "1500m"))),
 			claims: []Claim{{Template: job(cpus("2"))}, {Template: job(cpus("500m"))}},
 			report: []Report{
 				{Fit: 2, Binding: "nodes: 2 more fit on 2 nodes (limited by cpu on 2)", Demand: rl("cpu", "2", "memory", "256Mi"),
@@ -153,7 +154,7 @@ func TestPlacer(t *testing.T) {
 			},
 		},
 		{
-			name: "pods spread to the node with the most room left", snap: nodes(node("n1"), node("n2", func(n *Node) { n.Requested = rl("cpu", "1") })),
+			name: "pods spread to the node with the most room left", snap: nodes(node("n1"), node("n2", func(n *Node) { n.Requested = req("cpu", "1") })),
 			claims: []Claim{{Template: job(cpus("1"))}},
 			seq:    "AA", want: "TT",
 			report: []Report{
@@ -365,7 +366,7 @@ func TestPlacerTickSound(t *testing.T) {
 			boxes = append(boxes, box{alloc - used, mem, slots})
 			ns = append(ns, node(fmt.Sprintf("n%d", i), func(n *Node) {
 				n.Allocatable = rl("cpu", fmt.Sprintf("%dm", alloc), "memory", fmt.Sprintf("%dMi", mem), "pods", fmt.Sprint(slots))
-				n.Requested = rl("cpu", fmt.Sprintf("%dm", used))
+				n.Requested = req("cpu", fmt.Sprintf("%dm", used))
 			}))
 		}
 		tick := 50 * (1 + rng.Int64N(20))
@@ -435,7 +436,7 @@ func TestPlacerTickSound(t *testing.T) {
 func BenchmarkPlacer(b *testing.B) {
 	ns := make([]Node, 5000)
 	for i := range ns {
-		ns[i] = node(fmt.Sprintf("node-%05d", i), func(n *Node) { n.Requested, n.Pods = rl("cpu", "1500m", "memory", "3Gi"), 12 })
+		ns[i] = node(fmt.Sprintf("node-%05d", i), func(n *Node) { n.Requested, n.Pods = req("cpu", "1500m", "memory", "3Gi"), 12 })
 	}
 	snap := withNextPassPod(nodes(ns...))
 	claims := []Claim{{Template: job(cpus("2")), Unbound: 10}, {Template: job(cpus("500m")), Podless: 10}}

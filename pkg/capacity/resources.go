@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -159,8 +160,47 @@ func free(n *Node, names []corev1.ResourceName) corev1.ResourceList {
 			continue
 		}
 		q := n.Allocatable[k].DeepCopy()
-		q.Sub(n.Requested[k])
+		q.Sub(n.Requested.quantity(k))
 		out[k] = q
 	}
 	return out
+}
+
+// Requests is what some pods request in sum, per resource, sorted by name, in units (millicores for cpu, else the
+// value rounded up: what kube-scheduler's NodeInfo counts in). A short list, not a ResourceList: a snapshot holds
+// one per node, and a Go map of even two entries takes some 700 bytes.
+type Requests []Request
+
+// Request is one resource of Requests.
+type Request struct {
+	Name  corev1.ResourceName
+	Units int64
+}
+
+// add adds one pod's demand.
+func (r *Requests) add(demand corev1.ResourceList) {
+	for k, v := range demand {
+		i, ok := r.find(k)
+		if !ok {
+			*r = slices.Insert(*r, i, Request{Name: k})
+		}
+		(*r)[i].Units += units(v, k)
+	}
+}
+
+// quantity is the sum of name as a Quantity (0 when no pod requests it).
+func (r Requests) quantity(name corev1.ResourceName) resource.Quantity {
+	var u int64
+	if i, ok := r.find(name); ok {
+		u = r[i].Units
+	}
+	if name == corev1.ResourceCPU {
+		return *resource.NewMilliQuantity(u, resource.DecimalSI)
+	}
+	return *resource.NewQuantity(u, resource.DecimalSI)
+}
+
+// find is where name is in r, or would be.
+func (r Requests) find(name corev1.ResourceName) (int, bool) {
+	return slices.BinarySearchFunc(r, name, func(q Request, k corev1.ResourceName) int { return cmp.Compare(q.Name, k) })
 }

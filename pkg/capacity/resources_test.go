@@ -75,3 +75,21 @@ func TestOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestRequests: a node's sums stay sorted by name whatever order the pods' demands come in, in the units
+// kube-scheduler counts (millicores for cpu, a part of a byte rounded up), and read back as Quantities, 0 for a
+// resource no pod requests.
+func TestRequests(t *testing.T) {
+	var r Requests
+	r.add(rl("memory", "1Gi", "cpu", "100m"))
+	r.add(rl("example.com/gpu", "1", "cpu", "250m", "memory", "1500m"))
+	want := Requests{{"cpu", 350}, {"example.com/gpu", 1}, {"memory", 1<<30 + 2}}
+	if !slices.Equal(r, want) {
+		t.Errorf("Requests = %v, want %v", r, want)
+	}
+	for name, q := range map[corev1.ResourceName]string{"cpu": "350m", "memory": "1073741826", "example.com/gpu": "1", "ephemeral-storage": "0"} {
+		if got := r.quantity(name); got.String() != q {
+			t.Errorf("quantity(%s) = %s, want %s", name, got.String(), q)
+		}
+	}
+}
