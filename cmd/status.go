@@ -545,7 +545,7 @@ func printNodes(w io.Writer, nodes []capacity.NodeFit) {
 			fmt.Fprintf(w, "  …\t%d more node(s) considered\n", len(considered)-i)
 			break
 		}
-		fmt.Fprintf(w, "  %s:\t%d more fit (bound by %s); free %s\n", printable(n.Name), n.Fits, printable(n.Limit), resources(n.Free))
+		fmt.Fprintf(w, "  %s:\t%d more fit (bound by %s); free %s\n", printable(n.Name), n.Fits, printable(n.Limit), resources(n.Free.List()))
 	}
 	reasons := make([]string, 0, len(excluded))
 	for r := range excluded {

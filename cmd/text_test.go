@@ -79,7 +79,7 @@ func TestTextOutputEscapesAPIServerValues(t *testing.T) {
 					{Name: evil, Key: "k", State: scheduler.StateQueued}},
 				Backoff: []report.Task{{Key: "k", Job: evil}}, Dead: []report.Task{{Key: "k", Job: evil}},
 				Kueue: &report.KueueStatus{LocalQueue: &kueue.LocalQueue{Name: evil, Found: true, ClusterQueue: evil}},
-				Work: report.Work{Capacity: &capacity.Report{Nodes: []capacity.NodeFit{{Name: evil, Fits: 1, Free: free}},
+				Work: report.Work{Capacity: &capacity.Report{Nodes: []capacity.NodeFit{{Name: evil, Fits: 1, Free: capacity.FreeOf(free)}},
 					Quota: []capacity.QuotaFit{{Name: "q", Resource: evil}}}}})
 		},
 		"dry-run": func(out *bytes.Buffer) error {

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/metrics"
 	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
@@ -431,6 +433,9 @@ func writeFields(b *strings.Builder, t reflect.Type, path string, listed map[ref
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
 		}
+		if as, ok := writtenAs[ft]; ok {
+			ft = as
+		}
 		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
 			writeFields(b, ft, path, listed) // embedded: its fields are the parent's
 			continue
@@ -495,6 +500,12 @@ func jsonKind(t reflect.Type) (string, reflect.Type) {
 	default:
 		return "integer", nil
 	}
+}
+
+// writtenAs are the types whose MarshalJSON writes another type's document (a node's free room, held in a few
+// numbers, writes a ResourceList).
+var writtenAs = map[reflect.Type]reflect.Type{
+	reflect.TypeFor[capacity.Free](): reflect.TypeFor[corev1.ResourceList](),
 }
 
 var (

@@ -11,6 +11,9 @@ import (
 )
 
 // rl builds a ResourceList from name, quantity pairs.
+// fr is a report's free room of a node: rl(kv...), in the units the Placer counts.
+func fr(kv ...string) Free { return FreeOf(rl(kv...)) }
+
 // req is what pods requesting rl(kv...) in sum make of a node's Requested.
 func req(kv ...string) Requests {
 	var r Requests

@@ -267,7 +267,7 @@ func TestFitReport(t *testing.T) {
 		Demand:  rl("cpu", "1", "memory", "1Gi"),
 		Nodes: []NodeFit{
 			{Name: "n1", Excluded: "taint dedicated=gpu:NoSchedule not tolerated"},
-			{Name: "n2", Fits: 2, Limit: "memory", Free: rl("cpu", "3", "memory", "2Gi", "pods", "107")},
+			{Name: "n2", Fits: 2, Limit: "memory", Free: fr("cpu", "3", "memory", "2Gi", "pods", "107")},
 		},
 		Quota: []QuotaFit{{Name: "compute", Resource: "requests.cpu", Fits: 7}},
 	}

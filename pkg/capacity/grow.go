@@ -37,7 +37,7 @@ type growPool struct {
 	// free is a NodePool's room left of its limits, per resource they name (its launching NodeClaims added);
 	// nil when it has no limit. nodes are the new nodes (a node group's, or a shaped NodePool's), each's free room.
 	free  corev1.ResourceList
-	nodes []corev1.ResourceList
+	nodes []amounts // over the Placer's space
 	// perNode says the pool's room is nodes (a node group's, or a NodePool's whose node shape is known).
 	perNode bool
 	// probe is, for a NodePool whose node shape is not known yet (no NodeClaim shows one), how many more pods it
@@ -62,7 +62,7 @@ func newGrowth(snap *Snapshot, p *Placer) *growth {
 		probe = max(probe, cl.perJob)
 	}
 	for i := range st.Pools {
-		g.pools = append(g.pools, newGrowPool(&st.Pools[i], snap.Nodes, probe))
+		g.pools = append(g.pools, newGrowPool(&st.Pools[i], snap.Nodes, probe, p.space))
 	}
 	for _, cl := range p.claims {
 		var why []string
@@ -74,18 +74,18 @@ func newGrowth(snap *Snapshot, p *Placer) *growth {
 	for c, cl := range p.claims {
 		g.waiting += cl.waiting
 		for range cl.waiting {
-			g.takeAny(cl.demand, func(k int, _ *growPool) string { return g.claimsPools[c][k] })
+			g.takeAny(cl.demand, cl.need, func(k int, _ *growPool) string { return g.claimsPools[c][k] })
 		}
 	}
 	for _, k := range p.unplaced {
 		pd := &snap.Pending[k]
-		g.takeAny(pd.Demand, func(_ int, gp *growPool) string { return gp.excluded(&pd.Spec) })
+		g.takeAny(pd.Demand, p.space.need(pd.Demand), func(_ int, gp *growPool) string { return gp.excluded(&pd.Spec) })
 	}
 	g.pending = max(g.maxPending-g.waiting, 0)
 	return g
 }
 
-func newGrowPool(pool *autoscale.Pool, nodes []Node, probe int) *growPool {
+func newGrowPool(pool *autoscale.Pool, nodes []Node, probe int, sp space) *growPool {
 	gp := &growPool{pool: pool, launching: coming(pool.Launching, nodes), full: pool.Unavailable}
 	gp.fit = PoolFit{Kind: pool.Kind, Name: pool.Name, Limit: pool.Limits, Used: pool.Used, Launching: len(gp.launching)}
 	if g := pool.Group; g != nil {
@@ -100,8 +100,9 @@ func newGrowPool(pool *autoscale.Pool, nodes []Node, probe int) *growPool {
 		case n <= 0:
 			gp.full = fmt.Sprintf("at its maxSize of %d node(s)", g.MaxSize)
 		default:
+			node := sp.empty(gp.shape.Allocatable)
 			for range n {
-				gp.nodes = append(gp.nodes, gp.shape.Allocatable)
+				gp.nodes = append(gp.nodes, node)
 			}
 			gp.words = fmt.Sprintf("maxSize %d: %d new node(s) of %s", g.MaxSize, n, quantities(gp.shape.Allocatable))
 		}
@@ -131,7 +132,7 @@ func newGrowPool(pool *autoscale.Pool, nodes []Node, probe int) *growPool {
 		gp.full = fmt.Sprintf("at its limit of %s node(s)", pool.Limits.Name("nodes", resource.DecimalSI).String())
 	}
 	if sh := pool.Shape; sh != nil {
-		return gp.shaped(sh, left)
+		return gp.shaped(sh, left, sp)
 	}
 	gp.free, gp.probe = corev1.ResourceList{}, probe
 	for r, l := range left {
@@ -165,7 +166,7 @@ func coming(launching map[string]autoscale.Launch, nodes []Node) []corev1.Resour
 
 // shaped makes a NodePool whose node shape sh is known per node: its launching NodeClaims, then as many new nodes
 // of sh as what is left of its limits (left) holds, each counted at sh's capacity as Karpenter counts it.
-func (gp *growPool) shaped(sh *autoscale.Shape, left corev1.ResourceList) *growPool {
+func (gp *growPool) shaped(sh *autoscale.Shape, left corev1.ResourceList, sp space) *growPool {
 	gp.perNode = true
 	n := int64(maxGroupNodes)
 	for _, r := range slices.Sorted(maps.Keys(left)) {
@@ -182,9 +183,12 @@ func (gp *growPool) shaped(sh *autoscale.Shape, left corev1.ResourceList) *growP
 			n = min(n, q)
 		}
 	}
-	gp.nodes = append(gp.nodes, gp.launching...)
+	for _, l := range gp.launching {
+		gp.nodes = append(gp.nodes, sp.empty(l))
+	}
+	node := sp.empty(sh.Allocatable)
 	for range n {
-		gp.nodes = append(gp.nodes, sh.Allocatable)
+		gp.nodes = append(gp.nodes, node)
 	}
 	gp.words = fmt.Sprintf("%d launching, %d new node(s) within its limits of %s (as NodeClaim %s)", len(gp.launching), n, quantities(sh.Allocatable), sh.From)
 	if len(gp.nodes) == 0 && gp.full == "" {
@@ -220,16 +224,16 @@ func (gp *growPool) excluded(spec *corev1.PodSpec) string {
 	return gp.pool.Excluded(spec)
 }
 
-// pods is how many more pods of demand the pool takes (unlimited: no limit binds) and what binds, in words.
-func (gp *growPool) pods(demand corev1.ResourceList) (int, string) {
-	names := slices.Sorted(maps.Keys(demand))
+// pods is how many more pods of demand (need over the Placer's space) the pool takes (unlimited: no limit binds)
+// and what binds, in words.
+func (gp *growPool) pods(demand corev1.ResourceList, need amounts) (int, string) {
 	switch {
 	case gp.full != "":
 		return 0, gp.full
 	case gp.perNode:
 		n := 0
 		for _, node := range gp.nodes {
-			k, _ := fits(demand, names, node)
+			k, _ := fits(need, node)
 			n += k
 		}
 		return n, gp.words
@@ -256,13 +260,12 @@ func (gp *growPool) pods(demand corev1.ResourceList) (int, string) {
 	return int(k), fmt.Sprintf("limits.%s: %s left", bound, left.String())
 }
 
-// take takes one pod of demand from the pool (which has room for it).
-func (gp *growPool) take(demand corev1.ResourceList) {
+// take takes one pod of demand (need over the Placer's space) from the pool (which has room for it).
+func (gp *growPool) take(demand corev1.ResourceList, need amounts) {
 	if gp.perNode {
-		names := slices.Sorted(maps.Keys(demand))
 		for i, node := range gp.nodes {
-			if k, _ := fits(demand, names, node); k > 0 {
-				gp.nodes[i], _ = minus(node, demand)
+			if k, _ := fits(need, node); k > 0 {
+				gp.nodes[i], _ = minus(node, need)
 				return
 			}
 		}
@@ -279,14 +282,15 @@ func (gp *growPool) take(demand corev1.ResourceList) {
 	}
 }
 
-// takeAny takes one pod of demand from the first pool that takes it (why says why pool k may not), if any.
-func (g *growth) takeAny(demand corev1.ResourceList, why func(k int, gp *growPool) string) bool {
+// takeAny takes one pod of demand (need over the Placer's space) from the first pool that takes it (why says why
+// pool k may not), if any.
+func (g *growth) takeAny(demand corev1.ResourceList, need amounts, why func(k int, gp *growPool) string) bool {
 	for k, gp := range g.pools {
 		if why(k, gp) != "" {
 			continue
 		}
-		if n, _ := gp.pods(demand); n != 0 {
-			gp.take(demand)
+		if n, _ := gp.pods(demand, need); n != 0 {
+			gp.take(demand, need)
 			return true
 		}
 	}
@@ -301,7 +305,7 @@ func (g *growth) room(c int, cl *claim) (int, []PoolFit) {
 		f := gp.fit
 		f.Excluded = g.claimsPools[c][k]
 		if f.Excluded == "" {
-			f.Pods, f.Bound = gp.pods(cl.demand)
+			f.Pods, f.Bound = gp.pods(cl.demand, cl.need)
 			if total != unlimited {
 				if f.Pods == unlimited {
 					total = unlimited
@@ -321,7 +325,7 @@ func (g *growth) place(c int, cl *claim) bool {
 		return false
 	}
 	for range cl.perJob {
-		g.takeAny(cl.demand, func(k int, _ *growPool) string { return g.claimsPools[c][k] })
+		g.takeAny(cl.demand, cl.need, func(k int, _ *growPool) string { return g.claimsPools[c][k] })
 	}
 	g.pending -= cl.perJob
 	return true

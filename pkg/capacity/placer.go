@@ -10,7 +10,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/jobsched/jobsched/pkg/config"
 )
@@ -35,6 +34,8 @@ type Claim struct {
 // room) has room for the template's pods.
 type Placer struct {
 	snap   *Snapshot
+	space  space  // the resources the pass's pods demand: a slot's room and a pod's need are over it
+	scored [2]int // where scored's resources are in amounts, -1 when no pod demands one
 	claims []*claim
 	slots  []*slot // the nodes some claim may use, in the Snapshot's order
 	quotas []*quotaLeft
@@ -53,7 +54,8 @@ type claim struct {
 	tpl      *batchv1.Job
 	pod      *corev1.Pod // as admitted
 	demand   corev1.ResourceList
-	names    []corev1.ResourceName // demand's resources, sorted
+	need     amounts               // demand over the Placer's space
+	shows    []corev1.ResourceName // what a report shows of a node's room: demand's resources and pods, sorted
 	perJob   int
 	claimed  int        // unbound + podless
 	waiting  int        // of claimed, those that fit on no node: they wait for one
@@ -71,7 +73,7 @@ type slot struct {
 	node *Node
 	// base is allocatable − requested, after others' unbound pods: what the next tick's room is counted on. shown is
 	// base − this pass's placements (what the report shows), free is shown − our claimed pods (where pods go).
-	base, shown, free corev1.ResourceList
+	base, shown, free amounts
 	claims            []int // the claims that may use it
 	pending           []pendingOn
 	// fit is, per claim of claims, how many of its pods fit in free; left and alloc are free's and allocatable's cpu
@@ -84,15 +86,17 @@ type slot struct {
 var scored = [2]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
 
 // setFree makes free the slot's free room, and counts what fits in it.
-func (p *Placer) setFree(s *slot, free corev1.ResourceList) {
+func (p *Placer) setFree(s *slot, free amounts) {
 	s.free = free
 	s.fit = s.fit[:0]
 	for _, c := range s.claims {
-		n, _ := fits(p.claims[c].demand, p.claims[c].names, free)
+		n, _ := fits(p.claims[c].need, free)
 		s.fit = append(s.fit, n)
 	}
-	for i, r := range scored {
-		s.left[i] = free.Name(r, resource.DecimalSI).AsApproximateFloat64()
+	for i, at := range p.scored {
+		if at >= 0 {
+			s.left[i] = float64(free[at])
+		}
 	}
 }
 
@@ -124,9 +128,10 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 		pod := snap.admitted(c.Template)
 		cl := &claim{tpl: c.Template, pod: pod, demand: Demand(pod), perJob: PodsPerJob(c.Template),
 			claimed: c.Unbound + c.Podless}
-		cl.names = slices.Sorted(maps.Keys(cl.demand))
-		for i, r := range scored {
-			cl.want[i] = cl.demand.Name(r, resource.DecimalSI).AsApproximateFloat64()
+		cl.shows = slices.Sorted(maps.Keys(cl.demand))
+		if !slices.Contains(cl.shows, corev1.ResourcePods) {
+			cl.shows = append(cl.shows, corev1.ResourcePods)
+			slices.Sort(cl.shows)
 		}
 		p.claimed += cl.claimed
 		p.claims = append(p.claims, cl)
@@ -142,8 +147,19 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 		}
 		excluded = append(excluded, why)
 	}
+	p.space = p.counted()
+	for i, r := range scored {
+		p.scored[i] = p.space.index(r)
+	}
+	for _, cl := range p.claims {
+		cl.need = p.space.need(cl.demand)
+		for i, at := range p.scored {
+			if at >= 0 {
+				cl.want[i] = float64(cl.need[at])
+			}
+		}
+	}
 	if snap.Mode == config.CapacityNodes {
-		counted := p.counted()
 		for j := range snap.Nodes {
 			var s *slot
 			for c, cl := range p.claims {
@@ -151,7 +167,7 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 					continue
 				}
 				if s == nil {
-					s = &slot{node: &snap.Nodes[j], base: free(&snap.Nodes[j], counted)}
+					s = &slot{node: &snap.Nodes[j], base: p.space.free(&snap.Nodes[j])}
 					p.slots = append(p.slots, s)
 				}
 				cl.on, cl.at = append(cl.on, len(p.slots)-1), append(cl.at, len(s.claims))
@@ -164,7 +180,7 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 		s.shown = s.base
 		p.setFree(s, s.base)
 		for i, r := range scored {
-			s.alloc[i] = s.node.Allocatable.Name(r, resource.DecimalSI).AsApproximateFloat64()
+			s.alloc[i] = float64(units(s.node.Allocatable[r], r))
 		}
 	}
 	p.observeTick()
@@ -176,7 +192,7 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 				cl.waiting = cl.claimed - k
 				break // the rest fit nowhere either: room only shrinks
 			}
-			free, _ := minus(s.free, cl.demand)
+			free, _ := minus(s.free, cl.need)
 			p.setFree(s, free)
 		}
 	}
@@ -184,13 +200,12 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 }
 
 // counted are the resources some pod of this pass demands, sorted: the claims' pods, others' unbound pods and the
-// next tick's. A slot's lists hold those and the pod slots, nothing else of the node (no pod here reads the rest),
-// so that a report can show a slot's list as it is (reportNodes) instead of a copy per node.
-func (p *Placer) counted() []corev1.ResourceName {
-	var names []corev1.ResourceName
+// next tick's. A slot's room holds those and the pod slots, nothing else of the node (no pod here reads the rest).
+func (p *Placer) counted() space {
+	var names space
 	of := func(d corev1.ResourceList) {
 		for r := range d {
-			if !slices.Contains(names, r) {
+			if r != corev1.ResourcePods && !slices.Contains(names, r) {
 				names = append(names, r)
 			}
 		}
@@ -220,7 +235,7 @@ func (p *Placer) takePending() {
 		if before[k] == nil {
 			s := p.slots[k]
 			for _, c := range s.claims {
-				n, _ := fits(p.claims[c].demand, p.claims[c].names, s.base)
+				n, _ := fits(p.claims[c].need, s.base)
 				before[k] = append(before[k], n)
 			}
 		}
@@ -228,17 +243,17 @@ func (p *Placer) takePending() {
 	}
 	for i := range p.snap.Pending {
 		pd := &p.snap.Pending[i]
+		need := p.space.need(pd.Demand)
 		where := newPlacement(&pd.Spec)
 		best, bestCost, cost := -1, -1, 0
 		var costs, bestCosts []int
 		for k, s := range p.slots {
-			if !fitsIn(s.base, pd.Demand) || where.excluded(s.node) != "" {
+			if !fitsIn(s.base, need) || where.excluded(s.node) != "" {
 				continue
 			}
 			costs, cost = costs[:0], 0
 			for j, c := range s.claims {
-				cl := p.claims[c]
-				costs = append(costs, count(k)[j]-fitsAfter(cl.demand, cl.names, s.base, pd.Demand))
+				costs = append(costs, count(k)[j]-fitsAfter(p.claims[c].need, s.base, need))
 				cost += costs[j]
 			}
 			if cost > bestCost {
@@ -250,7 +265,7 @@ func (p *Placer) takePending() {
 			continue
 		}
 		s := p.slots[best]
-		s.base, _ = minus(s.base, pd.Demand)
+		s.base, _ = minus(s.base, need)
 		s.pending = append(s.pending, pendingOn{pod: pd.Namespace + "/" + pd.Name, costs: slices.Clone(bestCosts)})
 		before[best] = nil
 	}
@@ -375,7 +390,7 @@ func (p *Placer) placeOnNodes(cl *claim, i int) bool {
 	}
 	type saved struct {
 		s           *slot
-		shown, free corev1.ResourceList
+		shown, free amounts
 	}
 	var undo []saved
 	for range cl.perJob {
@@ -388,8 +403,8 @@ func (p *Placer) placeOnNodes(cl *claim, i int) bool {
 			return false
 		}
 		undo = append(undo, saved{s, s.shown, s.free})
-		s.shown, _ = minus(s.shown, cl.demand)
-		free, _ := minus(s.free, cl.demand)
+		s.shown, _ = minus(s.shown, cl.need)
+		free, _ := minus(s.free, cl.need)
 		p.setFree(s, free)
 	}
 	return true
@@ -456,11 +471,12 @@ func (p *Placer) reportNodes(i int, r *Report) (int, string) {
 	for j, k := range cl.on {
 		s := p.slots[k]
 		room += s.fit[cl.at[j]]
-		shown, l := fits(cl.demand, cl.names, s.shown)
+		shown, bound := fits(cl.need, s.shown)
+		l := string(p.space.name(bound))
 		limits[l]++
 		lim = l
 		j, _ := slices.BinarySearchFunc(r.Nodes, s.node.Name, func(nf NodeFit, name string) int { return cmp.Compare(nf.Name, name) })
-		r.Nodes[j].Fits, r.Nodes[j].Limit, r.Nodes[j].Free = shown, l, only(s.shown, cl.names)
+		r.Nodes[j].Fits, r.Nodes[j].Limit, r.Nodes[j].Free = shown, l, p.shown(cl, s.shown)
 		at := slices.Index(s.claims, i)
 		for _, pd := range s.pending {
 			r.Pending = append(r.Pending, PendingFit{Pod: pd.pod, Node: s.node.Name, Costs: pd.costs[at]})
@@ -492,10 +508,13 @@ func (p *Placer) reportNodes(i int, r *Report) (int, string) {
 	return fit, s
 }
 
-// units is q in the unit quotas and fits count name in: millicores for cpu, else the integer value.
-func units(q resource.Quantity, name corev1.ResourceName) int64 {
-	if name == corev1.ResourceCPU {
-		return q.MilliValue()
+// shown is what a report shows of free for cl: cl.shows's entries.
+func (p *Placer) shown(cl *claim, free amounts) Free {
+	f := Free{Names: cl.shows, Units: make([]int64, len(cl.shows))}
+	for i, r := range cl.shows {
+		if at := p.space.index(r); at >= 0 {
+			f.Units[i] = free[at]
+		}
 	}
-	return q.Value()
+	return f
 }

@@ -64,9 +64,9 @@ func TestPlacer(t *testing.T) {
 			seq:    "AAAB", want: "TTFF",
 			report: []Report{
 				{Fit: 0, Binding: "cpu: 0 more fit on n1", Demand: rl("cpu", "2", "memory", "256Mi"),
-					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: rl("cpu", "0", "memory", "7680Mi", "pods", "108")}}},
+					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: fr("cpu", "0", "memory", "7680Mi", "pods", "108")}}},
 				{Fit: 0, Binding: "cpu: 0 more fit on n1", Demand: rl("cpu", "500m", "memory", "256Mi"),
-					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: rl("cpu", "0", "memory", "7680Mi", "pods", "108")}}},
+					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: fr("cpu", "0", "memory", "7680Mi", "pods", "108")}}},
 			},
 		},
 		{
@@ -75,9 +75,9 @@ func TestPlacer(t *testing.T) {
 			seq:    "BABABABB", want: "TTTFTFTF",
 			report: []Report{
 				{Fit: 0, Binding: "cpu: 0 more fit on n1", Demand: rl("cpu", "2", "memory", "256Mi"),
-					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: rl("cpu", "0", "memory", "6912Mi", "pods", "105")}}},
+					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: fr("cpu", "0", "memory", "6912Mi", "pods", "105")}}},
 				{Fit: 0, Binding: "cpu: 0 more fit on n1", Demand: rl("cpu", "500m", "memory", "256Mi"),
-					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: rl("cpu", "0", "memory", "6912Mi", "pods", "105")}}},
+					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: fr("cpu", "0", "memory", "6912Mi", "pods", "105")}}},
 			},
 		},
 		{
@@ -86,9 +86,9 @@ func TestPlacer(t *testing.T) {
 			seq:    "AB", want: "FT",
 			report: []Report{
 				{Fit: 0, Binding: "cpu: 0 more fit on n1, after 3 unbound", Demand: rl("cpu", "2", "memory", "256Mi"),
-					Nodes: []NodeFit{{Name: "n1", Fits: 1, Limit: "cpu", Free: rl("cpu", "3500m", "memory", "7936Mi", "pods", "109")}}},
+					Nodes: []NodeFit{{Name: "n1", Fits: 1, Limit: "cpu", Free: fr("cpu", "3500m", "memory", "7936Mi", "pods", "109")}}},
 				{Fit: 1, Binding: "cpu: 1 more fit on n1, after 3 unbound", Demand: rl("cpu", "500m", "memory", "256Mi"),
-					Nodes: []NodeFit{{Name: "n1", Fits: 7, Limit: "cpu", Free: rl("cpu", "3500m", "memory", "7936Mi", "pods", "109")}}},
+					Nodes: []NodeFit{{Name: "n1", Fits: 7, Limit: "cpu", Free: fr("cpu", "3500m", "memory", "7936Mi", "pods", "109")}}},
 			},
 		},
 		{
@@ -101,9 +101,9 @@ func TestPlacer(t *testing.T) {
 			seq:    "AAABA", want: "TTTFF",
 			report: []Report{
 				{Fit: 0, Binding: "cpu: 0 more fit on n1", Demand: rl("cpu", "1250m", "memory", "256Mi"),
-					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: rl("cpu", "250m", "memory", "7424Mi", "pods", "107")}}},
+					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: fr("cpu", "250m", "memory", "7424Mi", "pods", "107")}}},
 				{Fit: 0, Binding: "cpu: 0 more fit on n1", Demand: rl("cpu", "1", "memory", "256Mi"),
-					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: rl("cpu", "250m", "memory", "7424Mi", "pods", "107")}}},
+					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: fr("cpu", "250m", "memory", "7424Mi", "pods", "107")}}},
 			},
 		},
 		{
@@ -113,14 +113,14 @@ func TestPlacer(t *testing.T) {
 			report: []Report{
 				{Fit: 2, Binding: "nodes: 2 more fit on 2 nodes (limited by cpu on 2)", Demand: rl("cpu", "2", "memory", "256Mi"),
 					Nodes: []NodeFit{
-						{Name: "n1", Fits: 1, Limit: "cpu", Free: rl("cpu", "2500m", "memory", "8Gi", "pods", "109")},
-						{Name: "n2", Fits: 1, Limit: "cpu", Free: rl("cpu", "3500m", "memory", "8Gi", "pods", "110")},
+						{Name: "n1", Fits: 1, Limit: "cpu", Free: fr("cpu", "2500m", "memory", "8Gi", "pods", "109")},
+						{Name: "n2", Fits: 1, Limit: "cpu", Free: fr("cpu", "3500m", "memory", "8Gi", "pods", "110")},
 					},
 					Pending: []PendingFit{{Pod: "other/p", Node: "n1", Costs: 1}}},
 				{Fit: 12, Binding: "nodes: 12 more fit on 2 nodes (limited by cpu on 2)", Demand: rl("cpu", "500m", "memory", "256Mi"),
 					Nodes: []NodeFit{
-						{Name: "n1", Fits: 5, Limit: "cpu", Free: rl("cpu", "2500m", "memory", "8Gi", "pods", "109")},
-						{Name: "n2", Fits: 7, Limit: "cpu", Free: rl("cpu", "3500m", "memory", "8Gi", "pods", "110")},
+						{Name: "n1", Fits: 5, Limit: "cpu", Free: fr("cpu", "2500m", "memory", "8Gi", "pods", "109")},
+						{Name: "n2", Fits: 7, Limit: "cpu", Free: fr("cpu", "3500m", "memory", "8Gi", "pods", "110")},
 					},
 					Pending: []PendingFit{{Pod: "other/p", Node: "n1", Costs: 3}}},
 			},
@@ -131,9 +131,9 @@ func TestPlacer(t *testing.T) {
 			seq:    "BBABBB", want: "TTFTTF", // the A refused had room for one of its 2 pods
 			report: []Report{
 				{Fit: 0, Binding: "cpu: 0 more fit on n1 (0 Job(s) of 2 pods)", PodsPerJob: 2, Demand: rl("cpu", "1500m", "memory", "256Mi"),
-					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: rl("cpu", "0", "memory", "7Gi", "pods", "106")}}},
+					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: fr("cpu", "0", "memory", "7Gi", "pods", "106")}}},
 				{Fit: 0, Binding: "cpu: 0 more fit on n1", Demand: rl("cpu", "1", "memory", "256Mi"),
-					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: rl("cpu", "0", "memory", "7Gi", "pods", "106")}}},
+					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: fr("cpu", "0", "memory", "7Gi", "pods", "106")}}},
 			},
 		},
 		{
@@ -143,12 +143,12 @@ func TestPlacer(t *testing.T) {
 			report: []Report{
 				{Fit: 0, Binding: "nodes: 0 more fit on 2 nodes (limited by cpu on 2)", Demand: rl("cpu", "1", "memory", "256Mi"),
 					Nodes: []NodeFit{
-						{Name: "n1", Limit: "cpu", Free: rl("cpu", "0", "memory", "8Gi", "pods", "109")},
-						{Name: "n2", Limit: "cpu", Free: rl("cpu", "0", "memory", "7Gi", "pods", "106")},
+						{Name: "n1", Limit: "cpu", Free: fr("cpu", "0", "memory", "8Gi", "pods", "109")},
+						{Name: "n2", Limit: "cpu", Free: fr("cpu", "0", "memory", "7Gi", "pods", "106")},
 					}},
 				{Fit: 0, Binding: "cpu: 0 more fit on n1", Demand: rl("cpu", "1", "memory", "256Mi"),
 					Nodes: []NodeFit{
-						{Name: "n1", Limit: "cpu", Free: rl("cpu", "0", "memory", "8Gi", "pods", "109")},
+						{Name: "n1", Limit: "cpu", Free: fr("cpu", "0", "memory", "8Gi", "pods", "109")},
 						{Name: "n2", Excluded: "taint dedicated=gpu:NoSchedule not tolerated"},
 					}},
 			},
@@ -160,8 +160,8 @@ func TestPlacer(t *testing.T) {
 			report: []Report{
 				{Fit: 5, Binding: "nodes: 5 more fit on 2 nodes (limited by cpu on 2)", Demand: rl("cpu", "1", "memory", "256Mi"),
 					Nodes: []NodeFit{
-						{Name: "n1", Fits: 3, Limit: "cpu", Free: rl("cpu", "3", "memory", "7936Mi", "pods", "109")},
-						{Name: "n2", Fits: 2, Limit: "cpu", Free: rl("cpu", "2", "memory", "7936Mi", "pods", "109")},
+						{Name: "n1", Fits: 3, Limit: "cpu", Free: fr("cpu", "3", "memory", "7936Mi", "pods", "109")},
+						{Name: "n2", Fits: 2, Limit: "cpu", Free: fr("cpu", "2", "memory", "7936Mi", "pods", "109")},
 					}},
 			},
 		},
@@ -172,8 +172,8 @@ func TestPlacer(t *testing.T) {
 			report: []Report{
 				{Fit: 7, Binding: "nodes: 7 more fit on 2 nodes (limited by cpu on 2)", Demand: rl("cpu", "1", "memory", "256Mi"),
 					Nodes: []NodeFit{
-						{Name: "n1", Fits: 3, Limit: "cpu", Free: rl("cpu", "3", "memory", "7936Mi", "pods", "109")},
-						{Name: "n2", Fits: 4, Limit: "cpu", Free: rl("cpu", "4", "memory", "8Gi", "pods", "110")},
+						{Name: "n1", Fits: 3, Limit: "cpu", Free: fr("cpu", "3", "memory", "7936Mi", "pods", "109")},
+						{Name: "n2", Fits: 4, Limit: "cpu", Free: fr("cpu", "4", "memory", "8Gi", "pods", "110")},
 					}},
 			},
 		},
@@ -184,8 +184,8 @@ func TestPlacer(t *testing.T) {
 			report: []Report{
 				{Fit: 30, Binding: "nodes: 30 more fit on 2 nodes (limited by cpu on 2)", Demand: rl("cpu", "1", "memory", "256Mi"),
 					Nodes: []NodeFit{
-						{Name: "big", Fits: 29, Limit: "cpu", Free: rl("cpu", "29", "memory", "1023744Mi", "pods", "109")},
-						{Name: "small", Fits: 1, Limit: "cpu", Free: rl("cpu", "1500m", "memory", "1000Gi", "pods", "110")},
+						{Name: "big", Fits: 29, Limit: "cpu", Free: fr("cpu", "29", "memory", "1023744Mi", "pods", "109")},
+						{Name: "small", Fits: 1, Limit: "cpu", Free: fr("cpu", "1500m", "memory", "1000Gi", "pods", "110")},
 					}},
 			},
 		},
@@ -196,8 +196,8 @@ func TestPlacer(t *testing.T) {
 			report: []Report{
 				{Fit: 20, Binding: "nodes: 20 more fit on 2 nodes (limited by cpu on 2)", Demand: rl("cpu", "1", "memory", "256Mi"),
 					Nodes: []NodeFit{
-						{Name: "big", Fits: 20, Limit: "cpu", Free: rl("cpu", "20", "memory", "1000Gi", "pods", "110")},
-						{Name: "small", Limit: "cpu", Free: rl("cpu", "500m", "memory", "1023744Mi", "pods", "109")},
+						{Name: "big", Fits: 20, Limit: "cpu", Free: fr("cpu", "20", "memory", "1000Gi", "pods", "110")},
+						{Name: "small", Limit: "cpu", Free: fr("cpu", "500m", "memory", "1023744Mi", "pods", "109")},
 					}},
 			},
 		},
@@ -207,7 +207,7 @@ func TestPlacer(t *testing.T) {
 			seq:    "A", want: "T",
 			report: []Report{
 				{Fit: 3, Binding: "cpu: 3 more fit on n1", Demand: rl("cpu", "1"),
-					Nodes: []NodeFit{{Name: "n1", Fits: 3, Limit: "cpu", Free: rl("cpu", "3", "pods", "109")}}},
+					Nodes: []NodeFit{{Name: "n1", Fits: 3, Limit: "cpu", Free: fr("cpu", "3", "pods", "109")}}},
 			},
 		},
 		{
@@ -259,10 +259,10 @@ func TestPlacer(t *testing.T) {
 			seq:    "ABBBBA", want: "TTTTFF",
 			report: []Report{
 				{Fit: 0, Binding: "cpu: 0 more fit on n1", Demand: rl("cpu", "2", "memory", "256Mi"),
-					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: rl("cpu", "500m", "memory", "7Gi", "pods", "106")}},
+					Nodes: []NodeFit{{Name: "n1", Limit: "cpu", Free: fr("cpu", "500m", "memory", "7Gi", "pods", "106")}},
 					Tick:  "room kept for the next tick (cpu=50m memory=64Mi) on one of 1 node(s)"},
 				{Fit: 0, Binding: "tick: 0 more pod(s) fit on 1 node(s) with room kept for the next tick", Demand: rl("cpu", "500m", "memory", "256Mi"),
-					Nodes: []NodeFit{{Name: "n1", Fits: 1, Limit: "cpu", Free: rl("cpu", "500m", "memory", "7Gi", "pods", "106")}},
+					Nodes: []NodeFit{{Name: "n1", Fits: 1, Limit: "cpu", Free: fr("cpu", "500m", "memory", "7Gi", "pods", "106")}},
 					Tick:  "room kept for the next tick (cpu=50m memory=64Mi) on one of 1 node(s)"},
 			},
 		},
@@ -273,7 +273,7 @@ func TestPlacer(t *testing.T) {
 			report: []Report{
 				{Fit: 0, Binding: "tick: 1 more pod(s) fit on 1 node(s) with room kept for the next tick (0 Job(s) of 2 pods)", PodsPerJob: 2,
 					Demand: rl("cpu", "1", "memory", "256Mi"),
-					Nodes:  []NodeFit{{Name: "n1", Fits: 2, Limit: "cpu", Free: rl("cpu", "2", "memory", "7680Mi", "pods", "108")}},
+					Nodes:  []NodeFit{{Name: "n1", Fits: 2, Limit: "cpu", Free: fr("cpu", "2", "memory", "7680Mi", "pods", "108")}},
 					Tick:   "room kept for the next tick (cpu=50m memory=64Mi) on one of 1 node(s)"},
 			},
 		},
@@ -325,7 +325,7 @@ func TestPlacerAnyInterleaving(t *testing.T) {
 		}
 		for p.Place(0) || p.Place(1) {
 		}
-		if free := p.Report(0).Nodes[0].Free[corev1.ResourceCPU]; !free.IsZero() {
+		if free := p.Report(0).Nodes[0].Free.List()[corev1.ResourceCPU]; !free.IsZero() {
 			t.Errorf("%s then both until neither fits: %s cpu left, want 0", order.String(), free.String())
 		}
 	}

@@ -23,11 +23,11 @@ type Report struct {
 
 // NodeFit is how many more pods of the template fit on one node.
 type NodeFit struct {
-	Name     string              `json:"name"`
-	Fits     int                 `json:"fits"`               // 0 if excluded
-	Excluded string              `json:"excluded,omitempty"` // why not considered; "" if considered
-	Limit    string              `json:"limit,omitempty"`    // the resource that binds on this node
-	Free     corev1.ResourceList `json:"free,omitempty"`     // free per resource the demand names, plus pods
+	Name     string `json:"name"`
+	Fits     int    `json:"fits"`               // 0 if excluded
+	Excluded string `json:"excluded,omitempty"` // why not considered; "" if considered
+	Limit    string `json:"limit,omitempty"`    // the resource that binds on this node
+	Free     Free   `json:"free,omitzero"`      // free per resource the demand names, plus pods
 }
 
 // QuotaFit is how many more Jobs one resource of one ResourceQuota admits.

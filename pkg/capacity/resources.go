@@ -2,7 +2,9 @@ package capacity
 
 import (
 	"cmp"
+	"encoding/json"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -10,46 +12,120 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// only is free restricted to names and pods (what the report shows): free itself when it holds just those. A
-// slot's lists are never written once made (minus and plus make new ones), so a report shares them.
-func only(free corev1.ResourceList, names []corev1.ResourceName) corev1.ResourceList {
-	_, pods := free[corev1.ResourcePods]
-	if pods && len(free) == len(names)+1 && !slices.Contains(names, corev1.ResourcePods) &&
-		!slices.ContainsFunc(names, func(n corev1.ResourceName) bool { _, ok := free[n]; return !ok }) {
-		return free
+// space is the resources a Placer counts, sorted, pods not among them (Placer.counted: those some pod of the pass
+// demands). Amounts over it have one entry more, the pod slots, last.
+type space []corev1.ResourceName
+
+// amounts are a node's free room, or one pod's demand, over a space: in units, as kube-scheduler's NodeInfo counts
+// (millicores for cpu, else the value), the pod slots last, of which a pod takes one. Amounts are never written once
+// made (minus and plus make new ones), so that slots, new nodes and reports share them.
+type amounts []int64
+
+// name is the resource of entry i of amounts.
+func (sp space) name(i int) corev1.ResourceName {
+	if i == len(sp) {
+		return corev1.ResourcePods
 	}
-	out := corev1.ResourceList{corev1.ResourcePods: free[corev1.ResourcePods]}
-	for _, n := range names {
-		out[n] = free[n] // a resource the node does not have is 0
+	return sp[i]
+}
+
+// index is where name is in amounts over sp, -1 when sp does not count it.
+func (sp space) index(name corev1.ResourceName) int {
+	if name == corev1.ResourcePods {
+		return len(sp)
 	}
+	if i, ok := slices.BinarySearch(sp, name); ok {
+		return i
+	}
+	return -1
+}
+
+// need is one pod of demand.
+func (sp space) need(demand corev1.ResourceList) amounts {
+	out := make(amounts, len(sp)+1)
+	for i, r := range sp {
+		out[i] = units(demand[r], r)
+	}
+	out[len(sp)] = 1
 	return out
 }
 
-// fits is how many pods of demand fit in free, and the resource that limits it.
-func fits(demand corev1.ResourceList, names []corev1.ResourceName, free corev1.ResourceList) (int, string) {
-	k, limit := free.Pods().Value(), string(corev1.ResourcePods)
-	for _, name := range names {
-		if q, ok := quotient(free[name], demand[name], name); ok && (q < k || q == k && limit == "pods") {
-			k, limit = q, string(name)
+// empty is a node of allocatable with nothing on it.
+func (sp space) empty(allocatable corev1.ResourceList) amounts {
+	out := make(amounts, len(sp)+1)
+	for i, r := range sp {
+		out[i] = units(allocatable[r], r)
+	}
+	out[len(sp)] = allocatable.Pods().Value()
+	return out
+}
+
+// free is what n has left: allocatable − requested (a resource it does not offer has 0 − requested), and the free
+// pod slots.
+func (sp space) free(n *Node) amounts {
+	out := sp.empty(n.Allocatable)
+	for i, r := range sp {
+		out[i] -= n.Requested.units(r)
+	}
+	out[len(sp)] -= int64(n.Pods)
+	return out
+}
+
+// fits is how many pods of need fit in free, and the entry that limits it (the pod slots' only when no resource
+// limits as much).
+func fits(need, free amounts) (int, int) {
+	last := len(free) - 1
+	k, limit := free[last], last
+	for i := range last {
+		if need[i] <= 0 {
+			continue
+		}
+		if q := max(free[i], 0) / need[i]; q < k || q == k && limit == last {
+			k, limit = q, i
 		}
 	}
 	return int(max(k, 0)), limit
 }
 
-// fitsAfter is how many pods of demand fit in free once a pod of taken is there too: fits(demand, names,
-// minus(free, taken)) without making that list (this runs for every pending pod and node).
-func fitsAfter(demand corev1.ResourceList, names []corev1.ResourceName, free, taken corev1.ResourceList) int {
-	k := free.Pods().Value() - 1
-	for _, name := range names {
-		f := free[name].DeepCopy()
-		if t, ok := taken[name]; ok {
-			f.Sub(t)
-		}
-		if q, ok := quotient(f, demand[name], name); ok && q < k {
-			k = q
+// fitsAfter is how many pods of need fit in free once a pod of taken is there too: fits(need, minus(free, taken))
+// without making that room (this runs for every pending pod and node).
+func fitsAfter(need, free, taken amounts) int {
+	k := int64(math.MaxInt64)
+	for i := range free {
+		if need[i] > 0 {
+			k = min(k, max(free[i]-taken[i], 0)/need[i])
 		}
 	}
-	return int(max(k, 0))
+	return int(k)
+}
+
+// fitsIn says whether one pod of need fits in free: in each resource it asks for (as kube-scheduler's NodeResourcesFit,
+// a resource overcommitted but not asked for does not count) and a pod slot.
+func fitsIn(free, need amounts) bool {
+	for i, f := range free {
+		if need[i] > 0 && f < need[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// minus returns free − need, and whether the pod fits (fitsIn).
+func minus(free, need amounts) (amounts, bool) {
+	out := make(amounts, len(free))
+	for i := range free {
+		out[i] = free[i] - need[i]
+	}
+	return out, fitsIn(free, need)
+}
+
+// plus returns free + need.
+func plus(free, need amounts) amounts {
+	out := make(amounts, len(free))
+	for i := range free {
+		out[i] = free[i] + need[i]
+	}
+	return out
 }
 
 // quotient is floor(free/per) in the resource's unit (millicores for cpu), and false when per is not positive.
@@ -61,70 +137,24 @@ func quotient(free, per resource.Quantity, name corev1.ResourceName) (int64, boo
 	return max(f, 0) / p, true
 }
 
-// minus returns free − demand − one pod slot, and whether that is nowhere negative (the pod fits).
-func minus(free, demand corev1.ResourceList) (corev1.ResourceList, bool) {
-	out := free.DeepCopy()
-	ok := true
-	sub := func(k corev1.ResourceName, v resource.Quantity) {
-		q := out[k]
-		q.Sub(v)
-		out[k] = q
-		ok = ok && q.Sign() >= 0
+// units is q in the unit quotas and fits count name in: millicores for cpu, else the integer value.
+func units(q resource.Quantity, name corev1.ResourceName) int64 {
+	if name == corev1.ResourceCPU {
+		return q.MilliValue()
 	}
-	for k, v := range demand {
-		if k != corev1.ResourcePods && !v.IsZero() {
-			sub(k, v)
-		}
-	}
-	sub(corev1.ResourcePods, *resource.NewQuantity(1, resource.DecimalSI))
-	return out, ok
+	return q.Value()
 }
 
-// unitsAfter is minus(free, demand) in the units of names (each at least 0), and whether that pod fits: without
-// copying free (this runs for every node).
-func unitsAfter(free, demand corev1.ResourceList, names []corev1.ResourceName) ([]int64, bool) {
-	left := func(k corev1.ResourceName) resource.Quantity {
-		q := free[k].DeepCopy()
-		if v := demand[k]; k != corev1.ResourcePods && !v.IsZero() {
-			q.Sub(v)
-		}
-		return q
+// quantity is u units of name as a Quantity, in the format its values are usually written in (bytes in powers of 2).
+func quantity(u int64, name corev1.ResourceName) resource.Quantity {
+	switch {
+	case name == corev1.ResourceCPU:
+		return *resource.NewMilliQuantity(u, resource.DecimalSI)
+	case name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage ||
+		strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix):
+		return *resource.NewQuantity(u, resource.BinarySI)
 	}
-	ok := free.Pods().Value() >= 1
-	for k, v := range demand {
-		if k != corev1.ResourcePods && !v.IsZero() {
-			q := left(k)
-			ok = ok && q.Sign() >= 0
-		}
-	}
-	out := make([]int64, len(names))
-	for i, n := range names {
-		if n == corev1.ResourcePods {
-			out[i] = max(free.Pods().Value()-1, 0)
-			continue
-		}
-		q := left(n)
-		out[i] = max(units(q, n), 0)
-	}
-	return out, ok
-}
-
-// fitsIn says whether one pod of demand fits in free (without copying: this runs for every pending pod and node).
-func fitsIn(free, demand corev1.ResourceList) bool {
-	for k, v := range demand {
-		if f := free[k]; k != corev1.ResourcePods && f.Cmp(v) < 0 {
-			return false
-		}
-	}
-	return free.Pods().Value() >= 1
-}
-
-// plus returns free + demand + one pod slot.
-func plus(free, demand corev1.ResourceList) corev1.ResourceList {
-	out := free.DeepCopy()
-	add(out, demand)
-	add(out, corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)})
-	return out
+	return *resource.NewQuantity(u, resource.DecimalSI)
 }
 
 // quantities is a ResourceList in words, sorted: "cpu=50m memory=64Mi".
@@ -137,34 +167,40 @@ func quantities(l corev1.ResourceList) string {
 	return strings.Join(parts, " ")
 }
 
-// add adds b to a. A Quantity may share its *inf.Dec with the object it came from, so a value is deep-copied the
-// first time it enters a.
-func add(a, b corev1.ResourceList) {
-	for k, v := range b {
-		if q, ok := a[k]; ok {
-			q.Add(v)
-			a[k] = q
-		} else {
-			a[k] = v.DeepCopy()
-		}
-	}
+// Free is a node's free room per resource a template demands and its pod slots, as a report shows it: written as a
+// ResourceList ({"cpu": "3500m", "memory": "7Gi", "pods": "109"}). Its names are shared by every node of a report,
+// so that a report of 5,000 nodes holds a few numbers per node, not a map.
+type Free struct {
+	Names []corev1.ResourceName // sorted
+	Units []int64               // per name, in units (millicores for cpu, else the value)
 }
 
-// free is what n has left of each of names (sorted, as Placer.counted): allocatable − requested (a resource it
-// does not offer has 0 − requested), and the free pod slots.
-func free(n *Node, names []corev1.ResourceName) corev1.ResourceList {
-	out := make(corev1.ResourceList, len(names)+1)
-	out[corev1.ResourcePods] = *resource.NewQuantity(n.Allocatable.Pods().Value()-int64(n.Pods), resource.DecimalSI)
-	for _, k := range names {
-		if k == corev1.ResourcePods {
-			continue
-		}
-		q := n.Allocatable[k].DeepCopy()
-		q.Sub(n.Requested.quantity(k))
-		out[k] = q
+// FreeOf is l as a report shows it.
+func FreeOf(l corev1.ResourceList) Free {
+	f := Free{Names: slices.Sorted(maps.Keys(l))}
+	for _, n := range f.Names {
+		f.Units = append(f.Units, units(l[n], n))
+	}
+	return f
+}
+
+// List is f as a ResourceList.
+func (f Free) List() corev1.ResourceList {
+	if f.Names == nil {
+		return nil
+	}
+	out := make(corev1.ResourceList, len(f.Names))
+	for i, n := range f.Names {
+		out[n] = quantity(f.Units[i], n)
 	}
 	return out
 }
+
+// IsZero says f holds nothing (a node not considered), for omitempty.
+func (f Free) IsZero() bool { return f.Names == nil }
+
+// MarshalJSON writes f as its List.
+func (f Free) MarshalJSON() ([]byte, error) { return json.Marshal(f.List()) }
 
 // Requests is what some pods request in sum, per resource, sorted by name, in units (millicores for cpu, else the
 // value rounded up: what kube-scheduler's NodeInfo counts in). A short list, not a ResourceList: a snapshot holds
@@ -188,16 +224,12 @@ func (r *Requests) add(demand corev1.ResourceList) {
 	}
 }
 
-// quantity is the sum of name as a Quantity (0 when no pod requests it).
-func (r Requests) quantity(name corev1.ResourceName) resource.Quantity {
-	var u int64
+// units is the sum of name (0 when no pod requests it).
+func (r Requests) units(name corev1.ResourceName) int64 {
 	if i, ok := r.find(name); ok {
-		u = r[i].Units
+		return r[i].Units
 	}
-	if name == corev1.ResourceCPU {
-		return *resource.NewMilliQuantity(u, resource.DecimalSI)
-	}
-	return *resource.NewQuantity(u, resource.DecimalSI)
+	return 0
 }
 
 // find is where name is in r, or would be.

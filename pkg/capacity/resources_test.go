@@ -1,84 +1,83 @@
 package capacity
 
 import (
-	"reflect"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// TestUnitsAfter: unitsAfter is what minus gives, in units (none below 0), without the copy: whether one pod of
-// demand fits, and what is left of each resource named, the pods among them.
-func TestUnitsAfter(t *testing.T) {
-	names := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, "example.com/gpu"}
-	dec := resource.MustParse("3.5") // a Quantity held as an inf.Dec: its value is shared by its copies
-	dec.AsDec()
+// TestAmounts: a pod fits in a node's room in each resource it asks for and a pod slot, as kube-scheduler's
+// NodeResourcesFit counts (a resource overcommitted but not asked for does not count); fits counts such pods and
+// names the resource that limits them, the pod slots only when nothing else limits as much; fitsAfter is fits after
+// one more pod without making that room; minus and plus never write what they are given.
+func TestAmounts(t *testing.T) {
+	sp := space{"cpu", "example.com/gpu", "memory"}
 	tests := []struct {
-		name         string
-		free, demand corev1.ResourceList
+		name      string
+		free, pod corev1.ResourceList // free's pods are its slots
+		fits      int
+		limit     corev1.ResourceName
+		fitsIn    bool
+		afterSame int // fitsAfter(pod, free, pod)
+		left      string
 	}{
-		{"fits", rl("cpu", "2", "memory", "4Gi", "pods", "3"), rl("cpu", "500m", "memory", "1Gi")},
-		{"cpu short", rl("cpu", "400m", "memory", "4Gi", "pods", "3"), rl("cpu", "500m", "memory", "1Gi")},
-		{"exactly full", rl("cpu", "500m", "memory", "1Gi", "pods", "1"), rl("cpu", "500m", "memory", "1Gi")},
-		{"no pod left", rl("cpu", "2", "memory", "4Gi", "pods", "0"), rl("cpu", "500m")},
-		{"a resource the node lacks", rl("cpu", "2", "pods", "3"), rl("cpu", "1", "example.com/gpu", "1")},
-		{"overcommitted, but not asked for", rl("cpu", "2", "memory", "-1Gi", "pods", "3"), rl("cpu", "1", "memory", "0")},
-		{"pods in the demand count once", rl("cpu", "2", "pods", "1"), rl("cpu", "1", "pods", "5")},
-		{"an inf.Dec quantity", corev1.ResourceList{corev1.ResourceCPU: dec, corev1.ResourcePods: resource.MustParse("2")}, rl("cpu", "1")},
+		{"fits", rl("cpu", "2", "memory", "4Gi", "pods", "3"), rl("cpu", "500m", "memory", "1Gi"), 3, "pods", true, 2, "[1500 0 3221225472 2]"},
+		{"cpu short", rl("cpu", "400m", "memory", "4Gi", "pods", "3"), rl("cpu", "500m", "memory", "1Gi"), 0, "cpu", false, 0, "[-100 0 3221225472 2]"},
+		{"exactly full", rl("cpu", "500m", "memory", "1Gi", "pods", "1"), rl("cpu", "500m", "memory", "1Gi"), 1, "cpu", true, 0, "[0 0 0 0]"},
+		{"no pod slot left", rl("cpu", "2", "memory", "4Gi", "pods", "0"), rl("cpu", "500m"), 0, "pods", false, 0, "[1500 0 4294967296 -1]"},
+		{"a resource the node lacks", rl("cpu", "2", "pods", "3"), rl("cpu", "1", "example.com/gpu", "1"), 0, "example.com/gpu", false, 0, "[1000 -1 0 2]"},
+		{"overcommitted, but not asked for", rl("cpu", "2", "memory", "-1Gi", "pods", "3"), rl("cpu", "1", "memory", "0"), 2, "cpu", true, 1, "[1000 0 -1073741824 2]"},
+		{"pods in the demand count once", rl("cpu", "2", "pods", "1"), rl("cpu", "1", "pods", "5"), 1, "pods", true, 0, "[1000 0 0 0]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := tt.free.DeepCopy()
-			got, ok := unitsAfter(tt.free, tt.demand, names)
-			after, wantOK := minus(tt.free, tt.demand)
-			want := make([]int64, len(names))
-			for i, n := range names {
-				want[i] = max(units(after[n], n), 0)
+			free, need := sp.empty(tt.free), sp.need(tt.pod)
+			before := slices.Clone(free)
+			if k, at := fits(need, free); k != tt.fits || sp.name(at) != tt.limit {
+				t.Errorf("fits = %d limited by %s, want %d by %s", k, sp.name(at), tt.fits, tt.limit)
 			}
-			if ok != wantOK || !slices.Equal(got, want) {
-				t.Errorf("unitsAfter = %v, %v; want minus's %v, %v", got, ok, want, wantOK)
+			if got := fitsIn(free, need); got != tt.fitsIn {
+				t.Errorf("fitsIn = %v, want %v", got, tt.fitsIn)
 			}
-			for k, v := range before {
-				if q := tt.free[k]; q.Cmp(v) != 0 {
-					t.Errorf("free %s changed from %s to %s", k, v.String(), q.String())
-				}
+			if got := fitsAfter(need, free, need); got != tt.afterSame {
+				t.Errorf("fitsAfter = %d, want %d", got, tt.afterSame)
+			}
+			left, ok := minus(free, need)
+			if fmt.Sprint(left) != tt.left || ok != tt.fitsIn {
+				t.Errorf("minus = %v, %v; want %s, %v", left, ok, tt.left, tt.fitsIn)
+			}
+			if k, _ := fits(need, left); ok && k != tt.afterSame {
+				t.Errorf("fits after minus = %d, want fitsAfter's %d", k, tt.afterSame)
+			}
+			if back := plus(left, need); !slices.Equal(back, free) || !slices.Equal(free, before) {
+				t.Errorf("plus(minus(free)) = %v, free now %v, want %v", back, free, before)
 			}
 		})
 	}
 }
 
-// TestOnly: a report shows a node's free list restricted to the demand's resources and pods, a missing one as 0; a
-// list that holds just those is shown as it is (a slot's lists are not written once made), any other is copied.
-func TestOnly(t *testing.T) {
-	names := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
-	tests := []struct {
-		name       string
-		free, want corev1.ResourceList
-		shared     bool
-	}{
-		{name: "just those", free: rl("cpu", "1", "memory", "1Gi", "pods", "3"), want: rl("cpu", "1", "memory", "1Gi", "pods", "3"), shared: true},
-		{name: "one more", free: rl("cpu", "1", "memory", "1Gi", "pods", "3", "example.com/gpu", "1"), want: rl("cpu", "1", "memory", "1Gi", "pods", "3")},
-		{name: "one missing", free: rl("cpu", "1", "pods", "3", "example.com/gpu", "1"), want: rl("cpu", "1", "memory", "0", "pods", "3")},
-		{name: "no pods", free: rl("cpu", "1", "memory", "1Gi", "example.com/gpu", "1"), want: rl("cpu", "1", "memory", "1Gi", "pods", "0")},
+// TestFree: a node's free room reads and writes as the ResourceList it stands for, in the format its values are
+// usually written in, and a node not considered writes nothing.
+func TestFree(t *testing.T) {
+	f := fr("cpu", "3500m", "memory", "7680Mi", "pods", "108", "example.com/gpu", "2", "ephemeral-storage", "-1Gi")
+	got, err := json.Marshal(NodeFit{Name: "n1", Free: f})
+	want := `{"name":"n1","fits":0,"free":{"cpu":"3500m","ephemeral-storage":"-1Gi","example.com/gpu":"2","memory":"7680Mi","pods":"108"}}`
+	if err != nil || string(got) != want {
+		t.Errorf("json = %s, %v; want %s", got, err, want)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := only(tt.free, names)
-			if quantities(got) != quantities(tt.want) {
-				t.Errorf("only() = %s, want %s", quantities(got), quantities(tt.want))
-			}
-			if shared := reflect.ValueOf(got).UnsafePointer() == reflect.ValueOf(tt.free).UnsafePointer(); shared != tt.shared {
-				t.Errorf("only() shares the list: %v, want %v", shared, tt.shared)
-			}
-		})
+	if got, _ := json.Marshal(NodeFit{Name: "n2", Excluded: "cordoned"}); string(got) != `{"name":"n2","fits":0,"excluded":"cordoned"}` {
+		t.Errorf("json of an excluded node = %s, want no free", got)
+	}
+	if got := quantities(f.List()); got != "cpu=3500m ephemeral-storage=-1Gi example.com/gpu=2 memory=7680Mi pods=108" {
+		t.Errorf("List = %s", got)
 	}
 }
 
 // TestRequests: a node's sums stay sorted by name whatever order the pods' demands come in, in the units
-// kube-scheduler counts (millicores for cpu, a part of a byte rounded up), and read back as Quantities, 0 for a
-// resource no pod requests.
+// kube-scheduler counts (millicores for cpu, a part of a byte rounded up), 0 for a resource no pod requests.
 func TestRequests(t *testing.T) {
 	var r Requests
 	r.add(rl("memory", "1Gi", "cpu", "100m"))
@@ -87,9 +86,9 @@ func TestRequests(t *testing.T) {
 	if !slices.Equal(r, want) {
 		t.Errorf("Requests = %v, want %v", r, want)
 	}
-	for name, q := range map[corev1.ResourceName]string{"cpu": "350m", "memory": "1073741826", "example.com/gpu": "1", "ephemeral-storage": "0"} {
-		if got := r.quantity(name); got.String() != q {
-			t.Errorf("quantity(%s) = %s, want %s", name, got.String(), q)
+	for name, u := range map[corev1.ResourceName]int64{"cpu": 350, "memory": 1<<30 + 2, "example.com/gpu": 1, "ephemeral-storage": 0} {
+		if got := r.units(name); got != u {
+			t.Errorf("units(%s) = %d, want %d", name, got, u)
 		}
 	}
 }

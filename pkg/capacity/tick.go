@@ -30,16 +30,16 @@ const unlimited = -1
 // tickPod is the next tick's pod and where it may go.
 type tickPod struct {
 	demand corev1.ResourceList
-	// res are the resources our templates demand; claim c's pod takes claimDemand[c][r] of res[r], in units, and
-	// desc[r] are the claims by that, largest first.
-	res         []corev1.ResourceName
+	need   amounts // demand over the Placer's space
+	// claim c's pod takes claimDemand[c][r] of the Placer's resource r (the pod slots apart), in units, and desc[r]
+	// are the claims by that, largest first.
 	claimDemand [][]int64
 	desc        [][]int
 	on          []*tickRoom // per slot: nil when the tick may not use it
 	ok          []bool      // scratch: the claims counted on a slot
 }
 
-// tickRoom is what our pods may take on a slot the tick may use, in units per res and pod slots: most with this
+// tickRoom is what our pods may take on a slot the tick may use, in units per resource and pod slots: most with this
 // pass's pod gone, beside what is left beyond the tick (fits false when the tick does not fit there even with
 // nothing more of ours). m is, per claim of the slot, how many of its pods fit in most.
 type tickRoom struct {
@@ -58,23 +58,13 @@ func (p *Placer) observeTick() {
 	next := &corev1.Pod{Spec: *tick.Spec.DeepCopy()}
 	next.Spec.NodeName = ""
 	where := newPlacement(&next.Spec)
-	t := &tickPod{demand: Demand(next), on: make([]*tickRoom, len(p.slots)), ok: make([]bool, len(p.claims))}
+	demand := Demand(next)
+	t := &tickPod{demand: demand, need: p.space.need(demand), on: make([]*tickRoom, len(p.slots)), ok: make([]bool, len(p.claims))}
+	pods := len(p.space) // where the pod slots are
 	for _, cl := range p.claims {
-		for _, r := range cl.names {
-			if !slices.Contains(t.res, r) {
-				t.res = append(t.res, r)
-			}
-		}
+		t.claimDemand = append(t.claimDemand, cl.need[:pods])
 	}
-	slices.Sort(t.res)
-	for _, cl := range p.claims {
-		d := make([]int64, len(t.res))
-		for i, r := range t.res {
-			d[i] = units(cl.demand[r], r)
-		}
-		t.claimDemand = append(t.claimDemand, d)
-	}
-	for i := range t.res {
+	for i := range pods {
 		order := make([]int, len(p.claims))
 		for c := range order {
 			order[c] = c
@@ -82,10 +72,10 @@ func (p *Placer) observeTick() {
 		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(t.claimDemand[b][i], t.claimDemand[a][i]) })
 		t.desc = append(t.desc, order)
 	}
-	inUnits := func(l corev1.ResourceList) []int64 {
-		out := make([]int64, len(t.res))
-		for i, r := range t.res {
-			out[i] = max(units(l[r], r), 0)
+	atLeast0 := func(a amounts) []int64 {
+		out := make([]int64, pods)
+		for i := range out {
+			out[i] = max(a[i], 0)
 		}
 		return out
 	}
@@ -95,14 +85,14 @@ func (p *Placer) observeTick() {
 		}
 		most := s.base
 		if s.node.Name == tick.Spec.NodeName {
-			most = plus(s.base, t.demand)
+			most = plus(s.base, t.need)
 		}
-		tr := &tickRoom{most: inUnits(most), mostPods: most.Pods().Value()}
-		if beside, ok := unitsAfter(most, t.demand, t.res); ok {
-			tr.fits, tr.beside, tr.besidePods = true, beside, tr.mostPods-1
+		tr := &tickRoom{most: atLeast0(most), mostPods: most[pods]}
+		if beside, ok := minus(most, t.need); ok {
+			tr.fits, tr.beside, tr.besidePods = true, atLeast0(beside), tr.mostPods-1
 		}
 		for _, c := range s.claims {
-			m, _ := fits(p.claims[c].demand, p.claims[c].names, most)
+			m, _ := fits(p.claims[c].need, most)
 			tr.m = append(tr.m, m)
 		}
 		t.on[k] = tr
