@@ -60,7 +60,7 @@ type claim struct {
 	claimed  int        // unbound + podless
 	waiting  int        // of claimed, those that fit on no node: they wait for one
 	placed   int        // Jobs placed
-	nodes    []NodeFit  // every node, sorted by name, with Excluded set
+	excluded []string   // per node of the Snapshot (its order): why the claim may not use it, "" if it may
 	on       []int      // the slots it may use
 	at       []int      // as on: its place in that slot's claims
 	want     [2]float64 // its cpu and memory, for the score
@@ -70,7 +70,8 @@ type claim struct {
 
 // slot is one node some claim may use.
 type slot struct {
-	node *Node
+	node  *Node
+	index int // node's in the Snapshot
 	// base is allocatable − requested, after others' unbound pods: what the next tick's room is counted on. shown is
 	// base − this pass's placements (what the report shows), free is shown − our claimed pods (where pods go).
 	base, shown, free amounts
@@ -123,7 +124,6 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 		}
 		return p
 	}
-	var excluded [][]string // per claim, per node of the Snapshot: why it may not use it
 	for _, c := range claims {
 		pod := snap.admitted(c.Template)
 		cl := &claim{tpl: c.Template, pod: pod, demand: Demand(pod), perJob: PodsPerJob(c.Template),
@@ -135,17 +135,13 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 		}
 		p.claimed += cl.claimed
 		p.claims = append(p.claims, cl)
-		var why []string
 		if snap.Mode == config.CapacityNodes {
 			where := newPlacement(&pod.Spec)
-			why, cl.nodes = make([]string, 0, len(snap.Nodes)), make([]NodeFit, 0, len(snap.Nodes))
+			cl.excluded = make([]string, len(snap.Nodes))
 			for j := range snap.Nodes {
-				why = append(why, where.excluded(&snap.Nodes[j]))
-				cl.nodes = append(cl.nodes, NodeFit{Name: snap.Nodes[j].Name, Excluded: why[j]})
+				cl.excluded[j] = where.excluded(&snap.Nodes[j])
 			}
-			slices.SortFunc(cl.nodes, func(a, b NodeFit) int { return cmp.Compare(a.Name, b.Name) })
 		}
-		excluded = append(excluded, why)
 	}
 	p.space = p.counted()
 	for i, r := range scored {
@@ -163,11 +159,11 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 		for j := range snap.Nodes {
 			var s *slot
 			for c, cl := range p.claims {
-				if excluded[c][j] != "" {
+				if cl.excluded[j] != "" {
 					continue
 				}
 				if s == nil {
-					s = &slot{node: &snap.Nodes[j], base: p.space.free(&snap.Nodes[j])}
+					s = &slot{node: &snap.Nodes[j], index: j, base: p.space.free(&snap.Nodes[j])}
 					p.slots = append(p.slots, s)
 				}
 				cl.on, cl.at = append(cl.on, len(p.slots)-1), append(cl.at, len(s.claims))
@@ -431,6 +427,7 @@ func (p *Placer) Report(i int) Report {
 	}
 	if p.snap.Mode == config.CapacityNodes {
 		r.Fit, r.Binding = p.reportNodes(i, &r)
+		slices.SortFunc(r.Nodes, func(a, b NodeFit) int { return cmp.Compare(a.Name, b.Name) }) // whatever the Snapshot's order
 		if p.grow != nil {
 			more, why := p.grow.report(i, cl, &r)
 			r.Fit, r.Binding = r.Fit+more, r.Binding+"; "+why
@@ -461,7 +458,10 @@ func (p *Placer) Report(i int) Report {
 // reportNodes is the node side of Report(i): the Jobs that fit, and why.
 func (p *Placer) reportNodes(i int, r *Report) (int, string) {
 	cl := p.claims[i]
-	r.Nodes = slices.Clone(cl.nodes)
+	r.Nodes = make([]NodeFit, len(p.snap.Nodes)) // in the Snapshot's order: Report sorts them
+	for j := range p.snap.Nodes {
+		r.Nodes[j] = NodeFit{Name: p.snap.Nodes[j].Name, Excluded: cl.excluded[j]}
+	}
 	if len(cl.on) == 0 {
 		return 0, "no Ready, schedulable node matches the template"
 	}
@@ -475,8 +475,7 @@ func (p *Placer) reportNodes(i int, r *Report) (int, string) {
 		l := string(p.space.name(bound))
 		limits[l]++
 		lim = l
-		j, _ := slices.BinarySearchFunc(r.Nodes, s.node.Name, func(nf NodeFit, name string) int { return cmp.Compare(nf.Name, name) })
-		r.Nodes[j].Fits, r.Nodes[j].Limit, r.Nodes[j].Free = shown, l, p.shown(cl, s.shown)
+		r.Nodes[s.index].Fits, r.Nodes[s.index].Limit, r.Nodes[s.index].Free = shown, l, p.shown(cl, s.shown)
 		at := slices.Index(s.claims, i)
 		for _, pd := range s.pending {
 			r.Pending = append(r.Pending, PendingFit{Pod: pd.pod, Node: s.node.Name, Costs: pd.costs[at]})
