@@ -10,14 +10,16 @@
 // defaults, RuntimeClass overhead), summing per node, the quota headroom, the room kept for the next tick, and the
 // report.
 //
-// The files, by job: mode.go is the Mode interface and the registry of the modes (Modes), and mode_<name>.go one
-// mode each; observe.go reads the cluster (nodes, pods, quotas, the pass's own pod); admission.go is what the
-// API server adds to the template at admission (LimitRange defaults, RuntimeClass); demand.go is one pod's and one
-// Job's demand; quotascope.go is which ResourceQuotas apply to a pod (their scopes); resources.go is ResourceList
-// arithmetic; fit.go is Fit and which nodes a pod may use; placer.go is the Placer (nodes and quota); tick.go is the
-// room kept for the next tick; report.go is the Report; grow.go is the room an autoscaler can still add (mode
-// autoscale), on what the sub-package autoscale reads (Karpenter's NodePools and NodeClaims, the
-// cluster-autoscaler's status, the Events of our Unschedulable pods) and matches (a pod against a NodePool).
+// The files, by job: mode.go is the Mode interface and the registry of the modes (Modes), and mode_<name>.go one mode
+// each; observe.go reads the cluster (nodes, pods, quotas, the pass's own pod); admission.go is what the API server
+// adds to the template at admission (LimitRange defaults, RuntimeClass); demand.go is one pod's and one Job's demand;
+// quotascope.go is which ResourceQuotas apply to a pod (their scopes); resources.go is the arithmetic of room: a node's
+// free room and a pod's need as int64 amounts over the resources the pass's pods demand, in kube-scheduler's own units
+// (a map per node was most of a pass's memory at 5,000 nodes), a node's requests (Requests) and a report's free room
+// (Free); fit.go is Fit and which nodes a pod may use; placer.go is the Placer (nodes and quota); tick.go is the room
+// kept for the next tick; report.go is the Report; grow.go is the room an autoscaler can still add (mode autoscale), on
+// what the sub-package autoscale reads (Karpenter's NodePools and NodeClaims, the cluster-autoscaler's status, the
+// Events of our Unschedulable pods) and matches (a pod against a NodePool).
 //
 // # Capacity modes
 //
