@@ -166,6 +166,18 @@ func TestPlacer(t *testing.T) {
 			},
 		},
 		{
+			name: "a template that asks for no cpu goes by the memory left", snap: nodes(node("n1", func(n *Node) { n.Requested = req("memory", "6Gi") }), node("n2", func(n *Node) { n.Requested = req("cpu", "3", "memory", "2Gi") })),
+			claims: []Claim{{Template: job(spec(func(s *corev1.PodSpec) { s.Containers[0].Resources.Requests = rl("memory", "1Gi") }))}},
+			seq:    "AA", want: "TT",
+			report: []Report{
+				{Fit: 6, Binding: "nodes: 6 more fit on 2 nodes (limited by memory on 2)", Demand: rl("memory", "1Gi"),
+					Nodes: []NodeFit{
+						{Name: "n1", Fits: 2, Limit: "memory", Free: fr("memory", "2Gi", "pods", "110")},
+						{Name: "n2", Fits: 4, Limit: "memory", Free: fr("memory", "4Gi", "pods", "108")},
+					}},
+			},
+		},
+		{
 			name: "a tie goes to the first node", snap: nodes(node("n1"), node("n2")),
 			claims: []Claim{{Template: job(cpus("1"))}},
 			seq:    "A", want: "T",

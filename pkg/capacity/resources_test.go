@@ -62,16 +62,16 @@ func TestAmounts(t *testing.T) {
 // TestFree: a node's free room reads and writes as the ResourceList it stands for, in the format its values are
 // usually written in, and a node not considered writes nothing.
 func TestFree(t *testing.T) {
-	f := fr("cpu", "3500m", "memory", "7680Mi", "pods", "108", "example.com/gpu", "2", "ephemeral-storage", "-1Gi")
+	f := fr("cpu", "3500m", "memory", "7680Mi", "pods", "108", "example.com/gpu", "2", "ephemeral-storage", "-1Gi", "hugepages-2Mi", "4Mi")
 	got, err := json.Marshal(NodeFit{Name: "n1", Free: f})
-	want := `{"name":"n1","fits":0,"free":{"cpu":"3500m","ephemeral-storage":"-1Gi","example.com/gpu":"2","memory":"7680Mi","pods":"108"}}`
+	want := `{"name":"n1","fits":0,"free":{"cpu":"3500m","ephemeral-storage":"-1Gi","example.com/gpu":"2","hugepages-2Mi":"4Mi","memory":"7680Mi","pods":"108"}}`
 	if err != nil || string(got) != want {
 		t.Errorf("json = %s, %v; want %s", got, err, want)
 	}
 	if got, _ := json.Marshal(NodeFit{Name: "n2", Excluded: "cordoned"}); string(got) != `{"name":"n2","fits":0,"excluded":"cordoned"}` {
 		t.Errorf("json of an excluded node = %s, want no free", got)
 	}
-	if got := quantities(f.List()); got != "cpu=3500m ephemeral-storage=-1Gi example.com/gpu=2 memory=7680Mi pods=108" {
+	if got := quantities(f.List()); got != "cpu=3500m ephemeral-storage=-1Gi example.com/gpu=2 hugepages-2Mi=4Mi memory=7680Mi pods=108" {
 		t.Errorf("List = %s", got)
 	}
 }
