@@ -132,16 +132,22 @@ func (f *Feed[O, L, K, T]) follow(ctx context.Context, w *watchtools.RetryWatche
 			f.Changes.notify()
 			return
 		}
-		f.apply(ev)
+		f.apply(ctx, ev)
 	}
 }
 
-func (f *Feed[O, L, K, T]) apply(ev watch.Event) {
+// apply applies ev, unless the watch it came from was stopped (ctx, checked holding the feed: once Stop has
+// returned, no event of that watch is applied, over a list that replaced its items or otherwise).
+func (f *Feed[O, L, K, T]) apply(ctx context.Context, ev watch.Event) {
 	m, err := meta.Accessor(ev.Object)
 	if err != nil {
 		return
 	}
 	f.mu.Lock()
+	if ctx.Err() != nil {
+		f.mu.Unlock()
+		return
+	}
 	f.rv = m.GetResourceVersion()
 	if ev.Type != watch.Bookmark {
 		k := f.keyOf(m)

@@ -180,3 +180,28 @@ func TestFeedMadeAndGone(t *testing.T) {
 		t.Errorf("%d LISTs, want 1", lists)
 	}
 }
+
+// TestFeedStoppedWatch: an event of a watch that was stopped is not applied, even when it arrives after the list
+// that replaced the items (its goroutine may have received it before the Stop).
+func TestFeedStoppedWatch(t *testing.T) {
+	c := fake.NewClientset(job("a"))
+	lists := 0
+	listAt(c, "5", &lists)
+	f := jobFeed(c, nil)
+	f.Watch = false // the test applies the events itself
+	ctx := context.Background()
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stopped, stop := context.WithCancel(ctx)
+	stop()
+	f.apply(stopped, watch.Event{Type: watch.Added, Object: job("late")})
+	f.apply(stopped, watch.Event{Type: watch.Deleted, Object: job("a")})
+	if got, _ := Sorted(f); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("items %v after a stopped watch's events, want [a]", got)
+	}
+	f.apply(ctx, watch.Event{Type: watch.Added, Object: job("b")})
+	if got, _ := Sorted(f); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("items %v after a running watch's event, want [a b]", got)
+	}
+}
