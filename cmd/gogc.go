@@ -11,7 +11,7 @@ import (
 // heap is cheap. Once it creates, it holds the Jobs it renders and allocates per request, and the API server on the
 // same cores can use the CPU a tight collector would spend: the creates collect at Go's default. A fill run goes
 // back to 25% after each pass: between passes it holds what it follows (every non-terminal pod of the cluster,
-// about 75 B each: BenchmarkFollowedPods), and at Go's default the watch's garbage could grow the heap to twice
+// about 50 B each: BenchmarkFollowedPods), and at Go's default the watch's garbage could grow the heap to twice
 // that while it waits. GOGC, when set, decides alone.
 const (
 	gcListing  = 25

@@ -191,6 +191,10 @@ type held struct {
 	shapeOf map[heldShapeKey]uint32
 	shapes  []heldShape
 	self    podKey // the tick pod's key, once seen
+	// extras are the podExtra of the few pods that have one (those waiting for a node, the tick pod), by key: apart,
+	// so that a heldPod is 8 bytes (a map of 150,000 takes 47 bytes a pod, not 70). hold sets and clears a pod's as
+	// the feed's watch changes it (holding the feed); addHeld drops those of pods no longer followed.
+	extras map[podKey]*podExtra
 }
 
 // heldShape is what pods of one shape share: their demand, and whether they are being deleted and are ours.
@@ -218,10 +222,9 @@ func keyOf(m metav1.Object) podKey {
 }
 
 // heldPod is what a Follow keeps of a pod between passes (a podRecord, compact): its node and shape by index in
-// held, 16 bytes with the rare podExtra: BenchmarkFollowedPods.
+// held, 8 bytes (its podExtra, if any, is in held.extras): BenchmarkFollowedPods.
 type heldPod struct {
 	node, shape uint32
-	*podExtra
 }
 
 // hold is r, the record of the pod of key k, kept.
@@ -245,20 +248,41 @@ func (h *held) hold(k podKey, r podRecord) heldPod {
 	if r.podExtra != nil && r.Self != nil {
 		h.self = k
 	}
-	return heldPod{node: node, shape: shape, podExtra: r.podExtra}
+	if r.podExtra != nil {
+		if h.extras == nil {
+			h.extras = map[podKey]*podExtra{}
+		}
+		h.extras[k] = r.podExtra
+	} else {
+		delete(h.extras, k)
+	}
+	return heldPod{node: node, shape: shape}
 }
 
-// record is p's podRecord (its demand shared with every pod of its shape: add only reads it).
-func (h *held) record(p heldPod) podRecord {
+// record is the podRecord of p, the pod of key k (its demand shared with every pod of its shape: add only reads
+// it).
+func (h *held) record(k podKey, p heldPod) podRecord {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	sh := h.shapes[p.shape]
-	return podRecord{Node: h.nodes[p.node], Demand: sh.demand, Deleting: sh.deleting, Ours: sh.ours, podExtra: p.podExtra}
+	return podRecord{Node: h.nodes[p.node], Demand: sh.demand, Deleting: sh.deleting, Ours: sh.ours, podExtra: h.extras[k]}
 }
 
-// addHeld adds every pod the feed keeps to agg.
+// addHeld adds every pod the feed keeps to agg, and drops the extras of pods it no longer keeps (deleted, or gone
+// from a list that replaced the watch's).
 func (f *Follow) addHeld(agg *aggregator) {
-	f.pods.Range(func(_ podKey, p heldPod) { agg.add(f.held.record(p)) })
+	kept := map[podKey]*podExtra{}
+	f.pods.Range(func(k podKey, p heldPod) {
+		r := f.held.record(k, p)
+		if r.podExtra != nil {
+			kept[k] = r.podExtra
+		}
+		agg.add(r)
+	}, func() { // still holding the feed: no hold has run since
+		f.held.mu.Lock()
+		f.held.extras = kept
+		f.held.mu.Unlock()
+	})
 }
 
 // selfSpec is the tick pod's spec, while the feed has it.
@@ -266,8 +290,13 @@ func (f *Follow) selfSpec() *corev1.PodSpec {
 	f.held.mu.Lock()
 	k := f.held.self
 	f.held.mu.Unlock()
-	if p, ok := f.pods.Get(k); ok && p.podExtra != nil {
-		return p.Self
+	if _, ok := f.pods.Get(k); !ok {
+		return nil
+	}
+	f.held.mu.Lock()
+	defer f.held.mu.Unlock()
+	if e := f.held.extras[k]; e != nil {
+		return e.Self
 	}
 	return nil
 }

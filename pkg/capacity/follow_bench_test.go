@@ -101,7 +101,7 @@ func BenchmarkFollowedPods(b *testing.B) {
 			return pods
 		})
 		n := 0
-		pods.Range(func(podKey, heldPod) { n++ })
+		pods.Range(func(podKey, heldPod) { n++ }, nil)
 		if n != numPods {
 			b.Fatalf("the feed keeps %d pods, want %d", n, numPods)
 		}

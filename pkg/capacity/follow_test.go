@@ -3,6 +3,7 @@ package capacity
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -169,8 +170,9 @@ func TestFollowedRecord(t *testing.T) {
 		if k := keyOf(p); uuid.UUID(k).String() != string(p.UID) {
 			t.Errorf("%s/%s is kept by key %x; want its UID %s", p.Namespace, p.Name, k, p.UID)
 		}
-		h := f.held.hold(keyOf(p), r)
-		return h, f.held.record(h)
+		k := keyOf(p)
+		h := f.held.hold(k, r)
+		return h, f.held.record(k, h)
 	}
 	ha, a := rec(kubePod("other", "a", "node-1", corev1.PodRunning, rl("cpu", "1")))
 	hb, b := rec(kubePod("other", "b", strings.Clone("node-1"), corev1.PodRunning, rl("cpu", "1000m")))
@@ -198,8 +200,8 @@ func TestFollowedRecord(t *testing.T) {
 		t.Errorf("pods of 1 CPU, one being deleted and one ours, are kept as shapes %d, %d, %d (deleting %v %v %v, ours %v %v %v); "+
 			"want three, each read back as it was", ha.shape, hg.shape, hh.shape, a.Deleting, g.Deleting, h.Deleting, a.Ours, g.Ours, h.Ours)
 	}
-	if ha.podExtra != nil {
-		t.Errorf("a bound pod keeps %+v; want only its node and demand", *ha.podExtra)
+	if a.podExtra != nil || len(f.held.extras) != 0 {
+		t.Errorf("a bound pod keeps %+v (extras %v); want only its node and demand", a.podExtra, f.held.extras)
 	}
 	waiting := kubePod("other", "d", "", corev1.PodPending, rl("cpu", "1"))
 	waiting.Spec.NodeSelector = map[string]string{"zone": "a"}
@@ -248,6 +250,57 @@ func TestFollowedTickPod(t *testing.T) {
 		if l, ok := a.(k8stesting.ListAction); ok && l.GetResource().Resource == "pods" && l.GetNamespace() == "work" {
 			t.Errorf("a fill run listed pods in work (%v): the tick pod is among those it follows", l.GetListRestrictions().Fields)
 		}
+	}
+}
+
+// TestFollowedExtras: what a Follow keeps beside a followed pod's node and shape (its name and placement while it
+// waits for a node, the tick pod's spec) lives as long as it is needed: a pod bound since, or gone, keeps none.
+func TestFollowedExtras(t *testing.T) {
+	pod := func(ns, name, node string) *corev1.Pod {
+		p := kubePod(ns, name, node, corev1.PodRunning, rl("cpu", "100m"))
+		p.UID = types.UID(uuid.NewString())
+		return p
+	}
+	tick, waiting, gone := pod("work", "tick-1", "n1"), pod("other", "waiting", ""), pod("other", "gone", "")
+	client := testkit.NewFake(kubeNode("n1", corev1.ConditionTrue, rl("cpu", "8", "memory", "16Gi", "pods", "110")), tick, waiting, gone)
+	ctx := context.Background()
+	o := Options{Mode: config.CapacityNodes, Scheduler: "s", Self: "tick-1", Follow: &Follow{Changes: &follow.Changes{}}}
+	defer o.Follow.Stop()
+	extras := func() []string {
+		var names []string
+		for _, e := range o.Follow.held.extras {
+			names = append(names, e.Name)
+		}
+		slices.Sort(names)
+		return names
+	}
+	pending := func(s *Snapshot) []string {
+		var names []string
+		for _, p := range s.Pending {
+			names = append(names, p.Name)
+		}
+		return names
+	}
+	snap, err := Observe(ctx, client, "work", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pending(snap); !slices.Equal(got, []string{"gone", "waiting"}) || !slices.Equal(extras(), []string{"gone", "tick-1", "waiting"}) {
+		t.Errorf("first pass: pending %v, extras kept %v; want [gone waiting], [gone tick-1 waiting]", got, extras())
+	}
+	waiting.Spec.NodeName = "n1"
+	if _, err := client.CoreV1().Pods("other").Update(ctx, waiting, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.CoreV1().Pods("other").Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o.Follow.pods.Stop() // the next Observe lists them afresh, as after a lost watch
+	if snap, err = Observe(ctx, client, "work", o); err != nil {
+		t.Fatal(err)
+	}
+	if got := pending(snap); len(got) != 0 || !slices.Equal(extras(), []string{"tick-1"}) || snap.NextPassPod == nil {
+		t.Errorf("once bound and gone: pending %v, extras kept %v, tick pod %v; want none, [tick-1], found", got, extras(), snap.NextPassPod != nil)
 	}
 }
 

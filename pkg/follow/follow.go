@@ -251,12 +251,16 @@ func Sorted[O, L, T any](f *Feed[O, L, string, T]) ([]T, string) {
 	return out, f.rv
 }
 
-// Range calls fn with every key and summary, in no order, holding the feed (fn must not call it).
-func (f *Feed[O, L, K, T]) Range(fn func(K, T)) {
+// Range calls each with every key and summary, in no order, then done (when not nil), holding the feed: no change
+// is applied meanwhile (neither may call the feed).
+func (f *Feed[O, L, K, T]) Range(each func(K, T), done func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for k, v := range f.items {
-		fn(k, v)
+		each(k, v)
+	}
+	if done != nil {
+		done()
 	}
 }
 
