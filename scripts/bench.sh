@@ -39,7 +39,8 @@
 # (default a225b90, every refill a whole pass), BENCH_FILL_NODES (sizes, default 500,5000; 0: none), BENCH_FILL_PODS_PER_NODE (30),
 # BENCH_FILL_ROWS (40), BENCH_FILL_TIMEOUT (a refill run's pass --timeout, seconds, default 30), BENCH_FILL_BUDGET (seconds to grow the cluster to a size, default 1800), BENCH_THROUGHPUT_NODES
 # (1000), BENCH_THROUGHPUT_ROWS (10000; 0: no throughput rows), BENCH_THROUGHPUT_ACTIVE (1000),
-# BENCH_THROUGHPUT_TIMEOUT (a pass's --timeout, seconds, default 60), BENCH_FILL_NOTE (a line
+# BENCH_THROUGHPUT_TIMEOUT (a pass's --timeout, seconds, default 60), BENCH_THROUGHPUT_ROUNDS (rounds of both
+# fills, each between two bare loops, default 1; above 1 a median ratio per fill), BENCH_FILL_NOTE (a line
 # the results must carry, e.g. why a size was left out), BENCH_FILL_RESULTS
 # (default scripts/bench/results/fill.md).
 set -euo pipefail

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,10 +52,11 @@ import (
 //   - throughput, at BENCH_THROUGHPUT_NODES (1000): a fill run of this build draining BENCH_THROUGHPUT_ROWS (10,000)
 //     rows of tasks of 1 s, capacity: nodes, maxActive BENCH_THROUGHPUT_ACTIVE (1,000; maxPerTick twice that: room
 //     binds each pass), each pass's --timeout BENCH_THROUGHPUT_TIMEOUT seconds (60), with one queue and with five,
-//     each just after a bare client-go loop (16 workers, as jobsched's creates; no client-side limit; through a
-//     counting proxy as jobsched's requests go) creating the
-//     same 10,000 Jobs: Jobs per second (created / from the start to the last create), the ratio, and the calls per refill
-//     pass. With maxActive 1,000 a fill creates as Jobs end (the cluster's pace of completing them binds it); with
+//     each between two bare client-go loops (16 workers, as jobsched's creates; no client-side limit; through a
+//     counting proxy as jobsched's requests go) creating the same 10,000 Jobs: Jobs per second (created / from the
+//     start to the last create), the ratio to the mean of those two loops, and the calls per refill pass; with
+//     BENCH_THROUGHPUT_ROUNDS (1) above 1, that many rounds of both fills, each between two loops, and per number of
+//     queues a row with the median of its rounds' ratios. With maxActive 1,000 a fill creates as Jobs end (the cluster's pace of completing them binds it); with
 //     maxActive 10,000 (and a --timeout a pass of 10,000 creates fits in) one pass creates them all, at the API
 //     server's pace, as the bare loop does.
 // Growing the cluster stops at BENCH_FILL_BUDGET seconds (default 1800) per size; a size not reached is measured at
@@ -487,22 +489,13 @@ func (b *bench) throughput(size string) ([]row, error) {
 	var bareRates []float64 // each bare loop's, in order
 	type fillAt struct {
 		row    int     // its row
+		queues int     // 0: none
 		rate   float64 // Jobs/s
 		before int     // bare loops run before it
 	}
 	var fills []fillAt
 	err := func() error {
-		for _, v := range []struct {
-			what   string
-			queues int
-			bare   bool
-		}{
-			{what: bareWhat + ", before one queue", bare: true},
-			{what: "one queue"},
-			{what: bareWhat + ", between one queue and five", bare: true},
-			{what: "five queues", queues: 5},
-			{what: bareWhat + ", after five queues", bare: true},
-		} {
+		for _, v := range throughputRuns(bareWhat, envInt("BENCH_THROUGHPUT_ROUNDS", 1)) {
 			if err := b.clearJobs(ns); err != nil {
 				return err
 			}
@@ -569,7 +562,7 @@ func (b *bench) throughput(size string) ([]row, error) {
 			if len(calls) > 0 {
 				per = fmt.Sprintf("%.0f calls per refill pass, %.0f of them not a Job's create or delete nor an Event (median of %d)", medianOf(calls), medianOf(other), len(calls))
 			}
-			fills = append(fills, fillAt{row: len(rows), rate: rate, before: len(bareRates)})
+			fills = append(fills, fillAt{row: len(rows), queues: v.queues, rate: rate, before: len(bareRates)})
 			rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s rows of 1 s tasks, maxActive %s, capacity nodes: `tick --fill-for --timeout %s`, %s (%d passes)", size, thousands(n), thousands(active), timeout, v.what, len(r.passes)),
 				jobsched: fmt.Sprintf("%.0f Jobs/s (%d created in %s, %.0f%% of it in passes, the rest waiting for a Job to end; unfinished Jobs %.0f of %d on average until the last create; %s; peak RSS %.1f MB, CPU %.1f s; CPU until the last create's pass ended: %s)",
 					rate, created, ms(lastAt), 100*inPasses.Seconds()/lastAt.Seconds(), r.slots.mean(r.start, r.start.Add(lastAt)), active, per, r.rssMB, r.cpu.Seconds(), r.cpuAt[last].since(r.cpu0)), load: load})
@@ -579,13 +572,82 @@ func (b *bench) throughput(size string) ([]row, error) {
 		}
 		return nil
 	}()
-	for _, f := range fills { // a fill's reference: the bare loops on either side of it (one, if the other failed)
-		rows[f.row].reference, rows[f.row].ratio = bareReference(f.rate, bareRates[:min(f.before+1, len(bareRates))][max(f.before-1, 0):])
+	// A fill's reference: the bare loops on either side of it (one, if the other failed).
+	ratios := map[int][]float64{} // each fill's ratio, by its queues
+	for _, f := range fills {
+		around := bareRates[:min(f.before+1, len(bareRates))][max(f.before-1, 0):]
+		rows[f.row].reference, rows[f.row].ratio = bareReference(f.rate, around)
+		if len(around) > 0 {
+			ratios[f.queues] = append(ratios[f.queues], f.rate/meanOf(around))
+		}
 	}
+	rows = append(rows, roundsMedians(size, ratios)...)
 	if err != nil {
 		return rows, err
 	}
 	return rows, b.clearJobs(ns)
+}
+
+// throughputRun is one run of the throughput part: a bare loop, or a fill with queues queues (0: none).
+type throughputRun struct {
+	what   string
+	queues int
+	bare   bool
+}
+
+// throughputRuns is the order of the throughput part's runs: a bare loop, then each round's fill with one queue, a
+// bare loop, its fill with five queues and a bare loop; each fill has a bare loop on either side.
+func throughputRuns(bareWhat string, rounds int) []throughputRun {
+	runs := []throughputRun{{what: bareWhat + ", before one queue", bare: true}}
+	for r := 1; r <= max(rounds, 1); r++ {
+		round := ""
+		if rounds > 1 {
+			round = fmt.Sprintf(", round %d", r)
+		}
+		after := ", after five queues"
+		if r < rounds {
+			after = ", between five queues and one"
+		}
+		runs = append(runs,
+			throughputRun{what: "one queue" + round},
+			throughputRun{what: bareWhat + ", between one queue and five" + round, bare: true},
+			throughputRun{what: "five queues" + round, queues: 5},
+			throughputRun{what: bareWhat + after + round, bare: true})
+	}
+	return runs
+}
+
+// roundsMedians is a row per number of queues with more than one fill: the median of their ratios to the bare loops
+// around each.
+func roundsMedians(size string, ratios map[int][]float64) []row {
+	var rows []row
+	for _, q := range slices.Sorted(maps.Keys(ratios)) {
+		rs := ratios[q]
+		if len(rs) < 2 {
+			continue
+		}
+		what := "one queue"
+		if q > 0 {
+			what = fmt.Sprintf("%d queues", q)
+		}
+		each := make([]string, len(rs))
+		for i, r := range rs {
+			each[i] = fmt.Sprintf("%.2f", r)
+		}
+		rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s: the median over %d rounds", size, what, len(rs)),
+			jobsched: "each round's ratio to the bare loops around it: " + strings.Join(each, ", "),
+			ratio:    fmt.Sprintf("%.2f of bare", medianOf(rs))})
+	}
+	return rows
+}
+
+// meanOf is the mean of xs (not empty).
+func meanOf(xs []float64) float64 {
+	sum := 0.0
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
 }
 
 // bareReference is a fill's reference and ratio cells: the target, the bare loops' rates around it and their mean.
@@ -594,9 +656,8 @@ func bareReference(rate float64, bare []float64) (string, string) {
 	if len(bare) == 0 {
 		return ref, ""
 	}
-	mean, each := 0.0, make([]string, len(bare))
+	mean, each := meanOf(bare), make([]string, len(bare))
 	for i, r := range bare {
-		mean += r / float64(len(bare))
 		each[i] = fmt.Sprintf("%.0f", r)
 	}
 	ref += fmt.Sprintf("; bare client, just before and just after: %s Jobs/s, mean %.0f", strings.Join(each, " and "), mean)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -171,6 +172,45 @@ func TestBareReference(t *testing.T) {
 	}
 	if ref, ratio := bareReference(40, nil); ratio != "" || strings.Contains(ref, "bare") {
 		t.Errorf("bareReference with no bare loop = %q, %q; want the target alone", ref, ratio)
+	}
+}
+
+// TestThroughputRuns: one round is a bare loop, one queue, a bare loop, five queues, a bare loop; each round more
+// adds a fill of each between bare loops.
+func TestThroughputRuns(t *testing.T) {
+	for _, rounds := range []int{0, 1, 2, 3} {
+		runs := throughputRuns("bare", rounds)
+		if want := 1 + 4*max(rounds, 1); len(runs) != want {
+			t.Fatalf("rounds %d: %d runs, want %d", rounds, len(runs), want)
+		}
+		for i, r := range runs {
+			if r.bare != (i%2 == 0) {
+				t.Errorf("rounds %d: run %d (%q) bare = %v: every fill must have a bare loop on either side", rounds, i, r.what, r.bare)
+			}
+			if want := map[int]int{1: 0, 3: 5}[i%4]; !r.bare && r.queues != want {
+				t.Errorf("rounds %d: run %d (%q) has %d queues, want %d", rounds, i, r.what, r.queues, want)
+			}
+			if rounds > 1 && i > 0 && !strings.Contains(r.what, fmt.Sprintf("round %d", (i+3)/4)) {
+				t.Errorf("rounds %d: run %d is %q: no round %d", rounds, i, r.what, (i+3)/4)
+			}
+		}
+		if !strings.Contains(runs[len(runs)-1].what, "after five queues") {
+			t.Errorf("rounds %d: the last run is %q", rounds, runs[len(runs)-1].what)
+		}
+	}
+}
+
+// TestRoundsMedians: a row per number of queues run more than once, with the median of its ratios.
+func TestRoundsMedians(t *testing.T) {
+	rows := roundsMedians("1,000 nodes", map[int][]float64{0: {0.9, 0.7, 0.8}, 5: {0.6, 1.0}, 2: {0.5}})
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2 (a queue count run once has none): %v", len(rows), rows)
+	}
+	if r := rows[0]; !strings.Contains(r.what, "one queue: the median over 3 rounds") || r.ratio != "0.80 of bare" || !strings.Contains(r.jobsched, "0.90, 0.70, 0.80") {
+		t.Errorf("one queue: %+v", r)
+	}
+	if r := rows[1]; !strings.Contains(r.what, "5 queues: the median over 2 rounds") || r.ratio != "0.80 of bare" {
+		t.Errorf("five queues: %+v", r)
 	}
 }
 
