@@ -56,9 +56,9 @@ import (
 //     counting proxy as jobsched's requests go) creating the same 10,000 Jobs: Jobs per second (created / from the
 //     start to the last create), the ratio to the mean of those two loops, and the calls per refill pass; with
 //     BENCH_THROUGHPUT_ROUNDS (1) above 1, that many rounds of both fills, each between two loops, and per number of
-//     queues a row with the median of its rounds' ratios. With maxActive 1,000 a fill creates as Jobs end (the cluster's pace of completing them binds it); with
-//     maxActive 10,000 (and a --timeout a pass of 10,000 creates fits in) one pass creates them all, at the API
-//     server's pace, as the bare loop does.
+//     queues a row with the median of its rounds' ratios. With maxActive 1,000 a fill creates as Jobs end (the
+//     cluster's pace of completing them binds it); with maxActive 10,000 (and a --timeout a pass of 10,000 creates
+//     fits in) one pass creates them all, at the API server's pace, as the bare loop does.
 // Growing the cluster stops at BENCH_FILL_BUDGET seconds (default 1800) per size; a size not reached is measured at
 // what was made, and the results say so. The controller-manager must run (the Jobs make pods), so bench.sh runs this
 // part before it stops it. Results: BENCH_FILL_RESULTS (default scripts/bench/results/fill.md), written by the run.
