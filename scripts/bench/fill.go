@@ -32,6 +32,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/scheduler"
+	"github.com/jobsched/jobsched/pkg/testkit/apicalls"
 	"github.com/jobsched/jobsched/pkg/testkit/kwokkit"
 	"github.com/jobsched/jobsched/pkg/testkit/runinfo"
 )
@@ -506,6 +507,10 @@ func (b *bench) throughput(size string) ([]row, error) {
 			if err != nil {
 				return err
 			}
+			api0, err := b.apiNow()
+			if err != nil {
+				return err
+			}
 			load := runinfo.LoadAvg(1)
 			if v.bare {
 				cfg, err := config.Load(cfgFile, "")
@@ -526,7 +531,11 @@ func (b *bench) throughput(size string) ([]row, error) {
 				}
 				rate := float64(n) / d.Seconds()
 				bareRates = append(bareRates, rate)
-				rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s Jobs: %s", size, thousands(n), v.what), jobsched: fmt.Sprintf("%.0f Jobs/s (%s; CPU meanwhile: %s)", rate, ms(d), used), load: load})
+				api, err := b.apiNow()
+				if err != nil {
+					return err
+				}
+				rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s Jobs: %s", size, thousands(n), v.what), jobsched: fmt.Sprintf("%.0f Jobs/s (%s; CPU meanwhile: %s; %s)", rate, ms(d), used, api.since(api0)), load: load})
 				continue
 			}
 			progress("  throughput at %s: %s, %d rows…", size, v.what, n)
@@ -535,6 +544,10 @@ func (b *bench) throughput(size string) ([]row, error) {
 				minPasses = 1 // one pass may make them all and read the backlog empty
 			}
 			r, err := b.fillRunOf(b.bin, cfgFile, ns, table, n, minPasses, "--fill-for", fillFor, "--timeout", timeout)
+			if err != nil {
+				return err
+			}
+			api, err := b.apiNow()
 			if err != nil {
 				return err
 			}
@@ -564,8 +577,8 @@ func (b *bench) throughput(size string) ([]row, error) {
 			}
 			fills = append(fills, fillAt{row: len(rows), queues: v.queues, rate: rate, before: len(bareRates)})
 			rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s rows of 1 s tasks, maxActive %s, capacity nodes: `tick --fill-for --timeout %s`, %s (%d passes)", size, thousands(n), thousands(active), timeout, v.what, len(r.passes)),
-				jobsched: fmt.Sprintf("%.0f Jobs/s (%d created in %s, %.0f%% of it in passes, the rest waiting for a Job to end; unfinished Jobs %.0f of %d on average until the last create; %s; peak RSS %.1f MB, CPU %.1f s; CPU until the last create's pass ended: %s)",
-					rate, created, ms(lastAt), 100*inPasses.Seconds()/lastAt.Seconds(), r.slots.mean(r.start, r.start.Add(lastAt)), active, per, r.rssMB, r.cpu.Seconds(), r.cpuAt[last].since(r.cpu0)), load: load})
+				jobsched: fmt.Sprintf("%.0f Jobs/s (%d created in %s, %.0f%% of it in passes, the rest waiting for a Job to end; unfinished Jobs %.0f of %d on average until the last create; %s; peak RSS %.1f MB, CPU %.1f s; CPU until the last create's pass ended: %s; the whole run's %s)",
+					rate, created, ms(lastAt), 100*inPasses.Seconds()/lastAt.Seconds(), r.slots.mean(r.start, r.start.Add(lastAt)), active, per, r.rssMB, r.cpu.Seconds(), r.cpuAt[last].since(r.cpu0), api.since(api0)), load: load})
 			if created < n {
 				rows[len(rows)-1].jobsched += fmt.Sprintf("; drained %d of %d rows (exit %d)", created, n, r.code)
 			}
@@ -595,24 +608,25 @@ type throughputRun struct {
 	bare   bool
 }
 
-// throughputRuns is the order of the throughput part's runs: a bare loop, then each round's fill with one queue, a
-// bare loop, its fill with five queues and a bare loop; each fill has a bare loop on either side.
+// throughputRuns is the order of the throughput part's runs: a bare loop, then each round's two fills, each followed
+// by a bare loop, so each fill has a bare loop on either side. Round 1 runs one queue first, round 2 five queues
+// first, and so on: neither fill always comes after the other.
 func throughputRuns(bareWhat string, rounds int) []throughputRun {
-	runs := []throughputRun{{what: bareWhat + ", before one queue", bare: true}}
+	fills := map[int]string{0: "one queue", 5: "five queues"}
+	runs := []throughputRun{{what: bareWhat + ", before the first fill", bare: true}}
 	for r := 1; r <= max(rounds, 1); r++ {
 		round := ""
 		if rounds > 1 {
 			round = fmt.Sprintf(", round %d", r)
 		}
-		after := ", after five queues"
-		if r < rounds {
-			after = ", between five queues and one"
+		order := []int{0, 5}
+		if r%2 == 0 {
+			order = []int{5, 0}
 		}
-		runs = append(runs,
-			throughputRun{what: "one queue" + round},
-			throughputRun{what: bareWhat + ", between one queue and five" + round, bare: true},
-			throughputRun{what: "five queues" + round, queues: 5},
-			throughputRun{what: bareWhat + after + round, bare: true})
+		for _, q := range order {
+			runs = append(runs, throughputRun{what: fills[q] + round, queues: q},
+				throughputRun{what: bareWhat + ", after " + fills[q] + round, bare: true})
+		}
 	}
 	return runs
 }
@@ -859,4 +873,38 @@ func (b *bench) writeFillResults(ref string, perNode int, notes []string, rows [
 	}
 	return writeOwnResults(cmp.Or(os.Getenv("BENCH_FILL_RESULTS"), "scripts/bench/results/fill.md"),
 		fmt.Sprintf("Fill at cluster scale, this build against %s (written by `BENCH_ONLY=fill scripts/bench.sh`; do not edit)", ref), about, rows)
+}
+
+// apiReading is the API server's counters that say whether a client fell behind during a run: a watcher it closed
+// as unresponsive (its client then lists again) and the pod LISTs and WATCHes (a WATCH is counted when it ends: an
+// informer's relist, a streaming list or a watch ended).
+type apiReading struct{ reqs, closed map[string]float64 }
+
+func (b *bench) apiNow() (apiReading, error) {
+	data, err := apicalls.Read(b.ctx, b.admin)
+	if err != nil {
+		return apiReading{}, err
+	}
+	var r apiReading
+	if r.reqs, err = apicalls.Parse(data); err != nil {
+		return r, err
+	}
+	r.closed, err = apicalls.Unresponsive(data)
+	return r, err
+}
+
+// since says what the API server counted between r0 and r.
+func (r apiReading) since(r0 apiReading) string {
+	var closed []string
+	for _, k := range slices.Sorted(maps.Keys(r.closed)) {
+		if d := r.closed[k] - r0.closed[k]; d > 0 {
+			closed = append(closed, fmt.Sprintf("%s %.0f", k, d))
+		}
+	}
+	if len(closed) == 0 {
+		closed = []string{"none"}
+	}
+	grew := func(k string) float64 { return r.reqs[k] - r0.reqs[k] }
+	return fmt.Sprintf("API server meanwhile: watches closed as unresponsive: %s; pod LISTs %.0f, pod WATCHes ended %.0f",
+		strings.Join(closed, ", "), grew("LIST pods"), grew("WATCH pods")+grew("cluster-wide WATCH pods"))
 }

@@ -187,15 +187,17 @@ func TestThroughputRuns(t *testing.T) {
 			if r.bare != (i%2 == 0) {
 				t.Errorf("rounds %d: run %d (%q) bare = %v: every fill must have a bare loop on either side", rounds, i, r.what, r.bare)
 			}
-			if want := map[int]int{1: 0, 3: 5}[i%4]; !r.bare && r.queues != want {
+			round := (i + 3) / 4
+			first := map[bool]int{true: 0, false: 5}[round%2 == 1] // round 1 one queue first, round 2 five, ...
+			if want := map[int]int{1: first, 3: 5 - first}[i%4]; !r.bare && r.queues != want {
 				t.Errorf("rounds %d: run %d (%q) has %d queues, want %d", rounds, i, r.what, r.queues, want)
 			}
-			if rounds > 1 && i > 0 && !strings.Contains(r.what, fmt.Sprintf("round %d", (i+3)/4)) {
-				t.Errorf("rounds %d: run %d is %q: no round %d", rounds, i, r.what, (i+3)/4)
+			if rounds > 1 && i > 0 && !strings.Contains(r.what, fmt.Sprintf("round %d", round)) {
+				t.Errorf("rounds %d: run %d is %q: no round %d", rounds, i, r.what, round)
 			}
-		}
-		if !strings.Contains(runs[len(runs)-1].what, "after five queues") {
-			t.Errorf("rounds %d: the last run is %q", rounds, runs[len(runs)-1].what)
+			if i > 0 && r.bare && !strings.Contains(r.what, "after "+runs[i-1].what) {
+				t.Errorf("rounds %d: run %d is %q, after %q", rounds, i, r.what, runs[i-1].what)
+			}
 		}
 	}
 }
@@ -224,5 +226,17 @@ gc 596 @144.9s 1%: 0.1+2+0.01 ms clock, 0.2+0.1/1/0+0.02 ms cpu, 21->20->17 MB, 
 	}
 	if got := gcTraceHeapMB(`{"message":"pass done"}`); got != 0 {
 		t.Errorf("gcTraceHeapMB without a trace = %v, want 0", got)
+	}
+}
+
+// TestAPIReadingSince: what the API server counted between two readings.
+func TestAPIReadingSince(t *testing.T) {
+	r0 := apiReading{reqs: map[string]float64{"LIST pods": 2, "WATCH pods": 1, "cluster-wide WATCH pods": 5}, closed: map[string]float64{"pods": 1}}
+	r := apiReading{reqs: map[string]float64{"LIST pods": 5, "WATCH pods": 2, "cluster-wide WATCH pods": 8}, closed: map[string]float64{"pods": 3, "jobs": 1, "nodes": 0}}
+	if got, want := r.since(r0), "API server meanwhile: watches closed as unresponsive: jobs 1, pods 2; pod LISTs 3, pod WATCHes ended 4"; got != want {
+		t.Errorf("since = %q, want %q", got, want)
+	}
+	if got := r0.since(r0); !strings.Contains(got, "unresponsive: none;") {
+		t.Errorf("no change: %q", got)
 	}
 }

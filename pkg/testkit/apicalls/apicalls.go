@@ -7,6 +7,7 @@ import (
 	"context"
 	"strings"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
@@ -35,19 +36,46 @@ func Between(before, after map[string]float64) map[string]int {
 
 // Get reads the API server's /metrics and returns Parse of it.
 func Get(ctx context.Context, c kubernetes.Interface) (map[string]float64, error) {
-	data, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	data, err := Read(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	return Parse(data)
 }
 
+// Read reads the API server's /metrics.
+func Read(ctx context.Context, c kubernetes.Interface) ([]byte, error) {
+	return c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+}
+
+// Unresponsive sums apiserver_terminated_watchers_total by resource: the watches the API server closed because
+// their client fell behind the events (the client then lists again).
+func Unresponsive(metrics []byte) (map[string]float64, error) {
+	families, err := parse(metrics)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, m := range families["apiserver_terminated_watchers_total"].GetMetric() {
+		for _, p := range m.GetLabel() {
+			if p.GetName() == "resource" {
+				out[p.GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out, nil
+}
+
+func parse(metrics []byte) (map[string]*dto.MetricFamily, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(bytes.NewReader(metrics))
+}
+
 // Parse sums apiserver_request_total by "VERB resource[/subresource]". A WATCH that is not namespaced is counted
 // as "cluster-wide WATCH …": a WATCH is counted when it ends, so a namespaced one within a measured window is a
 // pass's streaming list, and a cluster-wide one is some controller's.
 func Parse(metrics []byte) (map[string]float64, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(metrics))
+	families, err := parse(metrics)
 	if err != nil {
 		return nil, err
 	}

@@ -41,3 +41,24 @@ func TestBetween(t *testing.T) {
 		t.Errorf("Between = %v, want %v", got, want)
 	}
 }
+
+// TestUnresponsive: the watchers closed as unresponsive, summed by resource over their other labels.
+func TestUnresponsive(t *testing.T) {
+	metrics := []byte(`# HELP apiserver_terminated_watchers_total Counter of watchers closed due to unresponsiveness broken by resource type.
+# TYPE apiserver_terminated_watchers_total counter
+apiserver_terminated_watchers_total{group="",resource="pods"} 2
+apiserver_terminated_watchers_total{group="batch",resource="jobs"} 1
+apiserver_terminated_watchers_total{group="other",resource="pods"} 3
+apiserver_request_total{code="200",resource="pods",scope="cluster",verb="LIST",version="v1"} 9
+`)
+	got, err := Unresponsive(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]float64{"pods": 5, "jobs": 1}; !maps.Equal(got, want) {
+		t.Errorf("Unresponsive = %v, want %v", got, want)
+	}
+	if got, err := Unresponsive([]byte("apiserver_request_total 1\n")); err != nil || len(got) != 0 {
+		t.Errorf("no such family: %v, %v; want none", got, err)
+	}
+}
