@@ -876,8 +876,8 @@ func (b *bench) writeFillResults(ref string, perNode int, notes []string, rows [
 }
 
 // apiReading is the API server's counters that say whether a client fell behind during a run: a watcher it closed
-// as unresponsive (its client then lists again) and the pod LISTs and WATCHes (a WATCH is counted when it ends: an
-// informer's relist, a streaming list or a watch ended).
+// as unresponsive (its client watches again from where it was, or lists when that is too old) and the pod LISTs
+// and WATCHes (a WATCH is counted when it ends: an informer's relist, a streaming list or a watch ended).
 type apiReading struct{ reqs, closed map[string]float64 }
 
 func (b *bench) apiNow() (apiReading, error) {

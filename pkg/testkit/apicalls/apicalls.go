@@ -49,7 +49,8 @@ func Read(ctx context.Context, c kubernetes.Interface) ([]byte, error) {
 }
 
 // Unresponsive sums apiserver_terminated_watchers_total by resource: the watches the API server closed because
-// their client fell behind the events (the client then lists again).
+// their client fell behind the events (the client then watches again from the last resourceVersion it had,
+// and lists only when that is too old).
 func Unresponsive(metrics []byte) (map[string]float64, error) {
 	families, err := parse(metrics)
 	if err != nil {
