@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // clockTick is USER_HZ, the unit of /proc's CPU times: 100 on every Linux the bench runs on.
@@ -30,11 +31,8 @@ type cpuSample struct {
 
 func sampleCPU() (cpuSample, error) {
 	s := cpuSample{parts: map[string]float64{}}
-	stat, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return s, err
-	}
-	if s.busy, s.total, err = machineCPU(string(stat)); err != nil {
+	var err error
+	if s.busy, s.total, err = machineNow(); err != nil {
 		return s, err
 	}
 	dirs, err := filepath.Glob("/proc/[0-9]*/stat")
@@ -113,4 +111,54 @@ func (s cpuSample) since(s0 cpuSample) string {
 		fmt.Fprintf(&b, ", %s %.0f s", p.name, s.parts[p.name]-s0.parts[p.name])
 	}
 	return strings.TrimPrefix(b.String(), ", ")
+}
+
+// Settling before a throughput run (settle).
+const (
+	settleWindow = 10 * time.Second // one reading of the machine's busy share
+	settleDrop   = 0.05             // a window this much less busy than the one before: still falling
+	settleMax    = 3 * time.Minute  // the longest wait
+)
+
+// settle waits until the machine's CPU use stops falling, at most settleMax: the run before a throughput run leaves
+// the cluster work (the API server, the controllers, kwok and etcd finish deleting its Jobs and pods, and compact),
+// and a run started in that tail shares the 2 cores with it. It reads the machine's busy share (busy, of total,
+// from read: sampleCPU's) over windows of settleWindow, waiting each with sleep, and stops at the first window no more
+// than settleDrop below the one before. It says how long it waited and that last window's busy share.
+func settle(read func() (busy, total float64, err error), sleep func(time.Duration)) (string, error) {
+	busy0, total0, err := read()
+	if err != nil {
+		return "", err
+	}
+	share, waited := -1.0, time.Duration(0)
+	for {
+		sleep(settleWindow)
+		waited += settleWindow
+		busy, total, err := read()
+		if err != nil {
+			return "", err
+		}
+		prev := share
+		if total > total0 {
+			share = (busy - busy0) / (total - total0)
+		}
+		busy0, total0 = busy, total
+		if prev >= 0 && share > prev-settleDrop || waited >= settleMax {
+			break
+		}
+	}
+	still := ""
+	if waited >= settleMax && share >= 0 {
+		still = ", still falling"
+	}
+	return fmt.Sprintf("began after %s settling (machine %.0f%% busy over the last %s%s)", ms(waited), 100*share, ms(settleWindow), still), nil
+}
+
+// machineNow is the machine's busy and total CPU seconds so far (/proc/stat).
+func machineNow() (busy, total float64, err error) {
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	return machineCPU(string(stat))
 }

@@ -57,9 +57,10 @@ import (
 //     counting proxy as jobsched's requests go) creating the same 10,000 Jobs: Jobs per second (created / from the
 //     start to the last create), the ratio to the mean of those two loops, and the calls per refill pass; with
 //     BENCH_THROUGHPUT_ROUNDS (1) above 1, that many rounds of both fills, each between two loops, and per number of
-//     queues a row with the median of its rounds' ratios. With maxActive 1,000 a fill creates as Jobs end (the
-//     cluster's pace of completing them binds it); with maxActive 10,000 (and a --timeout a pass of 10,000 creates
-//     fits in) one pass creates them all, at the API server's pace, as the bare loop does.
+//     queues a row with the median of its rounds' ratios. Each run begins once the machine's CPU use stops
+//     falling (settle), not in the tail of the one before. With maxActive 1,000 a fill creates as Jobs end (the
+//     cluster's pace of completing them binds it); with maxActive 10,000 (and a --timeout a pass of 10,000
+//     creates fits in) one pass creates them all, at the API server's pace, as the bare loop does.
 // Growing the cluster stops at BENCH_FILL_BUDGET seconds (default 1800) per size; a size not reached is measured at
 // what was made, and the results say so. The controller-manager must run (the Jobs make pods), so bench.sh runs this
 // part before it stops it. Results: BENCH_FILL_RESULTS (default scripts/bench/results/fill.md), written by the run.
@@ -507,6 +508,10 @@ func (b *bench) throughput(size string) ([]row, error) {
 			if err != nil {
 				return err
 			}
+			settled, err := settle(machineNow, time.Sleep)
+			if err != nil {
+				return err
+			}
 			api0, err := b.apiNow()
 			if err != nil {
 				return err
@@ -525,7 +530,7 @@ func (b *bench) throughput(size string) ([]row, error) {
 					}
 				}
 				progress("  throughput at %s: %s…", size, v.what)
-				d, used, err := b.bareRun(ns, table, jobs)
+				d, used, unfinished, err := b.bareRun(ns, table, jobs)
 				if err != nil {
 					return err
 				}
@@ -535,7 +540,7 @@ func (b *bench) throughput(size string) ([]row, error) {
 				if err != nil {
 					return err
 				}
-				rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s Jobs: %s", size, thousands(n), v.what), jobsched: fmt.Sprintf("%.0f Jobs/s (%s; CPU meanwhile: %s; %s)", rate, ms(d), used, api.since(api0)), load: load})
+				rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s Jobs: %s", size, thousands(n), v.what), jobsched: fmt.Sprintf("%.0f Jobs/s (%s; unfinished Jobs %.0f of %d on average; CPU meanwhile: %s; %s; %s)", rate, ms(d), unfinished, n, used, api.since(api0), settled), load: load})
 				continue
 			}
 			progress("  throughput at %s: %s, %d rows…", size, v.what, n)
@@ -578,7 +583,7 @@ func (b *bench) throughput(size string) ([]row, error) {
 			fills = append(fills, fillAt{row: len(rows), queues: v.queues, rate: rate, before: len(bareRates)})
 			rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s rows of 1 s tasks, maxActive %s, capacity nodes: `tick --fill-for --timeout %s`, %s (%d passes)", size, thousands(n), thousands(active), timeout, v.what, len(r.passes)),
 				jobsched: fmt.Sprintf("%.0f Jobs/s (%d created in %s, %.0f%% of it in passes, the rest waiting for a Job to end; unfinished Jobs %.0f of %d on average until the last create; %s; peak RSS %.1f MB, CPU %.1f s; CPU until the last create's pass ended: %s; the whole run's %s)",
-					rate, created, ms(lastAt), 100*inPasses.Seconds()/lastAt.Seconds(), r.slots.mean(r.start, r.start.Add(lastAt)), active, per, r.rssMB, r.cpu.Seconds(), r.cpuAt[last].since(r.cpu0), api.since(api0)), load: load})
+					rate, created, ms(lastAt), 100*inPasses.Seconds()/lastAt.Seconds(), r.slots.mean(r.start, r.start.Add(lastAt)), active, per, r.rssMB, r.cpu.Seconds(), r.cpuAt[last].since(r.cpu0), api.since(api0)) + "; " + settled, load: load})
 			if created < n {
 				rows[len(rows)-1].jobsched += fmt.Sprintf("; drained %d of %d rows (exit %d)", created, n, r.code)
 			}
@@ -679,29 +684,32 @@ func bareReference(rate float64, bare []float64) (string, string) {
 }
 
 // bareRun runs bareCreateCounted over jobs, with the rows' worker of a fill run over table, and says how long it
-// took and the CPU used meanwhile.
-func (b *bench) bareRun(ns, table string, jobs []*batchv1.Job) (time.Duration, string, error) {
+// took, the CPU used meanwhile and how many Jobs were unfinished on average meanwhile, as the worker saw them.
+func (b *bench) bareRun(ns, table string, jobs []*batchv1.Job) (time.Duration, string, float64, error) {
 	ctx, stop := context.WithCancel(b.ctx)
 	defer stop()
+	sl := &slots{}
 	if err := b.fillTableFresh(table, len(jobs)); err != nil {
-		return 0, "", err
+		return 0, "", 0, err
 	}
-	if err := b.worker(ctx, ns, table, &slots{}); err != nil {
-		return 0, "", err
+	if err := b.worker(ctx, ns, table, sl); err != nil {
+		return 0, "", 0, err
 	}
 	cpu0, err := sampleCPU()
 	if err != nil {
-		return 0, "", err
+		return 0, "", 0, err
 	}
+	start := time.Now()
 	d, err := b.bareCreateCounted(ns, jobs)
 	if err != nil {
-		return 0, "", err
+		return 0, "", 0, err
 	}
+	end := time.Now()
 	cpu, err := sampleCPU()
 	if err != nil {
-		return 0, "", err
+		return 0, "", 0, err
 	}
-	return d, cpu.since(cpu0), nil
+	return d, cpu.since(cpu0), sl.mean(start, end), nil
 }
 
 // bareCreateCounted is bareCreate through a counting proxy, as each fill run's requests go: the proxy is one more

@@ -126,6 +126,55 @@ func TestCPUStat(t *testing.T) {
 	}
 }
 
+// TestSettle: a throughput run begins once the machine's busy share stops falling (a window at most 5 points under
+// the one before), or after settleMax while it still falls; each window is waited for, and a failed reading is an
+// error.
+func TestSettle(t *testing.T) {
+	// reader gives the cumulative CPU seconds of 2 cores busy by each share in turn, one window of settleWindow each.
+	reader := func(shares ...float64) func() (float64, float64, error) {
+		busy, total, i := 0.0, 0.0, -1
+		return func() (float64, float64, error) {
+			if i >= 0 {
+				if i >= len(shares) {
+					return 0, 0, errors.New("read past the last window")
+				}
+				busy, total = busy+shares[i]*2*settleWindow.Seconds(), total+2*settleWindow.Seconds()
+			}
+			i++
+			return busy, total, nil
+		}
+	}
+	falling := make([]float64, int(settleMax/settleWindow))
+	for i := range falling {
+		falling[i] = 0.99 - 0.056*float64(i) // 5.6 points less each window
+	}
+	for _, c := range []struct {
+		name   string
+		shares []float64
+		want   string
+		slept  int
+	}{
+		{"falls, then stops falling", []float64{0.9, 0.6, 0.4, 0.38}, "began after 40.0 s settling (machine 38% busy over the last 10.0 s)", 4},
+		{"steady from the start", []float64{0.3, 0.34}, "began after 20.0 s settling (machine 34% busy over the last 10.0 s)", 2},
+		{"rises", []float64{0.3, 0.7}, "began after 20.0 s settling (machine 70% busy over the last 10.0 s)", 2},
+		{"falls until the longest wait", falling, "began after 180.0 s settling (machine 4% busy over the last 10.0 s, still falling)", len(falling)},
+	} {
+		slept := 0
+		got, err := settle(reader(c.shares...), func(d time.Duration) {
+			if d != settleWindow {
+				t.Errorf("%s: slept %v, want %v", c.name, d, settleWindow)
+			}
+			slept++
+		})
+		if err != nil || got != c.want || slept != c.slept {
+			t.Errorf("%s: settle = %q, %v after %d windows; want %q after %d", c.name, got, err, slept, c.want, c.slept)
+		}
+	}
+	if _, err := settle(reader(0.9), func(time.Duration) {}); err == nil {
+		t.Error("settle with a reading that fails: no error")
+	}
+}
+
 // TestTimedRSS: a run's peak RSS is its own, not the bench's. The bench holds 200 MB here; a small command run
 // through timedCommand reads a few MB (os/exec's ru_maxrss for it reads the bench's 200 MB: rss.go).
 func TestTimedRSS(t *testing.T) {
