@@ -123,7 +123,7 @@ const (
 // settle waits until the machine's CPU use stops falling, at most settleMax: the run before a throughput run leaves
 // the cluster work (the API server, the controllers, kwok and etcd finish deleting its Jobs and pods, and compact),
 // and a run started in that tail shares the 2 cores with it. It reads the machine's busy share (busy, of total,
-// from read: sampleCPU's) over windows of settleWindow, waiting each with sleep, and stops at the first window no more
+// from read: machineNow's) over windows of settleWindow, waiting each with sleep, and stops at the first window no more
 // than settleDrop below the one before. It says how long it waited and that last window's busy share.
 func settle(read func() (busy, total float64, err error), sleep func(time.Duration)) (string, error) {
 	busy0, total0, err := read()
