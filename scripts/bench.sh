@@ -40,7 +40,8 @@
 # BENCH_FILL_ROWS (40), BENCH_FILL_TIMEOUT (a refill run's pass --timeout, seconds, default 30), BENCH_FILL_BUDGET (seconds to grow the cluster to a size, default 1800), BENCH_THROUGHPUT_NODES
 # (1000), BENCH_THROUGHPUT_ROWS (10000; 0: no throughput rows), BENCH_THROUGHPUT_ACTIVE (1000),
 # BENCH_THROUGHPUT_TIMEOUT (a pass's --timeout, seconds, default 60), BENCH_THROUGHPUT_ROUNDS (rounds of both
-# fills, each between two bare loops, default 1; above 1 a median ratio per fill), BENCH_FILL_NOTE (a line
+# fills, each between two bare loops, default 1; above 1 a median ratio per fill), BENCH_THROUGHPUT_PLAIN=1 (each
+# round also runs one pass without --fill-for, which watches nothing, between two bare loops), BENCH_FILL_NOTE (a line
 # the results must carry, e.g. why a size was left out), BENCH_FILL_RESULTS
 # (default scripts/bench/results/fill.md).
 set -euo pipefail

@@ -57,8 +57,10 @@ import (
 //     counting proxy as jobsched's requests go) creating the same 10,000 Jobs: Jobs per second (created / from the
 //     start to the last create), the ratio to the mean of those two loops, and the calls per refill pass; with
 //     BENCH_THROUGHPUT_ROUNDS (1) above 1, that many rounds of both fills, each between two loops, and per number of
-//     queues a row with the median of its rounds' ratios. Each run begins once the machine's CPU use stops
-//     falling (settle), not in the tail of the one before. With maxActive 1,000 a fill creates as Jobs end (the
+//     queues a row with the median of its rounds' ratios; with BENCH_THROUGHPUT_PLAIN=1, each round first runs one
+//     pass without --fill-for (`tick`: it creates as a fill's first pass does and watches nothing) between two
+//     loops, which parts the create path's cost from the fill's watches. Each run begins once the machine's CPU use
+//     stops falling (settle), not in the tail of the one before. With maxActive 1,000 a fill creates as Jobs end (the
 //     cluster's pace of completing them binds it); with maxActive 10,000 (and a --timeout a pass of 10,000
 //     creates fits in) one pass creates them all, at the API server's pace, as the bare loop does.
 // Growing the cluster stops at BENCH_FILL_BUDGET seconds (default 1800) per size; a size not reached is measured at
@@ -491,13 +493,13 @@ func (b *bench) throughput(size string) ([]row, error) {
 	var bareRates []float64 // each bare loop's, in order
 	type fillAt struct {
 		row    int     // its row
-		queues int     // 0: none
+		queues int     // 0: none; plainKey: the pass without --fill-for
 		rate   float64 // Jobs/s
 		before int     // bare loops run before it
 	}
 	var fills []fillAt
 	err := func() error {
-		for _, v := range throughputRuns(bareWhat, envInt("BENCH_THROUGHPUT_ROUNDS", 1)) {
+		for _, v := range throughputRuns(bareWhat, envInt("BENCH_THROUGHPUT_ROUNDS", 1), os.Getenv("BENCH_THROUGHPUT_PLAIN") == "1") {
 			if err := b.clearJobs(ns); err != nil {
 				return err
 			}
@@ -548,7 +550,11 @@ func (b *bench) throughput(size string) ([]row, error) {
 			if active >= n {
 				minPasses = 1 // one pass may make them all and read the backlog empty
 			}
-			r, err := b.fillRunOf(b.bin, cfgFile, ns, table, n, minPasses, "--fill-for", fillFor, "--timeout", timeout)
+			args, how := []string{"--fill-for", fillFor, "--timeout", timeout}, "`tick --fill-for --timeout "+timeout+"`"
+			if v.plain {
+				args, how, minPasses = []string{"--timeout", timeout}, "`tick --timeout "+timeout+"` (one pass, nothing watched)", 1
+			}
+			r, err := b.fillRunOf(b.bin, cfgFile, ns, table, n, minPasses, args...)
 			if err != nil {
 				return err
 			}
@@ -580,8 +586,8 @@ func (b *bench) throughput(size string) ([]row, error) {
 			if len(calls) > 0 {
 				per = fmt.Sprintf("%.0f calls per refill pass, %.0f of them not a Job's create or delete nor an Event (median of %d)", medianOf(calls), medianOf(other), len(calls))
 			}
-			fills = append(fills, fillAt{row: len(rows), queues: v.queues, rate: rate, before: len(bareRates)})
-			rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s rows of 1 s tasks, maxActive %s, capacity nodes: `tick --fill-for --timeout %s`, %s (%d passes)", size, thousands(n), thousands(active), timeout, v.what, len(r.passes)),
+			fills = append(fills, fillAt{row: len(rows), queues: v.key(), rate: rate, before: len(bareRates)})
+			rows = append(rows, row{what: fmt.Sprintf("throughput at %s, %s rows of 1 s tasks, maxActive %s, capacity nodes: %s, %s (%d passes)", size, thousands(n), thousands(active), how, v.what, len(r.passes)),
 				jobsched: fmt.Sprintf("%.0f Jobs/s (%d created in %s, %.0f%% of it in passes, the rest waiting for a Job to end; unfinished Jobs %.0f of %d on average until the last create; %s; peak RSS %.1f MB, CPU %.1f s; CPU until the last create's pass ended: %s; the whole run's %s)",
 					rate, created, ms(lastAt), 100*inPasses.Seconds()/lastAt.Seconds(), r.slots.mean(r.start, r.start.Add(lastAt)), active, per, r.rssMB, r.cpu.Seconds(), r.cpuAt[last].since(r.cpu0), api.since(api0)) + "; " + settled, load: load})
 			if created < n {
@@ -606,17 +612,30 @@ func (b *bench) throughput(size string) ([]row, error) {
 	return rows, b.clearJobs(ns)
 }
 
-// throughputRun is one run of the throughput part: a bare loop, or a fill with queues queues (0: none).
+// throughputRun is one run of the throughput part: a bare loop, or a fill with queues queues (0: none), or with
+// plain one pass without --fill-for.
 type throughputRun struct {
 	what   string
 	queues int
 	bare   bool
+	plain  bool
+}
+
+// plainKey is the key of the pass without --fill-for among the fills' ratios (theirs: their number of queues).
+const plainKey = -1
+
+func (r throughputRun) key() int {
+	if r.plain {
+		return plainKey
+	}
+	return r.queues
 }
 
 // throughputRuns is the order of the throughput part's runs: a bare loop, then each round's two fills, each followed
 // by a bare loop, so each fill has a bare loop on either side. Round 1 runs one queue first, round 2 five queues
-// first, and so on: neither fill always comes after the other.
-func throughputRuns(bareWhat string, rounds int) []throughputRun {
+// first, and so on: neither fill always comes after the other. With plain, each round begins with one pass without
+// --fill-for (one queue), followed by a bare loop too.
+func throughputRuns(bareWhat string, rounds int, plain bool) []throughputRun {
 	fills := map[int]string{0: "one queue", 5: "five queues"}
 	runs := []throughputRun{{what: bareWhat + ", before the first fill", bare: true}}
 	for r := 1; r <= max(rounds, 1); r++ {
@@ -627,6 +646,11 @@ func throughputRuns(bareWhat string, rounds int) []throughputRun {
 		order := []int{0, 5}
 		if r%2 == 0 {
 			order = []int{5, 0}
+		}
+		if plain {
+			what := "one queue, one pass" + round
+			runs = append(runs, throughputRun{what: what, plain: true},
+				throughputRun{what: bareWhat + ", after " + what, bare: true})
 		}
 		for _, q := range order {
 			runs = append(runs, throughputRun{what: fills[q] + round, queues: q},
@@ -646,7 +670,10 @@ func roundsMedians(size string, ratios map[int][]float64) []row {
 			continue
 		}
 		what := "one queue"
-		if q > 0 {
+		switch {
+		case q == plainKey:
+			what = "one queue, one pass without --fill-for"
+		case q > 0:
 			what = fmt.Sprintf("%d queues", q)
 		}
 		each := make([]string, len(rs))

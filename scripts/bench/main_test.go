@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -228,7 +229,7 @@ func TestBareReference(t *testing.T) {
 // adds a fill of each between bare loops.
 func TestThroughputRuns(t *testing.T) {
 	for _, rounds := range []int{0, 1, 2, 3} {
-		runs := throughputRuns("bare", rounds)
+		runs := throughputRuns("bare", rounds, false)
 		if want := 1 + 4*max(rounds, 1); len(runs) != want {
 			t.Fatalf("rounds %d: %d runs, want %d", rounds, len(runs), want)
 		}
@@ -251,9 +252,33 @@ func TestThroughputRuns(t *testing.T) {
 	}
 }
 
+// TestThroughputRunsPlain: with plain, each round begins with one pass without --fill-for, between bare loops, and
+// still has both fills between bare loops.
+func TestThroughputRunsPlain(t *testing.T) {
+	runs := throughputRuns("bare", 2, true)
+	if want := 1 + 2*6; len(runs) != want {
+		t.Fatalf("%d runs, want %d: %v", len(runs), want, runs)
+	}
+	for i, r := range runs {
+		if r.bare != (i%2 == 0) {
+			t.Errorf("run %d (%q) bare = %v: every fill must have a bare loop on either side", i, r.what, r.bare)
+		}
+		if plain := i%6 == 1; r.plain != plain || (plain && r.key() != plainKey) {
+			t.Errorf("run %d (%q) plain = %v, key %d: each round's first run is the pass without --fill-for", i, r.what, r.plain, r.key())
+		}
+	}
+	if got := []int{runs[3].key(), runs[5].key(), runs[9].key(), runs[11].key()}; !slices.Equal(got, []int{0, 5, 5, 0}) {
+		t.Errorf("the fills' queues: %v, want [0 5 5 0]", got)
+	}
+}
+
 // TestRoundsMedians: a row per number of queues run more than once, with the median of its ratios.
 func TestRoundsMedians(t *testing.T) {
-	rows := roundsMedians("1,000 nodes", map[int][]float64{0: {0.9, 0.7, 0.8}, 5: {0.6, 1.0}, 2: {0.5}})
+	rows := roundsMedians("1,000 nodes", map[int][]float64{0: {0.9, 0.7, 0.8}, 5: {0.6, 1.0}, 2: {0.5}, plainKey: {1.0, 0.9}})
+	if p := rows[0]; !strings.Contains(p.what, "one pass without --fill-for: the median over 2 rounds") || p.ratio != "0.95 of bare" {
+		t.Errorf("the pass without --fill-for: %+v", p)
+	}
+	rows = rows[1:]
 	if len(rows) != 2 {
 		t.Fatalf("%d rows, want 2 (a queue count run once has none): %v", len(rows), rows)
 	}
