@@ -75,7 +75,8 @@ call; --kube-burst, default 100, counts only with --kube-qps). What a pass could
 --timeout waits for the next pass.
 
 A refill (tick --fill-for). The first pass of a run lists as above, but every non-terminal pod in the
-cluster (not only those of the template's nodes), and then watches each list from its resourceVersion,
+cluster (not only those of the template's nodes; with capacity: nodes or autoscale its own Pending pods
+are read from that list, not from one of their own), and then watches each list from its resourceVersion,
 keeping the same summaries (a few hundred bytes per Job, pod or node, never the objects). A refill lists
 nothing: it reads what those watches delivered, with the previous pass's own creates and deletes taken in
 as the API server answered them (not waiting for the watch), so it costs its own writes, its database reads,

@@ -1,10 +1,10 @@
 package capacity
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +15,8 @@ import (
 )
 
 // Follow keeps what Observe reads between the passes of a fill run (package follow): the nodes, every non-terminal
-// pod in the cluster (what it is bound to and requests: a heldPod, not the pod), and the namespace's
+// pod in the cluster (what it is bound to and requests: a heldPod, not the pod; of the caller's own Pending pods,
+// their summary too: Ours), and the namespace's
 // LimitRanges and ResourceQuotas. The first Observe lists them and watches them from there; the next ones read
 // what the watches kept (the RuntimeClasses the templates name are still read each pass, one GET each). Unlike a
 // one-shot pass, which lists the pods of the few nodes the templates may use when it can (Options), a Follow
@@ -84,31 +85,25 @@ func lostTaint(before, now []corev1.Taint) bool {
 	})
 }
 
-// awaitPods bounds how long Observe waits for the pods' watch to get as far as the caller's (Options.PodsAt); past
-// it, the pods are listed afresh.
-const awaitPods = time.Second
-
-// podsAt makes the pods current, at resourceVersion rv or later: the caller read its own Pending pods at rv from a
-// watch of its own, and it counts those unbound while capacity counts them bound, so a binding its watch delivered
-// and this one not yet would be counted by neither (and its room given twice). Every change of those pods is one of
-// these, at the same resourceVersion: the watch gets there, within milliseconds; should it not within awaitPods (rv
-// was a bookmark's, or a list's of the caller's), the pods are listed afresh.
-func (f *Follow) podsAt(ctx context.Context, rv string) error {
-	if err := f.pods.Sync(ctx); err != nil || rv == "" || f.pods.Reached(rv) {
-		return err
+// Ours is the caller's own Pending pods (in the namespace, with its scheduler's label: Options.Scheduler), by name,
+// from the watch of every pod that capacity follows (it lists them the first time, as Observe would): a fill run
+// whose capacity mode follows every pod (FollowsPods) reads its Pending pods here rather than from a watch of its
+// own, so each of their events is sent and decoded once, and the pass and capacity read the pods from one feed: a
+// binding the pass has not seen, capacity has not either (a pod bound between the two reads counts twice, never by
+// neither). o is what Observe is given.
+func (f *Follow) Ours(ctx context.Context, c kube.Interface, namespace string, o Options) ([]PodSummary, error) {
+	f.init(c, namespace, o, true)
+	if err := f.pods.Sync(ctx); err != nil {
+		return nil, err
 	}
-	if f.Changes != nil {
-		wctx, cancel := context.WithTimeout(ctx, awaitPods)
-		defer cancel()
-		if f.Changes.Until(wctx, func() bool { return f.pods.Reached(rv) }) == nil {
-			return nil
+	var ours []PodSummary
+	f.pods.Range(func(k podKey, p heldPod) {
+		if e := f.held.record(k, p).podExtra; e != nil && e.Own != nil {
+			ours = append(ours, *e.Own)
 		}
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	f.pods.Stop()
-	return f.pods.Sync(ctx)
+	}, nil)
+	slices.SortFunc(ours, func(a, b PodSummary) int { return cmp.Compare(a.Name, b.Name) })
+	return ours, nil
 }
 
 // Stop ends the watches (the next Observe lists afresh).

@@ -62,6 +62,13 @@ func ModeOf(name config.Capacity) Mode {
 	return unknownMode{name: name}
 }
 
+// FollowsPods says m, in a fill run, follows every pod in the cluster (nodes and autoscale: Follow's pods feed): the
+// caller reads its own Pending pods from that watch (Follow.Ours), not from one of its own.
+func FollowsPods(m Mode) bool {
+	_, ok := m.(interface{ followsPods() })
+	return ok
+}
+
 // Room is the room a pass has for its templates (claim i is queue i's): Place places one more Job of claim i and
 // says whether it fitted; Report says how many more Jobs of claim i fit after the placements so far, and why.
 // *Placer is one.

@@ -21,6 +21,8 @@ type autoscaleMode struct{ quiet }
 
 func (autoscaleMode) Name() config.Capacity { return config.CapacityAutoscale }
 
+func (autoscaleMode) followsPods() {}
+
 // Observe is nodes' Observe, then one read of the autoscaler (autoscale.Read).
 func (autoscaleMode) Observe(ctx context.Context, c Clients, namespace string, o Options) (*Snapshot, error) {
 	o.Mode = config.CapacityNodes

@@ -20,6 +20,8 @@ func (nodesMode) Observe(ctx context.Context, c Clients, namespace string, o Opt
 	return Observe(ctx, c.Kube, namespace, o)
 }
 
+func (nodesMode) followsPods() {}
+
 func (nodesMode) Needs() Needs {
 	return Needs{Component: "capacity", Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}},

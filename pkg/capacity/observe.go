@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
@@ -58,9 +60,6 @@ type Options struct {
 	MaxPending int
 	// Follow, when set, keeps what is read between the passes of a fill run (see Follow); nil: a pass lists.
 	Follow *Follow
-	// PodsAt is the resourceVersion the caller read its own pods at, from a watch of its own (scheduler.Follow):
-	// with Follow, the pods are counted once its watch has got as far (see Follow.podsAt).
-	PodsAt string
 }
 
 // SelfPod is the name of the pod this process runs in, "" outside a pod: inside one, the kubelet sets
@@ -248,7 +247,7 @@ func observeNodes(ctx context.Context, c kube.Interface, f *Follow, o Options, p
 		snap.Nodes[i].Requested = nil // summed below: never the feed's
 	}
 	if f.pods.Watch { // every pod is followed, the tick pod among them
-		if err := f.podsAt(ctx, o.PodsAt); err != nil {
+		if err := f.pods.Sync(ctx); err != nil {
 			return fmt.Errorf("capacity: list pods in all namespaces: %w", err)
 		}
 	}
@@ -371,14 +370,15 @@ type podRecord struct {
 	Demand    corev1.ResourceList // what it holds
 	Deleting  bool
 	Ours      bool // this scheduler's, in its namespace: its unbound pods are the caller's to count
-	*podExtra      // an unbound pod's name and placement, the tick pod's spec; nil for the rest
+	*podExtra      // an unbound pod's name and placement, the tick pod's spec, our Pending pod's summary; nil for the rest
 }
 
-// podExtra is what few pods need kept: those that wait for a node, and the tick pod.
+// podExtra is what few pods need kept: those that wait for a node, the tick pod, and our Pending pods.
 type podExtra struct {
 	Namespace, Name string
 	Where           *corev1.PodSpec // unbound: its nodeSelector, affinity and tolerations
 	Self            *corev1.PodSpec // the tick pod's spec (Options.Self)
+	Own             *PodSummary     // one of ours, Pending (Follow.Ours)
 }
 
 // record is what is kept of p; false for a terminal pod (the server-side field selector already drops them;
@@ -390,8 +390,14 @@ func (a *aggregator) record(p *corev1.Pod) (podRecord, bool) {
 	r := podRecord{Node: p.Spec.NodeName, Demand: Demand(p), Deleting: p.DeletionTimestamp != nil,
 		Ours: p.Namespace == a.namespace && a.scheduler != "" && p.Labels[jobmeta.LabelScheduler] == a.scheduler}
 	self := a.self != "" && p.Namespace == a.namespace && p.Name == a.self
-	if r.Node == "" || self {
-		r.podExtra = &podExtra{Namespace: p.Namespace, Name: p.Name}
+	var own *PodSummary
+	if r.Ours && p.Status.Phase == corev1.PodPending {
+		if s, ok := SummarizePod(p); ok {
+			own = &s
+		}
+	}
+	if r.Node == "" || self || own != nil {
+		r.podExtra = &podExtra{Namespace: p.Namespace, Name: p.Name, Own: own}
 	}
 	if r.Node == "" {
 		r.Where = &corev1.PodSpec{NodeSelector: p.Spec.NodeSelector, Affinity: p.Spec.Affinity, Tolerations: p.Spec.Tolerations}
@@ -439,4 +445,31 @@ func newNode(n *corev1.Node) Node {
 		ProviderID:    n.Spec.ProviderID,
 		Allocatable:   n.Status.Allocatable,
 	}
+}
+
+// PodSummary is what a pass keeps of one of its Pending pods (scheduler.Observation.Pods).
+type PodSummary struct {
+	Name          string
+	Job           types.UID // its controlling Job
+	Bound         bool      // spec.nodeName is set
+	Unschedulable bool      // PodScheduled=False with reason Unschedulable (not SchedulingGated or any other)
+	Message       string    // the scheduler's message when Unschedulable
+	// UnschedulableSince is when it turned Unschedulable (the condition's lastTransitionTime, UTC; zero if unknown).
+	UnschedulableSince time.Time
+}
+
+// SummarizePod keeps what a pass needs of a Pending pod; ok is false for a pod that holds nothing: being deleted
+// (its Job is gone or going) or controlled by no Job.
+func SummarizePod(pod *corev1.Pod) (s PodSummary, ok bool) {
+	owner := metav1.GetControllerOf(pod)
+	if pod.DeletionTimestamp != nil || owner == nil {
+		return PodSummary{}, false
+	}
+	s = PodSummary{Name: pod.Name, Job: owner.UID, Bound: pod.Spec.NodeName != ""}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			s.Unschedulable, s.Message, s.UnschedulableSince = true, c.Message, c.LastTransitionTime.UTC()
+		}
+	}
+	return s, true
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/utils/ptr"
 
@@ -476,4 +477,31 @@ func BenchmarkObserve(b *testing.B) {
 	}
 	b.ReportMetric(float64(numPods), "pods/op")
 	b.ReportMetric(float64(held)/numNodes, "B/node-held") // the snapshot's nodes with their sums, the feed's parts shared
+}
+
+// TestSummarizePod: what a pass keeps of one of its Pending pods, and which hold nothing.
+func TestSummarizePod(t *testing.T) {
+	owner := testkit.MakeJob("r").Obj()
+	pod := testkit.MakePod(owner).Obj().Name
+	tests := []struct {
+		name   string
+		pod    *testkit.PodWrapper
+		want   PodSummary
+		wantOK bool
+	}{
+		{name: "bound", pod: testkit.MakePod(owner).Bound("node-0"), want: PodSummary{Name: pod, Job: "uid-r", Bound: true}, wantOK: true},
+		{name: "unschedulable", pod: testkit.MakePod(owner).Unschedulable("full"),
+			want: PodSummary{Name: pod, Job: "uid-r", Unschedulable: true, Message: "full"}, wantOK: true},
+		{name: "gated is not unschedulable", pod: testkit.MakePod(owner).Gated(), want: PodSummary{Name: pod, Job: "uid-r"}, wantOK: true},
+		{name: "deleting holds nothing", pod: testkit.MakePod(owner).Bound("node-0").Deleting(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))},
+		{name: "no controller holds nothing", pod: testkit.MakePod(owner).Bound("node-0").Orphan()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := SummarizePod(tc.pod.Obj())
+			if ok != tc.wantOK || got != tc.want {
+				t.Errorf("SummarizePod = %+v, %v; want %+v, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
 }

@@ -42,7 +42,7 @@ func decideQueue(cfg *config.Config, obs *Observation, mine func(*JobSummary) bo
 		queueName: cfg.QueueName,
 		retry:     map[string]*JobStatus{},
 	}
-	podsByJob := map[types.UID][]PodSummary{}
+	podsByJob := map[types.UID][]capacity.PodSummary{}
 	for _, pod := range obs.Pods {
 		podsByJob[pod.Job] = append(podsByJob[pod.Job], pod)
 	}
@@ -148,7 +148,7 @@ func decideQueue(cfg *config.Config, obs *Observation, mine func(*JobSummary) bo
 }
 
 // unfinished fills st for a Job with neither condition: it holds a slot.
-func (p *Plan) unfinished(st *JobStatus, job JobSummary, pods []PodSummary, obs *Observation) {
+func (p *Plan) unfinished(st *JobStatus, job JobSummary, pods []capacity.PodSummary, obs *Observation) {
 	p.Unfinished++
 	if job.Suspended {
 		p.queue(st, job, obs)

@@ -58,7 +58,7 @@ func observed(jobs []*batchv1.Job, pods []*corev1.Pod) *Observation {
 		obs.Jobs = append(obs.Jobs, SummarizeJob(j))
 	}
 	for _, p := range pods {
-		if sum, ok := SummarizePod(p); ok {
+		if sum, ok := capacity.SummarizePod(p); ok {
 			obs.Pods = append(obs.Pods, sum)
 		}
 	}

@@ -92,7 +92,8 @@
 //     `watch`) the pass lists page by page (pages of 500) instead; the debug log says so. What a stream costs the
 //     API server, against a LIST: scripts/bench/README.md.
 //   - A refill (tick --fill-for, Scheduler.Follow): the first pass lists as above (every non-terminal pod
-//     cluster-wide with capacity: nodes) and watches each list from its resourceVersion (package follow); a
+//     cluster-wide with capacity: nodes or autoscale, its Pending pods then read from that list and its watch, not
+//     from a list and a watch of their own) and watches each list from its resourceVersion (package follow); a
 //     refill lists nothing: it decides from the summaries the watches keep, with the previous pass's own creates
 //     and deletes applied as the API server answered them (no wait for the watch to deliver them), and lists
 //     afresh after a 410 Gone, a refused watch, or another holder of the Lease.

@@ -21,7 +21,8 @@ var ErrLost = errors.New("the watch of the Jobs was lost")
 
 // Follow keeps the observation of one fill run (tick --fill-for) between its passes: set on a Scheduler, its
 // first pass lists the Jobs, the Pending pods and what capacity reads, as every pass does, and then watches them
-// from those lists' resourceVersions; each later pass decides from the summaries the watches keep (package
+// from those lists' resourceVersions (with a capacity mode that follows every pod in the cluster, nodes or autoscale,
+// the Pending pods are read from that one watch: capacity.Follow.Ours); each later pass decides from the summaries the watches keep (package
 // follow), so it costs the events it read and its writes, not a list of the cluster. A pass's own writes are
 // applied to the followed Jobs as the API server answers them (each Job created, or found present, and each
 // deleted), so the next pass decides with them at once, not once the watch delivers them; and Resync, called when
@@ -30,8 +31,10 @@ var ErrLost = errors.New("the watch of the Jobs was lost")
 type Follow struct {
 	changes  follow.Changes
 	jobs     *follow.Feed[batchv1.Job, *batchv1.JobList, string, JobSummary]
-	pods     *follow.Feed[corev1.Pod, *corev1.PodList, string, PodSummary]
+	pods     *follow.Feed[corev1.Pod, *corev1.PodList, string, capacity.PodSummary] // unless capacity follows every pod
 	capacity capacity.Follow
+	// ownPods: the Pending pods are read from pods even in a mode that follows every pod (that list was Forbidden).
+	ownPods bool
 
 	mu        sync.Mutex
 	ended     int    // Jobs the watch saw end (see Wait)
@@ -124,13 +127,13 @@ func (f *Follow) init(s *Scheduler, watch bool) {
 			}
 		}}
 	pending := fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)).String()
-	f.pods = &follow.Feed[corev1.Pod, *corev1.PodList, string, PodSummary]{Client: s.Kube, Collection: s.Kube.CoreV1().Pods(ns),
+	f.pods = &follow.Feed[corev1.Pod, *corev1.PodList, string, capacity.PodSummary]{Client: s.Kube, Collection: s.Kube.CoreV1().Pods(ns),
 		Options: metav1.ListOptions{LabelSelector: sel, FieldSelector: pending}, Watch: watch, Changes: &f.changes,
-		Summarize: func(pod *corev1.Pod) (PodSummary, bool) {
+		Summarize: func(pod *corev1.Pod) (capacity.PodSummary, bool) {
 			if pod.Status.Phase != corev1.PodPending { // the server filtered already; a fake client does not
-				return PodSummary{}, false
+				return capacity.PodSummary{}, false
 			}
-			return SummarizePod(pod)
+			return capacity.SummarizePod(pod)
 		}}
 }
 

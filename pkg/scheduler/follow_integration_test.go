@@ -35,12 +35,16 @@ var sameQuantity = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp
 func TestFollowedIsFresh(t *testing.T) {
 	var counting atomic.Bool
 	var mu sync.Mutex
-	var reads []string // the requests other than WATCHes sent while the followed observation was read
+	var reads []string          // the requests other than WATCHes sent while the followed observation was read
+	watches := map[string]int{} // the WATCHes sent, by path (only the followed observation watches)
 	c, ns := testkit.CountingCluster(t, "follow", func(r *http.Request) {
-		if counting.Load() && r.URL.Query().Get("watch") != "true" {
-			mu.Lock()
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case r.URL.Query().Get("watch") == "true":
+			watches[r.URL.Path]++
+		case counting.Load():
 			reads = append(reads, r.Method+" "+r.URL.Path)
-			mu.Unlock()
 		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -58,10 +62,10 @@ func TestFollowedIsFresh(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if obs.Capacity, obs.CapacityErr = s.readCapacity(ctx, obs); obs.PodsErr != nil || obs.CapacityErr != nil {
+		if obs.Capacity, obs.CapacityErr = s.readCapacity(ctx); obs.PodsErr != nil || obs.CapacityErr != nil {
 			t.Fatal(obs.PodsErr, obs.CapacityErr)
 		}
-		obs.Now, obs.JobsResourceVersion, obs.PodsResourceVersion = time.Time{}, "", ""
+		obs.Now, obs.JobsResourceVersion = time.Time{}, ""
 		return obs
 	}
 	observe(followed) // the first pass: it lists, and watches from there
@@ -184,5 +188,10 @@ func TestFollowedIsFresh(t *testing.T) {
 	defer mu.Unlock()
 	if len(reads) > 0 {
 		t.Errorf("reading the followed observation sent %v: a refill must list nothing", reads)
+	}
+	// Its Pending pods are read from capacity's watch of every pod: their events come once.
+	if n := watches["/api/v1/namespaces/"+ns+"/pods"]; n > 0 || watches["/api/v1/pods"] == 0 {
+		t.Errorf("the followed observation watched the pods in %s %d time(s) and in all namespaces %d time(s), want 0 and at least 1",
+			ns, n, watches["/api/v1/pods"])
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -26,11 +26,8 @@ type Observation struct {
 	Jobs []JobSummary // this scheduler's Jobs (label selector)
 	// JobsResourceVersion is the resourceVersion Jobs were listed at ("" offline).
 	JobsResourceVersion string
-	Pods                []PodSummary // this scheduler's Pending pods that hold something (label and field selector)
-	// PodsResourceVersion is the resourceVersion Pods were read at (a fill run's: capacity reads every pod at it or
-	// later, see capacity.Options.PodsAt).
-	PodsResourceVersion string
-	PodsErr             error // the Pending pods could not be listed
+	Pods                []capacity.PodSummary // this scheduler's Pending pods that hold something (label and field selector)
+	PodsErr             error                 // the Pending pods could not be listed
 	// Capacity is what the nodes and quotas hold, for every queue's template (nil when limits.capacity is off, the pass is offline, or it has
 	// not been observed: a pass observes it only when the limits leave room).
 	Capacity    *capacity.Snapshot
@@ -59,7 +56,7 @@ func (s *Scheduler) Observe(ctx context.Context) (*Observation, error) {
 		return nil, obs.PodsErr
 	}
 	obs.Windows = s.readWindows(ctx, nil, len(obs.Jobs) > 0)
-	if obs.Capacity, obs.CapacityErr = s.readCapacity(ctx, obs); obs.CapacityErr != nil {
+	if obs.Capacity, obs.CapacityErr = s.readCapacity(ctx); obs.CapacityErr != nil {
 		return nil, obs.CapacityErr
 	}
 	d, err := s.inspectCapacity(ctx)
@@ -92,19 +89,39 @@ func (s *Scheduler) observe(ctx context.Context, pods bool) (*Observation, error
 	obs.Jobs, obs.JobsResourceVersion = follow.Sorted(f.jobs)
 	f.observed()
 	if pods {
-		if err := f.pods.Sync(ctx); err != nil {
-			obs.PodsErr = fmt.Errorf("listing Pending pods in %s with %s: %w", ns, sel, err)
-		} else {
-			obs.Pods, obs.PodsResourceVersion = follow.Sorted(f.pods)
+		if obs.Pods, obs.PodsErr = s.readPods(ctx, f); obs.PodsErr == nil {
 			obs.Waits, obs.WaitsNote = s.readWaits(ctx, obs.Pods)
 		}
 	}
 	return obs, nil
 }
 
+// readPods reads this scheduler's Pending pods: in a fill run whose capacity mode follows every pod in the cluster
+// (capacity.FollowsPods: nodes, autoscale), from that one watch (capacity.Follow.Ours: the pods' events are sent and
+// decoded once, and the pass and capacity see a binding in the same order); else from f's own feed (a LIST, or its
+// watch in a fill run), as when that cluster-wide list is Forbidden (capacity then counts as quota, and says why).
+func (s *Scheduler) readPods(ctx context.Context, f *Follow) ([]capacity.PodSummary, error) {
+	ns, sel := s.Config.Namespace, s.selector()
+	if s.Follow != nil && !f.ownPods && capacity.FollowsPods(capacity.ModeOf(s.Config.Limits.Capacity)) {
+		pods, err := f.capacity.Ours(ctx, s.Kube, ns, s.capacityOptions())
+		if !apierrors.IsForbidden(err) {
+			if err != nil {
+				return nil, fmt.Errorf("listing pods in all namespaces (to read the Pending ones in %s with %s): %w", ns, sel, err)
+			}
+			return pods, nil
+		}
+		f.ownPods = true
+	}
+	if err := f.pods.Sync(ctx); err != nil {
+		return nil, fmt.Errorf("listing Pending pods in %s with %s: %w", ns, sel, err)
+	}
+	pods, _ := follow.Sorted(f.pods)
+	return pods, nil
+}
+
 // readWaits asks the capacity mode what the autoscaler says of the Unschedulable ones of pods (capacity.Mode's
 // Waits; nothing is read in a mode where every one blocks).
-func (s *Scheduler) readWaits(ctx context.Context, pods []PodSummary) (map[string]capacity.Wait, string) {
+func (s *Scheduler) readWaits(ctx context.Context, pods []capacity.PodSummary) (map[string]capacity.Wait, string) {
 	var names []string
 	for _, p := range pods {
 		if p.Unschedulable {
@@ -121,7 +138,7 @@ func (s *Scheduler) observeCapacity(ctx context.Context, obs *Observation, p *Pl
 		return obs
 	}
 	o := *obs
-	o.Capacity, o.CapacityErr = s.readCapacity(ctx, obs)
+	o.Capacity, o.CapacityErr = s.readCapacity(ctx)
 	return &o
 }
 
@@ -130,20 +147,27 @@ func (s *Scheduler) selector() string {
 }
 
 // readCapacity reads what the capacity mode counts room on (capacity.Mode.Observe; nil when it counts none or the
-// pass is offline): one observation for every queue's template, of the pods as obs saw them or later.
-func (s *Scheduler) readCapacity(ctx context.Context, obs *Observation) (*capacity.Snapshot, error) {
+// pass is offline): one observation for every queue's template. In a fill run whose mode follows every pod, it
+// reads the feed the pass's Pending pods came from (readPods), where they are or further on.
+func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error) {
 	if s.Kube == nil {
 		return nil, nil
 	}
-	var templates []*batchv1.Job
-	for i := range s.Config.AllQueues() {
-		templates = append(templates, s.Config.QueueConfig(i).Template)
-	}
-	snap, err := capacity.ModeOf(s.Config.Limits.Capacity).Observe(ctx, s.clients(), s.Config.Namespace, capacity.Options{Templates: templates, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick(), MaxPending: s.Config.MaxPending(), Follow: s.followCapacity(), PodsAt: obs.PodsResourceVersion})
+	snap, err := capacity.ModeOf(s.Config.Limits.Capacity).Observe(ctx, s.clients(), s.Config.Namespace, s.capacityOptions())
 	if err != nil {
 		return nil, fmt.Errorf("observing capacity: %w", err)
 	}
 	return snap, nil
+}
+
+// capacityOptions is what the capacity mode observes with: one observation for every queue's template.
+func (s *Scheduler) capacityOptions() capacity.Options {
+	var templates []*batchv1.Job
+	for i := range s.Config.AllQueues() {
+		templates = append(templates, s.Config.QueueConfig(i).Template)
+	}
+	return capacity.Options{Templates: templates, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick(),
+		MaxPending: s.Config.MaxPending(), Follow: s.followCapacity()}
 }
 
 // inspectCapacity reads what status shows of the capacity mode beyond a pass's observation (capacity.Mode.Inspect:
@@ -193,17 +217,6 @@ type Condition struct {
 	At              time.Time // lastTransitionTime, UTC
 }
 
-// PodSummary is what a pass keeps of one of its Pending pods.
-type PodSummary struct {
-	Name          string
-	Job           types.UID // its controlling Job
-	Bound         bool      // spec.nodeName is set
-	Unschedulable bool      // PodScheduled=False with reason Unschedulable (not SchedulingGated or any other)
-	Message       string    // the scheduler's message when Unschedulable
-	// UnschedulableSince is when it turned Unschedulable (the condition's lastTransitionTime, UTC; zero if unknown).
-	UnschedulableSince time.Time
-}
-
 // SummarizeJob keeps what the plan needs of job.
 func SummarizeJob(job *batchv1.Job) JobSummary {
 	s := JobSummary{Name: job.Name, UID: job.UID, Key: job.Annotations[jobmeta.AnnotationTaskKey], Queue: job.Labels[jobmeta.LabelQueue], Attempt: 1,
@@ -224,20 +237,4 @@ func SummarizeJob(job *batchv1.Job) JobSummary {
 		}
 	}
 	return s
-}
-
-// SummarizePod keeps what the plan needs of a Pending pod; ok is false for a pod that holds nothing: being deleted
-// (its Job is gone or going) or controlled by no Job.
-func SummarizePod(pod *corev1.Pod) (s PodSummary, ok bool) {
-	owner := metav1.GetControllerOf(pod)
-	if pod.DeletionTimestamp != nil || owner == nil {
-		return PodSummary{}, false
-	}
-	s = PodSummary{Name: pod.Name, Job: owner.UID, Bound: pod.Spec.NodeName != ""}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			s.Unschedulable, s.Message, s.UnschedulableSince = true, c.Message, c.LastTransitionTime.UTC()
-		}
-	}
-	return s, true
 }

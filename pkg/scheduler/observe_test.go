@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jobsched/jobsched/pkg/jobmeta"
-	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 func TestSummarizeJob(t *testing.T) {
@@ -35,32 +34,6 @@ func TestSummarizeJob(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, SummarizeJob(tc.job)); diff != "" {
 				t.Errorf("summary (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestSummarizePod(t *testing.T) {
-	owner := makeJob("r").Obj()
-	pod := makePod(owner).Obj().Name
-	tests := []struct {
-		name   string
-		pod    *testkit.PodWrapper
-		want   PodSummary
-		wantOK bool
-	}{
-		{name: "bound", pod: makePod(owner).Bound("node-0"), want: PodSummary{Name: pod, Job: "uid-r", Bound: true}, wantOK: true},
-		{name: "unschedulable", pod: makePod(owner).Unschedulable("full"),
-			want: PodSummary{Name: pod, Job: "uid-r", Unschedulable: true, Message: "full"}, wantOK: true},
-		{name: "gated is not unschedulable", pod: makePod(owner).Gated(), want: PodSummary{Name: pod, Job: "uid-r"}, wantOK: true},
-		{name: "deleting holds nothing", pod: makePod(owner).Bound("node-0").Deleting(now)},
-		{name: "no controller holds nothing", pod: makePod(owner).Bound("node-0").Orphan()},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := SummarizePod(tc.pod.Obj())
-			if ok != tc.wantOK || got != tc.want {
-				t.Errorf("SummarizePod = %+v, %v; want %+v, %v", got, ok, tc.want, tc.wantOK)
 			}
 		})
 	}
