@@ -21,13 +21,13 @@ var ErrLost = errors.New("the watch of the Jobs was lost")
 
 // Follow keeps the observation of one fill run (tick --fill-for) between its passes: set on a Scheduler, its
 // first pass lists the Jobs, the Pending pods and what capacity reads, as every pass does, and then watches them
-// from those lists' resourceVersions (with a capacity mode that follows every pod in the cluster, nodes or autoscale,
-// the Pending pods are read from that one watch: capacity.Follow.Ours); each later pass decides from the summaries the watches keep (package
-// follow), so it costs the events it read and its writes, not a list of the cluster. A pass's own writes are
-// applied to the followed Jobs as the API server answers them (each Job created, or found present, and each
-// deleted), so the next pass decides with them at once, not once the watch delivers them; and Resync, called when
-// another holder took the Lease in between, lists everything afresh. A Follow is for one Scheduler; Stop ends its
-// watches.
+// from those lists' resourceVersions (with a capacity mode that follows every pod in the cluster, nodes or
+// autoscale, the Pending pods are read from that one watch: capacity.Follow.Ours); each later pass decides from the
+// summaries the watches keep (package follow), so it costs the events it read and its writes, not a list of the
+// cluster. A pass's own writes are applied to the followed Jobs as the API server answers them (each Job created, or
+// found present, and each deleted), so the next pass decides with them at once, not once the watch delivers them;
+// and Resync, called when another holder took the Lease in between, lists everything afresh. A Follow is for one
+// Scheduler; Stop ends its watches.
 type Follow struct {
 	changes  follow.Changes
 	jobs     *follow.Feed[batchv1.Job, *batchv1.JobList, string, JobSummary]
