@@ -724,7 +724,7 @@ func (l *ledger) progress() (finished, unfinished int) {
 }
 
 // passUntil runs passes of config until done says the scenario is over (it is called after each pass with the
-// pass's number: 0, 1, …) and returns true, or returns false once timeout has passed. Between two passes it waits
+// pass's number: 0, 1, …, once l has seen every Job event of that pass: sync) and returns true, or returns false once timeout has passed. Between two passes it waits
 // for what the next one acts on, as the ledger l's watch shows it: a Job that finished since the pass before began
 // (its slot, its room on a node, its row); with no Job unfinished there is nothing to wait for, and it passes again.
 func (e *env) passUntil(config string, l *ledger, timeout time.Duration, done func(pass int) bool) bool {
@@ -733,6 +733,7 @@ func (e *env) passUntil(config string, l *ledger, timeout time.Duration, done fu
 	for pass := 0; ; pass++ {
 		before, _ := l.progress()
 		e.tick(config)
+		e.sync(l)
 		if done(pass) {
 			return true
 		}
