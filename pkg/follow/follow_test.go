@@ -205,3 +205,38 @@ func TestFeedStoppedWatch(t *testing.T) {
 		t.Errorf("items %v after a running watch's event, want [a b]", got)
 	}
 }
+
+// TestFeedRange: Range gives each key and summary once, then calls done still holding the feed (capacity's addHeld
+// swaps its extras there, so no event lands between the walk and the swap); a nil done is allowed.
+func TestFeedRange(t *testing.T) {
+	c := fake.NewClientset(job("a"), job("b"))
+	lists := 0
+	listAt(c, "5", &lists)
+	f := jobFeed(c, nil)
+	f.Watch = false
+	if err := f.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	var doneAfter []string
+	held := false
+	f.Range(func(k, v string) { seen = append(seen, k+"="+v) }, func() {
+		doneAfter = slices.Clone(seen)
+		held = !f.mu.TryLock()
+		if !held {
+			f.mu.Unlock()
+		}
+	})
+	slices.Sort(seen)
+	if want := []string{"ns/a=a", "ns/b=b"}; !slices.Equal(seen, want) {
+		t.Errorf("Range gave %v, want %v", seen, want)
+	}
+	if len(doneAfter) != 2 || !held {
+		t.Errorf("done ran after %d of 2 items, holding the feed: %v; want after both, held", len(doneAfter), held)
+	}
+	n := 0
+	f.Range(func(string, string) { n++ }, nil)
+	if n != 2 {
+		t.Errorf("Range without done gave %d items, want 2", n)
+	}
+}
