@@ -253,6 +253,52 @@ func TestFollowedTickPod(t *testing.T) {
 	}
 }
 
+// TestFollowedListsOnce: a Follow lists the nodes, the pods, the quotas and the LimitRanges once, then follows them
+// (a refill lists nothing, and sees what was listed); Stop ends its watches, so the next Observe lists each afresh.
+func TestFollowedListsOnce(t *testing.T) {
+	client := testkit.NewFake(kubeNode("n1", corev1.ConditionTrue, rl("cpu", "8", "memory", "16Gi", "pods", "110")),
+		kubePod("work", "p", "n1", corev1.PodRunning, rl("cpu", "1")),
+		&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "work"}},
+		&corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: "work"}})
+	ctx := context.Background()
+	o := Options{Mode: config.CapacityNodes, Scheduler: "s", Follow: &Follow{Changes: &follow.Changes{}}}
+	defer o.Follow.Stop()
+	lists := func() []string {
+		var listed []string
+		for _, a := range client.Actions() {
+			if _, ok := a.(k8stesting.ListAction); ok {
+				listed = append(listed, a.GetResource().Resource)
+			}
+		}
+		client.ClearActions()
+		slices.Sort(listed)
+		return listed
+	}
+	all := []string{"limitranges", "nodes", "pods", "resourcequotas"}
+	for pass, want := range [][]string{all, nil, nil} {
+		snap, err := Observe(ctx, client, "work", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := lists(); !slices.Equal(got, want) {
+			t.Errorf("pass %d listed %v, want %v", pass, got, want)
+		}
+		if len(snap.Nodes) != 1 || len(snap.Quotas) != 1 || len(snap.LimitRanges) != 1 {
+			t.Errorf("pass %d saw %d nodes, %d quotas, %d LimitRanges; want 1 of each", pass, len(snap.Nodes), len(snap.Quotas), len(snap.LimitRanges))
+		}
+	}
+	o.Follow.Stop()
+	if o.Follow.nodes.Watching() || o.Follow.pods.Watching() || o.Follow.quotas.Watching() || o.Follow.limits.Watching() {
+		t.Error("a feed still watches after Stop")
+	}
+	if _, err := Observe(ctx, client, "work", o); err != nil {
+		t.Fatal(err)
+	}
+	if got := lists(); !slices.Equal(got, all) {
+		t.Errorf("after Stop, the pass listed %v, want %v", got, all)
+	}
+}
+
 // TestFollowedExtras: what a Follow keeps beside a followed pod's node and shape (its name and placement while it
 // waits for a node, the tick pod's spec) lives as long as it is needed: a pod bound since, or gone, keeps none.
 func TestFollowedExtras(t *testing.T) {
