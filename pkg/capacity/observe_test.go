@@ -375,6 +375,19 @@ func TestObservePerNode(t *testing.T) {
 	if rep.Fit != 4 { // 2 nodes × (4 − 1 cpu) = 6 pods of 1 cpu, minus the 2-cpu unbound pod
 		t.Errorf("Fit() = %d (%s), want 4", rep.Fit, rep.Binding)
 	}
+	// A node's LIST that fails is the error, with its node and cause (not the cancel it gave the others).
+	c := testkit.NewFake(objs...)
+	fieldFiltering(c)
+	c.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.ListActionImpl).GetListOptions().FieldSelector == "spec.nodeName=n01,"+nonTerminal {
+			return true, nil, apierrors.NewInternalError(errors.New("etcd down"))
+		}
+		return false, nil, nil
+	})
+	_, err := Observe(context.Background(), c, "batch", Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{tpl}, NoNextPassRoom: true})
+	if err == nil || !strings.Contains(err.Error(), "on node n01") || !strings.Contains(err.Error(), "etcd down") {
+		t.Errorf("a failed LIST of n01's pods: Observe error %v, want it named with its cause", err)
+	}
 }
 
 func toQuery(o metav1.ListOptions) string {
