@@ -71,7 +71,7 @@ func TestAutoscaleRoom(t *testing.T) {
 			Claim{Template: tpl, Unbound: 3, Podless: 2}, 4, "4 on NodePool batch", "TTTTF"},
 		{"others' pods that fit on no node take the pool's room", withPending(withAutoscale(none(), autoscale.Karpenter, 100, karpenter("batch", rl("cpu", "12"), nil, shaped)),
 			pending("other", "big", rl("cpu", "2"))), Claim{Template: tpl}, 7, "7 on NodePool batch", strings.Repeat("T", 7) + "F"},
-		{"a NodePool's pods limit counts one a pod", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12", "pods", "1"), rl("pods", "1"))),
+		{"a NodePool's pods limit counts one per pod", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12", "pods", "1"), rl("pods", "1"))),
 			Claim{Template: tpl}, 0, "limits.pods: 0 left", "F"},
 		{"our waiting pods use up the probe", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil)),
 			Claim{Template: tpl, Unbound: 1}, 0, "0 pod(s) to learn it", "F"},
