@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -80,7 +81,15 @@ type Source struct {
 	// CancelQuery, when set, returns the keys of tasks to cancel (a column named Key): a pass asks it only about the
 	// keys it is about to run or holds an unfinished Job for (see `jobsched help cancel`).
 	CancelQuery string `json:"cancelQuery,omitempty"`
+	// Notify and Poll are the install's (the top-level source): during tick --fill-for, a notification on the
+	// channel Notify (LISTEN) runs a pass at once, and while the run waits a pass runs every Poll; with either the
+	// run covers its whole --fill-for (`jobsched help pass`).
+	Notify string          `json:"notify,omitempty"`
+	Poll   metav1.Duration `json:"poll,omitempty"`
 }
+
+// Wakes says a fill run wakes on its own (source.notify or source.poll), so it covers its whole --fill-for.
+func (c *Config) Wakes() bool { return c.Source.Notify != "" || c.Source.Poll.Duration > 0 }
 
 // Job says how a row becomes a Job.
 type Job struct {
@@ -359,6 +368,7 @@ func (c *Config) Validate() []error {
 			bad("job", "with queues: each queue has its own job: move it into a queue (queues[].job)")
 		}
 	}
+	validateWake(bad, c.Source)
 	errs = append(errs, validateEnv(at{}, c.Env)...)
 	count(bad, "limits.maxActive", c.Limits.MaxActive, 0)
 	count(bad, "limits.maxPerTick", c.Limits.MaxPerTick, 0)
@@ -397,6 +407,33 @@ func validateSource(path at, src Source) []error {
 	}
 	validTimeout(bad, src.Timeout.Duration)
 	return errs
+}
+
+// The range of source.poll. Each poll is a whole pass: the Lease taken and given back (two writes to the API server),
+// a SELECT, its deletes; below MinPoll an idle install would cost that several times a second for a pickup that a
+// notification (source.notify) gives sooner anyway. MaxPoll: a poll rarer than an hour is no fallback.
+const (
+	MinPoll = time.Second
+	MaxPoll = time.Hour
+)
+
+// channelName is what source.notify takes: an unquoted PostgreSQL identifier in lower case, at most 63 bytes
+// (NAMEDATALEN − 1), so that NOTIFY name, NOTIFY "name" and pg_notify('name', ...) all reach the same channel.
+var channelName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// validateWake checks source.notify and source.poll.
+func validateWake(bad func(key, format string, args ...any), src Source) {
+	if src.Notify != "" && !channelName.MatchString(src.Notify) {
+		bad("source.notify", "%q is not a channel name: lower-case letters, digits and _, not starting with a digit, at most 63 (e.g. jobsched_reports)", src.Notify)
+	}
+	switch d := src.Poll.Duration; {
+	case d < 0:
+		bad("source.poll", "must not be negative (0 or unset: no poll)")
+	case d > 0 && d < MinPoll:
+		bad("source.poll", "%s is shorter than %s: each poll is a whole pass (the Lease, a SELECT); for a sooner pickup set source.notify", d, MinPoll)
+	case d > MaxPoll:
+		bad("source.poll", "%s is longer than %s", d, MaxPoll)
+	}
 }
 
 // validTimeout checks source.timeout (after defaults: 0 is already the default) against statement_timeout's range.

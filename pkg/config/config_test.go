@@ -106,6 +106,16 @@ func TestLoadErrors(t *testing.T) {
 		{"a second document in the template keeps its other errors", minimal,
 			"apiVersion: batch/v1\nkind: Job\nspec:\n  completions: 0\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: w, image: i}]\n---\nkind: Job\n",
 			[]string{"a second YAML document", "spec.completions: must not be 0"}},
+		{"notify not a channel name", strings.Replace(minimal, "  key: id\n", "  key: id\n  notify: Jobs-new\n", 1), "",
+			[]string{`source.notify: "Jobs-new" is not a channel name`}},
+		{"notify too long", strings.Replace(minimal, "  key: id\n", "  key: id\n  notify: "+strings.Repeat("a", 64)+"\n", 1), "",
+			[]string{`source.notify: "` + strings.Repeat("a", 64) + `" is not a channel name`}},
+		{"poll below its bound", strings.Replace(minimal, "  key: id\n", "  key: id\n  poll: 500ms\n", 1), "",
+			[]string{"source.poll: 500ms is shorter than 1s"}},
+		{"poll negative", strings.Replace(minimal, "  key: id\n", "  key: id\n  poll: -1s\n", 1), "",
+			[]string{"source.poll: must not be negative"}},
+		{"poll above its bound", strings.Replace(minimal, "  key: id\n", "  key: id\n  poll: 2h\n", 1), "",
+			[]string{"source.poll: 2h0m0s is longer than 1h0m0s"}},
 		{"long prefix", minimal + "  namePrefix: " + strings.Repeat("a", 41) + "\n", "", []string{"job.namePrefix:", "longer than 40"}},
 	}
 	for _, tc := range tests {

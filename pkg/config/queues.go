@@ -255,6 +255,9 @@ func (c *Config) validateQueues() []error {
 		if q.Source.DSNEnv != "" || q.Source.DSNFile != "" {
 			bad("source", "dsnEnv and dsnFile are the install's: one connection for every queue, in the top-level source")
 		}
+		if q.Source.Notify != "" || q.Source.Poll.Duration != 0 {
+			bad("source", "notify and poll are the install's: one wake for every queue, in the top-level source")
+		}
 		errs = append(errs, validateSource(path, q.Source)...)
 		errs = append(errs, validateJob(path, q.Job)...)
 		if p := q.Job.NamePrefix; p != "" {

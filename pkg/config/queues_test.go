@@ -147,6 +147,8 @@ func TestQueuesErrors(t *testing.T) {
 			[]string{"queues[0] (a).source: dsnEnv and dsnFile are the install's", "queues[0] (a).source.query: required",
 				"queues[0] (a).source.key: required", "queues[0] (a).job.template: required", "queues[0] (a).retry.maxAttempts: must be at least 1",
 				`queues[0] (a).env.prefix: "x-" may only hold`, "queues[0] (a).gc.failedRetention: was replaced by retry"}},
+		{"notify and poll in a queue", base + "- name: a\n  source: {query: q, key: id, notify: chan, poll: 5s}\n  job: {template: job.yaml}\n",
+			[]string{"queues[0] (a).source: notify and poll are the install's: one wake for every queue, in the top-level source"}},
 		{"template and container", base + q("a", "") + "- name: b\n  source: {query: q, key: id}\n  job: {template: nope.yaml}\n" +
 			"- name: c\n  source: {query: q, key: id}\n  job: {template: job.yaml, container: nope}\n",
 			[]string{"queues[1] (b).job.template:", "nope.yaml", `queues[2] (c).job.container: the template has no container named "nope"`}},

@@ -17,7 +17,8 @@ import (
 var referenceDir = filepath.Join("..", "..", "manifests", "examples", "reference")
 
 // notInReference are keys the decoder accepts only to say what to write instead: they are errors, shown as comments.
-var notInReference = []string{"gc.failedRetention", "queues[].gc.failedRetention", "queues[].source.dsnEnv", "queues[].source.dsnFile"}
+var notInReference = []string{"gc.failedRetention", "queues[].gc.failedRetention", "queues[].source.dsnEnv", "queues[].source.dsnFile",
+	"queues[].source.notify", "queues[].source.poll"}
 
 // TestReferenceConfigs keeps the reference from drifting: each file loads (an unknown key, a key of the wrong type
 // or a value that does not validate fails it), the files together hold every key Config reads, and jobsched.yaml
