@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lib/pq"
 )
@@ -181,3 +182,22 @@ func Redact(err error, secrets []string) error {
 type redactedError struct{ msg string }
 
 func (e *redactedError) Error() string { return e.msg }
+
+// Session is dsn in the key=value form, with connect_timeout set to timeout when cfg (what Parse read from dsn)
+// has none, and application_name set to name: the DSN of a connection jobsched keeps open, which lib/pq opens from
+// a string (pq.NewDialListener), so that it connects as the pool does (TLS, host, user: the same keys) within the
+// same connect timeout, and shows in pg_stat_activity under name. A URL is converted as lib/pq converts it; the
+// keys appended last override any the DSN had.
+func Session(dsn string, cfg pq.Config, timeout time.Duration, name string) (string, error) {
+	kv := dsn
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		var err error
+		if kv, err = pq.ParseURL(dsn); err != nil { //nolint:staticcheck // the conversion lib/pq itself applies to a URL
+			return "", invalid(err, dsn)
+		}
+	}
+	if cfg.ConnectTimeout <= 0 {
+		kv += " connect_timeout=" + strconv.FormatInt(int64((timeout+time.Second-1)/time.Second), 10)
+	}
+	return kv + " application_name='" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(name) + "'", nil
+}

@@ -5,11 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/lib/pq"
 )
 
@@ -161,5 +164,44 @@ func TestRedact(t *testing.T) {
 	}
 	if got := Redact(nil, secrets); got != nil {
 		t.Errorf("Redact(nil) = %v", got)
+	}
+}
+
+// TestSession: lib/pq reads the session DSN as it reads the DSN it came from (the same host, user, password, TLS
+// keys), with a connect timeout where the DSN set none and the application name given.
+func TestSession(t *testing.T) {
+	tests := []struct {
+		name, dsn string
+		timeout   time.Duration // the connect timeout lib/pq reads from the result
+	}{
+		{"a URL", "postgres://app:pa%20ss@db.example:6432/app?sslmode=verify-full&sslrootcert=/ca.pem", 10 * time.Second},
+		{"a URL with its own connect timeout", "postgresql://app:pw@db/app?connect_timeout=3", 3 * time.Second},
+		{"a URL with connect_timeout 0 (none)", "postgres://app:pw@db/app?connect_timeout=0", 10 * time.Second},
+		{"a URL with an application name", "postgres://app:pw@db/app?application_name=mine", 10 * time.Second},
+		{"key=value with quotes", `host=db port=5433 user=app password='it\'s \\ x' sslmode=require`, 10 * time.Second},
+		{"key=value with a connect timeout", "host=db user=app connect_timeout=7", 7 * time.Second},
+		{"several hosts", "host=db1,db2 port=5432,5433 user=app target_session_attrs=read-write", 10 * time.Second},
+		{"a socket directory", "host=/run/postgresql dbname=app", 10 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse(tt.dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Session(tt.dsn, cfg, 10*time.Second, `jobsched/batch/it's`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read, err := pq.NewConfig(got)
+			if err != nil {
+				t.Fatalf("lib/pq cannot read %q: %v", got, err)
+			}
+			want := cfg
+			want.ConnectTimeout, want.ApplicationName = tt.timeout, `jobsched/batch/it's`
+			if diff := cmp.Diff(want, read, cmpopts.IgnoreUnexported(pq.Config{}), cmpopts.EquateComparable(netip.Addr{})); diff != "" {
+				t.Errorf("lib/pq reads %q otherwise than the DSN (-want +got):\n%s", got, diff)
+			}
+		})
 	}
 }
