@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -38,17 +39,38 @@ type fillPass struct {
 	wordDue  time.Time // when a pod that waits for the autoscaler's word blocks without it (zero: none)
 }
 
-// filler runs passes for fillFor. pass runs one whole pass (refill 0 is the first); wait returns once something
-// happened after it that may let the next pass create (a Job of this scheduler ended: scheduler.Follow.Wait). poll,
-// when set, bounds each wait: the next pass then runs although nothing happened (a queue with source.cancelQuery: a
-// cancel is noticed only by a pass).
+// filler runs passes for fillFor. pass runs one whole pass (refill 0 is the first; woke says what started a
+// refill); wait returns once something happened after it that may let the next pass create (a Job of this scheduler
+// ended: scheduler.Follow.Wait). poll, when set, bounds each wait: the next pass then runs although nothing happened
+// (a queue with source.cancelQuery: a cancel is noticed only by a pass; source.poll).
+//
+// With cover (source.notify or source.poll) the run covers its whole fillFor: a pass that leaves nothing to wait
+// for (the backlog is empty, maxPerTick bound it, it is blocked) is followed by idle, which returns when a Job
+// ends (as wait does, but holding no Lease), and the run ends only when its time has passed, a pass failed, or it
+// is told to stop. wake, when set, delivers the listener's wakes (listen.Listener.Wake): one ends any wait, and
+// what arrives during a pass is one more pass.
 type filler struct {
 	fillFor time.Duration
-	poll    time.Duration
+	poll    func() time.Duration
 	now     func() time.Time
-	pass    func(ctx context.Context, refill int) fillPass
+	pass    func(ctx context.Context, refill int, woke string) fillPass
 	wait    func(ctx context.Context, nodes bool) (string, error)
+
+	cover bool
+	idle  func(ctx context.Context, nodes bool) (string, error)
+	wake  <-chan string
 }
+
+// What woke a refill: the field woke of its pass done line. The listener adds listen.WokeNotify and
+// listen.WokeListener.
+const (
+	wokeJob       = "jobEnd"         // one of its Jobs ended
+	wokeNode      = "nodeReady"      // a node turned usable
+	wokePoll      = "poll"           // source.poll, or the poll for cancels
+	wokeRate      = "rateWindow"     // the limits.rate window allows the next create
+	wokeWord      = "autoscalerWord" // a pod's wait for the autoscaler's word is over
+	wokeWatchLost = "watchLost"      // the watch of the Jobs was lost: the next pass observes afresh
+)
 
 // cancelPoll is the filler's poll while a queue has source.cancelQuery (jobsched help cancel): a cancel takes
 // effect within it and a pass, at the cost of a pass that often while the loop waits.
@@ -56,10 +78,15 @@ const cancelPoll = 5 * time.Second
 
 var (
 	errFillOver   = errors.New("--fill-for has passed")
-	errPoll       = errors.New("the poll for cancels is due")
+	errPoll       = errors.New("the poll is due")
 	errWindowOpen = errors.New("the rate window opens")
 	errWordDue    = errors.New("the autoscaler's word is due")
 )
+
+// wokeBy is a wait's end by the listener, with what woke it.
+type wokeBy struct{ why string }
+
+func (w wokeBy) Error() string { return "woken: " + w.why }
 
 // waitFor is the wait after pass p: for a Job to end when room bound it, and when a limits.rate bound it, at most
 // until its window allows the next create (without room to wait for, just that).
@@ -82,47 +109,13 @@ func (f filler) waitFor(ctx context.Context, p fillPass) (string, error) {
 func (f filler) run(ctx context.Context) error {
 	log := zerolog.Ctx(ctx)
 	end := f.now().Add(f.fillFor)
+	woke := ""
 	for refill := 0; ; refill++ {
-		p := f.pass(ctx, refill)
+		f.drainWake() // what was notified so far, this pass reads
+		p := f.pass(ctx, refill, woke)
 		reason := f.stop(ctx, p, end)
 		if reason == "" {
-			ev := log.Info().Int("refill", refill).Str("limit", p.limit)
-			if !p.next.IsZero() {
-				ev = ev.Time("nextCreate", p.next)
-			}
-			ev.Msg("waiting for a Job to finish")
-			left, why := end.Sub(f.now()), errFillOver
-			if f.poll > 0 && f.poll < left {
-				left, why = f.poll, errPoll
-			}
-			if due := p.wordDue.Sub(f.now()); !p.wordDue.IsZero() && due < left {
-				left, why = due, errWordDue
-			}
-			wctx, cancel := context.WithTimeoutCause(ctx, left, why)
-			waitFrom := f.now()
-			name, err := f.waitFor(wctx, p)
-			cancel()
-			switch {
-			case ctx.Err() != nil:
-				reason = endTerminated
-			case errors.Is(err, errFillOver):
-				reason = endTime
-			case errors.Is(err, errPoll):
-				log.Debug().Msg("no Job ended within the poll for cancels: the next pass")
-			case errors.Is(err, errWordDue):
-				log.Debug().Msg("a pod's wait for the autoscaler's word is over: the next pass")
-			case errors.Is(err, errWindowOpen):
-				log.Debug().Msg("the rate window opened: the next pass")
-			case errors.Is(err, scheduler.ErrLost):
-				log.Debug().Err(err).Msg("the next pass observes afresh")
-			case err != nil:
-				reason = endCannotWait + err.Error()
-			default:
-				log.Debug().Str("by", name).Dur("waited", f.now().Sub(waitFrom)).Msg("a Job ended or a node turned Ready: the next pass")
-			}
-			if reason == "" && !f.now().Before(end) {
-				reason = endTime
-			}
+			woke, reason = f.waitNext(ctx, p, end, refill)
 		}
 		if reason != "" {
 			log.Info().Str("reason", reason).Int("passes", refill+1).Msg("fill ended")
@@ -131,13 +124,115 @@ func (f filler) run(ctx context.Context) error {
 	}
 }
 
-// stop says why no pass follows p ("" when the next one waits for a Job to end).
+// drainWake takes a pending wake: the pass about to start covers it.
+func (f filler) drainWake() {
+	select {
+	case <-f.wake:
+	default:
+	}
+}
+
+// waitNext waits after pass p for what starts the next pass, and says what it was, or why none follows.
+func (f filler) waitNext(ctx context.Context, p fillPass, end time.Time, refill int) (woke, reason string) {
+	log := zerolog.Ctx(ctx)
+	busy := f.busy(p)
+	if busy {
+		ev := log.Info().Int("refill", refill).Str("limit", p.limit)
+		if !p.next.IsZero() {
+			ev = ev.Time("nextCreate", p.next)
+		}
+		ev.Msg("waiting for a Job to finish")
+	} else {
+		log.Debug().Int("refill", refill).Msg("waiting for a notification, the poll or a Job's end")
+	}
+	left, why := end.Sub(f.now()), error(errFillOver)
+	if poll := f.pollNow(); poll > 0 && poll < left {
+		left, why = poll, errPoll
+	}
+	if due := p.wordDue.Sub(f.now()); !p.wordDue.IsZero() && due < left {
+		left, why = due, errWordDue
+	}
+	wctx, cancel := context.WithTimeoutCause(ctx, left, why)
+	defer cancel()
+	if f.wake != nil {
+		var cancelWake context.CancelCauseFunc
+		wctx, cancelWake = context.WithCancelCause(wctx)
+		woken := make(chan struct{})
+		go func() {
+			defer close(woken)
+			select {
+			case w := <-f.wake:
+				cancelWake(wokeBy{w})
+			case <-wctx.Done():
+			}
+		}()
+		defer func() { cancelWake(nil); <-woken }()
+	}
+	waitFrom := f.now()
+	var name string
+	var err error
+	if busy {
+		name, err = f.waitFor(wctx, p)
+	} else {
+		name, err = f.idle(wctx, p.nodes)
+	}
+	var w wokeBy
+	switch {
+	case ctx.Err() != nil:
+		return "", endTerminated
+	case errors.As(err, &w):
+		woke = w.why
+	case errors.Is(err, errFillOver):
+		return "", endTime
+	case errors.Is(err, errPoll):
+		woke = wokePoll
+	case errors.Is(err, errWordDue):
+		woke = wokeWord
+	case errors.Is(err, errWindowOpen):
+		woke = wokeRate
+	case errors.Is(err, scheduler.ErrLost):
+		log.Debug().Err(err).Msg("the next pass observes afresh")
+		woke = wokeWatchLost
+	case err != nil:
+		return "", endCannotWait + err.Error()
+	case strings.HasPrefix(name, "node/"):
+		woke = wokeNode
+	default:
+		woke = wokeJob
+	}
+	log.Debug().Str("woke", woke).Str("by", name).Dur("waited", f.now().Sub(waitFrom)).Msg("the next pass")
+	if !f.now().Before(end) {
+		return "", endTime
+	}
+	return woke, ""
+}
+
+// busy says the run waits after p for what p was bound by (room, a rate window), as a run without cover does;
+// else (cover only) it idles.
+func (f filler) busy(p fillPass) bool {
+	return p.err == nil && p.blocked == "" && p.rowsWait && (p.room || !p.next.IsZero())
+}
+
+// pollNow is the poll of the next wait (0: none).
+func (f filler) pollNow() time.Duration {
+	if f.poll == nil {
+		return 0
+	}
+	return f.poll()
+}
+
+// stop says why no pass follows p ("" when the next one waits). With cover only the time, a failed pass and a
+// signal end the run.
 func (f filler) stop(ctx context.Context, p fillPass, end time.Time) string {
 	switch {
 	case p.err != nil:
 		return endFailed
 	case ctx.Err() != nil:
 		return endTerminated
+	case f.cover && !f.now().Before(end):
+		return endTime
+	case f.cover:
+		return ""
 	case p.blocked != "":
 		return endBlocked + p.blocked
 	case !p.rowsWait:

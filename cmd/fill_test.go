@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jobsched/jobsched/pkg/lease"
+	"github.com/jobsched/jobsched/pkg/listen"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 	"github.com/jobsched/jobsched/pkg/testkit"
 )
@@ -83,9 +84,9 @@ func TestFiller(t *testing.T) {
 			var waits []string
 			f := filler{
 				fillFor: 50 * time.Second,
-				poll:    tt.poll,
+				poll:    func() time.Duration { return tt.poll },
 				now:     func() time.Time { return now },
-				pass: func(_ context.Context, refill int) fillPass {
+				pass: func(_ context.Context, refill int, _ string) fillPass {
 					refills = append(refills, refill)
 					if len(refills) > len(tt.passes) {
 						t.Fatalf("pass %d: the script has %d", len(refills), len(tt.passes))
@@ -158,7 +159,7 @@ func TestFillerDeadline(t *testing.T) {
 	log := zerolog.New(&logs)
 	passes := 0
 	f := filler{fillFor: 50 * time.Millisecond, now: time.Now,
-		pass: func(context.Context, int) fillPass {
+		pass: func(context.Context, int, string) fillPass {
 			passes++
 			return fillPass{room: true, rowsWait: true}
 		},
@@ -185,7 +186,7 @@ func TestFillerRateWindow(t *testing.T) {
 			passes, waits := 0, 0
 			var next time.Time
 			f := filler{fillFor: time.Minute, now: time.Now,
-				pass: func(context.Context, int) fillPass {
+				pass: func(context.Context, int, string) fillPass {
 					passes++
 					if passes == 2 {
 						if now := time.Now(); now.Before(next) {
@@ -254,6 +255,124 @@ func TestKeepLease(t *testing.T) {
 			}
 			if name != "job-1" || err != nil || *l.Spec.HolderIdentity != tc.wantHolder {
 				t.Errorf("wait = %q, %v; holder %q; want job-1, no error, holder %q", name, err, *l.Spec.HolderIdentity, tc.wantHolder)
+			}
+		})
+	}
+}
+
+// TestFillerCover: with source.notify or source.poll a run covers its whole --fill-for: a pass that leaves nothing
+// to wait for is followed by an idle wait (not the end), which a notification, the poll or a Job's end ends; the
+// next pass's woke says which; notifications during a pass are one more pass; only the time, a failed pass or a
+// signal end the run.
+func TestFillerCover(t *testing.T) {
+	empty := fillPass{room: true, limit: "capacity: 2 fit"}
+	room := fillPass{room: true, rowsWait: true, limit: "limits.maxActive: 4 of 4 unfinished"}
+	failed := errors.New("the database is down")
+	// What each wait does: notify (a notification arrives while it waits), storm (a thousand arrive during the
+	// pass before it), poll (nothing: the poll ends it), job (a Job ends), time (--fill-for passes), term (SIGTERM).
+	tests := []struct {
+		name       string
+		passes     []fillPass
+		waits      []string
+		poll       time.Duration
+		wantWoke   []string // each pass's woke
+		wantWaits  string   // "idle" or "wait" per wait
+		wantReason string
+		wantErr    error
+	}{
+		{name: "the backlog is empty: the run idles, a notification starts the next pass",
+			passes: []fillPass{empty, empty}, waits: []string{"notify", "time"},
+			wantWoke: []string{"", listen.WokeNotify}, wantWaits: "idle,idle", wantReason: endTime},
+		{name: "the poll starts the next pass", poll: time.Millisecond,
+			passes: []fillPass{empty, empty}, waits: []string{"poll", "time"},
+			wantWoke: []string{"", wokePoll}, wantWaits: "idle,idle", wantReason: endTime},
+		{name: "a Job's end starts the next pass while it idles",
+			passes: []fillPass{empty, empty}, waits: []string{"job", "time"},
+			wantWoke: []string{"", wokeJob}, wantWaits: "idle,idle", wantReason: endTime},
+		{name: "a storm during a pass is one more pass",
+			passes: []fillPass{empty, empty, empty}, waits: []string{"storm", "time"},
+			wantWoke: []string{"", listen.WokeNotify}, wantWaits: "idle,idle", wantReason: endTime},
+		{name: "bound by room: it waits for a Job, and a notification ends that wait too",
+			passes: []fillPass{room, empty}, waits: []string{"notify", "time"},
+			wantWoke: []string{"", listen.WokeNotify}, wantWaits: "wait,idle", wantReason: endTime},
+		{name: "blocked, or bound by maxPerTick: it idles",
+			passes: []fillPass{{blocked: "1 pod(s) Unschedulable", rowsWait: true}, {rowsWait: true, limit: "limits.maxPerTick: 10"}},
+			waits:  []string{"job", "time"}, wantWoke: []string{"", wokeJob}, wantWaits: "idle,idle", wantReason: endTime},
+		{name: "a failed pass ends it", passes: []fillPass{empty, {err: failed}}, waits: []string{"notify"},
+			wantWoke: []string{"", listen.WokeNotify}, wantWaits: "idle", wantReason: endFailed, wantErr: failed},
+		{name: "SIGTERM while it idles", passes: []fillPass{empty}, waits: []string{"term"},
+			wantWoke: []string{""}, wantWaits: "idle", wantReason: endTerminated},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			log := zerolog.New(&logs)
+			ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
+			defer cancel()
+			now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+			wake := make(chan string, 1)
+			notify := func() {
+				select {
+				case wake <- listen.WokeNotify:
+				default:
+				}
+			}
+			var woke, waits []string
+			step := func(wctx context.Context) (string, error) {
+				switch tt.waits[len(waits)-1] {
+				case "notify":
+					notify()
+				case "job":
+					return "job-a", nil
+				case "time":
+					now = now.Add(time.Hour)
+					return "", errFillOver
+				case "term":
+					cancel()
+				}
+				<-wctx.Done()
+				return "", context.Cause(wctx)
+			}
+			f := filler{fillFor: 50 * time.Second, cover: true, wake: wake,
+				poll: func() time.Duration { return tt.poll },
+				now:  func() time.Time { return now },
+				pass: func(_ context.Context, refill int, w string) fillPass {
+					woke = append(woke, w)
+					if len(woke) > len(tt.passes) {
+						t.Fatalf("pass %d: the script has %d", len(woke), len(tt.passes))
+					}
+					if len(waits) < len(tt.waits) && tt.waits[len(waits)] == "storm" {
+						for range 1000 {
+							notify()
+						}
+					}
+					return tt.passes[len(woke)-1]
+				},
+				wait: func(wctx context.Context, _ bool) (string, error) {
+					waits = append(waits, "wait")
+					return step(wctx)
+				},
+				idle: func(wctx context.Context, _ bool) (string, error) {
+					waits = append(waits, "idle")
+					if tt.waits[len(waits)-1] == "storm" {
+						<-wctx.Done() // the pending wake ends it at once
+						return "", context.Cause(wctx)
+					}
+					return step(wctx)
+				},
+			}
+			err := f.run(ctx)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Errorf("error %v, want %v", err, tt.wantErr)
+			}
+			if strings.Join(woke, ",") != strings.Join(tt.wantWoke, ",") {
+				t.Errorf("passes woken by %q, want %q", woke, tt.wantWoke)
+			}
+			if strings.Join(waits, ",") != tt.wantWaits {
+				t.Errorf("waits %s, want %s", strings.Join(waits, ","), tt.wantWaits)
+			}
+			if want := `"reason":"` + tt.wantReason + `"`; !strings.Contains(logs.String(), want) {
+				t.Errorf("the end is not %q:\n%s", tt.wantReason, logs.String())
 			}
 		})
 	}

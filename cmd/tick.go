@@ -18,10 +18,12 @@ import (
 	"github.com/jobsched/jobsched/pkg/events"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/lease"
+	"github.com/jobsched/jobsched/pkg/listen"
 	"github.com/jobsched/jobsched/pkg/metrics"
 	"github.com/jobsched/jobsched/pkg/pushurl"
 	"github.com/jobsched/jobsched/pkg/rate"
 	"github.com/jobsched/jobsched/pkg/scheduler"
+	"github.com/jobsched/jobsched/pkg/source"
 )
 
 // After a pass, the Events in flight get eventsFlush to be written, the backlog count and the push of the metrics
@@ -78,16 +80,22 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 	s.Follow = scheduler.NewFollow()
 	defer s.Follow.Stop()
 	wait := s.Follow.Wait
-	if lg, ok := s.Guard.(*lease.Guard); ok {
+	var lg *lease.Guard
+	if held, ok := s.Guard.(*lease.Guard); ok {
+		lg = held
 		lg.Keep = true // from pass to pass while Jobs keep ending (keepLease)
 		defer lg.Give(ctx)
 		wait = keepLease(lg, s.Follow.Wait, g.leaseDuration/3)
 	}
 	// client-go's watch logs (a watch it opens again) go to the pass's log, not to klog's stderr.
 	ctx = logr.NewContext(ctx, zerologr.New(zerolog.Ctx(ctx)))
-	f := filler{fillFor: fillFor, poll: fillPoll(cfg), now: time.Now,
-		pass: func(ctx context.Context, refill int) fillPass {
-			log := zerolog.Ctx(ctx).With().Int("refill", refill).Logger()
+	f := filler{fillFor: fillFor, now: time.Now, cover: cfg.Wakes(),
+		pass: func(ctx context.Context, refill int, woke string) fillPass {
+			lc := zerolog.Ctx(ctx).With().Int("refill", refill)
+			if woke != "" {
+				lc = lc.Str("woke", woke)
+			}
+			log := lc.Logger()
 			ctx = log.WithContext(ctx)
 			start := time.Now()
 			res, err := s.Run(ctx, scheduler.Execute)
@@ -98,7 +106,22 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 			return fillPassOf(res, err)
 		},
 		wait: wait,
+		idle: idleWait(lg, s.Follow),
 	}
+	var l *listen.Listener
+	if cfg.Source.Notify != "" {
+		dsn, err := source.DSN(cfg)
+		if err != nil {
+			return err
+		}
+		l, err = listen.Start(dsn, cfg.Source.Notify, listen.AppName(cfg.Namespace, cfg.Name), fallbackPoll(cfg), *zerolog.Ctx(ctx))
+		if err != nil {
+			return &config.Error{Err: err}
+		}
+		defer l.Close()
+		f.wake = l.Wake
+	}
+	f.poll = func() time.Duration { return fillPoll(cfg, l) }
 	return f.run(ctx)
 }
 
@@ -120,14 +143,56 @@ func keepLease(g *lease.Guard, wait func(context.Context, bool) (string, error),
 	}
 }
 
-// fillPoll is the filler's poll: cancelPoll when a queue has a cancel query, else none (only a Job's end wakes it).
-func fillPoll(cfg *config.Config) time.Duration {
-	for _, q := range cfg.AllQueues() {
-		if q.Source.CancelQuery != "" {
-			return cancelPoll
+// fallbackPoll is the poll while source.notify has no listening connection: source.poll, else defaultFallbackPoll.
+func fallbackPoll(cfg *config.Config) time.Duration {
+	if p := cfg.Source.Poll.Duration; p > 0 {
+		return p
+	}
+	return defaultFallbackPoll
+}
+
+// defaultFallbackPoll is the poll of a run with source.notify and no source.poll while it does not listen (before
+// the LISTEN is acknowledged, while the connection is lost, when the server refuses LISTEN): a row waits at most
+// that long for its pass, as with the poll for cancels.
+const defaultFallbackPoll = cancelPoll
+
+// fillPoll is the filler's poll now: the shortest of source.poll, cancelPoll when a queue has a cancel query, and
+// the fallback poll while source.notify does not listen (l nil: no source.notify); 0 when none applies (only a
+// Job's end or a notification wakes it).
+func fillPoll(cfg *config.Config, l *listen.Listener) time.Duration {
+	var poll time.Duration
+	shorter := func(d time.Duration) {
+		if d > 0 && (poll == 0 || d < poll) {
+			poll = d
 		}
 	}
-	return 0
+	shorter(cfg.Source.Poll.Duration)
+	for _, q := range cfg.AllQueues() {
+		if q.Source.CancelQuery != "" {
+			shorter(cancelPoll)
+		}
+	}
+	if l != nil && !l.Listening() {
+		shorter(fallbackPoll(cfg))
+	}
+	return poll
+}
+
+// idleWait is the filler's idle: the Lease given up (a pass started by hand never waits for an idle run), then the
+// wait for a Job's end. Where the Jobs are not watched (no watch in the Role), only the wait's context (the poll,
+// a notification, the time) ends it.
+func idleWait(lg *lease.Guard, follow *scheduler.Follow) func(context.Context, bool) (string, error) {
+	return func(ctx context.Context, nodes bool) (string, error) {
+		if lg != nil {
+			lg.Give(ctx)
+		}
+		name, err := follow.Wait(ctx, nodes)
+		if err != nil && ctx.Err() == nil && !errors.Is(err, scheduler.ErrLost) {
+			<-ctx.Done()
+			return "", context.Cause(ctx)
+		}
+		return name, err
+	}
 }
 
 // fillPassOf is what the fill loop needs of a pass's result.
