@@ -279,6 +279,9 @@ func printStatus(out io.Writer, st *report.Status) error {
 	if st.Lease != nil {
 		fmt.Fprintf(w, "Lease:\t%s\n", printable(st.Lease.String(time.Now())))
 	}
+	if st.Wake != nil {
+		fmt.Fprintf(w, "Wake:\t%s\n", printable(st.Wake.String(time.Now())))
+	}
 	if st.Query != nil {
 		fmt.Fprintf(w, "Query:\t%s\n", printable(st.Query.String()))
 	}

@@ -8,6 +8,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jobsched/jobsched/pkg/backlog"
@@ -15,6 +16,7 @@ import (
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/drain"
 	"github.com/jobsched/jobsched/pkg/lease"
+	"github.com/jobsched/jobsched/pkg/listen"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -56,9 +58,74 @@ type Status struct {
 	Drain drain.Estimate `json:"drain"`
 	// Lease is the scheduler's Lease as status reads it (nil offline): who creates now, if anyone.
 	Lease *lease.Info `json:"lease,omitempty"`
+	// Wake is how a fill run wakes (source.notify, source.poll); nil with neither.
+	Wake *Wake `json:"wake,omitempty"`
 	// Queues are the install's queues (config queues:), in the configuration's order; the fields above are the
 	// install's totals. Absent for a configuration without queues:, whose one queue the fields above are.
 	Queues []QueueStatus `json:"queues,omitempty"`
+}
+
+// Wake is how a fill run (tick --fill-for) wakes: on a notification on Channel, and every Poll; Listening counts
+// the runs listening on Channel now, as the database shows them (pg_stat_activity: the listening connection's
+// application_name), Since when the oldest of them connected. ListenError says why they could not be counted.
+type Wake struct {
+	Channel     string     `json:"channel,omitempty"`
+	Poll        string     `json:"poll,omitempty"`
+	Listening   int        `json:"listening"`
+	Since       *time.Time `json:"since,omitempty"`
+	ListenError string     `json:"listenError,omitempty"`
+}
+
+// listeners is what a source that can count the runs listening implements (rows.Postgres).
+type listeners interface {
+	Listening(ctx context.Context, appName string) (int, time.Time, error)
+}
+
+// wakeOf is the Wake of s's configuration, nil without source.notify and source.poll.
+func wakeOf(ctx context.Context, s *scheduler.Scheduler) *Wake {
+	src := s.Config.Source
+	if !s.Config.Wakes() {
+		return nil
+	}
+	w := &Wake{Channel: src.Notify}
+	if src.Poll.Duration > 0 {
+		w.Poll = src.Poll.Duration.String()
+	}
+	if src.Notify == "" {
+		return w
+	}
+	l, ok := s.AllQueues()[0].Source.(listeners)
+	if !ok {
+		return w // a rows file: no database to ask
+	}
+	n, since, err := l.Listening(ctx, listen.AppName(s.Config.Namespace, s.Config.Name))
+	switch {
+	case err != nil:
+		w.ListenError = err.Error()
+	case n > 0:
+		w.Listening, w.Since = n, &since
+	}
+	return w
+}
+
+// String is the Wake line of status's table.
+func (w Wake) String(now time.Time) string {
+	var parts []string
+	if w.Channel != "" {
+		switch {
+		case w.ListenError != "":
+			parts = append(parts, fmt.Sprintf("channel %s: cannot tell who listens: %s", w.Channel, w.ListenError))
+		case w.Listening == 0:
+			parts = append(parts, fmt.Sprintf("channel %s: no run listening (a notification wakes the next run's passes)", w.Channel))
+		default:
+			parts = append(parts, fmt.Sprintf("channel %s: %d run(s) listening, since %s ago", w.Channel, w.Listening,
+				now.Sub(*w.Since).Truncate(time.Second)))
+		}
+	}
+	if w.Poll != "" {
+		parts = append(parts, "poll every "+w.Poll)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Work is the install's or one queue's work as status sees it: the backlog, the Jobs by state, and the next pass's
@@ -177,6 +244,7 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 		info := lease.Describe(ctx, s.Kube.CoordinationV1(), s.Config.Namespace, s.Config.Name)
 		st.Lease = &info
 	}
+	st.Wake = wakeOf(ctx, s)
 	if len(p.Queues) == 0 { // with queues:, each queue's read is its own: Queues[].Query
 		st.Query = s.ExplainQueue(ctx, p, 0)
 	}
