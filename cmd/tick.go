@@ -46,7 +46,8 @@ func newTickCmd(g *globalOptions) *cobra.Command {
 With --fill-for, while a pass was bound by room (capacity, the quota, limits.maxActive) and rows still wait, it
 waits for one of its Jobs to finish (when the capacity nodes or autoscale fit bound it, or a node to turn
 Ready) and runs the next pass, until that time has passed, the backlog is empty, a pass is blocked (an
-Unschedulable pod) or it is told to stop.`,
+Unschedulable pod) or it is told to stop. With source.notify or source.poll it covers the whole time, waking
+on a notification, the poll or a Job's end (jobsched help pass).`,
 		Args: cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error {
 			if fillFor < 0 {

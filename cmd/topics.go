@@ -86,8 +86,30 @@ cannot trust: a watch the API server ended with 410 Gone (or refused: without wa
 are made each pass), and everything when another holder took the Lease since this run's last pass. The wait
 for a Job to end reads the same watch of the Jobs.
 
+When a fill run's next pass starts. After a pass bound by room (capacity, the quota, maxActive) while rows
+wait: when one of its Jobs ends (or, bound by the nodes or autoscale fit, a node turns usable), when the
+limits.rate window allows the next create, or the autoscaler's word on a pod is due. Otherwise the run ends
+("fill ended", reason: the backlog is empty, blocked: ..., not bound by room: ..., --fill-for has passed,
+terminated, the pass failed, cannot wait for a Job: ...), unless source.notify or source.poll is set: then
+it covers its whole --fill-for and ends only when that has passed, a pass failed or on SIGTERM. Between
+passes it waits, without holding the Lease (a pass started by hand never waits for it), for the first of:
+  - a notification on source.notify: the run LISTENs on a connection of its own (same DSN, TLS and connect
+    timeout as the pool; application_name "jobsched listen NAMESPACE/NAME", which status counts). The
+    payload is never read, and any number of notifications while a pass runs is one more pass: whoever can
+    NOTIFY on the channel can only make passes run sooner;
+  - source.poll (1s to 1h: each poll is a whole pass, the Lease taken and given back and a SELECT);
+  - one of its Jobs ending, the rate window, the time (--fill-for) or SIGTERM.
+The listening connection, lost (pg_terminate_backend, a failover, a network cut: a ping every 30s sees a
+silent one), is re-established with a backoff from 1s to 30s; meanwhile, and before the first LISTEN is
+acknowledged, the run polls every source.poll, else every 5s; once it listens again a pass reads what a
+notification may have missed. A server that refuses LISTEN (a hot standby: "cannot execute LISTEN during
+recovery") is a warning naming the cause and the fix, and the run polls. A pooler in transaction mode
+(PgBouncer) accepts a LISTEN but does not keep it: connect to PostgreSQL itself or a session-mode pool.
+
 Its log line. Every pass ends with one line, "pass done": selected, created, alreadyPresent, skipped, blocked,
-deleted, failed, duration (ms), retried, dead, cancelled (jobsched help cancel); refill in a --fill-for run;
+deleted, failed, duration (ms), retried, dead, cancelled (jobsched help cancel); refill in a --fill-for run,
+and from refill 1 woke: what started it (notify, listener: the listening connection lost or back, poll,
+jobEnd, nodeReady, rateWindow, autoscalerWord, watchLost: the Jobs' watch was lost);
 dryRun and wouldCreate in a dry run; notCreated when it ran out of time or lost its Lease before all its
 creates (those rows wait for the next pass); with queues: readAhead (rows read for a queue the share gave no
 slot: read again next pass). Each selected row is in one of created, alreadyPresent, skipped, failed,

@@ -173,8 +173,8 @@ func TestChartDefaults(t *testing.T) {
 	if got, want := pod.Containers[0].Image, "ghcr.io/jobsched/jobsched:v0.1.0"; got != want {
 		t.Errorf("image %q, want %q (the chart's appVersion)", got, want)
 	}
-	if cj.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || *cj.Spec.StartingDeadlineSeconds != 60 || *cj.Spec.JobTemplate.Spec.BackoffLimit != 0 ||
-		*cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds != 170 || *cj.Spec.JobTemplate.Spec.TTLSecondsAfterFinished != 3600 || pod.RestartPolicy != corev1.RestartPolicyNever {
+	if cj.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || *cj.Spec.StartingDeadlineSeconds != 120 || *cj.Spec.JobTemplate.Spec.BackoffLimit != 0 ||
+		*cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds != 240 || *cj.Spec.JobTemplate.Spec.TTLSecondsAfterFinished != 3600 || pod.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("the CronJob's policies differ from the kustomize base's: %+v", cj.Spec)
 	}
 	// Hardened by default: the restricted Pod Security Standard.

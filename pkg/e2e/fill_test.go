@@ -225,11 +225,33 @@ func TestFillRacing(t *testing.T) {
 	t.Logf("peak unfinished Jobs: %d (maxActive %d)", l.peakUnfinished(), maxActive)
 }
 
-// TestCronJobCoversTheSchedule: the shipped CronJob runs tick with --fill-for, and its activeDeadlineSeconds lies
-// above what a run may last (--fill-for, then a last pass of at most --timeout, then its reports: the backlog count
-// and the metrics push, 10 s each, and the Events, 5 s) and below the schedule's period, so that a run ends before
-// the next is due.
+// TestCronJobCoversTheSchedule: the shipped CronJob runs tick with --fill-for that leaves a few seconds of its period
+// (so that with source.notify or source.poll consecutive runs leave gaps of seconds: TestCronJobGaps measures them),
+// its activeDeadlineSeconds lies above what a run may last (--fill-for, then a last pass of at most --timeout, then its
+// reports: the backlog count and the metrics push, 10 s each, and the Events, 5 s), and a run that ends past the next
+// one's time holds that one back by less than startingDeadlineSeconds (Forbid then starts it late, never skips it).
 func TestCronJobCoversTheSchedule(t *testing.T) {
+	cj := shippedCronJob(t)
+	fill, timeout := cronFlag(t, cj, "--fill-for"), cronFlag(t, cj, "--timeout")
+	period := cronPeriod(t, cj)
+	const reports = 25 * time.Second
+	deadline := time.Duration(*cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds) * time.Second
+	if fill <= 0 || deadline <= fill+timeout+reports {
+		t.Errorf("activeDeadlineSeconds %s: want above --fill-for %s + --timeout %s + reports %s", deadline, fill, timeout, reports)
+	}
+	if gap := period - fill; gap <= 0 || gap > 10*time.Second {
+		t.Errorf("--fill-for %s leaves %s of the schedule's %s: want a few seconds (at most 10s)", fill, gap, period)
+	}
+	starting := time.Duration(*cj.Spec.StartingDeadlineSeconds) * time.Second
+	if cj.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || deadline-period >= starting {
+		t.Errorf("%s, a run ending up to %s past the next one's time, startingDeadlineSeconds %s: want Forbid and the "+
+			"overrun below the starting deadline", cj.Spec.ConcurrencyPolicy, deadline-period, starting)
+	}
+}
+
+// shippedCronJob is manifests/base/cronjob.yaml.
+func shippedCronJob(t *testing.T) batchv1.CronJob {
+	t.Helper()
 	data, err := os.ReadFile("../../manifests/base/cronjob.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -238,28 +260,30 @@ func TestCronJobCoversTheSchedule(t *testing.T) {
 	if err := yaml.UnmarshalStrict(data, &cj); err != nil {
 		t.Fatal(err)
 	}
+	return cj
+}
+
+// cronFlag is the duration the CronJob's container passes with the flag name.
+func cronFlag(t *testing.T, cj batchv1.CronJob, name string) time.Duration {
+	t.Helper()
 	args := cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args
-	flag := func(name string) time.Duration {
-		i := slices.Index(args, name)
-		if i < 0 || i+1 == len(args) {
-			t.Fatalf("the CronJob's args %v lack %s", args, name)
-		}
-		d, err := time.ParseDuration(args[i+1])
-		if err != nil {
-			t.Fatalf("%s %q: %v", name, args[i+1], err)
-		}
-		return d
+	i := slices.Index(args, name)
+	if i < 0 || i+1 == len(args) {
+		t.Fatalf("the CronJob's args %v lack %s", args, name)
 	}
-	fill, timeout := flag("--fill-for"), flag("--timeout")
+	d, err := time.ParseDuration(args[i+1])
+	if err != nil {
+		t.Fatalf("%s %q: %v", name, args[i+1], err)
+	}
+	return d
+}
+
+// cronPeriod is the period of the CronJob's schedule, */N * * * *.
+func cronPeriod(t *testing.T, cj batchv1.CronJob) time.Duration {
+	t.Helper()
 	var every int
 	if _, err := fmt.Sscanf(cj.Spec.Schedule, "*/%d * * * *", &every); err != nil {
 		t.Fatalf("schedule %q is not */N * * * *: %v", cj.Spec.Schedule, err)
 	}
-	period := time.Duration(every) * time.Minute
-	const reports = 25 * time.Second
-	deadline := time.Duration(*cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds) * time.Second
-	if fill <= 0 || deadline <= fill+timeout+reports || deadline >= period {
-		t.Errorf("activeDeadlineSeconds %s: want above --fill-for %s + --timeout %s + reports %s and below the schedule's %s",
-			deadline, fill, timeout, reports, period)
-	}
+	return time.Duration(every) * time.Minute
 }

@@ -277,6 +277,8 @@ type config struct {
 	query       string // replaces the whole query
 	timeout     string // source.timeout; default 10s
 	cancel      string // source.cancelQuery; default none
+	notify      string // source.notify; default none
+	poll        string // source.poll; default none
 }
 
 // writeConfig writes NAME.yaml and its template NAME-job.yaml (NAME: c.name) in the scenario's directory and
@@ -311,6 +313,12 @@ env:
 %s`, c.name, e.ns, c.query, c.timeout, c.name, c.extra)
 	if c.cancel != "" {
 		cfg = strings.Replace(cfg, "\nsource:\n", "\nsource:\n  cancelQuery: "+c.cancel+"\n", 1)
+	}
+	if c.notify != "" {
+		cfg = strings.Replace(cfg, "\nsource:\n", "\nsource:\n  notify: "+c.notify+"\n", 1)
+	}
+	if c.poll != "" {
+		cfg = strings.Replace(cfg, "\nsource:\n", "\nsource:\n  poll: "+c.poll+"\n", 1)
 	}
 	tpl := jobTemplate{duration: c.duration}
 	switch {

@@ -28,6 +28,7 @@ type Summary struct {
 	Lease          string `json:"lease"`
 	LeaseWait      int64  `json:"leaseWait"` // ms
 	Duration       int64  `json:"duration"`  // ms
+	Woke           string `json:"woke"`      // tick --fill-for: what started a refill (notify, poll, jobEnd, …)
 }
 
 // passDone is how the line is told from the others.
