@@ -1,0 +1,131 @@
+//go:build integration
+
+package listen
+
+import (
+	"bytes"
+	"database/sql"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/lib/pq"
+	"github.com/rs/zerolog"
+)
+
+// syncBuffer is a log the listener writes from its goroutines while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// start is a Listener on channel of the test run's PostgreSQL (JOBSCHED_TEST_DSN), with its log, and an admin
+// connection; both are closed when the test ends.
+func start(t *testing.T, channel string) (*Listener, *sql.DB, *syncBuffer) {
+	t.Helper()
+	dsn := os.Getenv("JOBSCHED_TEST_DSN")
+	if dsn == "" {
+		t.Fatal("JOBSCHED_TEST_DSN is not set: run scripts/test.sh")
+	}
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	logs := &syncBuffer{}
+	l, err := Start(dsn, channel, AppName("listen-test", channel), time.Second, zerolog.New(logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l, db, logs
+}
+
+// next is the next wake, or the test fails after a minute.
+func next(t *testing.T, l *Listener) string {
+	t.Helper()
+	select {
+	case w := <-l.Wake:
+		return w
+	case <-time.After(time.Minute):
+		t.Fatal("no wake within a minute")
+		return ""
+	}
+}
+
+// eventually waits until cond holds, checking every 50ms, for at most a minute.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(time.Minute); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%s: not within a minute", what)
+		}
+	}
+}
+
+// TestListener: the LISTEN acknowledged is a wake (what was inserted before it); a notification is one, its payload
+// never read; a killed session is seen (not listening, a wake, a warning), and once pq.Listener has re-connected it
+// listens again, having woken the run to read what it may have missed; a notification after that wakes it again; a
+// thousand notifications while nobody takes the wake are at most two wakes (one pending, one after it was taken).
+func TestListener(t *testing.T) {
+	l, db, logs := start(t, "listen_test_a")
+	if w := next(t, l); w != WokeListener || !l.Listening() {
+		t.Fatalf("first wake %q, listening %v; want %q and listening", w, l.Listening(), WokeListener)
+	}
+	if _, err := db.Exec(`SELECT pg_notify('listen_test_a', 'DROP TABLE x; ` + "\x1b[2J" + `')`); err != nil {
+		t.Fatal(err)
+	}
+	if w := next(t, l); w != WokeNotify {
+		t.Fatalf("wake %q, want %q", w, WokeNotify)
+	}
+	if strings.Contains(logs.String(), "DROP TABLE") {
+		t.Errorf("the payload reached the log:\n%s", logs)
+	}
+
+	var killed int
+	if err := db.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`,
+		AppName("listen-test", "listen_test_a")).Scan(&killed); err != nil || killed != 1 {
+		t.Fatalf("terminated %d sessions (%v), want the listener's", killed, err)
+	}
+	if w := next(t, l); w != WokeListener {
+		t.Fatalf("wake after the kill %q, want %q", w, WokeListener)
+	}
+	eventually(t, "listening again", func() bool { return strings.Contains(logs.String(), "listening again") })
+	if !strings.Contains(logs.String(), "the listening connection is lost") || !l.Listening() {
+		t.Errorf("listening %v; want a warning of the lost connection, then listening:\n%s", l.Listening(), logs)
+	}
+	select { // the re-connect's own wake, unless the run had not taken the loss's yet
+	case w := <-l.Wake:
+		if w != WokeListener {
+			t.Errorf("wake %q, want %q", w, WokeListener)
+		}
+	default:
+	}
+	if _, err := db.Exec(`NOTIFY listen_test_a`); err != nil {
+		t.Fatal(err)
+	}
+	if w := next(t, l); w != WokeNotify {
+		t.Fatalf("wake %q, want %q", w, WokeNotify)
+	}
+
+	for range 1000 {
+		if _, err := db.Exec(`NOTIFY listen_test_a`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := next(t, l); w != WokeNotify {
+		t.Fatalf("wake %q, want %q", w, WokeNotify)
+	}
+	if n := len(l.Wake); n > 1 {
+		t.Errorf("%d wakes pending, want at most 1", n)
+	}
+}
