@@ -24,6 +24,8 @@
 #   BENCH_ONLY=memory scripts/bench.sh               # peak RSS against BENCH_REF alone (scripts/bench/memory.go)
 #   BENCH_ONLY=fill scripts/bench.sh                 # fill at cluster scale against BENCH_FILL_REF (scripts/bench/fill.go)
 #   BENCH_ONLY=fill BENCH_FILL_NODES=500 BENCH_THROUGHPUT_ROWS=2000 scripts/bench.sh   # smaller
+#   BENCH_ONLY=pickup scripts/bench.sh               # insert → Job with source.notify, source.poll and BENCH_PICKUP_REF
+#                                                    # (scripts/bench/pickup.go; about 45 minutes), not run unless named
 #
 # Environment: BENCH_JOBS, BENCH_CREATES (comma-separated sizes), BENCH_BACKLOG (default 1000000), BENCH_ROUNDS
 # (alternating rounds of each create size, default 5), BENCH_CREATE_BUDGET (seconds that making the RSS rows' Jobs
@@ -91,6 +93,14 @@ if [[ -z $only || ,$only, == *,memory,* ]]; then
 	(cd "$work/ref" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/jobsched-$BENCH_REF" .)
 	export BENCH_REF JOBSCHED_REF_BIN=$work/jobsched-$BENCH_REF
 fi
+# The pickup part's reference: BENCH_PICKUP_REF (default de8d9ba, the build before source.notify), built the same way.
+if [[ ,$only, == *,pickup,* ]]; then
+	BENCH_PICKUP_REF=$(git rev-parse --short "${BENCH_PICKUP_REF:-de8d9ba}")
+	mkdir "$work/pickup-ref"
+	git archive "$BENCH_PICKUP_REF" | tar -x -C "$work/pickup-ref"
+	(cd "$work/pickup-ref" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/jobsched-$BENCH_PICKUP_REF" .)
+	export BENCH_PICKUP_REF JOBSCHED_PICKUP_REF_BIN=$work/jobsched-$BENCH_PICKUP_REF
+fi
 # The fill part's reference: BENCH_FILL_REF (default a225b90, where every refill is a whole pass), built the same way.
 if [[ ,$only, == *,fill,* ]]; then
 	BENCH_FILL_REF=$(git rev-parse --short "${BENCH_FILL_REF:-a225b90}")
@@ -140,5 +150,12 @@ pidfile=$JOBSCHED_CLUSTER_DIR/pids/kube-controller-manager.pid
 if [[ -f $pidfile ]] && pid=$(cat "$pidfile") && [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == */kube-controller-manager ]]; then
 	kill -TERM "$pid"
 	echo "[bench] stopped the controller-manager (pid $pid): the Jobs make no pods" >&2
+fi
+# The pickup, only when asked for (it runs for about 45 minutes): its Jobs make no pods.
+if [[ ,$only, == *,pickup,* ]]; then
+	"$work/bench" pickup
+	echo
+	rest=${rest//,pickup,/,}
+	if [[ $rest == , ]]; then exit 0; fi
 fi
 "$work/bench"

@@ -88,7 +88,7 @@ func run() error {
 	}
 	if os.Getenv("KEEP") != "1" { // the database is shared: leave none of the benchmark's tables behind
 		defer func() {
-			for _, t := range []string{"bench_calls", "bench_creates", "bench_backlog_100", "bench_drain_once", "bench_drain_fill", "bench_memory", "bench_fill", "bench_throughput", fmt.Sprintf("bench_backlog_%d", envInt("BENCH_BACKLOG", 1000000))} {
+			for _, t := range []string{"bench_calls", "bench_creates", "bench_backlog_100", "bench_drain_once", "bench_drain_fill", "bench_memory", "bench_fill", "bench_throughput", "bench_pickup_notify", "bench_pickup_poll", "bench_pickup_today", fmt.Sprintf("bench_backlog_%d", envInt("BENCH_BACKLOG", 1000000))} {
 				_, _ = b.db.ExecContext(b.ctx, "DROP TABLE IF EXISTS "+t)
 			}
 		}()
@@ -110,9 +110,11 @@ func run() error {
 	only, own := os.Getenv("BENCH_ONLY"), false
 	// The drains and the fill need the controller-manager (their Jobs make pods; the autoscaled drain's also
 	// Karpenter), which bench.sh stops after them.
-	if len(os.Args) > 1 && (os.Args[1] == "drain" || os.Args[1] == "fill" || os.Args[1] == "autoscale") {
+	if len(os.Args) > 1 && (os.Args[1] == "drain" || os.Args[1] == "fill" || os.Args[1] == "autoscale" || os.Args[1] == "pickup") {
 		steps, only, own = []step{{"drain", b.drain}}, "", true
 		switch os.Args[1] {
+		case "pickup":
+			steps = []step{{"pickup", b.pickup}}
 		case "fill":
 			steps = []step{{"fill", b.fill}}
 		case "autoscale":
