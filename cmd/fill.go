@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/jobsched/jobsched/pkg/listen"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -59,7 +60,14 @@ type filler struct {
 	cover bool
 	idle  func(ctx context.Context, nodes bool) (string, error)
 	wake  <-chan string
+	// minWake is the least time from one pass's start to the next that a wake starts: however fast notifications
+	// come, passes run at most once every minWake.
+	minWake time.Duration
 }
+
+// minWakeGap is tick's minWake: a notification's pass starts within it, and a flood of notifications costs at most
+// four passes a second (each takes the Lease and reads once).
+const minWakeGap = 250 * time.Millisecond
 
 // What woke a refill: the field woke of its pass done line. The listener adds listen.WokeNotify and
 // listen.WokeListener.
@@ -112,15 +120,36 @@ func (f filler) run(ctx context.Context) error {
 	woke := ""
 	for refill := 0; ; refill++ {
 		f.drainWake() // what was notified so far, this pass reads
+		started := f.now()
 		p := f.pass(ctx, refill, woke)
 		reason := f.stop(ctx, p, end)
 		if reason == "" {
 			woke, reason = f.waitNext(ctx, p, end, refill)
 		}
+		if reason == "" && (woke == listen.WokeNotify || woke == listen.WokeListener) {
+			reason = f.holdOff(ctx, started)
+		}
 		if reason != "" {
 			log.Info().Str("reason", reason).Int("passes", refill+1).Msg("fill ended")
 			return p.err
 		}
+	}
+}
+
+// holdOff waits until minWake has passed since started (a pass's start), and says why no pass follows ("" when one
+// does).
+func (f filler) holdOff(ctx context.Context, started time.Time) string {
+	d := started.Add(f.minWake).Sub(f.now())
+	if d <= 0 {
+		return ""
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return endTerminated
+	case <-t.C:
+		return ""
 	}
 }
 

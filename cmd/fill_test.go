@@ -377,3 +377,41 @@ func TestFillerCover(t *testing.T) {
 		})
 	}
 }
+
+// TestFillerFlood: however fast notifications come (one during every pass), a pass woken by one starts no sooner than
+// minWake after the one before started.
+func TestFillerFlood(t *testing.T) {
+	var logs bytes.Buffer
+	log := zerolog.New(&logs)
+	wake := make(chan string, 1)
+	var starts []time.Time
+	f := filler{fillFor: 100 * time.Millisecond, cover: true, wake: wake, minWake: 20 * time.Millisecond, now: time.Now,
+		poll: func() time.Duration { return 0 },
+		pass: func(_ context.Context, _ int, woke string) fillPass {
+			if len(starts) > 0 && woke != listen.WokeNotify {
+				t.Errorf("pass %d woken by %q, want %q", len(starts), woke, listen.WokeNotify)
+			}
+			starts = append(starts, time.Now())
+			select {
+			case wake <- listen.WokeNotify:
+			default:
+			}
+			return fillPass{room: true}
+		},
+		idle: func(ctx context.Context, _ bool) (string, error) {
+			<-ctx.Done()
+			return "", context.Cause(ctx)
+		},
+	}
+	if err := f.run(log.WithContext(context.Background())); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(starts); i++ {
+		if d := starts[i].Sub(starts[i-1]); d < f.minWake {
+			t.Errorf("pass %d started %s after the one before, want at least %s", i, d, f.minWake)
+		}
+	}
+	if len(starts) < 2 {
+		t.Errorf("%d passes, want the notifications to start more", len(starts))
+	}
+}

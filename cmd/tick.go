@@ -90,7 +90,7 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 	}
 	// client-go's watch logs (a watch it opens again) go to the pass's log, not to klog's stderr.
 	ctx = logr.NewContext(ctx, zerologr.New(zerolog.Ctx(ctx)))
-	f := filler{fillFor: fillFor, now: time.Now, cover: cfg.Wakes(),
+	f := filler{fillFor: fillFor, now: time.Now, cover: cfg.Wakes(), minWake: minWakeGap,
 		pass: func(ctx context.Context, refill int, woke string) fillPass {
 			lc := zerolog.Ctx(ctx).With().Int("refill", refill)
 			if woke != "" {

@@ -95,8 +95,9 @@ it covers its whole --fill-for and ends only when that has passed, a pass failed
 passes it waits, without holding the Lease (a pass started by hand never waits for it), for the first of:
   - a notification on source.notify: the run LISTENs on a connection of its own (same DSN, TLS and connect
     timeout as the pool; application_name "jobsched listen NAMESPACE/NAME", which status counts). The
-    payload is never read, and any number of notifications while a pass runs is one more pass: whoever can
-    NOTIFY on the channel can only make passes run sooner;
+    payload is never read, any number of notifications while a pass runs is one more pass, and a pass a
+    notification starts starts at least 250ms after the one before: whoever can NOTIFY on the channel can
+    only make passes run sooner, at most four a second;
   - source.poll (1s to 1h: each poll is a whole pass, the Lease taken and given back and a SELECT);
   - one of its Jobs ending, the rate window, the time (--fill-for) or SIGTERM.
 The listening connection, lost (pg_terminate_backend, a failover, a network cut: a ping every 30s sees a
