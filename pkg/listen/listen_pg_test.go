@@ -5,7 +5,13 @@ package listen
 import (
 	"bytes"
 	"database/sql"
+	"net"
+	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -128,4 +134,82 @@ func TestListener(t *testing.T) {
 	if n := len(l.Wake); n > 1 {
 		t.Errorf("%d wakes pending, want at most 1", n)
 	}
+}
+
+// standby starts a hot standby of the test run's PostgreSQL (pg_basebackup -R from dsn, as the postgres OS user
+// when the test runs as root: the server refuses root) on a free port, stopped when the test ends, and returns its
+// DSN.
+func standby(t *testing.T, dsn string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	if len(bins) == 0 {
+		t.Fatal("no PostgreSQL server binaries under /usr/lib/postgresql")
+	}
+	slices.Sort(bins)
+	bin := bins[len(bins)-1]
+	dir, err := os.MkdirTemp("", "listen-standby-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := func(name string, args ...string) *exec.Cmd {
+		if os.Geteuid() == 0 {
+			return exec.Command("runuser", append([]string{"-u", "postgres", "--", filepath.Join(bin, name)}, args...)...)
+		}
+		return exec.Command(filepath.Join(bin, name), args...)
+	}
+	if os.Geteuid() == 0 {
+		if out, err := exec.Command("chown", "postgres", dir).CombinedOutput(); err != nil {
+			t.Fatalf("chown: %v: %s", err, out)
+		}
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	pw, _ := u.User.Password()
+	backup := as("pg_basebackup", "-h", u.Hostname(), "-p", u.Port(), "-U", u.User.Username(), "-D", filepath.Join(dir, "data"), "-R", "-X", "stream")
+	backup.Env = append(os.Environ(), "PGPASSWORD="+pw)
+	if out, err := backup.CombinedOutput(); err != nil {
+		t.Fatalf("pg_basebackup: %v: %s", err, out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	if out, err := as("pg_ctl", "-D", filepath.Join(dir, "data"), "-o", "-p "+port+" -k "+dir+" -c listen_addresses=127.0.0.1",
+		"-l", filepath.Join(dir, "log"), "-w", "start").CombinedOutput(); err != nil {
+		t.Fatalf("pg_ctl start: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = as("pg_ctl", "-D", filepath.Join(dir, "data"), "-m", "immediate", "stop").Run() })
+	u.Host = "127.0.0.1:" + port
+	return u.String()
+}
+
+// TestListenerStandby: a hot standby refuses LISTEN; the listener says so once, naming the cause and the fix, closes
+// its connection and never listens (the run polls).
+func TestListenerStandby(t *testing.T) {
+	dsn := standby(t, os.Getenv("JOBSCHED_TEST_DSN"))
+	logs := &syncBuffer{}
+	l, err := Start(dsn, "listen_test_standby", AppName("listen-test", "standby"), 2*time.Second, zerolog.New(logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	eventually(t, "the warning", func() bool { return strings.Contains(logs.String(), "the server refuses LISTEN") })
+	if l.Listening() || !strings.Contains(logs.String(), "hot standby") || !strings.Contains(logs.String(), "Point the DSN at the primary") ||
+		strings.Count(logs.String(), "the server refuses LISTEN") != 1 {
+		t.Errorf("listening %v; want one warning naming the hot standby and the fix:\n%s", l.Listening(), logs)
+	}
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	eventually(t, "its connection closed", func() bool {
+		var n int
+		return db.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, AppName("listen-test", "standby")).Scan(&n) == nil && n == 0
+	})
 }
