@@ -37,12 +37,12 @@ func (e *env) notifyRecipe() string {
 	return channel
 }
 
-// selectOnly is a role that may only SELECT the scenario's table, and its DSN: at most 2 connections (the pool's one
-// and the listener's).
+// selectOnly is a role that may only SELECT the scenario's table, and its DSN: at most 3 connections (a fill run's
+// pool and its listener, and a status beside it).
 func (e *env) selectOnly() string {
 	e.t.Helper()
 	role := e.table + "_ro"
-	e.exec(`CREATE ROLE ` + role + ` LOGIN PASSWORD 'ro-pw' CONNECTION LIMIT 2`)
+	e.exec(`CREATE ROLE ` + role + ` LOGIN PASSWORD 'ro-pw' CONNECTION LIMIT 3`)
 	e.t.Cleanup(func() { _, _ = e.db.Exec(`DROP OWNED BY ` + role + `; DROP ROLE ` + role) })
 	e.exec(`GRANT SELECT ON ` + e.table + ` TO ` + role)
 	u, err := url.Parse(e.dsn)
