@@ -168,7 +168,17 @@ func standby(t *testing.T, dsn string) string {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	pw, _ := u.User.Password()
-	backup := as("pg_basebackup", "-h", u.Hostname(), "-p", u.Port(), "-U", u.User.Username(), "-D", filepath.Join(dir, "data"), "-R", "-X", "stream")
+	// A slot of its own keeps the WAL the copy needs from its start (other tests may write a lot meanwhile); it is
+	// dropped once the standby has stopped (cleanups run last-in first-out).
+	slot := "listen_test_" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() {
+		if db, err := sql.Open("postgres", dsn); err == nil {
+			_, _ = db.Exec(`SELECT pg_drop_replication_slot($1)`, slot)
+			db.Close()
+		}
+	})
+	backup := as("pg_basebackup", "-h", u.Hostname(), "-p", u.Port(), "-U", u.User.Username(), "-D", filepath.Join(dir, "data"),
+		"-R", "-X", "stream", "-C", "-S", slot, "--checkpoint=fast")
 	backup.Env = append(os.Environ(), "PGPASSWORD="+pw)
 	if out, err := backup.CombinedOutput(); err != nil {
 		t.Fatalf("pg_basebackup: %v: %s", err, out)
