@@ -127,7 +127,9 @@ func (f filler) run(ctx context.Context) error {
 			woke, reason = f.waitNext(ctx, p, end, refill)
 		}
 		if reason == "" && (woke == listen.WokeNotify || woke == listen.WokeListener) {
-			reason = f.holdOff(ctx, started)
+			if reason = f.holdOff(ctx, started); reason == "" && !f.now().Before(end) {
+				reason = endTime
+			}
 		}
 		if reason != "" {
 			log.Info().Str("reason", reason).Int("passes", refill+1).Msg("fill ended")
