@@ -79,7 +79,7 @@ func (p *Plan) cancelled(cfg *config.Config, obs *Observation, c Cancellation) *
 	}
 	q = q.next()
 	for i := range c.Failed {
-		q.part(i).block("reading rows failed")
+		q.part(i).block(BoundReadFailed, "reading rows failed")
 	}
 	q.rooms()
 	return q

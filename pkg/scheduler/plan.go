@@ -143,6 +143,10 @@ type Plan struct {
 	wordDue time.Time
 	// hard says Blocked has a cause that capacity cannot change (see Fit).
 	hard bool
+	// bound is what bound Slots (Limit in words; when Blocked, what blocked it), and waits says it is a wait as
+	// configured in every queue (Bound.Waits): the Blocked Event is then Normal.
+	bound Bound
+	waits bool
 	// roomBound says the slots were bound by room a finishing Job frees: limits.maxActive, the nodes or the quota.
 	roomBound bool
 	// capacityBound says the capacity mode's fit bound them (below every limit): a node turning usable may add room,
@@ -154,6 +158,12 @@ type Plan struct {
 	nextCreate time.Time
 	groupRoom  map[string]int
 }
+
+// Bound is what bound the slots (see Bound).
+func (p *Plan) Bound() Bound { return p.bound }
+
+// Waits says the pass waits as configured: in every queue, what bound its slots is a limit or a full cluster.
+func (p *Plan) Waits() bool { return p.waits }
 
 // job finds an existing Job by name.
 func (p *Plan) job(name string) (JobStatus, bool) {
