@@ -316,7 +316,8 @@ group at its maxActive). creates is 1 to 1000000, per 1s to 24h; exit 2 otherwis
 
 How it binds. Each pass may create N less the creates in the window that ends now; that is a bound on its
 slots like maxPerTick: pass done and status say "limits.rate: 30 per 1m, next create at 12:00:41" (UTC), the
-plan's nextCreate says when, and jobsched_slots_limit_info shows it. Times are counted rounded up to per/1000,
+plan's nextCreate says when; jobsched_slots_limit_info{limit="rate"} and
+jobsched_next_create_timestamp_seconds show it. Times are counted rounded up to per/1000,
 so the limit is at most N in any window of per plus that (stricter, never looser).
 
 Where the window is kept. Nothing outside the cluster: the scheduler's Lease (jobsched help lease) carries the

@@ -214,7 +214,7 @@ func cancelledState(job JobSummary) State {
 // install's: see Decide and roomOf.)
 func (p *Plan) room(cfg *config.Config, obs *Observation) {
 	r := activeRoom(cfg, p.Unfinished)
-	p.Slots, p.Limit, p.bound, p.roomBound = r.slots, r.limit, r.bound, r.roomBound
+	p.Slots, p.Limit, p.Bound, p.roomBound = r.slots, r.limit, r.bound, r.roomBound
 	switch {
 	case obs.GuardRefused != nil: // another pass holds the guard (a Lease): this one creates nothing
 		p.block(BoundLease, "not the holder: "+obs.GuardRefused.Error())
@@ -223,7 +223,7 @@ func (p *Plan) room(cfg *config.Config, obs *Observation) {
 		p.block(BoundPodsUnknown, "cannot list Pending pods")
 		p.hard = true
 	case p.Slots <= 0:
-		p.block(p.bound, p.Limit)
+		p.block(p.Bound, p.Limit)
 	}
 }
 
@@ -246,11 +246,11 @@ func (p *Plan) fitQueue(obs *Observation, room capacity.Room, i int) *Plan {
 		q.Capacity = &rep
 		if rep.Fit >= 0 && rep.Fit < q.Slots {
 			q.Slots = rep.Fit
-			q.Limit, q.bound = "capacity: "+rep.Binding, BoundCapacity
+			q.Limit, q.Bound = "capacity: "+rep.Binding, BoundCapacity
 			q.roomBound, q.capacityBound = true, true
 		}
 		if q.Slots <= 0 && q.Blocked == "" { // a queue blocked already (its cancel query failed) keeps its reason
-			q.block(q.bound, q.Limit)
+			q.block(q.Bound, q.Limit)
 		}
 	}
 	return &q
@@ -258,7 +258,7 @@ func (p *Plan) fitQueue(obs *Observation, room capacity.Room, i int) *Plan {
 
 // block makes the plan create nothing, for reason, bound by b.
 func (p *Plan) block(b Bound, reason string) {
-	p.Slots, p.Blocked, p.bound = 0, reason, b
+	p.Slots, p.Blocked, p.Bound = 0, reason, b
 	if p.Limit == "" {
 		p.Limit = reason
 	}

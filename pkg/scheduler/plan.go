@@ -102,6 +102,8 @@ type Plan struct {
 	// Slots is how many Jobs this pass may create and Limit what bound it; Blocked is set when nothing may be created.
 	Slots int    `json:"slots"`
 	Limit string `json:"limit"`
+	// Bound is what bound the slots, from a fixed set (Limit says it in words; when Blocked, what blocked them).
+	Bound Bound `json:"-"`
 	// NextCreate is when a limits.rate that bound the slots allows the next create beyond them (nil: none bound).
 	NextCreate *time.Time `json:"nextCreate,omitempty"`
 	Blocked    string     `json:"blocked,omitempty"`
@@ -143,9 +145,8 @@ type Plan struct {
 	wordDue time.Time
 	// hard says Blocked has a cause that capacity cannot change (see Fit).
 	hard bool
-	// bound is what bound Slots (Limit in words; when Blocked, what blocked it), and waits says it is a wait as
-	// configured in every queue (Bound.Waits): the Blocked Event is then Normal.
-	bound Bound
+	// waits says what bound the slots is a wait as configured in every queue (Bound.Waits): the Blocked Event is
+	// then Normal.
 	waits bool
 	// roomBound says the slots were bound by room a finishing Job frees: limits.maxActive, the nodes or the quota.
 	roomBound bool
@@ -158,9 +159,6 @@ type Plan struct {
 	nextCreate time.Time
 	groupRoom  map[string]int
 }
-
-// Bound is what bound the slots (see Bound).
-func (p *Plan) Bound() Bound { return p.bound }
 
 // Waits says the pass waits as configured: in every queue, what bound its slots is a limit or a full cluster.
 func (p *Plan) Waits() bool { return p.waits }

@@ -51,12 +51,11 @@ type QueuePlan struct {
 	// GroupsAtCap are the groups (limits.perGroup) with maxActive unfinished Jobs, this pass's creates counted.
 	GroupsAtCap []string `json:"groupsAtCap,omitempty"`
 
-	exclude []string
-	bound   Bound
-}
+	// Bound is what bound the queue's slots, from a fixed set (as Plan.Bound).
+	Bound Bound `json:"-"`
 
-// Bound is what bound the queue's slots (see Bound).
-func (q QueuePlan) Bound() Bound { return q.bound }
+	exclude []string
+}
 
 // Excluded are the keys the queue's read leaves out (as Plan.Excluded, for the queue's backlog).
 func (q QueuePlan) Excluded() []string { return slices.Clone(q.exclude) }
@@ -109,15 +108,15 @@ func DecideCancelled(cfg *config.Config, obs *Observation, c Cancellation) *Plan
 			continue
 		}
 		if n, limit, next, ok := rt.bound(rate.QueueScope(qs[i].Name), p.Slots); ok && p.Blocked == "" {
-			p.Slots, p.Limit, p.bound, p.nextCreate, p.roomBound = n, limit, BoundRate, next, false
+			p.Slots, p.Limit, p.Bound, p.nextCreate, p.roomBound = n, limit, BoundRate, next, false
 		}
 		p.groupRoom = rt.groupRoom(i)
 		if r.slots < p.Slots {
-			p.Slots, p.Limit, p.bound, p.nextCreate = max(r.slots, 0), r.limit, r.bound, r.next
+			p.Slots, p.Limit, p.Bound, p.nextCreate = max(r.slots, 0), r.limit, r.bound, r.next
 			p.roomBound = p.roomBound || r.roomBound
 		}
 		if p.Slots <= 0 && p.Blocked == "" {
-			p.block(p.bound, p.Limit)
+			p.block(p.Bound, p.Limit)
 		}
 	}
 	p := &Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, inst: r, WaitsNote: obs.WaitsNote, rates: rt}
@@ -194,7 +193,7 @@ func (p *Plan) rooms() {
 	if p.Queues == nil {
 		part := p.parts[0]
 		p.Slots, p.Limit, p.Blocked, p.Capacity, p.hard, p.roomBound = part.Slots, part.Limit, part.Blocked, part.Capacity, part.hard, part.roomBound
-		p.capacityBound, p.bound, p.waits = part.capacityBound, part.bound, part.bound.Waits()
+		p.capacityBound, p.Bound, p.waits = part.capacityBound, part.Bound, part.Bound.Waits()
 		p.NextCreate = timeOrNil(part.nextCreate)
 		return
 	}
@@ -207,8 +206,8 @@ func (p *Plan) rooms() {
 	for i, part := range p.parts {
 		q := &p.Queues[i]
 		q.Slots, q.Limit, q.Blocked, q.Capacity, q.NextCreate = part.Slots, part.Limit, part.Blocked, part.Capacity, timeOrNil(part.nextCreate)
-		q.bound, bounds[part.bound] = part.bound, true
-		p.waits = p.waits && part.bound.Waits()
+		q.Bound, bounds[part.Bound] = part.Bound, true
+		p.waits = p.waits && part.Bound.Waits()
 		if !part.nextCreate.IsZero() && (next.IsZero() || part.nextCreate.Before(next)) {
 			next = part.nextCreate // the first queue whose window opens
 		}
@@ -224,12 +223,12 @@ func (p *Plan) rooms() {
 		reasons = append(reasons, q.Name+": "+reason)
 		blocked[part.Blocked] = true
 	}
-	p.Slots, p.Limit, p.bound = sum, strings.Join(limits, "; "), BoundQueues
+	p.Slots, p.Limit, p.Bound = sum, strings.Join(limits, "; "), BoundQueues
 	if len(bounds) == 1 { // every queue bound alike
-		p.bound = p.parts[0].bound
+		p.Bound = p.parts[0].Bound
 	}
 	if p.inst.slots <= sum { // the install's limits bind (or tie): they are what frees slots for every queue
-		p.Slots, p.Limit, p.bound, p.waits = p.inst.slots, p.inst.limit, p.inst.bound, p.inst.bound.Waits()
+		p.Slots, p.Limit, p.Bound, p.waits = p.inst.slots, p.inst.limit, p.inst.bound, p.inst.bound.Waits()
 		p.roomBound = p.roomBound || p.inst.roomBound
 		p.capacityBound = false // no queue gets more for a new node
 		if !p.inst.next.IsZero() {

@@ -541,10 +541,10 @@ func TestBlockedWaits(t *testing.T) {
 			p := res.Plan
 			var qb []Bound
 			for _, q := range p.Queues {
-				qb = append(qb, q.Bound())
+				qb = append(qb, q.Bound)
 			}
-			if !strings.HasPrefix(p.Blocked, tc.blocked) || p.Bound() != tc.bound || !cmp.Equal(qb, tc.queueBounds) || p.Waits() != tc.waits {
-				t.Errorf("Blocked %q, bound %s, queues' %v, waits %v; want %q…, %s, %v, %v", p.Blocked, p.Bound(), qb, p.Waits(),
+			if !strings.HasPrefix(p.Blocked, tc.blocked) || p.Bound != tc.bound || !cmp.Equal(qb, tc.queueBounds) || p.Waits() != tc.waits {
+				t.Errorf("Blocked %q, bound %s, queues' %v, waits %v; want %q…, %s, %v, %v", p.Blocked, p.Bound, qb, p.Waits(),
 					tc.blocked, tc.bound, tc.queueBounds, tc.waits)
 			}
 			want := tc.blocked
