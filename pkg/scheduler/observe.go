@@ -150,6 +150,9 @@ func (s *Scheduler) selector() string {
 // pass is offline): one observation for every queue's template. In a fill run whose mode follows every pod, it
 // reads the feed the pass's Pending pods came from (readPods), where they are or further on.
 func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error) {
+	if err := capacity.Check(s.Config.Limits.Capacity); err != nil {
+		return nil, fmt.Errorf("observing capacity: %w", err) // also offline: an unknown mode never fits
+	}
 	if s.Kube == nil {
 		return nil, nil
 	}
