@@ -78,8 +78,8 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 	return DecideCancelled(cfg, obs, Cancellation{})
 }
 
-// DecideCancelled is Decide with the Jobs c cancels deleted (DeleteCancelled) and holding no slot: the plan after the
-// cancel step (see Cancellation).
+// DecideCancelled is Decide with the Jobs c cancels deleted (DeleteCancelled) and holding no slot, and each queue
+// whose cancel query could not be asked blocked: the plan after the cancel step (see Cancellation).
 func DecideCancelled(cfg *config.Config, obs *Observation, c Cancellation) *Plan {
 	qs := cfg.AllQueues()
 	parts := make([]*Plan, len(qs))
@@ -121,7 +121,7 @@ func DecideCancelled(cfg *config.Config, obs *Observation, c Cancellation) *Plan
 	}
 	p := &Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, inst: r, WaitsNote: obs.WaitsNote, rates: rt}
 	p.assemble(cfg, parts)
-	return p
+	return p.blockFailed(c)
 }
 
 // jobQueue is the index of j's queue in cfg.AllQueues (see config.Config.QueueIndex).
