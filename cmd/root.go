@@ -357,7 +357,33 @@ func (g *globalOptions) newScheduler(ctx context.Context, o schedulerOptions) (*
 	for i := range s.Queues {
 		s.Queues[i].Renderer = render.New(cfg.QueueConfig(i), os.Environ())
 	}
+	if err := refuseCarriedPassword(ctx, cfg, s.Queues); err != nil {
+		closeFn()
+		return nil, nil, err
+	}
 	return s, closeFn, nil
+}
+
+// refuseCarriedPassword is a configuration error when an env.passthrough variable holds the database's password
+// (APP_DB=postgres://jobsched:PASSWORD@…): every Job, dry-run -o yaml and status KEY would show it. The names
+// alone cannot tell, so the values are compared.
+func refuseCarriedPassword(ctx context.Context, cfg *config.Config, qs []scheduler.Queue) error {
+	passes := false
+	for i := range qs {
+		passes = passes || len(cfg.QueueConfig(i).Env.Passthrough) > 0
+	}
+	if !passes {
+		return nil
+	}
+	pw := source.Password(ctx, cfg)
+	for _, q := range qs {
+		if name := q.Renderer.Carrying(pw); name != "" {
+			return &config.Error{Err: fmt.Errorf("env.passthrough: %s holds the database's password (the DSN's): a Job must "+
+				"not carry it; give the workers their own credentials in the template (valueFrom.secretKeyRef, envFrom), "+
+				"and leave %s out of env.passthrough", name, name)}
+		}
+	}
+	return nil
 }
 
 // openPostgres gives each queue its source, all on one pool; the close func releases it.

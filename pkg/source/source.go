@@ -12,6 +12,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/input"
+	"github.com/jobsched/jobsched/pkg/pgdsn"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
 
@@ -85,6 +86,20 @@ func DSN(ctx context.Context, cfg *config.Config) (string, error) {
 		return "", &config.Error{Err: fmt.Errorf("source.dsnEnv: the environment variable %s is empty or not set", src.DSNEnv)}
 	}
 	return dsn, nil
+}
+
+// Password is the password of the DSN the config names, "" when there is none or no DSN can be read (a dry-run
+// with --rows needs none): what env.passthrough must never copy into a Job.
+func Password(ctx context.Context, cfg *config.Config) string {
+	dsn, err := DSN(ctx, cfg)
+	if err != nil {
+		return ""
+	}
+	c, err := pgdsn.Parse(dsn)
+	if err != nil {
+		return ""
+	}
+	return c.Password
 }
 
 // perGroup is queue i's limits.perGroup as a source option (none without one).
