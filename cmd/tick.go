@@ -149,7 +149,7 @@ func fillPassOf(res scheduler.Result, err error) fillPass {
 // with neither; both report Events (written as they happen) and set the GC policy for their creates. The returned
 // func waits, boundedly, for the Events still queued and releases the pool.
 func (g *globalOptions) openPass(ctx context.Context, gcOnly bool) (*scheduler.Scheduler, func(), error) {
-	s, closeFn, err := g.newScheduler(schedulerOptions{source: !gcOnly})
+	s, closeFn, err := g.newScheduler(ctx, schedulerOptions{source: !gcOnly})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/jobsched/jobsched/pkg/apitext"
 	"github.com/jobsched/jobsched/pkg/kube"
 )
 
@@ -36,7 +37,7 @@ var karpenterCannot = []string{"exceed limits for nodepool", "no instance type h
 
 // verdict is what event e says of its pod, ok false when it says nothing of the autoscaler.
 func verdict(e *corev1.Event) (Wait, bool) {
-	w := Wait{Event: e.Reason + ": " + e.Message}
+	w := Wait{Event: apitext.Quote(e.Reason + ": " + e.Message)}
 	switch e.Reason {
 	case reasonNominated, reasonTriggeredScaleUp:
 		w.Provided = true
