@@ -244,8 +244,12 @@ one pass's creates, which Karpenter provisions as one batch; 0 lets none wait).
   - Pods waiting: ours that fit on no node count against maxPending and take their room in the pools first,
     as do others' unbound pods that fit on no node. ResourceQuotas still cap the room.
   - Unschedulable pods are a signal, not a stop: for each of ours, the latest of its Events that speaks of the
-    autoscaler decides. Karpenter's Nominated ("Pod should schedule on: nodeclaim/...") or the
-    cluster-autoscaler's TriggeredScaleUp: the pod waits for its node and does not block. Karpenter's
+    autoscaler decides: only Events whose reportingController or source.component is one of
+    limits.autoscalerEvents (default [karpenter, cluster-autoscaler], the names their recorders write; set it
+    where an install renames them) count, each at the latest time its writer set but never later than the API
+    server stored it (creationTimestamp, managedFields) nor than now. Karpenter's Nominated ("Pod should
+    schedule on: nodeclaim/...") or the cluster-autoscaler's TriggeredScaleUp: the pod waits for its node and
+    does not block. Karpenter's
     FailedScheduling "all available instance types exceed limits for nodepool" or "no instance type has
     enough resources", or NotTriggerScaleUp: it blocks as with nodes (limits.blockOnUnschedulable), the Event
     in the reason (pass done's blocked, status). No such Event yet: both autoscalers decide on a pod within
