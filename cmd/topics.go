@@ -242,7 +242,10 @@ one pass's creates, which Karpenter provisions as one batch; 0 lets none wait).
     its spec.providerID has it as a path segment (Azure scale sets). A group with no such node is unknown and
     adds nothing.
   - Pods waiting: ours that fit on no node count against maxPending and take their room in the pools first,
-    as do others' unbound pods that fit on no node. ResourceQuotas still cap the room.
+    as do others' unbound pods that fit on no node. Every Unschedulable pod of ours that waits for a node (the
+    autoscaler nominated one, or it is in the 15 s below) counts against maxPending whatever its reason (a
+    taken hostPort, an affinity), and while they reach maxPending the template gets no room on the nodes
+    either. ResourceQuotas still cap the room.
   - Unschedulable pods are a signal, not a stop: for each of ours, the latest of its Events that speaks of the
     autoscaler decides: only Events whose reportingController or source.component is one of
     limits.autoscalerEvents (default [karpenter, cluster-autoscaler], the names their recorders write; set it
