@@ -224,7 +224,8 @@ one pass's creates, which Karpenter provisions as one batch; 0 lets none wait).
     NoExecute taints of spec.template.spec.taints (startupTaints do not count) and its nodeSelector and
     required node affinity can match the nodes the pool makes (its template labels, a value its requirements
     allow, any value of a well-known label such as topology.kubernetes.io/zone or karpenter.* labels, no other
-    label); a pool whose Ready condition is False (its nodeClassRef not ready) adds nothing. What is left of
+    label); a pool whose Ready condition is False (its nodeClassRef not ready), or that (or one of its
+    NodeClaims) cannot be read, adds nothing, and says why. What is left of
     its limits is spec.limits - the larger of status.resources and what its NodeClaims not being deleted hold
     (status.capacity, 1 node each: Karpenter counts a NodeClaim at once, status.resources later); a nodes
     limit reached adds nothing; no limits: without bound (maxPending bounds it). Node shapes are the cloud's

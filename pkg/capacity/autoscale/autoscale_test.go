@@ -157,8 +157,10 @@ func dynamicClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 }
 
 // TestRead: Karpenter's NodePools (requirements, taints without the startupTaints, limits, status.resources, Ready)
-// and their launching NodeClaims (launched, not registered); without Karpenter's API the cluster-autoscaler's
-// ConfigMap; neither, or no grant, is a State without source that says why.
+// and their launching NodeClaims (launched, not registered); a NodePool or NodeClaim that cannot be read fails no
+// pass: its pool adds nothing and says why (a template that cannot use it is kept off it by its taints and labels,
+// read apart); without Karpenter's API the cluster-autoscaler's ConfigMap; neither, or no grant, is a State without
+// source that says why.
 func TestRead(t *testing.T) {
 	ctx := context.Background()
 	dyn := dynamicClient(
@@ -168,6 +170,8 @@ func TestRead(t *testing.T) {
 		nodeClaimObj("batch-b", "batch", "True", map[string]any{"cpu": "3800m"}, "2026-12-01T00:00:01Z"),
 		nodeClaimObj("batch-c", "batch", "Unknown", nil, "2026-12-01T00:00:03Z"),                                   // not launched: in no status.resources yet
 		deleting(nodeClaimObj("batch-d", "batch", "True", map[string]any{"cpu": "3900m"}, "2026-12-01T00:00:00Z")), // being deleted: Karpenter counts it no more
+		nodePoolObj("malformed", map[string]any{"cpu": "a lot"}, nil, "True"),                                           // fails no pass: it adds nothing
+		nodeClaimObj("malformed-a", "malformed", "False", map[string]any{"cpu": "many"}, "2026-12-01T00:00:02Z"),
 	)
 	st, err := Read(ctx, dyn, testkit.NewFake())
 	if err != nil {
@@ -183,6 +187,10 @@ func TestRead(t *testing.T) {
 		{Kind: KindNodePool, Name: "broken", Labels: map[string]string{"team": "a"},
 			Requirements: []corev1.NodeSelectorRequirement{{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"on-demand"}}},
 			Taints:       []corev1.Taint{{Key: "batch", Effect: corev1.TaintEffectNoSchedule}}, Unavailable: "not Ready: NodeClassNotReady"},
+		{Kind: KindNodePool, Name: "malformed", Labels: map[string]string{"team": "a"},
+			Requirements: []corev1.NodeSelectorRequirement{{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"on-demand"}}},
+			Taints:       []corev1.Taint{{Key: "batch", Effect: corev1.TaintEffectNoSchedule}},
+			Unavailable:  `cannot read it: spec.limits: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'; cannot read NodeClaim malformed-a: status.allocatable: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`},
 	}}
 	if diff := cmp.Diff(want, st, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
 		t.Errorf("state (-want +got):\n%s", diff)
