@@ -21,6 +21,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/pushurl"
+	"github.com/jobsched/jobsched/pkg/rate"
 	"github.com/jobsched/jobsched/pkg/strictyaml"
 )
 
@@ -251,7 +252,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	if cfg.Job.Template != "" {
 		tpl, err := loadTemplate(cfg.templatePath(), cfg.KueueMode())
 		if err != nil {
-			errs = append(errs, fmt.Errorf("job.template: %w", err))
+			errs = append(errs, templateError(file, "job.template", err))
 		} else {
 			cfg.Template = tpl
 			errs = append(errs, cfg.validateContainer()...)
@@ -260,6 +261,9 @@ func Parse(file string, data []byte) (*Config, error) {
 	errs = append(errs, cfg.loadQueueTemplates()...)
 	if len(errs) > 0 {
 		for i, e := range errs {
+			if _, ok := e.(*lineError); ok {
+				continue // a template's: each line already names its file
+			}
 			// Every line names the file (a template's errors are one per line, after the first).
 			lines := strings.Split(e.Error(), "\n")
 			for j := 1; j < len(lines); j++ {
@@ -282,6 +286,16 @@ type lineError struct {
 }
 
 func (e *lineError) Error() string { return e.msg }
+
+// templateError is err of the template that key of file names: each of its lines (one problem a line, each with
+// the template's line number) begins with the config's file and key, then the template's file.
+func templateError(file, key string, err error) error {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = file + ": " + key + ": " + l
+	}
+	return &lineError{msg: strings.Join(lines, "\n"), err: err}
+}
 func (e *lineError) Unwrap() error { return e.err }
 
 func (c *Config) setDefaults() {
@@ -400,6 +414,11 @@ func validateSource(path at, src Source) []error {
 	if strings.TrimSpace(src.Query) == "" {
 		bad("source.query", "required")
 	}
+	for _, f := range []struct{ key, text string }{{"source.query", src.Query}, {"source.key", src.Key}, {"source.cancelQuery", src.CancelQuery}} {
+		if i := strings.IndexByte(f.text, 0); i >= 0 {
+			bad(f.key, "holds a NUL byte (byte %d), which PostgreSQL cannot take in a statement", i+1)
+		}
+	}
 	if src.Key == "" {
 		bad("source.key", "required")
 	}
@@ -416,18 +435,26 @@ func validTimeout(bad func(key, format string, args ...any), d time.Duration) {
 	case d < 0:
 		bad("source.timeout", "must not be negative")
 	case d < MinTimeout:
-		bad("source.timeout", "%s is shorter than %s, the shortest statement_timeout PostgreSQL takes (0 or unset: the default, %s)", d, MinTimeout, DefaultTimeout)
+		bad("source.timeout", "%s is shorter than %s, the shortest statement_timeout PostgreSQL takes (0 or unset: the default, %s)",
+			rate.ShortDuration(d), MinTimeout, rate.ShortDuration(DefaultTimeout))
 	case d > MaxTimeout:
-		bad("source.timeout", "%s is longer than %s, the longest statement_timeout PostgreSQL takes", d, MaxTimeout)
+		bad("source.timeout", "%s is longer than %s, the longest statement_timeout PostgreSQL takes", rate.ShortDuration(d), MaxTimeout)
 	}
 }
 
 // count checks the count at key (when set) against [least, MaxCount].
 func count(bad func(key, format string, args ...any), key string, n *int, least int) {
+	checkCount(bad, key, n, least, false)
+}
+
+// checkCount is count; required says the key has no default (a 0 may be a key not written).
+func checkCount(bad func(key, format string, args ...any), key string, n *int, least int, required bool) {
 	switch {
 	case n == nil:
 	case *n < 0 && least == 0:
 		bad(key, "must not be negative, not %d", *n)
+	case *n == 0 && least > 0 && required:
+		bad(key, "required: at least %d", least) // not written, or written 0
 	case *n < least:
 		bad(key, "must be at least %d, not %d", least, *n)
 	case *n > MaxCount:
@@ -493,7 +520,7 @@ func validateRetry(path at, attempts *int, backoff, maxBackoff *metav1.Duration,
 		bad("retry.backoff", "must not be negative")
 	}
 	if b, m := backoff, maxBackoff; b != nil && m != nil && m.Duration < b.Duration {
-		bad("retry.maxBackoff", "%s is shorter than retry.backoff (%s)", m.Duration, b.Duration)
+		bad("retry.maxBackoff", "%s is shorter than retry.backoff (%s)", rate.ShortDuration(m.Duration), rate.ShortDuration(b.Duration))
 	}
 	if dead < 0 {
 		bad("retry.deadRetention", "must not be negative")
@@ -705,7 +732,12 @@ func loadTemplate(file string, kueue bool) (*batchv1.Job, error) {
 	var errs []error
 	bad := func(field, msg string) { errs = append(errs, fmt.Errorf("%s: %s: %s", file, field, msg)) }
 	if unknown != nil {
-		errs = append(errs, fmt.Errorf("%s: %w", file, unknown))
+		// One problem a line: each names the template's file.
+		lines := strings.Split(unknown.Error(), "\n")
+		for i, l := range lines {
+			lines[i] = file + ": " + l
+		}
+		errs = append(errs, &lineError{msg: strings.Join(lines, "\n"), err: unknown})
 	}
 	if job.APIVersion != "batch/v1" || job.Kind != "Job" {
 		bad("apiVersion/kind", fmt.Sprintf("must be batch/v1 Job, not %s %s", job.APIVersion, job.Kind))

@@ -292,7 +292,7 @@ func (c *Config) validateQueues() []error {
 			if g.Column == "" {
 				bad("limits.perGroup.column", "required: the column whose value is the group (a tenant)")
 			}
-			count(bad, "limits.perGroup.maxActive", &g.MaxActive, 1)
+			checkCount(bad, "limits.perGroup.maxActive", &g.MaxActive, 1, true)
 		}
 	}
 	return errs
@@ -315,7 +315,7 @@ func (c *Config) loadQueueTemplates() []error {
 		}
 		tpl, err := loadTemplate(file, c.KueueMode())
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%sjob.template: %w", c.queueAt(i), err))
+			errs = append(errs, templateError(c.File, c.queueAt(i).String()+"job.template", err))
 			continue
 		}
 		q.Template = tpl
