@@ -224,7 +224,8 @@ one pass's creates, which Karpenter provisions as one batch; 0 lets none wait).
     NoExecute taints of spec.template.spec.taints (startupTaints do not count) and its nodeSelector and
     required node affinity can match the nodes the pool makes (its template labels, a value its requirements
     allow, any value of a well-known label such as topology.kubernetes.io/zone or karpenter.* labels, no other
-    label); a pool whose Ready condition is False (its nodeClassRef not ready) adds nothing. What is left of
+    label); a pool whose Ready condition is False (its nodeClassRef not ready), or that (or one of its
+    NodeClaims) cannot be read, adds nothing, and says why. What is left of
     its limits is spec.limits - the larger of status.resources and what its NodeClaims not being deleted hold
     (status.capacity, 1 node each: Karpenter counts a NodeClaim at once, status.resources later); a nodes
     limit reached adds nothing; no limits: without bound (maxPending bounds it). Node shapes are the cloud's
@@ -242,10 +243,17 @@ one pass's creates, which Karpenter provisions as one batch; 0 lets none wait).
     its spec.providerID has it as a path segment (Azure scale sets). A group with no such node is unknown and
     adds nothing.
   - Pods waiting: ours that fit on no node count against maxPending and take their room in the pools first,
-    as do others' unbound pods that fit on no node. ResourceQuotas still cap the room.
+    as do others' unbound pods that fit on no node. Every Unschedulable pod of ours that waits for a node (the
+    autoscaler nominated one, or it is in the 15 s below) counts against maxPending whatever its reason (a
+    taken hostPort, an affinity), and while they reach maxPending the template gets no room on the nodes
+    either. ResourceQuotas still cap the room.
   - Unschedulable pods are a signal, not a stop: for each of ours, the latest of its Events that speaks of the
-    autoscaler decides. Karpenter's Nominated ("Pod should schedule on: nodeclaim/...") or the
-    cluster-autoscaler's TriggeredScaleUp: the pod waits for its node and does not block. Karpenter's
+    autoscaler decides: only Events whose reportingController or source.component is one of
+    limits.autoscalerEvents (default [karpenter, cluster-autoscaler], the names their recorders write; set it
+    where an install renames them) count, each at the latest time its writer set but never later than the API
+    server stored it (creationTimestamp, managedFields) nor than now. Karpenter's Nominated ("Pod should
+    schedule on: nodeclaim/...") or the cluster-autoscaler's TriggeredScaleUp: the pod waits for its node and
+    does not block. Karpenter's
     FailedScheduling "all available instance types exceed limits for nodepool" or "no instance type has
     enough resources", or NotTriggerScaleUp: it blocks as with nodes (limits.blockOnUnschedulable), the Event
     in the reason (pass done's blocked, status). No such Event yet: both autoscalers decide on a pod within

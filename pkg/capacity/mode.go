@@ -39,7 +39,7 @@ type Mode interface {
 	// Waits says which of our Unschedulable pods (by name, in namespace) the cluster's autoscaler provides a node
 	// for (Wait.Provided: it does not block the pass) or says it cannot (Wait.Event: why). nil for a mode where
 	// every Unschedulable pod blocks, or, with note saying why, when the mode could not tell (every one blocks).
-	Waits(ctx context.Context, c Clients, namespace string, pods []string) (waits map[string]Wait, note string)
+	Waits(ctx context.Context, c Clients, namespace string, pods, from []string) (waits map[string]Wait, note string)
 	// Needs is what the mode needs beyond the base Role and the typed client.
 	Needs() Needs
 }
@@ -125,7 +125,7 @@ func (quiet) Inspect(context.Context, Clients, *config.Config) (*Details, error)
 
 func (quiet) Status(*config.Config, int, *Details) Section { return Section{} }
 
-func (quiet) Waits(context.Context, Clients, string, []string) (map[string]Wait, string) {
+func (quiet) Waits(context.Context, Clients, string, []string, []string) (map[string]Wait, string) {
 	return nil, ""
 }
 

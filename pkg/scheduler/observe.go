@@ -129,7 +129,7 @@ func (s *Scheduler) readWaits(ctx context.Context, pods []capacity.PodSummary) (
 			names = append(names, p.Name)
 		}
 	}
-	return capacity.ModeOf(s.Config.Limits.Capacity).Waits(ctx, s.clients(), s.Config.Namespace, names)
+	return capacity.ModeOf(s.Config.Limits.Capacity).Waits(ctx, s.clients(), s.Config.Namespace, names, s.Config.AutoscalerEvents())
 }
 
 // observeCapacity is the pass's capacity step: it reads what the nodes and quotas hold when the plan p has room by

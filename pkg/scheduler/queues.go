@@ -327,7 +327,8 @@ func (p *Plan) placer(cfg *config.Config, obs *Observation) capacity.Room {
 	}
 	claims := make([]capacity.Claim, len(p.parts))
 	for i, part := range p.parts {
-		claims[i] = capacity.Claim{Template: cfg.QueueConfig(i).Template, Unbound: part.unboundPods, Podless: part.podlessPods}
+		claims[i] = capacity.Claim{Template: cfg.QueueConfig(i).Template, Unbound: part.unboundPods, Podless: part.podlessPods,
+			Waiting: part.WaitingForNodes}
 	}
 	return capacity.ModeOf(cfg.Limits.Capacity).Room(obs.Capacity, claims)
 }
