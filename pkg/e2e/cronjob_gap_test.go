@@ -59,14 +59,14 @@ func TestCronJobGaps(t *testing.T) {
 	var overlapped []string
 	e.followJobs(func(ev watch.Event) {
 		j, ok := ev.Object.(*batchv1.Job)
-		if !ok {
+		if !ok || ev.Type == watch.Bookmark || j.Annotations[scheduledAt] == "" { // only the CronJob's Jobs
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		r := runs[j.Name]
 		if r == nil {
-			ts, err := time.Parse(time.RFC3339, j.Annotations["batch.kubernetes.io/cronjob-scheduled-timestamp"])
+			ts, err := time.Parse(time.RFC3339, j.Annotations[scheduledAt])
 			if err != nil {
 				t.Errorf("Job %s: scheduled timestamp: %v", j.Name, err)
 			}
@@ -136,6 +136,9 @@ func TestCronJobGaps(t *testing.T) {
 			rs[2].scheduled, rs[2].created, rs[1].finished)
 	}
 }
+
+// scheduledAt is the annotation the CronJob controller puts on each Job it makes: the time the run was due.
+const scheduledAt = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 
 // finishedJob says j has its Complete or Failed condition.
 func finishedJob(j *batchv1.Job) bool {
