@@ -181,6 +181,7 @@ func TestRead(t *testing.T) {
 		{Kind: KindNodePool, Name: "batch", Limits: corev1.ResourceList{"cpu": q("12")}, Used: corev1.ResourceList{"cpu": q("8"), "nodes": q("2")},
 			Claimed:   corev1.ResourceList{"cpu": q("8"), "pods": q("4"), "nodes": q("3")},
 			Launching: map[string]Launch{"batch-a": {ProviderID: "kwok://batch-a", Allocatable: corev1.ResourceList{"cpu": q("3900m"), "pods": q("110")}}},
+			Disrupted: []string{"kwok://batch-d"},
 			Shape:     &Shape{Capacity: corev1.ResourceList{"cpu": q("4"), "pods": q("4")}, Allocatable: corev1.ResourceList{"cpu": q("3900m"), "pods": q("110")}, From: "batch-a"},
 			Labels:    map[string]string{"team": "a"}, Requirements: []corev1.NodeSelectorRequirement{{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"on-demand"}}},
 			Taints: []corev1.Taint{{Key: "batch", Effect: corev1.TaintEffectNoSchedule}}},

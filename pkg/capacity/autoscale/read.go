@@ -142,6 +142,8 @@ func readKarpenter(ctx context.Context, dyn dynamic.Interface) (*State, error) {
 		}
 		if nc.Metadata.DeletionTimestamp == nil {
 			p.Claimed = claimed(p.Claimed, nc.Status.Capacity)
+		} else if nc.Status.ProviderID != "" {
+			p.Disrupted = append(p.Disrupted, nc.Status.ProviderID)
 		}
 		if !Launching(nc.Metadata.DeletionTimestamp != nil, nc.Status.Conditions, len(nc.Status.Allocatable) > 0) {
 			continue
