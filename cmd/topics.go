@@ -227,7 +227,8 @@ one pass's creates, which Karpenter provisions as one batch; 0 lets none wait).
     label); a pool whose Ready condition is False (its nodeClassRef not ready), or that (or one of its
     NodeClaims) cannot be read, adds nothing, and says why. What is left of
     its limits is spec.limits - the larger of status.resources and what its NodeClaims not being deleted hold
-    (status.capacity, 1 node each: Karpenter counts a NodeClaim at once, status.resources later; one being
+    (the larger of status.capacity and allocatable, 1 node each: Karpenter counts a NodeClaim at once,
+    status.resources later; one being
     deleted it counts no more, and its node is no room, tainted or not yet); a nodes
     limit reached adds nothing; no limits: without bound (maxPending bounds it). Node shapes are the cloud's
     instance types, which jobsched cannot list: the pool's newest NodeClaim that shows one (status.capacity

@@ -170,7 +170,7 @@ func TestRead(t *testing.T) {
 		nodeClaimObj("batch-b", "batch", "True", map[string]any{"cpu": "3800m"}, "2026-12-01T00:00:01Z"),
 		nodeClaimObj("batch-c", "batch", "Unknown", nil, "2026-12-01T00:00:03Z"),                                   // not launched: in no status.resources yet
 		deleting(nodeClaimObj("batch-d", "batch", "True", map[string]any{"cpu": "3900m"}, "2026-12-01T00:00:00Z")), // being deleted: Karpenter counts it no more
-		nodePoolObj("malformed", map[string]any{"cpu": "a lot"}, nil, "True"),                                           // fails no pass: it adds nothing
+		nodePoolObj("malformed", map[string]any{"cpu": "a lot"}, nil, "True"),                                      // fails no pass: it adds nothing
 		nodeClaimObj("malformed-a", "malformed", "False", map[string]any{"cpu": "many"}, "2026-12-01T00:00:02Z"),
 	)
 	st, err := Read(ctx, dyn, testkit.NewFake())
@@ -179,7 +179,9 @@ func TestRead(t *testing.T) {
 	}
 	want := &State{Source: Karpenter, Pools: []Pool{
 		{Kind: KindNodePool, Name: "batch", Limits: corev1.ResourceList{"cpu": q("12")}, Used: corev1.ResourceList{"cpu": q("8"), "nodes": q("2")},
-			Claimed:   corev1.ResourceList{"cpu": q("8"), "pods": q("4"), "nodes": q("3")},
+			// Each NodeClaim charged the larger of its capacity and allocatable: KWOK's report their pods' requests as
+			// capacity (here pods 4 of an allocatable 110), Karpenter charges the node's.
+			Claimed:   corev1.ResourceList{"cpu": q("8"), "pods": q("110"), "nodes": q("3")},
 			Launching: map[string]Launch{"batch-a": {ProviderID: "kwok://batch-a", Allocatable: corev1.ResourceList{"cpu": q("3900m"), "pods": q("110")}}},
 			Disrupted: []string{"kwok://batch-d"},
 			Shape:     &Shape{Capacity: corev1.ResourceList{"cpu": q("4"), "pods": q("4")}, Allocatable: corev1.ResourceList{"cpu": q("3900m"), "pods": q("110")}, From: "batch-a"},
