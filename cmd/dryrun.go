@@ -38,7 +38,7 @@ run while env.passthrough copies nothing.`,
 		Args:    cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error { return o.validate() },
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, closeFn, err := g.newScheduler(schedulerOptions{source: true, rowsFile: o.rowsFile, offline: o.offline, stdin: cmd.InOrStdin()})
+			s, closeFn, err := g.newScheduler(cmd.Context(), schedulerOptions{source: true, rowsFile: o.rowsFile, offline: o.offline, stdin: cmd.InOrStdin()})
 			if err != nil {
 				return err
 			}
@@ -57,7 +57,7 @@ run while env.passthrough copies nothing.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json, yaml (the plan), or jobs (just the Jobs, as a v1 List for kubectl)")
-	f.StringVar(&o.rowsFile, "rows", "", "read rows from this JSON-lines file (one object per line; - for standard input) instead of the database; with queues: QUEUE=FILE,QUEUE=FILE")
+	f.StringVar(&o.rowsFile, "rows", "", "read rows from this JSON-lines file (one object per line, at most 64 MiB; - for standard input) instead of the database; with queues: QUEUE=FILE,QUEUE=FILE")
 	f.BoolVar(&o.offline, "offline", false, "contact no cluster: it is taken as empty")
 	f.BoolVar(&o.server, "server", false, "send each planned create to the API server with dryRun=All")
 	cmd.MarkFlagsMutuallyExclusive("server", "offline")

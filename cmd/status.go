@@ -48,7 +48,7 @@ capacity and what the next tick would do. With a task key it shows that task: it
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, closeFn, err := g.newScheduler(schedulerOptions{source: true})
+			s, closeFn, err := g.newScheduler(cmd.Context(), schedulerOptions{source: true})
 			if err != nil {
 				return err
 			}

@@ -22,8 +22,8 @@ import (
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
-// After a pass, the Events in flight get eventsFlush to be written, the backlog count and the push of the metrics
-// get reportTimeout each: a pass ends with its report, boundedly, even when the API server or the Pushgateway hang.
+// At the end of a run, the Events still queued (each is written as it happens) get eventsFlush to be written, the
+// backlog count and the push of the metrics get reportTimeout each: a pass ends with its report, boundedly, even when the API server or the Pushgateway hang.
 const (
 	eventsFlush   = 5 * time.Second
 	reportTimeout = 10 * time.Second
@@ -142,10 +142,11 @@ func fillPassOf(res scheduler.Result, err error) fillPass {
 }
 
 // openPass is the scheduler of a pass that writes: tick's with its source and the Lease's guard, gc's (gcOnly)
-// with neither; both report Events and set the GC policy for their creates. The returned context carries the run's
-// logger (scheduler.WithRunLog); the returned func writes the Events held and releases the pool.
+// with neither; both report Events (written as they happen) and set the GC policy for their creates. The returned
+// context carries the run's logger (scheduler.WithRunLog); the returned func waits, boundedly, for the Events still
+// queued and releases the pool.
 func (g *globalOptions) openPass(ctx context.Context, gcOnly bool) (context.Context, *scheduler.Scheduler, func(), error) {
-	s, closeFn, err := g.newScheduler(schedulerOptions{source: !gcOnly})
+	s, closeFn, err := g.newScheduler(ctx, schedulerOptions{source: !gcOnly})
 	if err != nil {
 		return ctx, nil, nil, err
 	}

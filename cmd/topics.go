@@ -325,9 +325,10 @@ install's), and limits.perGroup.rate each group of the queue (its rows are then 
 group at its maxActive). creates is 1 to 1000000, per 1s to 24h; exit 2 otherwise, naming the key.
 
 How it binds. Each pass may create N less the creates in the window that ends now; that is a bound on its
-slots like maxPerTick: pass done and status say "limits.rate: 30 per 1m, next create at 12:00:41" (UTC), the
-plan's nextCreate says when, and jobsched_slots_limit_info shows it. Times are counted rounded up to per/1000,
-so the limit is at most N in any window of per plus that (stricter, never looser).
+slots like maxPerTick: pass done and status say "limits.rate: 30 per 1m, next create at 12:00:41" (UTC; with
+its date when not today), the plan's nextCreate says when; jobsched_slots_limit_info{limit="rate"} and
+jobsched_next_create_timestamp_seconds show it. Times are counted rounded up to per/1000, so the limit is at
+most N in any window of per plus that (stricter, never looser).
 
 Where the window is kept. Nothing outside the cluster: the scheduler's Lease (jobsched help lease) carries the
 record as the annotation jobsched.io/rate-windows, written only by the pass that holds it. Before its first
@@ -337,8 +338,9 @@ between leaves them 10 s ahead: the next one counts them longer, never shorter. 
 of that record and the creation times of the install's Jobs that still exist. The clocks of the passes and of
 the API server are taken to be in step (NTP).
 
-Lost record. A record that cannot be read, or none on a Lease while the install has Jobs (the Lease was
-deleted, or limits.rate was just added), counts as N creates at the moment a pass saw it: no create until per
+Lost record. A record that cannot be read, one with a time later than now + 10 s + 1 min of clock skew
+(no pass writes one), or none on a Lease while the install has Jobs (the Lease was deleted, or limits.rate
+was just added), counts as N creates at the moment a pass saw it: no create until per
 after that. The record holds at most 128 KiB: the install's and the queues' windows at their largest must fit
 in half (exit 2 otherwise); groups' windows that do not fit the rest are left out with a warning, and those
 groups are bounded by their queue's limits only until their window would have ended. Without the Lease's RBAC

@@ -2,12 +2,11 @@
 package config
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
+	"github.com/jobsched/jobsched/pkg/input"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/pushurl"
 	"github.com/jobsched/jobsched/pkg/rate"
@@ -215,11 +215,17 @@ func IsConfigError(err error) bool {
 // Load reads file, applies defaults and the namespace override, validates everything and reads the Job template.
 // Every problem is reported, each naming the file and the key.
 func Load(file, namespace string) (*Config, error) {
-	data, err := readFile(file)
+	return LoadContext(context.Background(), file, namespace)
+}
+
+// LoadContext is Load under ctx: a file that is not read when ctx ends (a FIFO, a pipe that stays open) is an error
+// (not a configuration error: the file may be right).
+func LoadContext(ctx context.Context, file, namespace string) (*Config, error) {
+	data, err := readFile(ctx, file)
 	if err != nil {
-		return nil, &Error{fmt.Errorf("reading config: %w", err)}
+		return nil, readError("reading config", err)
 	}
-	cfg, err := Parse(file, data)
+	cfg, err := parse(ctx, file, data)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +236,19 @@ func Load(file, namespace string) (*Config, error) {
 }
 
 // Parse decodes a configuration (unknown keys are errors), applies defaults, validates it and loads its template.
-func Parse(file string, data []byte) (*Config, error) {
+func Parse(file string, data []byte) (*Config, error) { return parse(context.Background(), file, data) }
+
+// readError is err of reading a file the user named: a configuration error, unless the read was cut short by the
+// run's context (SIGTERM, --timeout), which says nothing of the file.
+func readError(what string, err error) error {
+	err = fmt.Errorf("%s: %w", what, err)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &Error{err}
+}
+
+func parse(ctx context.Context, file string, data []byte) (*Config, error) {
 	cfg := &Config{}
 	unknown, err := strictyaml.Decode(data, cfg)
 	if err != nil {
@@ -250,7 +268,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		}
 	}
 	if cfg.Job.Template != "" {
-		tpl, err := loadTemplate(cfg.templatePath(), cfg.KueueMode())
+		tpl, err := loadTemplate(ctx, cfg.templatePath(), cfg.KueueMode())
 		if err != nil {
 			errs = append(errs, templateError(file, "job.template", err))
 		} else {
@@ -258,7 +276,10 @@ func Parse(file string, data []byte) (*Config, error) {
 			errs = append(errs, cfg.validateContainer()...)
 		}
 	}
-	errs = append(errs, cfg.loadQueueTemplates()...)
+	errs = append(errs, cfg.loadQueueTemplates(ctx)...)
+	if ctx.Err() != nil { // a template not read to its end says nothing of the files
+		return nil, fmt.Errorf("%s: reading the job template: %w", file, context.Cause(ctx))
+	}
 	if len(errs) > 0 {
 		for i, e := range errs {
 			if _, ok := e.(*lineError); ok {
@@ -699,28 +720,22 @@ func (c *Config) BlockOnUnschedulable() bool { return *c.Limits.BlockOnUnschedul
 func (c *Config) ReserveForTick() bool { return *c.Limits.ReserveForTick }
 
 // readFile reads a configuration or template file of at most strictyaml.MaxBytes, what either may decode to: a
-// larger one (or a device that never ends) is refused before more of it is read.
-func readFile(file string) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, strictyaml.MaxBytes+1))
-	if err == nil && len(data) > strictyaml.MaxBytes {
-		err = fmt.Errorf("%s is larger than %d bytes", file, strictyaml.MaxBytes)
-	}
-	return data, err
+// larger one (or a device that never ends) is refused before more of it is read, and a FIFO or pipe is abandoned
+// when ctx ends.
+func readFile(ctx context.Context, file string) ([]byte, error) {
+	return input.ReadFile(ctx, file, strictyaml.MaxBytes)
 }
 
 // LoadTemplate reads a batch/v1 Job manifest and checks what jobsched relies on; the API server checks the rest
 // (see dry-run --server).
-func LoadTemplate(file string) (*batchv1.Job, error) { return loadTemplate(file, false) }
+func LoadTemplate(file string) (*batchv1.Job, error) {
+	return loadTemplate(context.Background(), file, false)
+}
 
 // loadTemplate is LoadTemplate; with kueue (limits.capacity: kueue) a suspended template and MultiKueue's managedBy
 // are accepted, since Kueue unsuspends the Jobs it admits and MultiKueue mirrors a worker's Job status back.
-func loadTemplate(file string, kueue bool) (*batchv1.Job, error) {
-	data, err := readFile(file)
+func loadTemplate(ctx context.Context, file string, kueue bool) (*batchv1.Job, error) {
+	data, err := readFile(ctx, file)
 	if err != nil {
 		return nil, err
 	}

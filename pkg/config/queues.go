@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -299,7 +300,7 @@ func (c *Config) validateQueues() []error {
 }
 
 // loadQueueTemplates reads each queue's job.template (relative to the file) and checks its job.container.
-func (c *Config) loadQueueTemplates() []error {
+func (c *Config) loadQueueTemplates(ctx context.Context) []error {
 	if !c.explicitQueues() {
 		return nil
 	}
@@ -313,7 +314,7 @@ func (c *Config) loadQueueTemplates() []error {
 		if !filepath.IsAbs(file) {
 			file = filepath.Join(filepath.Dir(c.File), file)
 		}
-		tpl, err := loadTemplate(file, c.KueueMode())
+		tpl, err := loadTemplate(ctx, file, c.KueueMode())
 		if err != nil {
 			errs = append(errs, templateError(c.File, c.queueAt(i).String()+"job.template", err))
 			continue

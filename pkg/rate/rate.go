@@ -160,6 +160,14 @@ func (w *Window) Prune(now time.Time, l Limit) {
 	w.slots = slices.Delete(w.slots, 0, i)
 }
 
+// Last is the window's latest time (zero when empty).
+func (w *Window) Last() time.Time {
+	if w.Empty() {
+		return time.Time{}
+	}
+	return w.time(w.slots[len(w.slots)-1])
+}
+
 // Empty says the window holds no create.
 func (w *Window) Empty() bool { return w == nil || len(w.slots) == 0 }
 

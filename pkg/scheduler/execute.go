@@ -238,7 +238,7 @@ func (x *execution) creates(p *Plan) {
 			x.cancelCreates()
 		}
 		if p.Blocked != "" && x.s.Events != nil {
-			x.s.Events.PassBlocked(p.Blocked)
+			x.s.Events.PassBlocked(p.Blocked, p.Waits())
 		}
 	case ServerDryRun:
 		x.created = x.s.executeCreates(x.ctx, p, true)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/jobsched/jobsched/pkg/apitext"
 	"github.com/jobsched/jobsched/pkg/kube"
 )
 
@@ -44,7 +45,7 @@ func verdict(e *corev1.Event, from []string) (Wait, bool) {
 	if !slices.Contains(from, e.ReportingController) && !slices.Contains(from, e.Source.Component) {
 		return Wait{}, false
 	}
-	w := Wait{Event: e.Reason + ": " + e.Message}
+	w := Wait{Event: apitext.Quote(e.Reason + ": " + e.Message)}
 	switch e.Reason {
 	case reasonNominated, reasonTriggeredScaleUp:
 		w.Provided = true

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/jobsched/jobsched/pkg/apitext"
 	"github.com/jobsched/jobsched/pkg/kube"
 )
 
@@ -113,7 +114,7 @@ func readKarpenter(ctx context.Context, dyn dynamic.Interface) (*State, error) {
 		p := Pool{Kind: KindNodePool, Name: np.Metadata.Name, Limits: np.Spec.Limits, Used: np.Status.Resources,
 			Labels: np.Spec.Template.Metadata.Labels, Requirements: np.Spec.Template.Spec.Requirements, Taints: np.Spec.Template.Spec.Taints}
 		if c := meta(np.Status.Conditions, "Ready"); c != nil && c.Status == metav1.ConditionFalse {
-			p.Unavailable = strings.TrimSpace("not Ready: " + c.Reason + " " + c.Message)
+			p.Unavailable = apitext.Quote(strings.TrimSpace("not Ready: " + c.Reason + " " + c.Message))
 		}
 		if np.Metadata.DeletionTimestamp != nil {
 			p.Unavailable = "being deleted"
