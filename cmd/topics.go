@@ -330,10 +330,13 @@ the API server are taken to be in step (NTP).
 
 Lost record. A record that cannot be read, one with a time later than now + 10 s + 1 min of clock skew
 (no pass writes one), or none on a Lease while the install has Jobs (the Lease was deleted, or limits.rate
-was just added), counts as N creates at the moment a pass saw it: no create until per
-after that. The record holds at most 128 KiB: the install's and the queues' windows at their largest must fit
-in half (exit 2 otherwise); groups' windows that do not fit the rest are left out with a warning, and those
-groups are bounded by their queue's limits only until their window would have ended. Without the Lease's RBAC
+was just added), or one with fewer creates in a window than the install's Jobs show, counts as N creates at
+the moment a pass saw it: no create until per after that (nor by a queue's groups with perGroup.rate). The
+record knows nothing from before its Lease was made: a Lease younger than per (a new install's, or one deleted
+and made again) counts N creates at its creationTimestamp, so a new install's first create waits per.
+The record holds at most 128 KiB: the install's and the queues' windows at their largest must fit in half
+(exit 2 otherwise); groups' windows that do not fit the rest are left out with a warning, and those groups are
+bounded by their queue's limits only until their window would have ended. Without the Lease's RBAC
 there is no record: the windows are the creation times of the Jobs that still exist, and the pass warns.
 
 Waiting. tick --fill-for waits for the window to open as well as for a Job to end, whichever allows a create

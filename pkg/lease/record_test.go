@@ -61,7 +61,7 @@ func TestRateRecord(t *testing.T) {
 	if v, found := h.Record(); v != "" || found {
 		t.Errorf("a new Lease: Record = %q, %v", v, found)
 	}
-	if v, found, err := ReadRecord(ctx, fresh.CoordinationV1(), "ns", "s", "k"); err != nil || found || v != "" {
+	if v, found, _, err := ReadRecord(ctx, fresh.CoordinationV1(), "ns", "s", "k"); err != nil || found || v != "" {
 		t.Errorf("ReadRecord of a Lease without it = %q, %v, %v", v, found, err)
 	}
 }
