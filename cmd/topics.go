@@ -335,8 +335,9 @@ the moment a pass saw it: no create until per after that (nor by a queue's group
 record knows nothing from before its Lease was made: a Lease younger than per (a new install's, or one deleted
 and made again) counts N creates at its creationTimestamp, so a new install's first create waits per.
 The record holds at most 128 KiB: the install's and the queues' windows at their largest must fit in half
-(exit 2 otherwise); groups' windows that do not fit the rest are left out with a warning, and those groups are
-bounded by their queue's limits only until their window would have ended. Without the Lease's RBAC
+(exit 2 otherwise). A group is recorded by its value, or a hash of a value over 64 bytes; groups' windows
+that do not fit the rest are left out with a warning, and the queue creates nothing until the last of them
+would have ended (nor while a hashed group no Job names has a window). Without the Lease's RBAC
 there is no record: the windows are the creation times of the Jobs that still exist, and the pass warns.
 
 Waiting. tick --fill-for waits for the window to open as well as for a Job to end, whichever allows a create

@@ -39,8 +39,11 @@ import (
 //     than per (a new install's, or one deleted and made again) counts N creates at its creation.
 //   - Without the Lease (a Role without its verbs: passes run unserialised) there is no record: the windows are the
 //     Jobs' creation times only, and the pass warns.
-//   - Groups' windows that do not fit in the record (rate.MaxRecordBytes) are left out, and the pass warns: those
-//     groups are bounded by their queue's limits until their windows would have ended.
+//   - A group's scope is its value, or a hash of a long one (rate.GroupScope): the record's size does not depend on
+//     what a row holds. Groups' windows that do not fit in the record (rate.MaxRecordBytes) are left out, and the
+//     pass warns; the record keeps one window in their stead, and the queue creates nothing until it ends, as for
+//     a hashed group no Job names (groupsClosed): a group that cannot be recorded gets no create its record may
+//     forbid.
 //
 // The window is counted on the pass's clock, the Jobs' creation times on the API server's: clocks are taken to be
 // synchronised (NTP), as Kubernetes' own controllers take them for TTLs and CronJob schedules.
@@ -128,7 +131,10 @@ type rates struct {
 	// groupLimit each queue's limits.perGroup.rate (by queue name), for the groups that have none yet.
 	groups     map[int]map[string]string
 	groupLimit map[string]rate.Limit
-	w          Windows
+	// closedUntil is, by queue name, until when some of its groups' windows are in the record without their value
+	// (hashed, or left out of a full record): its groups are taken as unknown until then (groupsClosed).
+	closedUntil map[string]time.Time
+	w           Windows
 }
 
 // decideRates is the rates of cfg on obs (nil without limits.rate).
@@ -162,9 +168,12 @@ func decideRates(cfg *config.Config, obs *Observation) *rates {
 		return scope
 	}
 	read := obs.Windows.Record.Clone() // pruned below: the observation stays as it was read
+	unresolved := map[string]int{}     // the group scopes whose value is not known (a hash, the left-out groups) → queue
 	for _, scope := range read.Scopes() {
 		if q, value, ok := rate.GroupOf(scope); ok {
-			if i := queueNamed(qs, q); i >= 0 {
+			if i := queueNamed(qs, q); i >= 0 && rate.Unresolved(value) {
+				unresolved[scope] = i
+			} else if i >= 0 {
 				group(i, value)
 			}
 		}
@@ -185,6 +194,21 @@ func decideRates(cfg *config.Config, obs *Observation) *rates {
 				}
 				// creationTimestamp is in whole seconds: the create was before the next one.
 				r.jobs[scope].Add(j.Created.Add(time.Second), 1)
+			}
+		}
+	}
+	// A hashed group a Job names is known by its Jobs' value; the rest (and the groups a full record left out)
+	// cannot be named in the read: their queue's groups are unknown until the latest of their windows ends.
+	for i := range qs {
+		for _, scope := range r.groups[i] {
+			delete(unresolved, scope)
+		}
+	}
+	r.closedUntil = map[string]time.Time{}
+	for scope, i := range unresolved {
+		if l, ok := groupLimit[qs[i].Name]; ok {
+			if until := read.Window(scope).Last().Add(l.Per); until.After(obs.Now) && until.After(r.closedUntil[qs[i].Name]) {
+				r.closedUntil[qs[i].Name] = until
 			}
 		}
 	}
@@ -245,8 +269,8 @@ func (r *rates) groupsClosed(cfg *config.Config, i int) (string, time.Time, bool
 	if !ok {
 		return "", time.Time{}, false
 	}
-	var until time.Time
-	if r.w.Lost != "" {
+	until := r.closedUntil[q.Name]
+	if r.w.Lost != "" && r.now.Add(l.Per).After(until) {
 		until = r.now.Add(l.Per)
 	}
 	if young(r.w.LeaseCreated, r.now, l.Per) && r.w.LeaseCreated.Add(l.Per).After(until) {
@@ -255,7 +279,8 @@ func (r *rates) groupsClosed(cfg *config.Config, i int) (string, time.Time, bool
 	if until.IsZero() {
 		return "", time.Time{}, false
 	}
-	return fmt.Sprintf("limits.perGroup.rate: %s, next create at %s (no group's window is known: the rate record is lost or the Lease new)",
+	return fmt.Sprintf("limits.perGroup.rate: %s, next create at %s (not every group's window is known: the rate record "+
+		"is lost or full, or the Lease new)",
 		l, clock(until, r.now)), until, true
 }
 
@@ -434,7 +459,7 @@ func (x *execution) encode(rec *rate.Record) (string, bool) {
 		return "", false
 	}
 	if len(dropped) > 0 {
-		x.log.Warn().Int("groups", len(dropped)).Msg("limits.perGroup.rate: the windows of these groups do not fit in the Lease's record: they are bounded by their queue's limits only until their windows would have ended")
+		x.log.Warn().Int("groups", len(dropped)).Msg("limits.perGroup.rate: the windows of these groups do not fit in the Lease's record: their queue creates nothing until the last of them ends")
 	}
 	return value, true
 }
