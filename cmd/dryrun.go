@@ -98,6 +98,7 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 	if p.Blocked != "" {
 		fmt.Fprintf(out, "Blocked: %s\n", printable(p.Blocked))
 	}
+	printQuery(out, p.Query)
 	if len(p.Queues) == 0 {
 		if err := printNewNodes(out, p.Capacity); err != nil {
 			return err
@@ -107,6 +108,7 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 	for _, q := range p.Queues {
 		fmt.Fprintf(out, "\nQueue %s (priority %d, weight %d): %d unfinished, slots %d (%s), %d to create\n",
 			q.Name, q.Priority, q.Weight, q.Unfinished, q.Slots, printable(bound("bound by ", q.Limit, q.Blocked, q.Slots)), q.Creates)
+		printQuery(out, q.Query)
 		if err := printNewNodes(out, q.Capacity); err != nil {
 			return err
 		}
@@ -115,6 +117,14 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 		}
 	}
 	return nil
+}
+
+// printQuery prints what the query doctor says of a read (the plan's problems and the role's warnings), as status's
+// Query line does; nothing without a database.
+func printQuery(out io.Writer, f *scheduler.QueryFinding) {
+	if f != nil {
+		fmt.Fprintf(out, "Query: %s\n", printable(f.String()))
+	}
 }
 
 // printNewNodes prints what the autoscaler can still add for a template (limits.capacity: autoscale), as status

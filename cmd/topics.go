@@ -224,7 +224,8 @@ one pass's creates, which Karpenter provisions as one batch; 0 lets none wait).
     NoExecute taints of spec.template.spec.taints (startupTaints do not count) and its nodeSelector and
     required node affinity can match the nodes the pool makes (its template labels, a value its requirements
     allow, any value of a well-known label such as topology.kubernetes.io/zone or karpenter.* labels, no other
-    label); a pool whose Ready condition is False (its nodeClassRef not ready) adds nothing. What is left of
+    label); a pool whose Ready condition is False (its nodeClassRef not ready), or that (or one of its
+    NodeClaims) cannot be read, adds nothing, and says why. What is left of
     its limits is spec.limits - the larger of status.resources and what its NodeClaims not being deleted hold
     (status.capacity, 1 node each: Karpenter counts a NodeClaim at once, status.resources later); a nodes
     limit reached adds nothing; no limits: without bound (maxPending bounds it). Node shapes are the cloud's
@@ -242,10 +243,17 @@ one pass's creates, which Karpenter provisions as one batch; 0 lets none wait).
     its spec.providerID has it as a path segment (Azure scale sets). A group with no such node is unknown and
     adds nothing.
   - Pods waiting: ours that fit on no node count against maxPending and take their room in the pools first,
-    as do others' unbound pods that fit on no node. ResourceQuotas still cap the room.
+    as do others' unbound pods that fit on no node. Every Unschedulable pod of ours that waits for a node (the
+    autoscaler nominated one, or it is in the 15 s below) counts against maxPending whatever its reason (a
+    taken hostPort, an affinity), and while they reach maxPending the template gets no room on the nodes
+    either. ResourceQuotas still cap the room.
   - Unschedulable pods are a signal, not a stop: for each of ours, the latest of its Events that speaks of the
-    autoscaler decides. Karpenter's Nominated ("Pod should schedule on: nodeclaim/...") or the
-    cluster-autoscaler's TriggeredScaleUp: the pod waits for its node and does not block. Karpenter's
+    autoscaler decides: only Events whose reportingController or source.component is one of
+    limits.autoscalerEvents (default [karpenter, cluster-autoscaler], the names their recorders write; set it
+    where an install renames them) count, each at the latest time its writer set but never later than the API
+    server stored it (creationTimestamp, managedFields) nor than now. Karpenter's Nominated ("Pod should
+    schedule on: nodeclaim/...") or the cluster-autoscaler's TriggeredScaleUp: the pod waits for its node and
+    does not block. Karpenter's
     FailedScheduling "all available instance types exceed limits for nodepool" or "no instance type has
     enough resources", or NotTriggerScaleUp: it blocks as with nodes (limits.blockOnUnschedulable), the Event
     in the reason (pass done's blocked, status). No such Event yet: both autoscalers decide on a pod within
@@ -316,9 +324,9 @@ group at its maxActive). creates is 1 to 1000000, per 1s to 24h; exit 2 otherwis
 
 How it binds. Each pass may create N less the creates in the window that ends now; that is a bound on its
 slots like maxPerTick: pass done and status say "limits.rate: 30 per 1m, next create at 12:00:41" (UTC; with
-its date when not today), the plan's nextCreate says when, and jobsched_slots_limit_info shows it. Times
-are counted rounded up to per/1000, so the limit is at most N in any window of per plus that (stricter, never
-looser).
+its date when not today), the plan's nextCreate says when; jobsched_slots_limit_info{limit="rate"} and
+jobsched_next_create_timestamp_seconds show it. Times are counted rounded up to per/1000, so the limit is at
+most N in any window of per plus that (stricter, never looser).
 
 Where the window is kept. Nothing outside the cluster: the scheduler's Lease (jobsched help lease) carries the
 record as the annotation jobsched.io/rate-windows, written only by the pass that holds it. Before its first

@@ -108,6 +108,9 @@ type Limits struct {
 	MaxQueued *int `json:"maxQueued,omitempty"`
 	// MaxPending bounds the pods that wait for new nodes at once (limits.capacity: autoscale); default maxPerTick.
 	MaxPending *int `json:"maxPending,omitempty"`
+	// AutoscalerEvents are the writers (an Event's reportingController or source.component) whose Events speak for
+	// the autoscaler (limits.capacity: autoscale); default DefaultAutoscalerEvents.
+	AutoscalerEvents []string `json:"autoscalerEvents,omitempty"`
 	// Rate bounds the creates of the whole install in any window (rate.go).
 	Rate *Rate `json:"rate,omitempty"`
 }
@@ -405,6 +408,14 @@ func (c *Config) Validate() []error {
 		bad("limits.maxPending", "is read only with limits.capacity: autoscale (it is %s)", c.Limits.Capacity)
 	}
 	count(bad, "limits.maxPending", c.Limits.MaxPending, 0)
+	if c.Limits.Capacity != CapacityAutoscale && c.Limits.AutoscalerEvents != nil {
+		bad("limits.autoscalerEvents", "is read only with limits.capacity: autoscale (it is %s)", c.Limits.Capacity)
+	}
+	for i, w := range c.Limits.AutoscalerEvents {
+		if w == "" || len(validation.IsQualifiedName(w)) > 0 {
+			bad(fmt.Sprintf("limits.autoscalerEvents[%d]", i), "%q is not a component name, e.g. karpenter", w)
+		}
+	}
 	errs = append(errs, c.validateRates()...)
 	errs = append(errs, validateGC(at{}, c.GC.SucceededRetention, c.GC.FailedRetention)...)
 	errs = append(errs, validateRetry(at{}, c.Retry.MaxAttempts, c.Retry.Backoff, c.Retry.MaxBackoff, c.Retry.DeadRetention.Duration)...)
@@ -652,6 +663,18 @@ func (c *Config) MaxPending() int {
 		return *c.Limits.MaxPending
 	}
 	return c.MaxPerTick()
+}
+
+// DefaultAutoscalerEvents are the names Karpenter's and the cluster-autoscaler's event recorders write their Events
+// with (both source.component and reportingController).
+var DefaultAutoscalerEvents = []string{"karpenter", "cluster-autoscaler"}
+
+// AutoscalerEvents is limits.autoscalerEvents, defaulting to DefaultAutoscalerEvents.
+func (c *Config) AutoscalerEvents() []string {
+	if c.Limits.AutoscalerEvents != nil {
+		return c.Limits.AutoscalerEvents
+	}
+	return DefaultAutoscalerEvents
 }
 
 func (c *Config) validateContainer() []error {

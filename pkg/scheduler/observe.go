@@ -129,7 +129,7 @@ func (s *Scheduler) readWaits(ctx context.Context, pods []capacity.PodSummary) (
 			names = append(names, p.Name)
 		}
 	}
-	return capacity.ModeOf(s.Config.Limits.Capacity).Waits(ctx, s.clients(), s.Config.Namespace, names)
+	return capacity.ModeOf(s.Config.Limits.Capacity).Waits(ctx, s.clients(), s.Config.Namespace, names, s.Config.AutoscalerEvents())
 }
 
 // observeCapacity is the pass's capacity step: it reads what the nodes and quotas hold when the plan p has room by
@@ -151,6 +151,9 @@ func (s *Scheduler) selector() string {
 // pass is offline): one observation for every queue's template. In a fill run whose mode follows every pod, it
 // reads the feed the pass's Pending pods came from (readPods), where they are or further on.
 func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error) {
+	if err := capacity.Check(s.Config.Limits.Capacity); err != nil {
+		return nil, fmt.Errorf("observing capacity: %w", err) // also offline: an unknown mode never fits
+	}
 	if s.Kube == nil {
 		return nil, nil
 	}

@@ -95,7 +95,7 @@ func (p *Plan) checked(i int, rc RowCheck) *Plan {
 	q := p.next()
 	part := q.part(i)
 	if rc.Err != nil {
-		part.block("reading rows failed")
+		part.block(BoundReadFailed, "reading rows failed")
 		q.rooms()
 		return q
 	}
@@ -234,7 +234,7 @@ func (p *Plan) admitted(i int, a Admission) *Plan {
 	if a.Err != nil {
 		a.Selected -= len(a.Creates)
 		a.Creates = nil
-		part.block("reading rows failed")
+		part.block(BoundReadFailed, "reading rows failed")
 		q.rooms()
 	}
 	part.Creates = a.Creates
