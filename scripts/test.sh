@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test run: vet, unit tests, then PostgreSQL and end-to-end tests against a real PostgreSQL, a real Prometheus
+# The test run: vet, golangci-lint, unit tests, then PostgreSQL and end-to-end tests against a real PostgreSQL, a real Prometheus
 # Pushgateway, a real Prometheus scraping it and a real local control plane that this script starts (and builds
 # once, cached outside the repo), with helm (built once, cached) and promtool for the chart and the alert rules.
 #
@@ -18,6 +18,8 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' 
 [[ -z $unformatted ]] || { printf '[test] not gofmt-formatted:\n%s\n' "$unformatted" >&2; exit 1; }
 go vet ./...
 go vet -tags integration ./...
+log "golangci-lint (.golangci.yaml; built once and cached, like helm)"
+scripts/lint.sh
 
 log "the binary, built as the Dockerfile builds it"
 scripts/check-image-build.sh

@@ -208,7 +208,7 @@ func addClusterNode(t *testing.T, kube kubernetes.Interface, name string) {
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		n, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // read again until the minute is up
 		}
 		for _, taint := range n.Spec.Taints {
 			if taint.Key == corev1.TaintNodeNotReady || taint.Key == corev1.TaintNodeUnreachable {
