@@ -106,6 +106,7 @@ func (e *env) pushed(scheduler string) map[string]float64 {
 // pod, on no object; each pass pushes its metrics to the Pushgateway of metrics.pushgateway, and a failed pass
 // leaves the last success time as it was.
 func TestObserveTick(t *testing.T) {
+	t.Parallel()
 	needPushgateway(t)
 	e := newNodeEnv(t, "8", "16Gi")
 	e.insert("task", 3)
@@ -247,6 +248,7 @@ func TestObserveTick(t *testing.T) {
 // TestObserveGC: gc reports a Deleted Event on each Job it deletes and pushes to --pushgateway, in its own group
 // (job jobsched-gc).
 func TestObserveGC(t *testing.T) {
+	t.Parallel()
 	needPushgateway(t)
 	e := newNodeEnv(t, "8", "16Gi")
 	e.insert("task", 1)

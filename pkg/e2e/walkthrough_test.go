@@ -472,6 +472,7 @@ func sampleKeys(t *testing.T) []string {
 // TestWalkthroughTry runs the README's one-minute try as written, in a clone, with no DSN and no reachable cluster:
 // it prints the Jobs of the example's sample rows.
 func TestWalkthroughTry(t *testing.T) {
+	t.Parallel() // offline: no cluster, no database
 	dir := cloneWithManifests(t)
 	block := readmeBlock(t, "README.md", "try")
 	out := shell(t, dir, block, "DATABASE_URL=", "KUBECONFIG="+filepath.Join(dir, "no-such-kubeconfig"))
