@@ -137,7 +137,7 @@ under X.`)
 	}{
 		{"jobsched status -o json|yaml (kind: Status)", report.Status{}},
 		{"jobsched status KEY -o json|yaml (kind: Task)", report.TaskView{}},
-		{"jobsched dry-run -o json|yaml (the plan)", scheduler.Plan{}},
+		{"jobsched dry-run -o json|yaml (kind: Plan)", planDocument{}},
 	} {
 		b.WriteString("\n\n" + d.title)
 		writeFields(&b, reflect.TypeOf(d.v), "", map[reflect.Type]string{})
