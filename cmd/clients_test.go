@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -38,7 +39,7 @@ func TestDynamicClientOnlyWhenTheModeNeedsIt(t *testing.T) {
 			g := &globalOptions{configFile: filepath.Join(dir, "jobsched.yaml"),
 				newKube:    func(kube.Options) (kube.Interface, string, error) { return testkit.NewFake(), "", nil },
 				newDynamic: func(kube.Options) (dynamic.Interface, error) { built = true; return nil, nil }}
-			s, closeFn, err := g.newScheduler(schedulerOptions{})
+			s, closeFn, err := g.newScheduler(context.Background(), schedulerOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

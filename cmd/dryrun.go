@@ -39,7 +39,7 @@ run while env.passthrough copies nothing.`,
 		Args:    cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error { return o.validate() },
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, closeFn, err := g.newScheduler(schedulerOptions{source: true, rowsFile: o.rowsFile, offline: o.offline, stdin: cmd.InOrStdin()})
+			s, closeFn, err := g.newScheduler(cmd.Context(), schedulerOptions{source: true, rowsFile: o.rowsFile, offline: o.offline, stdin: cmd.InOrStdin()})
 			if err != nil {
 				return err
 			}
@@ -58,7 +58,7 @@ run while env.passthrough copies nothing.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json, yaml (the plan), or jobs (just the Jobs, as a v1 List for kubectl)")
-	f.StringVar(&o.rowsFile, "rows", "", "read rows from this JSON-lines file (one object per line; - for standard input) instead of the database; with queues: QUEUE=FILE,QUEUE=FILE")
+	f.StringVar(&o.rowsFile, "rows", "", "read rows from this JSON-lines file (one object per line, at most 64 MiB; - for standard input) instead of the database; with queues: QUEUE=FILE,QUEUE=FILE")
 	f.BoolVar(&o.offline, "offline", false, "contact no cluster: it is taken as empty")
 	f.BoolVar(&o.server, "server", false, "send each planned create to the API server with dryRun=All")
 	cmd.MarkFlagsMutuallyExclusive("server", "offline")
@@ -114,6 +114,7 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 	if p.Blocked != "" {
 		fmt.Fprintf(out, "Blocked: %s\n", printable(p.Blocked))
 	}
+	printQuery(out, p.Query)
 	if len(p.Queues) == 0 {
 		if err := printNewNodes(out, p.Capacity); err != nil {
 			return err
@@ -123,6 +124,7 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 	for _, q := range p.Queues {
 		fmt.Fprintf(out, "\nQueue %s (priority %d, weight %d): %d unfinished, slots %d (%s), %d to create\n",
 			q.Name, q.Priority, q.Weight, q.Unfinished, q.Slots, printable(bound("bound by ", q.Limit, q.Blocked, q.Slots)), q.Creates)
+		printQuery(out, q.Query)
 		if err := printNewNodes(out, q.Capacity); err != nil {
 			return err
 		}
@@ -131,6 +133,14 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 		}
 	}
 	return nil
+}
+
+// printQuery prints what the query doctor says of a read (the plan's problems and the role's warnings), as status's
+// Query line does; nothing without a database.
+func printQuery(out io.Writer, f *scheduler.QueryFinding) {
+	if f != nil {
+		fmt.Fprintf(out, "Query: %s\n", printable(f.String()))
+	}
 }
 
 // printNewNodes prints what the autoscaler can still add for a template (limits.capacity: autoscale), as status

@@ -163,8 +163,10 @@ func TestFullQueueSeesLostDatabase(t *testing.T) {
 	}
 }
 
-// TestStatusWarnsOfRole: status says what the configured role may do that READ ONLY does not cover, with the fix:
-// the tests' superuser gets the warning, a role that may only SELECT the query's table does not.
+// TestStatusWarnsOfRole: status, and dry-run's table as well as its JSON, say what the configured role may do that
+// READ ONLY does not cover, with the fix: the tests' superuser gets the superuser warning; a role that may only
+// SELECT the query's table does not, but gets the one of pg_logical_emit_message, which PUBLIC may execute until
+// the database revokes it (the tests' database is shared: it keeps the default).
 func TestStatusWarnsOfRole(t *testing.T) {
 	dsn, db, s := testDB(t)
 	role := s + "_ro"
@@ -185,19 +187,23 @@ func TestStatusWarnsOfRole(t *testing.T) {
 		name, dsn string
 		warns     bool
 	}{{"superuser", dsn, true}, {"SELECT only", reader.String(), false}} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("DATABASE_URL", tc.dsn)
-			newKube := func(kube.Options) (kube.Interface, string, error) { return testkit.NewFake(), "batch", nil }
-			var out, errOut bytes.Buffer
-			if code := runWith(context.Background(), []string{"status", "--config", cfg}, &out, &errOut, newKube); code != 0 {
-				t.Fatalf("status: exit %d\n%s", code, errOut.String())
-			}
-			warns := strings.Contains(out.String(), "is a superuser: READ ONLY stops writes") &&
-				strings.Contains(out.String(), "fix: connect as a role that may only SELECT")
-			if warns != tc.warns || !tc.warns && strings.Contains(out.String(), "warning:") {
-				t.Errorf("status output (want a role warning: %v):\n%s", tc.warns, out.String())
-			}
-		})
+		for _, args := range [][]string{{"status"}, {"dry-run", "--offline"}, {"dry-run", "--offline", "-o", "json"}} {
+			t.Run(tc.name+"/"+strings.Join(args, " "), func(t *testing.T) {
+				t.Setenv("DATABASE_URL", tc.dsn)
+				newKube := func(kube.Options) (kube.Interface, string, error) { return testkit.NewFake(), "batch", nil }
+				var out, errOut bytes.Buffer
+				if code := runWith(context.Background(), append(args, "--config", cfg), &out, &errOut, newKube); code != 0 {
+					t.Fatalf("exit %d\n%s", code, errOut.String())
+				}
+				superuser := strings.Contains(out.String(), "is a superuser: READ ONLY stops writes") &&
+					strings.Contains(out.String(), "connect as a role that may only SELECT")
+				emit := strings.Contains(out.String(), "may execute pg_logical_emit_message(boolean,text,bytea), "+
+					"pg_logical_emit_message(boolean,text,text), which writes a WAL message")
+				if superuser != tc.warns || emit == tc.warns {
+					t.Errorf("output (want the superuser warning: %v, else pg_logical_emit_message's):\n%s", tc.warns, out.String())
+				}
+			})
+		}
 	}
 }
 

@@ -24,7 +24,7 @@ an error (exit 2) and nothing is deleted. --dry-run says what it would delete.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, keys []string) error {
-			s, closeFn, err := g.newScheduler(schedulerOptions{})
+			s, closeFn, err := g.newScheduler(cmd.Context(), schedulerOptions{})
 			if err != nil {
 				return err
 			}

@@ -288,9 +288,19 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// loadConfig reads the configuration; the namespace comes from -n, else the config, else the kubeconfig context.
-func (g *globalOptions) loadConfig() (*config.Config, error) {
-	return config.Load(g.configFile, g.namespace)
+// loadConfig reads the configuration under ctx; the namespace comes from -n, else the config, else the kubeconfig
+// context.
+func (g *globalOptions) loadConfig(ctx context.Context) (*config.Config, error) {
+	return config.LoadContext(ctx, g.configFile, g.namespace)
+}
+
+// reading is ctx for reading the inputs (the config, its templates, source.dsnFile, --rows): it ends with ctx
+// (SIGTERM) or after --timeout, so that a FIFO or a pipe that stays open ends the run.
+func (g *globalOptions) reading(ctx context.Context) (context.Context, context.CancelFunc) {
+	if g.timeout <= 0 { // not from the flags, which take only a positive --timeout
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, g.timeout, fmt.Errorf("--timeout %s passed", g.timeout))
 }
 
 // schedulerOptions say which parts of a scheduler a subcommand needs.
@@ -303,8 +313,10 @@ type schedulerOptions struct {
 
 // newScheduler loads the configuration (exit 2 before anything is contacted), then makes the clients: a Renderer
 // and a Source per queue, the queues' sources on one database pool. The returned close func releases the pool.
-func (g *globalOptions) newScheduler(o schedulerOptions) (*scheduler.Scheduler, func(), error) {
-	cfg, err := g.loadConfig()
+func (g *globalOptions) newScheduler(ctx context.Context, o schedulerOptions) (*scheduler.Scheduler, func(), error) {
+	ctx, cancel := g.reading(ctx)
+	defer cancel()
+	cfg, err := g.loadConfig(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -314,9 +326,9 @@ func (g *globalOptions) newScheduler(o schedulerOptions) (*scheduler.Scheduler, 
 	if o.source {
 		var err error
 		if o.rowsFile != "" {
-			err = openFiles(cfg, s.Queues, o)
+			err = openFiles(ctx, cfg, s.Queues, o)
 		} else {
-			closeFn, err = openPostgres(cfg, s.Queues)
+			closeFn, err = openPostgres(ctx, cfg, s.Queues)
 		}
 		if err != nil {
 			return nil, nil, err
@@ -345,12 +357,38 @@ func (g *globalOptions) newScheduler(o schedulerOptions) (*scheduler.Scheduler, 
 	for i := range s.Queues {
 		s.Queues[i].Renderer = render.New(cfg.QueueConfig(i), os.Environ())
 	}
+	if err := refuseCarriedPassword(ctx, cfg, s.Queues); err != nil {
+		closeFn()
+		return nil, nil, err
+	}
 	return s, closeFn, nil
 }
 
+// refuseCarriedPassword is a configuration error when an env.passthrough variable holds the database's password
+// (APP_DB=postgres://jobsched:PASSWORD@…): every Job, dry-run -o yaml and status KEY would show it. The names
+// alone cannot tell, so the values are compared.
+func refuseCarriedPassword(ctx context.Context, cfg *config.Config, qs []scheduler.Queue) error {
+	passes := false
+	for i := range qs {
+		passes = passes || len(cfg.QueueConfig(i).Env.Passthrough) > 0
+	}
+	if !passes {
+		return nil
+	}
+	pw := source.Password(ctx, cfg)
+	for _, q := range qs {
+		if name := q.Renderer.Carrying(pw); name != "" {
+			return &config.Error{Err: fmt.Errorf("env.passthrough: %s holds the database's password (the DSN's): a Job must "+
+				"not carry it; give the workers their own credentials in the template (valueFrom.secretKeyRef, envFrom), "+
+				"and leave %s out of env.passthrough", name, name)}
+		}
+	}
+	return nil
+}
+
 // openPostgres gives each queue its source, all on one pool; the close func releases it.
-func openPostgres(cfg *config.Config, qs []scheduler.Queue) (func(), error) {
-	srcs, closeFn, err := source.Postgres(cfg)
+func openPostgres(ctx context.Context, cfg *config.Config, qs []scheduler.Queue) (func(), error) {
+	srcs, closeFn, err := source.Postgres(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -362,9 +400,9 @@ func openPostgres(cfg *config.Config, qs []scheduler.Queue) (func(), error) {
 
 // openFiles gives the queues their --rows files: the one file of a configuration without queues:, else
 // QUEUE=FILE,QUEUE=FILE (a queue without one reads no row).
-func openFiles(cfg *config.Config, qs []scheduler.Queue, o schedulerOptions) error {
+func openFiles(ctx context.Context, cfg *config.Config, qs []scheduler.Queue, o schedulerOptions) error {
 	read := func(i int, file string) error {
-		f, err := source.File(cfg, i, file, o.stdin)
+		f, err := source.File(ctx, cfg, i, file, o.stdin)
 		if err == nil {
 			qs[i].Source = f
 		}

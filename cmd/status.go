@@ -48,16 +48,17 @@ capacity and what the next tick would do. With a task key it shows that task: it
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, closeFn, err := g.newScheduler(schedulerOptions{source: true})
+			s, closeFn, err := g.newScheduler(cmd.Context(), schedulerOptions{source: true})
 			if err != nil {
 				return err
 			}
 			defer closeFn()
+			ctx := scheduler.WithRunLog(cmd.Context(), s.Config)
 			if len(args) == 1 {
 				key := args[0]
-				return o.run(cmd.Context(), g.out, func(ctx context.Context) (any, error) { return report.TaskViewOf(ctx, s, key) })
+				return o.run(ctx, g.out, func(ctx context.Context) (any, error) { return report.TaskViewOf(ctx, s, key) })
 			}
-			return o.run(cmd.Context(), g.out, func(ctx context.Context) (any, error) { return report.StatusOf(ctx, s) })
+			return o.run(ctx, g.out, func(ctx context.Context) (any, error) { return report.StatusOf(ctx, s) })
 		},
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")

@@ -7,8 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/zerologr"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,8 +22,8 @@ import (
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
-// After a pass, the Events in flight get eventsFlush to be written, the backlog count and the push of the metrics
-// get reportTimeout each: a pass ends with its report, boundedly, even when the API server or the Pushgateway hang.
+// At the end of a run, the Events still queued (each is written as it happens) get eventsFlush to be written, the
+// backlog count and the push of the metrics get reportTimeout each: a pass ends with its report, boundedly, even when the API server or the Pushgateway hang.
 const (
 	eventsFlush   = 5 * time.Second
 	reportTimeout = 10 * time.Second
@@ -69,7 +67,7 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 	if fillFor == 0 {
 		return g.executePass(ctx, false)
 	}
-	s, closeFn, err := g.openPass(ctx, false)
+	ctx, s, closeFn, err := g.openPass(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -83,8 +81,6 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 		defer lg.Give(ctx)
 		wait = keepLease(lg, s.Follow.Wait, g.leaseDuration/3)
 	}
-	// client-go's watch logs (a watch it opens again) go to the pass's log, not to klog's stderr.
-	ctx = logr.NewContext(ctx, zerologr.New(zerolog.Ctx(ctx)))
 	f := filler{fillFor: fillFor, poll: fillPoll(cfg), now: time.Now,
 		pass: func(ctx context.Context, refill int) fillPass {
 			log := zerolog.Ctx(ctx).With().Int("refill", refill).Logger()
@@ -146,29 +142,31 @@ func fillPassOf(res scheduler.Result, err error) fillPass {
 }
 
 // openPass is the scheduler of a pass that writes: tick's with its source and the Lease's guard, gc's (gcOnly)
-// with neither; both report Events and set the GC policy for their creates. The returned func writes the Events
-// held and releases the pool.
-func (g *globalOptions) openPass(ctx context.Context, gcOnly bool) (*scheduler.Scheduler, func(), error) {
-	s, closeFn, err := g.newScheduler(schedulerOptions{source: !gcOnly})
+// with neither; both report Events (written as they happen) and set the GC policy for their creates. The returned
+// context carries the run's logger (scheduler.WithRunLog); the returned func waits, boundedly, for the Events still
+// queued and releases the pool.
+func (g *globalOptions) openPass(ctx context.Context, gcOnly bool) (context.Context, *scheduler.Scheduler, func(), error) {
+	s, closeFn, err := g.newScheduler(ctx, schedulerOptions{source: !gcOnly})
 	if err != nil {
-		return nil, nil, err
+		return ctx, nil, nil, err
 	}
+	ctx = scheduler.WithRunLog(ctx, s.Config)
 	s.BeforeCreates = gcForCreates()
 	if !gcOnly {
 		if err := g.guard(s); err != nil {
 			closeFn()
-			return nil, nil, err
+			return ctx, nil, nil, err
 		}
 	}
 	rec := events.New(ctx, s.Kube, events.Options{Namespace: s.Config.Namespace, Pod: events.PodFromEnv(os.Getenv)})
 	s.Events = rec
-	return s, func() { rec.Close(eventsFlush); closeFn() }, nil
+	return ctx, s, func() { rec.Close(eventsFlush); closeFn() }, nil
 }
 
 // executePass is tick, and gc when gcOnly: the pass with its writes. gc opens no database and lists only Jobs.
 // The pass reports Events on the API server, and pushes its metrics when a Pushgateway is set; neither ever fails it.
 func (g *globalOptions) executePass(ctx context.Context, gcOnly bool) error {
-	s, closeFn, err := g.openPass(ctx, gcOnly)
+	ctx, s, closeFn, err := g.openPass(ctx, gcOnly)
 	if err != nil {
 		return err
 	}
@@ -197,7 +195,7 @@ func (g *globalOptions) pushgatewayURL(cfg *config.Config) string {
 // pushMetrics counts the backlog (tick only) and pushes the pass's metrics; a failure of either is logged.
 func pushMetrics(ctx context.Context, s *scheduler.Scheduler, url string, mode scheduler.Mode, plan *scheduler.Plan,
 	sum scheduler.Summary, passErr error, d time.Duration) {
-	log := zerolog.Ctx(ctx).With().Str("scheduler", s.Config.Name).Str("namespace", s.Config.Namespace).Logger()
+	log := zerolog.Ctx(scheduler.WithRunLog(ctx, s.Config))
 	p := metrics.Pass{Job: metrics.JobTick, Scheduler: s.Config.Name, Namespace: s.Config.Namespace, Duration: d,
 		Summary: sum, Plan: plan, Failed: passErr != nil, End: time.Now()}
 	for _, q := range s.Config.AllQueues() {

@@ -72,7 +72,7 @@ func newGrowth(snap *Snapshot, p *Placer) *growth {
 		g.claimsPools = append(g.claimsPools, why)
 	}
 	for c, cl := range p.claims {
-		g.waiting += cl.waiting
+		g.waiting += max(cl.waiting, cl.held) // the pods interchangeable: those that fit nowhere are of the held first
 		for range cl.waiting {
 			g.takeAny(cl.demand, cl.need, func(k int, _ *growPool) string { return g.claimsPools[c][k] })
 		}
@@ -317,6 +317,12 @@ func (g *growth) room(c int, cl *claim) (int, []PoolFit) {
 		fits = append(fits, f)
 	}
 	return total, fits
+}
+
+// holds says whether claim cl gets no room at all: some of its pods wait for a new node (Claim.Waiting) and
+// limits.maxPending has no room for one more Job's pods. A nil growth holds nothing.
+func (g *growth) holds(cl *claim) bool {
+	return g != nil && cl.held > 0 && g.pending < cl.perJob
 }
 
 // place places one Job of claim c on new nodes, if the pools and limits.maxPending take its pods.

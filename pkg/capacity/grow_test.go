@@ -67,6 +67,12 @@ func TestAutoscaleRoom(t *testing.T) {
 			Claim{Template: tpl}, 5, "limits.maxPending: 0 of 5 pod(s) wait for new nodes", "TTTTTF"},
 		{"our waiting pods count against maxPending", withAutoscale(none(), autoscale.Karpenter, 7, karpenter("batch", rl("cpu", "12"), nil, shaped)),
 			Claim{Template: tpl, Unbound: 4}, 3, "limits.maxPending: 4 of 7", "TTTF"},
+		// Pods the pass decided wait for a new node (Unschedulable, in the autoscaler's grace or nominated) though they
+		// fit on n1 by resources (a taken hostPort, an affinity): each counts against maxPending all the same.
+		{"our pods waiting for a reason no node fixes count against maxPending", withAutoscale(nodes(node("n1")), autoscale.Karpenter, 5, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+			Claim{Template: tpl, Unbound: 2, Waiting: 2}, 2 + 3, "limits.maxPending: 2 of 5", "TTTTTF"},
+		{"while they reach maxPending, none fits on the nodes either", withAutoscale(nodes(node("n1")), autoscale.Karpenter, 5, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+			Claim{Template: tpl, Unbound: 5, Waiting: 5}, 0, "limits.maxPending: 5 of 5 pod(s) wait for new nodes); its pods wait though they fit on the nodes", "F"},
 		{"our waiting pods take the pool's room", withAutoscale(none(), autoscale.Karpenter, 100, karpenter("batch", rl("cpu", "12"), nil, shaped)),
 			Claim{Template: tpl, Unbound: 3, Podless: 2}, 4, "4 on NodePool batch", "TTTTF"},
 		{"others' pods that fit on no node take the pool's room", withPending(withAutoscale(none(), autoscale.Karpenter, 100, karpenter("batch", rl("cpu", "12"), nil, shaped)),

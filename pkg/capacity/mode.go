@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"context"
+	"fmt"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/dynamic"
@@ -38,7 +39,7 @@ type Mode interface {
 	// Waits says which of our Unschedulable pods (by name, in namespace) the cluster's autoscaler provides a node
 	// for (Wait.Provided: it does not block the pass) or says it cannot (Wait.Event: why). nil for a mode where
 	// every Unschedulable pod blocks, or, with note saying why, when the mode could not tell (every one blocks).
-	Waits(ctx context.Context, c Clients, namespace string, pods []string) (waits map[string]Wait, note string)
+	Waits(ctx context.Context, c Clients, namespace string, pods, from []string) (waits map[string]Wait, note string)
 	// Needs is what the mode needs beyond the base Role and the typed client.
 	Needs() Needs
 }
@@ -51,8 +52,8 @@ func Modes() []Mode {
 	return []Mode{nodesMode{}, quotaMode{}, offMode{}, kueueMode{}, autoscaleMode{}}
 }
 
-// ModeOf is the mode named name. A name no mode has (a configuration not validated) is a mode that fits templates
-// and whose Observe fails, naming the name.
+// ModeOf is the mode named name. A name no mode has (a configuration not validated: a programming error) is a mode
+// that fails: its Observe and Inspect return Check's error, it fits nothing and bounds nothing.
 func ModeOf(name config.Capacity) Mode {
 	for _, m := range Modes() {
 		if m.Name() == name {
@@ -60,6 +61,15 @@ func ModeOf(name config.Capacity) Mode {
 		}
 	}
 	return unknownMode{name: name}
+}
+
+// Check is nil for a name a mode has, else the error that says it has none: a pass checks it before counting
+// capacity, also when it observes nothing (offline), so that it never fits as if capacity were counted.
+func Check(name config.Capacity) error {
+	if _, ok := ModeOf(name).(unknownMode); ok {
+		return fmt.Errorf("capacity: unknown mode %q (want one of %s)", name, config.CapacityNames())
+	}
+	return nil
 }
 
 // FollowsPods says m, in a fill run, follows every pod in the cluster (nodes and autoscale: Follow's pods feed): the
@@ -115,7 +125,7 @@ func (quiet) Inspect(context.Context, Clients, *config.Config) (*Details, error)
 
 func (quiet) Status(*config.Config, int, *Details) Section { return Section{} }
 
-func (quiet) Waits(context.Context, Clients, string, []string) (map[string]Wait, string) {
+func (quiet) Waits(context.Context, Clients, string, []string, []string) (map[string]Wait, string) {
 	return nil, ""
 }
 
@@ -124,18 +134,23 @@ type fitted struct{ quiet }
 
 func (fitted) Room(snap *Snapshot, claims []Claim) Room { return NewPlacer(snap, claims) }
 
-// unknownMode is ModeOf of a name no mode has: it fits, as every mode but off and kueue, and Observe refuses the
-// name.
+// unknownMode is ModeOf of a name no mode has: Observe and Inspect fail with Check's error, and it gives no Room
+// (Observe never returns a snapshot to fit on).
 type unknownMode struct {
-	fitted
+	quiet
 	name config.Capacity
 }
 
 func (u unknownMode) Name() config.Capacity { return u.name }
 
-func (u unknownMode) Observe(ctx context.Context, c Clients, namespace string, o Options) (*Snapshot, error) {
-	o.Mode = u.name
-	return Observe(ctx, c.Kube, namespace, o)
+func (u unknownMode) Observe(context.Context, Clients, string, Options) (*Snapshot, error) {
+	return nil, Check(u.name)
 }
+
+func (u unknownMode) Inspect(context.Context, Clients, *config.Config) (*Details, error) {
+	return nil, Check(u.name)
+}
+
+func (unknownMode) Room(*Snapshot, []Claim) Room { return nil }
 
 func (unknownMode) Needs() Needs { return Needs{} }

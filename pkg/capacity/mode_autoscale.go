@@ -55,13 +55,13 @@ func (autoscaleMode) Room(snap *Snapshot, claims []Claim) Room {
 // writes Nominated, the cluster-autoscaler scans every 10 s; 5 s more are for the simulation and the Event's write.
 const WordGrace = 15 * time.Second
 
-// Waits reads the Events of pods (autoscale.Waits). Without list on Events (manifests/autoscale) or when they cannot
+// Waits reads the Events of pods that the components from wrote (autoscale.Waits). Without list on Events (manifests/autoscale) or when they cannot
 // be read, every Unschedulable pod blocks, as with nodes, and note says so.
-func (autoscaleMode) Waits(ctx context.Context, c Clients, namespace string, pods []string) (map[string]Wait, string) {
+func (autoscaleMode) Waits(ctx context.Context, c Clients, namespace string, pods, from []string) (map[string]Wait, string) {
 	if len(pods) == 0 {
 		return nil, ""
 	}
-	waits, err := autoscale.Waits(ctx, c.Kube, namespace, pods)
+	waits, err := autoscale.Waits(ctx, c.Kube, namespace, pods, from)
 	switch {
 	case apierrors.IsForbidden(err):
 		return nil, fmt.Sprintf("cannot list Events in %s (the Role of manifests/autoscale grants list): every Unschedulable pod blocks, as with nodes", namespace)

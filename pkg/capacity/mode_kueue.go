@@ -57,7 +57,7 @@ func (kueueMode) Status(cfg *config.Config, queued int, d *Details) Section {
 	return Section{Kueue: ks}
 }
 
-func (kueueMode) Waits(context.Context, Clients, string, []string) (map[string]Wait, string) {
+func (kueueMode) Waits(context.Context, Clients, string, []string, []string) (map[string]Wait, string) {
 	return nil, ""
 }
 

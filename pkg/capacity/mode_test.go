@@ -35,9 +35,23 @@ func TestModes(t *testing.T) {
 	if diff := cmp.Diff(config.Capacities(), names); diff != "" {
 		t.Errorf("registered modes (-config.Capacities +Modes):\n%s", diff)
 	}
-	_, err := ModeOf("lots").Observe(context.Background(), Clients{Kube: testkit.NewFake()}, "ns", Options{})
-	if err == nil || !strings.Contains(err.Error(), `"lots"`) {
-		t.Errorf("Observe of an unknown mode: %v, want an error naming it", err)
+	for _, m := range Modes() {
+		if err := Check(m.Name()); err != nil {
+			t.Errorf("Check(%s): %v, want nil", m.Name(), err)
+		}
+	}
+	// An unknown name fails loudly wherever it is asked, and never fits.
+	unknown := ModeOf("lots")
+	c := testkit.NewFake()
+	_, err := unknown.Observe(context.Background(), Clients{Kube: c}, "ns", Options{})
+	_, ierr := unknown.Inspect(context.Background(), Clients{Kube: c}, &config.Config{})
+	for _, err := range []error{err, ierr, Check("lots")} {
+		if err == nil || !strings.Contains(err.Error(), `unknown mode "lots"`) {
+			t.Errorf("an unknown mode: %v, want an error naming it", err)
+		}
+	}
+	if r := unknown.Room(&Snapshot{}, []Claim{{}}); r != nil || len(c.Actions()) != 0 {
+		t.Errorf("an unknown mode: Room %v, calls %v; want no Room (nothing fits) and no call", r, c.Actions())
 	}
 }
 

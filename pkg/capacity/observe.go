@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/jobsched/jobsched/pkg/apitext"
 	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
@@ -468,7 +469,7 @@ func SummarizePod(pod *corev1.Pod) (s PodSummary, ok bool) {
 	s = PodSummary{Name: pod.Name, Job: owner.UID, Bound: pod.Spec.NodeName != ""}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			s.Unschedulable, s.Message, s.UnschedulableSince = true, c.Message, c.LastTransitionTime.UTC()
+			s.Unschedulable, s.Message, s.UnschedulableSince = true, apitext.Quote(c.Message), c.LastTransitionTime.UTC()
 		}
 	}
 	return s, true

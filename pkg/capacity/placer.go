@@ -19,6 +19,11 @@ import (
 type Claim struct {
 	Template         *batchv1.Job
 	Unbound, Podless int
+	// Waiting are those of Unbound the pass decided wait for a new node (limits.capacity: autoscale: Unschedulable,
+	// and the autoscaler nominated a node for them or has not spoken yet). Each counts against limits.maxPending
+	// whatever kept it off the nodes (a taken hostPort, an affinity: not only resources), and while they reach
+	// maxPending the template gets no room on the nodes either: the nodes' fit is what they already failed.
+	Waiting int
 }
 
 // Placer places Jobs of several templates, one at a time, on one Snapshot: each placed pod goes to a node it fits
@@ -59,6 +64,7 @@ type claim struct {
 	perJob   int
 	claimed  int        // unbound + podless
 	waiting  int        // of claimed, those that fit on no node: they wait for one
+	held     int        // of claimed, those the pass decided wait for a new node (Claim.Waiting)
 	placed   int        // Jobs placed
 	excluded []string   // per node of the Snapshot (its order): why the claim may not use it, "" if it may
 	on       []int      // the slots it may use
@@ -128,6 +134,7 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 		pod := snap.admitted(c.Template)
 		cl := &claim{tpl: c.Template, pod: pod, demand: Demand(pod), perJob: PodsPerJob(c.Template),
 			claimed: c.Unbound + c.Podless}
+		cl.held = min(max(c.Waiting, 0), cl.claimed)
 		cl.shows = slices.Sorted(maps.Keys(cl.demand))
 		if !slices.Contains(cl.shows, corev1.ResourcePods) {
 			cl.shows = append(cl.shows, corev1.ResourcePods)
@@ -367,7 +374,7 @@ func (p *Placer) Place(i int) bool {
 			return false
 		}
 	}
-	if p.snap.Mode == config.CapacityNodes && !p.placeOnNodes(cl, i) && (p.grow == nil || !p.grow.place(i, cl)) {
+	if p.snap.Mode == config.CapacityNodes && (p.grow.holds(cl) || !p.placeOnNodes(cl, i) && (p.grow == nil || !p.grow.place(i, cl))) {
 		return false
 	}
 	for j, q := range p.quotas {
@@ -431,6 +438,9 @@ func (p *Placer) Report(i int) Report {
 		if p.grow != nil {
 			more, why := p.grow.report(i, cl, &r)
 			r.Fit, r.Binding = r.Fit+more, r.Binding+"; "+why
+			if p.grow.holds(cl) {
+				r.Fit, r.Binding = 0, why+"; its pods wait though they fit on the nodes: none fits there either"
+			}
 		}
 	}
 	for j, q := range p.quotas {

@@ -137,12 +137,23 @@ func quotient(free, per resource.Quantity, name corev1.ResourceName) (int64, boo
 	return max(f, 0) / p, true
 }
 
-// units is q in the unit quotas and fits count name in: millicores for cpu, else the integer value.
+// maxUnits bounds an amount: far beyond any cluster, and a few of them still add up within int64.
+const maxUnits = 1 << 60
+
+// units is q in the unit quotas and fits count name in: millicores for cpu, else the integer value, saturated at
+// ±maxUnits (Quantity.MilliValue of 1e30 overflows to 0, which would read a NodePool's huge limit as none left).
 func units(q resource.Quantity, name corev1.ResourceName) int64 {
+	scale := resource.Scale(0)
 	if name == corev1.ResourceCPU {
-		return q.MilliValue()
+		scale = resource.Milli
 	}
-	return q.Value()
+	switch bound := resource.NewScaledQuantity(maxUnits, scale); {
+	case q.Cmp(*bound) >= 0:
+		return maxUnits
+	case q.Cmp(*resource.NewScaledQuantity(-maxUnits, scale)) <= 0:
+		return -maxUnits
+	}
+	return q.ScaledValue(scale)
 }
 
 // quantity is u units of name as a Quantity, in the format its values are usually written in (bytes in powers of 2).

@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
 )
 
 // TestAmounts: a pod fits in a node's room in each resource it asks for and a pod slot, as kube-scheduler's
@@ -89,6 +92,38 @@ func TestRequests(t *testing.T) {
 	for name, u := range map[corev1.ResourceName]int64{"cpu": 350, "memory": 1<<30 + 2, "example.com/gpu": 1, "ephemeral-storage": 0} {
 		if got := r.units(name); got != u {
 			t.Errorf("units(%s) = %d, want %d", name, got, u)
+		}
+	}
+}
+
+// TestUnitsSaturate (issue 58, finding 9): a quantity beyond what int64 holds in its unit (a NodePool's limits.cpu:
+// 1e30, in millicores) counts as a bound no cluster reaches, not as 0 (Quantity.MilliValue's overflow): the pool's
+// limit then binds nothing, and maxPending binds.
+func TestUnitsSaturate(t *testing.T) {
+	for _, tc := range []struct {
+		q    string
+		name corev1.ResourceName
+		want int64
+	}{
+		{"1e30", "cpu", maxUnits},
+		{"-1e30", "cpu", -maxUnits},
+		{"1e30", "memory", maxUnits},
+		{"9223372036854775807", "cpu", maxUnits},
+		{"1500m", "cpu", 1500},
+		{"2Gi", "memory", 2 << 30},
+	} {
+		if got := units(resource.MustParse(tc.q), tc.name); got != tc.want {
+			t.Errorf("units(%s %s) = %d, want %d", tc.q, tc.name, got, tc.want)
+		}
+	}
+	shaped := func(p *autoscale.Pool) {
+		p.Shape = &autoscale.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"),
+			Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "batch-old"}
+	}
+	for name, mods := range map[string][]func(*autoscale.Pool){"node shape known": {shaped}, "node shape unknown": nil} {
+		snap := withAutoscale(nodes(), autoscale.Karpenter, 5, karpenter("batch", rl("cpu", "1e30"), rl("cpu", "0"), mods...))
+		if r := (autoscaleMode{}).Room(snap, []Claim{{Template: job(spec())}}).Report(0); r.Fit == 0 {
+			t.Errorf("%s: a NodePool of limits.cpu 1e30 adds nothing: %s", name, r.Binding)
 		}
 	}
 }

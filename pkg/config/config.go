@@ -2,12 +2,11 @@
 package config
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,8 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
+	"github.com/jobsched/jobsched/pkg/input"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/pushurl"
+	"github.com/jobsched/jobsched/pkg/rate"
 	"github.com/jobsched/jobsched/pkg/strictyaml"
 )
 
@@ -107,6 +108,9 @@ type Limits struct {
 	MaxQueued *int `json:"maxQueued,omitempty"`
 	// MaxPending bounds the pods that wait for new nodes at once (limits.capacity: autoscale); default maxPerTick.
 	MaxPending *int `json:"maxPending,omitempty"`
+	// AutoscalerEvents are the writers (an Event's reportingController or source.component) whose Events speak for
+	// the autoscaler (limits.capacity: autoscale); default DefaultAutoscalerEvents.
+	AutoscalerEvents []string `json:"autoscalerEvents,omitempty"`
 	// Rate bounds the creates of the whole install in any window (rate.go).
 	Rate *Rate `json:"rate,omitempty"`
 }
@@ -211,11 +215,17 @@ func IsConfigError(err error) bool {
 // Load reads file, applies defaults and the namespace override, validates everything and reads the Job template.
 // Every problem is reported, each naming the file and the key.
 func Load(file, namespace string) (*Config, error) {
-	data, err := readFile(file)
+	return LoadContext(context.Background(), file, namespace)
+}
+
+// LoadContext is Load under ctx: a file that is not read when ctx ends (a FIFO, a pipe that stays open) is an error
+// (not a configuration error: the file may be right).
+func LoadContext(ctx context.Context, file, namespace string) (*Config, error) {
+	data, err := readFile(ctx, file)
 	if err != nil {
-		return nil, &Error{fmt.Errorf("reading config: %w", err)}
+		return nil, readError("reading config", err)
 	}
-	cfg, err := Parse(file, data)
+	cfg, err := parse(ctx, file, data)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +236,19 @@ func Load(file, namespace string) (*Config, error) {
 }
 
 // Parse decodes a configuration (unknown keys are errors), applies defaults, validates it and loads its template.
-func Parse(file string, data []byte) (*Config, error) {
+func Parse(file string, data []byte) (*Config, error) { return parse(context.Background(), file, data) }
+
+// readError is err of reading a file the user named: a configuration error, unless the read was cut short by the
+// run's context (SIGTERM, --timeout), which says nothing of the file.
+func readError(what string, err error) error {
+	err = fmt.Errorf("%s: %w", what, err)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &Error{err}
+}
+
+func parse(ctx context.Context, file string, data []byte) (*Config, error) {
 	cfg := &Config{}
 	unknown, err := strictyaml.Decode(data, cfg)
 	if err != nil {
@@ -246,17 +268,23 @@ func Parse(file string, data []byte) (*Config, error) {
 		}
 	}
 	if cfg.Job.Template != "" {
-		tpl, err := loadTemplate(cfg.templatePath(), cfg.KueueMode())
+		tpl, err := loadTemplate(ctx, cfg.templatePath(), cfg.KueueMode())
 		if err != nil {
-			errs = append(errs, fmt.Errorf("job.template: %w", err))
+			errs = append(errs, templateError(file, "job.template", err))
 		} else {
 			cfg.Template = tpl
 			errs = append(errs, cfg.validateContainer()...)
 		}
 	}
-	errs = append(errs, cfg.loadQueueTemplates()...)
+	errs = append(errs, cfg.loadQueueTemplates(ctx)...)
+	if ctx.Err() != nil { // a template not read to its end says nothing of the files
+		return nil, fmt.Errorf("%s: reading the job template: %w", file, context.Cause(ctx))
+	}
 	if len(errs) > 0 {
 		for i, e := range errs {
+			if _, ok := e.(*lineError); ok {
+				continue // a template's: each line already names its file
+			}
 			// Every line names the file (a template's errors are one per line, after the first).
 			lines := strings.Split(e.Error(), "\n")
 			for j := 1; j < len(lines); j++ {
@@ -279,6 +307,16 @@ type lineError struct {
 }
 
 func (e *lineError) Error() string { return e.msg }
+
+// templateError is err of the template that key of file names: each of its lines (one problem a line, each with
+// the template's line number) begins with the config's file and key, then the template's file.
+func templateError(file, key string, err error) error {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = file + ": " + key + ": " + l
+	}
+	return &lineError{msg: strings.Join(lines, "\n"), err: err}
+}
 func (e *lineError) Unwrap() error { return e.err }
 
 func (c *Config) setDefaults() {
@@ -370,6 +408,14 @@ func (c *Config) Validate() []error {
 		bad("limits.maxPending", "is read only with limits.capacity: autoscale (it is %s)", c.Limits.Capacity)
 	}
 	count(bad, "limits.maxPending", c.Limits.MaxPending, 0)
+	if c.Limits.Capacity != CapacityAutoscale && c.Limits.AutoscalerEvents != nil {
+		bad("limits.autoscalerEvents", "is read only with limits.capacity: autoscale (it is %s)", c.Limits.Capacity)
+	}
+	for i, w := range c.Limits.AutoscalerEvents {
+		if w == "" || len(validation.IsQualifiedName(w)) > 0 {
+			bad(fmt.Sprintf("limits.autoscalerEvents[%d]", i), "%q is not a component name, e.g. karpenter", w)
+		}
+	}
 	errs = append(errs, c.validateRates()...)
 	errs = append(errs, validateGC(at{}, c.GC.SucceededRetention, c.GC.FailedRetention)...)
 	errs = append(errs, validateRetry(at{}, c.Retry.MaxAttempts, c.Retry.Backoff, c.Retry.MaxBackoff, c.Retry.DeadRetention.Duration)...)
@@ -389,6 +435,11 @@ func validateSource(path at, src Source) []error {
 	if strings.TrimSpace(src.Query) == "" {
 		bad("source.query", "required")
 	}
+	for _, f := range []struct{ key, text string }{{"source.query", src.Query}, {"source.key", src.Key}, {"source.cancelQuery", src.CancelQuery}} {
+		if i := strings.IndexByte(f.text, 0); i >= 0 {
+			bad(f.key, "holds a NUL byte (byte %d), which PostgreSQL cannot take in a statement", i+1)
+		}
+	}
 	if src.Key == "" {
 		bad("source.key", "required")
 	}
@@ -405,18 +456,26 @@ func validTimeout(bad func(key, format string, args ...any), d time.Duration) {
 	case d < 0:
 		bad("source.timeout", "must not be negative")
 	case d < MinTimeout:
-		bad("source.timeout", "%s is shorter than %s, the shortest statement_timeout PostgreSQL takes (0 or unset: the default, %s)", d, MinTimeout, DefaultTimeout)
+		bad("source.timeout", "%s is shorter than %s, the shortest statement_timeout PostgreSQL takes (0 or unset: the default, %s)",
+			rate.ShortDuration(d), MinTimeout, rate.ShortDuration(DefaultTimeout))
 	case d > MaxTimeout:
-		bad("source.timeout", "%s is longer than %s, the longest statement_timeout PostgreSQL takes", d, MaxTimeout)
+		bad("source.timeout", "%s is longer than %s, the longest statement_timeout PostgreSQL takes", rate.ShortDuration(d), MaxTimeout)
 	}
 }
 
 // count checks the count at key (when set) against [least, MaxCount].
 func count(bad func(key, format string, args ...any), key string, n *int, least int) {
+	checkCount(bad, key, n, least, false)
+}
+
+// checkCount is count; required says the key has no default (a 0 may be a key not written).
+func checkCount(bad func(key, format string, args ...any), key string, n *int, least int, required bool) {
 	switch {
 	case n == nil:
 	case *n < 0 && least == 0:
 		bad(key, "must not be negative, not %d", *n)
+	case *n == 0 && least > 0 && required:
+		bad(key, "required: at least %d", least) // not written, or written 0
 	case *n < least:
 		bad(key, "must be at least %d, not %d", least, *n)
 	case *n > MaxCount:
@@ -482,7 +541,7 @@ func validateRetry(path at, attempts *int, backoff, maxBackoff *metav1.Duration,
 		bad("retry.backoff", "must not be negative")
 	}
 	if b, m := backoff, maxBackoff; b != nil && m != nil && m.Duration < b.Duration {
-		bad("retry.maxBackoff", "%s is shorter than retry.backoff (%s)", m.Duration, b.Duration)
+		bad("retry.maxBackoff", "%s is shorter than retry.backoff (%s)", rate.ShortDuration(m.Duration), rate.ShortDuration(b.Duration))
 	}
 	if dead < 0 {
 		bad("retry.deadRetention", "must not be negative")
@@ -606,6 +665,18 @@ func (c *Config) MaxPending() int {
 	return c.MaxPerTick()
 }
 
+// DefaultAutoscalerEvents are the names Karpenter's and the cluster-autoscaler's event recorders write their Events
+// with (both source.component and reportingController).
+var DefaultAutoscalerEvents = []string{"karpenter", "cluster-autoscaler"}
+
+// AutoscalerEvents is limits.autoscalerEvents, defaulting to DefaultAutoscalerEvents.
+func (c *Config) AutoscalerEvents() []string {
+	if c.Limits.AutoscalerEvents != nil {
+		return c.Limits.AutoscalerEvents
+	}
+	return DefaultAutoscalerEvents
+}
+
 func (c *Config) validateContainer() []error {
 	if c.Job.Container == "" {
 		return nil
@@ -649,28 +720,22 @@ func (c *Config) BlockOnUnschedulable() bool { return *c.Limits.BlockOnUnschedul
 func (c *Config) ReserveForTick() bool { return *c.Limits.ReserveForTick }
 
 // readFile reads a configuration or template file of at most strictyaml.MaxBytes, what either may decode to: a
-// larger one (or a device that never ends) is refused before more of it is read.
-func readFile(file string) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, strictyaml.MaxBytes+1))
-	if err == nil && len(data) > strictyaml.MaxBytes {
-		err = fmt.Errorf("%s is larger than %d bytes", file, strictyaml.MaxBytes)
-	}
-	return data, err
+// larger one (or a device that never ends) is refused before more of it is read, and a FIFO or pipe is abandoned
+// when ctx ends.
+func readFile(ctx context.Context, file string) ([]byte, error) {
+	return input.ReadFile(ctx, file, strictyaml.MaxBytes)
 }
 
 // LoadTemplate reads a batch/v1 Job manifest and checks what jobsched relies on; the API server checks the rest
 // (see dry-run --server).
-func LoadTemplate(file string) (*batchv1.Job, error) { return loadTemplate(file, false) }
+func LoadTemplate(file string) (*batchv1.Job, error) {
+	return loadTemplate(context.Background(), file, false)
+}
 
 // loadTemplate is LoadTemplate; with kueue (limits.capacity: kueue) a suspended template and MultiKueue's managedBy
 // are accepted, since Kueue unsuspends the Jobs it admits and MultiKueue mirrors a worker's Job status back.
-func loadTemplate(file string, kueue bool) (*batchv1.Job, error) {
-	data, err := readFile(file)
+func loadTemplate(ctx context.Context, file string, kueue bool) (*batchv1.Job, error) {
+	data, err := readFile(ctx, file)
 	if err != nil {
 		return nil, err
 	}
@@ -682,7 +747,12 @@ func loadTemplate(file string, kueue bool) (*batchv1.Job, error) {
 	var errs []error
 	bad := func(field, msg string) { errs = append(errs, fmt.Errorf("%s: %s: %s", file, field, msg)) }
 	if unknown != nil {
-		errs = append(errs, fmt.Errorf("%s: %w", file, unknown))
+		// One problem a line: each names the template's file.
+		lines := strings.Split(unknown.Error(), "\n")
+		for i, l := range lines {
+			lines[i] = file + ": " + l
+		}
+		errs = append(errs, &lineError{msg: strings.Join(lines, "\n"), err: unknown})
 	}
 	if job.APIVersion != "batch/v1" || job.Kind != "Job" {
 		bad("apiVersion/kind", fmt.Sprintf("must be batch/v1 Job, not %s %s", job.APIVersion, job.Kind))

@@ -84,7 +84,7 @@ func TestLoadErrors(t *testing.T) {
 		{"gc.failedRetention was replaced by retry", minimal + "gc:\n  failedRetention: 1h\n", "", []string{"gc.failedRetention: was replaced by retry", "retry: {maxAttempts: 3"}},
 		{"reserveForTick not a boolean", minimal + "limits:\n  reserveForTick: sometimes\n", "", []string{"limits.reserveForTick"}},
 		{"bad retry", minimal + "retry:\n  maxAttempts: 0\n  backoff: 10m\n  maxBackoff: 1m\n  deadRetention: -1s\n", "",
-			[]string{"retry.maxAttempts: must be at least 1", "retry.maxBackoff: 1m0s is shorter than retry.backoff (10m0s)", "retry.deadRetention: must not be negative"}},
+			[]string{"retry.maxAttempts: must be at least 1", "retry.maxBackoff: 1m is shorter than retry.backoff (10m)", "retry.deadRetention: must not be negative"}},
 		{"both dsn sources", minimal + "  dsnEnv: X\n  dsnFile: /f\n", "", nil},
 		{"template missing", strings.Replace(minimal, "job.yaml", "nope.yaml", 1), "", []string{"job.template:", "nope.yaml"}},
 		{"template not a Job", minimal, "apiVersion: v1\nkind: Pod\n", []string{"must be batch/v1 Job", "at least one container", "restartPolicy"}},
@@ -184,6 +184,9 @@ func TestPushgateway(t *testing.T) {
 		{"no host", "http:///metrics", "has no host"},
 		{"query", "http://pushgateway:9091/?x=1", "has a query or fragment"},
 		{"not a URL", "http://[::1", "is not a URL"},
+		{"a port out of range", "http://pushgateway:99999", `"http://pushgateway:99999" has port 99999, not a port number (1-65535)`},
+		{"port 0", "http://pushgateway:0", "not a port number (1-65535)"},
+		{"a token in the query is not shown", "http://pushgateway:9091/?token=sekrit", `"http://pushgateway:9091/?xxxxx" has a query or fragment`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -198,7 +201,8 @@ func TestPushgateway(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !IsConfigError(err) || !strings.Contains(err.Error(), "metrics.pushgateway: ") || !strings.Contains(err.Error(), tt.wantErr) {
+			if err == nil || !IsConfigError(err) || !strings.Contains(err.Error(), "metrics.pushgateway: ") || !strings.Contains(err.Error(), tt.wantErr) ||
+				strings.Contains(err.Error(), "sekrit") {
 				t.Errorf("error %v, want a config error on metrics.pushgateway: …%s", err, tt.wantErr)
 			}
 		})

@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -292,14 +293,14 @@ func (c *Config) validateQueues() []error {
 			if g.Column == "" {
 				bad("limits.perGroup.column", "required: the column whose value is the group (a tenant)")
 			}
-			count(bad, "limits.perGroup.maxActive", &g.MaxActive, 1)
+			checkCount(bad, "limits.perGroup.maxActive", &g.MaxActive, 1, true)
 		}
 	}
 	return errs
 }
 
 // loadQueueTemplates reads each queue's job.template (relative to the file) and checks its job.container.
-func (c *Config) loadQueueTemplates() []error {
+func (c *Config) loadQueueTemplates(ctx context.Context) []error {
 	if !c.explicitQueues() {
 		return nil
 	}
@@ -313,9 +314,9 @@ func (c *Config) loadQueueTemplates() []error {
 		if !filepath.IsAbs(file) {
 			file = filepath.Join(filepath.Dir(c.File), file)
 		}
-		tpl, err := loadTemplate(file, c.KueueMode())
+		tpl, err := loadTemplate(ctx, file, c.KueueMode())
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%sjob.template: %w", c.queueAt(i), err))
+			errs = append(errs, templateError(c.File, c.queueAt(i).String()+"job.template", err))
 			continue
 		}
 		q.Template = tpl

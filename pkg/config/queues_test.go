@@ -127,7 +127,7 @@ func TestQueuesErrors(t *testing.T) {
 				"source.key: with queues:", "job: with queues: each queue has its own job: move it into a queue"}},
 		{"queue limits", base + q("a", "") + q("exports", "  limits: {maxActive: 0, maxPerTick: 0, perGroup: {maxActive: 0}}\n"),
 			[]string{"queues[1] (exports).limits.maxActive: must be at least 1", "queues[1] (exports).limits.maxPerTick: must be at least 1",
-				"queues[1] (exports).limits.perGroup.column: required", "queues[1] (exports).limits.perGroup.maxActive: must be at least 1"}},
+				"queues[1] (exports).limits.perGroup.column: required", "queues[1] (exports).limits.perGroup.maxActive: required: at least 1"}},
 		{"names", base + q("A_1", "") + q("b", "") + q("b", "") + "- source: {query: q, key: id}\n  job: {template: job.yaml}\n",
 			[]string{`queues[0].name: "A_1" is not a DNS-1123 label`, `queues[2] (b).name: "b" is also the name of queues[1]`,
 				"queues[3].name: required"}},

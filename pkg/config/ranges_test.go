@@ -35,13 +35,13 @@ func TestRanges(t *testing.T) {
 		{"a queue's numbers at the top of their range", queue("  weight: 1000000\n  limits: {maxActive: 1000000, perGroup: {column: t, maxActive: 1000000}}\n"), nil},
 		// PostgreSQL's statement_timeout is an int of milliseconds: 2147483647ms at most, and 0 would be no timeout.
 		{"source.timeout above statement_timeout's range", timeout("600h"),
-			[]string{"source.timeout: 600h0m0s is longer than 596h31m23.647s, the longest statement_timeout PostgreSQL takes"}},
+			[]string{"source.timeout: 600h is longer than 596h31m23.647s, the longest statement_timeout PostgreSQL takes"}},
 		{"source.timeout at the top of statement_timeout's range", timeout("2147483647ms"), nil},
 		{"source.timeout below a millisecond", timeout("0.5ms"),
 			[]string{"source.timeout: 500µs is shorter than 1ms, the shortest statement_timeout PostgreSQL takes"}},
 		{"source.timeout of one millisecond", timeout("1ms"), nil},
 		{"a queue's own source.timeout", strings.Replace(queue(""), "key: id}", "key: id, timeout: 900h}", 1),
-			[]string{"queues[0] (a).source.timeout: 900h0m0s is longer than"}},
+			[]string{"queues[0] (a).source.timeout: 900h is longer than"}},
 		{"the top's source.timeout with queues", strings.Replace(queue(""), "queues:", "source: {timeout: 100us}\nqueues:", 1),
 			[]string{"source.timeout: 100µs is shorter than 1ms"}},
 	}

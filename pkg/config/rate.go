@@ -59,6 +59,8 @@ func validateRate(bad func(key, format string, args ...any), key string, r *Rate
 		return
 	}
 	switch {
+	case r.Creates == 0: // not written, or written 0: either way a number is required
+		bad(key+".creates", "required: at least 1 (to stop creating, set limits.maxPerTick: 0)")
 	case r.Creates < 1:
 		bad(key+".creates", "must be at least 1, not %d (to stop creating, set limits.maxPerTick: 0)", r.Creates)
 	case r.Creates > MaxCount:
@@ -68,9 +70,9 @@ func validateRate(bad func(key, format string, args ...any), key string, r *Rate
 	case d == 0:
 		bad(key+".per", "required: the window's length, e.g. 1m")
 	case d < MinRatePer:
-		bad(key+".per", "%s is shorter than %s", d, MinRatePer)
+		bad(key+".per", "%s is shorter than %s", rate.ShortDuration(d), rate.ShortDuration(MinRatePer))
 	case d > MaxRatePer:
-		bad(key+".per", "%s is longer than %s", d, MaxRatePer)
+		bad(key+".per", "%s is longer than %s", rate.ShortDuration(d), rate.ShortDuration(MaxRatePer))
 	}
 }
 

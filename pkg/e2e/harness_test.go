@@ -389,11 +389,24 @@ func jobschedCommand(ctx context.Context, kcfg, dbDSN string, env []string, args
 // its exit code; the test fails only when it could not run.
 func runCommand(t testing.TB, cmd *exec.Cmd) result {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
+	startCommand(t, cmd)
+	return waitCommand(t, cmd)
+}
+
+// startCommand starts cmd (from jobschedCommand) with its output kept for waitCommand.
+func startCommand(t testing.TB, cmd *exec.Cmd) {
+	t.Helper()
+	cmd.Stdout, cmd.Stderr = &bytes.Buffer{}, &bytes.Buffer{}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("running jobsched: %v", err)
 	}
+}
+
+// waitCommand waits for cmd (from startCommand) to end, killing it after 2 minutes, and returns its result whatever
+// its exit code.
+func waitCommand(t testing.TB, cmd *exec.Cmd) result {
+	t.Helper()
+	out, errOut := cmd.Stdout.(*bytes.Buffer), cmd.Stderr.(*bytes.Buffer)
 	timer := time.AfterFunc(2*time.Minute, func() { _ = cmd.Process.Kill() })
 	err := cmd.Wait()
 	timer.Stop()

@@ -191,10 +191,10 @@ func TestObserveTick(t *testing.T) {
 	}
 	m = e.pushed("e2e")
 	for k, v := range map[string]float64{
-		`jobsched_pass_created_jobs{job="jobsched"}`:                                            0,
-		`jobsched_pass_blocked{job="jobsched"}`:                                                 1,
-		`jobsched_slots{job="jobsched"}`:                                                        0,
-		`jobsched_slots_limit_info{job="jobsched",limit="limits.maxActive: 2 of 2 unfinished"}`: 1,
+		`jobsched_pass_created_jobs{job="jobsched"}`:                  0,
+		`jobsched_pass_blocked{job="jobsched"}`:                       1,
+		`jobsched_slots{job="jobsched"}`:                              0,
+		`jobsched_slots_limit_info{job="jobsched",limit="maxActive"}`: 1,
 	} {
 		if got, ok := m[k]; !ok || got != v {
 			t.Errorf("after tick 2: pushed %s = %v (present %v), want %v", k, got, ok, v)
@@ -307,5 +307,40 @@ func TestObserveWithoutEventsRBAC(t *testing.T) {
 	}
 	if len(uids) != len(keys) {
 		t.Errorf("%d Jobs, want %d", len(uids), len(keys))
+	}
+}
+
+// TestObserveFillEventsAsTheyHappen: in a tick --fill-for run, the Created Event of its first pass is on the API
+// server while the run still goes on (it waits for the Job, which runs 10 minutes), not only when it ends; a run then
+// killed (SIGKILL, as activeDeadlineSeconds or an eviction would) keeps it.
+func TestObserveFillEventsAsTheyHappen(t *testing.T) {
+	e, _, cfg := newTaskScenario(t, "2", "8Gi", 3, config{cpu: "1500m", duration: "10m"}) // 1 fits
+	cmd, stderr := e.start(dsn, "tick", "--config", cfg, "--fill-for", "10m")
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	e.eventually("the first pass's Created Event, during the run", time.Minute, func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("the run ended before its Created Event was seen:\n%s", stderr)
+		default:
+		}
+		return len(e.eventsWith("Created")) == 1
+	})
+	select {
+	case <-exited:
+		t.Fatalf("the run ended (its --fill-for is 10m):\n%s", stderr)
+	default:
+	}
+	if strings.Contains(stderr.String(), fillEnded) {
+		t.Fatalf("the run had ended its fill when the Event was seen:\n%s", stderr)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	jobs := e.jobs()
+	created := e.eventsWith("Created")
+	if len(jobs) != 1 || len(created) != 1 || created[0].Regarding.Name != jobs[0].Name || created[0].Regarding.UID != jobs[0].UID {
+		t.Errorf("after the kill: Jobs %d, Created Events %+v; want the one Job's Event", len(jobs), created)
 	}
 }

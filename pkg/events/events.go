@@ -7,29 +7,45 @@
 //   - Deleted (Normal), regarding each Job a pass deletes: the task key, its queue, the attempt, its state and why;
 //     Cancelled (Normal) instead for a Job deleted because source.cancelQuery returns its key;
 //   - Blocked, once per pass that creates nothing for a reason other than an empty backlog: the reason. It is
-//     Normal when a limit or a full cluster bound the pass (limits.*, capacity: …) and Warning otherwise (Pending
-//     pods Unschedulable, capacity unknown, reading rows failed). It regards the jobsched pod when it runs in a pod
-//     (POD_NAME and POD_NAMESPACE from the downward API), else no object: the Event then carries only the
-//     namespace (a reference with no kind and name, which the API server accepts).
+//     Normal when the pass waits as configured (a limit or a full cluster bound it, in every queue) and Warning
+//     otherwise (Pending pods Unschedulable, capacity unknown, reading rows failed, another pass's Lease). It
+//     regards the jobsched pod when it runs in a pod (POD_NAME and POD_NAMESPACE from the downward API), else no
+//     object: the Event then carries only the namespace (a reference with no kind and name, which the API server
+//     accepts).
 //
 // Reporting never fails a pass: writes the API server refuses (no RBAC permission on events) are dropped and
 // summed up in one log line. Created and Deleted Events are rate-limited by a token bucket per process (Burst at
 // once, then QPS per second; the rest are dropped and counted in one log line), because each tick is a new process;
 // Blocked is at most one per pass and not limited.
 //
-// The Events of a pass are held and written when it ends (Close), after its creates and deletes: they are a report,
-// and written during the pass they would compete with its writes for the client's rate limit and the API server.
-// Close waits, boundedly, for them to be written before the process exits.
+// # As they happen
 //
-// # Why not client-go's events library
+// Each Event is written as it is recorded, asynchronously, as client-go's k8s.io/client-go/tools/events
+// broadcaster writes them: recording puts it in a queue of QueueSize Events (one that finds the queue full is
+// dropped and counted), and a few writers create them from there, so that `kubectl get events` shows a pass's
+// Events within moments of what they report, also during a `tick --fill-for` run. Close, at the end of the
+// process, waits a bounded time for the queue to be written. A process killed (SIGKILL, an eviction, the
+// CronJob's activeDeadlineSeconds) loses only the Events in its queue and in flight: at most QueueSize + the
+// writers.
+//
+// # What differs from client-go's events library
 //
 // k8s.io/client-go/tools/events imports client-go's whole clientset, whose scheme registers every API group when
-// the process starts (see kube.Interface): megabytes of every run's memory. What jobsched used of it is small and is
-// written here: the Event as its recorder makes it (name, reporting instance "jobsched-<host>", event time, the
-// regarding and related references), one create per Event, a refusal (an API status) not retried, a write that
-// failed in transport retried (after a second) while Close waits. What it is not: the library's series (it merges
-// identical Events of one process into one with a count, by a PATCH), which served nothing here: a pass's Events
-// differ from one another (each names its Job) and each tick is a new process.
+// the process starts (see kube.Interface): megabytes of every run's memory. This Writer is the library's recorder
+// and sink for what jobsched uses; TestLibrary compares the two: the same Event (name, reporting instance
+// "jobsched-<host>", event time, regarding and related references, type, reason, action, note), one create per
+// Event, a refusal (an API status) not retried, a write that failed in transport retried, up to the library's
+// tries. Where it differs, on purpose:
+//   - No series. The library merges an Event isomorphic to one it wrote (same type, reason, action, regarding and
+//     related) into a series: the second is a PATCH of the first's count, without its own note, and later ones
+//     are written only by its 6-minute and 30-minute timers, which a run that lives at most a few minutes never
+//     reaches. Here each Event is its own create with its own note (a pass's Blocked reason may differ from the
+//     last pass's), so the Role needs create only, not patch.
+//   - Bounded. The library keeps each Event in a goroutine of its own until written (unbounded under a slow API
+//     server) and waits for none at Shutdown. Here the queue and the writers bound what is held, and Close waits
+//     for it up to its deadline.
+//   - A transport error is retried a second later, not ten: a run lives minutes, not days.
+//   - A note longer than the API server takes (1 KiB) is cut, not refused.
 package events
 
 import (
@@ -38,7 +54,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -49,6 +64,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record/util"
 	"k8s.io/client-go/util/flowcontrol"
@@ -79,6 +95,15 @@ const (
 	DefaultBurst = 100
 )
 
+// QueueSize is how many Events wait to be written at most, as client-go's broadcaster queues at most 1000.
+const QueueSize = 1000
+
+// writers are the Writer's goroutines: Events are written at most this many at once.
+const writers = 4
+
+// maxTries is how many times an Event that fails in transport is written at most, as client-go's broadcaster does.
+const maxTries = 12
+
 // noteLimit is the API server's limit on an Event's note (bytes).
 const noteLimit = 1024
 
@@ -90,34 +115,43 @@ type Options struct {
 	Burst     int                     // (0: DefaultBurst)
 }
 
-// Recorder is scheduler.Events on the API server.
+// eventRecorder records one Event: client-go's events.EventRecorder, which the Writer implements for the
+// references jobsched reports on (and TestLibrary puts in its place).
+type eventRecorder interface {
+	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...interface{})
+}
+
+// Recorder is scheduler.Events on the API server: which Events a pass reports, made by its Writer.
 type Recorder struct {
-	opts     Options
-	client   kube.EventsV1
-	instance string // the reportingInstance: jobsched-<host>
-	limiter  flowcontrol.RateLimiter
-	log      zerolog.Logger
-	retry    time.Duration // the pause before a write that failed in transport is tried again
+	opts    Options
+	rec     eventRecorder
+	writer  *Writer // nil when rec is not one (TestLibrary)
+	limiter flowcontrol.RateLimiter
+	log     zerolog.Logger
 
 	mu      sync.Mutex
-	held    []*eventsv1.Event // recorded during the pass, written by Close
-	dropped int               // by the rate limit
+	dropped int // by the rate limit
 }
 
 var _ scheduler.Events = (*Recorder)(nil)
 
-// New is a Recorder that writes through client; its log lines go to the zerolog logger of ctx. Close it before the
-// process exits.
+// New is a Recorder whose Writer writes through client as Events are recorded; its log lines go to the zerolog
+// logger of ctx. Close it before the process exits.
 func New(ctx context.Context, client kube.Interface, o Options) *Recorder {
+	w := NewWriter(ctx, client.EventsV1(), QueueSize)
+	r := newRecorder(ctx, w, o)
+	r.writer = w
+	return r
+}
+
+func newRecorder(ctx context.Context, rec eventRecorder, o Options) *Recorder {
 	if o.QPS == 0 {
 		o.QPS = DefaultQPS
 	}
 	if o.Burst == 0 {
 		o.Burst = DefaultBurst
 	}
-	host, _ := os.Hostname()
-	return &Recorder{opts: o, client: client.EventsV1(), instance: ReportingController + "-" + host,
-		limiter: flowcontrol.NewTokenBucketRateLimiter(o.QPS, o.Burst), retry: time.Second,
+	return &Recorder{opts: o, rec: rec, limiter: flowcontrol.NewTokenBucketRateLimiter(o.QPS, o.Burst),
 		log: zerolog.Ctx(ctx).With().Str("component", "events").Logger()}
 }
 
@@ -136,7 +170,6 @@ func (r *Recorder) JobCreated(job *batchv1.Job, c scheduler.Create, room string)
 	if !r.allow() {
 		return
 	}
-	// A reference, not the Job: the Event waits for Close, the Job need not.
 	ref := &corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: job.Namespace, Name: job.Name, UID: job.UID,
 		ResourceVersion: job.ResourceVersion}
 	r.event(ref, corev1.EventTypeNormal, ReasonCreated, ActionCreate,
@@ -162,11 +195,12 @@ func (r *Recorder) JobDeleted(j scheduler.JobStatus) {
 		fmt.Sprintf("%s Job %s of %s, attempt %d, %s: %s", verb, j.Name, task, j.Attempt, j.State, j.Delete))
 }
 
-// PassBlocked implements scheduler.Events. It is not rate-limited: a pass reports it at most once.
-func (r *Recorder) PassBlocked(reason string) {
+// PassBlocked implements scheduler.Events: Normal when the pass waits as configured, else Warning. It is not
+// rate-limited: a pass reports it at most once.
+func (r *Recorder) PassBlocked(reason string, waits bool) {
 	typ := corev1.EventTypeWarning
-	if strings.HasPrefix(reason, "limits.") || strings.HasPrefix(reason, "capacity: ") {
-		typ = corev1.EventTypeNormal // a limit, or a full cluster: the pass waits as configured
+	if waits {
+		typ = corev1.EventTypeNormal
 	}
 	regarding := r.opts.Pod
 	if regarding == nil {
@@ -194,104 +228,184 @@ func (r *Recorder) allow() bool {
 	return false
 }
 
-// event holds one Event for Close, made as client-go's events recorder makes it; the related object is the jobsched
-// pod, when there is one and it is not the regarding.
+// event records one Event; the related object is the jobsched pod, when there is one and it is not the regarding.
 func (r *Recorder) event(regarding *corev1.ObjectReference, typ, reason, action, note string) {
-	var related *corev1.ObjectReference
+	var related runtime.Object // a nil interface, not a nil reference, when there is none
 	if r.opts.Pod != nil && regarding != r.opts.Pod {
 		related = r.opts.Pod
 	}
-	now := time.Now()
-	ns := regarding.Namespace
-	if ns == "" {
-		ns = metav1.NamespaceDefault
-	}
-	e := &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Name: util.GenerateEventName(regarding.Name, now.UnixNano()), Namespace: ns},
-		EventTime:           metav1.NewMicroTime(now),
-		ReportingController: ReportingController,
-		ReportingInstance:   r.instance,
-		Action:              action,
-		Reason:              reason,
-		Regarding:           *regarding,
-		Related:             related,
-		Note:                truncate(note),
-		Type:                typ,
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.held = append(r.held, e)
+	r.rec.Eventf(regarding, related, typ, reason, action, "%s", note)
 }
 
-// writers bounds the Events Close writes at once.
-const writers = 16
-
-// Close writes the Events held and waits up to timeout for them to be written (or refused). It logs how many were
-// refused, how many were not written in time and how many the rate limit dropped.
+// Close waits up to timeout for the Events recorded to be written (or refused), and logs how many the rate limit
+// dropped (and, through the Writer, how many were refused, dropped or not written in time).
 func (r *Recorder) Close(timeout time.Duration) {
+	if r.writer != nil {
+		r.writer.Close(timeout)
+	}
 	r.mu.Lock()
-	held, dropped := r.held, r.dropped
-	r.held = nil
+	dropped := r.dropped
 	r.mu.Unlock()
-	ctx, stop := context.WithTimeout(context.Background(), timeout)
-	defer stop()
-	var (
-		mu       sync.Mutex
-		written  int
-		refused  int
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	next := make(chan *eventsv1.Event)
-	for range min(writers, len(held)) {
-		wg.Go(func() {
-			for e := range next {
-				err := r.write(ctx, e)
-				mu.Lock()
-				switch {
-				case err == nil:
-					written++
-				case isRefusal(err):
-					if refused++; firstErr == nil {
-						firstErr = err
-					}
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	for _, e := range held {
-		next <- e
-	}
-	close(next)
-	wg.Wait()
-	if refused > 0 {
-		r.log.Warn().Err(firstErr).Int("events", refused).Msg("Events refused by the API server (the first error is shown)")
-	}
-	if n := len(held) - written - refused; n > 0 {
-		r.log.Warn().Int("events", n).Dur("waited", timeout).Msg("Events not written before exit")
-	}
 	if dropped > 0 {
 		r.log.Warn().Int("events", dropped).Msg("Events dropped by the rate limit")
 	}
 }
 
-// write creates e. A refusal (the API server's answer) is not tried again; a write that failed in transport is, after
-// a pause, until ctx ends.
-func (r *Recorder) write(ctx context.Context, e *eventsv1.Event) error {
-	for {
-		_, err := r.client.Events(e.Namespace).Create(ctx, e, metav1.CreateOptions{})
+// Writer writes Events to the API server as they are recorded: Eventf makes the Event as client-go's events
+// recorder makes it and queues it (dropping it when the queue is full), and the writers create it from there (see
+// the package comment).
+type Writer struct {
+	client   kube.EventsV1
+	instance string // the reportingInstance: jobsched-<host>
+	log      zerolog.Logger
+	retry    time.Duration // the pause before a write that failed in transport is tried again
+
+	queue  chan *eventsv1.Event
+	ctx    context.Context // the writes': ended when Close's deadline passes
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	closed   bool
+	queued   int // Events put in the queue
+	full     int // Events dropped: the queue was full, or Close had been called
+	written  int
+	refused  int
+	firstErr error // the first refusal
+}
+
+var _ eventRecorder = (*Writer)(nil)
+
+// NewWriter is a Writer of at most size queued Events, writing through client until Close; its log lines go to
+// the zerolog logger of ctx (whose end does not stop the writes: Close does).
+func NewWriter(ctx context.Context, client kube.EventsV1, size int) *Writer {
+	host, _ := os.Hostname()
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w := &Writer{client: client, instance: ReportingController + "-" + host, retry: time.Second,
+		log: zerolog.Ctx(ctx).With().Str("component", "events").Logger(), queue: make(chan *eventsv1.Event, size),
+		ctx: wctx, cancel: cancel}
+	for range writers {
+		w.wg.Go(w.run)
+	}
+	return w
+}
+
+// Eventf queues an Event, as client-go's events.EventRecorder records one. regarding and related (nil: none) are
+// object references, the only objects jobsched reports on.
+func (w *Writer) Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
+	ref, ok := regarding.(*corev1.ObjectReference)
+	if !ok || !util.ValidateEventType(eventtype) {
+		w.log.Error().Str("type", eventtype).Msgf("not an Event jobsched writes (regarding a %T): dropped", regarding)
+		return
+	}
+	var rel *corev1.ObjectReference
+	if related != nil {
+		rel, _ = related.(*corev1.ObjectReference)
+	}
+	now := time.Now()
+	ns := ref.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	e := &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: util.GenerateEventName(ref.Name, now.UnixNano()), Namespace: ns},
+		EventTime:           metav1.NewMicroTime(now),
+		ReportingController: ReportingController,
+		ReportingInstance:   w.instance,
+		Action:              action,
+		Reason:              reason,
+		Regarding:           *ref,
+		Related:             rel,
+		Note:                truncate(fmt.Sprintf(note, args...)),
+		Type:                eventtype,
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		w.full++
+		return
+	}
+	select {
+	case w.queue <- e:
+		w.queued++
+	default:
+		w.full++
+	}
+}
+
+// run is one writer: it writes the queued Events until Close closes the queue.
+func (w *Writer) run() {
+	for e := range w.queue {
+		err := w.write(e)
+		w.mu.Lock()
+		switch {
+		case err == nil:
+			w.written++
+		case isRefusal(err):
+			if w.refused++; w.firstErr == nil {
+				w.firstErr = err
+			}
+		}
+		w.mu.Unlock()
+	}
+}
+
+// Close takes no more Events and waits up to timeout for those queued to be written (or refused); then it ends the
+// writes. It logs how many were refused, how many were not written in time and how many a full queue dropped.
+func (w *Writer) Close(timeout time.Duration) {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.queue)
+	}
+	w.mu.Unlock()
+	done := make(chan struct{})
+	go func() { w.wg.Wait(); close(done) }()
+	timer := time.NewTimer(timeout)
+	select {
+	case <-done:
+		timer.Stop()
+	case <-timer.C:
+		w.cancel() // the writes in flight fail, and those still queued are not tried
+		<-done
+	}
+	w.cancel()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.refused > 0 {
+		w.log.Warn().Err(w.firstErr).Int("events", w.refused).Msg("Events refused by the API server (the first error is shown)")
+	}
+	if n := w.queued - w.written - w.refused; n > 0 {
+		w.log.Warn().Int("events", n).Dur("waited", timeout).Msg("Events not written before exit")
+	}
+	if w.full > 0 {
+		w.log.Warn().Int("events", w.full).Int("queue", cap(w.queue)).Msg("Events dropped: the queue was full")
+	}
+}
+
+// write creates e. A refusal (the API server's answer) is not tried again; a write that failed in transport is,
+// after a pause, up to maxTries times, until Close ends the writes.
+func (w *Writer) write(e *eventsv1.Event) error {
+	for try := 1; ; try++ {
+		if err := w.ctx.Err(); err != nil {
+			return err // Close's timeout passed: no write starts
+		}
+		_, err := w.client.Events(e.Namespace).Create(w.ctx, e, metav1.CreateOptions{})
 		if err == nil || isRefusal(err) {
 			if err != nil {
-				r.log.Debug().Err(err).Str("event", e.Name).Msg("Server rejected event (will not retry!)")
+				w.log.Debug().Err(err).Str("event", e.Name).Msg("Server rejected event (will not retry!)")
 			}
 			return err
 		}
-		r.log.Debug().Err(err).Str("event", e.Name).Msg("Unable to write event (may retry after sleeping)")
-		select {
-		case <-ctx.Done():
+		if try == maxTries {
+			w.log.Debug().Err(err).Str("event", e.Name).Msg("Unable to write event (retry limit exceeded!)")
 			return err
-		case <-time.After(r.retry/2 + rand.N(r.retry)): // spread, so that many clients do not retry in step
+		}
+		w.log.Debug().Err(err).Str("event", e.Name).Msg("Unable to write event (may retry after sleeping)")
+		select {
+		case <-w.ctx.Done():
+			return err
+		case <-time.After(w.retry/2 + rand.N(w.retry)): // spread, so that many clients do not retry in step
 		}
 	}
 }

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -18,8 +19,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 	"github.com/jobsched/jobsched/pkg/testkit"
 )
@@ -91,19 +94,29 @@ func TestRecorder(t *testing.T) {
 		{
 			name:   "blocked by a limit, in a pod: Normal, regarding the pod",
 			pod:    pod,
-			report: func(r *Recorder) { r.PassBlocked("limits.maxActive: 3 of 3 unfinished") },
+			report: func(r *Recorder) { r.PassBlocked("limits.maxActive: 3 of 3 unfinished", true) },
 			want: []got{{Type: "Normal", Reason: "Blocked", Action: "Pass", Regarding: *pod,
 				Note: "Created no Job: limits.maxActive: 3 of 3 unfinished"}},
 		},
 		{
-			name:   "blocked by Unschedulable pods, outside a pod: Warning, regarding no object",
-			report: func(r *Recorder) { r.PassBlocked("1 pod(s) Unschedulable (reports-k1: 0/1 nodes are available)") },
+			name: "blocked by Unschedulable pods, outside a pod: Warning, regarding no object",
+			report: func(r *Recorder) {
+				r.PassBlocked("1 pod(s) Unschedulable (reports-k1: 0/1 nodes are available)", false)
+			},
 			want: []got{{Type: "Warning", Reason: "Blocked", Action: "Pass", Regarding: corev1.ObjectReference{Namespace: ns},
 				Note: "Created no Job: 1 pod(s) Unschedulable (reports-k1: 0/1 nodes are available)"}},
 		},
 		{
+			name: "several queues each full at its maxActive: the pass waits as configured, Normal",
+			report: func(r *Recorder) {
+				r.PassBlocked("reports: limits.maxActive: 1 of 1 unfinished; exports: limits.maxActive: 2 of 2 unfinished", true)
+			},
+			want: []got{{Type: "Normal", Reason: "Blocked", Action: "Pass", Regarding: corev1.ObjectReference{Namespace: ns},
+				Note: "Created no Job: reports: limits.maxActive: 1 of 1 unfinished; exports: limits.maxActive: 2 of 2 unfinished"}},
+		},
+		{
 			name:   "a note longer than the API server takes is cut",
-			report: func(r *Recorder) { r.PassBlocked("capacity unknown: " + strings.Repeat("é", 600)) },
+			report: func(r *Recorder) { r.PassBlocked("capacity unknown: "+strings.Repeat("é", 600), false) },
 			want: []got{{Type: "Warning", Reason: "Blocked", Action: "Pass", Regarding: corev1.ObjectReference{Namespace: ns},
 				Note: "Created no Job: capacity unknown: " + strings.Repeat("é", (noteLimit-3-len("Created no Job: capacity unknown: "))/2) + "..."}},
 		},
@@ -121,19 +134,79 @@ func TestRecorder(t *testing.T) {
 	}
 }
 
-// TestHeldUntilClose: a pass's Events go to the API server when it ends, not among its creates.
-func TestHeldUntilClose(t *testing.T) {
+// TestWrittenAsRecorded: an Event is written as it is recorded, while the pass (a fill run) goes on, not when the
+// process ends (Close).
+func TestWrittenAsRecorded(t *testing.T) {
 	client := testkit.NewFake()
+	created := make(chan string, 2)
+	client.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		created <- a.(k8stesting.CreateAction).GetObject().(*eventsv1.Event).Reason
+		return false, nil, nil
+	})
 	r := New(context.Background(), client, Options{Namespace: ns})
+	defer r.Close(10 * time.Second)
 	r.JobCreated(createdJob(), scheduler.Create{Key: "k1", Attempt: 1}, "1 slot(s)")
-	r.PassBlocked("limits.maxActive: 1 of 1 unfinished")
-	if a := testkit.Actions(client); len(a) != 0 {
-		t.Fatalf("calls before Close: %v, want none", a)
+	if got := <-created; got != ReasonCreated {
+		t.Errorf("written %s, want Created", got)
 	}
-	r.Close(10 * time.Second)
-	if n := len(list(t, client)); n != 2 {
-		t.Errorf("%d Event(s) after Close, want 2", n)
+	r.PassBlocked("limits.maxActive: 1 of 1 unfinished", true)
+	if got := <-created; got != ReasonBlocked {
+		t.Errorf("written %s, want Blocked", got)
 	}
+}
+
+// TestBounded: with an API server that does not answer, the Writer holds at most one Event per writer in flight
+// and its queue; the rest are dropped and counted. Close gives up on those held after its timeout, counting them:
+// what a process killed then would have lost.
+func TestBounded(t *testing.T) {
+	client := hanging{entered: make(chan struct{})}
+	var logs testkit.Buffer
+	const size = 3
+	w := NewWriter(zerolog.New(&logs).WithContext(context.Background()), client, size)
+	for i := range writers {
+		w.Eventf(pod, nil, "Normal", ReasonBlocked, ActionPass, "in flight %d", i)
+		<-client.entered // a writer took it and waits for the API server
+	}
+	for i := range size + 5 {
+		w.Eventf(pod, nil, "Normal", ReasonBlocked, ActionPass, "queued or dropped %d", i)
+	}
+	w.Close(time.Millisecond)
+	for _, want := range []string{
+		fmt.Sprintf(`"events":%d,"waited":1,"message":"Events not written before exit"`, writers+size),
+		`"events":5,"queue":3,"message":"Events dropped: the queue was full"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("no log line with %s:\n%s", want, logs.String())
+		}
+	}
+	select {
+	case <-client.entered:
+		t.Error("a create started after Close's timeout")
+	default:
+	}
+}
+
+// hanging is an events.k8s.io API server that never answers a create: it says when one comes in, and returns
+// when the caller's context ends.
+type hanging struct {
+	entered chan struct{}
+}
+
+func (h hanging) RESTClient() rest.Interface { return nil }
+func (h hanging) Events(string) kube.Events  { return hangingEvents{hanging: h} }
+
+type hangingEvents struct {
+	hanging
+	kube.Events // the rest, never called
+}
+
+func (h hangingEvents) Create(ctx context.Context, _ *eventsv1.Event, _ metav1.CreateOptions) (*eventsv1.Event, error) {
+	select {
+	case h.entered <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
 }
 
 // TestRateLimit: past the burst, Created and Deleted Events are dropped and counted; Blocked always goes out.
@@ -147,7 +220,7 @@ func TestRateLimit(t *testing.T) {
 		j.Name += string(rune('a' + i))
 		r.JobCreated(j, scheduler.Create{Key: "k", Attempt: 1}, "room")
 	}
-	r.PassBlocked("limits.maxActive: 1 of 1 unfinished")
+	r.PassBlocked("limits.maxActive: 1 of 1 unfinished", true)
 	r.Close(10 * time.Second)
 	reasons := map[string]int{}
 	for _, e := range list(t, client) {
@@ -172,7 +245,7 @@ func TestForbidden(t *testing.T) {
 	ctx := zerolog.New(&logs).Level(zerolog.InfoLevel).WithContext(context.Background())
 	r := New(ctx, client, Options{Namespace: ns})
 	r.JobCreated(createdJob(), scheduler.Create{Key: "k1", Attempt: 1}, "room")
-	r.PassBlocked("limits.maxActive: 1 of 1 unfinished")
+	r.PassBlocked("limits.maxActive: 1 of 1 unfinished", true)
 	r.Close(time.Hour) // returns once both writes were refused
 	if !strings.Contains(logs.String(), `"level":"warn","component":"events","error":"events.events.k8s.io is forbidden`) ||
 		!strings.Contains(logs.String(), `"events":2,"message":"Events refused by the API server`) ||
@@ -194,7 +267,7 @@ func TestRefusalLogs(t *testing.T) {
 		var logs testkit.Buffer
 		r := New(zerolog.New(&logs).Level(level).WithContext(context.Background()), client, Options{Namespace: ns})
 		r.JobCreated(createdJob(), scheduler.Create{Key: "k1", Attempt: 1}, "room")
-		r.PassBlocked("limits.maxActive: 1 of 1 unfinished")
+		r.PassBlocked("limits.maxActive: 1 of 1 unfinished", true)
 		r.Close(time.Hour)
 		if got := strings.Count(logs.String(), `"message":"Server rejected event (will not retry!)"`); got != want {
 			t.Errorf("at %s: %d refusal line(s), want %d:\n%s", level, got, want, logs.String())
@@ -214,8 +287,8 @@ func TestTransportErrorRetried(t *testing.T) {
 	})
 	var logs testkit.Buffer
 	r := New(zerolog.New(&logs).Level(zerolog.InfoLevel).WithContext(context.Background()), client, Options{Namespace: ns})
-	r.retry = time.Millisecond
-	r.PassBlocked("limits.maxActive: 1 of 1 unfinished")
+	r.writer.retry = time.Millisecond
+	r.PassBlocked("limits.maxActive: 1 of 1 unfinished", true)
 	r.Close(time.Hour)
 	if n := len(list(t, client)); n != 1 || creates.Load() != 2 {
 		t.Errorf("%d Event(s) after %d create(s), want 1 after 2", n, creates.Load())

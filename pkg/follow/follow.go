@@ -11,8 +11,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	"github.com/rs/zerolog"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/klog/v2"
 
 	"github.com/jobsched/jobsched/pkg/kube"
 )
@@ -83,7 +90,13 @@ func (f *Feed[O, L, K, T]) Sync(ctx context.Context) error {
 		return nil
 	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w, err := watchtools.NewRetryWatcherWithContext(wctx, rv, watcher[L]{f.Collection, f.Options})
+	// RetryWatcher logs each failed attempt at error, about once a second while the API server is away; the watcher
+	// says it once, and once more when the watch is back.
+	if l := klog.FromContext(wctx); l.GetSink() != nil {
+		wctx = klog.NewContext(wctx, l.WithSink(quietSink{l.GetSink()}))
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(wctx, rv, watcher[L]{c: f.Collection, opts: f.Options,
+		what: reflect.TypeFor[O]().Name(), lost: new(atomic.Bool)})
 	if err != nil {
 		cancel()
 		return fmt.Errorf("watching from resourceVersion %q: %w", rv, err)
@@ -312,9 +325,15 @@ func (f *Feed[O, L, K, T]) keyOf(m metav1.Object) K {
 // watcher is the collection's watch as RetryWatcher opens it, with the feed's selectors. A 410 Gone answered to
 // the WATCH request itself comes back as the ERROR event the API server sends in the stream for it: RetryWatcher
 // would otherwise retry that request for ever.
+//
+// A watch request that fails otherwise (the API server is away) is logged once, at warn, with the feed's kind and
+// selectors, and its return once, at info, with the logger of the context (the run's fields); RetryWatcher's own
+// line for each attempt is dropped (quietSink).
 type watcher[L any] struct {
 	c    kube.Collection[L]
 	opts metav1.ListOptions
+	what string       // the kind followed: Pod, Job
+	lost *atomic.Bool // a watch request failed, and none has succeeded since
 }
 
 func (w watcher[L]) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -326,7 +345,30 @@ func (w watcher[L]) WatchWithContext(ctx context.Context, o metav1.ListOptions) 
 		ch <- watch.Event{Type: watch.Error, Object: new(status.Status())}
 		return watch.NewProxyWatcher(ch), nil
 	}
+	log := zerolog.Ctx(ctx).With().Str("watch", w.what).Str("labelSelector", w.opts.LabelSelector).
+		Str("fieldSelector", w.opts.FieldSelector).Logger()
+	switch {
+	case err != nil && ctx.Err() == nil && !w.lost.Swap(true):
+		log.Warn().Err(err).Msg("lost a watch: retrying every second until it is back (said once)")
+	case err == nil && w.lost.Swap(false):
+		log.Info().Msg("the watch is back")
+	}
 	return wi, err
+}
+
+// quietSink is RetryWatcher's log without its "Watch failed" lines (watcher says it once).
+type quietSink struct{ logr.LogSink }
+
+func (s quietSink) Error(err error, msg string, kv ...any) {
+	if !strings.HasPrefix(msg, "Watch failed") {
+		s.LogSink.Error(err, msg, kv...)
+	}
+}
+
+func (s quietSink) Info(level int, msg string, kv ...any) {
+	if !strings.HasPrefix(msg, "Watch failed") {
+		s.LogSink.Info(level, msg, kv...)
+	}
 }
 
 // Changes tells waiters that some feed changed: Wait returns a channel closed at the next change.

@@ -2,8 +2,15 @@ package follow
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zerologr"
+	"github.com/rs/zerolog"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 // job is a Job at resourceVersion 6 (the fake tracker sets none, and a watch needs one).
@@ -237,5 +246,46 @@ func TestFeedRange(t *testing.T) {
 	f.Range(func(string, string) { n++ }, nil)
 	if n != 2 {
 		t.Errorf("Range without done gave %d items, want 2", n)
+	}
+}
+
+// TestFeedLostWatchLoggedOnce: while the API server refuses the watch (three attempts, as during an outage), the
+// feed says once, at warn, that it lost the watch, and once, at info, that it is back, in the context's logger;
+// RetryWatcher's own "Watch failed" line for each attempt (at error, about once a second) is not written.
+func TestFeedLostWatchLoggedOnce(t *testing.T) {
+	c := fake.NewClientset(job("a"))
+	lists := 0
+	listAt(c, "5", &lists)
+	attempts, w := 0, watch.NewFake()
+	c.PrependWatchReactor("jobs", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		if attempts++; attempts <= 3 {
+			return true, nil, errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+		}
+		return true, w, nil
+	})
+	var out testkit.Buffer
+	log := zerolog.New(&out).With().Str("scheduler", "s").Logger()
+	ctx := logr.NewContext(log.WithContext(context.Background()), zerologr.New(&log))
+	var changes Changes
+	f := jobFeed(c, &changes)
+	defer f.Stop()
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.Add(job("b")) // received once the watch is back, after its line
+	if err := changes.Until(ctx, func() bool { _, ok := f.Get("ns/b"); return ok }); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var e struct{ Level, Message, Watch, Scheduler string }
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("%v: %q", err, l)
+		}
+		lines = append(lines, e.Level+" "+e.Message+" "+e.Watch+" "+e.Scheduler)
+	}
+	want := []string{"warn lost a watch: retrying every second until it is back (said once) Job s", "info the watch is back Job s"}
+	if !slices.Equal(lines, want) {
+		t.Errorf("log lines:\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -3,7 +3,10 @@
 package kube
 
 import (
+	"context"
 	"fmt"
+
+	"github.com/rs/zerolog"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -78,5 +81,19 @@ func restConfig(o Options) (*rest.Config, string, error) {
 		cfg.QPS = -1 // client-go: a negative QPS means no rate limiter (0 would mean its default of 5)
 	}
 	cfg.UserAgent = "jobsched/" + version.Get().Version
+	cfg.WarningHandlerWithContext = WarningLog{}
 	return cfg, namespace, nil
+}
+
+// WarningLog logs the API server's warnings (a Warning header with code 299: a deprecated field in a Job template)
+// with the logger of the request's context, at warn: in the run's format with its fields. client-go's default
+// handler writes them with klog, as text among JSON lines when the context carries no logr.
+type WarningLog struct{}
+
+// HandleWarningHeaderWithContext implements rest.WarningHandlerWithContext.
+func (WarningLog) HandleWarningHeaderWithContext(ctx context.Context, code int, _ string, message string) {
+	if code != 299 || message == "" {
+		return
+	}
+	zerolog.Ctx(ctx).Warn().Str("warning", message).Msg("the API server warns")
 }

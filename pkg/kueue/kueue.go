@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/jobsched/jobsched/pkg/apitext"
 )
 
 // The Kueue API jobsched reads (v1beta2, Kueue's storage version since v0.15).
@@ -83,7 +85,7 @@ func (w *Workload) Why() string {
 		if c == nil {
 			return ""
 		}
-		return strings.TrimSpace(strings.TrimSuffix(c.Reason+": "+c.Message, ": "))
+		return apitext.Quote(strings.TrimSpace(strings.TrimSuffix(c.Reason+": "+c.Message, ": ")))
 	}
 	var parts []string
 	if w.is(CondEvicted) {

@@ -96,6 +96,9 @@ func (g *Guard) Take(ctx context.Context) (context.Context, func(), error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.waited = cfg.Clock.Since(start)
+	if err != nil {
+		g.held = nil // a hold of an earlier Take, lost or given: what Report says is this Take's outcome
+	}
 	var he *HeldError
 	switch {
 	case err == nil:

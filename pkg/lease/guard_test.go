@@ -316,3 +316,59 @@ func TestGuardKeep(t *testing.T) {
 		}
 	})
 }
+
+// TestGuardReportAfterALoss: a Take after a hold was lost reports what that Take found, not the old loss: the Lease
+// taken meanwhile by another holder ("held by other"), or the failure to read it (error), or the Role's refusal.
+func TestGuardReportAfterALoss(t *testing.T) {
+	tests := []struct {
+		name    string
+		then    func(c *testkit.Fake)
+		want    string
+		wantErr bool
+	}{
+		{name: "taken by another holder", want: "held by other", wantErr: true, then: func(c *testkit.Fake) {
+			other := held("other", 15)
+			other.Name = Name("s")
+			c.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) { return true, other, nil })
+		}},
+		{name: "unreadable", want: StateError, wantErr: true, then: func(c *testkit.Fake) {
+			c.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, errors.New("connection refused")
+			})
+		}},
+		{name: "forbidden", want: StateForbidden, then: func(c *testkit.Fake) {
+			c.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewForbidden(leasesGR, "jobsched-s", errors.New("RBAC: access denied"))
+			})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFake()
+			// The real clock: the first hold's renewals leave a timer on a fake clock, which stepping would race ahead.
+			g := &Guard{Client: c.CoordinationV1(), Namespace: "ns", Scheduler: "s", Holder: "me", Keep: true}
+			if _, _, err := g.Take(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			g.mu.Lock()
+			lost := g.held
+			g.mu.Unlock()
+			lost.lose(ErrLost) // the first pass's hold is lost (its renewals failed, and ended)
+			lost.Stop()
+			<-lost.done
+			if st, _ := g.Report(); st != StateLost {
+				t.Fatalf("state %q after the loss, want lost", st)
+			}
+			tt.then(c)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second) // held by other: Take waits 1s
+			defer cancel()
+			_, _, err := g.Take(ctx)
+			if (err != nil) != tt.wantErr {
+				t.Errorf("Take: %v, want an error: %v", err, tt.wantErr)
+			}
+			if st, _ := g.Report(); st != tt.want {
+				t.Errorf("state %q after the next Take, want %q", st, tt.want)
+			}
+		})
+	}
+}

@@ -55,15 +55,14 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/jobsched/jobsched/pkg/apitext"
 	"github.com/jobsched/jobsched/pkg/kube"
 )
 
@@ -119,11 +118,8 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
-	holder := e.Holder
-	if strings.IndexFunc(holder, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		holder = strconv.Quote(holder) // anyone with update on leases writes it; this text reaches an Event's note
-	}
-	return fmt.Sprintf("Lease %s is held by %s (waited %s)", e.Name, holder, e.Waited.Round(100*time.Millisecond))
+	// Anyone with update on leases writes the holder; this text reaches an Event's note.
+	return fmt.Sprintf("Lease %s is held by %s (waited %s)", e.Name, apitext.Quote(e.Holder), e.Waited.Round(100*time.Millisecond))
 }
 
 // ErrForbidden is wrapped in Acquire's error when the Role does not grant get, create and update on leases.

@@ -17,6 +17,7 @@ import (
 	"math"
 	neturl "net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -127,15 +128,16 @@ func registry(p Pass) *prometheus.Registry {
 		gauge("jobsched_pass_retried_jobs", "Jobs the last pass created for a further attempt of a failed task.", float64(s.Retried))
 		gauge("jobsched_pass_skipped_rows", "Rows the last pass read that got no Job (each logged with its reason).", float64(s.Skipped))
 		gauge("jobsched_pass_blocked", "1 when the last pass created nothing for a reason other than an empty backlog.", boolean(s.Blocked != ""))
-		slots, limit := math.NaN(), "unknown: the Jobs could not be listed"
+		slots, limit, next := math.NaN(), Unknown, math.NaN()
 		if p.Plan != nil {
-			slots, limit = float64(p.Plan.Slots), p.Plan.Limit
+			slots, limit, next = float64(p.Plan.Slots), bound(p.Plan.Bound), unix(p.Plan.NextCreate)
 		}
 		gauge("jobsched_slots", "How many Jobs the last pass could create (its bound is in jobsched_slots_limit_info).", slots)
 		info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "jobsched_slots_limit_info",
-			Help: "Always 1; label limit says what bound the last pass's slots."}, []string{"limit"})
+			Help: "Always 1; label limit says what bound the last pass's slots: " + boundsHelp}, []string{"limit"})
 		info.WithLabelValues(limit).Set(1)
 		reg.MustRegister(info)
+		gauge("jobsched_next_create_timestamp_seconds", "When the limits.rate that bound the last pass's slots allows the next create (Unix time); NaN when no rate bound them.", next)
 		rows, capped := math.NaN(), math.NaN()
 		if p.Backlogs != nil {
 			r, c := backlog.Total(p.Backlogs)
@@ -186,7 +188,8 @@ func pushQueues(reg *prometheus.Registry, p Pass) {
 		return
 	}
 	slots := vec("jobsched_queue_slots", "How many Jobs the queue could create in the last pass, alone (its limits, its fit, the install's room); its bound is in jobsched_queue_slots_limit_info.")
-	info := vec("jobsched_queue_slots_limit_info", "Always 1; label limit says what bound the queue's slots in the last pass.", "limit")
+	info := vec("jobsched_queue_slots_limit_info", "Always 1; label limit says what bound the queue's slots in the last pass, as jobsched_slots_limit_info's.", "limit")
+	next := vec("jobsched_queue_next_create_timestamp_seconds", "When the limits.rate that bound the queue's slots in the last pass allows its next create (Unix time); NaN when no rate bound them.")
 	selected := vec("jobsched_queue_selected_rows", "Rows the last pass read for the queue.")
 	share := vec("jobsched_queue_planned_jobs", "Jobs the last pass planned for the queue: its share of the install's slots (jobsched_pass_created_jobs counts those created).")
 	blocked := vec("jobsched_queue_blocked", "1 when the queue could create nothing in the last pass (its slots were 0).")
@@ -197,16 +200,17 @@ func pushQueues(reg *prometheus.Registry, p Pass) {
 	for _, name := range p.Queues {
 		nan := math.NaN()
 		q, ok := planned[name]
-		limit := "unknown: the Jobs could not be listed"
+		limit := Unknown
 		if ok {
 			slots.WithLabelValues(name).Set(float64(q.Slots))
 			selected.WithLabelValues(name).Set(float64(q.Selected))
 			share.WithLabelValues(name).Set(float64(q.Creates))
 			blocked.WithLabelValues(name).Set(boolean(q.Blocked != ""))
 			atCap.WithLabelValues(name).Set(float64(len(q.GroupsAtCap)))
-			limit = q.Limit
+			limit = bound(q.Bound)
+			next.WithLabelValues(name).Set(unix(q.NextCreate))
 		} else {
-			for _, v := range []*prometheus.GaugeVec{slots, selected, share, blocked, atCap} {
+			for _, v := range []*prometheus.GaugeVec{slots, selected, share, blocked, atCap, next} {
 				v.WithLabelValues(name).Set(nan)
 			}
 		}
@@ -221,6 +225,34 @@ func pushQueues(reg *prometheus.Registry, p Pass) {
 			limited.WithLabelValues(name).Set(nan)
 		}
 	}
+}
+
+// Unknown is the label limit when the Jobs could not be listed: nothing bound the slots, none were counted.
+const Unknown = "unknown"
+
+// boundsHelp lists the values of the label limit, in the help of jobsched_slots_limit_info.
+var boundsHelp = func() string {
+	var names []string
+	for _, b := range scheduler.Bounds {
+		names = append(names, string(b))
+	}
+	return strings.Join(names, ", ") + ", or " + Unknown + " (the Jobs could not be listed). The limit in words, with its counts, is in the pass's log line and in status."
+}()
+
+// bound is the label value of b: one of scheduler.Bounds, never a count, a time or words.
+func bound(b scheduler.Bound) string {
+	if b == "" {
+		return Unknown
+	}
+	return string(b)
+}
+
+// unix is t in Unix seconds, NaN when nil.
+func unix(t *time.Time) float64 {
+	if t == nil {
+		return math.NaN()
+	}
+	return float64(t.UnixNano()) / 1e9
 }
 
 // rateLimited is the backlog rows when a limits.rate bound the slots, else 0 (NaN rows stay NaN: not counted).

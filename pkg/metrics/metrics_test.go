@@ -78,7 +78,7 @@ func gateway(t *testing.T, status int) (*httptest.Server, *[]pushed) {
 var end = time.Unix(1764417600, 500_000_000)
 
 func plan() *scheduler.Plan {
-	return &scheduler.Plan{Slots: 0, Limit: "limits.maxActive: 2 of 2 unfinished", Jobs: []scheduler.JobStatus{
+	return &scheduler.Plan{Slots: 0, Limit: "limits.maxActive: 2 of 2 unfinished", Bound: scheduler.BoundMaxActive, Jobs: []scheduler.JobStatus{
 		{Name: "a", State: scheduler.StateRunning},
 		{Name: "b", State: scheduler.StateUnschedulable},
 		{Name: "c", State: scheduler.StateSucceeded},
@@ -116,18 +116,21 @@ func TestPush(t *testing.T) {
 		"jobsched_pass_skipped_rows{} 1",
 		"jobsched_rate_limited_rows{} 0",
 		"jobsched_slots{} 0",
-		`jobsched_slots_limit_info{limit="limits.maxActive: 2 of 2 unfinished"} 1`,
+		`jobsched_slots_limit_info{limit="maxActive"} 1`,
+		"jobsched_next_create_timestamp_seconds{} NaN",
 	}
 	rateBound := plan()
 	next := end.Add(time.Minute)
-	rateBound.Limit, rateBound.NextCreate = "limits.rate: 30 per 1m, next create at 12:01:00", &next
+	rateBound.Limit, rateBound.Bound, rateBound.NextCreate = "limits.rate: 30 per 1m, next create at 12:01:00", scheduler.BoundRate, &next
 	rateTick := []string{}
 	for _, s := range tick {
 		switch {
 		case s == "jobsched_rate_limited_rows{} 0":
 			s = "jobsched_rate_limited_rows{} 10000" // the backlog
 		case strings.HasPrefix(s, "jobsched_slots_limit_info"):
-			s = `jobsched_slots_limit_info{limit="limits.rate: 30 per 1m, next create at 12:01:00"} 1`
+			s = `jobsched_slots_limit_info{limit="rate"} 1`
+		case strings.HasPrefix(s, "jobsched_next_create_timestamp_seconds"):
+			s = "jobsched_next_create_timestamp_seconds{} 1.7644176605e+09" // end + 1m
 		}
 		rateTick = append(rateTick, s)
 	}
@@ -167,7 +170,8 @@ func TestPush(t *testing.T) {
 				"jobsched_pass_skipped_rows{} 0",
 				"jobsched_rate_limited_rows{} NaN",
 				"jobsched_slots{} NaN",
-				`jobsched_slots_limit_info{limit="unknown: the Jobs could not be listed"} 1`,
+				`jobsched_slots_limit_info{limit="unknown"} 1`,
+				"jobsched_next_create_timestamp_seconds{} NaN",
 			)},
 		},
 		{
@@ -362,8 +366,9 @@ func TestPushQueues(t *testing.T) {
 	p := plan()
 	p.Jobs[0].Queue, p.Jobs[1].Queue, p.Jobs[2].Queue, p.Jobs[3].Queue = "daily", "daily", "exports", "exports"
 	p.Queues = []scheduler.QueuePlan{
-		{Name: "daily", Priority: 10, Weight: 1, Unfinished: 2, Slots: 0, Limit: "limits.maxActive: 2 of 2 unfinished", Blocked: "limits.maxActive: 2 of 2 unfinished"},
-		{Name: "exports", Weight: 3, Slots: 3, Limit: "limits.rate: 3 per 1m, next create at 12:00:20", Selected: 4, Creates: 3,
+		{Name: "daily", Priority: 10, Weight: 1, Unfinished: 2, Slots: 0, Limit: "limits.maxActive: 2 of 2 unfinished", Blocked: "limits.maxActive: 2 of 2 unfinished",
+			Bound: scheduler.BoundMaxActive},
+		{Name: "exports", Weight: 3, Slots: 3, Limit: "limits.rate: 3 per 1m, next create at 12:00:20", Bound: scheduler.BoundRate, Selected: 4, Creates: 3,
 			GroupsAtCap: []string{"acme", "b"}, NextCreate: &end},
 	}
 	sum := scheduler.Summary{Selected: 4, Created: 3, Skipped: 1, Deleted: 1}
@@ -400,8 +405,10 @@ func TestPushQueues(t *testing.T) {
 			`jobsched_queue_rate_limited_rows{queue="daily"} 0`, `jobsched_queue_rate_limited_rows{queue="exports"} 9`,
 			`jobsched_queue_selected_rows{queue="daily"} 0`, `jobsched_queue_selected_rows{queue="exports"} 4`,
 			`jobsched_queue_slots{queue="daily"} 0`, `jobsched_queue_slots{queue="exports"} 3`,
-			`jobsched_queue_slots_limit_info{limit="limits.maxActive: 2 of 2 unfinished",queue="daily"} 1`,
-			`jobsched_queue_slots_limit_info{limit="limits.rate: 3 per 1m, next create at 12:00:20",queue="exports"} 1`)},
+			`jobsched_queue_slots_limit_info{limit="maxActive",queue="daily"} 1`,
+			`jobsched_queue_slots_limit_info{limit="rate",queue="exports"} 1`,
+			`jobsched_queue_next_create_timestamp_seconds{queue="daily"} NaN`,
+			`jobsched_queue_next_create_timestamp_seconds{queue="exports"} 1.7644176005e+09`)},
 		{"a queue added since the plan, and no backlog counted: NaN", func(p *Pass) {
 			p.Queues = []string{"daily", "new"}
 		}, append(append(states("daily", "1", "1", "0"), states("new", "NaN", "", "")...),
@@ -413,8 +420,10 @@ func TestPushQueues(t *testing.T) {
 			`jobsched_queue_rate_limited_rows{queue="daily"} NaN`, `jobsched_queue_rate_limited_rows{queue="new"} NaN`,
 			`jobsched_queue_selected_rows{queue="daily"} 0`, `jobsched_queue_selected_rows{queue="new"} NaN`,
 			`jobsched_queue_slots{queue="daily"} 0`, `jobsched_queue_slots{queue="new"} NaN`,
-			`jobsched_queue_slots_limit_info{limit="limits.maxActive: 2 of 2 unfinished",queue="daily"} 1`,
-			`jobsched_queue_slots_limit_info{limit="unknown: the Jobs could not be listed",queue="new"} 1`)},
+			`jobsched_queue_slots_limit_info{limit="maxActive",queue="daily"} 1`,
+			`jobsched_queue_slots_limit_info{limit="unknown",queue="new"} 1`,
+			`jobsched_queue_next_create_timestamp_seconds{queue="daily"} NaN`,
+			`jobsched_queue_next_create_timestamp_seconds{queue="new"} NaN`)},
 		{"gc", func(p *Pass) { p.Job = JobGC }, append(states("daily", "1", "1", "0"), states("exports", "0", "0", "1")...)},
 	}
 	for _, tt := range tests {
@@ -455,4 +464,54 @@ func pushOnce(t *testing.T, p Pass) pushed {
 		t.Fatalf("%d pushes, want 1", len(*got))
 	}
 	return (*got)[0]
+}
+
+// TestLabelValuesBounded: every label value of every metric a pass pushes comes from a bounded set, whatever the
+// pass: limit one of scheduler.Bounds or unknown, state one of scheduler.States, queue one of the configuration's
+// queues; none carries a count, a time or words (no digit, no space, no colon: the limits in words, with their
+// counts and times, went in the label before).
+func TestLabelValuesBounded(t *testing.T) {
+	allowed := map[string]map[string]bool{"limit": {Unknown: true}, "state": {}, "queue": {"daily": true, "exports": true}}
+	for _, b := range scheduler.Bounds {
+		allowed["limit"][string(b)] = true
+	}
+	for _, s := range scheduler.States {
+		allowed["state"][string(s)] = true
+	}
+	next := end.Add(time.Minute)
+	var passes []Pass
+	for _, b := range scheduler.Bounds {
+		p := plan()
+		p.Bound, p.Limit, p.Blocked, p.NextCreate = b, "limits.rate: 30 per 1m, next create at 12:01:00", "x: 1 pod(s) Unschedulable (a: 0/1 nodes)", &next
+		p.Queues = []scheduler.QueuePlan{{Name: "daily", Bound: b, Limit: "limits.maxActive: 2 of 2 unfinished", NextCreate: &next},
+			{Name: "exports", Bound: scheduler.BoundCapacity, Limit: "capacity: 3 Job(s) fit on node-1 (cpu)"}}
+		passes = append(passes, Pass{Job: JobTick, Plan: p, Queues: []string{"daily", "exports"}, End: end})
+	}
+	passes = append(passes, Pass{Job: JobTick, Queues: []string{"daily", "exports"}, Failed: true, End: end}, // Jobs not listed
+		Pass{Job: JobGC, Plan: plan(), Queues: []string{"daily", "exports"}, End: end})
+	seen := map[string]bool{}
+	for _, p := range passes {
+		families, err := registry(p).Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					set, ok := allowed[l.GetName()]
+					if !ok || !set[l.GetValue()] || strings.ContainsAny(l.GetValue(), "0123456789 :") {
+						t.Errorf("%s{%s=%q}: not a value of a bounded set", f.GetName(), l.GetName(), l.GetValue())
+					}
+					seen[l.GetName()+"="+l.GetValue()] = true
+				}
+			}
+		}
+	}
+	for name, set := range allowed {
+		for v := range set {
+			if !seen[name+"="+v] {
+				t.Errorf("label %s=%q never pushed: the passes do not cover the set", name, v)
+			}
+		}
+	}
 }

@@ -14,13 +14,14 @@ func TestAccessWarnings(t *testing.T) {
 		{name: "a role that may only SELECT", access: Access{Role: "reader"}, want: nil},
 		{name: "a superuser: one warning, not one per table or role",
 			access: Access{Role: "postgres", Superuser: true, Roles: []string{"pg_write_all_data"},
-				Tables: []TableAccess{{Table: "public.tasks", Privileges: []string{"INSERT"}}}, Extensions: []string{"dblink"}},
+				Tables: []TableAccess{{Table: "public.tasks", Privileges: []string{"INSERT"}}}, Extensions: []string{"dblink"},
+				Functions: []FunctionAccess{{Effect: EffectSignal, Functions: []string{"pg_cancel_backend(integer)"}}}},
 			want: []Warning{
 				{Kind: "superuser", Message: `role "postgres" is a superuser: READ ONLY stops writes in jobsched's transaction, ` +
 					`not what a superuser's functions do outside it (server files, other sessions, dblink)`,
 					Fix: "connect as a role that may only SELECT the query's tables (CREATE ROLE jobsched LOGIN; GRANT SELECT ON ... TO jobsched)"},
 				{Kind: "extension", Message: `extension dblink is installed and role "postgres" may call its functions: a query ` +
-					`can open a connection of its own with them, outside the READ ONLY transaction, and write there with the credentials in its text`,
+					`can act with them outside the READ ONLY transaction (a connection, a request or a worker of its own) and write there`,
 					Fix: `DROP EXTENSION dblink where nothing needs it, or REVOKE EXECUTE on its functions FROM PUBLIC (and from "postgres")`},
 			}},
 		{name: "a member of a writing role, with grants beyond SELECT",
@@ -31,6 +32,13 @@ func TestAccessWarnings(t *testing.T) {
 				{Kind: "privilege", Message: `role "app" may INSERT, UPDATE on public.tasks`,
 					Fix: `REVOKE INSERT, UPDATE ON public.tasks FROM "app" (or from PUBLIC or the role it has them through)`},
 			}},
+		{name: "a role that may only SELECT, and execute a function whose effect outlives the transaction",
+			access: Access{Role: "reader", Functions: []FunctionAccess{{Effect: EffectWAL,
+				Functions: []string{"pg_logical_emit_message(boolean,text,bytea)", "pg_logical_emit_message(boolean,text,text)"}}}},
+			want: []Warning{{Kind: "function",
+				Message: `role "reader" may execute pg_logical_emit_message(boolean,text,bytea), pg_logical_emit_message(boolean,text,text), ` +
+					`which writes a WAL message that logical decoding (an outbox consumer) acts on although the transaction rolls back: READ ONLY does not stop it`,
+				Fix: `REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean,text,bytea), pg_logical_emit_message(boolean,text,text) FROM PUBLIC (and from "reader")`}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.access.Warnings(); !reflect.DeepEqual(got, tc.want) {

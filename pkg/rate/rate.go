@@ -22,10 +22,10 @@ type Limit struct {
 	Per     time.Duration
 }
 
-func (l Limit) String() string { return fmt.Sprintf("%d per %s", l.Creates, shortDuration(l.Per)) }
+func (l Limit) String() string { return fmt.Sprintf("%d per %s", l.Creates, ShortDuration(l.Per)) }
 
-// shortDuration is d as a user writes it: 1m, not 1m0s.
-func shortDuration(d time.Duration) string {
+// ShortDuration is d as a user writes it: 1m, not 1m0s; 25h, not 25h0m0s.
+func ShortDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
@@ -158,6 +158,14 @@ func (w *Window) Prune(now time.Time, l Limit) {
 		keep -= w.slots[i].n
 	}
 	w.slots = slices.Delete(w.slots, 0, i)
+}
+
+// Last is the window's latest time (zero when empty).
+func (w *Window) Last() time.Time {
+	if w.Empty() {
+		return time.Time{}
+	}
+	return w.time(w.slots[len(w.slots)-1])
 }
 
 // Empty says the window holds no create.

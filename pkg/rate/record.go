@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Annotation is the key of the record on the scheduler's Lease.
@@ -57,6 +58,17 @@ func GroupOf(scope string) (queue, group string, ok bool) {
 
 // Scopes are the scopes of r's windows, sorted.
 func (r *Record) Scopes() []string { return slices.Sorted(maps.Keys(r.windowsOrNil())) }
+
+// Last is the latest time of r's windows (zero when none).
+func (r *Record) Last() time.Time {
+	var last time.Time
+	for _, w := range r.windowsOrNil() {
+		if t := w.Last(); t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
 
 // Window is scope's window (nil: none recorded).
 func (r *Record) Window(scope string) *Window {

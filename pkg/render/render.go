@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"net/url"
 	"path"
 	"sort"
 	"strconv"
@@ -64,6 +65,23 @@ func New(cfg *config.Config, environ []string) *Renderer {
 	}
 	sort.Slice(r.passthrough, func(i, j int) bool { return r.passthrough[i].Name < r.passthrough[j].Name })
 	return r
+}
+
+// Carrying is the first env.passthrough variable whose value holds secret, as written or percent-encoded (a DSN in
+// URL form), or "" (also for an empty secret): the caller refuses to copy it into a Job.
+func (r *Renderer) Carrying(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	for _, e := range r.passthrough {
+		value := strings.ReplaceAll(e.Value, "$$", "$") // as jobsched's environment holds it
+		for _, form := range []string{secret, url.PathEscape(secret), url.QueryEscape(secret), url.UserPassword("", secret).String()[1:]} {
+			if strings.Contains(value, form) {
+				return e.Name
+			}
+		}
+	}
+	return ""
 }
 
 // neverPassed: the cluster's and the shell's own variables, jobsched's own, and every database credential: the DSN's

@@ -119,20 +119,26 @@ func modeStatus(cfg *config.Config, p *scheduler.Plan, obs *scheduler.Observatio
 	return capacity.ModeOf(cfg.Limits.Capacity).Status(cfg, p.Queued(), &capacity.Details{Kueue: obs.Kueue})
 }
 
-// decide observes the cluster whole and decides as the next pass would (its cancels asked, capacity fitted).
-func decide(ctx context.Context, s *scheduler.Scheduler) (*scheduler.Plan, *scheduler.Observation, error) {
-	obs, err := s.Observe(ctx)
+// decide observes the cluster whole and decides as the next pass would (its cancels asked, capacity fitted): a
+// queue whose cancel query could not be asked is blocked, as in a tick, and failed says why (by queue index).
+func decide(ctx context.Context, s *scheduler.Scheduler) (p *scheduler.Plan, obs *scheduler.Observation, failed map[int]error, err error) {
+	obs, err = s.Observe(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	c, err := s.Cancel(ctx, obs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	for _, err := range c.Failed {
-		return nil, nil, err
+	return scheduler.DecideCancelled(s.Config, obs, c).Fit(s.Config, obs), obs, c.Failed, nil
+}
+
+// withCause is a queue's Blocked with the error of its cancel query, when that is what blocked it.
+func withCause(blocked string, err error) string {
+	if err == nil {
+		return blocked
 	}
-	return scheduler.DecideCancelled(s.Config, obs, c).Fit(s.Config, obs), obs, nil
+	return blocked + " (source.cancelQuery: " + err.Error() + ")"
 }
 
 // estimated says what status's next tick cannot know: it reads no row (the pass's own plan is dry-run's).
@@ -141,9 +147,12 @@ const estimated = "estimated from the backlog: status reads no row, dry-run does
 
 // StatusOf observes the cluster, decides the pass and counts the backlog; it reads no row and writes nothing.
 func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
-	p, obs, err := decide(ctx, s)
+	p, obs, failed, err := decide(ctx, s)
 	if err != nil {
 		return nil, err
+	}
+	if len(p.Queues) == 0 {
+		p.Blocked = withCause(p.Blocked, failed[0])
 	}
 	st := &Status{APIVersion: StatusAPIVersion, Kind: StatusKind, Scheduler: p.Scheduler, Namespace: p.Namespace,
 		Work:  work(p, "", p.Unfinished, p.Slots, p.Limit, p.Blocked, p.Capacity),
@@ -165,6 +174,11 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 	}
 	st.Backlog, st.BacklogCapped = backlog.Total(bs)
 	st.Queues = queueStatuses(ctx, s, p, bs)
+	for i, err := range failed {
+		if i < len(st.Queues) {
+			st.Queues[i].Blocked = withCause(st.Queues[i].Blocked, err)
+		}
+	}
 	n := st.Backlog
 	var runs []drain.Run
 	for _, j := range p.Jobs {

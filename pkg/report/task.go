@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/jobsched/jobsched/pkg/apitext"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/kueue"
@@ -63,7 +64,7 @@ type TaskPod struct {
 // TaskViewOf describes one task. It lists this scheduler's Jobs (as a pass does), the task's pods (label jobsched.io/task)
 // and reads the task's row (one read); it writes nothing.
 func TaskViewOf(ctx context.Context, s *scheduler.Scheduler, key string) (*TaskView, error) {
-	p, obs, err := decide(ctx, s)
+	p, obs, _, err := decide(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -246,15 +247,15 @@ func taskPods(ctx context.Context, s *scheduler.Scheduler, key string) (map[stri
 func podReason(pod *corev1.Pod) string {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			return strings.TrimSpace(c.Reason + ": " + c.Message)
+			return apitext.Quote(strings.TrimSpace(c.Reason + ": " + c.Message))
 		}
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
 		switch {
 		case cs.State.Waiting != nil:
-			return strings.TrimSpace(cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message)
+			return apitext.Quote(strings.TrimSpace(cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message))
 		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0:
-			return fmt.Sprintf("%s (exit %d) %s", cs.State.Terminated.Reason, cs.State.Terminated.ExitCode, cs.State.Terminated.Message)
+			return apitext.Quote(fmt.Sprintf("%s (exit %d) %s", cs.State.Terminated.Reason, cs.State.Terminated.ExitCode, cs.State.Terminated.Message))
 		}
 	}
 	return pod.Status.Reason

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/input"
 )
 
 // File holds rows read from JSON lines (one object a line, keys in column order), for dry-run without a database.
@@ -57,15 +58,35 @@ const Stdin = "-"
 // left out and counted in NullKeys; a row whose key an earlier row has is left out and listed in Duplicates. opts may
 // give a PerGroup: then every row needs its column too (a null puts the row in group "").
 func ReadFile(name, key string, opts ...Option) (*File, error) {
+	return ReadFileContext(context.Background(), name, os.Stdin, key, opts...)
+}
+
+// MaxFile bounds what ReadFileContext reads of a file or of standard input: the rows are held in memory.
+const MaxFile = 64 << 20
+
+// ReadFileContext is ReadFile of at most MaxFile bytes under ctx, stdin standing for standard input: a file larger
+// is refused at its byte MaxFile+1, and a pipe or FIFO that stays open is abandoned when ctx ends (SIGTERM,
+// --timeout), which is an error that is not a configuration error.
+func ReadFileContext(ctx context.Context, name string, stdin io.Reader, key string, opts ...Option) (*File, error) {
+	shown, open := name, func() (io.ReadCloser, error) {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, &config.Error{Err: fmt.Errorf("--rows: %w", err)}
+		}
+		return f, nil
+	}
 	if name == Stdin {
-		return ReadFrom(os.Stdin, "standard input", key, opts...)
+		shown, open = "standard input", func() (io.ReadCloser, error) { return io.NopCloser(stdin), nil }
 	}
-	f, err := os.Open(name)
-	if err != nil {
+	f, err := input.Read(ctx, shown, open, MaxFile, func(r io.Reader) (*File, error) { return ReadFrom(r, shown, key, opts...) })
+	var tooLarge *input.TooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
 		return nil, &config.Error{Err: fmt.Errorf("--rows: %w", err)}
+	case err != nil && ctx.Err() != nil && !config.IsConfigError(err):
+		return nil, fmt.Errorf("--rows: %w", err)
 	}
-	defer f.Close()
-	return ReadFrom(f, name, key, opts...)
+	return f, err
 }
 
 // ReadFrom reads JSON lines from r as ReadFile does; name says where they come from in errors.

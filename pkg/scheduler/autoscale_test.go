@@ -27,7 +27,8 @@ func TestPassAsksTheAutoscaler(t *testing.T) {
 	pod := makePod(job).Unschedulable("0/0 nodes are available").Obj()
 	nominated := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name + ".1"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}, Reason: "Nominated",
-		Message: "Pod should schedule on: nodeclaim/batch-x", LastTimestamp: metav1.NewTime(now)}
+		Message: "Pod should schedule on: nodeclaim/batch-x", LastTimestamp: metav1.NewTime(now),
+		Source: corev1.EventSource{Component: "karpenter"}}
 	tests := []struct {
 		name       string
 		mode       config.Capacity

@@ -214,16 +214,16 @@ func cancelledState(job JobSummary) State {
 // install's: see Decide and roomOf.)
 func (p *Plan) room(cfg *config.Config, obs *Observation) {
 	r := activeRoom(cfg, p.Unfinished)
-	p.Slots, p.Limit, p.roomBound = r.slots, r.limit, r.roomBound
+	p.Slots, p.Limit, p.Bound, p.roomBound = r.slots, r.limit, r.bound, r.roomBound
 	switch {
 	case obs.GuardRefused != nil: // another pass holds the guard (a Lease): this one creates nothing
-		p.block("not the holder: " + obs.GuardRefused.Error())
+		p.block(BoundLease, "not the holder: "+obs.GuardRefused.Error())
 		p.hard = true
 	case obs.PodsErr != nil: // without the pods the pass cannot tell what is unschedulable
-		p.block("cannot list Pending pods")
+		p.block(BoundPodsUnknown, "cannot list Pending pods")
 		p.hard = true
 	case p.Slots <= 0:
-		p.block(p.Limit)
+		p.block(p.Bound, p.Limit)
 	}
 }
 
@@ -239,26 +239,26 @@ func (p *Plan) fitQueue(obs *Observation, room capacity.Room, i int) *Plan {
 	q := *p
 	switch {
 	case obs.CapacityErr != nil:
-		q.block("capacity unknown: " + obs.CapacityErr.Error())
+		q.block(BoundCapacityUnknown, "capacity unknown: "+obs.CapacityErr.Error())
 		q.hard = true
 	default:
 		rep := room.Report(i) // rep.Fit is in Jobs: capacity.Fit of the queue's template, the other queues' claims counted
 		q.Capacity = &rep
 		if rep.Fit >= 0 && rep.Fit < q.Slots {
 			q.Slots = rep.Fit
-			q.Limit = "capacity: " + rep.Binding
+			q.Limit, q.Bound = "capacity: "+rep.Binding, BoundCapacity
 			q.roomBound, q.capacityBound = true, true
 		}
 		if q.Slots <= 0 && q.Blocked == "" { // a queue blocked already (its cancel query failed) keeps its reason
-			q.block(q.Limit)
+			q.block(q.Bound, q.Limit)
 		}
 	}
 	return &q
 }
 
-// block makes the plan create nothing, for reason.
-func (p *Plan) block(reason string) {
-	p.Slots, p.Blocked = 0, reason
+// block makes the plan create nothing, for reason, bound by b.
+func (p *Plan) block(b Bound, reason string) {
+	p.Slots, p.Blocked, p.Bound = 0, reason, b
 	if p.Limit == "" {
 		p.Limit = reason
 	}

@@ -10,9 +10,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/testkit"
@@ -284,6 +286,39 @@ func TestDecideWaits(t *testing.T) {
 			}
 			if due != tc.due || (p.WordDue != nil) != (tc.due != 0) {
 				t.Errorf("word due in %v (%v), want %v", due, p.WordDue, tc.due)
+			}
+		})
+	}
+}
+
+// TestDecideWaitingHoldsTheRoom: a pod in the autoscaler's grace counts against limits.maxPending whatever kept it
+// off the nodes (here a node with room for it: a taken hostPort, an affinity): with maxPending 1 that one pod holds
+// the template's room, on the nodes too.
+func TestDecideWaitingHoldsTheRoom(t *testing.T) {
+	running := makeJob("r").Obj()
+	pod := makePod(running).Unschedulable("0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports.").Obj()
+	pod.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now)
+	for _, tc := range []struct {
+		name       string
+		maxPending int
+		slots      int
+	}{
+		{"maxPending 1: the waiting pod holds it", 1, 0},
+		{"maxPending 5: room for 4 more waiting, and the node's", 5, 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) {
+				c.Limits.Capacity, c.Limits.MaxPending = config.CapacityAutoscale, &tc.maxPending
+			})
+			obs := observed([]*batchv1.Job{running}, []*corev1.Pod{pod})
+			obs.Waits = map[string]capacity.Wait{}
+			obs.Capacity = &capacity.Snapshot{Mode: config.CapacityNodes, MaxPending: tc.maxPending,
+				Nodes: []capacity.Node{{Name: "n1", Ready: true, Allocatable: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110")}}},
+				Autoscale: &autoscale.State{Source: autoscale.Karpenter, Pools: []autoscale.Pool{{Kind: autoscale.KindNodePool, Name: "batch"}}}}
+			p := Decide(cfg, obs).Fit(cfg, obs)
+			if p.WaitingForNodes != 1 || p.Slots != tc.slots {
+				t.Errorf("waiting %d, slots %d (%s); want 1, %d", p.WaitingForNodes, p.Slots, p.Limit, tc.slots)
 			}
 		})
 	}

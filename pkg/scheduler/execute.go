@@ -9,12 +9,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zerologr"
 	"github.com/rs/zerolog"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 )
 
@@ -43,11 +46,25 @@ type execution struct {
 	stepFrom time.Time
 }
 
+type runLogKey struct{}
+
+// WithRunLog is ctx with the run's logger: the one of ctx with the fields scheduler and namespace, for zerolog and,
+// through zerologr, for client-go's contextual logging (klog.FromContext: a watch's retries), so that every line a
+// run writes has one format and its fields. A ctx that has it already is returned as it is (no field twice).
+func WithRunLog(ctx context.Context, cfg *config.Config) context.Context {
+	if ctx.Value(runLogKey{}) != nil {
+		return ctx
+	}
+	log := zerolog.Ctx(ctx).With().Str("scheduler", cfg.Name).Str("namespace", cfg.Namespace).Logger()
+	ctx = logr.NewContext(log.WithContext(ctx), zerologr.New(&log))
+	return context.WithValue(ctx, runLogKey{}, true)
+}
+
 // begin starts a pass: its logger, its --timeout.
 func (s *Scheduler) begin(ctx context.Context, mode Mode) (context.Context, *execution) {
 	x := &execution{s: s, mode: mode, start: time.Now(), release: func() {}, cancel: func() {}}
-	x.log = zerolog.Ctx(ctx).With().Str("scheduler", s.Config.Name).Str("namespace", s.Config.Namespace).Logger()
-	ctx = x.log.WithContext(ctx)
+	ctx = WithRunLog(ctx, s.Config)
+	x.log = *zerolog.Ctx(ctx)
 	if s.Timeout > 0 {
 		ctx, x.cancel = context.WithTimeoutCause(ctx, s.Timeout, fmt.Errorf("the pass ran out of its --timeout of %s", s.Timeout))
 	}
@@ -221,7 +238,7 @@ func (x *execution) creates(p *Plan) {
 			x.cancelCreates()
 		}
 		if p.Blocked != "" && x.s.Events != nil {
-			x.s.Events.PassBlocked(p.Blocked)
+			x.s.Events.PassBlocked(p.Blocked, p.Waits())
 		}
 	case ServerDryRun:
 		x.created = x.s.executeCreates(x.ctx, p, true)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/jobsched/jobsched/pkg/apitext"
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/follow"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
@@ -128,7 +129,7 @@ func (s *Scheduler) readWaits(ctx context.Context, pods []capacity.PodSummary) (
 			names = append(names, p.Name)
 		}
 	}
-	return capacity.ModeOf(s.Config.Limits.Capacity).Waits(ctx, s.clients(), s.Config.Namespace, names)
+	return capacity.ModeOf(s.Config.Limits.Capacity).Waits(ctx, s.clients(), s.Config.Namespace, names, s.Config.AutoscalerEvents())
 }
 
 // observeCapacity is the pass's capacity step: it reads what the nodes and quotas hold when the plan p has room by
@@ -150,6 +151,9 @@ func (s *Scheduler) selector() string {
 // pass is offline): one observation for every queue's template. In a fill run whose mode follows every pod, it
 // reads the feed the pass's Pending pods came from (readPods), where they are or further on.
 func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error) {
+	if err := capacity.Check(s.Config.Limits.Capacity); err != nil {
+		return nil, fmt.Errorf("observing capacity: %w", err) // also offline: an unknown mode never fits
+	}
 	if s.Kube == nil {
 		return nil, nil
 	}
@@ -232,7 +236,7 @@ func SummarizeJob(job *batchv1.Job) JobSummary {
 	}
 	for _, c := range job.Status.Conditions {
 		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			s.Finished = &Condition{Type: c.Type, Reason: c.Reason, Message: c.Message, At: c.LastTransitionTime.UTC()}
+			s.Finished = &Condition{Type: c.Type, Reason: apitext.Quote(c.Reason), Message: apitext.Quote(c.Message), At: c.LastTransitionTime.UTC()}
 			break
 		}
 	}

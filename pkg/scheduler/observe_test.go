@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -8,7 +10,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
+	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
 func TestSummarizeJob(t *testing.T) {
@@ -40,3 +45,24 @@ func TestSummarizeJob(t *testing.T) {
 }
 
 // TestTask: status KEY says where one task stands, with its attempts, their pods and its row's variables.
+
+// TestUnknownCapacityMode: a limits.capacity no mode has (a configuration that was not validated: a programming
+// error) creates nothing and says so, online or offline; it never fits as if capacity were counted.
+func TestUnknownCapacityMode(t *testing.T) {
+	for _, online := range []bool{false, true} {
+		t.Run(map[bool]string{false: "offline", true: "online"}[online], func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) { c.Limits.Capacity = "lots" })
+			s := &Scheduler{Config: cfg, Source: &source{Rows: rowsFor("a", "b")}, Renderer: render.New(cfg, nil),
+				Now: func() time.Time { return now }}
+			if online {
+				s.Kube = testkit.NewFake()
+			}
+			res, _ := s.Run(context.Background(), DryRun)
+			if p := res.Plan; p == nil || len(p.Creates) != 0 || !strings.Contains(p.Blocked, `unknown mode "lots"`) ||
+				p.Bound != BoundCapacityUnknown || p.Waits() {
+				t.Errorf("plan: %d creates, blocked %q, bound %s; want none, blocked naming the unknown mode, capacityUnknown",
+					len(p.Creates), p.Blocked, p.Bound)
+			}
+		})
+	}
+}

@@ -102,6 +102,8 @@ type Plan struct {
 	// Slots is how many Jobs this pass may create and Limit what bound it; Blocked is set when nothing may be created.
 	Slots int    `json:"slots"`
 	Limit string `json:"limit"`
+	// Bound is what bound the slots, from a fixed set (Limit says it in words; when Blocked, what blocked them).
+	Bound Bound `json:"-"`
 	// NextCreate is when a limits.rate that bound the slots allows the next create beyond them (nil: none bound).
 	NextCreate *time.Time `json:"nextCreate,omitempty"`
 	Blocked    string     `json:"blocked,omitempty"`
@@ -143,6 +145,9 @@ type Plan struct {
 	wordDue time.Time
 	// hard says Blocked has a cause that capacity cannot change (see Fit).
 	hard bool
+	// waits says what bound the slots is a wait as configured in every queue (Bound.Waits): the Blocked Event is
+	// then Normal.
+	waits bool
 	// roomBound says the slots were bound by room a finishing Job frees: limits.maxActive, the nodes or the quota.
 	roomBound bool
 	// capacityBound says the capacity mode's fit bound them (below every limit): a node turning usable may add room,
@@ -154,6 +159,9 @@ type Plan struct {
 	nextCreate time.Time
 	groupRoom  map[string]int
 }
+
+// Waits says the pass waits as configured: in every queue, what bound its slots is a limit or a full cluster.
+func (p *Plan) Waits() bool { return p.waits }
 
 // job finds an existing Job by name.
 func (p *Plan) job(name string) (JobStatus, bool) {

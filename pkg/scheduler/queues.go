@@ -51,6 +51,9 @@ type QueuePlan struct {
 	// GroupsAtCap are the groups (limits.perGroup) with maxActive unfinished Jobs, this pass's creates counted.
 	GroupsAtCap []string `json:"groupsAtCap,omitempty"`
 
+	// Bound is what bound the queue's slots, from a fixed set (as Plan.Bound).
+	Bound Bound `json:"-"`
+
 	exclude []string
 }
 
@@ -61,6 +64,7 @@ func (q QueuePlan) Excluded() []string { return slices.Clone(q.exclude) }
 type installRoom struct {
 	slots     int
 	limit     string
+	bound     Bound
 	roomBound bool
 	next      time.Time // the install's limits.rate bound it: its next create (rate.go)
 }
@@ -74,8 +78,8 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 	return DecideCancelled(cfg, obs, Cancellation{})
 }
 
-// DecideCancelled is Decide with the Jobs c cancels deleted (DeleteCancelled) and holding no slot: the plan after the
-// cancel step (see Cancellation).
+// DecideCancelled is Decide with the Jobs c cancels deleted (DeleteCancelled) and holding no slot, and each queue
+// whose cancel query could not be asked blocked: the plan after the cancel step (see Cancellation).
 func DecideCancelled(cfg *config.Config, obs *Observation, c Cancellation) *Plan {
 	qs := cfg.AllQueues()
 	parts := make([]*Plan, len(qs))
@@ -94,30 +98,30 @@ func DecideCancelled(cfg *config.Config, obs *Observation, c Cancellation) *Plan
 	rt := decideRates(cfg, obs)
 	r := roomOf(cfg, unfinished, queued)
 	if n, limit, next, ok := rt.bound(rate.ScopeInstall, r.slots); ok {
-		r = installRoom{slots: n, limit: limit, next: next}
+		r = installRoom{slots: n, limit: limit, bound: BoundRate, next: next}
 	}
 	for i, p := range parts {
 		if cfg.BlockOnUnschedulable() && unschedulable > 0 { // before any other reason: it is what the user must fix
 			p.Limit, p.roomBound = "", false
-			p.block(fmt.Sprintf("%d pod(s) Unschedulable (%s)", unschedulable, first))
+			p.block(BoundUnschedulable, fmt.Sprintf("%d pod(s) Unschedulable (%s)", unschedulable, first))
 			p.hard = true
 			continue
 		}
 		if n, limit, next, ok := rt.bound(rate.QueueScope(qs[i].Name), p.Slots); ok && p.Blocked == "" {
-			p.Slots, p.Limit, p.nextCreate, p.roomBound = n, limit, next, false
+			p.Slots, p.Limit, p.Bound, p.nextCreate, p.roomBound = n, limit, BoundRate, next, false
 		}
 		p.groupRoom = rt.groupRoom(i)
 		if r.slots < p.Slots {
-			p.Slots, p.Limit, p.nextCreate = max(r.slots, 0), r.limit, r.next
+			p.Slots, p.Limit, p.Bound, p.nextCreate = max(r.slots, 0), r.limit, r.bound, r.next
 			p.roomBound = p.roomBound || r.roomBound
 		}
 		if p.Slots <= 0 && p.Blocked == "" {
-			p.block(p.Limit)
+			p.block(p.Bound, p.Limit)
 		}
 	}
 	p := &Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, inst: r, WaitsNote: obs.WaitsNote, rates: rt}
 	p.assemble(cfg, parts)
-	return p
+	return p.blockFailed(c)
 }
 
 // jobQueue is the index of j's queue in cfg.AllQueues (see config.Config.QueueIndex).
@@ -133,16 +137,17 @@ func jobQueue(cfg *config.Config, j *JobSummary) int {
 func roomOf(cfg *config.Config, unfinished, queued int) installRoom {
 	r := activeRoom(cfg, unfinished)
 	if free, limit, ok := capacity.ModeOf(cfg.Limits.Capacity).Bound(cfg, queued); ok && free < r.slots {
-		r = installRoom{slots: max(free, 0), limit: limit}
+		r = installRoom{slots: max(free, 0), limit: limit, bound: BoundCapacity}
 	}
 	return r
 }
 
 // activeRoom is min(maxPerTick, maxActive − unfinished) of cfg (a queue's or the install's limits) and what bound it.
 func activeRoom(cfg *config.Config, unfinished int) installRoom {
-	r := installRoom{slots: cfg.MaxPerTick(), limit: fmt.Sprintf("limits.maxPerTick: %d", cfg.MaxPerTick())}
+	r := installRoom{slots: cfg.MaxPerTick(), limit: fmt.Sprintf("limits.maxPerTick: %d", cfg.MaxPerTick()), bound: BoundMaxPerTick}
 	if free := cfg.MaxActive() - unfinished; free < r.slots {
-		r = installRoom{slots: max(free, 0), limit: fmt.Sprintf("limits.maxActive: %d of %d unfinished", unfinished, cfg.MaxActive()), roomBound: true}
+		r = installRoom{slots: max(free, 0), limit: fmt.Sprintf("limits.maxActive: %d of %d unfinished", unfinished, cfg.MaxActive()),
+			bound: BoundMaxActive, roomBound: true}
 	}
 	return r
 }
@@ -188,18 +193,21 @@ func (p *Plan) rooms() {
 	if p.Queues == nil {
 		part := p.parts[0]
 		p.Slots, p.Limit, p.Blocked, p.Capacity, p.hard, p.roomBound = part.Slots, part.Limit, part.Blocked, part.Capacity, part.hard, part.roomBound
-		p.capacityBound = part.capacityBound
+		p.capacityBound, p.Bound, p.waits = part.capacityBound, part.Bound, part.Bound.Waits()
 		p.NextCreate = timeOrNil(part.nextCreate)
 		return
 	}
 	var next time.Time
 	sum := 0
-	var limits []string
+	var limits, reasons []string // reasons: why each queue creates nothing (its block, else its limit)
 	blocked := map[string]bool{}
-	p.hard, p.roomBound, p.capacityBound, p.Blocked = false, false, false, ""
+	bounds := map[Bound]bool{}
+	p.hard, p.roomBound, p.capacityBound, p.Blocked, p.waits = false, false, false, "", true
 	for i, part := range p.parts {
 		q := &p.Queues[i]
 		q.Slots, q.Limit, q.Blocked, q.Capacity, q.NextCreate = part.Slots, part.Limit, part.Blocked, part.Capacity, timeOrNil(part.nextCreate)
+		q.Bound, bounds[part.Bound] = part.Bound, true
+		p.waits = p.waits && part.Bound.Waits()
 		if !part.nextCreate.IsZero() && (next.IsZero() || part.nextCreate.Before(next)) {
 			next = part.nextCreate // the first queue whose window opens
 		}
@@ -208,11 +216,19 @@ func (p *Plan) rooms() {
 		p.capacityBound = p.capacityBound || part.capacityBound
 		sum += part.Slots
 		limits = append(limits, q.Name+": "+part.Limit)
+		reason := part.Blocked
+		if reason == "" {
+			reason = part.Limit
+		}
+		reasons = append(reasons, q.Name+": "+reason)
 		blocked[part.Blocked] = true
 	}
-	p.Slots, p.Limit = sum, strings.Join(limits, "; ")
+	p.Slots, p.Limit, p.Bound = sum, strings.Join(limits, "; "), BoundQueues
+	if len(bounds) == 1 { // every queue bound alike
+		p.Bound = p.parts[0].Bound
+	}
 	if p.inst.slots <= sum { // the install's limits bind (or tie): they are what frees slots for every queue
-		p.Slots, p.Limit = p.inst.slots, p.inst.limit
+		p.Slots, p.Limit, p.Bound, p.waits = p.inst.slots, p.inst.limit, p.inst.bound, p.inst.bound.Waits()
 		p.roomBound = p.roomBound || p.inst.roomBound
 		p.capacityBound = false // no queue gets more for a new node
 		if !p.inst.next.IsZero() {
@@ -222,8 +238,11 @@ func (p *Plan) rooms() {
 	p.NextCreate = timeOrNil(next)
 	if p.Slots <= 0 {
 		p.Slots, p.Blocked = 0, p.Limit
-		if len(blocked) == 1 && !blocked[""] { // every queue blocked for the one reason
+		switch {
+		case len(blocked) == 1 && !blocked[""]: // every queue blocked for the one reason
 			p.Blocked = p.parts[0].Blocked
+		case p.Limit != p.inst.limit: // the queues' own reasons, not the install's
+			p.Blocked = strings.Join(reasons, "; ")
 		}
 	}
 }
@@ -308,7 +327,8 @@ func (p *Plan) placer(cfg *config.Config, obs *Observation) capacity.Room {
 	}
 	claims := make([]capacity.Claim, len(p.parts))
 	for i, part := range p.parts {
-		claims[i] = capacity.Claim{Template: cfg.QueueConfig(i).Template, Unbound: part.unboundPods, Podless: part.podlessPods}
+		claims[i] = capacity.Claim{Template: cfg.QueueConfig(i).Template, Unbound: part.unboundPods, Podless: part.podlessPods,
+			Waiting: part.WaitingForNodes}
 	}
 	return capacity.ModeOf(cfg.Limits.Capacity).Room(obs.Capacity, claims)
 }

@@ -475,3 +475,85 @@ func TestDecideCopiesNoJobPerJob(t *testing.T) {
 		})
 	}
 }
+
+// TestBlockedWaits: what bound a pass's slots is a Bound from a fixed set, the install's and each queue's, and a
+// blocked pass waits as configured (its Blocked Event Normal) when every queue's bound is a limit or a full
+// cluster, whatever the number of queues and however their reasons are joined; a fault in any queue makes it a
+// Warning.
+func TestBlockedWaits(t *testing.T) {
+	tests := []struct {
+		name        string
+		limits      string
+		queues      string
+		existing    [][]string // each queue's unfinished Jobs, by key
+		cancelFails []bool     // the queue's cancel query fails
+		unsched     bool       // the first Job's pod is Unschedulable
+		blocked     string
+		bound       Bound
+		queueBounds []Bound
+		waits       bool
+	}{
+		{name: "every queue full at its own maxActive: a wait, Normal", limits: "maxActive: 10",
+			queues:   queue("x", "  limits: {maxActive: 1}\n") + queue("y", "  limits: {maxActive: 2}\n"),
+			existing: [][]string{{"x0"}, {"y0", "y00"}},
+			blocked:  "x: limits.maxActive: 1 of 1 unfinished; y: limits.maxActive: 2 of 2 unfinished",
+			bound:    BoundMaxActive, queueBounds: []Bound{BoundMaxActive, BoundMaxActive}, waits: true},
+		{name: "the install full: a wait", limits: "maxActive: 2",
+			queues: queue("x", "") + queue("y", ""), existing: [][]string{{"x0"}, {"y0"}},
+			blocked: "limits.maxActive: 2 of 2 unfinished",
+			bound:   BoundMaxActive, queueBounds: []Bound{BoundMaxActive, BoundMaxActive}, waits: true},
+		{name: "one queue full, the other's cancel query failed: a fault, Warning", limits: "maxActive: 10",
+			queues:      queue("x", "  limits: {maxActive: 1}\n") + queue("y", "  source: {query: q, key: id, cancelQuery: c}\n"),
+			existing:    [][]string{{"x0"}, {"y0"}},
+			cancelFails: []bool{false, true},
+			blocked:     "x: limits.maxActive: 1 of 1 unfinished; y: reading rows failed",
+			bound:       BoundQueues, queueBounds: []Bound{BoundMaxActive, BoundReadFailed}, waits: false},
+		{name: "an Unschedulable pod: a fault", limits: "maxActive: 10",
+			queues: queue("x", "") + queue("y", ""), existing: [][]string{{"x0"}, nil}, unsched: true,
+			blocked: "1 pod(s) Unschedulable (",
+			bound:   BoundUnschedulable, queueBounds: []Bound{BoundUnschedulable, BoundUnschedulable}, waits: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			queues := strings.ReplaceAll(tc.queues, "  source: {query: q, key: id}\n  job: {template: job.yaml}\n  source:", "  job: {template: job.yaml}\n  source:")
+			cfg := queuesConfig(t, tc.limits, queues)
+			var objects []runtime.Object
+			for i, keys := range tc.existing {
+				for _, k := range keys {
+					j := queueJob(t, cfg, i, k)
+					j.UID = types.UID("uid-" + j.Name)
+					objects = append(objects, j)
+					if tc.unsched && len(objects) == 1 {
+						objects = append(objects, makePod(j).Labels(j.Spec.Template.Labels).Unschedulable("0/1 nodes are available").Obj())
+					}
+				}
+			}
+			ev := &recorder{}
+			s := &Scheduler{workers: 1, Config: cfg, Kube: testkit.NewFake(objects...), Now: func() time.Time { return now }, Events: ev}
+			for i := range cfg.Queues {
+				var src rows.Source = &source{Rows: rowsFor("r")}
+				if tc.cancelFails != nil && tc.cancelFails[i] {
+					src = failingCancel{src.(*source), errors.New("connection refused")}
+				}
+				s.Queues = append(s.Queues, Queue{Source: src, Renderer: render.New(cfg.QueueConfig(i), nil)})
+			}
+			res, _ := s.Run(context.Background(), Execute)
+			p := res.Plan
+			var qb []Bound
+			for _, q := range p.Queues {
+				qb = append(qb, q.Bound)
+			}
+			if !strings.HasPrefix(p.Blocked, tc.blocked) || p.Bound != tc.bound || !cmp.Equal(qb, tc.queueBounds) || p.Waits() != tc.waits {
+				t.Errorf("Blocked %q, bound %s, queues' %v, waits %v; want %q…, %s, %v, %v", p.Blocked, p.Bound, qb, p.Waits(),
+					tc.blocked, tc.bound, tc.queueBounds, tc.waits)
+			}
+			want := tc.blocked
+			if !tc.waits {
+				want += " (a fault)"
+			}
+			if len(ev.blocked) != 1 || !strings.HasPrefix(ev.blocked[0], tc.blocked) || strings.HasSuffix(ev.blocked[0], " (a fault)") == tc.waits {
+				t.Errorf("PassBlocked %q, want one, %q", ev.blocked, want)
+			}
+		})
+	}
+}

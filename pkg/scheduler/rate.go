@@ -27,8 +27,9 @@ import (
 //     in a renewal of the Lease it holds; after them the release writes them at the time the last create returned.
 //     A pass killed in between leaves the reservation: later than the truth, so the next pass counts them longer,
 //     never shorter. The Lease serialises creating passes, so no two passes reserve from one record.
-//   - A record that cannot be read (not one this version wrote), or none on a Lease while the install has Jobs (the
-//     Lease was deleted, or limits.rate is new), is taken as full: N creates now in every window with a limit, so
+//   - A record that cannot be read (not one this version wrote), one with a time beyond now + RateReserve +
+//     RateSkew (no pass writes one), or none on a Lease while the install has Jobs (the Lease was deleted, or
+//     limits.rate is new), is taken as full: N creates now in every window with a limit, so
 //     no create until per from the pass that saw it; the next release writes that. A group whose window was lost
 //     with it and whose Jobs are gone is bounded by its queue's limits only.
 //   - Without the Lease (a Role without its verbs: passes run unserialised) there is no record: the windows are the
@@ -42,6 +43,10 @@ import (
 // RateReserve is how long after its reservation a pass may still create: the reservation counts its creates at
 // then. A pass's creates run at most that long; those not started by then are left to the next pass.
 const RateReserve = 10 * time.Second
+
+// RateSkew is how far apart the clocks of two passes (on two nodes) may be: a record time later than now +
+// RateReserve + RateSkew is not one a pass wrote, and the record is taken as lost.
+const RateSkew = time.Minute
 
 // RecordKeeper is a Guard that carries the rate record between passes (the Lease: lease.Guard).
 type RecordKeeper interface {
@@ -91,6 +96,12 @@ func (s *Scheduler) readWindows(ctx context.Context, k RecordKeeper, jobs bool) 
 	r, err := rate.DecodeRecord(value)
 	if err != nil {
 		return Windows{Lost: err.Error()}
+	}
+	if last, latest := r.Last(), s.Now().Add(RateReserve+RateSkew); last.After(latest) {
+		// No pass writes a time later than its reservation: someone else wrote this one, and trusting it would
+		// block for as long as they chose (three days), or count creates that never were.
+		return Windows{Lost: fmt.Sprintf("the rate record holds a create at %s, later than any pass reserves (now + %s + %s of clock skew)",
+			last.UTC().Format(time.RFC3339), RateReserve, RateSkew)}
 	}
 	return Windows{Record: r}
 }
@@ -230,7 +241,15 @@ func (r *rates) bound(scope string, slots int) (int, string, time.Time, bool) {
 	if shown.Before(next) {
 		shown = shown.Add(time.Second) // not before it
 	}
-	return a, fmt.Sprintf("limits.rate: %s, next create at %s", r.limits[scope], shown.UTC().Format("15:04:05")), next, true
+	return a, fmt.Sprintf("limits.rate: %s, next create at %s", r.limits[scope], clock(shown, r.now)), next, true
+}
+
+// clock is t in UTC as the time of day when it is now's day, else with its date.
+func clock(t, now time.Time) string {
+	if y, m, d := t.UTC().Date(); now.UTC().Year() == y && now.UTC().Month() == m && now.UTC().Day() == d {
+		return t.UTC().Format("15:04:05")
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
 }
 
 // groupRoom is, for queue i's groups with a window, what their rate leaves: the read's Held counts

@@ -85,6 +85,12 @@ func TestDecideRate(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a next create that is not today is shown with its date", func(t *testing.T) {
+		p := Decide(testConfig(t, func(c *config.Config) { c.Limits.Rate = rateOf(3, 24*time.Hour) }), &Observation{Now: now, Windows: Windows{Lost: "garbled"}})
+		if want := "limits.rate: 3 per 24h, next create at 2026-11-30 12:00:00"; p.Limit != want {
+			t.Errorf("limit %q, want %q", p.Limit, want)
+		}
+	})
 	t.Run("maxPerTick binds first: no rate in the limit", func(t *testing.T) {
 		p := Decide(testConfig(t, func(c *config.Config) { c.Limits.Rate = rateOf(30, time.Minute) }), &Observation{Now: now})
 		if p.Slots != 10 || p.Limit != "limits.maxPerTick: 10" || p.NextCreate != nil {
@@ -245,6 +251,13 @@ func TestObserveReadsWindows(t *testing.T) {
 	withLease := func(annotations map[string]string) *coordinationv1.Lease {
 		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: lease.Name(cfg.Name), Namespace: cfg.Namespace, Annotations: annotations}}
 	}
+	ahead := func(d time.Duration) string {
+		v, _, err := recordOf(t, rate.Limit{Creates: 2, Per: time.Minute}, rate.ScopeInstall, 2, now.Add(d)).Encode(rate.MaxRecordBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
 	for _, tc := range []struct {
 		name    string
 		objects []runtime.Object
@@ -255,6 +268,8 @@ func TestObserveReadsWindows(t *testing.T) {
 		{"garbled", []runtime.Object{withLease(map[string]string{rate.Annotation: "{"})}, true, false},
 		{"none, and no Jobs: a new install", []runtime.Object{withLease(nil)}, false, false},
 		{"no Lease while the install has Jobs", []runtime.Object{makeJob("a").Obj()}, true, false},
+		{"a record dated three days ahead is lost", []runtime.Object{withLease(map[string]string{rate.Annotation: ahead(72 * time.Hour)})}, true, false},
+		{"a reservation (now + RateReserve) is a record", []runtime.Object{withLease(map[string]string{rate.Annotation: ahead(RateReserve)})}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := testkit.NewFake(tc.objects...)

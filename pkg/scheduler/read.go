@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/jobsched/jobsched/pkg/jobmeta"
+	"github.com/jobsched/jobsched/pkg/rate"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
 
@@ -36,7 +38,7 @@ func (s *Scheduler) checkRows(ctx context.Context, p *Plan, i int, src rows.Sour
 	if err != nil {
 		return RowCheck{Err: err}
 	}
-	return p.check(i, selected)
+	return p.check(i, selected, s.Config.QueueConfig(i).GC.SucceededRetention.Duration)
 }
 
 // checkKeys are the keys checkRows asks the source about: the succeeded, dead and due tasks.
@@ -44,18 +46,32 @@ func (p *Plan) checkKeys() []string {
 	return append(append(append([]string(nil), p.succeeded...), p.dead...), p.due...)
 }
 
-// check is the pure part of checkRows: selected are the keys the query still returns.
-func (p *Plan) check(i int, selected []string) RowCheck {
+// check is the pure part of checkRows: selected are the keys the query still returns; succeededRetention is the
+// queue's gc.succeededRetention, for the worker bugs' warning.
+func (p *Plan) check(i int, selected []string, succeededRetention time.Duration) RowCheck {
 	part := p.parts[i]
 	still := map[string]bool{}
 	for _, k := range selected {
 		still[k] = true
 	}
 	var rc RowCheck
-	for _, key := range part.succeeded {
-		if still[key] {
-			rc.WorkerBugs = append(rc.WorkerBugs, Skip{Key: key, Reason: "worker bug: the row is still selected although its Job succeeded; no second Job is created"})
+	deleted := map[string]bool{} // succeeded Jobs this pass deletes (gc.succeededRetention has passed)
+	for _, j := range p.Jobs {
+		if j.Queue == part.queueName && j.State == StateSucceeded && j.Delete != "" {
+			deleted[j.Key] = true
 		}
+	}
+	retention := rate.ShortDuration(succeededRetention)
+	for _, key := range part.succeeded {
+		if !still[key] {
+			continue
+		}
+		// The row is excluded while a Job of its key exists: once the succeeded Job is deleted, it is a new task.
+		why := fmt.Sprintf("no second Job while that Job is kept (gc.succeededRetention: %s)", retention)
+		if deleted[key] {
+			why = fmt.Sprintf("that Job is deleted now (gc.succeededRetention: %s), so the next pass creates a second Job for the row", retention)
+		}
+		rc.WorkerBugs = append(rc.WorkerBugs, Skip{Key: key, Reason: "worker bug: the row is still selected although its Job succeeded; " + why})
 	}
 	gone := map[string]bool{}
 	for _, k := range append(append([]string(nil), part.dead...), part.due...) {
@@ -79,7 +95,7 @@ func (p *Plan) checked(i int, rc RowCheck) *Plan {
 	q := p.next()
 	part := q.part(i)
 	if rc.Err != nil {
-		part.block("reading rows failed")
+		part.block(BoundReadFailed, "reading rows failed")
 		q.rooms()
 		return q
 	}
@@ -218,7 +234,7 @@ func (p *Plan) admitted(i int, a Admission) *Plan {
 	if a.Err != nil {
 		a.Selected -= len(a.Creates)
 		a.Creates = nil
-		part.block("reading rows failed")
+		part.block(BoundReadFailed, "reading rows failed")
 		q.rooms()
 	}
 	part.Creates = a.Creates

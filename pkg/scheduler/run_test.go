@@ -498,8 +498,13 @@ type recorder struct{ created, deleted, blocked []string }
 func (r *recorder) JobCreated(job *batchv1.Job, c Create, room string) {
 	r.created = append(r.created, fmt.Sprintf("%s %s %d %s", job.Name, c.Key, c.Attempt, room))
 }
-func (r *recorder) JobDeleted(j JobStatus)    { r.deleted = append(r.deleted, j.Name+" "+j.Delete) }
-func (r *recorder) PassBlocked(reason string) { r.blocked = append(r.blocked, reason) }
+func (r *recorder) JobDeleted(j JobStatus) { r.deleted = append(r.deleted, j.Name+" "+j.Delete) }
+func (r *recorder) PassBlocked(reason string, waits bool) {
+	if !waits {
+		reason += " (a fault)"
+	}
+	r.blocked = append(r.blocked, reason)
+}
 
 // TestEventsAndCapacityLists: a pass reports each create and delete and, when it creates nothing for a reason, that
 // reason once; a pass with no slots makes no capacity LIST.

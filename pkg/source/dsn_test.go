@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,7 +41,7 @@ func TestReadDSN(t *testing.T) {
 			if tc.file != "" {
 				cfg.Source.DSNEnv = ""
 			}
-			got, err := DSN(cfg)
+			got, err := DSN(context.Background(), cfg)
 			if tc.err != "" {
 				if err == nil || !config.IsConfigError(err) || !strings.Contains(err.Error(), tc.err) {
 					t.Errorf("DSN = %q, %v; want a configuration error with %q", got, err, tc.err)

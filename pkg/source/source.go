@@ -2,6 +2,8 @@
 package source
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,13 +11,15 @@ import (
 	"strings"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/input"
+	"github.com/jobsched/jobsched/pkg/pgdsn"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
 
 // Postgres opens a source per queue of cfg (in the order of cfg.AllQueues), all on one pool (one *sql.DB), with the
 // DSN that DSN reads; the close func releases the pool.
-func Postgres(cfg *config.Config) ([]rows.Source, func(), error) {
-	dsn, err := DSN(cfg)
+func Postgres(ctx context.Context, cfg *config.Config) ([]rows.Source, func(), error) {
+	dsn, err := DSN(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -41,35 +45,35 @@ func Postgres(cfg *config.Config) ([]rows.Source, func(), error) {
 	return srcs, func() { _ = pool.Close() }, nil
 }
 
-// File reads queue i's rows from file, or from stdin when file is rows.Stdin.
-func File(cfg *config.Config, i int, file string, stdin io.Reader) (rows.Source, error) {
-	key := cfg.QueueConfig(i).Source.Key
-	var f *rows.File
-	var err error
-	if file == rows.Stdin {
-		f, err = rows.ReadFrom(stdin, "standard input", key, perGroup(cfg, i)...)
-	} else {
-		f, err = rows.ReadFile(file, key, perGroup(cfg, i)...)
-	}
+// File reads queue i's rows from file, or from stdin when file is rows.Stdin, under ctx (rows.ReadFileContext).
+func File(ctx context.Context, cfg *config.Config, i int, file string, stdin io.Reader) (rows.Source, error) {
+	f, err := rows.ReadFileContext(ctx, file, stdin, cfg.QueueConfig(i).Source.Key, perGroup(cfg, i)...)
 	if err != nil {
 		return nil, err
 	}
 	return f, nil
 }
 
+// maxDSN bounds source.dsnFile: a DSN is a line (its certificates are files it names).
+const maxDSN = 64 << 10
+
 // DSN reads the PostgreSQL DSN from the variable or file the config names, trimmed of surrounding white space (a Secret
 // made with --from-file ends in a newline). A relative source.dsnFile is read next to the config file, like
 // job.template. It is never logged.
-func DSN(cfg *config.Config) (string, error) {
+func DSN(ctx context.Context, cfg *config.Config) (string, error) {
 	src := cfg.Source
 	if src.DSNFile != "" {
 		file := src.DSNFile
 		if !filepath.IsAbs(file) {
 			file = filepath.Join(filepath.Dir(cfg.File), file)
 		}
-		data, err := os.ReadFile(file)
+		data, err := input.ReadFile(ctx, file, maxDSN)
 		if err != nil {
-			return "", &config.Error{Err: fmt.Errorf("source.dsnFile: %w", err)}
+			err = fmt.Errorf("source.dsnFile: %w", err)
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return "", err
+			}
+			return "", &config.Error{Err: err}
 		}
 		dsn := strings.TrimSpace(string(data))
 		if dsn == "" {
@@ -82,6 +86,20 @@ func DSN(cfg *config.Config) (string, error) {
 		return "", &config.Error{Err: fmt.Errorf("source.dsnEnv: the environment variable %s is empty or not set", src.DSNEnv)}
 	}
 	return dsn, nil
+}
+
+// Password is the password of the DSN the config names, "" when there is none or no DSN can be read (a dry-run
+// with --rows needs none): what env.passthrough must never copy into a Job.
+func Password(ctx context.Context, cfg *config.Config) string {
+	dsn, err := DSN(ctx, cfg)
+	if err != nil {
+		return ""
+	}
+	c, err := pgdsn.Parse(dsn)
+	if err != nil {
+		return ""
+	}
+	return c.Password
 }
 
 // perGroup is queue i's limits.perGroup as a source option (none without one).

@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -201,6 +202,17 @@ func (d *decoder) bad(n *yaml.Node, path, format string, args ...any) {
 
 var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
 
+var durationType = reflect.TypeFor[metav1.Duration]()
+
+// durationSyntax is what time.ParseDuration reads: a duration it refuses although written so is too long to hold.
+var durationSyntax = regexp.MustCompile(`^[-+]?([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$`)
+
+// tooLong says s is written as a duration but is longer than a time.Duration holds (9999999999h).
+func tooLong(s string) bool {
+	_, err := time.ParseDuration(s)
+	return err != nil && s != "" && durationSyntax.MatchString(s)
+}
+
 // typeNames say what a value of a type with its own decoding looks like.
 var typeNames = map[reflect.Type]string{
 	reflect.TypeFor[metav1.Duration]():   "a duration (e.g. 30s, 5m)",
@@ -229,7 +241,9 @@ func (d *decoder) convert(n *yaml.Node, t reflect.Type, path string) (v any, ok 
 			err = reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON(js)
 		}
 		if err != nil {
-			if name, ok := typeNames[t]; ok {
+			if t == durationType && tooLong(n.Value) {
+				d.bad(n, path, "%s is longer than the longest duration (%s)", shown(n), time.Duration(math.MaxInt64).Truncate(time.Hour))
+			} else if name, ok := typeNames[t]; ok {
 				d.bad(n, path, "%s is not %s", shown(n), name)
 			} else {
 				d.bad(n, path, "%s is not valid here: %v", shown(n), err)
@@ -467,6 +481,9 @@ func shown(n *yaml.Node) string {
 	if len(v) > 80 {
 		v = v[:80] + "…"
 	}
+	if n.Style&yaml.TaggedStyle != 0 {
+		return n.Tag + " " + v // as written: !!str 10
+	}
 	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 || n.Tag == "!!str" && n.Style == 0 {
 		return strconv.Quote(v)
 	}
@@ -504,9 +521,10 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-// suggest is "; did you mean K?" for the field name K nearest to key (by edits, at most 2 or a case change), or "".
+// suggest is "; did you mean K?" for the field name K nearest to key (by edits, at most 2 or a case change, and fewer
+// than key has characters: a0 is not a typo of gc), or "".
 func suggest(key string, fields map[string]reflect.Type) string {
-	best, bestD := "", 3
+	best, bestD := "", min(3, len(key))
 	for f := range fields {
 		d := editDistance(strings.ToLower(key), strings.ToLower(f))
 		if d < bestD || d == bestD && f < best {

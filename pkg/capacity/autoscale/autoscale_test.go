@@ -19,6 +19,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
@@ -158,8 +159,10 @@ func dynamicClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 }
 
 // TestRead: Karpenter's NodePools (requirements, taints without the startupTaints, limits, status.resources, Ready)
-// and their launching NodeClaims (launched, not registered); without Karpenter's API the cluster-autoscaler's
-// ConfigMap; neither, or no grant, is a State without source that says why.
+// and their launching NodeClaims (launched, not registered); a NodePool or NodeClaim that cannot be read fails no
+// pass: its pool adds nothing and says why (a template that cannot use it is kept off it by its taints and labels,
+// read apart); without Karpenter's API the cluster-autoscaler's ConfigMap; neither, or no grant, is a State without
+// source that says why.
 func TestRead(t *testing.T) {
 	ctx := context.Background()
 	dyn := dynamicClient(
@@ -169,6 +172,8 @@ func TestRead(t *testing.T) {
 		nodeClaimObj("batch-b", "batch", "True", map[string]any{"cpu": "3800m"}, "2026-12-01T00:00:01Z"),
 		nodeClaimObj("batch-c", "batch", "Unknown", nil, "2026-12-01T00:00:03Z"),                                   // not launched: in no status.resources yet
 		deleting(nodeClaimObj("batch-d", "batch", "True", map[string]any{"cpu": "3900m"}, "2026-12-01T00:00:00Z")), // being deleted: Karpenter counts it no more
+		nodePoolObj("malformed", map[string]any{"cpu": "a lot"}, nil, "True"),                                           // fails no pass: it adds nothing
+		nodeClaimObj("malformed-a", "malformed", "False", map[string]any{"cpu": "many"}, "2026-12-01T00:00:02Z"),
 	)
 	st, err := Read(ctx, dyn, testkit.NewFake())
 	if err != nil {
@@ -184,6 +189,10 @@ func TestRead(t *testing.T) {
 		{Kind: KindNodePool, Name: "broken", Labels: map[string]string{"team": "a"},
 			Requirements: []corev1.NodeSelectorRequirement{{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"on-demand"}}},
 			Taints:       []corev1.Taint{{Key: "batch", Effect: corev1.TaintEffectNoSchedule}}, Unavailable: "not Ready: NodeClassNotReady"},
+		{Kind: KindNodePool, Name: "malformed", Labels: map[string]string{"team": "a"},
+			Requirements: []corev1.NodeSelectorRequirement{{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"on-demand"}}},
+			Taints:       []corev1.Taint{{Key: "batch", Effect: corev1.TaintEffectNoSchedule}},
+			Unavailable:  `cannot read it: spec.limits: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'; cannot read NodeClaim malformed-a: status.allocatable: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`},
 	}}
 	if diff := cmp.Diff(want, st, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
 		t.Errorf("state (-want +got):\n%s", diff)
@@ -226,18 +235,29 @@ func TestRead(t *testing.T) {
 	}
 }
 
+// event is an Event of pod as Karpenter's recorder writes it (source.component karpenter), created at at.
 func event(pod, reason, msg string, at time.Time) *corev1.Event {
-	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: pod + "." + reason + at.Format("150405")},
+	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: pod + "." + reason + at.Format("150405"),
+		CreationTimestamp: metav1.NewTime(at)},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: pod}, Reason: reason, Message: msg,
-		LastTimestamp: metav1.NewTime(at)}
+		Source: corev1.EventSource{Component: "karpenter"}, LastTimestamp: metav1.NewTime(at)}
+}
+
+// writtenBy is e written by component (source.component and reportingController), its writer's clock saying last.
+func writtenBy(e *corev1.Event, component string, last time.Time) *corev1.Event {
+	e.Source.Component, e.ReportingController, e.LastTimestamp = component, component, metav1.NewTime(last)
+	e.Name += "." + component
+	return e
 }
 
 // TestWaits: the latest of a pod's Events that speak of the autoscaler decides: Nominated and TriggeredScaleUp
 // provide, Karpenter's FailedScheduling at the limits or with no instance type, and NotTriggerScaleUp do not;
-// kube-scheduler's FailedScheduling says nothing. A forbidden list is an error.
+// kube-scheduler's FailedScheduling says nothing, nor does an Event of another writer than the autoscaler's (anyone
+// may create Events); a writer's time is bounded by when the API server stored the Event. A forbidden list is an
+// error.
 func TestWaits(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	later := t0.Add(time.Minute)
+	later, forged := t0.Add(time.Minute), time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
 	kube := testkit.NewFake(
 		event("a", "FailedScheduling", "0/3 nodes are available: 3 Insufficient cpu.", later),
 		event("a", "Nominated", "Pod should schedule on: nodeclaim/batch-x", t0),
@@ -248,8 +268,20 @@ func TestWaits(t *testing.T) {
 		event("d", "TriggeredScaleUp", "pod triggered scale-up: [{pool-batch 2->3 (max: 10)}]", later),
 		event("e", "FailedScheduling", "0/3 nodes are available", t0),
 		event("f", "NotTriggerScaleUp", "pod didn't trigger scale-up: 1 max node group size reached", t0),
+		// A Nominated anyone could write: another component's, dated 2099, says nothing against Karpenter's word.
+		event("h", "FailedScheduling", "Failed to schedule pod, all available instance types exceed limits for nodepool (NodePool=batch)", t0),
+		writtenBy(event("h", "Nominated", "Pod should schedule on: nodeclaim/forged", t0), "mallory", forged),
+		// One that names Karpenter but dates itself 2099 ranks at its creation: Karpenter's later word outranks it.
+		writtenBy(event("i", "Nominated", "Pod should schedule on: nodeclaim/forged", t0), "karpenter", forged),
+		event("i", "FailedScheduling", "Failed to schedule pod, all available instance types exceed limits for nodepool (NodePool=batch)", later),
+		// The events.k8s.io API sets only reportingController.
+		func() *corev1.Event {
+			e := event("j", "Nominated", "Pod should schedule on: nodeclaim/batch-z", t0)
+			e.Source.Component, e.ReportingController = "", "karpenter"
+			return e
+		}(),
 	)
-	got, err := Waits(context.Background(), kube, "ns", []string{"a", "b", "c", "d", "e", "f", "g"})
+	got, err := Waits(context.Background(), kube, "ns", []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}, config.DefaultAutoscalerEvents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,6 +291,9 @@ func TestWaits(t *testing.T) {
 		"c": {Event: "FailedScheduling: Failed to schedule pod, no instance type has enough resources"},
 		"d": {Provided: true, Event: "TriggeredScaleUp: pod triggered scale-up: [{pool-batch 2->3 (max: 10)}]"},
 		"f": {Event: "NotTriggerScaleUp: pod didn't trigger scale-up: 1 max node group size reached"},
+		"h": {Event: "FailedScheduling: Failed to schedule pod, all available instance types exceed limits for nodepool (NodePool=batch)"},
+		"i": {Event: "FailedScheduling: Failed to schedule pod, all available instance types exceed limits for nodepool (NodePool=batch)"},
+		"j": {Provided: true, Event: "Nominated: Pod should schedule on: nodeclaim/batch-z"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("waits (-want +got):\n%s", diff)
@@ -269,14 +304,14 @@ func TestWaits(t *testing.T) {
 			lists = append(lists, l.GetListRestrictions().Fields.String())
 		}
 	}
-	if len(lists) != 7 || !strings.Contains(lists[0], "involvedObject.kind=Pod") {
+	if len(lists) != 10 || !strings.Contains(lists[0], "involvedObject.kind=Pod") {
 		t.Errorf("lists %v, want one per pod with a field selector on it", lists)
 	}
 	forbidden := testkit.NewFake()
 	forbidden.PrependReactor("list", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", nil)
 	})
-	if _, err := Waits(context.Background(), forbidden, "ns", []string{"a"}); !apierrors.IsForbidden(err) {
+	if _, err := Waits(context.Background(), forbidden, "ns", []string{"a"}, config.DefaultAutoscalerEvents); !apierrors.IsForbidden(err) {
 		t.Errorf("forbidden: %v", err)
 	}
 }

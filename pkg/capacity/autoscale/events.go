@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/jobsched/jobsched/pkg/apitext"
 	"github.com/jobsched/jobsched/pkg/kube"
 )
 
@@ -34,9 +36,16 @@ const (
 
 var karpenterCannot = []string{"exceed limits for nodepool", "no instance type has enough resources"}
 
-// verdict is what event e says of its pod, ok false when it says nothing of the autoscaler.
-func verdict(e *corev1.Event) (Wait, bool) {
-	w := Wait{Event: e.Reason + ": " + e.Message}
+// verdict is what event e says of its pod, ok false when it says nothing of the autoscaler: an Event whose writer
+// (reportingController, or source.component for the older API) is not one of from (limits.autoscalerEvents: by
+// default karpenter and cluster-autoscaler, the names their event recorders write) says nothing, whatever its reason.
+// Anyone who may create Events in the namespace may still write one that names such a writer: the README's trust
+// model says so.
+func verdict(e *corev1.Event, from []string) (Wait, bool) {
+	if !slices.Contains(from, e.ReportingController) && !slices.Contains(from, e.Source.Component) {
+		return Wait{}, false
+	}
+	w := Wait{Event: apitext.Quote(e.Reason + ": " + e.Message)}
 	switch e.Reason {
 	case reasonNominated, reasonTriggeredScaleUp:
 		w.Provided = true
@@ -53,8 +62,10 @@ func verdict(e *corev1.Event) (Wait, bool) {
 	return Wait{}, false
 }
 
-// last is when e was last seen.
-func last(e *corev1.Event) time.Time {
+// last is when e was last seen: the latest of the times its writer set, but never later than the API server last
+// wrote it (its creationTimestamp, or the latest time in its managedFields, which the server stamps on each create
+// and update of a series) nor than now. A writer's clock set to 2099 ranks its Event at its last write, not for ever.
+func last(e *corev1.Event, now time.Time) time.Time {
 	t := e.CreationTimestamp.Time
 	for _, c := range []time.Time{e.FirstTimestamp.Time, e.LastTimestamp.Time, e.EventTime.Time} {
 		if c.After(t) {
@@ -63,6 +74,18 @@ func last(e *corev1.Event) time.Time {
 	}
 	if s := e.Series; s != nil && s.LastObservedTime.After(t) {
 		t = s.LastObservedTime.Time
+	}
+	written := e.CreationTimestamp.Time
+	for _, m := range e.ManagedFields {
+		if m.Time != nil && m.Time.After(written) {
+			written = m.Time.Time
+		}
+	}
+	if written.Before(t) {
+		t = written
+	}
+	if now.Before(t) {
+		t = now
 	}
 	return t
 }
@@ -73,8 +96,10 @@ const listWorkers = 8
 // Waits reads what the autoscaler last said of each of pods (Unschedulable pods in namespace, by name): one LIST of
 // Events per pod (one page: a pod has a few Events, the API server merges repeats into a series), field selector involvedObject.kind=Pod and its name (their number is bounded by
 // limits.maxPending and what the last pass created), listWorkers at once. A pod the autoscaler said nothing of is
-// not in the map. The first error is returned (a Forbidden one too: the caller says what the pass does without).
-func Waits(ctx context.Context, c kube.Interface, namespace string, pods []string) (map[string]Wait, error) {
+// not in the map. Only the Events of the components from count (verdict). The first error is returned (a Forbidden
+// one too: the caller says what the pass does without).
+func Waits(ctx context.Context, c kube.Interface, namespace string, pods, from []string) (map[string]Wait, error) {
+	now := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	found := make([]*Wait, len(pods))
@@ -95,8 +120,8 @@ func Waits(ctx context.Context, c kube.Interface, namespace string, pods []strin
 			if e.InvolvedObject.Name != pods[i] || e.InvolvedObject.Kind != "Pod" { // a fake client does not filter
 				continue
 			}
-			if w, ok := verdict(e); ok && (found[i] == nil || !last(e).Before(at)) {
-				found[i], at = &w, last(e)
+			if w, ok := verdict(e, from); ok && (found[i] == nil || !last(e, now).Before(at)) {
+				found[i], at = &w, last(e, now)
 			}
 		}
 	})

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
+	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
@@ -176,12 +177,13 @@ func TestReadKarpenter(t *testing.T) {
 	} {
 		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: e.pod + "."},
 			InvolvedObject: corev1.ObjectReference{Kind: e.kind, Namespace: ns, Name: e.pod}, Reason: e.reason, Message: e.msg,
-			Type: corev1.EventTypeNormal, FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now()}
+			Type: corev1.EventTypeNormal, FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(),
+			Source: corev1.EventSource{Component: "karpenter"}}
 		if _, err := kube.CoreV1().Events(ns).Create(context.Background(), ev, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waits, err := autoscale.Waits(context.Background(), kube.Kube, ns, []string{"waiting"})
+	waits, err := autoscale.Waits(context.Background(), kube.Kube, ns, []string{"waiting"}, config.DefaultAutoscalerEvents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +258,7 @@ func TestGrants(t *testing.T) {
 	if err != nil {
 		t.Fatalf("with the grant: %+v, %v", st, err)
 	}
-	if _, err := autoscale.Waits(ctx, testkit.Kube(granted), ns, []string{"some-pod"}); err != nil {
+	if _, err := autoscale.Waits(ctx, testkit.Kube(granted), ns, []string{"some-pod"}, config.DefaultAutoscalerEvents); err != nil {
 		t.Errorf("Events with the grant: %v", err)
 	}
 	if _, err := granted.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "cluster-autoscaler-status", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -271,7 +273,7 @@ func TestGrants(t *testing.T) {
 	if err != nil || st.Source != "" || !strings.Contains(st.Note, "cannot read Karpenter's NodePools") || !strings.Contains(st.Note, "cannot get ConfigMap") {
 		t.Errorf("without the grant: %+v, %v; want no source and why", st, err)
 	}
-	if _, err := autoscale.Waits(ctx, testkit.Kube(none), ns, []string{"some-pod"}); !apierrors.IsForbidden(err) {
+	if _, err := autoscale.Waits(ctx, testkit.Kube(none), ns, []string{"some-pod"}, config.DefaultAutoscalerEvents); !apierrors.IsForbidden(err) {
 		t.Errorf("Events without the grant: %v, want Forbidden", err)
 	}
 }

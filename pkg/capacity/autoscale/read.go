@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/jobsched/jobsched/pkg/apitext"
 	"github.com/jobsched/jobsched/pkg/kube"
 )
 
@@ -108,32 +109,35 @@ func readKarpenter(ctx context.Context, dyn dynamic.Interface) (*State, error) {
 	st := &State{Source: Karpenter}
 	index := map[string]int{}
 	for i := range pools.Items {
-		var np nodePool
-		if err := from(&pools.Items[i], &np); err != nil {
-			return nil, err
-		}
+		np, unreadable := readNodePool(&pools.Items[i])
 		p := Pool{Kind: KindNodePool, Name: np.Metadata.Name, Limits: np.Spec.Limits, Used: np.Status.Resources,
 			Labels: np.Spec.Template.Metadata.Labels, Requirements: np.Spec.Template.Spec.Requirements, Taints: np.Spec.Template.Spec.Taints}
 		if c := meta(np.Status.Conditions, "Ready"); c != nil && c.Status == metav1.ConditionFalse {
-			p.Unavailable = strings.TrimSpace("not Ready: " + c.Reason + " " + c.Message)
+			p.Unavailable = apitext.Quote(strings.TrimSpace("not Ready: " + c.Reason + " " + c.Message))
 		}
 		if np.Metadata.DeletionTimestamp != nil {
 			p.Unavailable = "being deleted"
+		}
+		if unreadable != "" {
+			p.Unavailable = "cannot read it: " + unreadable
 		}
 		index[p.Name] = len(st.Pools)
 		st.Pools = append(st.Pools, p)
 	}
 	shapeAt := make([]metav1.Time, len(st.Pools))
 	for i := range claims.Items {
-		var nc nodeClaim
-		if err := from(&claims.Items[i], &nc); err != nil {
-			return nil, err
-		}
-		k, ok := index[nc.Metadata.Labels[nodePoolLabel]]
+		u := &claims.Items[i]
+		k, ok := index[u.GetLabels()[nodePoolLabel]]
 		if !ok {
 			continue
 		}
 		p := &st.Pools[k]
+		var nc nodeClaim
+		if err := from(u, &nc); err != nil { // its pool adds nothing: what it holds is not known
+			why := "cannot read NodeClaim " + u.GetName() + ": " + unreadableParts(u, "status.capacity", "status.allocatable", "status.conditions", "metadata")
+			p.Unavailable = strings.TrimPrefix(p.Unavailable+"; "+why, "; ")
+			continue
+		}
 		if len(nc.Status.Capacity) > 0 && len(nc.Status.Allocatable) > 0 && (p.Shape == nil || !nc.Metadata.CreationTimestamp.Before(&shapeAt[k])) {
 			p.Shape, shapeAt[k] = &Shape{Capacity: nc.Status.Capacity, Allocatable: nc.Status.Allocatable, From: nc.Metadata.Name}, nc.Metadata.CreationTimestamp
 		}
@@ -184,6 +188,75 @@ func meta(conds []metav1.Condition, t string) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// readNodePool is NodePool u as read; one that cannot be read whole is read part by part (metadata, the template,
+// the limits, the status), each part that cannot be read left empty, and unreadable says which and why: the pool then
+// adds nothing, and the pass still runs (a template that cannot use it is kept off it by its taints and labels).
+func readNodePool(u *unstructured.Unstructured) (np nodePool, unreadable string) {
+	if from(u, &np) == nil {
+		return np, ""
+	}
+	np = nodePool{}
+	np.Metadata = part[metav1.ObjectMeta](u, "metadata")
+	np.Metadata.Name = u.GetName()
+	np.Spec.Template.Metadata.Labels = part[map[string]string](u, "spec", "template", "metadata", "labels")
+	np.Spec.Template.Spec.Requirements = part[[]corev1.NodeSelectorRequirement](u, "spec", "template", "spec", "requirements")
+	np.Spec.Template.Spec.Taints = part[[]corev1.Taint](u, "spec", "template", "spec", "taints")
+	np.Status.Conditions = part[[]metav1.Condition](u, "status", "conditions")
+	return np, unreadableParts(u, "spec.limits", "status.resources", "status.conditions", "spec.template.metadata.labels",
+		"spec.template.spec.requirements", "spec.template.spec.taints", "metadata")
+}
+
+// part is the field at path of u decoded as a T; its zero value when it is missing or cannot be read.
+func part[T any](u *unstructured.Unstructured, path ...string) T {
+	var w struct {
+		V T `json:"v"`
+	}
+	v, found, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
+	if !found || runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"v": v}, &w) != nil {
+		var zero T
+		return zero
+	}
+	return w.V
+}
+
+// unreadableParts says which of the fields (dotted paths) of u cannot be decoded into their Go types, and why.
+func unreadableParts(u *unstructured.Unstructured, fields ...string) string {
+	kinds := map[string]func(any) error{
+		"spec.limits":        decodes[corev1.ResourceList],
+		"status.resources":   decodes[corev1.ResourceList],
+		"status.capacity":    decodes[corev1.ResourceList],
+		"status.allocatable": decodes[corev1.ResourceList],
+		"status.conditions":  decodes[[]metav1.Condition],
+		"metadata":           decodes[metav1.ObjectMeta],
+
+		"spec.template.metadata.labels":   decodes[map[string]string],
+		"spec.template.spec.requirements": decodes[[]corev1.NodeSelectorRequirement],
+		"spec.template.spec.taints":       decodes[[]corev1.Taint],
+	}
+	var why []string
+	for _, f := range fields {
+		v, found, _ := unstructured.NestedFieldNoCopy(u.Object, strings.Split(f, ".")...)
+		if !found {
+			continue
+		}
+		if err := kinds[f](v); err != nil {
+			why = append(why, f+": "+err.Error())
+		}
+	}
+	if len(why) == 0 {
+		return "its fields do not decode"
+	}
+	return strings.Join(why, "; ")
+}
+
+// decodes says whether v (a field of an unstructured object) decodes as a T.
+func decodes[T any](v any) error {
+	var w struct {
+		V T `json:"v"`
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"v": v}, &w)
 }
 
 func from(u *unstructured.Unstructured, into any) error {
