@@ -314,6 +314,7 @@ func TestObserveWithoutEventsRBAC(t *testing.T) {
 // server while the run still goes on (it waits for the Job, which runs 10 minutes), not only when it ends; a run then
 // killed (SIGKILL, as activeDeadlineSeconds or an eviction would) keeps it.
 func TestObserveFillEventsAsTheyHappen(t *testing.T) {
+	t.Parallel()
 	e, _, cfg := newTaskScenario(t, "2", "8Gi", 3, config{cpu: "1500m", duration: "10m"}) // 1 fits
 	cmd, stderr := e.start(dsn, "tick", "--config", cfg, "--fill-for", "10m")
 	exited := make(chan struct{})
