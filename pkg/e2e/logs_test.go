@@ -55,6 +55,7 @@ func jsonLines(t *testing.T, stderr string) []map[string]any {
 // the test's own: the shared API server stays up for the other tests) is said once per lost watch, at warn, and
 // once when it is back; client-go's "Watch failed", at error about once a second per watch, is not written.
 func TestLogsOneFormat(t *testing.T) {
+	t.Parallel()
 	e, keys, cfg := newTaskScenario(t, "4", "8Gi", 6, config{cpu: "2", duration: "8s", extra: "gc:\n  succeededRetention: 0s\n"})
 	e.writeTemplate("e2e", jobTemplate{duration: "8s", podSpec: taskPodSpec(e.pool, "", "2", "") + deprecatedAffinity})
 	e.worker()

@@ -13,7 +13,7 @@
 // # How it keeps its promises
 //
 // What users rely on (the wait, the takeover, what losing it does, the RBAC and the API calls it costs) is
-// `jobsched help lease` (cmd/topics.go); a change of behaviour changes that text too. Here is how the code holds it:
+// `jobsched help lease` (cmd/help/lease.md); a change of behaviour changes it too. Here is how the code holds it:
 //
 //   - Acquire is the one optimistic write (a create, or an update conditional on the resourceVersion read); a
 //     *HeldError after Config.Wait. Guard.Take is what a tick calls: it waits at most MaxWait (one duration and a

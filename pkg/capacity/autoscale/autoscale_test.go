@@ -128,7 +128,9 @@ func nodePoolObj(name string, limits map[string]any, used map[string]any, ready 
 			"conditions": []any{map[string]any{"type": "Ready", "status": ready, "reason": "NodeClassNotReady", "message": "", "lastTransitionTime": "2026-12-01T00:00:00Z"}}},
 	}}
 	if limits != nil {
-		unstructured.SetNestedMap(u.Object, limits, "spec", "limits")
+		if err := unstructured.SetNestedMap(u.Object, limits, "spec", "limits"); err != nil {
+			panic(err) // spec is a map above
+		}
 	}
 	return u
 }
@@ -170,7 +172,7 @@ func TestRead(t *testing.T) {
 		nodeClaimObj("batch-b", "batch", "True", map[string]any{"cpu": "3800m"}, "2026-12-01T00:00:01Z"),
 		nodeClaimObj("batch-c", "batch", "Unknown", nil, "2026-12-01T00:00:03Z"),                                   // not launched: in no status.resources yet
 		deleting(nodeClaimObj("batch-d", "batch", "True", map[string]any{"cpu": "3900m"}, "2026-12-01T00:00:00Z")), // being deleted: Karpenter counts it no more
-		nodePoolObj("malformed", map[string]any{"cpu": "a lot"}, nil, "True"),                                           // fails no pass: it adds nothing
+		nodePoolObj("malformed", map[string]any{"cpu": "a lot"}, nil, "True"),                                      // fails no pass: it adds nothing
 		nodeClaimObj("malformed-a", "malformed", "False", map[string]any{"cpu": "many"}, "2026-12-01T00:00:02Z"),
 	)
 	st, err := Read(ctx, dyn, testkit.NewFake())
