@@ -55,6 +55,7 @@ func jsonLines(t *testing.T, stderr string) []map[string]any {
 // the test's own: the shared API server stays up for the other tests) is said once per lost watch, at warn, and
 // once when it is back; client-go's "Watch failed", at error about once a second per watch, is not written.
 func TestLogsOneFormat(t *testing.T) {
+	t.Parallel()
 	// Two Jobs fit at once and run 20 s: none ends during the outage, which begins after the fill's first pass (a Job
 	// that ends while the watches are away is seen by the Jobs' watch maybe before the pods' is back, and the pass
 	// then decides on pods that have not caught up: not what this test is about).

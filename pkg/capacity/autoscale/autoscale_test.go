@@ -128,7 +128,9 @@ func nodePoolObj(name string, limits map[string]any, used map[string]any, ready 
 			"conditions": []any{map[string]any{"type": "Ready", "status": ready, "reason": "NodeClassNotReady", "message": "", "lastTransitionTime": "2026-12-01T00:00:00Z"}}},
 	}}
 	if limits != nil {
-		unstructured.SetNestedMap(u.Object, limits, "spec", "limits")
+		if err := unstructured.SetNestedMap(u.Object, limits, "spec", "limits"); err != nil {
+			panic(err) // spec is a map above
+		}
 	}
 	return u
 }
