@@ -11,6 +11,7 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
 
@@ -80,6 +81,21 @@ type jobList struct {
 	Items      []*batchv1.Job `json:"items"`
 }
 
+// planKind is the kind of the document dry-run -o json|yaml prints.
+const planKind = "Plan"
+
+// planDocument is the document dry-run -o json|yaml prints: the plan's fields under an apiVersion (that of status's
+// documents) and a kind, so that a reader of a saved document can tell what it is and which version wrote it.
+type planDocument struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	*scheduler.Plan
+}
+
+func newPlanDocument(p *scheduler.Plan) *planDocument {
+	return &planDocument{APIVersion: report.StatusAPIVersion, Kind: planKind, Plan: p}
+}
+
 func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 	switch format {
 	case "jobs":
@@ -89,9 +105,9 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 		}
 		return printDoc(out, "yaml", list)
 	case "json", "yaml":
-		doc := *p
-		doc.Jobs = nil // written one at a time
-		return printDocWith(out, format, &doc, "jobs", p.Jobs)
+		plan := *p
+		plan.Jobs = nil // written one at a time
+		return printDocWith(out, format, newPlanDocument(&plan), "jobs", p.Jobs)
 	}
 	fmt.Fprintf(out, "Scheduler %s in namespace %s: %d unfinished, slots %d (%s)\n", p.Scheduler, p.Namespace, p.Unfinished, p.Slots,
 		printable(bound("bound by ", p.Limit, p.Blocked, p.Slots)))

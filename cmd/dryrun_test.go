@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
 
 	"github.com/jobsched/jobsched/pkg/report"
 	"github.com/jobsched/jobsched/pkg/scheduler"
@@ -22,6 +23,28 @@ type writes struct {
 func (w *writes) Write(p []byte) (int, error) {
 	w.largest = max(w.largest, len(p))
 	return w.Buffer.Write(p)
+}
+
+// TestDryRunDocumentVersioned: dry-run -o json|yaml prints a document of kind Plan under the apiVersion of status's
+// documents, not the bare plan.
+func TestDryRunDocumentVersioned(t *testing.T) {
+	for _, format := range []string{"json", "yaml"} {
+		code, out, stderr := runCmd(t, "dry-run", "--offline", "--rows", "testdata/rows.jsonl", "--config", "testdata/jobsched.yaml", "-o", format)
+		if code != 0 {
+			t.Fatalf("-o %s: exit %d: %s", format, code, stderr)
+		}
+		var doc struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Scheduler  string `json:"scheduler"`
+		}
+		if err := yaml.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("-o %s: %v\n%s", format, err, out)
+		}
+		if doc.APIVersion != report.StatusAPIVersion || doc.Kind != "Plan" || doc.Scheduler != "reports" {
+			t.Errorf("-o %s: apiVersion %q, kind %q, scheduler %q; want %s, Plan, reports", format, doc.APIVersion, doc.Kind, doc.Scheduler, report.StatusAPIVersion)
+		}
+	}
 }
 
 // TestPrintStreams: `dry-run -o json|yaml` and `status -o json|yaml` print the document printDoc would, byte for
@@ -50,8 +73,8 @@ func TestPrintStreams(t *testing.T) {
 		print func(w io.Writer, format string, doc any) error
 	}{
 		{"dry-run", func(js []scheduler.JobStatus) any {
-			return &scheduler.Plan{Scheduler: "reports", Namespace: "batch", Unfinished: len(js), Limit: "limits.maxActive: <all> & more", Creates: []scheduler.Create{}, Jobs: js}
-		}, func(w io.Writer, format string, doc any) error { return printPlan(w, format, doc.(*scheduler.Plan)) }},
+			return newPlanDocument(&scheduler.Plan{Scheduler: "reports", Namespace: "batch", Unfinished: len(js), Limit: "limits.maxActive: <all> & more", Creates: []scheduler.Create{}, Jobs: js})
+		}, func(w io.Writer, format string, doc any) error { return printPlan(w, format, doc.(*planDocument).Plan) }},
 		{"status", func(js []scheduler.JobStatus) any {
 			return &report.Status{APIVersion: "jobsched.io/v1", Kind: "Status", Scheduler: "reports", Namespace: "batch", Jobs: js, Next: "now"}
 		}, printReport},

@@ -224,6 +224,76 @@ func TestHelpTopics(t *testing.T) {
 	}
 }
 
+// TestHelpTopicFiles: every Markdown file in cmd/help is a topic that renders: `jobsched help NAME` prints the file's
+// text after its heading, exactly, and `jobsched --help` lists NAME with the heading. The files read are those on
+// disk, so a file the embed pattern missed fails here.
+func TestHelpTopicFiles(t *testing.T) {
+	entries, err := os.ReadDir("help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rootHelp, _ := runCmd(t, "--help")
+	var names []string
+	for _, e := range entries {
+		name, isMD := strings.CutSuffix(e.Name(), ".md")
+		if e.IsDir() || !isMD {
+			t.Errorf("cmd/help/%s: only topics (NAME.md) belong there", e.Name())
+			continue
+		}
+		names = append(names, name)
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("help", e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			heading, body, _ := strings.Cut(string(data), "\n\n")
+			code, out, stderr := runCmd(t, "help", name)
+			if want := body + "\n"; code != 0 || out != want || stderr != "" {
+				t.Errorf("help %s: exit %d, stderr %q, stdout (-want +got):\n%s", name, code, stderr, cmp.Diff(want, out))
+			}
+			listed := regexp.MustCompile(`(?m)^  jobsched ` + regexp.QuoteMeta(name) + ` +` + regexp.QuoteMeta(strings.TrimPrefix(heading, "# ")) + `$`)
+			if !listed.MatchString(rootHelp) {
+				t.Errorf("jobsched --help does not list %s with %q:\n%s", name, heading, rootHelp)
+			}
+		})
+	}
+	written, err := writtenTopics(helpFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var embedded []string
+	for _, tp := range written {
+		embedded = append(embedded, tp.name)
+	}
+	if !slices.Equal(embedded, names) || len(names) == 0 {
+		t.Errorf("embedded topics %v, want the files of cmd/help %v", embedded, names)
+	}
+}
+
+// TestParseTopic: a help file is "# SHORT", a blank line, then the text; anything else is refused.
+func TestParseTopic(t *testing.T) {
+	for _, tc := range []struct {
+		name, md string
+		want     topic
+		wantErr  bool
+	}{
+		{name: "heading and text", md: "# Short line\n\nFirst line.\n\n    indented\n", want: topic{"x", "Short line", "First line.\n\n    indented"}},
+		{name: "no final newline", md: "# S\n\ntext", want: topic{"x", "S", "text"}},
+		{name: "no heading", md: "Short\n\ntext\n", wantErr: true},
+		{name: "heading of two lines", md: "# S\nmore\n\ntext\n", wantErr: true},
+		{name: "empty heading", md: "# \n\ntext\n", wantErr: true},
+		{name: "no text", md: "# S\n\n\n", wantErr: true},
+		{name: "no blank line", md: "# S\ntext\n", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseTopic("x", tc.md)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("parseTopic(%q) = %+v, %v; want %+v, error %v", tc.md, got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
 // helpReference is a `jobsched help WORD` in the documentation.
 var helpReference = regexp.MustCompile("jobsched help ([a-z][a-z-]*)")
 

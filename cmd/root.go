@@ -261,7 +261,7 @@ func (g *globalOptions) logger() (zerolog.Logger, error) {
 	if err != nil || !slices.Contains(logLevels, g.logLevel) {
 		return zerolog.Logger{}, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", g.logLevel)
 	}
-	var w io.Writer = g.errOut
+	w := g.errOut
 	// zerolog quotes the fields of a console line, not its message, which may hold a row's text (a skip reason).
 	console := zerolog.ConsoleWriter{Out: g.errOut, TimeFormat: time.TimeOnly,
 		FormatMessage: func(i any) string { return printable(fmt.Sprint(i)) }}

@@ -74,7 +74,7 @@ func (o *statusOptions) run(ctx context.Context, out io.Writer, once func(contex
 		st, err := once(ctx)
 		if err != nil {
 			if n > 0 && ctx.Err() != nil {
-				return nil // interrupted while watching
+				return nil //nolint:nilerr // interrupted while watching: the documents so far are the output
 			}
 			return err
 		}

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The test run: vet, unit tests, then PostgreSQL and end-to-end tests against a real PostgreSQL, a real Prometheus
+# The test run: vet, golangci-lint, unit tests, then PostgreSQL and end-to-end tests against a real PostgreSQL, a real Prometheus
 # Pushgateway, a real Prometheus scraping it and a real local control plane that this script starts (and builds
 # once, cached outside the repo), with helm (built once, cached) and promtool for the chart and the alert rules.
 #
 #   scripts/test.sh              everything
 #   scripts/test.sh -run Whole   extra arguments go to `go test` (e.g. one scenario)
 #
-# Environment: KEEP=1 leaves the cluster, PostgreSQL, the Pushgateway and Prometheus running afterwards (faster reruns); otherwise
+# Environment: PARALLEL (default 8) is go test's -parallel: how many t.Parallel tests of a package run at once. The
+# end-to-end scenarios wait on the cluster (pods that run for seconds, watches), not on the CPU, so they run more at
+# once than the 2 cores GOMAXPROCS would allow; scripts/README.md, "The suite's critical path".
+# KEEP=1 leaves the cluster, PostgreSQL, the Pushgateway and Prometheus running afterwards (faster reruns); otherwise
 # whatever this script started it stops again, and whatever was already running it leaves alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +21,8 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' 
 [[ -z $unformatted ]] || { printf '[test] not gofmt-formatted:\n%s\n' "$unformatted" >&2; exit 1; }
 go vet ./...
 go vet -tags integration ./...
+log "golangci-lint (.golangci.yaml; built once and cached, like helm)"
+scripts/lint.sh
 
 log "the binary, built as the Dockerfile builds it"
 scripts/check-image-build.sh
@@ -54,4 +59,4 @@ export JOBSCHED_TEST_DSN JOBSCHED_TEST_PUSHGATEWAY JOBSCHED_TEST_PROMETHEUS JOBS
 	JOBSCHED_TEST_PROMTOOL JOBSCHED_TEST_HELM KUBECONFIG
 
 log "go test (unit, PostgreSQL and end-to-end)"
-go test -tags integration -count=1 -timeout 60m "$@" ./...
+go test -tags integration -count=1 -timeout 60m -parallel "${PARALLEL:-8}" "$@" ./...

@@ -35,7 +35,7 @@
 //     wraps the Room);
 //  3. when it reads beyond the base Role: a kustomize component under manifests/ named by Needs().Component that
 //     grants exactly Needs().Rules (TestModeNeeds holds them equal), and the chart value of the same name;
-//  4. the README's Capacity section and `jobsched help capacity` (cmd/topics.go).
+//  4. the README's Capacity section and `jobsched help capacity` (cmd/help/capacity.md).
 //
 // What it says of each template goes in its Report (status and dry-run show it as it is); a section of status for
 // the install as a whole is a field of Section, of report.Status and a line of the status table. Which
@@ -51,7 +51,7 @@
 //
 // # What the fit counts (limits.capacity: nodes)
 //
-// Users read this and the cost below in `jobsched help capacity` (cmd/topics.go); a change here changes that text.
+// Users read this and the cost below in `jobsched help capacity` (cmd/help/capacity.md); a change here changes it.
 //
 //   - The template as the pod the API server admits from it: LimitRange defaults (read with the Role's list on
 //     limitranges) and a RuntimeClass's overhead, nodeSelector and tolerations; extended resources (nvidia.com/gpu)

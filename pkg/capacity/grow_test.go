@@ -102,6 +102,12 @@ func TestAutoscaleRoom(t *testing.T) {
 		{"a launching NodeClaim whose node is up counts once, as the node", withAutoscale(nodes(node("n1", func(n *Node) { n.ProviderID = "kwok://batch-x" })),
 			autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "4"), rl("cpu", "4"), launchingShaped)),
 			Claim{Template: tpl}, 4, "cpu: 4 more fit on n1", "TTTTF"},
+		// Karpenter consolidates n1: its NodeClaim is being deleted and counts against the limits no more (so a new
+		// node of the shape fits within them), while the nodes' watch still shows n1 Ready without the disrupted
+		// taint. Its room is counted once, on the new node: 3, not 4 on n1 and 3 more.
+		{"a node whose NodeClaim is being deleted is no room", withAutoscale(nodes(node("n1", func(n *Node) { n.ProviderID = "kwok://batch-x" })),
+			autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "4"), rl("cpu", "0"), shaped, func(p *autoscale.Pool) { p.Disrupted = []string{"kwok://batch-x"} })),
+			Claim{Template: tpl}, 3, "no Ready, schedulable node matches the template; karpenter: 3 more on new nodes", "TTTF"},
 		{"at its limit of nodes", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("nodes", "2"), rl("nodes", "2"))),
 			Claim{Template: tpl}, 0, "NodePool batch at its limit of 2 node(s)", "F"},
 		{"a limit of nodes and the node shape", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("nodes", "3"), rl("nodes", "1"), shaped)),

@@ -3,8 +3,10 @@ package capacity
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -41,8 +43,11 @@ func (autoscaleMode) Observe(ctx context.Context, c Clients, namespace string, o
 	return snap, nil
 }
 
-// Room is the Placer's, with the autoscaler's room for the pods that fit on no node.
+// Room is the Placer's, with the autoscaler's room for the pods that fit on no node. A node whose NodeClaim is being
+// deleted is no room (it carries Karpenter's disrupted taint here, as it soon does on the cluster): its NodeClaim no
+// longer counts against the NodePool's limits, so its room is counted there, on the new nodes it lets in, once.
 func (autoscaleMode) Room(snap *Snapshot, claims []Claim) Room {
+	snap = withoutDisrupted(snap)
 	p := NewPlacer(snap, claims)
 	p.grow = newGrowth(snap, p)
 	return p
@@ -77,4 +82,37 @@ func (autoscaleMode) Needs() Needs {
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}, ResourceNames: []string{"cluster-autoscaler-status"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
 	}}
+}
+
+// disruptedTaint is the taint Karpenter puts on a node it is about to remove (karpenter.sh/disrupted).
+var disruptedTaint = corev1.Taint{Key: "karpenter.sh/disrupted", Effect: corev1.TaintEffectNoSchedule}
+
+// withoutDisrupted is snap with Karpenter's disrupted taint on the nodes of NodeClaims being deleted (a copy when
+// there are any): the nodes watch may show such a node without it for a moment.
+func withoutDisrupted(snap *Snapshot) *Snapshot {
+	if snap == nil || snap.Autoscale == nil {
+		return snap
+	}
+	gone := map[string]bool{}
+	for _, p := range snap.Autoscale.Pools {
+		for _, id := range p.Disrupted {
+			gone[id] = true
+		}
+	}
+	var nodes []Node
+	for i, n := range snap.Nodes {
+		if n.ProviderID == "" || !gone[n.ProviderID] || slices.ContainsFunc(n.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&disruptedTaint) }) {
+			continue
+		}
+		if nodes == nil {
+			nodes = slices.Clone(snap.Nodes)
+		}
+		nodes[i].Taints = append(slices.Clone(n.Taints), disruptedTaint)
+	}
+	if nodes == nil {
+		return snap
+	}
+	c := *snap
+	c.Nodes = nodes
+	return &c
 }

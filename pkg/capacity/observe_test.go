@@ -457,7 +457,7 @@ func BenchmarkObserve(b *testing.B) {
 	// 10 distinct pages cover every node once; they are fed numPods/numNodes times.
 	pages := make([][]corev1.Pod, numNodes/kube.PageSize)
 	for p := range pages {
-		for i := 0; i < kube.PageSize; i++ {
+		for i := range kube.PageSize {
 			pod := kubePod("ns", "p", base[p*kube.PageSize+i].Name, corev1.PodRunning, rl("cpu", "250m", "memory", "512Mi"))
 			if i%2 == 0 {
 				pod.Spec.Containers = append(pod.Spec.Containers, ctr(nil, rl("cpu", "100m", "memory", "64Mi"))) // a sidecar-ish second container

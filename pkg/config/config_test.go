@@ -127,7 +127,9 @@ func TestLoadErrors(t *testing.T) {
 			file := write(t, files)
 			if tc.name == "both dsn sources" {
 				// source: is not the last block of minimal; build it explicitly
-				os.WriteFile(file, []byte("name: r\nsource:\n  query: q\n  key: id\n  dsnEnv: X\n  dsnFile: /f\njob:\n  template: job.yaml\n"), 0o600)
+				if err := os.WriteFile(file, []byte("name: r\nsource:\n  query: q\n  key: id\n  dsnEnv: X\n  dsnFile: /f\njob:\n  template: job.yaml\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
 				tc.want = []string{"source.dsnFile: set only one of source.dsnEnv and source.dsnFile"}
 			}
 			_, err := Load(file, "")

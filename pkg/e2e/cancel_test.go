@@ -78,6 +78,7 @@ func (e *env) runningPod(name string) bool {
 // before it happens, dry-run plans exactly the writes the tick makes, the task gets no new attempt while its key is
 // returned although its row is still selected and a slot is free, and jobsched never writes the row.
 func TestCancelFromTheRow(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "4", "8Gi")
 	keys := e.insert("task", 3)
 	c := config{duration: "10m", extra: "limits: {maxActive: 2}\n"}
@@ -166,6 +167,7 @@ func TestCancelFromTheRow(t *testing.T) {
 // loop's poll for cancels (5s) and a pass: a refill of the same invocation cancels it, and the slot goes to the next
 // row.
 func TestCancelUnderFillFor(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "2", "8Gi")
 	keys := e.insert("task", 2)
 	c := config{cpu: "1500m", duration: "10m"} // one task pod fits
@@ -199,6 +201,7 @@ func TestCancelUnderFillFor(t *testing.T) {
 // ends), its duration and what it selected and cancelled. The cancel read asks only about the 3 unfinished Jobs' keys,
 // so the rows read are the same, and at most 100, with the 10,000 cancelled rows as without them.
 func TestCancelCostsWhatItAsks(t *testing.T) {
+	t.Parallel()
 	const cancelledRows = 10000
 	e := newNodeEnv(t, "4", "8Gi")
 	e.insert("task", 3)

@@ -139,6 +139,7 @@ func (e *env) poolSelector() string {
 // template without requests plus a 500m restartable sidecar: 1.5 CPU per pod, so 2 fit (the template as written
 // counts 500m, and 8 were created, 6 of them Unschedulable).
 func TestCapacityLimitRangeDefault(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "4", "8Gi")
 	_, err := e.kube.CoreV1().LimitRanges(e.ns).Create(e.ctx, &corev1.LimitRange{
 		ObjectMeta: metav1.ObjectMeta{Name: "defaults"},
@@ -156,6 +157,7 @@ func TestCapacityLimitRangeDefault(t *testing.T) {
 // TestCapacityRuntimeClassOverhead: a RuntimeClass with 500m of overhead and a 1-CPU template: 1.5 CPU per pod on a
 // 4-CPU node, so 2 fit (4 without the overhead).
 func TestCapacityRuntimeClassOverhead(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "4", "8Gi")
 	rc := "e2e-" + e.pool
 	_, err := e.kube.NodeV1().RuntimeClasses().Create(e.ctx, &nodev1.RuntimeClass{
@@ -174,6 +176,7 @@ func TestCapacityRuntimeClassOverhead(t *testing.T) {
 // TestCapacitySidecar: a 1-CPU container with a 1-CPU restartable sidecar, and an init container of 2.5 CPU that
 // starts after the sidecar (3.5 CPU while it runs): 3.5 CPU per pod on a 7.5-CPU node, so 2 fit.
 func TestCapacitySidecar(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "7500m", "8Gi")
 	e.insert("sc", 10)
 	cfg := e.capacityConfig("sc", e.poolSelector()+"initContainers:\n"+container("proxy", "1", true)+container("setup", "2500m", false)+workerOneCPU)
@@ -333,6 +336,7 @@ func (e *env) capacityConfigTemplate(name, podSpec string) {
 // TestCapacityWithoutLimitRangeRBAC: without list on limitranges and get on runtimeclasses, the pass says so once
 // and still creates, counting the template as written.
 func TestCapacityWithoutLimitRangeRBAC(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "8", "16Gi")
 	e.insert("task", 2)
 	cfg := e.writeConfig(config{extra: "limits:\n  capacity: nodes\n"})

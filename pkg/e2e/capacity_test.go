@@ -18,6 +18,7 @@ import (
 // and 2048Mi, 20 rows, maxActive 10, pods that run a while, a worker, ticks every second. At no observation is a pod
 // of jobsched Unschedulable, all rows drain with one Job each, and 2 pods run most of the time.
 func TestSeedScenario(t *testing.T) {
+	t.Parallel()
 	e, keys, cfg := newTaskScenario(t, "6", "16Gi", 20, config{cpu: "2500m", duration: "5s", extra: "limits:\n  maxActive: 10\n  capacity: nodes\n"})
 	l := e.ledger()
 	e.worker()
@@ -116,6 +117,7 @@ func TestCapacityFitsByHand(t *testing.T) {
 
 // TestCapacityQuota: a ResourceQuota tighter than the nodes: creation stops at the quota, with no rejected create.
 func TestCapacityQuota(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "8", "16Gi")
 	q, err := e.kube.CoreV1().ResourceQuotas(e.ns).Create(e.ctx, &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Name: "compute"},
@@ -148,6 +150,7 @@ func TestCapacityQuota(t *testing.T) {
 // TestCapacityWithoutClusterRole: with only the namespaced Role (no ClusterRole to list nodes), capacity nodes falls
 // back to quota for the pass, says so, and still creates.
 func TestCapacityWithoutClusterRole(t *testing.T) {
+	t.Parallel()
 	e, _, cfg := newTaskScenario(t, "8", "16Gi", 2, config{extra: "limits:\n  capacity: nodes\n"})
 	e.kcfg = e.asServiceAccount("jobsched", []rbacv1.PolicyRule{
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"list", "create", "delete", "get"}},

@@ -55,6 +55,7 @@ func TestDeletesNeverWaitOnTheDatabase(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newNodeEnv(t, "8", "16Gi")
 			cfg := e.writeConfig(config{duration: "1s", extra: "limits:\n  capacity: quota\n"})
 			e.finished(cfg, 2)
@@ -105,6 +106,7 @@ func TestDeletesNeverWaitOnTheDatabase(t *testing.T) {
 // TestBadRowsAheadOfAGoodOne: 50 rows that cannot make a Job (a value over 128 KiB) ahead of one good row,
 // maxPerTick 1: the good row gets its Job in one pass, on the real database.
 func TestBadRowsAheadOfAGoodOne(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "8", "16Gi")
 	e.exec(`INSERT INTO ` + e.table + ` (id, url) SELECT 'bad-' || lpad(i::text, 2, '0'), repeat('x', 140000) FROM generate_series(1, 50) i`)
 	e.exec(`INSERT INTO ` + e.table + ` (id, url) VALUES ('good', 'https://example.com/good')`)

@@ -48,6 +48,7 @@ func checkRefills(t *testing.T, passes []summary) {
 // every row gets exactly one Job, no pod is ever Unschedulable, and the invocation ends by itself once the backlog
 // is empty, long before its --fill-for.
 func TestFillDrains(t *testing.T) {
+	t.Parallel()
 	e, keys, cfg := newTaskScenario(t, "3", "8Gi", 6, config{cpu: "1200m", duration: "2s", extra: "gc:\n  succeededRetention: 0s\n"})
 	l := e.ledger()
 	unsched := e.unschedulableEver()
@@ -87,6 +88,7 @@ func TestFillDrains(t *testing.T) {
 // line of a pass is the pass done line of the pass before the wait, and no pass starts after the signal. The task
 // runs 10 minutes so that the wait cannot end any other way within the test.
 func TestFillSIGTERM(t *testing.T) {
+	t.Parallel()
 	e, _, cfg := newTaskScenario(t, "2", "8Gi", 3, config{cpu: "1500m", duration: "10m"}) // 1 fits
 	cmd, stderr := e.start(dsn, "tick", "--config", cfg, "--fill-for", "10m")
 	e.eventually("the wait for a Job to finish", time.Minute, func() bool {
@@ -114,6 +116,7 @@ func TestFillSIGTERM(t *testing.T) {
 // TestFillBlocked: a pass blocked by an Unschedulable pod ends the invocation after that one pass, --fill-for or
 // not: nothing can start until the pod does.
 func TestFillBlocked(t *testing.T) {
+	t.Parallel()
 	// capacity off: the first tick creates 3 Jobs where 1 fits, and 2 pods go Unschedulable.
 	e, _, cfg := newTaskScenario(t, "2", "8Gi", 6, config{cpu: "1500m", duration: "10m", extra: "limits:\n  capacity: \"off\"\n  maxPerTick: 3\n"})
 	if s := e.tick(cfg).summary(t); s.Created != 3 {
@@ -154,6 +157,7 @@ func TestFillBacklogEnds(t *testing.T) {
 		{name: "fewer rows than room", rows: 1, created: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newNodeEnv(t, "8", "16Gi")
 			e.insert("task", tc.rows)
 			cfg := e.writeConfig(config{duration: "3s"})
@@ -178,6 +182,7 @@ func TestFillBacklogEnds(t *testing.T) {
 // the bound per overlapping pass: never more than 2 × maxActive unfinished Jobs at once (asserted here), not
 // maxActive itself.
 func TestFillRacing(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "8", "16Gi")
 	keys := e.insert("task", 8)
 	const maxActive = 2
@@ -231,6 +236,7 @@ func TestFillRacing(t *testing.T) {
 // reports: the backlog count and the metrics push, 10 s each, and the Events, 5 s), and a run that ends past the next
 // one's time holds that one back by less than startingDeadlineSeconds (Forbid then starts it late, never skips it).
 func TestCronJobCoversTheSchedule(t *testing.T) {
+	t.Parallel()
 	cj := shippedCronJob(t)
 	fill, timeout := cronFlag(t, cj, "--fill-for"), cronFlag(t, cj, "--timeout")
 	period := cronPeriod(t, cj)

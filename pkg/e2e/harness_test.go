@@ -159,8 +159,8 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 	return e
 }
 
-// newTaskScenario is how most scenarios begin, run in parallel with the others: newEnv, one node n0 of cpu and memory
-// (110 pods), rows waiting rows task-0 … task-(rows-1) (their keys), and the config c written (its path).
+// newTaskScenario is how most scenarios begin: newEnv, one node n0 of cpu and memory (110 pods), rows waiting rows
+// task-0 … task-(rows-1) (their keys), and the config c written (its path).
 func newTaskScenario(t *testing.T, cpu, memory string, rows int, c config) (e *env, keys []string, cfg string) {
 	t.Helper()
 	e = newNodeEnv(t, cpu, memory)
@@ -168,10 +168,10 @@ func newTaskScenario(t *testing.T, cpu, memory string, rows int, c config) (e *e
 	return e, keys, e.writeConfig(c)
 }
 
-// newNodeEnv is a scenario that runs in parallel with the others, with one node n0 of cpu and memory (110 pods).
+// newNodeEnv is a scenario with one node n0 of cpu and memory (110 pods) in a pool of its own. A test that uses it
+// runs in parallel with the others (t.Parallel, at the top of the test where a reader sees it).
 func newNodeEnv(t *testing.T, cpu, memory string) *env {
 	t.Helper()
-	t.Parallel()
 	e := newEnv(t)
 	e.addNode("n0", cpu, memory, 110, nil)
 	return e

@@ -54,6 +54,7 @@ func (e *env) racingTicks(n int, args ...string) []result {
 // passes which observed at once would each pick other rows, and their creates would add up): exactly 5 unfinished
 // Jobs, created by one pass; the others observed after its creates and found no room.
 func TestLeaseRacingTicks(t *testing.T) {
+	t.Parallel()
 	e, _, cfg := newTaskScenario(t, "32", "64Gi", 30, config{duration: "10m", order: "random()", extra: "limits:\n  maxActive: 5\n  capacity: quota\n"})
 	created := e.racingHeldTicks(t, 5, cfg)
 	if n, all := e.unfinished(), len(e.jobs()); n != 5 || all != 5 || created != 5 {
@@ -84,6 +85,7 @@ func (e *env) racingHeldTicks(t *testing.T, n int, cfg string) (created int) {
 // its finished Jobs, creates nothing and says why; gc, status and dry-run take no Lease and leave it as it was, and
 // status says who holds it.
 func TestLeaseHeldByAnother(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "8", "16Gi")
 	cfg := e.writeConfig(config{duration: "1s", extra: "limits:\n  capacity: quota\n"})
 	e.finished(cfg, 2)
@@ -143,6 +145,7 @@ func (e *env) startKillable(kcfg string, args ...string) (*exec.Cmd, *lockedBuff
 // TestLeaseKilledHolder: a pass SIGKILLed while it holds the Lease (at its first create) delays the next pass by at
 // most one Lease duration, as the API server's Lease record shows: the next pass takes it over, and creates.
 func TestLeaseKilledHolder(t *testing.T) {
+	t.Parallel()
 	e, _, cfg := newTaskScenario(t, "32", "64Gi", 20, config{duration: "10m", extra: "limits:\n  maxActive: 20\n  maxPerTick: 20\n  capacity: quota\n"})
 	// Creates at 2 a second, no burst: the SIGKILL at the first create lands while most of the 20 are still to come
 	// (with the default burst of 100 the killed pass's 16 workers could send all 20 before the signal, at load 5).
@@ -257,6 +260,7 @@ func (p *proxy) restore() {
 // (its connections cut, as when the server is killed): the pass cannot renew and stops creating at once; once the
 // server is reachable again it creates nothing more, and the next pass takes the Lease over after its duration.
 func TestLeaseUnreachableAPIServer(t *testing.T) {
+	t.Parallel()
 	e, _, cfg := newTaskScenario(t, "32", "64Gi", 40, config{duration: "10m", extra: "limits:\n  maxActive: 40\n  maxPerTick: 40\n  capacity: quota\n"})
 
 	kc, err := clientcmd.LoadFromFile(e.kcfg)
@@ -313,6 +317,7 @@ func TestLeaseUnreachableAPIServer(t *testing.T) {
 // TestRBACWithoutLease: with the shipped Role less its Lease verbs, a tick says once that caps are not guaranteed
 // under racing passes, and runs as before: it creates its Jobs and exits 0.
 func TestRBACWithoutLease(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "8", "16Gi")
 	shipped, _ := shippedRules(t)
 	keys := e.insert("task", 3)

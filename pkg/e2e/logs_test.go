@@ -55,8 +55,12 @@ func jsonLines(t *testing.T, stderr string) []map[string]any {
 // the test's own: the shared API server stays up for the other tests) is said once per lost watch, at warn, and
 // once when it is back; client-go's "Watch failed", at error about once a second per watch, is not written.
 func TestLogsOneFormat(t *testing.T) {
-	e, keys, cfg := newTaskScenario(t, "4", "8Gi", 6, config{cpu: "2", duration: "8s", extra: "gc:\n  succeededRetention: 0s\n"})
-	e.writeTemplate("e2e", jobTemplate{duration: "8s", podSpec: taskPodSpec(e.pool, "", "2", "") + deprecatedAffinity})
+	t.Parallel()
+	// Two Jobs fit at once and run 20 s: none ends during the outage, which begins after the fill's first pass (a Job
+	// that ends while the watches are away is seen by the Jobs' watch maybe before the pods' is back, and the pass
+	// then decides on pods that have not caught up: not what this test is about).
+	e, keys, cfg := newTaskScenario(t, "4", "8Gi", 6, config{cpu: "2", duration: "20s", extra: "gc:\n  succeededRetention: 0s\n"})
+	e.writeTemplate("e2e", jobTemplate{duration: "20s", podSpec: taskPodSpec(e.pool, "", "2", "") + deprecatedAffinity})
 	e.worker()
 	warned := func(lines []map[string]any) int {
 		n := 0
@@ -80,13 +84,13 @@ func TestLogsOneFormat(t *testing.T) {
 	t.Run("fill with an outage", func(t *testing.T) {
 		e.exec("UPDATE " + e.table + " SET status = 'waiting' WHERE status = 'held'")
 		p := newCutProxy(t, e.kcfg)
-		cmd, stderr := e.startWith(p.kubeconfig, e.dsn, nil, "tick", "--config", cfg, "--fill-for", "100s")
-		// Two Jobs fit at once and run 8 s: after its first pass the fill waits on its watches.
+		cmd, stderr := e.startWith(p.kubeconfig, e.dsn, nil, "tick", "--config", cfg, "--fill-for", "150s")
+		// After its first pass the fill waits on its watches.
 		e.eventually("the fill's first pass", 30*time.Second, func() bool { return strings.Contains(stderr.String(), `"pass done"`) })
 		p.cut()
 		_ = testkit.Pause(e.ctx, 10*time.Second) // the outage's length: the scenario's schedule
 		p.restore()
-		r := e.exited(cmd, stderr, 90*time.Second, "once the backlog is empty")
+		r := e.exited(cmd, stderr, 140*time.Second, "once the backlog is empty")
 		if r.code != 0 {
 			t.Fatalf("exit %d:\n%s", r.code, r.stderr)
 		}

@@ -14,6 +14,7 @@ import (
 // TestWholeLoop: 20 waiting rows, maxActive 5, a worker that marks a row done when its pod runs; repeated ticks drain
 // the backlog, every row has exactly one Job ever, with its columns as env, and every finished Job is cleaned up.
 func TestWholeLoop(t *testing.T) {
+	t.Parallel()
 	e, keys, cfg := newTaskScenario(t, "8", "16Gi", 20, config{extra: "limits:\n  maxActive: 5\n"})
 	l := e.ledger()
 	e.worker()

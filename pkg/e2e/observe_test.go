@@ -106,6 +106,7 @@ func (e *env) pushed(scheduler string) map[string]float64 {
 // pod, on no object; each pass pushes its metrics to the Pushgateway of metrics.pushgateway, and a failed pass
 // leaves the last success time as it was.
 func TestObserveTick(t *testing.T) {
+	t.Parallel()
 	needPushgateway(t)
 	e := newNodeEnv(t, "8", "16Gi")
 	e.insert("task", 3)
@@ -247,6 +248,7 @@ func TestObserveTick(t *testing.T) {
 // TestObserveGC: gc reports a Deleted Event on each Job it deletes and pushes to --pushgateway, in its own group
 // (job jobsched-gc).
 func TestObserveGC(t *testing.T) {
+	t.Parallel()
 	needPushgateway(t)
 	e := newNodeEnv(t, "8", "16Gi")
 	e.insert("task", 1)
@@ -312,6 +314,7 @@ func TestObserveWithoutEventsRBAC(t *testing.T) {
 // server while the run still goes on (it waits for the Job, which runs 10 minutes), not only when it ends; a run then
 // killed (SIGKILL, as activeDeadlineSeconds or an eviction would) keeps it.
 func TestObserveFillEventsAsTheyHappen(t *testing.T) {
+	t.Parallel()
 	e, _, cfg := newTaskScenario(t, "2", "8Gi", 3, config{cpu: "1500m", duration: "10m"}) // 1 fits
 	cmd, stderr := e.start(dsn, "tick", "--config", cfg, "--fill-for", "10m")
 	exited := make(chan struct{})

@@ -17,6 +17,7 @@ import (
 // TestFullClusterBlocks: one node that fits 2 task pods and capacity off: the third pod is Unschedulable (the real
 // scheduler says so), the next tick creates nothing and says why, and once pods finish the passes resume.
 func TestFullClusterBlocks(t *testing.T) {
+	t.Parallel()
 	e, keys, cfg := newTaskScenario(t, "6", "16Gi", 4, config{cpu: "2500m", duration: "6s", extra: "limits:\n  maxActive: 10\n  maxPerTick: 3\n  capacity: off\n"})
 	l := e.ledger()
 	e.worker()
@@ -54,6 +55,7 @@ func TestFullClusterBlocks(t *testing.T) {
 // TestGC: succeeded Jobs and their pods are gone (the real garbage collector), by tick and by gc; gc needs no
 // database. (Failed Jobs are kept while their task is retried: see retry_test.go.)
 func TestGC(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "8", "16Gi")
 	e.insert("ok", 2)
 	ok := e.writeConfig(config{name: "ok", where: "id LIKE 'ok-%'", duration: "1s"})
@@ -159,6 +161,7 @@ func (e *env) snapshot() map[string]string {
 // TestReadOnlyCommands: dry-run and status change nothing on the server or in the database; dry-run --server
 // rejects a template the API server would reject, with the server's message.
 func TestReadOnlyCommands(t *testing.T) {
+	t.Parallel()
 	e, _, cfg := newTaskScenario(t, "8", "16Gi", 6, config{duration: "10m", extra: "limits:\n  maxPerTick: 2\ngc:\n  succeededRetention: 0s\n"})
 	e.tick(cfg)
 	l := e.ledger()
@@ -216,6 +219,7 @@ func TestReadOnlyCommands(t *testing.T) {
 // TestWorkerNeverUpdatesRow: the Job succeeds but the row stays waiting: warned with its key, no second Job while the
 // first is kept.
 func TestWorkerNeverUpdatesRow(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "8", "16Gi")
 	e.insert("lazy", 1)
 	cfg := e.writeConfig(config{duration: "1s", extra: "gc:\n  succeededRetention: 1h\n"})
@@ -239,6 +243,7 @@ func TestWorkerNeverUpdatesRow(t *testing.T) {
 // TestWritingQueryTouchesNothing: a query that tries to write fails in the READ ONLY transaction with the database's
 // message, exit 2, and nothing is created or changed.
 func TestWritingQueryTouchesNothing(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "8", "16Gi")
 	e.insert("task", 3)
 	before := e.statuses()

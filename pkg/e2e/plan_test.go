@@ -49,6 +49,7 @@ type queuePlan struct {
 // fit (a ResourceQuota), retries superseding failed attempts, succeeded Jobs past their retention, and skips (a row
 // too large for a Job, and rows still selected after their Job succeeded).
 func TestDryRunIsWhatTickDoes(t *testing.T) {
+	t.Parallel()
 	e := newQueuesEnv(t, "8", "16Gi")
 	e.insertQueue("plain", "p", "", 4)
 	e.exec(`INSERT INTO ` + e.table + ` (id, url, queue) VALUES ('p-big', repeat('x', 200000), 'plain')`) // over 128 KiB

@@ -240,6 +240,7 @@ func checkOneJobEach(t *testing.T, keys []string, created map[string]int) {
 // pod, then 500m pods into the rest); no pod is ever Unschedulable; both queues drain, one Job per row, every Job
 // labelled with its queue.
 func TestQueuesMixedFit(t *testing.T) {
+	t.Parallel()
 	e := newQueuesEnv(t, "4", "8Gi")
 	keys := append(e.insertQueue("big", "big", "", 4), e.insertQueue("small", "small", "", 8)...)
 	cfg := e.writeQueues(queuesConfig{limits: "{maxActive: 20, maxPerTick: 20, capacity: nodes}", queues: []queueSpec{
@@ -278,6 +279,7 @@ func TestQueuesMixedFit(t *testing.T) {
 // TestQueuesPriority: queue a (priority 10) and queue b (priority 0), 6 rows each, the install's maxActive 2: b gets
 // no slot while a has a row without a Job; both drain.
 func TestQueuesPriority(t *testing.T) {
+	t.Parallel()
 	e := newQueuesEnv(t, "8", "16Gi")
 	// b's rows first in the table: the order between queues is their priority, not the rows' order.
 	keys := append(e.insertQueue("b", "b", "", 6), e.insertQueue("a", "a", "", 6)...)
@@ -307,6 +309,7 @@ func TestQueuesPriority(t *testing.T) {
 // TestQueuesWeights: queues x (weight 3) and y (weight 1) of equal priority, both with more rows than the passes
 // take, Jobs that outlive the test, 4 slots a pass: after each pass x holds 3/4 of the Jobs created so far, ±1.
 func TestQueuesWeights(t *testing.T) {
+	t.Parallel()
 	e := newQueuesEnv(t, "32", "64Gi")
 	keys := append(e.insertQueue("x", "x", "", 40), e.insertQueue("y", "y", "", 40)...)
 	cfg := e.writeQueues(queuesConfig{limits: "{maxActive: 100, maxPerTick: 4, capacity: nodes}", queues: []queueSpec{
@@ -345,6 +348,7 @@ func TestQueuesWeights(t *testing.T) {
 // five ticks racing at once (the install's Lease serialises them) leave exactly 5 unfinished Jobs, never more at
 // once, and a further tick creates nothing.
 func TestQueuesInstallMaxActive(t *testing.T) {
+	t.Parallel()
 	e := newQueuesEnv(t, "32", "64Gi")
 	for _, q := range []string{"q1", "q2", "q3"} {
 		e.insertQueue(q, q, "", 10)
@@ -377,6 +381,7 @@ func TestQueuesInstallMaxActive(t *testing.T) {
 // in the query's order, then tenants a and b with 5 each: a and b get Jobs in the first pass, no tenant ever has
 // more than 2 unfinished Jobs, each Job carries its tenant (annotation and label), and a and b drain.
 func TestQueuesTenants(t *testing.T) {
+	t.Parallel()
 	e := newQueuesEnv(t, "32", "64Gi")
 	e.insertQueue("work", "big", "big", 100)
 	small := append(e.insertQueue("work", "a", "a", 5), e.insertQueue("work", "b", "b", 5)...)
@@ -421,6 +426,7 @@ func TestQueuesTenants(t *testing.T) {
 // heartbeat, the API server's own lease) only adds. With JOBSCHED_QUEUES_CALLS set to a file (relative to the
 // repository), the table is written there.
 func TestQueuesCallsPerPass(t *testing.T) {
+	t.Parallel() // its own control plane counts the calls: no other test reaches it
 	reused := os.Getenv("JOBSCHED_QUEUES_CLUSTER_DIR")
 	kcfg, dir := ownCluster(t, reused, "cluster-queues-test-", map[string]string{"NODES": "0"})
 	e := newEnvOn(t, kcfg)
@@ -553,6 +559,7 @@ func machine() string {
 // backlog, summing to the install's), the table a line per queue, each Created Event names the Job's queue, and the
 // push of the next tick has each queue's series (label queue) beside the install's.
 func TestQueuesReports(t *testing.T) {
+	t.Parallel()
 	needPushgateway(t)
 	e := newQueuesEnv(t, "8", "16Gi")
 	e.insertQueue("daily", "daily", "", 4)

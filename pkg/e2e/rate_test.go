@@ -178,6 +178,7 @@ func (k *killAtCreate) Write(p []byte) (int, error) {
 // (scripts/bench-rate.sh: the 30 per 1m over 5m), and JOBSCHED_TEST_RATE_RESULTS names a file it writes its
 // row of figures to.
 func TestRateFill(t *testing.T) {
+	t.Parallel()
 	r := rateRun{creates: 10, per: 20 * time.Second, total: 2 * time.Minute, racing: 3, rows: 100}
 	if v := os.Getenv("JOBSCHED_TEST_RATE"); v != "" {
 		f := strings.Split(v, ",")

@@ -200,6 +200,7 @@ func expectedNames(prefix string, keys []string) []string {
 // rendered by kustomize) runs every command, creates the Jobs, deletes them when finished, and uses capacity nodes
 // without falling back to quota.
 func TestRBACShippedRole(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "8", "16Gi")
 	rules, clusterRules := shippedRules(t)
 	keys := e.insert("task", 3)

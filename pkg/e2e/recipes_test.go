@@ -81,6 +81,7 @@ func (e *env) rowsDone(keys ...string) {
 
 // TestRecipeDelayed: a row whose run_at is still to come gets no Job; once its time has come, the next tick creates it.
 func TestRecipeDelayed(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "8", "16Gi")
 	_, query := e.recipe("delayed")
 	e.insert("task", 2)
@@ -94,6 +95,7 @@ func TestRecipeDelayed(t *testing.T) {
 
 // TestRecipeDependencies: task-1 needs task-0, task-2 needs both: each gets its Job only once what it needs is done.
 func TestRecipeDependencies(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "8", "16Gi")
 	_, query := e.recipe("dependencies")
 	e.insert("task", 3)
@@ -111,6 +113,7 @@ func TestRecipeDependencies(t *testing.T) {
 // TestRecipeUnique: while a row for a url waits, the producer's insert of another row for that url is refused
 // without an error, so one Job runs; once the row is done, a new row for that url is a new task.
 func TestRecipeUnique(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "8", "16Gi")
 	_, insert := e.recipe("unique")
 	for _, id := range []string{"task-0", "task-1"} {
@@ -132,6 +135,7 @@ func TestRecipeUnique(t *testing.T) {
 // TestRecipeResult: the worker writes its result back with the key jobsched gave it (TASK_ID), once: a second write
 // (a late attempt) changes nothing, and the row, done, gets no further Job.
 func TestRecipeResult(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "8", "16Gi")
 	_, update := e.recipe("result")
 	e.insert("task", 1)

@@ -54,6 +54,7 @@ func (l *ledger) attempts(key string) []string {
 // TestPoisonTask: a task that always fails gets exactly retry.maxAttempts Jobs, each after its backoff, then is dead
 // in status; `retry` revives it at attempt 1.
 func TestPoisonTask(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "8", "16Gi")
 	e.insert("poison", 1)
 	cfg := e.writeConfig(config{fail: true, duration: "1s", extra: "retry:\n  maxAttempts: 3\n  backoff: 4s\n"})
@@ -103,6 +104,7 @@ func TestPoisonTask(t *testing.T) {
 // TestFailOnceThenSucceed: a task whose first attempt fails and whose second succeeds ends done, with 2 Jobs, and
 // its Jobs are cleaned up.
 func TestFailOnceThenSucceed(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "8", "16Gi")
 	e.insert("flaky", 1)
 	cfg := e.writeConfig(config{failFirst: true, duration: "1s", extra: "retry:\n  maxAttempts: 3\n  backoff: 2s\n"})
@@ -120,6 +122,7 @@ func TestFailOnceThenSucceed(t *testing.T) {
 
 // TestDeadRowClosed: a dead task whose row the worker closes loses its record on the next pass.
 func TestDeadRowClosed(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "8", "16Gi")
 	e.insert("bad", 1)
 	cfg := e.writeConfig(config{fail: true, duration: "1s", extra: "retry:\n  maxAttempts: 1\n"})

@@ -208,7 +208,7 @@ func addClusterNode(t *testing.T, kube kubernetes.Interface, name string) {
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		n, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // read again until the minute is up
 		}
 		for _, taint := range n.Spec.Taints {
 			if taint.Key == corev1.TaintNodeNotReady || taint.Key == corev1.TaintNodeUnreachable {
@@ -472,6 +472,7 @@ func sampleKeys(t *testing.T) []string {
 // TestWalkthroughTry runs the README's one-minute try as written, in a clone, with no DSN and no reachable cluster:
 // it prints the Jobs of the example's sample rows.
 func TestWalkthroughTry(t *testing.T) {
+	t.Parallel() // offline: no cluster, no database
 	dir := cloneWithManifests(t)
 	block := readmeBlock(t, "README.md", "try")
 	out := shell(t, dir, block, "DATABASE_URL=", "KUBECONFIG="+filepath.Join(dir, "no-such-kubeconfig"))

@@ -118,7 +118,7 @@ type Options struct {
 // eventRecorder records one Event: client-go's events.EventRecorder, which the Writer implements for the
 // references jobsched reports on (and TestLibrary puts in its place).
 type eventRecorder interface {
-	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...interface{})
+	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...any)
 }
 
 // Recorder is scheduler.Events on the API server: which Events a pass reports, made by its Writer.
@@ -292,7 +292,7 @@ func NewWriter(ctx context.Context, client kube.EventsV1, size int) *Writer {
 
 // Eventf queues an Event, as client-go's events.EventRecorder records one. regarding and related (nil: none) are
 // object references, the only objects jobsched reports on.
-func (w *Writer) Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
+func (w *Writer) Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...any) {
 	ref, ok := regarding.(*corev1.ObjectReference)
 	if !ok || !util.ValidateEventType(eventtype) {
 		w.log.Error().Str("type", eventtype).Msgf("not an Event jobsched writes (regarding a %T): dropped", regarding)

@@ -217,7 +217,7 @@ func TestRateLimit(t *testing.T) {
 	r := New(ctx, client, Options{Namespace: ns, QPS: 0.001, Burst: 2})
 	for i := range 5 {
 		j := createdJob()
-		j.Name = j.Name + string(rune('a'+i))
+		j.Name += string(rune('a' + i))
 		r.JobCreated(j, scheduler.Create{Key: "k", Attempt: 1}, "room")
 	}
 	r.PassBlocked("limits.maxActive: 1 of 1 unfinished", true)

@@ -54,7 +54,7 @@ func sides(t *testing.T, prepare func(*testkit.Fake)) []*side {
 	ours.close = func() { ours.rec.Close(time.Minute) }
 
 	b := clientevents.NewBroadcaster(&clientevents.EventSinkImpl{Interface: lib.client.Clientset.EventsV1()})
-	logger := funcr.New(func(prefix, args string) { lib.logs.Write([]byte(prefix + " " + args + "\n")) }, funcr.Options{Verbosity: 9})
+	logger := funcr.New(func(prefix, args string) { _, _ = lib.logs.Write([]byte(prefix + " " + args + "\n")) }, funcr.Options{Verbosity: 9})
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
 		t.Fatal(err)

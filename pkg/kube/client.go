@@ -61,11 +61,11 @@ func restConfig(o Options) (*rest.Config, string, error) {
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context})
 
 	var cfg *rest.Config
-	var err error
 	if o.Kubeconfig == "" && o.Context == "" {
-		cfg, err = rest.InClusterConfig()
+		cfg, _ = rest.InClusterConfig() // not in a pod (no service account files): the kubeconfig below
 	}
 	if cfg == nil {
+		var err error
 		if cfg, err = loader.ClientConfig(); err != nil {
 			return nil, "", fmt.Errorf("loading kubeconfig: %w", err)
 		}

@@ -1,6 +1,7 @@
 package kube_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rs/zerolog"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -60,5 +62,30 @@ func TestTooManyRequestsIsRetried(t *testing.T) {
 	}
 	if job.UID != "u" || calls.Load() != 2 {
 		t.Errorf("created %q after %d calls, want uid u after 2", job.UID, calls.Load())
+	}
+}
+
+// TestWarningsInTheRunsLog: the API server's warnings (a Warning header, code 299) go to the zerolog logger of the
+// request's context, at warn, with its fields, as JSON like every other line: not to klog's text on stderr.
+func TestWarningsInTheRunsLog(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Warning", `299 - "spec.template.spec.nodeSelector[beta.kubernetes.io/arch]: deprecated since v1.14"`)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprint(w, `{"kind":"Job","apiVersion":"batch/v1","metadata":{"name":"j","namespace":"batch","uid":"u"}}`)
+	}))
+	defer srv.Close()
+	c, _, err := kube.NewClient(kube.Options{Kubeconfig: testkit.Kubeconfig(t, srv.URL)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	log := zerolog.New(&out).With().Str("scheduler", "reports").Logger()
+	if _, err := c.BatchV1().Jobs("batch").Create(log.WithContext(context.Background()), &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"level":"warn","scheduler":"reports","warning":"spec.template.spec.nodeSelector[beta.kubernetes.io/arch]: deprecated since v1.14","message":"the API server warns"}` + "\n"
+	if out.String() != want {
+		t.Errorf("log:\n%s\nwant\n%s", out.String(), want)
 	}
 }

@@ -2,7 +2,7 @@ package kube
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"net/http"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -126,7 +126,7 @@ func NewForConfig(cfg *rest.Config) (Interface, error) {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.RateLimiter == nil && cfg.QPS > 0 {
 		if cfg.Burst <= 0 {
-			return nil, fmt.Errorf("a burst greater than 0 is needed with a QPS")
+			return nil, errors.New("a burst greater than 0 is needed with a QPS")
 		}
 		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 	}

@@ -37,7 +37,9 @@ func workload(name string, job types.UID, cq string, conds ...map[string]any) *u
 		"status": map[string]any{"conditions": cs},
 	}}
 	if cq != "" {
-		unstructured.SetNestedField(u.Object, cq, "status", "admission", "clusterQueue")
+		if err := unstructured.SetNestedField(u.Object, cq, "status", "admission", "clusterQueue"); err != nil {
+			panic(err) // status is a map above
+		}
 	}
 	return u
 }

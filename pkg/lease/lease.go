@@ -13,7 +13,7 @@
 // # How it keeps its promises
 //
 // What users rely on (the wait, the takeover, what losing it does, the RBAC and the API calls it costs) is
-// `jobsched help lease` (cmd/topics.go); a change of behaviour changes that text too. Here is how the code holds it:
+// `jobsched help lease` (cmd/help/lease.md); a change of behaviour changes it too. Here is how the code holds it:
 //
 //   - Acquire is the one optimistic write (a create, or an update conditional on the resourceVersion read); a
 //     *HeldError after Config.Wait. Guard.Take is what a tick calls: it waits at most MaxWait (one duration and a
@@ -139,8 +139,9 @@ type Held struct {
 	lock   *lock // written by one goroutine at a time (lockMu): Acquire's, then renew's or WriteRecord's, then Release's
 	lockMu sync.Mutex
 	// taken is what the record's annotation (lock.ann) held when the Lease was taken.
-	taken      string
-	takenFound bool
+	taken        string
+	takenFound   bool
+	takenCreated time.Time
 
 	mu     sync.Mutex
 	record LockRecord // as last written
@@ -279,6 +280,7 @@ func (c Config) parent(ctx context.Context) context.Context {
 func (cfg Config) hold(parent context.Context, lock *lock, r LockRecord, sent time.Time) *Held {
 	h := &Held{cfg: cfg, lock: lock, record: r, stop: make(chan struct{}), done: make(chan struct{})}
 	h.taken, h.takenFound = lock.ann.get()
+	h.takenCreated = lock.ann.createdAt()
 	h.ctx, h.cancel = context.WithCancelCause(parent)
 	go h.renew(sent)
 	return h

@@ -218,11 +218,11 @@ func stepping(c *clocktesting.FakeClock, step time.Duration, fn func()) time.Dur
 }
 
 // acquireStepping is Acquire with cfg on clock c, stepped by cfg.Poll (see stepping), and how long it took on c.
-func acquireStepping(t *testing.T, c *clocktesting.FakeClock, cfg Config) (h *Held, err error, took time.Duration) {
+func acquireStepping(t *testing.T, c *clocktesting.FakeClock, cfg Config) (h *Held, took time.Duration, err error) {
 	t.Helper()
 	cfg.Clock = c
 	took = stepping(c, cfg.Poll, func() { h, err = Acquire(context.Background(), cfg) })
-	return h, err, took
+	return h, took, err
 }
 
 // verbs are the fake's actions' verbs, in order.
@@ -238,7 +238,7 @@ func verbs(c *testkit.Fake) string {
 // HeldError naming the holder; it never writes the Lease.
 func TestAcquireHeld(t *testing.T) {
 	c := newFake(held("other", 15))
-	_, err, took := acquireStepping(t, fakeClock(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s",
+	_, took, err := acquireStepping(t, fakeClock(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s",
 		Holder: "me", Wait: 300 * time.Millisecond, Poll: 100 * time.Millisecond})
 	var he *HeldError
 	if !errors.As(err, &he) || he.Holder != "other" || he.Waited != 300*time.Millisecond {
@@ -253,7 +253,7 @@ func TestAcquireHeld(t *testing.T) {
 // duration (1s) on the taker's clock from when it first saw it, not after the taker's Wait (3s).
 func TestAcquireTakesOverAnUnrenewedLease(t *testing.T) {
 	c := newFake(held("killed", 1))
-	h, err, took := acquireStepping(t, fakeClock(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s",
+	h, took, err := acquireStepping(t, fakeClock(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s",
 		Holder: "me", Wait: 3 * time.Second, Poll: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

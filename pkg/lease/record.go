@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +28,8 @@ type annotation struct {
 	// seen and found are the annotation as the last read or write returned it.
 	seen  string
 	found bool
+	// created is the Lease's creationTimestamp as the last answer held it (the API server sets it).
+	created time.Time
 	// set, when not nil, is what each write sets it to.
 	set *string
 }
@@ -37,9 +40,10 @@ func (a *annotation) saw(l *coordinationv1.Lease) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.seen, a.found = "", false
+	a.seen, a.found, a.created = "", false, time.Time{}
 	if l != nil {
 		a.seen, a.found = l.Annotations[a.key]
+		a.created = l.CreationTimestamp.Time
 	}
 }
 
@@ -70,6 +74,15 @@ func (a *annotation) get() (string, bool) {
 	return a.seen, a.found
 }
 
+func (a *annotation) createdAt() time.Time {
+	if a == nil {
+		return time.Time{}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.created
+}
+
 func (a *annotation) setTo(v string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -79,6 +92,10 @@ func (a *annotation) setTo(v string) {
 // Record is Config.Annotation as the Lease held it when this holder took it, and whether it was there (not on a
 // Lease this holder created, nor on one written without it).
 func (h *Held) Record() (string, bool) { return h.taken, h.takenFound }
+
+// Created is the Lease's creationTimestamp when this holder took it (zero when the answer had none): the record
+// knows nothing of what happened before it.
+func (h *Held) Created() time.Time { return h.takenCreated }
 
 // WriteRecord writes value as Config.Annotation now, in a renewal of the Lease (conditional on the version the holder
 // last wrote, like every renewal); every later write (renewals, the release) keeps it. An error means it may not
@@ -114,16 +131,16 @@ func (h *Held) SettleRecord(value string) {
 
 // ReadRecord reads annotation key of scheduler's Lease (one GET) for a report that never takes it: found is false
 // when the Lease or the annotation is not there.
-func ReadRecord(ctx context.Context, client kube.CoordinationV1, namespace, scheduler, key string) (value string, found bool, err error) {
+func ReadRecord(ctx context.Context, client kube.CoordinationV1, namespace, scheduler, key string) (value string, found bool, created time.Time, err error) {
 	l, err := client.Leases(namespace).Get(ctx, Name(scheduler), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return "", false, nil
+		return "", false, time.Time{}, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("reading Lease %s: %w", Name(scheduler), err)
+		return "", false, time.Time{}, fmt.Errorf("reading Lease %s: %w", Name(scheduler), err)
 	}
 	value, found = l.Annotations[key]
-	return value, found, nil
+	return value, found, l.CreationTimestamp.Time, nil
 }
 
 // Record is the record of the Lease this pass holds (see Held.Record); ok is false when it holds none (not taken,
@@ -137,6 +154,17 @@ func (g *Guard) Record() (value string, found, ok bool) {
 	}
 	value, found = h.Record()
 	return value, found, true
+}
+
+// LeaseCreated is Held.Created of the Lease this pass holds (zero: none).
+func (g *Guard) LeaseCreated() time.Time {
+	g.mu.Lock()
+	h := g.held
+	g.mu.Unlock()
+	if h == nil {
+		return time.Time{}
+	}
+	return h.Created()
 }
 
 // WriteRecord is Held.WriteRecord on the Lease this pass holds.

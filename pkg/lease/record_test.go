@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -15,6 +16,8 @@ func TestRateRecord(t *testing.T) {
 	ctx := context.Background()
 	l := held("", 15) // released by its last holder, with a record
 	l.Annotations = map[string]string{"k": "before", "other": "kept"}
+	made := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	l.CreationTimestamp = metav1.NewTime(made) // the API server's; the record knows nothing from before it
 	client := testkit.NewFake(l)
 	cfg := Config{Client: client.CoordinationV1(), Namespace: "ns", Name: "jobsched-s", Holder: "me", Annotation: "k"}
 	h, err := Acquire(ctx, cfg)
@@ -23,6 +26,12 @@ func TestRateRecord(t *testing.T) {
 	}
 	if v, found := h.Record(); v != "before" || !found {
 		t.Errorf("Record = %q, %v; want the value the Lease held", v, found)
+	}
+	if got := h.Created(); !got.Equal(made) {
+		t.Errorf("Created = %v, want the Lease's creationTimestamp %v", got, made)
+	}
+	if _, _, got, err := ReadRecord(ctx, client.CoordinationV1(), "ns", "s", "k"); err != nil || !got.Equal(made) {
+		t.Errorf("ReadRecord's created = %v, %v; want %v", got, err, made)
 	}
 	annotations := func() map[string]string {
 		got, err := client.CoordinationV1().Leases("ns").Get(ctx, "jobsched-s", metav1.GetOptions{})
@@ -61,7 +70,7 @@ func TestRateRecord(t *testing.T) {
 	if v, found := h.Record(); v != "" || found {
 		t.Errorf("a new Lease: Record = %q, %v", v, found)
 	}
-	if v, found, err := ReadRecord(ctx, fresh.CoordinationV1(), "ns", "s", "k"); err != nil || found || v != "" {
+	if v, found, _, err := ReadRecord(ctx, fresh.CoordinationV1(), "ns", "s", "k"); err != nil || found || v != "" {
 		t.Errorf("ReadRecord of a Lease without it = %q, %v, %v", v, found, err)
 	}
 }

@@ -278,7 +278,7 @@ var pushgatewayShapes = []func(gw, pw string) string{
 
 func hexEscape(s string) string {
 	var b strings.Builder
-	for i := 0; i < len(s); i++ {
+	for i := range len(s) {
 		fmt.Fprintf(&b, "%%%02X", s[i])
 	}
 	return b.String()

@@ -342,7 +342,7 @@ func stripParens(s string) string {
 // of parentheses around that byte ('(' and ')' have the depth outside their pair), until visit returns false.
 func outsideQuotes(s string, visit func(i, depth int) bool) {
 	depth, quoted := 0, false
-	for i := 0; i < len(s); i++ {
+	for i := range len(s) {
 		switch c := s[i]; {
 		case c == '\'':
 			quoted = !quoted

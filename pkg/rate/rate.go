@@ -41,7 +41,7 @@ const ticks = 1000
 
 // TickOf is the tick a window of length per rounds its times up to: per/1000, at least 1ms, in whole ms.
 func TickOf(per time.Duration) time.Duration {
-	return max(per/ticks/time.Millisecond*time.Millisecond, time.Millisecond)
+	return max((per / ticks).Truncate(time.Millisecond), time.Millisecond)
 }
 
 // Window is the create times of one scope (the install, a queue, a group), each rounded up to the window's tick, in

@@ -136,11 +136,16 @@ func TestRecord(t *testing.T) {
 	if again, _, _ := back.Encode(MaxRecordBytes); again != text {
 		t.Errorf("DecodeRecord(Encode) encodes as %s, want %s", again, text)
 	}
-	// A budget that holds the install's and the queue's windows only drops the group's, and says so.
-	small := len(text) - 10
+	// A budget that holds the install's and the queue's windows only drops the group's, says so, and holds the
+	// left-out window in its stead (its creates at its latest time).
+	small := len(text) + 40
 	text2, dropped, err := r.Encode(small)
 	if err != nil || !slices.Equal(dropped, []string{GroupScope("a", "tenant-1")}) || len(text2) > small {
 		t.Errorf("Encode(%d) = %d bytes, dropped %v, %v", small, len(text2), dropped, err)
+	}
+	if back, err := DecodeRecord(text2); err != nil || back.Window(GroupScope("a", "tenant-1")) != nil ||
+		!back.Window("group/a/#left-out").Last().Equal(r.Window(GroupScope("a", "tenant-1")).Last()) {
+		t.Errorf("the record without the group: %s (%v)", text2, err)
 	}
 	if _, _, err := r.Encode(20); err == nil {
 		t.Error("Encode with no room for the install's window: nil error")

@@ -1,6 +1,8 @@
 package rate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,9 +44,28 @@ const (
 // QueueScope is the scope of queue's limits.rate.
 func QueueScope(queue string) string { return queuePrefix + queue }
 
-// GroupScope is the scope of a group's limits.perGroup.rate in queue: the group's value as it is (the read names
-// the groups it bounds by value; a value too long for the record is left out of it, see Encode).
-func GroupScope(queue, group string) string { return groupPrefix + queue + "/" + group }
+// GroupScope is the scope of a group's limits.perGroup.rate in queue: the group's value as it is when it is at most
+// MaxGroupKey bytes and does not begin with #, else # and a hash of it, so that the record's size does not depend
+// on what a row puts in a column. (The read names the groups it bounds by value: a hashed group whose value no Job
+// shows cannot be named, and its queue's groups are taken as unknown while its window lasts: Unresolved.)
+func GroupScope(queue, group string) string {
+	if len(group) > MaxGroupKey || strings.HasPrefix(group, "#") {
+		sum := sha256.Sum256([]byte(group))
+		group = "#" + hex.EncodeToString(sum[:16])
+	}
+	return groupPrefix + queue + "/" + group
+}
+
+// MaxGroupKey is the longest group value a scope holds as it is.
+const MaxGroupKey = 64
+
+// leftOutKey is the key of the scope that stands for the groups of a queue a full record left out (Encode): # and
+// no hash, so that no group's value maps to it.
+const leftOutKey = "#left-out"
+
+// Unresolved says the group key of a scope (GroupOf) is not a group's value: a hash, or the groups a full record
+// left out.
+func Unresolved(key string) bool { return strings.HasPrefix(key, "#") }
 
 // GroupOf is the queue and the group of a group's scope (ok false for another scope). Queue names are DNS labels:
 // the group is what follows the queue's slash.
@@ -126,9 +147,10 @@ func DecodeRecord(s string) (*Record, error) {
 }
 
 // Encode is the annotation's value, at most budget bytes: every install and queue window, and the group windows
-// that fit, smallest first. Dropped are the group scopes left out: their groups are bounded by their queue's limits
-// only until their windows would have ended. An install and queues whose windows alone do not fit (config keeps
-// them within half of MaxRecordBytes) is an error.
+// that fit, smallest first. Dropped are the group scopes left out; for each queue with some, the record holds one
+// window in their stead (scope group/QUEUE/#left-out: all their creates at the latest of their times), so that a
+// reader takes that queue's groups as unknown until then + per. An install and queues whose windows alone do not
+// fit (config keeps them within half of MaxRecordBytes) is an error.
 func (r *Record) Encode(budget int) (value string, dropped []string, err error) {
 	rec := record{Version: version, Windows: map[string]string{}}
 	size := len(`{"v":1,"windows":{}}`)
@@ -149,12 +171,46 @@ func (r *Record) Encode(budget int) (value string, dropped []string, err error) 
 		return "", nil, errors.New("the install's and the queues' rate windows do not fit in the Lease's record")
 	}
 	slices.SortStableFunc(groups, func(a, b string) int { return len(texts[a]) - len(texts[b]) })
+	// Room for a left-out window per queue with groups: its scope, a tick, a time and a count.
+	queues := map[string]bool{}
 	for _, scope := range groups {
-		if e := entry(scope, texts[scope]); size+e <= budget {
+		q, _, _ := GroupOf(scope)
+		queues[q] = true
+	}
+	reserve := 0
+	for q := range queues {
+		reserve += entry(groupPrefix+q+"/"+leftOutKey, "") + 20 + 1 + 20 + 1 + 20
+	}
+	left := map[string]*Window{}
+	for _, scope := range groups {
+		if e := entry(scope, texts[scope]); size+e+reserve <= budget {
 			rec.Windows[scope] = texts[scope]
 			size += e
+			continue
+		}
+		dropped = append(dropped, scope)
+		q, _, _ := GroupOf(scope)
+		w := r.windows[scope]
+		last := w.slots[len(w.slots)-1]
+		total := 0
+		for _, s := range w.slots {
+			total = satAdd(total, s.n)
+		}
+		if l := left[q]; l == nil || w.time(last).After(l.time(l.slots[0])) {
+			n := total
+			if l != nil {
+				n = satAdd(n, l.slots[0].n)
+			}
+			left[q] = &Window{tick: w.tick, slots: []slot{{at: last.at, n: n}}}
 		} else {
-			dropped = append(dropped, scope)
+			l.slots[0].n = satAdd(l.slots[0].n, total)
+		}
+	}
+	for q, w := range left {
+		scope, text := groupPrefix+q+"/"+leftOutKey, w.Encode()
+		rec.Windows[scope] = text
+		if size += entry(scope, text); size > budget {
+			return "", nil, errors.New("the rate record has no room to say which groups it leaves out")
 		}
 	}
 	b, err := json.Marshal(rec)

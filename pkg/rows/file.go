@@ -113,11 +113,11 @@ func ReadFrom(r io.Reader, name, key string, opts ...Option) (*File, error) {
 		if err != nil {
 			return nil, &config.Error{Err: fmt.Errorf("--rows %s:%d: %w", name, line, err)}
 		}
-		switch {
-		case keyCol == keyMissing:
+		switch keyCol {
+		case keyMissing:
 			return nil, &config.Error{Err: fmt.Errorf("--rows %s:%d: the row has no column %q (source.key): every row "+
 				"needs the key column (a null key leaves the row out)", name, line, key)}
-		case keyCol == keyNull:
+		case keyNull:
 			out.NullKeys++
 			continue
 		}

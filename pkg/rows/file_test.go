@@ -336,10 +336,10 @@ func TestFileSelected(t *testing.T) {
 func TestFileSelectPerGroup(t *testing.T) {
 	var b strings.Builder
 	tenant := func(i int) string {
-		switch {
-		case i%20 == 3:
+		switch i % 20 {
+		case 3:
 			return "a"
-		case i%20 == 13:
+		case 13:
 			return "b"
 		}
 		return "big"

@@ -230,7 +230,7 @@ func TestSelectRendersColumnTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback() //nolint:errcheck
+	defer tx.Rollback() //nolint:errcheck // after Commit it only says the transaction is done
 	if _, err := tx.ExecContext(t.Context(), "SET LOCAL TIME ZONE 'Europe/Berlin'"); err != nil {
 		t.Fatal(err)
 	}
@@ -508,7 +508,7 @@ func TestSelectPushdownAtScale(t *testing.T) {
 		return g
 	}
 	var exclude []string
-	for k := int64(0); k < excluded; k++ {
+	for k := range int64(excluded) {
 		exclude = append(exclude, strconv.FormatInt(at(k), 10))
 	}
 	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)

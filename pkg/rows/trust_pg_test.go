@@ -46,10 +46,11 @@ func TestQueryCannotWrite(t *testing.T) {
 				exec(t, "TRUNCATE "+s+".audit")
 				p := open(t, testDSN, query, "id", 10*time.Second)
 				err := fn(p)
-				if call == "Explain" {
-				} else if err == nil {
+				switch {
+				case call == "Explain":
+				case err == nil:
 					t.Errorf("%s succeeded, want an error", call)
-				} else if !config.IsConfigError(err) {
+				case !config.IsConfigError(err):
 					t.Errorf("%s: %v is not a configuration error", call, err)
 				}
 				var n int

@@ -42,7 +42,7 @@
 //
 // # The rules of a pass
 //
-// Users read these rules in `jobsched help pass` (cmd/topics.go), in their words; a change here changes that text.
+// Users read these rules in `jobsched help pass` (cmd/help/pass.md), in their words; a change here changes it.
 //
 //   - Finished means the Job's `Complete` or `Failed` condition is True; its age is that condition's
 //     `lastTransitionTime` (failed Jobs have no `completionTime`). Deletion uses `propagationPolicy: Background`
@@ -105,7 +105,7 @@
 //
 // # Queues
 //
-// Users read these rules in `jobsched help queues` (cmd/topics.go); a change here changes that text.
+// Users read these rules in `jobsched help queues` (cmd/help/queues.md); a change here changes that text.
 //
 // A configuration with queues: (config.Queue) is one install of several queues; one without is one implicit queue
 // named after the install: its plan has no Plan.Queues, its Jobs carry no queue label, and its outputs have no
@@ -144,7 +144,7 @@
 //
 // # Cancel
 //
-// Users read these rules in `jobsched help cancel` (cmd/topics.go). The cancel query is only ever asked about given
+// Users read these rules in `jobsched help cancel` (cmd/help/cancel.md). The cancel query is only asked about given
 // keys (rows.Source.Cancelled, and Select's rows in the read's own transaction: rows.Row.Cancelled), so a pass
 // costs what it asks, never the rows the cancel query could return. A cancel deletes the Job, so no attempt record
 // remains: a task whose key stops being returned starts again at attempt 1.

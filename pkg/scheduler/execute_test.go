@@ -3,7 +3,7 @@ package scheduler
 import (
 	"bytes"
 	"context"
-	"fmt"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -40,12 +40,12 @@ func TestNextAttempt(t *testing.T) {
 			wantSum:     Summary{Selected: 1, Created: 1, Retried: 1, Deleted: 1}},
 		{name: "attempt 2 exists, deleting attempt 1 fails: counted as failed, not deleted",
 			jobs: []runtime.Object{makeJob("f").Finished(batchv1.JobFailed, ago(time.Hour)).Obj()}, rows: []string{"f"},
-			deleteErr:   apierrors.NewInternalError(fmt.Errorf("etcd down")),
+			deleteErr:   apierrors.NewInternalError(errors.New("etcd down")),
 			wantActions: []string{"list jobs", "list pods", "create jobs " + a2, "delete jobs " + name("f") + " Background uid=uid-f"},
 			wantSum:     Summary{Selected: 1, Created: 1, Retried: 1, Failed: 1}},
 		{name: "the create fails: attempt 1 stays",
 			jobs: []runtime.Object{makeJob("f").Finished(batchv1.JobFailed, ago(time.Hour)).Obj()}, rows: []string{"f"},
-			createErr:   apierrors.NewInternalError(fmt.Errorf("etcd down")),
+			createErr:   apierrors.NewInternalError(errors.New("etcd down")),
 			wantActions: []string{"list jobs", "list pods", "create jobs " + a2},
 			wantSum:     Summary{Selected: 1, Failed: 1}},
 		{name: "another pass created attempt 2: attempt 1 goes all the same",

@@ -69,7 +69,6 @@ func FuzzConfigNumbers(f *testing.F) {
 		if err != nil {
 			if !config.IsConfigError(err) {
 				t.Fatalf("%v is not a configuration error", err)
-
 			}
 			for _, problem := range strings.Split(err.Error(), "\n") {
 				if !numberKeys.MatchString(strings.TrimPrefix(problem, file+": ")) {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -164,7 +165,7 @@ func TestEveryRowCountedOnce(t *testing.T) {
 					_ = client.Tracker().Add(j)
 					return true, nil, alreadyExists(j.Name)
 				case 3:
-					return true, nil, apierrors.NewInternalError(fmt.Errorf("etcd down"))
+					return true, nil, apierrors.NewInternalError(errors.New("etcd down"))
 				}
 				return false, nil, nil
 			})
@@ -172,7 +173,7 @@ func TestEveryRowCountedOnce(t *testing.T) {
 			client.PrependReactor("delete", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
 				deletes++
 				if r.IntN(3) == 0 {
-					return true, nil, apierrors.NewInternalError(fmt.Errorf("etcd down"))
+					return true, nil, apierrors.NewInternalError(errors.New("etcd down"))
 				}
 				return false, nil, nil
 			})

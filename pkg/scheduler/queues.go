@@ -110,6 +110,9 @@ func DecideCancelled(cfg *config.Config, obs *Observation, c Cancellation) *Plan
 		if n, limit, next, ok := rt.bound(rate.QueueScope(qs[i].Name), p.Slots); ok && p.Blocked == "" {
 			p.Slots, p.Limit, p.Bound, p.nextCreate, p.roomBound = n, limit, BoundRate, next, false
 		}
+		if limit, next, ok := rt.groupsClosed(cfg, i); ok && p.Blocked == "" && p.Slots > 0 {
+			p.Slots, p.Limit, p.nextCreate, p.roomBound = 0, limit, next, false
+		}
 		p.groupRoom = rt.groupRoom(i)
 		if r.slots < p.Slots {
 			p.Slots, p.Limit, p.Bound, p.nextCreate = max(r.slots, 0), r.limit, r.bound, r.next

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/jobsched/jobsched/pkg/config"
@@ -29,13 +31,19 @@ import (
 //     never shorter. The Lease serialises creating passes, so no two passes reserve from one record.
 //   - A record that cannot be read (not one this version wrote), one with a time beyond now + RateReserve +
 //     RateSkew (no pass writes one), or none on a Lease while the install has Jobs (the Lease was deleted, or
-//     limits.rate is new), is taken as full: N creates now in every window with a limit, so
-//     no create until per from the pass that saw it; the next release writes that. A group whose window was lost
-//     with it and whose Jobs are gone is bounded by its queue's limits only.
+//     limits.rate is new), or one with fewer creates in the install's or a queue's window than the install's Jobs
+//     created in it (a lower bound of what was created: emptied by someone who may update the Lease), is taken
+//     as full: N creates now in every window with a limit, so no create until per from the pass that saw it; the
+//     next release writes that. A queue with perGroup.rate creates nothing meanwhile (groupsClosed).
+//   - The record knows nothing from before the Lease's creationTimestamp (set by the API server): a Lease younger
+//     than per (a new install's, or one deleted and made again) counts N creates at its creation.
 //   - Without the Lease (a Role without its verbs: passes run unserialised) there is no record: the windows are the
 //     Jobs' creation times only, and the pass warns.
-//   - Groups' windows that do not fit in the record (rate.MaxRecordBytes) are left out, and the pass warns: those
-//     groups are bounded by their queue's limits until their windows would have ended.
+//   - A group's scope is its value, or a hash of a long one (rate.GroupScope): the record's size does not depend on
+//     what a row holds. Groups' windows that do not fit in the record (rate.MaxRecordBytes) are left out, and the
+//     pass warns; the record keeps one window in their stead, and the queue creates nothing until it ends, as for
+//     a hashed group no Job names (groupsClosed): a group that cannot be recorded gets no create its record may
+//     forbid.
 //
 // The window is counted on the pass's clock, the Jobs' creation times on the API server's: clocks are taken to be
 // synchronised (NTP), as Kubernetes' own controllers take them for TTLs and CronJob schedules.
@@ -56,6 +64,8 @@ type RecordKeeper interface {
 	WriteRecord(ctx context.Context, value string) error
 	// SettleRecord makes value the record the release writes.
 	SettleRecord(value string)
+	// LeaseCreated is the creationTimestamp of the Lease the guard holds (zero: unknown).
+	LeaseCreated() time.Time
 }
 
 // Windows is what a pass knows of its rate windows (Observation.Windows).
@@ -65,6 +75,9 @@ type Windows struct {
 	Lost string
 	// Unkept says why no record is kept between passes (no Lease held): the windows are the Jobs' only.
 	Unkept string
+	// LeaseCreated is the creationTimestamp of the Lease that carries the record (zero: unknown): the record knows
+	// nothing from before it.
+	LeaseCreated time.Time
 }
 
 // readWindows is the rate record a pass decides from: the one the guard read as it was taken (k), else, for the
@@ -75,35 +88,37 @@ func (s *Scheduler) readWindows(ctx context.Context, k RecordKeeper, jobs bool) 
 	}
 	var value string
 	var found bool
+	var created time.Time
 	if k != nil {
 		var ok bool
 		if value, found, ok = k.Record(); !ok {
 			return Windows{Unkept: "the pass holds no Lease"}
 		}
+		created = k.LeaseCreated()
 	} else {
 		var err error
-		value, found, err = lease.ReadRecord(ctx, s.Kube.CoordinationV1(), s.Config.Namespace, s.Config.Name, rate.Annotation)
+		value, found, created, err = lease.ReadRecord(ctx, s.Kube.CoordinationV1(), s.Config.Namespace, s.Config.Name, rate.Annotation)
 		if err != nil {
 			return Windows{Lost: err.Error()}
 		}
 	}
 	if !found {
 		if jobs {
-			return Windows{Lost: "the Lease has no rate record while the install has Jobs (the Lease was deleted, or limits.rate is new)"}
+			return Windows{Lost: "the Lease has no rate record while the install has Jobs (the Lease was deleted, or limits.rate is new)", LeaseCreated: created}
 		}
-		return Windows{}
+		return Windows{LeaseCreated: created}
 	}
 	r, err := rate.DecodeRecord(value)
 	if err != nil {
-		return Windows{Lost: err.Error()}
+		return Windows{Lost: err.Error(), LeaseCreated: created}
 	}
 	if last, latest := r.Last(), s.Now().Add(RateReserve+RateSkew); last.After(latest) {
 		// No pass writes a time later than its reservation: someone else wrote this one, and trusting it would
 		// block for as long as they chose (three days), or count creates that never were.
 		return Windows{Lost: fmt.Sprintf("the rate record holds a create at %s, later than any pass reserves (now + %s + %s of clock skew)",
-			last.UTC().Format(time.RFC3339), RateReserve, RateSkew)}
+			last.UTC().Format(time.RFC3339), RateReserve, RateSkew), LeaseCreated: created}
 	}
-	return Windows{Record: r}
+	return Windows{Record: r, LeaseCreated: created}
 }
 
 // rates are a pass's rate windows, decided once (Decide) from the record and the Jobs: every scope with a limit.
@@ -116,7 +131,10 @@ type rates struct {
 	// groupLimit each queue's limits.perGroup.rate (by queue name), for the groups that have none yet.
 	groups     map[int]map[string]string
 	groupLimit map[string]rate.Limit
-	w          Windows
+	// closedUntil is, by queue name, until when some of its groups' windows are in the record without their value
+	// (hashed, or left out of a full record): its groups are taken as unknown until then (groupsClosed).
+	closedUntil map[string]time.Time
+	w           Windows
 }
 
 // decideRates is the rates of cfg on obs (nil without limits.rate).
@@ -150,9 +168,12 @@ func decideRates(cfg *config.Config, obs *Observation) *rates {
 		return scope
 	}
 	read := obs.Windows.Record.Clone() // pruned below: the observation stays as it was read
+	unresolved := map[string]int{}     // the group scopes whose value is not known (a hash, the left-out groups) → queue
 	for _, scope := range read.Scopes() {
 		if q, value, ok := rate.GroupOf(scope); ok {
-			if i := queueNamed(qs, q); i >= 0 {
+			if i := queueNamed(qs, q); i >= 0 && rate.Unresolved(value) {
+				unresolved[scope] = i
+			} else if i >= 0 {
 				group(i, value)
 			}
 		}
@@ -176,18 +197,91 @@ func decideRates(cfg *config.Config, obs *Observation) *rates {
 			}
 		}
 	}
+	// A hashed group a Job names is known by its Jobs' value; the rest (and the groups a full record left out)
+	// cannot be named in the read: their queue's groups are unknown until the latest of their windows ends.
+	for i := range qs {
+		for _, scope := range r.groups[i] {
+			delete(unresolved, scope)
+		}
+	}
+	r.closedUntil = map[string]time.Time{}
+	for scope, i := range unresolved {
+		if l, ok := groupLimit[qs[i].Name]; ok {
+			if until := read.Window(scope).Last().Add(l.Per); until.After(obs.Now) && until.After(r.closedUntil[qs[i].Name]) {
+				r.closedUntil[qs[i].Name] = until
+			}
+		}
+	}
+	if r.w.Lost == "" && r.w.Unkept == "" {
+		// A pass records every create before it makes it: a record that holds fewer creates in the install's or a
+		// queue's window than the install's Jobs created in it (a lower bound: gc deletes some) was not written by a
+		// pass (emptied by hand, say). Record times are the pass's clock, creationTimestamps the API server's: a
+		// skew's margin. (A group's window may be left out of a full record: its Jobs bound it, see groupRoom.)
+		for _, scope := range slices.Sorted(maps.Keys(r.jobs)) {
+			l := r.limits[scope]
+			if _, _, isGroup := rate.GroupOf(scope); isGroup {
+				continue
+			}
+			if n := min(r.jobs[scope].Count(obs.Now, l.Per), l.Creates); n > read.Window(scope).Count(obs.Now, l.Per+RateSkew+time.Second) {
+				r.w.Lost = fmt.Sprintf("the rate record holds fewer creates in %s's window than its Jobs show (%d): not one a pass wrote", scope, n)
+				break
+			}
+		}
+	}
+	created := r.w.LeaseCreated
 	for scope, l := range r.limits {
 		w := read.Window(scope)
-		switch {
-		case obs.Windows.Lost != "":
+		if r.w.Lost != "" {
 			w = rate.Full(l, obs.Now)
-		case w == nil:
+		}
+		if young(created, obs.Now, l.Per) {
+			// The record knows nothing from before the Lease was made (a new install, or a Lease deleted and made
+			// again): as many creates as the limit allows, at its creation.
+			if w == nil {
+				w = rate.NewWindow(l)
+			}
+			w.Merge(rate.Full(l, created))
+		}
+		if w == nil {
 			continue
 		}
 		w.Prune(obs.Now, l)
 		r.record.Set(scope, w)
 	}
 	return r
+}
+
+// young says a Lease created at created (zero: unknown) is younger than per at now.
+func young(created, now time.Time, per time.Duration) bool {
+	return !created.IsZero() && created.Add(per).After(now)
+}
+
+// groupsClosed says, for queue i with limits.perGroup.rate, that no group's window is known (the record is lost,
+// or the Lease younger than the groups' per), with the limit's text and when its groups may create again: the
+// queue creates nothing until then, as a group whose window it cannot read would get a create its record may
+// forbid.
+func (r *rates) groupsClosed(cfg *config.Config, i int) (string, time.Time, bool) {
+	if r == nil || r.w.Unkept != "" {
+		return "", time.Time{}, false
+	}
+	q := cfg.AllQueues()[i]
+	l, ok := r.groupLimit[q.Name]
+	if !ok {
+		return "", time.Time{}, false
+	}
+	until := r.closedUntil[q.Name]
+	if r.w.Lost != "" && r.now.Add(l.Per).After(until) {
+		until = r.now.Add(l.Per)
+	}
+	if young(r.w.LeaseCreated, r.now, l.Per) && r.w.LeaseCreated.Add(l.Per).After(until) {
+		until = r.w.LeaseCreated.Add(l.Per)
+	}
+	if until.IsZero() {
+		return "", time.Time{}, false
+	}
+	return fmt.Sprintf("limits.perGroup.rate: %s, next create at %s (not every group's window is known: the rate record "+
+		"is lost or full, or the Lease new)",
+		l, clock(until, r.now)), until, true
 }
 
 func queueNamed(qs []config.Queue, name string) int {
@@ -365,7 +459,7 @@ func (x *execution) encode(rec *rate.Record) (string, bool) {
 		return "", false
 	}
 	if len(dropped) > 0 {
-		x.log.Warn().Int("groups", len(dropped)).Msg("limits.perGroup.rate: the windows of these groups do not fit in the Lease's record: they are bounded by their queue's limits only until their windows would have ended")
+		x.log.Warn().Int("groups", len(dropped)).Msg("limits.perGroup.rate: the windows of these groups do not fit in the Lease's record: their queue creates nothing until the last of them ends")
 	}
 	return value, true
 }

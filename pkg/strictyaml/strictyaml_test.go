@@ -63,8 +63,8 @@ func TestDecodeProblems(t *testing.T) {
 		{"list expected", "list: a\n", []string{`list: must be a list (- item lines), not "a"`}},
 		{"key not a name", "labels:\n  [a]: b\n", []string{"labels: a key must be a plain name, not a list"}},
 		{"merge of a scalar", "inner:\n  <<: 3\n", []string{"inner.<<: merges a mapping, not 3"}},
-		{"unknown keys, sorted, with a suggestion", "nmae: a\ninner:\n  maxx: 1\n  zzz: 2\n",
-			[]string{"unknown key(s): inner.maxx (line 3; did you mean max?), inner.zzz (line 4), nmae (line 1; did you mean name?)"}},
+		{"unknown keys, sorted, with a suggestion", "nmae: a\ninner:\n  maxx: 1\n  zzz: 2\n", //nolint:misspell // the typo is the input
+			[]string{"unknown key(s): inner.maxx (line 3; did you mean max?), inner.zzz (line 4), nmae (line 1; did you mean name?)"}}, //nolint:misspell // the typo is the input
 		{"a json:\"-\" field is unknown", "Skipped: a\n", []string{"unknown key(s): Skipped (line 1"}},
 		{"an alias inside its own value", "any: &a [x, *a]\n", []string{"any[1][1]: the alias *a is inside the value it names"}},
 		{"aliases of aliases", "list: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + laughs(7) + "any: *a7\n",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -182,7 +183,7 @@ func (b *bench) autoscaleOnce(dyn dynamic.Interface, mode string, rows int, limi
 		}
 	}
 	if !drained {
-		return r, fmt.Errorf("not drained after 15 minutes")
+		return r, errors.New("not drained after 15 minutes")
 	}
 	mu.Lock()
 	r.drain = lastComplete.Sub(t0)

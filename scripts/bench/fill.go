@@ -76,7 +76,7 @@ const (
 func (b *bench) fill() error {
 	ref, refName := os.Getenv("JOBSCHED_FILL_REF_BIN"), cmp.Or(os.Getenv("BENCH_FILL_REF"), "reference")
 	if ref == "" {
-		return fmt.Errorf("JOBSCHED_FILL_REF_BIN is not set: run scripts/bench.sh, which builds BENCH_FILL_REF")
+		return errors.New("JOBSCHED_FILL_REF_BIN is not set: run scripts/bench.sh, which builds BENCH_FILL_REF")
 	}
 	perNode := envInt("BENCH_FILL_PODS_PER_NODE", 30)
 	sizes := ints(os.Getenv("BENCH_FILL_NODES"), []int{500, 5000})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,7 +56,7 @@ type memoryCase struct {
 func (b *bench) memory() error {
 	ref, refName := os.Getenv("JOBSCHED_REF_BIN"), cmp.Or(os.Getenv("BENCH_REF"), "reference")
 	if ref == "" {
-		return fmt.Errorf("JOBSCHED_REF_BIN is not set: run scripts/bench.sh, which builds BENCH_REF")
+		return errors.New("JOBSCHED_REF_BIN is not set: run scripts/bench.sh, which builds BENCH_REF")
 	}
 	n := envInt("BENCH_MEMORY_JOBS", 10000)
 	rounds := max(envInt("BENCH_MEMORY_ROUNDS", 5), 5)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -44,7 +45,7 @@ func (c *timedCmd) rssMB() (float64, error) {
 func parseTimeRSS(s string) (float64, error) {
 	f := strings.Fields(s)
 	if len(f) == 0 {
-		return 0, fmt.Errorf("/usr/bin/time wrote no peak RSS")
+		return 0, errors.New("/usr/bin/time wrote no peak RSS")
 	}
 	kb, err := strconv.ParseInt(f[len(f)-1], 10, 64)
 	if err != nil {

@@ -42,6 +42,9 @@ type Pool struct {
 	// Launching are its NodeClaims that have launched but whose NodeClaim does not say Registered yet: room that is
 	// coming, by NodeClaim name.
 	Launching map[string]Launch
+	// Disrupted are the providerIDs of its NodeClaims being deleted (consolidation, expiry): Karpenter counts them
+	// against the limits no more, and their nodes go away, whether or not they show its disrupted taint yet.
+	Disrupted []string
 	// Labels and Requirements are what its nodes carry (template labels; spec.template.spec.requirements); Taints
 	// the taints they keep (startupTaints, removed once the node is up, are not).
 	Labels       map[string]string

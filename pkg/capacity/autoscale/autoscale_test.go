@@ -128,7 +128,9 @@ func nodePoolObj(name string, limits map[string]any, used map[string]any, ready 
 			"conditions": []any{map[string]any{"type": "Ready", "status": ready, "reason": "NodeClassNotReady", "message": "", "lastTransitionTime": "2026-12-01T00:00:00Z"}}},
 	}}
 	if limits != nil {
-		unstructured.SetNestedMap(u.Object, limits, "spec", "limits")
+		if err := unstructured.SetNestedMap(u.Object, limits, "spec", "limits"); err != nil {
+			panic(err) // spec is a map above
+		}
 	}
 	return u
 }
@@ -179,8 +181,11 @@ func TestRead(t *testing.T) {
 	}
 	want := &State{Source: Karpenter, Pools: []Pool{
 		{Kind: KindNodePool, Name: "batch", Limits: corev1.ResourceList{"cpu": q("12")}, Used: corev1.ResourceList{"cpu": q("8"), "nodes": q("2")},
-			Claimed:   corev1.ResourceList{"cpu": q("8"), "pods": q("4"), "nodes": q("3")},
+			// Each NodeClaim charged the larger of its capacity and allocatable: KWOK's report their pods' requests as
+			// capacity (here pods 4 of an allocatable 110), Karpenter charges the node's.
+			Claimed:   corev1.ResourceList{"cpu": q("8"), "pods": q("110"), "nodes": q("3")},
 			Launching: map[string]Launch{"batch-a": {ProviderID: "kwok://batch-a", Allocatable: corev1.ResourceList{"cpu": q("3900m"), "pods": q("110")}}},
+			Disrupted: []string{"kwok://batch-d"},
 			Shape:     &Shape{Capacity: corev1.ResourceList{"cpu": q("4"), "pods": q("4")}, Allocatable: corev1.ResourceList{"cpu": q("3900m"), "pods": q("110")}, From: "batch-a"},
 			Labels:    map[string]string{"team": "a"}, Requirements: []corev1.NodeSelectorRequirement{{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{"on-demand"}}},
 			Taints: []corev1.Taint{{Key: "batch", Effect: corev1.TaintEffectNoSchedule}}},

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -142,7 +143,9 @@ func readKarpenter(ctx context.Context, dyn dynamic.Interface) (*State, error) {
 			p.Shape, shapeAt[k] = &Shape{Capacity: nc.Status.Capacity, Allocatable: nc.Status.Allocatable, From: nc.Metadata.Name}, nc.Metadata.CreationTimestamp
 		}
 		if nc.Metadata.DeletionTimestamp == nil {
-			p.Claimed = claimed(p.Claimed, nc.Status.Capacity)
+			p.Claimed = claimed(p.Claimed, nc.Status.Capacity, nc.Status.Allocatable)
+		} else if nc.Status.ProviderID != "" {
+			p.Disrupted = append(p.Disrupted, nc.Status.ProviderID)
 		}
 		if !Launching(nc.Metadata.DeletionTimestamp != nil, nc.Status.Conditions, len(nc.Status.Allocatable) > 0) {
 			continue
@@ -156,13 +159,27 @@ func readKarpenter(ctx context.Context, dyn dynamic.Interface) (*State, error) {
 	return st, nil
 }
 
-// claimed is sum with one more NodeClaim of capacity: its capacity and 1 node, as Karpenter counts a NodeClaim
-// against its NodePool's limits (one not launched yet has no capacity: only its node).
-func claimed(sum, capacity corev1.ResourceList) corev1.ResourceList {
+// claimed is sum with one more NodeClaim of capacity and allocatable: per resource the larger of the two, and 1
+// node, as Karpenter counts a NodeClaim against its NodePool's limits (one not launched yet has neither: only its
+// node). Karpenter counts a launching NodeClaim's status.capacity, and its node's capacity once it is initialized:
+// KWOK's NodeClaims report their pods' requests as capacity (cpu=1900m pods=1 for a node of 4 cpu), so the capacity
+// alone undercounts a Ready node by the rest of it, one node's room too many at the limit while status.resources
+// lags. The larger of capacity and allocatable is what new nodes are charged too (growPool.shaped).
+func claimed(sum, capacity, allocatable corev1.ResourceList) corev1.ResourceList {
 	if sum == nil {
 		sum = corev1.ResourceList{}
 	}
-	for r, q := range capacity {
+	names := slices.Collect(maps.Keys(capacity))
+	for r := range allocatable {
+		if _, ok := capacity[r]; !ok {
+			names = append(names, r)
+		}
+	}
+	for _, r := range names {
+		q := capacity[r]
+		if a, ok := allocatable[r]; ok && a.Cmp(q) > 0 {
+			q = a
+		}
 		s := sum[r]
 		s.Add(q)
 		sum[r] = s
