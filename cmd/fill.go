@@ -176,7 +176,7 @@ func (f filler) waitNext(ctx context.Context, p fillPass, end time.Time, refill 
 	} else {
 		log.Debug().Int("refill", refill).Msg("waiting for a notification, the poll or a Job's end")
 	}
-	left, why := end.Sub(f.now()), error(errFillOver)
+	left, why := end.Sub(f.now()), errFillOver
 	if poll := f.pollNow(); poll > 0 && poll < left {
 		left, why = poll, errPoll
 	}
