@@ -39,6 +39,7 @@ type cronRun struct {
 // The gaps are logged (a measurement, not asserted); what is asserted: three runs in a row, never two at once,
 // scheduled one minute apart (none skipped), the one after the overrun started after its time.
 func TestCronJobGaps(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "2", "4Gi")
 	shipped := shippedCronJob(t)
 	margin := cronPeriod(t, shipped) - cronFlag(t, shipped, "--fill-for")

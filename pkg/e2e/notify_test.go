@@ -91,6 +91,7 @@ func passes(t *testing.T, stderr *lockedBuffer) []summary {
 // costs far fewer passes than notifications; SIGTERM ends it with exit 0, every pass without an error (the role can
 // write nothing: an attempt would fail the pass).
 func TestNotify(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "4", "8Gi")
 	channel := e.notifyRecipe()
 	roleDSN := e.selectOnly()
@@ -160,6 +161,7 @@ func TestNotify(t *testing.T) {
 // is gone gets its Job (the run polls meanwhile, and reads again once it listens again), and one inserted after it
 // is back gets its Job in a pass woken by its notification.
 func TestNotifyListenerKilled(t *testing.T) {
+	t.Parallel()
 	e := newNodeEnv(t, "4", "8Gi")
 	channel := e.notifyRecipe()
 	cfg := e.writeConfig(config{notify: channel, duration: "600s", extra: "limits:\n  maxActive: 10\n  maxPerTick: 10\n"})
