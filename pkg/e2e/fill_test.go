@@ -21,6 +21,7 @@ const (
 	endBacklogEmpty = "the backlog is empty"
 	endBlocked      = "blocked"
 	endTerminated   = "terminated"
+	endFailed       = "the pass failed"
 )
 
 // fillReason is the reason of the run's "fill ended" line ("" when it has none).

@@ -142,10 +142,19 @@ func TestNotify(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := e.exited(cmd, stderr, 30*time.Second, "after SIGTERM")
-	if res.code != 0 || fillReason(t, res) != endTerminated {
+	// A late notification of the storm may have started a pass just before the signal: SIGTERM cuts that pass,
+	// which fails (exit 1, "the pass failed", as a pass cut by SIGTERM always has). Between passes it is exit 0,
+	// "terminated". Either way no other pass may fail.
+	sums := res.summaries(t)
+	if n := len(sums); n > 0 && fillReason(t, res) == endFailed && strings.Contains(sums[n-1].Error, "terminated signal received") {
+		if res.code != 1 {
+			t.Errorf("exit %d after a pass cut by SIGTERM, want 1", res.code)
+		}
+		sums = sums[:n-1]
+	} else if res.code != 0 || fillReason(t, res) != endTerminated {
 		t.Errorf("exit %d, ended %q; want 0, %q:\n%s", res.code, fillReason(t, res), endTerminated, res.stderr)
 	}
-	for i, s := range res.summaries(t) {
+	for i, s := range sums {
 		if s.Error != "" || s.Level == "error" {
 			t.Errorf("pass %d failed: %s", i, s.Error)
 		}

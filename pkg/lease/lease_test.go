@@ -253,16 +253,20 @@ func TestAcquireHeld(t *testing.T) {
 // duration (1s) on the taker's clock from when it first saw it, not after the taker's Wait (3s).
 func TestAcquireTakesOverAnUnrenewedLease(t *testing.T) {
 	c := newFake(held("killed", 1))
-	h, took, err := acquireStepping(t, fakeClock(), Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s",
+	clk := fakeClock()
+	start := clk.Now()
+	h, _, err := acquireStepping(t, clk, Config{Client: c.CoordinationV1(), Namespace: "ns", Name: "jobsched-s",
 		Holder: "me", Wait: 3 * time.Second, Poll: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Stop()
-	if took != time.Second {
+	l, _ := c.CoordinationV1().Leases("ns").Get(context.Background(), "jobsched-s", metav1.GetOptions{})
+	// When it took over is the acquire time it wrote, on its clock: the stepping may move the clock on after Acquire
+	// returned, for the new hold's renewal timer, before it sees Acquire done.
+	if took := l.Spec.AcquireTime.Sub(start).Round(time.Millisecond); took != time.Second {
 		t.Errorf("took over after %s, want the Lease's duration, 1s", took)
 	}
-	l, _ := c.CoordinationV1().Leases("ns").Get(context.Background(), "jobsched-s", metav1.GetOptions{})
 	if *l.Spec.HolderIdentity != "me" || *l.Spec.LeaseTransitions != 3 {
 		t.Errorf("after the takeover: holder %q, transitions %d", *l.Spec.HolderIdentity, *l.Spec.LeaseTransitions)
 	}
