@@ -17,9 +17,10 @@ import (
 const NoResource = "(no resource)"
 
 // Counted says whether requests of kind k count as a pass's: not the cluster-wide WATCHes (some controller's or
-// another client's informers) nor the requests for no resource (the measurer's own reads of /metrics).
+// another client's informers) nor the requests for no resource (the measurer's own reads of /metrics; /openapi/v3,
+// which the API server labels with a subresource, from some other client: jobsched makes no discovery calls).
 func Counted(k string) bool {
-	return !strings.HasPrefix(k, "cluster-wide WATCH ") && !strings.HasSuffix(k, " "+NoResource)
+	return !strings.HasPrefix(k, "cluster-wide WATCH ") && !strings.Contains(k, " "+NoResource)
 }
 
 // Between are the requests a pass made between the readings before and after (Parse's): the Counted kinds that
