@@ -75,6 +75,17 @@ func createdBy(stderr string) map[string]string {
 	return by
 }
 
+// wokeAfter says whether stderr has a pass done line of a pass woken by woke.
+func wokeAfter(stderr, woke string) bool {
+	for _, line := range strings.Split(stderr, "\n") {
+		var l struct{ Message, Woke string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Message == "pass done" && l.Woke == woke {
+			return true
+		}
+	}
+	return false
+}
+
 // passes counts the pass done lines of a running invocation's stderr.
 func passes(t *testing.T, stderr *lockedBuffer) []summary {
 	t.Helper()
@@ -187,8 +198,12 @@ func TestNotifyListenerKilled(t *testing.T) {
 	}
 	e.insert("lost", 1)
 	e.eventually("the Job of the row inserted while the listener was lost", time.Minute, func() bool { return l.created()["lost-0"] == 1 })
-	e.eventually("the listener back", time.Minute, func() bool {
-		return strings.Contains(stderr.String(), `"message":"listening again`)
+	// Listening again wakes a pass that reads what came meanwhile; a row inserted before that pass reads is its
+	// (woken by the listener, not by the row's notification), so back is inserted once that pass is done.
+	e.eventually("the listener back and the pass it woke done", time.Minute, func() bool {
+		out := stderr.String()
+		i := strings.Index(out, `"message":"listening again`)
+		return i >= 0 && wokeAfter(out[i:], listen.WokeListener)
 	})
 	e.insert("back", 1)
 	e.eventually("the Job of the row inserted after", time.Minute, func() bool { return l.created()["back-0"] == 1 })
