@@ -191,6 +191,18 @@ func (p *Plan) Deletes() []JobStatus {
 	return out
 }
 
+// finishedDeletes are the deletes the pass starts at once, beside the rest of it: Deletes but the cancels (and, in
+// the plan Decide makes, before the share marks any, the retried attempts).
+func (p *Plan) finishedDeletes() []JobStatus {
+	var out []JobStatus
+	for _, j := range p.Jobs {
+		if j.Delete != "" && j.Delete != DeleteCancelled {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
 // Cancels are the Jobs this pass cancels (DeleteCancelled), by name: unfinished Jobs whose key the queue's
 // source.cancelQuery returns.
 func (p *Plan) Cancels() []JobStatus {

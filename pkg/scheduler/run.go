@@ -121,15 +121,16 @@ func (r Result) HardBlocked() bool { return r.Plan != nil && r.Plan.hard }
 //  0. take the Guard, if any (Execute only);
 //  1. observe, once for the install: its Jobs and (unless DeleteOnly) its Pending pods (with Follow, what its
 //     watches kept since the last pass, with that pass's own writes applied);
-//  2. decide, per queue: the deletes, the exclusions, the room the queue's limits and the install's leave;
-//  3. start the deletes (all queues): finished Jobs, which hold no slot, so they run beside the steps after and
-//     the pass waits for them before it ends; none waits on a step that may fail (capacity, the database), and
-//     no create waits on them;
-//     3b. cancel: ask each queue's source.cancelQuery about the keys of its unfinished Jobs (Cancel; no read
-//     without a cancel query or an unfinished Job), decide again with the cancelled Jobs holding no slot, and
-//     delete them, before anything is created;
-//  4. observe capacity when there is room; fit each queue alone: its slots;
-//  5. check each queue's finished tasks' rows: worker bugs skipped, the Jobs of gone rows deleted (beside, as 3);
+//  2. cancel (unless DeleteOnly): ask each queue's source.cancelQuery about the keys of its unfinished Jobs (Cancel;
+//     no read without a cancel query or an unfinished Job, each read bounded by source.timeout); a queue whose
+//     cancel query fails is blocked, a wrong one stops the pass once the finished Jobs' deletes have run;
+//  3. decide, once, per queue: the deletes (the cancelled Jobs' among them, holding no slot), the exclusions, the
+//     room the queue's limits and the install's leave;
+//  4. start the deletes of finished Jobs (all queues), which hold no slot, so they run beside the steps after and
+//     the pass waits for them before it ends; no create waits on them; then delete the cancelled Jobs, before
+//     anything is created;
+//  4b. observe capacity when there is room; fit each queue alone: its slots;
+//  5. check each queue's finished tasks' rows: worker bugs skipped, the Jobs of gone rows deleted (beside, as 4);
 //  6. read, per queue with slots, the rows there is room for, and admit each: creates and skips;
 //  7. share the install's slots among the queues' creates (see share);
 //  8. execute the creates in that order (Execute; ServerDryRun sends them with dryRun=All); with limits.rate they are
@@ -151,25 +152,26 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 		return x.done(nil, nil, false, cause(ctx, err))
 	}
 	obs.GuardRefused = held
+	var c Cancellation
 	if mode != DeleteOnly {
 		obs.Windows = s.readWindows(ctx, x.keeper, len(obs.Jobs) > 0)
+		c, err = s.Cancel(ctx, obs) // 2
+		x.step("cancel")
 	}
-	p := Decide(s.Config, obs)   // 2
-	x.deletesBehind(p.Deletes()) // 3
+	p := DecideCancelled(s.Config, obs, c) // 3
+	x.deletesBehind(p.finishedDeletes())   // 4
+	if err != nil {                        // a wrong cancel query: the finished Jobs' deletes run all the same
+		return x.done(p, obs, false, err)
+	}
 	if mode == DeleteOnly {
 		return x.done(p, obs, false, nil)
-	}
-	c, err := s.Cancel(ctx, obs) // 3b
-	if err != nil {
-		return x.done(p, obs, false, err)
 	}
 	for _, err := range c.Failed {
 		x.fail(err)
 	}
-	p = p.cancelled(s.Config, obs, c)
 	obs.Jobs = nil // the plan keeps what it needs of them
 	x.deletes(p.Cancels())
-	x.step("cancel")
+	x.step("cancel deletes")
 	obs = s.observeCapacity(ctx, obs, p) // 4
 	p = x.fitted(p.Fit(s.Config, obs), obs)
 	x.step("capacity")
