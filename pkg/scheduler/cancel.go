@@ -66,16 +66,3 @@ func (s *Scheduler) Cancel(ctx context.Context, obs *Observation) (Cancellation,
 	}
 	return c, nil
 }
-
-// blockFailed is p with each queue whose cancel query could not be asked (c.Failed) blocked (p when there is none).
-func (p *Plan) blockFailed(c Cancellation) *Plan {
-	if len(c.Failed) == 0 {
-		return p
-	}
-	q := p.next()
-	for i := range c.Failed {
-		q.part(i).block(BoundReadFailed, "reading rows failed")
-	}
-	q.rooms()
-	return q
-}

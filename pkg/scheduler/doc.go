@@ -9,25 +9,28 @@
 //
 //	observe  → Observation  the install's Jobs (and the list's resourceVersion), its Pending pods: once for all queues
 //	cancel   → Cancellation per queue with source.cancelQuery and unfinished Jobs, which of their keys it returns
-//	decide   → Plan         DecideCancelled, once, per queue: each Job's state, the deletes (the cancelled Jobs'
+//	decide   → Plan         Decision, once, per queue: each Job's state, the deletes (the cancelled Jobs'
 //	                        among them, holding no slot), the keys the read excludes, the room the queue's limits
 //	                        leave; then the install's limits over all queues
 //	execute  ·              the decided deletes start: finished Jobs, holding no slot, deleted beside the steps
 //	                        after; no create waits on them, and the pass ends once each is answered; then the
 //	                        cancel deletes, before anything is created
 //	observe  → Observation  capacity (nodes, quotas), only when the limits leave room
-//	fit      → Plan         Plan.Fit: each queue's slots, bounded by what fits for its template alone
+//	fit      → Plan         each queue's slots, bounded by what fits for its template alone (the pass's one placer)
 //	check    → RowCheck     per queue, the rows of succeeded, dead and due tasks: worker bugs, rows gone
 //	read     → Admission    per queue with slots, the rows there is room for, each admitted (a Create) or skipped
-//	share    → Plan         the install's slots given to the queues' creates, one at a time (see Queues below); the
-//	                        failed attempt each kept retry supersedes marked for its delete (DeleteRetried)
+//	share    → Plan         the install's slots given to the queues' creates, one at a time (see Queues below), with
+//	                        the fit's placer; the failed attempt each kept retry supersedes marked for its delete
+//	                        (DeleteRetried); then the install's room and counts, derived once from the queues'
 //	execute  ·              the creates; a retry's failed attempt deleted once its next attempt exists
 //
-// Nothing outside that line changes the plan: `dry-run` prints Result.Plan, the value `tick` executes (every delete
-// and create of the pass is in it), and `status` (package report) shows the plan the same Observe and Decide make.
-// Each field of the plan is set by the step that decides it, and the summary is counted once, from the plan and what
-// came of each write (summarize). A step that cannot read what it needs (pods, capacity, rows) puts that in its
-// value; the plan then creates nothing (Plan.Blocked says why) and the pass fails, but the deletes still happen.
+// Decision is that line from decide to share (its reads, and the deletes' start, through a Reader), the one function
+// `tick`, `dry-run` and `status` call (status with a Reader that reads no row: Estimate). Nothing outside that line
+// changes the plan: `dry-run` prints Result.Plan, the value `tick` executes (every delete and create of the pass is in
+// it), and `status` (package report) shows the plan Decision makes. Each field of the plan is set by the step that
+// decides it, and the summary is counted once, from the plan and what came of each write (summarize). A step that
+// cannot read what it needs (pods, capacity, rows) puts that in its value; the plan then creates nothing (Plan.Blocked
+// says why) and the pass fails, but the deletes still happen.
 // Only a wrong configuration (a *config.Error) stops the line.
 //
 // # Hooks for what comes next

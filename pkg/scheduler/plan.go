@@ -153,6 +153,10 @@ type Plan struct {
 	// capacityBound says the capacity mode's fit bound them (below every limit): a node turning usable may add room,
 	// as a finishing Job does; with limits.maxActive binding, it cannot.
 	capacityBound bool
+	// checkedRows are a part's rows its row check selected (its worker bugs), readRows those its read admitted or
+	// skipped, and admittedCreates the creates its read admitted, before the share keeps some (Creates).
+	checkedRows, readRows int
+	admittedCreates       []Create
 	// rates are the pass's rate windows (the install's plan; nil without limits.rate), nextCreate a part's NextCreate,
 	// and groupRoom what each group's rate leaves of a part's read (see rates.groupRoom).
 	rates      *rates
