@@ -22,15 +22,17 @@
 //	share    → Plan         the install's slots given to the queues' creates, one at a time (see Queues below), with
 //	                        the fit's placer; the failed attempt each kept retry supersedes marked for its delete
 //	                        (DeleteRetried); then the install's room and counts, derived once from the queues'
-//	execute  ·              the creates; a retry's failed attempt deleted once its next attempt exists
+//	execute  → []Outcome    the creates; a retry's failed attempt deleted once its next attempt exists; what came
+//	                        of each create, beside the plan (a name another scheduler's Job holds, a refused rate
+//	                        reservation: what only executing can tell)
 //
 // Decision is that line from decide to share (its reads, and the deletes' start, through a Reader), the one function
 // `tick`, `dry-run` and `status` call (status with a Reader that reads no row: Estimate). Nothing outside that line
 // changes the plan: `dry-run` prints Result.Plan, the value `tick` executes (every delete and create of the pass is in
-// it), and `status` (package report) shows the plan Decision makes. Each field of the plan is set by the step that
-// decides it, and the summary is counted once, from the plan and what came of each write (summarize). A step that
-// cannot read what it needs (pods, capacity, rows) puts that in its value; the plan then creates nothing (Plan.Blocked
-// says why) and the pass fails, but the deletes still happen.
+// it, and what it cannot know is said: Plan.NotKnown), and `status` (package report) shows the plan Decision makes.
+// Each field of the plan is set by the step that decides it, and the summary is counted once, from the plan and each
+// create's Outcome (summarize). A step that cannot read what it needs (pods, capacity, rows) puts that in its value;
+// the plan then creates nothing (Plan.Blocked says why) and the pass fails, but the deletes still happen.
 // Only a wrong configuration (a *config.Error) stops the line.
 //
 // # Hooks for what comes next

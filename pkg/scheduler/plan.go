@@ -164,6 +164,26 @@ type Plan struct {
 	groupRoom  map[string]int
 }
 
+// What a plan cannot know before its creates are made (Plan.NotKnown); each create's Outcome says what came of it.
+const (
+	NotKnownName = "whether a Job this scheduler does not list (another scheduler's, one made by hand) holds a " +
+		"planned name: tick skips that row"
+	NotKnownRate = "whether the Lease takes the rate reservation (limits.rate): tick creates nothing without it"
+)
+
+// NotKnown is what p's creates depend on that only making them tells (nil when it creates nothing): a dry run
+// prints it; a tick records what came of each create (Result.Outcomes).
+func (p *Plan) NotKnown() []string {
+	if len(p.Creates) == 0 {
+		return nil
+	}
+	out := []string{NotKnownName}
+	if p.rates != nil {
+		out = append(out, NotKnownRate)
+	}
+	return out
+}
+
 // Waits says the pass waits as configured: in every queue, what bound its slots is a limit or a full cluster.
 func (p *Plan) Waits() bool { return p.waits }
 

@@ -80,8 +80,11 @@ type Scheduler struct {
 // whether to run another pass at once (tick --fill-for): Limit (what bound the slots), Blocked, RowsWait and the
 // resourceVersion of the Jobs list.
 type Result struct {
-	Plan    *Plan // nil when the Jobs could not be listed
-	Summary Summary
+	Plan *Plan // nil when the Jobs could not be listed
+	// Outcomes are what came of each of Plan.Creates, in its order, beside the plan: what only making them tells (a
+	// name another Job holds, a rate reservation the Lease refused: Plan.NotKnown). nil when none was tried (dry-run).
+	Outcomes []Outcome
+	Summary  Summary
 	// JobsResourceVersion is the resourceVersion this pass listed its Jobs at ("" offline, or when the list failed): a
 	// next pass can list at least that new, to see every Job this one created.
 	JobsResourceVersion string
@@ -136,7 +139,8 @@ func (r Result) HardBlocked() bool { return r.Plan != nil && r.Plan.hard }
 //  8. share the install's slots among the queues' creates with the same placer (see share), and derive the
 //     install's room and counts from the queues' (rooms);
 //  9. execute the creates in that order (Execute; ServerDryRun sends them with dryRun=All); with limits.rate they are
-//     reserved in the Lease's record first and settled after (rate.go).
+//     reserved in the Lease's record first and settled after (rate.go). What only executing can tell (a name
+//     another scheduler's Job holds, a reservation the Lease refuses) is each create's Outcome, beside the plan.
 //
 // The returned error is a *config.Error when the configuration is wrong (the query, the columns); any other error
 // is a run-time failure. The plan is returned whenever the Jobs could be listed, and the summary always.
