@@ -86,7 +86,7 @@ func Decide(cfg *config.Config, obs *Observation) *Plan {
 // is blocked (see Cancellation).
 func decideParts(cfg *config.Config, obs *Observation, c Cancellation) *Plan {
 	qs := cfg.AllQueues()
-	parts := make([]*Plan, len(qs))
+	parts := make([]*queuePart, len(qs))
 	unfinished, queued, unschedulable := 0, 0, 0
 	first := ""
 	for i := range qs {
@@ -131,7 +131,7 @@ func decideParts(cfg *config.Config, obs *Observation, c Cancellation) *Plan {
 			parts[i].block(BoundReadFailed, "reading rows failed")
 		}
 	}
-	p := &Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, inst: r, WaitsNote: obs.WaitsNote, rates: rt}
+	p := &Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, WaitsNote: obs.WaitsNote, planState: planState{inst: r, rates: rt}}
 	p.assemble(cfg, parts)
 	return p
 }
@@ -168,7 +168,7 @@ func activeRoom(cfg *config.Config, unfinished int) installRoom {
 // the Jobs (the one queue's as they are, else all queues' sorted by name, once), the counts and the exclusions and
 // the queues' rows (Queues). The install's room is derived at the end of Decision (rooms), once every step that
 // bounds a queue's slots has. Later steps change only what they decide.
-func (p *Plan) assemble(cfg *config.Config, parts []*Plan) {
+func (p *Plan) assemble(cfg *config.Config, parts []*queuePart) {
 	qs := cfg.AllQueues()
 	p.parts = parts
 	if len(parts) == 1 {
@@ -277,7 +277,7 @@ func (p *Plan) next() *Plan {
 }
 
 // part is queue i's part of p (a plan from next), copied for the step to change.
-func (p *Plan) part(i int) *Plan {
+func (p *Plan) part(i int) *queuePart {
 	c := *p.parts[i]
 	p.parts[i] = &c
 	return &c
@@ -297,7 +297,7 @@ func (p *Plan) mark(js []JobStatus) {
 }
 
 // skip adds a queue's skips to the part and to the install's, labelled with the queue.
-func (p *Plan) skip(part *Plan, skips []Skip) {
+func (p *Plan) skip(part *queuePart, skips []Skip) {
 	for _, sk := range skips {
 		sk.Queue = part.queueName
 		part.Skipped = append(slices.Clip(part.Skipped), sk)
@@ -306,7 +306,7 @@ func (p *Plan) skip(part *Plan, skips []Skip) {
 }
 
 // groupsAtCap are the groups of one queue's plan with g.MaxActive unfinished Jobs, its creates counted, sorted.
-func (p *Plan) groupsAtCap(g *config.PerGroup) []string {
+func (p *queuePart) groupsAtCap(g *config.PerGroup) []string {
 	if g == nil {
 		return nil
 	}
@@ -400,7 +400,7 @@ func share(qs []shareQueue, slots int, pl Placer) []int {
 }
 
 // share is the queue of each slot the share gives p's queues, each with admitted(i, part) creates.
-func (p *Plan) share(cfg *config.Config, pl Placer, admitted func(i int, part *Plan) int) []int {
+func (p *Plan) share(cfg *config.Config, pl Placer, admitted func(i int, part *queuePart) int) []int {
 	qs := cfg.AllQueues()
 	in := make([]shareQueue, len(p.parts))
 	for i, part := range p.parts {
@@ -424,7 +424,7 @@ func before(a shareQueue, ka int, b shareQueue, kb int) bool {
 // (DeleteRetried), which runs once the retry exists.
 func (p *Plan) shared(cfg *config.Config, pl Placer) *Plan {
 	qs := cfg.AllQueues()
-	order := p.share(cfg, pl, func(_ int, part *Plan) int { return len(part.admittedCreates) })
+	order := p.share(cfg, pl, func(_ int, part *queuePart) int { return len(part.admittedCreates) })
 	kept := make([]int, len(p.parts))
 	for _, i := range order {
 		kept[i]++

@@ -42,7 +42,7 @@ func (s *Scheduler) checkRows(ctx context.Context, p *Plan, i int, src rows.Sour
 }
 
 // checkKeys are the keys checkRows asks the source about: the succeeded, dead and due tasks.
-func (p *Plan) checkKeys() []string {
+func (p *queuePart) checkKeys() []string {
 	return append(append(append([]string(nil), p.succeeded...), p.dead...), p.due...)
 }
 
