@@ -316,7 +316,7 @@ func TestDecideWaitingHoldsTheRoom(t *testing.T) {
 				Nodes: []capacity.Node{{Name: "n1", Ready: true, Allocatable: corev1.ResourceList{
 					corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110")}}},
 				Autoscale: &autoscale.State{Source: autoscale.Karpenter, Pools: []autoscale.Pool{{Kind: autoscale.KindNodePool, Name: "batch"}}}}
-			p := Decide(cfg, obs).Fit(cfg, obs)
+			p := Decide(cfg, obs) // capacity fitted: obs holds it
 			if p.WaitingForNodes != 1 || p.Slots != tc.slots {
 				t.Errorf("waiting %d, slots %d (%s); want 1, %d", p.WaitingForNodes, p.Slots, p.Limit, tc.slots)
 			}
