@@ -314,3 +314,20 @@ func TestAPIReadingSince(t *testing.T) {
 		t.Errorf("no change: %q", got)
 	}
 }
+
+// TestQuantiles: p50 is the middle row, p99 the row below the top 1% (the last of fewer than 100), max the last.
+func TestQuantiles(t *testing.T) {
+	if p50, p99, most := quantiles(nil); p50 != 0 || p99 != 0 || most != 0 {
+		t.Errorf("quantiles(nil) = %v, %v, %v; want zeros", p50, p99, most)
+	}
+	var ds []time.Duration
+	for i := 200; i >= 1; i-- { // unsorted on purpose
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	if p50, p99, most := quantiles(ds); p50 != 101*time.Millisecond || p99 != 199*time.Millisecond || most != 200*time.Millisecond {
+		t.Errorf("quantiles(1..200 ms) = %v, %v, %v; want 101ms, 199ms, 200ms", p50, p99, most)
+	}
+	if p50, p99, most := quantiles([]time.Duration{3 * time.Second, time.Second, 2 * time.Second}); p50 != 2*time.Second || p99 != 3*time.Second || most != 3*time.Second {
+		t.Errorf("quantiles(3s, 1s, 2s) = %v, %v, %v; want 2s, 3s, 3s", p50, p99, most)
+	}
+}

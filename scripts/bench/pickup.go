@@ -41,8 +41,11 @@ import (
 // periods; each is timed by the database's clock at its statement's end (RETURNING clock_timestamp(), just before
 // its commit) and its Job by a watch, on one machine. Then, with notify: the passes of a storm of 1,000 single-row
 // inserts and of one 1,000-row insert (rows the query does not select), while a run waits; and the CPU time and peak
-// RSS of a run that waits BENCH_PICKUP_IDLE_SECONDS (600) with no work. The Jobs make no pods (bench.sh runs it with
-// the controller-manager stopped; capacity off). Results: BENCH_PICKUP_RESULTS (scripts/bench/results/pickup.md).
+// RSS of a run that waits BENCH_PICKUP_IDLE_SECONDS (600; 0: neither the storm nor the idle run) with no work. Each
+// row's latency is counted in all, and apart by whether an invocation was running at its insert (the issue's "while
+// a run is active") or none was (between runs: the CronJob's gap). BENCH_PICKUP_MODES (notify,poll,today) picks the
+// sides. The Jobs make no pods (bench.sh runs it with the controller-manager stopped; capacity off). Results:
+// BENCH_PICKUP_RESULTS (scripts/bench/results/pickup.md).
 
 // pickupMode is one side of the comparison.
 type pickupMode struct {
@@ -59,7 +62,8 @@ type pickupRun struct {
 	latencies              []time.Duration
 	missing, invocations   int
 	p50, p99, max          time.Duration
-	stormSingle, stormBulk int // passes
+	active, between        []time.Duration // the latencies of rows inserted while an invocation ran, and of the others
+	stormSingle, stormBulk int             // passes
 	idleCPU                time.Duration
 	idleRSSMB              float64
 	idleFor                time.Duration
@@ -77,6 +81,9 @@ func (b *bench) pickup() error {
 	if refBin != "" {
 		modes = append(modes, pickupMode{name: "today", what: "the build before, " + ref + " (--fill-for 2m)", bin: refBin, fill: 2 * time.Minute})
 	}
+	if only := os.Getenv("BENCH_PICKUP_MODES"); only != "" {
+		modes = slices.DeleteFunc(modes, func(m pickupMode) bool { return !slices.Contains(strings.Split(only, ","), m.name) })
+	}
 	var runs []pickupRun
 	for _, m := range modes {
 		progress("  pickup, %s…", m.what)
@@ -84,7 +91,7 @@ func (b *bench) pickup() error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.what, err)
 		}
-		if m.trigger {
+		if m.trigger && envInt("BENCH_PICKUP_IDLE_SECONDS", 600) > 0 {
 			if r.stormSingle, r.stormBulk, err = b.pickupStorm(m); err != nil {
 				return fmt.Errorf("storm: %w", err)
 			}
@@ -159,6 +166,8 @@ func (b *bench) pickupOnce(m pickupMode, period time.Duration, inserts, periods 
 		return r, err
 	}
 	// The CronJob: an invocation at each period's start (the first at once), Forbid: one at a time.
+	type interval struct{ start, end time.Time }
+	var ran []interval // the invocations' times, guarded by mu
 	cron := make(chan struct{})
 	go func() {
 		defer close(cron)
@@ -179,7 +188,11 @@ func (b *bench) pickupOnce(m pickupMode, period time.Duration, inserts, periods 
 			cmd.Env = append(os.Environ(), dsnEnv+"="+os.Getenv(dsnEnv))
 			cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 			r.invocations++
+			started := time.Now()
 			_ = cmd.Run()
+			mu.Lock()
+			ran = append(ran, interval{started, time.Now()})
+			mu.Unlock()
 		}
 	}()
 	// The inserts, at random moments across the periods.
@@ -212,20 +225,35 @@ func (b *bench) pickupOnce(m pickupMode, period time.Duration, inserts, periods 
 	<-cron
 	mu.Lock()
 	for k, at := range committed {
-		if s, ok := seen[k]; ok {
-			r.latencies = append(r.latencies, s.Sub(at))
-		} else {
+		s, ok := seen[k]
+		if !ok {
 			r.missing++
+			continue
+		}
+		r.latencies = append(r.latencies, s.Sub(at))
+		if slices.ContainsFunc(ran, func(sp interval) bool { return !at.Before(sp.start) && at.Before(sp.end) }) {
+			r.active = append(r.active, s.Sub(at))
+		} else {
+			r.between = append(r.between, s.Sub(at))
 		}
 	}
 	mu.Unlock()
-	slices.Sort(r.latencies)
-	if n := len(r.latencies); n > 0 {
-		r.p50, r.p99, r.max = r.latencies[n/2], r.latencies[min(n-1, n*99/100)], r.latencies[n-1]
-	}
+	r.p50, r.p99, r.max = quantiles(r.latencies)
 	r.load = runinfo.LoadAvg(1)
-	progress("    p50 %s, p99 %s, max %s, %d without a Job, %d invocations", r.p50, r.p99, r.max, r.missing, r.invocations)
+	a50, a99, _ := quantiles(r.active)
+	progress("    p50 %s, p99 %s, max %s; while a run is active (%d rows) p50 %s, p99 %s; %d without a Job, %d invocations",
+		r.p50, r.p99, r.max, len(r.active), a50, a99, r.missing, r.invocations)
 	return r, nil
+}
+
+// quantiles sorts ds and returns its p50, p99 and max (zero when empty).
+func quantiles(ds []time.Duration) (p50, p99, most time.Duration) {
+	slices.Sort(ds)
+	n := len(ds)
+	if n == 0 {
+		return 0, 0, 0
+	}
+	return ds[n/2], ds[min(n-1, n*99/100)], ds[n-1]
 }
 
 // pickupRunning starts one notify run that waits, and returns a func that counts its pass done lines so far, and one
@@ -339,12 +367,16 @@ func writePickupResults(runs []pickupRun, period time.Duration, inserts, periods
 	fmt.Fprintf(&buf, "# Pickup: insert → Job (issue 54)\n\nWritten by `BENCH_ONLY=pickup scripts/bench.sh` (scripts/bench/pickup.go); do not edit by hand.\n\n")
 	fmt.Fprintf(&buf, "- %s\n- commit: %s; %d rows inserted at random moments across %d periods of %s, one run; the CronJob played by the bench (an invocation per period, Forbid)\n\n",
 		os.Getenv("BENCH_MACHINE"), runinfo.Commit(), inserts, periods, period)
-	buf.WriteString("| mode | p50 | p99 | max | rows without a Job | invocations | load avg (1 min) |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	buf.WriteString("All rows, then apart: those inserted while an invocation ran (a run active), and those inserted between two (the CronJob's gap).\n\n")
+	buf.WriteString("| mode | p50 | p99 | max | a run active: rows, p50, p99 | between runs: rows, max | rows without a Job | invocations | load avg (1 min) |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range runs {
-		fmt.Fprintf(&buf, "| %s | %.2f s | %.2f s | %.2f s | %d | %d | %s |\n", r.mode.what, r.p50.Seconds(), r.p99.Seconds(), r.max.Seconds(), r.missing, r.invocations, r.load)
+		a50, a99, _ := quantiles(r.active)
+		_, _, bmax := quantiles(r.between)
+		fmt.Fprintf(&buf, "| %s | %.2f s | %.2f s | %.2f s | %d, %.2f s, %.2f s | %d, %.2f s | %d | %d | %s |\n", r.mode.what, r.p50.Seconds(), r.p99.Seconds(), r.max.Seconds(),
+			len(r.active), a50.Seconds(), a99.Seconds(), len(r.between), bmax.Seconds(), r.missing, r.invocations, r.load)
 	}
 	for _, r := range runs {
-		if r.mode.trigger {
+		if r.mode.trigger && r.idleFor > 0 {
 			fmt.Fprintf(&buf, "\nWith source.notify, a run waiting: %d passes for 1,000 single-row inserts, %d for one 1,000-row insert; "+
 				"waiting %s with no work: CPU %.2f s (%.3f%% of a core), peak RSS %.1f MB.\n", r.stormSingle, r.stormBulk, r.idleFor,
 				r.idleCPU.Seconds(), 100*r.idleCPU.Seconds()/r.idleFor.Seconds(), r.idleRSSMB)
