@@ -30,7 +30,9 @@ func newDryRunCmd(g *globalOptions) *cobra.Command {
 		Long: `dry-run makes the same plan tick would and prints it; it creates and deletes nothing.
 --rows FILE reads rows from JSON lines instead of the database; --offline contacts no cluster (taken as empty);
 together they render the exact Jobs of a config change in CI. --server sends each planned create to the API server
-with dryRun=All, so the server validates the Jobs (admission included) without storing them.
+with dryRun=All, so the server validates the Jobs (admission included) without storing them. What only making a
+create tells is printed as "Not known before executing" (notKnown): whether another scheduler's Job holds a name,
+and with limits.rate whether the Lease takes the reservation; tick logs what came of each (its field outcome).
 
 A --rows line is one row: an object whose keys are its columns, in column order; strings are taken as they are,
 numbers and booleans as written, null as NULL, objects and arrays as compact JSON. With queues:, a queue without a
@@ -89,11 +91,13 @@ const planKind = "Plan"
 type planDocument struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
+	// NotKnown is what the creates depend on that only making them tells (scheduler.Plan.NotKnown).
+	NotKnown []string `json:"notKnown,omitempty"`
 	*scheduler.Plan
 }
 
 func newPlanDocument(p *scheduler.Plan) *planDocument {
-	return &planDocument{APIVersion: report.StatusAPIVersion, Kind: planKind, Plan: p}
+	return &planDocument{APIVersion: report.StatusAPIVersion, Kind: planKind, NotKnown: p.NotKnown(), Plan: p}
 }
 
 func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
@@ -119,7 +123,11 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 		if err := printReportLines(out, p.Capacity); err != nil {
 			return err
 		}
-		return printActions(out, p, "")
+		if err := printActions(out, p, ""); err != nil {
+			return err
+		}
+		printNotKnown(out, p)
+		return nil
 	}
 	for _, q := range p.Queues {
 		fmt.Fprintf(out, "\nQueue %s (priority %d, weight %d): %d unfinished, slots %d (%s), %d to create\n",
@@ -132,7 +140,20 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 			return err
 		}
 	}
+	printNotKnown(out, p)
 	return nil
+}
+
+// printNotKnown prints what the plan's creates depend on that only making them tells (nothing without a create).
+func printNotKnown(out io.Writer, p *scheduler.Plan) {
+	ks := p.NotKnown()
+	if len(ks) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "Not known before executing (tick logs what came of each create):")
+	for _, k := range ks {
+		fmt.Fprintf(out, "  %s\n", k)
+	}
 }
 
 // printQuery prints what the query doctor says of a read (the plan's problems and the role's warnings), as status's

@@ -344,18 +344,8 @@ wait_for() {
 	done
 }
 
-# free_ports N: N distinct free TCP ports on 127.0.0.1 (all sockets held open together, so no duplicates).
-free_ports() {
-	python3 - "$1" <<'EOF'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-EOF
-}
+# free_ports N: N distinct free TCP ports on 127.0.0.1, below the ephemeral range (scripts/lib/free_ports.py).
+free_ports() { python3 "$SCRIPT_DIR/lib/free_ports.py" "$1"; }
 
 # lock: one `up`/`down` at a time per state dir (the lock file sits next to it, since `down` removes the dir).
 lock() {

@@ -190,18 +190,47 @@ func modeStatus(cfg *config.Config, p *scheduler.Plan, obs *scheduler.Observatio
 	return i.Status(cfg, capacity.Counts{Unfinished: p.Unfinished, Queued: p.Queued(), Waiting: p.Waiting, WaitsNote: p.WaitsNote}, obs.Details)
 }
 
-// decide observes the cluster whole and decides as the next pass would (its cancels asked, capacity fitted): a
-// queue whose cancel query could not be asked is blocked, as in a tick, and failed says why (by queue index).
-func decide(ctx context.Context, s *scheduler.Scheduler) (p *scheduler.Plan, obs *scheduler.Observation, failed map[int]error, err error) {
+// decide observes the cluster whole and decides as the next pass would, with the pass's own function
+// (scheduler.Decision: its cancels asked, capacity fitted, the share of each queue's backlog as its read): a queue
+// whose cancel query could not be asked is blocked, as in a tick, and failed says why (by queue index). bs are the
+// queues' backlogs, counted when count is set (else nil, and the plan creates nothing).
+func decide(ctx context.Context, s *scheduler.Scheduler, count bool) (p *scheduler.Plan, obs *scheduler.Observation, bs []backlog.Count, failed map[int]error, err error) {
 	obs, err = s.Observe(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	c, err := s.Cancel(ctx, obs)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	return scheduler.DecideCancelled(s.Config, obs, c).Fit(s.Config, obs), obs, c.Failed, nil
+	est := &scheduler.Estimate{}
+	if count {
+		est.Backlog = countBacklogs(s, &bs)
+	}
+	p, obs, _, err = scheduler.Decision(ctx, s.Config, obs, c, est)
+	if err == nil {
+		err = est.Err()
+	}
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return p, obs, bs, c.Failed, nil
+}
+
+// countBacklogs is the Estimate's Backlog of s's queues, keeping the counts in bs.
+func countBacklogs(s *scheduler.Scheduler, bs *[]backlog.Count) func(context.Context, *scheduler.Plan) ([]int, error) {
+	return func(ctx context.Context, p *scheduler.Plan) ([]int, error) {
+		counts, err := backlog.Counts(ctx, s, p, nil)
+		if err != nil {
+			return nil, err
+		}
+		*bs = counts
+		rows := make([]int, len(counts))
+		for i, b := range counts {
+			rows[i] = b.Rows
+		}
+		return rows, nil
+	}
 }
 
 // withCause is a queue's Blocked with the error of its cancel query, when that is what blocked it.
@@ -218,7 +247,7 @@ const estimated = "estimated from the backlog: status reads no row, dry-run does
 
 // StatusOf observes the cluster, decides the pass and counts the backlog; it reads no row and writes nothing.
 func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
-	p, obs, failed, err := decide(ctx, s)
+	p, obs, bs, failed, err := decide(ctx, s, true)
 	if err != nil {
 		return nil, err
 	}
@@ -238,10 +267,6 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 			t.RetryAt = nil
 			st.Dead = append(st.Dead, t)
 		}
-	}
-	bs, err := backlog.Counts(ctx, s, p, nil)
-	if err != nil {
-		return nil, err
 	}
 	st.Backlog, st.BacklogCapped = backlog.Total(bs)
 	st.Queues = queueStatuses(ctx, s, p, bs)
@@ -277,12 +302,8 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 	case n == 0:
 		st.Next = fmt.Sprintf("%s; create nothing: no rows waiting", deletes)
 	default:
-		backlogs := make([]int, len(bs))
-		for i, b := range bs {
-			backlogs[i] = b.Rows
-		}
 		st.Next = fmt.Sprintf("%s; create up to %d Job(s) (slots %d, bound by %s; %s)", deletes,
-			p.WouldCreate(s.Config, obs, backlogs), p.Slots, p.Limit, estimated)
+			len(p.Creates), p.Slots, p.Limit, estimated)
 	}
 	return st, nil
 }

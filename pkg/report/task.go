@@ -78,7 +78,7 @@ type TaskPod struct {
 // TaskViewOf describes one task. It lists this scheduler's Jobs (as a pass does), the task's pods (label jobsched.io/task)
 // and reads the task's row (one read); it writes nothing.
 func TaskViewOf(ctx context.Context, s *scheduler.Scheduler, key string) (*TaskView, error) {
-	p, obs, _, err := decide(ctx, s)
+	p, obs, _, _, err := decide(ctx, s, false)
 	if err != nil {
 		return nil, err
 	}

@@ -66,25 +66,3 @@ func (s *Scheduler) Cancel(ctx context.Context, obs *Observation) (Cancellation,
 	}
 	return c, nil
 }
-
-// cancelled is the plan after the cancel step: decided again with c's Jobs cancelled when there are any (p
-// otherwise), and each queue whose cancel query could not be asked blocked.
-func (p *Plan) cancelled(cfg *config.Config, obs *Observation, c Cancellation) *Plan {
-	if len(c.Jobs) > 0 {
-		return DecideCancelled(cfg, obs, c)
-	}
-	return p.blockFailed(c)
-}
-
-// blockFailed is p with each queue whose cancel query could not be asked (c.Failed) blocked (p when there is none).
-func (p *Plan) blockFailed(c Cancellation) *Plan {
-	if len(c.Failed) == 0 {
-		return p
-	}
-	q := p.next()
-	for i := range c.Failed {
-		q.part(i).block(BoundReadFailed, "reading rows failed")
-	}
-	q.rooms()
-	return q
-}

@@ -35,10 +35,8 @@ import (
 // A Job in cancelled (its task's key is returned by the queue's source.cancelQuery, see Cancellation) is deleted by
 // the pass (DeleteCancelled) and holds no slot: it is not counted as unfinished, its pods block nothing, and its key
 // is excluded from the read, so the task gets no new attempt.
-func decideQueue(cfg *config.Config, obs *Observation, mine func(*JobSummary) bool, cancelled map[types.UID]bool) *Plan {
-	p := &Plan{
-		Scheduler: cfg.Name,
-		Namespace: cfg.Namespace,
+func decideQueue(cfg *config.Config, obs *Observation, mine func(*JobSummary) bool, cancelled map[types.UID]bool) *queuePart {
+	p := &queuePart{
 		queueName: cfg.QueueName,
 		retry:     map[string]*JobStatus{},
 	}
@@ -148,7 +146,7 @@ func decideQueue(cfg *config.Config, obs *Observation, mine func(*JobSummary) bo
 }
 
 // unfinished fills st for a Job with neither condition: it holds a slot.
-func (p *Plan) unfinished(cfg *config.Config, st *JobStatus, job JobSummary, pods []capacity.PodSummary, obs *Observation) {
+func (p *queuePart) unfinished(cfg *config.Config, st *JobStatus, job JobSummary, pods []capacity.PodSummary, obs *Observation) {
 	p.Unfinished++
 	if job.Suspended {
 		p.queue(cfg, st, job, obs)
@@ -206,7 +204,7 @@ func cancelledState(job JobSummary) State {
 // room sets Slots = min(maxActive − unfinished, maxPerTick) and says what bound it; when no Job may be created,
 // Blocked says why. (An Unschedulable pod, of any queue, and with Kueue limits.maxQueued − queued are the
 // install's: see Decide and roomOf.)
-func (p *Plan) room(cfg *config.Config, obs *Observation) {
+func (p *queuePart) room(cfg *config.Config, obs *Observation) {
 	r := activeRoom(cfg, p.Unfinished)
 	p.Slots, p.Limit, p.Bound, p.roomBound = r.slots, r.limit, r.bound, r.roomBound
 	switch {
@@ -226,7 +224,7 @@ func (p *Plan) room(cfg *config.Config, obs *Observation) {
 // plan (p is not changed). A plan blocked for a reason capacity cannot change (an Unschedulable pod, pods or guard
 // unknown), or without room (a mode that bounds no template: off; with Kueue, Kueue decides what fits), is returned
 // as it is; capacity that could not be observed blocks it.
-func (p *Plan) fitQueue(obs *Observation, room capacity.Room, i int) *Plan {
+func (p *queuePart) fitQueue(obs *Observation, room capacity.Room, i int) *queuePart {
 	if p.hard || room == nil && obs.CapacityErr == nil {
 		return p
 	}
@@ -251,14 +249,14 @@ func (p *Plan) fitQueue(obs *Observation, room capacity.Room, i int) *Plan {
 }
 
 // block makes the plan create nothing, for reason, bound by b.
-func (p *Plan) block(b Bound, reason string) {
+func (p *queuePart) block(b Bound, reason string) {
 	p.Slots, p.Blocked, p.Bound = 0, reason, b
 	if p.Limit == "" {
 		p.Limit = reason
 	}
 }
 
-func (p *Plan) firstUnschedulable() string {
+func (p *queuePart) firstUnschedulable() string {
 	for _, j := range p.Jobs {
 		if j.State == StateUnschedulable {
 			return j.Name + ": " + j.Reason

@@ -319,7 +319,7 @@ func TestDecideWaitingHoldsTheRoom(t *testing.T) {
 				Nodes: []capacity.Node{{Name: "n1", Ready: true, Allocatable: corev1.ResourceList{
 					corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110")}}},
 				Autoscale: &autoscaler.State{Source: autoscaler.Karpenter, Pools: []autoscaler.Pool{{Kind: autoscaler.KindNodePool, Name: "batch"}}}}
-			p := Decide(cfg, obs).Fit(cfg, obs)
+			p := Decide(cfg, obs) // capacity fitted: obs holds it
 			if p.Waiting != 1 || p.Slots != tc.slots {
 				t.Errorf("waiting %d, slots %d (%s); want 1, %d", p.Waiting, p.Slots, p.Limit, tc.slots)
 			}

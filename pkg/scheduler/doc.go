@@ -8,27 +8,31 @@
 // Run is a list of steps, each a function of the value the step before returned (see Run for the list):
 //
 //	observe  → Observation  the install's Jobs (and the list's resourceVersion), its Pending pods: once for all queues
-//	decide   → Plan         Decide, per queue: each Job's state, the deletes, the keys the read excludes, the room
-//	                        the queue's limits leave; then the install's limits over all queues
-//	execute  ·              the decided deletes start: finished Jobs, holding no slot, deleted beside the steps
-//	                        after; they never wait on a step that may fail, no create waits on them, and the
-//	                        pass ends once each is answered
 //	cancel   → Cancellation per queue with source.cancelQuery and unfinished Jobs, which of their keys it returns
-//	decide   → Plan         DecideCancelled, when it returned any: those Jobs deleted (DeleteCancelled), holding no
-//	                        slot; then the cancel deletes, before anything is created
+//	decide   → Plan         Decision, once, per queue: each Job's state, the deletes (the cancelled Jobs'
+//	                        among them, holding no slot), the keys the read excludes, the room the queue's limits
+//	                        leave; then the install's limits over all queues
+//	execute  ·              the decided deletes start: finished Jobs, holding no slot, deleted beside the steps
+//	                        after; no create waits on them, and the pass ends once each is answered; then the
+//	                        cancel deletes, before anything is created
 //	observe  → Observation  capacity (nodes, quotas), only when the limits leave room
-//	fit      → Plan         Plan.Fit: each queue's slots, bounded by what fits for its template alone
+//	fit      → Plan         each queue's slots, bounded by what fits for its template alone (the pass's one placer)
 //	check    → RowCheck     per queue, the rows of succeeded, dead and due tasks: worker bugs, rows gone
 //	read     → Admission    per queue with slots, the rows there is room for, each admitted (a Create) or skipped
-//	share    → Plan         the install's slots given to the queues' creates, one at a time (see Queues below); the
-//	                        failed attempt each kept retry supersedes marked for its delete (DeleteRetried)
-//	execute  ·              the creates; a retry's failed attempt deleted once its next attempt exists
+//	share    → Plan         the install's slots given to the queues' creates, one at a time (see Queues below), with
+//	                        the fit's placer; the failed attempt each kept retry supersedes marked for its delete
+//	                        (DeleteRetried); then the install's room and counts, derived once from the queues'
+//	execute  → []Outcome    the creates; a retry's failed attempt deleted once its next attempt exists; what came
+//	                        of each create, beside the plan (a name another scheduler's Job holds, a refused rate
+//	                        reservation: what only executing can tell)
 //
-// Nothing outside that line changes the plan: `dry-run` prints Result.Plan, the value `tick` executes (every delete
-// and create of the pass is in it), and `status` (package report) shows the plan the same Observe and Decide make.
-// Each field of the plan is set by the step that decides it, and the summary is counted once, from the plan and what
-// came of each write (summarize). A step that cannot read what it needs (pods, capacity, rows) puts that in its
-// value; the plan then creates nothing (Plan.Blocked says why) and the pass fails, but the deletes still happen.
+// Decision is that line from decide to share (its reads, and the deletes' start, through a Reader), the one function
+// `tick`, `dry-run` and `status` call (status with a Reader that reads no row: Estimate). Nothing outside that line
+// changes the plan: `dry-run` prints Result.Plan, the value `tick` executes (every delete and create of the pass is in
+// it, and what it cannot know is said: Plan.NotKnown), and `status` (package report) shows the plan Decision makes.
+// Each field of the plan is set by the step that decides it, and the summary is counted once, from the plan and each
+// create's Outcome (summarize). A step that cannot read what it needs (pods, capacity, rows) puts that in its value;
+// the plan then creates nothing (Plan.Blocked says why) and the pass fails, but the deletes still happen.
 // Only a wrong configuration (a *config.Error) stops the line.
 //
 // # Hooks for what comes next
@@ -69,9 +73,10 @@
 //     backlog. A query that tries to write fails in the READ ONLY transaction (exit 2) and nothing is created.
 //   - Order and failures: the plan comes from one observation taken at the start. The deletes of finished Jobs start
 //     first, run beside the rest (no create waits for them: a finished Job holds no slot and its key is excluded)
-//     and never wait on anything that may fail: if the Pending pods, the capacity LISTs or the database fail (refused, or a
-//     host that never answers: connections time out and every read has `source.timeout`), the deletes still
-//     happen, nothing is created, the log says why and the pass exits 1. `gc` lists only the Jobs.
+//     and wait on nothing that may fail but the cancel query's read, whose answers the decision needs (bounded by
+//     `source.timeout`): if the Pending pods, the capacity LISTs or the database fail (refused, or a host that
+//     never answers: connections time out and every read has `source.timeout`), the deletes still happen,
+//     nothing is created, the log says why and the pass exits 1. `gc` lists only the Jobs.
 //   - Concurrency: a tick's Guard is the scheduler's Lease (pkg/lease), so its passes observe and create one at a
 //     time and maxActive and the capacity fit hold across them. Without it (a Role without the Lease's verbs) Job
 //     names still make racing safe: they are deterministic, so two passes running at once cannot create two Jobs

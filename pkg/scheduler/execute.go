@@ -166,6 +166,9 @@ func (x *execution) done(p *Plan, obs *Observation, rowsWait bool, stop error) (
 		err = errors.Join(x.errs...)
 	}
 	r.Summary = summarize(p, x.mode.dryRun(), x.deleted, x.created)
+	if p != nil {
+		r.Outcomes = outcomes(p, x.created)
+	}
 	if g, ok := x.s.Guard.(guardReport); ok && x.mode == Execute {
 		state, waited := g.Report()
 		r.Summary.Lease, r.Summary.LeaseWait = state, waited.Milliseconds()
@@ -231,8 +234,11 @@ func (x *execution) creates(p *Plan) {
 	switch x.mode {
 	case Execute:
 		x.warnRates(p)
-		held := x.reserve(p)
+		held, refused := x.reserve(p)
 		x.created = x.s.executeCreates(held, p, false)
+		for i := range x.created {
+			x.created[i].refused = refused // none was started
+		}
 		x.settle(p)
 		if x.cancelCreates != nil {
 			x.cancelCreates()
@@ -245,15 +251,21 @@ func (x *execution) creates(p *Plan) {
 	default:
 		return
 	}
-	notStarted := 0
-	for _, o := range x.created {
+	notStarted, refused := 0, 0
+	for i, o := range x.created {
 		x.failedWrite(o.err, o.retireErr)
-		if !o.started {
+		switch o.result() {
+		case OutcomeReservationRefused:
+			refused++
+		case OutcomeNotStarted:
 			notStarted++
+		case OutcomeNameTaken:
+			x.log.Warn().Str("task", o.skip.Key).Str("job", p.Creates[i].Job.Name).Str("outcome", string(OutcomeNameTaken)).Msg(o.skip.Reason)
 		}
-		if o.res == collision && o.err == nil {
-			x.log.Warn().Str("task", o.skip.Key).Msg(o.skip.Reason)
-		}
+	}
+	if refused > 0 {
+		x.log.Warn().Int("notCreated", refused).Str("outcome", string(OutcomeReservationRefused)).Msg("the rate reservation was not written on the Lease: no planned Job was created; the next pass creates them")
+		x.failedWrite(fmt.Errorf("%d planned Job(s) not created: %w", refused, errRateReserve))
 	}
 	if notStarted > 0 {
 		cause := context.Cause(x.held)
@@ -269,9 +281,9 @@ type Summary struct {
 	WouldCreate    int    `json:"wouldCreate,omitempty"` // dry run: the Jobs the plan creates
 	Created        int    `json:"created"`
 	AlreadyPresent int    `json:"alreadyPresent"`
-	NotCreated     int    `json:"notCreated,omitempty"` // planned, not tried: the pass stopped creating (its deadline, a signal, a lost Lease); the next pass takes them
-	Skipped        int    `json:"skipped"`
-	ReadAhead      int    `json:"readAhead,omitempty"` // with queues: rows read for a queue the share gave no slot; the next pass reads them again
+	NotCreated     int    `json:"notCreated,omitempty"` // planned, not tried: the pass stopped creating (its deadline, a signal, a lost Lease) or the Lease refused the rate reservation; the next pass takes them
+	Skipped        int    `json:"skipped"`              // the plan's skips, and the creates whose name another Job held (OutcomeNameTaken)
+	ReadAhead      int    `json:"readAhead,omitempty"`  // with queues: rows read for a queue the share gave no slot; the next pass reads them again
 	Blocked        string `json:"blocked,omitempty"`
 	Deleted        int    `json:"deleted"`
 	Failed         int    `json:"failed"`
@@ -287,9 +299,10 @@ type Summary struct {
 }
 
 // summarize is the summary of a pass: the plan's counts (nil: the Jobs could not be listed) and what came of each
-// delete and create the pass tried. It is the one place the pass is counted: every row the plan selected is in
-// exactly one of created, alreadyPresent, skipped (a create that found its name taken included), failed,
-// notCreated and readAhead; every delete tried in deleted or failed.
+// delete and create the pass tried (the record Result.Outcomes shows). It is the one place the pass is counted:
+// every row the plan selected is in exactly one of created, alreadyPresent, skipped (the plan's, and a create that
+// found its name taken), failed, notCreated (its reservation refused included) and readAhead; every delete tried in
+// deleted or failed.
 func summarize(p *Plan, dryRun bool, deleted []error, outcomes []createOutcome) Summary {
 	s := Summary{DryRun: dryRun}
 	if p == nil {
@@ -309,19 +322,19 @@ func summarize(p *Plan, dryRun bool, deleted []error, outcomes []createOutcome) 
 		}
 	}
 	for i, o := range outcomes {
-		switch {
-		case !o.started:
+		switch o.result() {
+		case OutcomeNotStarted, OutcomeReservationRefused:
 			s.NotCreated++
-		case o.err != nil:
+		case OutcomeFailed:
 			s.Failed++
-		case o.res == created:
+		case OutcomeCreated:
 			s.Created++
 			if p.Creates[i].Attempt > 1 {
 				s.Retried++
 			}
-		case o.res == present:
+		case OutcomePresent:
 			s.AlreadyPresent++
-		default:
+		case OutcomeNameTaken:
 			s.Skipped++
 		}
 		switch {
@@ -366,16 +379,86 @@ func (s *Scheduler) executeDeletes(ctx context.Context, deletes []JobStatus) []e
 	return errs
 }
 
-// createOutcome is what came of one planned create: not started (the pass's context ended first), failed (err),
-// or created, already present, or a name collision (res; skip says with what); and of its superseded attempt's
-// delete, once it exists (retired, or retireErr).
+// createOutcome is what came of one planned create: not started (the pass's context ended first, or refused: the
+// Lease refused the rate reservation), failed (err), or created, already present, or a name collision (res; skip
+// says with what); and of its superseded attempt's delete, once it exists (retired, or retireErr). It is the pass's
+// record of its creates: summarize counts it, and Result.Outcomes shows it (result).
 type createOutcome struct {
 	started   bool
+	refused   bool
 	res       createResult
 	err       error
 	skip      Skip
 	retired   bool
 	retireErr error
+}
+
+// result is what came of the create, as an Outcome says it.
+func (o createOutcome) result() OutcomeResult {
+	switch {
+	case o.refused:
+		return OutcomeReservationRefused
+	case !o.started:
+		return OutcomeNotStarted
+	case o.err != nil:
+		return OutcomeFailed
+	case o.res == created:
+		return OutcomeCreated
+	case o.res == present:
+		return OutcomePresent
+	}
+	return OutcomeNameTaken
+}
+
+// OutcomeResult is what came of a planned create (Outcome.Result).
+type OutcomeResult string
+
+// What came of a planned create. The plan cannot know two of them before the create is made (Plan.NotKnown):
+// OutcomeNameTaken and OutcomeReservationRefused.
+const (
+	OutcomeCreated = OutcomeResult("created")
+	// OutcomePresent: this scheduler's Job of the task already holds the name (another pass made it).
+	OutcomePresent = OutcomeResult("alreadyPresent")
+	// OutcomeNameTaken: another Job holds the name (another scheduler's, another task's, or one made by hand): the row
+	// is skipped (Reason says by what), every pass while it does.
+	OutcomeNameTaken = OutcomeResult("nameTaken")
+	// OutcomeReservationRefused: with limits.rate, the Lease did not take the reservation: no create was started.
+	OutcomeReservationRefused = OutcomeResult("reservationRefused")
+	// OutcomeNotStarted: the pass stopped creating first (its deadline, a signal, a lost Lease).
+	OutcomeNotStarted = OutcomeResult("notStarted")
+	// OutcomeFailed: the API server refused the create (Reason).
+	OutcomeFailed = OutcomeResult("failed")
+)
+
+// Outcome is what came of one of the plan's creates when the pass made it, beside the plan (Result.Outcomes): the
+// create as the plan says it (its Job's name, its task, its queue) and what happened.
+type Outcome struct {
+	Queue  string        `json:"queue,omitempty"`
+	Key    string        `json:"key"`
+	Job    string        `json:"job"`
+	Result OutcomeResult `json:"result"`
+	Reason string        `json:"reason,omitempty"` // why it is not created: the skip's reason, or the error
+}
+
+// outcomes are the record of p's creates as Outcomes, in the plan's order (nil when none was tried).
+func outcomes(p *Plan, record []createOutcome) []Outcome {
+	if record == nil {
+		return nil
+	}
+	out := make([]Outcome, len(record))
+	for i, o := range record {
+		c := p.Creates[i]
+		out[i] = Outcome{Queue: c.Queue, Key: c.Key, Job: c.Job.Name, Result: o.result()}
+		switch out[i].Result {
+		case OutcomeNameTaken:
+			out[i].Reason = o.skip.Reason
+		case OutcomeFailed:
+			out[i].Reason = o.err.Error()
+		case OutcomeReservationRefused:
+			out[i].Reason = errRateReserve.Error()
+		}
+	}
+	return out
 }
 
 // executeCreates creates the Jobs p plans, concurrently; one failure does not stop the others. With serverDryRun

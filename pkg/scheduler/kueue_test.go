@@ -79,7 +79,7 @@ func TestDecideKueue(t *testing.T) {
 			cfg := testConfig(t, tc.mutate)
 			obs := observed(tc.jobs, tc.pods)
 			obs.Capacity = tc.cap
-			p := Decide(cfg, obs).Fit(cfg, obs) // the pass fits after its deletes: in this mode it must not
+			p := Decide(cfg, obs) // capacity is fitted when obs holds it: in this mode it must not be
 			if diff := cmp.Diff(tc.want.filled(), view(p)); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}

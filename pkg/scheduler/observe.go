@@ -131,17 +131,6 @@ func (s *Scheduler) readWaits(ctx context.Context, pods []capacity.PodSummary) (
 	return w.Waits(ctx, s.clients(), s.Config, names)
 }
 
-// observeCapacity is the pass's capacity step: it reads what the nodes and quotas hold when the plan p has room by
-// its limits (a full or blocked pass costs no capacity LIST), into a copy of obs.
-func (s *Scheduler) observeCapacity(ctx context.Context, obs *Observation, p *Plan) *Observation {
-	if p.Slots <= 0 {
-		return obs
-	}
-	o := *obs
-	o.Capacity, o.CapacityErr = s.readCapacity(ctx)
-	return &o
-}
-
 func (s *Scheduler) selector() string {
 	return labels.SelectorFromSet(labels.Set{jobmeta.LabelScheduler: s.Config.Name}).String()
 }

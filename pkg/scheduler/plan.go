@@ -83,7 +83,8 @@ type Skip struct {
 	Reason string `json:"reason"`
 }
 
-// Plan is the whole decision of one pass, a plain value.
+// Plan is the whole decision of one pass, a plain value: its exported fields are what a user reads (the document
+// dry-run prints, status shows from), planState what the steps keep for each other.
 type Plan struct {
 	Scheduler string      `json:"scheduler"`
 	Namespace string      `json:"namespace"`
@@ -120,15 +121,57 @@ type Plan struct {
 	// queues:, whose one queue the fields above are). With queues:, Capacity is in each queue's part.
 	Queues []QueuePlan `json:"queues,omitempty"`
 
-	// parts are the queues' own plans (one for a configuration without queues:), and inst the install's room. A
-	// part has no Jobs: the install's are the one list. queueName is a part's queue (JobStatus.Queue).
-	parts     []*Plan
-	inst      installRoom
-	queueName string
+	planState
+}
 
+// planState is the steps' own state in a Plan, which no output shows (the exported fields of Plan are the document
+// dry-run prints): parts are the queues' own parts (one for a configuration without queues:), and inst the
+// install's room.
+type planState struct {
+	parts []*queuePart
+	inst  installRoom
 	// exclude are the keys that must not be read (a Job exists and is kept, or succeeded and is deleted by this
-	// pass).
+	// pass): every queue's.
 	exclude []string
+	// queued counts the unfinished Jobs that are suspended (StateQueued).
+	queued int
+	// hard says Blocked has a cause that capacity cannot change (see fitQueue).
+	hard bool
+	// waits says what bound the slots is a wait as configured in every queue (Bound.Waits): the Blocked Event is
+	// then Normal.
+	waits bool
+	// roomBound says the slots were bound by room a finishing Job frees: limits.maxActive, the nodes or the quota.
+	roomBound bool
+	// capacityBound says the capacity mode's fit bound them (below every limit): a node turning usable may add room,
+	// as a finishing Job does; with limits.maxActive binding, it cannot.
+	capacityBound bool
+	// rates are the pass's rate windows (nil without limits.rate).
+	rates *rates
+}
+
+// queuePart is one queue's part of a pass's plan, as the steps decide it: its Jobs' counts, its room and what bound
+// it, the keys its read excludes, what its row check and its read found, and its creates. The install's Plan is
+// made of them (Plan.Queues is what a user reads of each); it is never printed itself.
+type queuePart struct {
+	queueName string // the queue's name, as JobStatus.Queue has it
+	// Jobs are the queue's Jobs while decideQueue decides them; the install's plan holds them after (assemble).
+	Jobs                               []JobStatus
+	Unfinished, Unschedulable, Waiting int
+	// Slots, Limit, Bound and Blocked are the queue's room, as Plan's are the install's; nextCreate its NextCreate.
+	Slots      int
+	Limit      string
+	Bound      Bound
+	Blocked    string
+	nextCreate time.Time
+	Capacity   *capacity.Report
+	// Creates are those of admittedCreates the share kept; Skipped its skips; Selected its rows read (rooms);
+	// Query what the query doctor says of its read (dry-run).
+	Creates  []Create
+	Skipped  []Skip
+	Selected int
+	Query    *QueryFinding
+
+	exclude []string // as Plan.exclude, the queue's
 	// retry maps the key of a task whose backoff has passed to its last failed attempt: its row gets the next one.
 	retry map[string]*JobStatus
 	// succeeded, dead and due are the keys this pass asks the source about in one read: a succeeded task whose row
@@ -141,23 +184,36 @@ type Plan struct {
 	// unboundPods are this scheduler's pods bound to no node yet, podlessPods the pods its unfinished Jobs with no
 	// pod yet will make: both will take room that the nodes still show as free.
 	unboundPods, podlessPods int
-	// waitDue is a queue's part of WaitDue (zero: none).
+	// waitDue is the queue's part of Plan.WaitDue (zero: none).
 	waitDue time.Time
-	// hard says Blocked has a cause that capacity cannot change (see Fit).
-	hard bool
-	// waits says what bound the slots is a wait as configured in every queue (Bound.Waits): the Blocked Event is
-	// then Normal.
-	waits bool
-	// roomBound says the slots were bound by room a finishing Job frees: limits.maxActive, the nodes or the quota.
-	roomBound bool
-	// capacityBound says the capacity mode's fit bound them (below every limit): a node turning usable may add room,
-	// as a finishing Job does; with limits.maxActive binding, it cannot.
-	capacityBound bool
-	// rates are the pass's rate windows (the install's plan; nil without limits.rate), nextCreate a part's NextCreate,
-	// and groupRoom what each group's rate leaves of a part's read (see rates.groupRoom).
-	rates      *rates
-	nextCreate time.Time
-	groupRoom  map[string]int
+	// hard, roomBound and capacityBound are as Plan's, for the queue.
+	hard, roomBound, capacityBound bool
+	// groupRoom is what each group's rate leaves of the read (see rates.groupRoom).
+	groupRoom map[string]int
+	// checkedRows are the rows its row check selected (its worker bugs), readRows those its read admitted or
+	// skipped, and admittedCreates the creates its read admitted, before the share keeps some (Creates).
+	checkedRows, readRows int
+	admittedCreates       []Create
+}
+
+// What a plan cannot know before its creates are made (Plan.NotKnown); each create's Outcome says what came of it.
+const (
+	NotKnownName = "whether a Job this scheduler does not list (another scheduler's, one made by hand) holds a " +
+		"planned name: tick skips that row"
+	NotKnownRate = "whether the Lease takes the rate reservation (limits.rate): tick creates nothing without it"
+)
+
+// NotKnown is what p's creates depend on that only making them tells (nil when it creates nothing): a dry run
+// prints it; a tick records what came of each create (Result.Outcomes).
+func (p *Plan) NotKnown() []string {
+	if len(p.Creates) == 0 {
+		return nil
+	}
+	out := []string{NotKnownName}
+	if p.rates != nil {
+		out = append(out, NotKnownRate)
+	}
+	return out
 }
 
 // Waits says the pass waits as configured: in every queue, what bound its slots is a limit or a full cluster.
@@ -185,6 +241,18 @@ func (p *Plan) Deletes() []JobStatus {
 	var out []JobStatus
 	for _, j := range p.Jobs {
 		if j.Delete != "" {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// finishedDeletes are the deletes the pass starts at once, beside the rest of it: Deletes but the cancels (and, in
+// the plan Decide makes, before the share marks any, the retried attempts).
+func (p *Plan) finishedDeletes() []JobStatus {
+	var out []JobStatus
+	for _, j := range p.Jobs {
+		if j.Delete != "" && j.Delete != DeleteCancelled {
 			out = append(out, j)
 		}
 	}

@@ -228,8 +228,8 @@ func TestNameTakenByAnotherQueue(t *testing.T) {
 	}
 }
 
-// TestWouldCreateIsThePass: what status says the next pass creates (Plan.WouldCreate of the backlogs) is what that
-// pass creates when every waiting row can get a Job: the same share, not a second formula (issue 28.5).
+// TestWouldCreateIsThePass: what status says the next pass creates (Decision with the backlogs as its reads: Estimate)
+// is what that pass creates when every waiting row can get a Job: the same share, not a second formula (issue 28.5).
 func TestWouldCreateIsThePass(t *testing.T) {
 	for seed := range uint64(100) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -256,7 +256,12 @@ func TestWouldCreateIsThePass(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := Decide(cfg, obs).Fit(cfg, obs).WouldCreate(cfg, obs, backlogs)
+			est := &Estimate{Backlog: func(context.Context, *Plan) ([]int, error) { return backlogs, nil }}
+			p, _, _, err := Decision(context.Background(), cfg, obs, Cancellation{}, est)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := len(p.Creates)
 			res, err := s.Run(context.Background(), DryRun)
 			if err != nil {
 				t.Fatal(err)

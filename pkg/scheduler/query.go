@@ -15,22 +15,18 @@ type QueryFinding = querydoctor.Finding
 // LIMIT (maxPerTick when it has none, as the next pass with room would read). nil when the source has no doctor (a
 // rows file). A doctor that cannot check says so in the finding; it never fails the pass or the report.
 func (s *Scheduler) ExplainQueue(ctx context.Context, p *Plan, i int) *QueryFinding {
-	part := p
-	if i < len(p.parts) {
-		part = p.parts[i]
-	}
-	return explain(ctx, s.AllQueues()[i].Source, part, s.Config.QueueConfig(i).MaxPerTick())
+	return explain(ctx, s.AllQueues()[i].Source, p.parts[i], s.Config.QueueConfig(i).MaxPerTick())
 }
 
-// explain is ExplainQueue for one queue's plan p and source; maxPerTick is the queue's.
-func explain(ctx context.Context, src rows.Source, p *Plan, maxPerTick int) *QueryFinding {
+// explain is ExplainQueue for one queue's part and source; maxPerTick is the queue's.
+func explain(ctx context.Context, src rows.Source, part *queuePart, maxPerTick int) *QueryFinding {
 	d, ok := src.(querydoctor.Explainer)
 	if !ok {
 		return nil
 	}
-	limit := p.Slots
+	limit := part.Slots
 	if limit <= 0 {
 		limit = maxPerTick
 	}
-	return d.Explain(ctx, p.exclude, limit)
+	return d.Explain(ctx, part.exclude, limit)
 }

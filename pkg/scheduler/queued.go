@@ -10,7 +10,7 @@ func (p *Plan) Queued() int { return p.queued }
 
 // queue fills st for a suspended Job: it is queued. It is no failure and costs no attempt, and it makes no pod until
 // it is admitted; why it waits is the capacity mode's to say (a capacity.Queuer's, from what status read of it).
-func (p *Plan) queue(cfg *config.Config, st *JobStatus, job JobSummary, obs *Observation) {
+func (p *queuePart) queue(cfg *config.Config, st *JobStatus, job JobSummary, obs *Observation) {
 	st.State = StateQueued
 	p.queued++
 	q, ok := capacity.ModeOf(cfg.Limits.Capacity).(capacity.Queuer)

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -69,20 +70,23 @@ type installRoom struct {
 	next      time.Time // the install's limits.rate bound it: its next create (rate.go)
 }
 
-// Decide is the pure part of the pass: from the configuration and one observation of the install it decides, for
-// each queue on its own (its Jobs, its limits: see decideQueue), what to delete, which keys to exclude from its read,
-// which tasks are retried and how many Jobs it may create; then the install's limits bound every queue: an
-// Unschedulable pod of any queue blocks all of them (limits.blockOnUnschedulable), and no queue gets more slots than
-// R = min(limits.maxPerTick, limits.maxActive − unfinished Jobs of all queues [, limits.maxQueued − queued]).
+// Decide is the pure part of the pass: Decision with no cancel query asked and no row read, the capacity fitted
+// when obs holds it (see decideParts).
 func Decide(cfg *config.Config, obs *Observation) *Plan {
-	return DecideCancelled(cfg, obs, Cancellation{})
+	p, _, _, _ := Decision(context.Background(), cfg, obs, Cancellation{}, nil) // reads nothing: no error
+	return p
 }
 
-// DecideCancelled is Decide with the Jobs c cancels deleted (DeleteCancelled) and holding no slot, and each queue
-// whose cancel query could not be asked blocked: the plan after the cancel step (see Cancellation).
-func DecideCancelled(cfg *config.Config, obs *Observation, c Cancellation) *Plan {
+// decideParts is the decide step of Decision: from the configuration and one observation of the install it decides,
+// for each queue on its own (its Jobs, its limits: see decideQueue), what to delete, which keys to exclude from its
+// read, which tasks are retried and how many Jobs it may create; then the install's limits bound every queue: an
+// Unschedulable pod of any queue blocks all of them (limits.blockOnUnschedulable), and no queue gets more slots than
+// R = min(limits.maxPerTick, limits.maxActive − unfinished Jobs of all queues [, limits.maxQueued − queued]). The
+// Jobs c cancels are deleted (DeleteCancelled) and hold no slot, and each queue whose cancel query could not be asked
+// is blocked (see Cancellation).
+func decideParts(cfg *config.Config, obs *Observation, c Cancellation) *Plan {
 	qs := cfg.AllQueues()
-	parts := make([]*Plan, len(qs))
+	parts := make([]*queuePart, len(qs))
 	unfinished, queued, unschedulable := 0, 0, 0
 	first := ""
 	for i := range qs {
@@ -122,9 +126,14 @@ func DecideCancelled(cfg *config.Config, obs *Observation, c Cancellation) *Plan
 			p.block(p.Bound, p.Limit)
 		}
 	}
-	p := &Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, inst: r, WaitsNote: obs.WaitsNote, rates: rt}
+	for i := range c.Failed { // it cannot tell which of its rows are cancelled: over any other reason
+		if i < len(parts) {
+			parts[i].block(BoundReadFailed, "reading rows failed")
+		}
+	}
+	p := &Plan{Scheduler: cfg.Name, Namespace: cfg.Namespace, WaitsNote: obs.WaitsNote, planState: planState{inst: r, rates: rt}}
 	p.assemble(cfg, parts)
-	return p.blockFailed(c)
+	return p
 }
 
 // jobQueue is the index of j's queue in cfg.AllQueues (see config.Config.QueueIndex).
@@ -157,10 +166,11 @@ func activeRoom(cfg *config.Config, unfinished int) installRoom {
 	return r
 }
 
-// assemble is the last of Decide: the install's plan made of the queues' parts, each field derived here once: the
-// Jobs (the one queue's as they are, else all queues' sorted by name, once), the counts and the exclusions, the
-// queues' rows (Queues) and the room (see rooms). Later steps change only what they decide.
-func (p *Plan) assemble(cfg *config.Config, parts []*Plan) {
+// assemble is the last of decideParts: the install's plan made of the queues' parts, each field derived here once:
+// the Jobs (the one queue's as they are, else all queues' sorted by name, once), the counts and the exclusions and
+// the queues' rows (Queues). The install's room is derived at the end of Decision (rooms), once every step that
+// bounds a queue's slots has. Later steps change only what they decide.
+func (p *Plan) assemble(cfg *config.Config, parts []*queuePart) {
 	qs := cfg.AllQueues()
 	p.parts = parts
 	if len(parts) == 1 {
@@ -188,13 +198,22 @@ func (p *Plan) assemble(cfg *config.Config, parts []*Plan) {
 				Unfinished: part.Unfinished, GroupsAtCap: part.groupsAtCap(qs[i].Limits.PerGroup), exclude: part.exclude})
 		}
 	}
-	p.rooms()
 }
 
-// rooms is the install's room from its queues': for the one queue of a configuration without queues: that queue's
-// room itself, else min(R, the queues' slots) and each queue's row of Queues. The steps that change a queue's room
-// (Decide, Fit, a read that fails) call it.
+// rooms is the last step of Decision: the install's room from its queues': for the one queue of a configuration
+// without queues: that queue's room itself, else min(R, the queues' slots) and each queue's row of Queues; and the
+// rows read (Selected), the install's and each queue's. The steps before it (decide, fit, a check or read that
+// fails) each set what they decide of a queue's room; none derives the install's.
 func (p *Plan) rooms() {
+	p.Selected = 0
+	for i := range p.parts {
+		part := p.part(i)
+		part.Selected = part.checkedRows + part.readRows
+		p.Selected += part.Selected
+		if p.Queues != nil {
+			p.Queues[i].Selected = part.Selected
+		}
+	}
 	if p.Queues == nil {
 		part := p.parts[0]
 		p.Slots, p.Limit, p.Blocked, p.Capacity, p.hard, p.roomBound = part.Slots, part.Limit, part.Blocked, part.Capacity, part.hard, part.roomBound
@@ -260,7 +279,7 @@ func (p *Plan) next() *Plan {
 }
 
 // part is queue i's part of p (a plan from next), copied for the step to change.
-func (p *Plan) part(i int) *Plan {
+func (p *Plan) part(i int) *queuePart {
 	c := *p.parts[i]
 	p.parts[i] = &c
 	return &c
@@ -280,7 +299,7 @@ func (p *Plan) mark(js []JobStatus) {
 }
 
 // skip adds a queue's skips to the part and to the install's, labelled with the queue.
-func (p *Plan) skip(part *Plan, skips []Skip) {
+func (p *Plan) skip(part *queuePart, skips []Skip) {
 	for _, sk := range skips {
 		sk.Queue = part.queueName
 		part.Skipped = append(slices.Clip(part.Skipped), sk)
@@ -289,7 +308,7 @@ func (p *Plan) skip(part *Plan, skips []Skip) {
 }
 
 // groupsAtCap are the groups of one queue's plan with g.MaxActive unfinished Jobs, its creates counted, sorted.
-func (p *Plan) groupsAtCap(g *config.PerGroup) []string {
+func (p *queuePart) groupsAtCap(g *config.PerGroup) []string {
 	if g == nil {
 		return nil
 	}
@@ -312,15 +331,14 @@ func (p *Plan) groupsAtCap(g *config.PerGroup) []string {
 	return out
 }
 
-// Fit is the step after the deletes: it bounds each queue's slots by what fits on the nodes and in the quotas now,
-// as obs holds it, for that queue alone (see fitQueue), and returns the new plan (p is not changed).
-func (p *Plan) Fit(cfg *config.Config, obs *Observation) *Plan {
-	pl := p.placer(cfg, obs)
+// fit is the step after the deletes: it bounds each queue's slots by what fits on the nodes and in the quotas now,
+// as obs holds it, for that queue alone (see fitQueue), with the pass's placer pl, and returns the new plan (p is not
+// changed).
+func (p *Plan) fit(obs *Observation, pl capacity.Room) *Plan {
 	q := p.next()
 	for i, part := range p.parts {
 		q.parts[i] = part.fitQueue(obs, pl, i)
 	}
-	q.rooms()
 	return q
 }
 
@@ -336,14 +354,6 @@ func (p *Plan) placer(cfg *config.Config, obs *Observation) capacity.Room {
 			Waiting: part.Waiting}
 	}
 	return capacity.ModeOf(cfg.Limits.Capacity).Room(obs.Capacity, claims)
-}
-
-// sharePlacer is placer as share takes it: nil (everything fits) when capacity is not fitted.
-func (p *Plan) sharePlacer(cfg *config.Config, obs *Observation) Placer {
-	if pl := p.placer(cfg, obs); pl != nil {
-		return pl
-	}
-	return nil
 }
 
 // Placer places one more Job of queue i on the capacity left, and says whether it fits.
@@ -392,22 +402,13 @@ func share(qs []shareQueue, slots int, pl Placer) []int {
 }
 
 // share is the queue of each slot the share gives p's queues, each with admitted(i, part) creates.
-func (p *Plan) share(cfg *config.Config, pl Placer, admitted func(i int, part *Plan) int) []int {
+func (p *Plan) share(cfg *config.Config, pl Placer, admitted func(i int, part *queuePart) int) []int {
 	qs := cfg.AllQueues()
 	in := make([]shareQueue, len(p.parts))
 	for i, part := range p.parts {
 		in[i] = shareQueue{Priority: qs[i].Priority, Weight: *qs[i].Weight, Unfinished: part.Unfinished, Admitted: admitted(i, part)}
 	}
 	return share(in, p.inst.slots, pl)
-}
-
-// WouldCreate is what the pass after p (a plan of Decide and Fit, as status makes it) creates if each queue's read
-// admits min(its backlog, its slots) rows: the share of those, as the pass makes it (the install's slots, the
-// queues' priorities and weights, and with capacity fitted what fits). It is an estimate where the pass reads rows
-// and status does not: a backlog counts rows the read would skip (and with limits.perGroup rows of groups at their
-// cap), and the tasks due for a retry whose row is gone.
-func (p *Plan) WouldCreate(cfg *config.Config, obs *Observation, backlogs []int) int {
-	return len(p.share(cfg, p.sharePlacer(cfg, obs), func(i int, part *Plan) int { return min(backlogs[i], max(part.Slots, 0)) }))
 }
 
 // before says queue a (with ka kept) takes a slot before queue b (kb kept), b being earlier in the configuration.
@@ -419,22 +420,22 @@ func before(a shareQueue, ka int, b shareQueue, kb int) bool {
 	return (a.Unfinished+ka)*max(b.Weight, 1) < (b.Unfinished+kb)*max(a.Weight, 1)
 }
 
-// shared is the plan after the share: each queue keeps the creates it got slots for (the first in its query's order;
-// the rest were read ahead, not skipped: ReadAhead), the install's creates are in the order the slots were given, and
-// the failed attempt each kept retry supersedes is marked for its delete (DeleteRetried), which runs once the retry
-// exists.
+// shared is the plan after the share: each queue's creates are those of its admitted ones it got slots for (the
+// first in its query's order; the rest were read ahead, not skipped: ReadAhead), the install's creates are in the
+// order the slots were given, and the failed attempt each kept retry supersedes is marked for its delete
+// (DeleteRetried), which runs once the retry exists.
 func (p *Plan) shared(cfg *config.Config, pl Placer) *Plan {
 	qs := cfg.AllQueues()
-	order := p.share(cfg, pl, func(_ int, part *Plan) int { return len(part.Creates) })
+	order := p.share(cfg, pl, func(_ int, part *queuePart) int { return len(part.admittedCreates) })
 	kept := make([]int, len(p.parts))
 	for _, i := range order {
 		kept[i]++
 	}
 	q := p.next()
 	for i, part := range p.parts {
-		q.ReadAhead += len(part.Creates) - kept[i]
+		q.ReadAhead += len(part.admittedCreates) - kept[i]
 		part = q.part(i)
-		part.Creates = part.Creates[:kept[i]:kept[i]]
+		part.Creates = part.admittedCreates[:kept[i]:kept[i]]
 		if q.Queues != nil {
 			q.Queues[i].Creates, q.Queues[i].GroupsAtCap = kept[i], part.groupsAtCap(qs[i].Limits.PerGroup)
 		}

@@ -410,11 +410,12 @@ func (r *rates) with(cfg *config.Config, cs []Create, made []bool, at time.Time)
 var errRateReserve = errors.New("the rate record could not be written on the Lease: no create without it")
 
 // reserve is the execute step before the creates, with limits.rate: it writes the record with p's creates at
-// now + RateReserve and returns the context the creates run under (it ends then). A failed write starts no create.
-func (x *execution) reserve(p *Plan) context.Context {
+// now + RateReserve and returns the context the creates run under (it ends then). A failed write starts no create:
+// refused says so (each create's Outcome is then OutcomeReservationRefused).
+func (x *execution) reserve(p *Plan) (_ context.Context, refused bool) {
 	r := p.rates
 	if r == nil || x.keeper == nil || len(p.Creates) == 0 || r.w.Unkept != "" {
-		return x.held
+		return x.held, false
 	}
 	at := x.s.Now().Add(RateReserve)
 	value, ok := x.encode(r.with(x.s.Config, p.Creates, nil, at))
@@ -427,11 +428,11 @@ func (x *execution) reserve(p *Plan) context.Context {
 	if !ok {
 		ctx, cancel := context.WithCancelCause(x.held)
 		cancel(errRateReserve)
-		return ctx
+		return ctx, true
 	}
 	ctx, cancel := context.WithTimeoutCause(x.held, RateReserve, fmt.Errorf("the creates reserved in the rate record ran out of their %s", RateReserve))
 	x.cancelCreates = cancel
-	return ctx
+	return ctx, false
 }
 
 // settle is the execute step after the creates: the record with the creates that were started, at the time the

@@ -42,7 +42,7 @@ func (s *Scheduler) checkRows(ctx context.Context, p *Plan, i int, src rows.Sour
 }
 
 // checkKeys are the keys checkRows asks the source about: the succeeded, dead and due tasks.
-func (p *Plan) checkKeys() []string {
+func (p *queuePart) checkKeys() []string {
 	return append(append(append([]string(nil), p.succeeded...), p.dead...), p.due...)
 }
 
@@ -96,29 +96,27 @@ func (p *Plan) checked(i int, rc RowCheck) *Plan {
 	part := q.part(i)
 	if rc.Err != nil {
 		part.block(BoundReadFailed, "reading rows failed")
-		q.rooms()
 		return q
 	}
 	q.skip(part, rc.WorkerBugs)
-	part.Selected += len(rc.WorkerBugs)
-	q.Selected += len(rc.WorkerBugs)
+	part.checkedRows = len(rc.WorkerBugs)
 	q.mark(rc.Gone)
 	part.retry = maps.Clone(part.retry)
 	for _, g := range rc.Gone {
 		delete(part.retry, g.Key)
 	}
-	q.selected(i, part)
 	return q
 }
 
 // Admission is the read step's value: the rows read and what each became, a Create or a Skip.
 type Admission struct {
-	Selected int // rows read and admitted or skipped (not the rows read ahead)
+	Selected int // rows read and admitted or skipped (not the rows read ahead, nor, when the read failed, its creates)
 	Creates  []Create
 	Skipped  []Skip
 	// RowsWait says the last read returned all it asked for: the source may hold more rows than the pass took.
 	RowsWait bool
-	// Err is why the read failed: the queue creates nothing this pass (see Plan.admitted).
+	// Err is why the read failed: the queue creates nothing this pass (see Plan.admitted); what it admitted is not
+	// in Creates (its rows are read again by the next pass), what it skipped stays skipped.
 	Err error
 }
 
@@ -129,6 +127,12 @@ type Admission struct {
 // (the slots may be near the top of int), and every round after the first checks ctx: a source that does not (a
 // --rows file) still ends with the pass's deadline.
 func (s *Scheduler) read(ctx context.Context, p *Plan, i int, q Queue) (a Admission) {
+	defer func() {
+		if a.Err != nil { // none of its creates: not counted as read
+			a.Selected -= len(a.Creates)
+			a.Creates = nil
+		}
+	}()
 	if f, ok := q.Source.(*rows.File); ok {
 		defer func() {
 			fs := fileSkips(f)
@@ -226,28 +230,14 @@ func fileSkips(f *rows.File) []Skip {
 }
 
 // admitted is the plan after queue i's read: its creates (before the share) and the rows it skipped. A read that
-// failed blocks the queue: what it admitted is not created this pass (its rows are read again by the next), and
-// what it skipped stays skipped.
+// failed blocks the queue.
 func (p *Plan) admitted(i int, a Admission) *Plan {
 	q := p.next()
 	part := q.part(i)
 	if a.Err != nil {
-		a.Selected -= len(a.Creates)
-		a.Creates = nil
 		part.block(BoundReadFailed, "reading rows failed")
-		q.rooms()
 	}
-	part.Creates = a.Creates
-	part.Selected += a.Selected
-	q.Selected += a.Selected
+	part.admittedCreates, part.readRows = a.Creates, a.Selected
 	q.skip(part, a.Skipped)
-	q.selected(i, part)
 	return q
-}
-
-// selected is queue i's rows read (part's) in its row of Queues.
-func (p *Plan) selected(i int, part *Plan) {
-	if p.Queues != nil {
-		p.Queues[i].Selected = part.Selected
-	}
 }

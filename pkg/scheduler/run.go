@@ -80,8 +80,11 @@ type Scheduler struct {
 // whether to run another pass at once (tick --fill-for): Limit (what bound the slots), Blocked, RowsWait and the
 // resourceVersion of the Jobs list.
 type Result struct {
-	Plan    *Plan // nil when the Jobs could not be listed
-	Summary Summary
+	Plan *Plan // nil when the Jobs could not be listed
+	// Outcomes are what came of each of Plan.Creates, in its order, beside the plan: what only making them tells (a
+	// name another Job holds, a rate reservation the Lease refused: Plan.NotKnown). nil when none was tried (dry-run).
+	Outcomes []Outcome
+	Summary  Summary
 	// JobsResourceVersion is the resourceVersion this pass listed its Jobs at ("" offline, or when the list failed): a
 	// next pass can list at least that new, to see every Job this one created.
 	JobsResourceVersion string
@@ -116,24 +119,28 @@ func (r Result) HardBlocked() bool { return r.Plan != nil && r.Plan.hard }
 
 // Run is one pass, whole, for every queue of the install, and always ends with its `pass done` line. It is a line
 // of steps, each a function of the value before it; only the execute steps write, and each writes what the plan
-// holds at that point:
+// holds at that point. Steps 3 to 8 are Decision, the one function from a pass's inputs to its plan (status and
+// dry-run call it too), reading through the pass's Reader (passReads):
 //
 //  0. take the Guard, if any (Execute only);
 //  1. observe, once for the install: its Jobs and (unless DeleteOnly) its Pending pods (with Follow, what its
 //     watches kept since the last pass, with that pass's own writes applied);
-//  2. decide, per queue: the deletes, the exclusions, the room the queue's limits and the install's leave;
-//  3. start the deletes (all queues): finished Jobs, which hold no slot, so they run beside the steps after and
-//     the pass waits for them before it ends; none waits on a step that may fail (capacity, the database), and
-//     no create waits on them;
-//     3b. cancel: ask each queue's source.cancelQuery about the keys of its unfinished Jobs (Cancel; no read
-//     without a cancel query or an unfinished Job), decide again with the cancelled Jobs holding no slot, and
-//     delete them, before anything is created;
-//  4. observe capacity when there is room; fit each queue alone: its slots;
-//  5. check each queue's finished tasks' rows: worker bugs skipped, the Jobs of gone rows deleted (beside, as 3);
-//  6. read, per queue with slots, the rows there is room for, and admit each: creates and skips;
-//  7. share the install's slots among the queues' creates (see share);
-//  8. execute the creates in that order (Execute; ServerDryRun sends them with dryRun=All); with limits.rate they are
-//     reserved in the Lease's record first and settled after (rate.go).
+//  2. cancel (unless DeleteOnly): ask each queue's source.cancelQuery about the keys of its unfinished Jobs (Cancel;
+//     no read without a cancel query or an unfinished Job, each read bounded by source.timeout); a queue whose
+//     cancel query fails is blocked, a wrong one stops the pass once the finished Jobs' deletes have run;
+//  3. decide, once, per queue: the deletes (the cancelled Jobs' among them, holding no slot), the exclusions, the
+//     room the queue's limits and the install's leave;
+//  4. start the deletes of finished Jobs (all queues), which hold no slot, so they run beside the steps after and
+//     the pass waits for them before it ends; no create waits on them; then delete the cancelled Jobs, before
+//     anything is created;
+//  5. observe capacity when there is room; fit each queue alone: its slots, with the pass's one placer;
+//  6. check each queue's finished tasks' rows: worker bugs skipped, the Jobs of gone rows deleted (beside, as 4);
+//  7. read, per queue with slots, the rows there is room for, and admit each: creates and skips;
+//  8. share the install's slots among the queues' creates with the same placer (see share), and derive the
+//     install's room and counts from the queues' (rooms);
+//  9. execute the creates in that order (Execute; ServerDryRun sends them with dryRun=All); with limits.rate they are
+//     reserved in the Lease's record first and settled after (rate.go). What only executing can tell (a name
+//     another scheduler's Job holds, a reservation the Lease refuses) is each create's Outcome, beside the plan.
 //
 // The returned error is a *config.Error when the configuration is wrong (the query, the columns); any other error
 // is a run-time failure. The plan is returned whenever the Jobs could be listed, and the summary always.
@@ -151,43 +158,32 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 		return x.done(nil, nil, false, cause(ctx, err))
 	}
 	obs.GuardRefused = held
-	if mode != DeleteOnly {
-		obs.Windows = s.readWindows(ctx, x.keeper, len(obs.Jobs) > 0)
-	}
-	p := Decide(s.Config, obs)   // 2
-	x.deletesBehind(p.Deletes()) // 3
 	if mode == DeleteOnly {
+		p := Decide(s.Config, obs) // 3, reading nothing
+		x.deletesBehind(p.Deletes())
 		return x.done(p, obs, false, nil)
 	}
-	c, err := s.Cancel(ctx, obs) // 3b
-	if err != nil {
+	obs.Windows = s.readWindows(ctx, x.keeper, len(obs.Jobs) > 0)
+	c, err := s.Cancel(ctx, obs) // 2
+	x.step("cancel")
+	if err != nil { // a wrong cancel query: the finished Jobs' deletes run all the same
+		p := Decide(s.Config, obs)
+		x.deletesBehind(p.Deletes())
 		return x.done(p, obs, false, err)
 	}
 	for _, err := range c.Failed {
 		x.fail(err)
 	}
-	p = p.cancelled(s.Config, obs, c)
-	obs.Jobs = nil // the plan keeps what it needs of them
-	x.deletes(p.Cancels())
-	x.step("cancel")
-	obs = s.observeCapacity(ctx, obs, p) // 4
-	p = x.fitted(p.Fit(s.Config, obs), obs)
-	x.step("capacity")
-	p, err = s.checkQueues(ctx, x, p) // 5
-	x.step("check")
-	if err != nil {
-		return x.done(p, obs, false, err)
-	}
-	p, wait, err := s.readQueues(ctx, x, p) // 6
-	x.step("read")
+	p, obs, wait, err := Decision(ctx, s.Config, obs, c, passReads{s: s, x: x}) // 3–8
+	x.step("check, read and share")
+	x.fitted(p, obs)
 	if err != nil {
 		return x.done(p, obs, wait, err)
 	}
-	p = p.shared(s.Config, p.sharePlacer(s.Config, obs)) // 7
 	if mode.dryRun() {
 		p = s.explainQueues(ctx, p)
 	}
-	x.creates(p) // 8
+	x.creates(p) // 9
 	x.step("creates")
 	return x.done(p, obs, wait, nil)
 }
@@ -199,37 +195,6 @@ func alone(g Guard) bool {
 	}
 	a, ok := g.(interface{ Alone() bool })
 	return ok && a.Alone()
-}
-
-// checkQueues is step 5 for each queue: its finished tasks' rows checked, the Jobs of the gone ones deleted. A
-// configuration error stops the pass; a failed read blocks that queue only (its RowCheck says so, see Plan.checked).
-func (s *Scheduler) checkQueues(ctx context.Context, x *execution, p *Plan) (*Plan, error) {
-	for i, q := range s.AllQueues() {
-		rc := s.checkRows(ctx, p, i, q.Source)
-		if config.IsConfigError(rc.Err) {
-			return p, rc.Err
-		}
-		x.fail(rc.Err)
-		p = p.checked(i, rc)
-		x.deletesBehind(rc.Gone)
-	}
-	return p, nil
-}
-
-// readQueues is step 6 for each queue: its rows read and admitted, up to its slots; a queue without slots reads no
-// row but proves its source answers (readQueue). wait says a read returned all it asked for (rows may still wait). A
-// configuration error stops the pass; a failed read blocks that queue only (see Plan.admitted).
-func (s *Scheduler) readQueues(ctx context.Context, x *execution, p *Plan) (_ *Plan, wait bool, _ error) {
-	for i, q := range s.AllQueues() {
-		a := s.readQueue(ctx, p, i, q)
-		if config.IsConfigError(a.Err) {
-			return p, wait, a.Err
-		}
-		x.fail(a.Err)
-		wait = wait || a.RowsWait
-		p = p.admitted(i, a)
-	}
-	return p, wait, nil
 }
 
 // explainQueues is each queue's plan with what the query doctor says of its read (dry-run).

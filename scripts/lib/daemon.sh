@@ -23,9 +23,8 @@ lock() {
 	flock -w "$wait" 9 || die "another $(basename "$0") has held $STATE.lock for ${wait}s"
 }
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# free_port: a free TCP port on 127.0.0.1, below the ephemeral range (free_ports.py says why).
+free_port() { python3 "$(dirname "${BASH_SOURCE[0]}")/free_ports.py" 1; }
 
 url_for() { echo "http://127.0.0.1:$1"; }
 
