@@ -120,7 +120,7 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 	}
 	printQuery(out, p.Query)
 	if len(p.Queues) == 0 {
-		if err := printNewNodes(out, p.Capacity); err != nil {
+		if err := printReportLines(out, p.Capacity); err != nil {
 			return err
 		}
 		if err := printActions(out, p, ""); err != nil {
@@ -133,7 +133,7 @@ func printPlan(out io.Writer, format string, p *scheduler.Plan) error {
 		fmt.Fprintf(out, "\nQueue %s (priority %d, weight %d): %d unfinished, slots %d (%s), %d to create\n",
 			q.Name, q.Priority, q.Weight, q.Unfinished, q.Slots, printable(bound("bound by ", q.Limit, q.Blocked, q.Slots)), q.Creates)
 		printQuery(out, q.Query)
-		if err := printNewNodes(out, q.Capacity); err != nil {
+		if err := printReportLines(out, q.Capacity); err != nil {
 			return err
 		}
 		if err := printActions(out, p, q.Name); err != nil {
@@ -164,14 +164,14 @@ func printQuery(out io.Writer, f *scheduler.QueryFinding) {
 	}
 }
 
-// printNewNodes prints what the autoscaler can still add for a template (limits.capacity: autoscale), as status
-// does; nothing in another mode.
-func printNewNodes(out io.Writer, c *capacity.Report) error {
-	if c == nil || c.Autoscale == nil {
+// printReportLines prints what a template's capacity report says beyond the nodes and quotas (Report.Lines), as
+// status does; nothing when it says nothing more.
+func printReportLines(out io.Writer, c *capacity.Report) error {
+	if c == nil || len(c.Lines()) == 0 {
 		return nil
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	printAutoscale(w, c.Autoscale)
+	printLines(w, "  ", c.Lines())
 	return w.Flush()
 }
 

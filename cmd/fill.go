@@ -37,7 +37,7 @@ type fillPass struct {
 	rowsWait bool      // rows may still wait for a Job
 	limit    string    // what bound the slots
 	next     time.Time // a limits.rate bound the slots: when its window allows the next create (zero: none)
-	wordDue  time.Time // when a pod that waits for the autoscaler's word blocks without it (zero: none)
+	waitDue  time.Time // when a pod that waits (the plan's WaitDue: for the autoscaler's word) blocks (zero: none)
 }
 
 // filler runs passes for fillFor. pass runs one whole pass (refill 0 is the first; woke says what started a
@@ -76,7 +76,7 @@ const (
 	wokeNode      = "nodeReady"      // a node turned usable
 	wokePoll      = "poll"           // source.poll, or the poll for cancels
 	wokeRate      = "rateWindow"     // the limits.rate window allows the next create
-	wokeWord      = "autoscalerWord" // a pod's wait for the autoscaler's word is over
+	wokeWaitDue   = "autoscalerWord" // a pod's wait (the plan's WaitDue) is over
 	wokeWatchLost = "watchLost"      // a watch was lost or came back after failing: the next pass observes afresh
 )
 
@@ -88,7 +88,7 @@ var (
 	errFillOver   = errors.New("--fill-for has passed")
 	errPoll       = errors.New("the poll is due")
 	errWindowOpen = errors.New("the rate window opens")
-	errWordDue    = errors.New("the autoscaler's word is due")
+	errWaitDue    = errors.New("a pod's wait is due")
 )
 
 // wokeBy is a wait's end by the listener, with what woke it.
@@ -180,8 +180,8 @@ func (f filler) waitNext(ctx context.Context, p fillPass, end time.Time, refill 
 	if poll := f.pollNow(); poll > 0 && poll < left {
 		left, why = poll, errPoll
 	}
-	if due := p.wordDue.Sub(f.now()); !p.wordDue.IsZero() && due < left {
-		left, why = due, errWordDue
+	if due := p.waitDue.Sub(f.now()); !p.waitDue.IsZero() && due < left {
+		left, why = due, errWaitDue
 	}
 	wctx, cancel := context.WithTimeoutCause(ctx, left, why)
 	defer cancel()
@@ -217,8 +217,8 @@ func (f filler) waitNext(ctx context.Context, p fillPass, end time.Time, refill 
 		return "", endTime
 	case errors.Is(err, errPoll):
 		woke = wokePoll
-	case errors.Is(err, errWordDue):
-		woke = wokeWord
+	case errors.Is(err, errWaitDue):
+		woke = wokeWaitDue
 	case errors.Is(err, errWindowOpen):
 		woke = wokeRate
 	case errors.Is(err, scheduler.ErrLost):

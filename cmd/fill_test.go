@@ -68,7 +68,7 @@ func TestFiller(t *testing.T) {
 		{name: "a Job ends after --fill-for: no pass is started", passes: []fillPass{room},
 			waits: []wait{{advance: time.Minute}}, wantPasses: 1, wantReason: endTime, wantWaits: []string{"0"}},
 		{name: "a pod's wait for the autoscaler's word ends: the next pass, although no Job ended",
-			passes: []fillPass{{room: true, rowsWait: true, wordDue: time.Date(2026, 12, 1, 10, 0, 0, int(time.Millisecond), time.UTC)}, {blocked: "1 pod(s) Unschedulable", rowsWait: true}},
+			passes: []fillPass{{room: true, rowsWait: true, waitDue: time.Date(2026, 12, 1, 10, 0, 0, int(time.Millisecond), time.UTC)}, {blocked: "1 pod(s) Unschedulable", rowsWait: true}},
 			waits:  []wait{{poll: true}}, wantPasses: 2, wantReason: endBlocked + "1 pod(s) Unschedulable", wantWaits: []string{"0"}},
 		{name: "SIGTERM during the wait", passes: []fillPass{room}, terminate: true,
 			waits: []wait{{block: true}}, wantPasses: 1, wantReason: endTerminated, wantWaits: []string{"0"}},

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
-	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
+	"github.com/jobsched/jobsched/pkg/kueue"
 	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
@@ -129,8 +129,8 @@ func TestOfflineDryRunKeepsKueue(t *testing.T) {
 		t.Fatalf("%d Jobs, want %d (limits.maxQueued)", len(jobs), len(want))
 	}
 	for _, j := range jobs {
-		if j.Labels[jobmeta.KueueQueueLabel] != "team-a" || j.Labels[jobmeta.KueuePriorityLabel] != want[j.Name] {
-			t.Errorf("Job %s: labels %v, want %s: team-a and %s: %s", j.Name, j.Labels, jobmeta.KueueQueueLabel, jobmeta.KueuePriorityLabel, want[j.Name])
+		if j.Labels[kueue.QueueLabel] != "team-a" || j.Labels[kueue.PriorityLabel] != want[j.Name] {
+			t.Errorf("Job %s: labels %v, want %s: team-a and %s: %s", j.Name, j.Labels, kueue.QueueLabel, kueue.PriorityLabel, want[j.Name])
 		}
 	}
 }

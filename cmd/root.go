@@ -132,7 +132,7 @@ type globalOptions struct {
 	configFile string
 	kube       kube.Options
 	newKube    newKubeFunc
-	// newDynamic builds the client for the objects of other APIs a capacity mode reads (Kueue's, Karpenter's); nil: none.
+	// newDynamic builds the client for the objects of other APIs a capacity mode reads (its Needs().Dynamic); nil: none.
 	newDynamic func(kube.Options) (dynamic.Interface, error)
 	namespace  string
 	logLevel   string

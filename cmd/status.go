@@ -261,18 +261,13 @@ func printStatus(out io.Writer, st *report.Status) error {
 	fmt.Fprintf(w, "Backlog:\t%s row(s) without a Job\n", backlog)
 	fmt.Fprintf(w, "Drain:\t%s\n", st.Drain.Message)
 	queuedCount := ""
-	if n := st.States[scheduler.StateQueued]; n > 0 || st.Kueue != nil {
+	if n := st.States[scheduler.StateQueued]; n > 0 || st.Mode.Queued != "" {
 		queuedCount = fmt.Sprintf(", %d queued", n)
 	}
 	fmt.Fprintf(w, "Jobs:\t%d running, %d starting, %d unschedulable%s, %d succeeded (kept), %d in backoff, %d dead\n",
 		st.States[scheduler.StateRunning], st.States[scheduler.StateStarting], st.States[scheduler.StateUnschedulable], queuedCount,
 		st.States[scheduler.StateSucceeded], st.States[scheduler.StateBackoff], st.States[scheduler.StateDead])
-	if k := st.Kueue; k != nil {
-		fmt.Fprintf(w, "Kueue:\t%d queued (limits.maxQueued %d)%s\n", k.Queued, k.MaxQueued, localQueue(k))
-	}
-	if st.WaitingForNodes > 0 || st.WaitsNote != "" {
-		fmt.Fprintf(w, "Autoscaler:\t%d pod(s) wait for the new nodes it makes%s\n", st.WaitingForNodes, printable(prefixed("; ", st.WaitsNote)))
-	}
+	printLines(w, "", st.Mode.Lines)
 	fmt.Fprintf(w, "Retry:\t%d attempt(s) in all, backoff %s doubling to %s, dead kept %s\n", st.Retry.MaxAttempts,
 		st.Retry.Backoff, st.Retry.MaxBackoff, deadRetention(st.Retry.DeadRetention))
 	fmt.Fprintf(w, "Slots:\t%d (bound by %s)\n", st.Slots, printable(st.Limit))
@@ -322,7 +317,11 @@ func printStatus(out io.Writer, st *report.Status) error {
 		}
 	}
 	if len(queued) > 0 {
-		fmt.Fprintln(out, "\nQueued in Kueue (suspended until their Workload is admitted):")
+		title := st.Mode.Queued
+		if title == "" {
+			title = "Queued (suspended)"
+		}
+		fmt.Fprintf(out, "\n%s:\n", title)
 		fmt.Fprintln(w, "  JOB\tTASK\tWHY")
 		for _, j := range queued {
 			fmt.Fprintf(w, "  %s\t%q\t%s\n", printable(j.Name), j.Key, printable(j.Reason))
@@ -381,7 +380,7 @@ func printCapacity(out io.Writer, w *tabwriter.Writer, title string, c *capacity
 	if len(c.Pending) > 0 {
 		fmt.Fprintf(w, "  others' pods:\t%d unbound pod(s) of other workloads counted as taking room (e.g. %s on %s)\n", len(c.Pending), printable(c.Pending[0].Pod), printable(c.Pending[0].Node))
 	}
-	printAutoscale(w, c.Autoscale)
+	printLines(w, "  ", c.Lines())
 	if c.Listed != "" {
 		fmt.Fprintf(w, "  listed:\t%s\n", printable(c.Listed))
 	}
@@ -391,24 +390,12 @@ func printCapacity(out io.Writer, w *tabwriter.Writer, title string, c *capacity
 	return w.Flush()
 }
 
-// printAutoscale prints what the autoscaler can still add (limits.capacity: autoscale; nothing for nil): status and
-// dry-run show it alike.
-func printAutoscale(w io.Writer, a *capacity.AutoscaleFit) {
-	if a == nil {
-		return
+// printLines prints lines (a capacity mode's: its section of status, what a Report says beyond nodes and quotas)
+// as rows of a table, each indented by indent: status and dry-run show them alike.
+func printLines(w io.Writer, indent string, lines []capacity.Line) {
+	for _, l := range lines {
+		fmt.Fprintf(w, "%s%s:\t%s\n", indent, printable(l.Label), printable(l.Text))
 	}
-	fmt.Fprintf(w, "  %s:\t%d more Job(s) on new nodes (%s); %d of our pods wait for new nodes\n", a.Source, a.Adds, printable(a.Binding), a.Waiting)
-	for _, p := range a.Pools {
-		fmt.Fprintf(w, "  %s %s:\t%s\n", p.Kind, printable(p.Name), printable(p.Words()))
-	}
-}
-
-// prefixed is s after sep, "" when s is.
-func prefixed(sep, s string) string {
-	if s == "" {
-		return ""
-	}
-	return sep + s
 }
 
 // printQueues prints the queues of an install with queues: (none without), one line each: backlog, Jobs, slots and
@@ -499,20 +486,6 @@ func printTask(out io.Writer, v *report.TaskView) error {
 		}
 	}
 	return w.Flush()
-}
-
-// localQueue describes the LocalQueue's counts for the Kueue line.
-func localQueue(k *report.KueueStatus) string {
-	switch q := k.LocalQueue; {
-	case k.Unavailable != "":
-		return "; " + printable(k.Unavailable)
-	case q == nil:
-		return ""
-	case !q.Found:
-		return fmt.Sprintf("; LocalQueue %s does not exist: Kueue admits none of the Jobs", printable(q.Name))
-	default:
-		return fmt.Sprintf("; LocalQueue %s (ClusterQueue %s): %d pending, %d reserving, %d admitted", printable(q.Name), printable(q.ClusterQueue), q.Pending, q.Reserving, q.Admitted)
-	}
 }
 
 func stamp(t *time.Time) string {

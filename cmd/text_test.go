@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
+	kueuemode "github.com/jobsched/jobsched/pkg/capacity/kueue"
 	"github.com/jobsched/jobsched/pkg/kueue"
 	"github.com/jobsched/jobsched/pkg/lease"
 	"github.com/jobsched/jobsched/pkg/report"
@@ -78,7 +79,7 @@ func TestTextOutputEscapesAPIServerValues(t *testing.T) {
 				Jobs: []scheduler.JobStatus{{Name: evil, Key: "k", State: scheduler.StateUnschedulable},
 					{Name: evil, Key: "k", State: scheduler.StateQueued}},
 				Backoff: []report.Task{{Key: "k", Job: evil}}, Dead: []report.Task{{Key: "k", Job: evil}},
-				Kueue: &report.KueueStatus{LocalQueue: &kueue.LocalQueue{Name: evil, Found: true, ClusterQueue: evil}},
+				Mode: (&kueuemode.Status{LocalQueue: &kueue.LocalQueue{Name: evil, Found: true, ClusterQueue: evil}}).Section(),
 				Work: report.Work{Capacity: &capacity.Report{Nodes: []capacity.NodeFit{{Name: evil, Fits: 1, Free: capacity.FreeOf(free)}},
 					Quota: []capacity.QuotaFit{{Name: "q", Resource: evil}}}}})
 		},

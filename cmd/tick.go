@@ -198,8 +198,8 @@ func fillPassOf(res scheduler.Result, err error) fillPass {
 	if res.Plan != nil && res.Plan.NextCreate != nil {
 		p.next = *res.Plan.NextCreate
 	}
-	if res.Plan != nil && res.Plan.WordDue != nil {
-		p.wordDue = *res.Plan.WordDue
+	if res.Plan != nil && res.Plan.WaitDue != nil {
+		p.waitDue = *res.Plan.WaitDue
 	}
 	if res.HardBlocked() || (res.Plan == nil && res.Blocked() != "") {
 		p.blocked = res.Blocked()

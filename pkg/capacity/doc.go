@@ -10,37 +10,42 @@
 // defaults, RuntimeClass overhead), summing per node, the quota headroom, the room kept for the next tick, and the
 // report.
 //
-// The files, by job: mode.go is the Mode interface and the registry of the modes (Modes), and mode_<name>.go one mode
-// each; observe.go reads the cluster (nodes, pods, quotas, the pass's own pod); admission.go is what the API server
+// The files, by job: mode.go is the Mode interface, its optional interfaces and the registry (Register, ModeOf);
+// observe.go reads the cluster (nodes, pods, quotas, the pass's own pod); admission.go is what the API server
 // adds to the template at admission (LimitRange defaults, RuntimeClass); demand.go is one pod's and one Job's demand;
 // quotascope.go is which ResourceQuotas apply to a pod (their scopes); resources.go is the arithmetic of room: a node's
 // free room and a pod's need as int64 amounts over the resources the pass's pods demand, in kube-scheduler's own units
 // (a map per node was most of a pass's memory at 5,000 nodes), a node's requests (Requests) and a report's free room
 // (Free); fit.go is Fit and which nodes a pod may use; placer.go is the Placer (nodes and quota); tick.go is the room
-// kept for the next tick; report.go is the Report; grow.go is the room an autoscaler can still add (mode autoscale), on
-// what the sub-package autoscale reads (Karpenter's NodePools and NodeClaims, the cluster-autoscaler's status, the
-// Events of our Unschedulable pods) and matches (a pod against a NodePool).
+// kept for the next tick; report.go is the Report; grow.go is the room an autoscaler can still add
+// (NewGrowingPlacer, for pkg/capacity/autoscale), on what pkg/autoscaler reads (Karpenter's NodePools and
+// NodeClaims, the cluster-autoscaler's status) and matches (a pod against a NodePool): the Placer places on it.
 //
 // # Capacity modes
 //
-// Each value of limits.capacity is a Mode: what a pass reads (Observe), the room that gives each queue's template
-// (Room: a Room places Jobs one at a time and reports why they fit; nodes and quota use the Placer), what it bounds
-// the install's Jobs to beyond maxActive and maxPerTick (Bound: Kueue's maxQueued), what status shows of it (Inspect,
-// read by status only, and Status) and what it needs granted (Needs: the kustomize component and its rules). The
-// scheduler, status and the commands ask the mode (ModeOf) and never test its name. To add a mode:
+// Each value of limits.capacity is a Mode, a package under pkg/capacity that registers itself (Register) and is
+// wired by one import in pkg/capacity/modes: what a pass reads (Observe), the room that gives each queue's template
+// (Room: a Room places Jobs one at a time and reports why they fit; nodes and quota use the Placer) and what it needs
+// granted (Needs: the kustomize component and its rules). What only some modes do is an optional interface the
+// shared code finds with a type assertion: a bound on the install's Jobs beyond maxActive and maxPerTick (Bounder:
+// Kueue's maxQueued), pods that wait rather than block (Waiter: autoscale's word and grace), a section of status
+// (Inspector: read by status only), why a queued Job waits (Queuer), labels on each Job (Labeler), a fill run that
+// follows every pod (PodFollower). The scheduler, the reports, the renderer and the commands ask the interfaces and
+// never name a mode or its concepts (TestSharedCodeNamesNoMode, in the repository's root, holds them to it). To add
+// a mode:
 //
 //  1. its name in config.Capacities (with the keys only it reads, in config's schema and validation);
-//  2. a file mode_<name>.go here with a type that implements Mode, listed in Modes in config's order (a mode that
-//     counts the nodes as nodes does embeds fitted, observes with Options.Mode nodes and adds to the Snapshot, or
-//     wraps the Room);
+//  2. a package pkg/capacity/<name> with a type that implements Mode and the optional interfaces it needs, which
+//     registers it (`var _ = capacity.Register(Mode{})`), and its import in pkg/capacity/modes (a mode that counts
+//     the nodes as nodes does observes with Options.Nodes and gives the Placer, as pkg/capacity/nodes);
 //  3. when it reads beyond the base Role: a kustomize component under manifests/ named by Needs().Component that
 //     grants exactly Needs().Rules (TestModeNeeds holds them equal), and the chart value of the same name;
 //  4. the README's Capacity section and `jobsched help capacity` (cmd/help/capacity.md).
 //
-// What it says of each template goes in its Report (status and dry-run show it as it is); a section of status for
-// the install as a whole is a field of Section, of report.Status and a line of the status table. Which
-// Unschedulable pods block a pass (limits.blockOnUnschedulable) is the scheduler's rule; a mode only says which of
-// them the autoscaler provides a node for (Waits: autoscale), and those do not block.
+// pkg/capacity/fixed is a mode for tests only (at most N unfinished Jobs): its package and one registration line in
+// pkg/scheduler's tests are all it took. What a mode says of each template goes in its Report (status and dry-run
+// show it as it is, and its Lines); what it shows of the install as a whole is its Section. Which Unschedulable pods
+// block a pass (limits.blockOnUnschedulable) is the scheduler's rule; a mode only says which of them wait.
 //
 // # What autoscale adds (limits.capacity: autoscale)
 //

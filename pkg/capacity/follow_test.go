@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/follow"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/testkit"
@@ -228,7 +227,7 @@ func TestFollowedTickPod(t *testing.T) {
 	waiting.UID = types.UID(uuid.NewString())
 	client := testkit.NewFake(kubeNode("n1", corev1.ConditionTrue, rl("cpu", "8", "memory", "16Gi", "pods", "110")), tick, waiting)
 	ctx := context.Background()
-	o := Options{Mode: config.CapacityNodes, Scheduler: "s", Self: "tick-1"}
+	o := Options{Nodes: true, Scheduler: "s", Self: "tick-1"}
 	listed, err := Observe(ctx, client, "work", o)
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +260,7 @@ func TestFollowedListsOnce(t *testing.T) {
 		&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "work"}},
 		&corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: "work"}})
 	ctx := context.Background()
-	o := Options{Mode: config.CapacityNodes, Scheduler: "s", Follow: &Follow{Changes: &follow.Changes{}}}
+	o := Options{Nodes: true, Scheduler: "s", Follow: &Follow{Changes: &follow.Changes{}}}
 	defer o.Follow.Stop()
 	lists := func() []string {
 		var listed []string
@@ -310,7 +309,7 @@ func TestFollowedExtras(t *testing.T) {
 	tick, waiting, gone := pod("work", "tick-1", "n1"), pod("other", "waiting", ""), pod("other", "gone", "")
 	client := testkit.NewFake(kubeNode("n1", corev1.ConditionTrue, rl("cpu", "8", "memory", "16Gi", "pods", "110")), tick, waiting, gone)
 	ctx := context.Background()
-	o := Options{Mode: config.CapacityNodes, Scheduler: "s", Self: "tick-1", Follow: &Follow{Changes: &follow.Changes{}}}
+	o := Options{Nodes: true, Scheduler: "s", Self: "tick-1", Follow: &Follow{Changes: &follow.Changes{}}}
 	defer o.Follow.Stop()
 	extras := func() []string {
 		var names []string

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
+	"github.com/jobsched/jobsched/pkg/autoscaler"
 	"github.com/jobsched/jobsched/pkg/config"
 )
 
@@ -32,7 +32,7 @@ type growth struct {
 // growPool is one NodePool or node group while pods are placed on it.
 type growPool struct {
 	fit   PoolFit
-	pool  *autoscale.Pool
+	pool  *autoscaler.Pool
 	shape *Node // a node group's node, whose labels and taints its new nodes carry
 	// free is a NodePool's room left of its limits, per resource they name (its launching NodeClaims added);
 	// nil when it has no limit. nodes are the new nodes (a node group's, or a shaped NodePool's), each's free room.
@@ -47,6 +47,18 @@ type growPool struct {
 	launching []corev1.ResourceList
 	words     string // what the nodes are, for the report
 	full      string // why it adds nothing whatever the pod ("" when it may add)
+}
+
+// NewGrowingPlacer is the Placer of claims on snap (NewPlacer), with the room the autoscaler can still add
+// (snap.Autoscale) for the pods that fit on no node (limits.capacity: autoscale, pkg/capacity/autoscale). A node
+// whose NodeClaim is being deleted is no room (it carries Karpenter's disrupted taint here, as it soon does on the
+// cluster): its NodeClaim no longer counts against the NodePool's limits, so its room is counted there, on the new
+// nodes it lets in, once.
+func NewGrowingPlacer(snap *Snapshot, claims []Claim) *Placer {
+	snap = withoutDisrupted(snap)
+	p := NewPlacer(snap, claims)
+	p.grow = newGrowth(snap, p)
+	return p
 }
 
 // newGrowth is the growth of p's claims on snap, nil when the mode counts none (no autoscaler found, or no nodes
@@ -85,7 +97,7 @@ func newGrowth(snap *Snapshot, p *Placer) *growth {
 	return g
 }
 
-func newGrowPool(pool *autoscale.Pool, nodes []Node, probe int, sp space) *growPool {
+func newGrowPool(pool *autoscaler.Pool, nodes []Node, probe int, sp space) *growPool {
 	gp := &growPool{pool: pool, launching: coming(pool.Launching, nodes), full: pool.Unavailable}
 	gp.fit = PoolFit{Kind: pool.Kind, Name: pool.Name, Limit: pool.Limits, Used: pool.Used, Launching: len(gp.launching)}
 	if g := pool.Group; g != nil {
@@ -152,7 +164,7 @@ func newGrowPool(pool *autoscale.Pool, nodes []Node, probe int, sp space) *growP
 // coming is the allocatable of the launching NodeClaims whose node is not among nodes (by spec.providerID), by
 // NodeClaim name: Karpenter removes a new node's karpenter.sh/unregistered taint before its NodeClaim says
 // Registered, so in between the node is counted with the nodes and is no room coming.
-func coming(launching map[string]autoscale.Launch, nodes []Node) []corev1.ResourceList {
+func coming(launching map[string]autoscaler.Launch, nodes []Node) []corev1.ResourceList {
 	var out []corev1.ResourceList
 	for _, name := range slices.Sorted(maps.Keys(launching)) {
 		c := launching[name]
@@ -166,7 +178,7 @@ func coming(launching map[string]autoscale.Launch, nodes []Node) []corev1.Resour
 
 // shaped makes a NodePool whose node shape sh is known per node: its launching NodeClaims, then as many new nodes
 // of sh as what is left of its limits (left) holds, each counted at sh's capacity as Karpenter counts it.
-func (gp *growPool) shaped(sh *autoscale.Shape, left corev1.ResourceList, sp space) *growPool {
+func (gp *growPool) shaped(sh *autoscaler.Shape, left corev1.ResourceList, sp space) *growPool {
 	gp.perNode = true
 	n := int64(maxGroupNodes)
 	for _, r := range slices.Sorted(maps.Keys(left)) {
@@ -370,8 +382,41 @@ func (g *growth) report(c int, cl *claim, r *Report) (int, string) {
 }
 
 func poolKind(source string) string {
-	if source == autoscale.Karpenter {
-		return autoscale.KindNodePool
+	if source == autoscaler.Karpenter {
+		return autoscaler.KindNodePool
 	}
-	return autoscale.KindNodeGroup
+	return autoscaler.KindNodeGroup
+}
+
+// disruptedTaint is the taint Karpenter puts on a node it is about to remove (karpenter.sh/disrupted).
+var disruptedTaint = corev1.Taint{Key: "karpenter.sh/disrupted", Effect: corev1.TaintEffectNoSchedule}
+
+// withoutDisrupted is snap with Karpenter's disrupted taint on the nodes of NodeClaims being deleted (a copy when
+// there are any): the nodes watch may show such a node without it for a moment.
+func withoutDisrupted(snap *Snapshot) *Snapshot {
+	if snap == nil || snap.Autoscale == nil {
+		return snap
+	}
+	gone := map[string]bool{}
+	for _, p := range snap.Autoscale.Pools {
+		for _, id := range p.Disrupted {
+			gone[id] = true
+		}
+	}
+	var nodes []Node
+	for i, n := range snap.Nodes {
+		if n.ProviderID == "" || !gone[n.ProviderID] || slices.ContainsFunc(n.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&disruptedTaint) }) {
+			continue
+		}
+		if nodes == nil {
+			nodes = slices.Clone(snap.Nodes)
+		}
+		nodes[i].Taints = append(slices.Clone(n.Taints), disruptedTaint)
+	}
+	if nodes == nil {
+		return snap
+	}
+	c := *snap
+	c.Nodes = nodes
+	return &c
 }

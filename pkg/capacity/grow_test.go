@@ -6,26 +6,26 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
+	"github.com/jobsched/jobsched/pkg/autoscaler"
 )
 
 // withAutoscale is s with what the autoscaler said (source, pools) and limits.maxPending.
-func withAutoscale(s *Snapshot, source string, maxPending int, pools ...autoscale.Pool) *Snapshot {
-	s.Autoscale, s.MaxPending = &autoscale.State{Source: source, Pools: pools}, maxPending
+func withAutoscale(s *Snapshot, source string, maxPending int, pools ...autoscaler.Pool) *Snapshot {
+	s.Autoscale, s.MaxPending = &autoscaler.State{Source: source, Pools: pools}, maxPending
 	return s
 }
 
 // karpenter is a NodePool of limits and used (nil: no limit).
-func karpenter(name string, limits, used corev1.ResourceList, mods ...func(*autoscale.Pool)) autoscale.Pool {
-	p := autoscale.Pool{Kind: autoscale.KindNodePool, Name: name, Limits: limits, Used: used}
+func karpenter(name string, limits, used corev1.ResourceList, mods ...func(*autoscaler.Pool)) autoscaler.Pool {
+	p := autoscaler.Pool{Kind: autoscaler.KindNodePool, Name: name, Limits: limits, Used: used}
 	for _, m := range mods {
 		m(&p)
 	}
 	return p
 }
 
-func group(name string, maxSize, ready int) autoscale.Pool {
-	return autoscale.Pool{Kind: autoscale.KindNodeGroup, Name: name, Group: &autoscale.Group{MaxSize: maxSize, Ready: ready, Target: ready, Registered: ready}}
+func group(name string, maxSize, ready int) autoscaler.Pool {
+	return autoscaler.Pool{Kind: autoscaler.KindNodeGroup, Name: name, Group: &autoscaler.Group{MaxSize: maxSize, Ready: ready, Target: ready, Registered: ready}}
 }
 
 // TestAutoscaleRoom: room = the nodes' fit + what the autoscaler can still add for the template − the pods already
@@ -34,17 +34,17 @@ func group(name string, maxSize, ready int) autoscale.Pool {
 func TestAutoscaleRoom(t *testing.T) {
 	tpl := job(spec())
 	none := nodes
-	tainted := func(p *autoscale.Pool) {
+	tainted := func(p *autoscaler.Pool) {
 		p.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 	}
 	inGroup := func(n *Node) { n.Labels["cloud.google.com/gke-nodepool"] = "pool-batch" }
-	shaped := func(p *autoscale.Pool) { // Karpenter's kwok c-4x: 4 cpu, 3900m allocatable: 3 pods of 1 cpu
-		p.Shape = &autoscale.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"),
+	shaped := func(p *autoscaler.Pool) { // Karpenter's kwok c-4x: 4 cpu, 3900m allocatable: 3 pods of 1 cpu
+		p.Shape = &autoscaler.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"),
 			Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "batch-old"}
 	}
-	launchingShaped := func(p *autoscale.Pool) {
+	launchingShaped := func(p *autoscaler.Pool) {
 		shaped(p)
-		p.Launching = map[string]autoscale.Launch{"batch-x": {ProviderID: "kwok://batch-x", Allocatable: p.Shape.Allocatable}}
+		p.Launching = map[string]autoscaler.Launch{"batch-x": {ProviderID: "kwok://batch-x", Allocatable: p.Shape.Allocatable}}
 	}
 	tests := []struct {
 		name    string
@@ -54,83 +54,83 @@ func TestAutoscaleRoom(t *testing.T) {
 		binding string // in Report(0).Binding
 		places  string // Place(0) until it fails, T per success
 	}{
-		{"from zero nodes, the node shape unknown: one Job learns it", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "0"))),
+		{"from zero nodes, the node shape unknown: one Job learns it", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "0"))),
 			Claim{Template: tpl}, 1, "1 on NodePool batch: its node shape is not known yet (no NodeClaim shows one): 1 pod(s) to learn it, of 12 left", "TF"},
-		{"the node shape known: whole nodes within the limits", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "0"), shaped)),
+		{"the node shape known: whole nodes within the limits", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "0"), shaped)),
 			Claim{Template: tpl}, 9, "karpenter: 9 more on new nodes (9 on NodePool batch: 0 launching, 3 new node(s) within its limits of cpu=3900m memory=15Gi pods=110 (as NodeClaim batch-old))", strings.Repeat("T", 9) + "F"},
-		{"a node that reports less capacity than allocatable is charged its allocatable", withAutoscale(none(), autoscale.Karpenter, 50, karpenter("batch", rl("cpu", "12"), nil, func(p *autoscale.Pool) {
-			p.Shape = &autoscale.Shape{Capacity: rl("cpu", "2", "memory", "64Mi", "pods", "1"), Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "kwok"}
+		{"a node that reports less capacity than allocatable is charged its allocatable", withAutoscale(none(), autoscaler.Karpenter, 50, karpenter("batch", rl("cpu", "12"), nil, func(p *autoscaler.Pool) {
+			p.Shape = &autoscaler.Shape{Capacity: rl("cpu", "2", "memory", "64Mi", "pods", "1"), Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "kwok"}
 		})), Claim{Template: tpl}, 9, "3 new node(s)", strings.Repeat("T", 9) + "F"},
-		{"the pool's used resources count", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12", "memory", "100Gi"), rl("cpu", "8", "memory", "60Gi"), shaped)),
+		{"the pool's used resources count", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12", "memory", "100Gi"), rl("cpu", "8", "memory", "60Gi"), shaped)),
 			Claim{Template: tpl}, 3, "3 on NodePool batch", "TTTF"},
-		{"limits.maxPending binds", withAutoscale(none(), autoscale.Karpenter, 5, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+		{"limits.maxPending binds", withAutoscale(none(), autoscaler.Karpenter, 5, karpenter("batch", rl("cpu", "12"), nil, shaped)),
 			Claim{Template: tpl}, 5, "limits.maxPending: 0 of 5 pod(s) wait for new nodes", "TTTTTF"},
-		{"our waiting pods count against maxPending", withAutoscale(none(), autoscale.Karpenter, 7, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+		{"our waiting pods count against maxPending", withAutoscale(none(), autoscaler.Karpenter, 7, karpenter("batch", rl("cpu", "12"), nil, shaped)),
 			Claim{Template: tpl, Unbound: 4}, 3, "limits.maxPending: 4 of 7", "TTTF"},
 		// Pods the pass decided wait for a new node (Unschedulable, in the autoscaler's grace or nominated) though they
 		// fit on n1 by resources (a taken hostPort, an affinity): each counts against maxPending all the same.
-		{"our pods waiting for a reason no node fixes count against maxPending", withAutoscale(nodes(node("n1")), autoscale.Karpenter, 5, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+		{"our pods waiting for a reason no node fixes count against maxPending", withAutoscale(nodes(node("n1")), autoscaler.Karpenter, 5, karpenter("batch", rl("cpu", "12"), nil, shaped)),
 			Claim{Template: tpl, Unbound: 2, Waiting: 2}, 2 + 3, "limits.maxPending: 2 of 5", "TTTTTF"},
-		{"while they reach maxPending, none fits on the nodes either", withAutoscale(nodes(node("n1")), autoscale.Karpenter, 5, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+		{"while they reach maxPending, none fits on the nodes either", withAutoscale(nodes(node("n1")), autoscaler.Karpenter, 5, karpenter("batch", rl("cpu", "12"), nil, shaped)),
 			Claim{Template: tpl, Unbound: 5, Waiting: 5}, 0, "limits.maxPending: 5 of 5 pod(s) wait for new nodes); its pods wait though they fit on the nodes", "F"},
-		{"our waiting pods take the pool's room", withAutoscale(none(), autoscale.Karpenter, 100, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+		{"our waiting pods take the pool's room", withAutoscale(none(), autoscaler.Karpenter, 100, karpenter("batch", rl("cpu", "12"), nil, shaped)),
 			Claim{Template: tpl, Unbound: 3, Podless: 2}, 4, "4 on NodePool batch", "TTTTF"},
-		{"others' pods that fit on no node take the pool's room", withPending(withAutoscale(none(), autoscale.Karpenter, 100, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+		{"others' pods that fit on no node take the pool's room", withPending(withAutoscale(none(), autoscaler.Karpenter, 100, karpenter("batch", rl("cpu", "12"), nil, shaped)),
 			pending("other", "big", rl("cpu", "2"))), Claim{Template: tpl}, 7, "7 on NodePool batch", strings.Repeat("T", 7) + "F"},
-		{"a NodePool's pods limit counts one per pod", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12", "pods", "1"), rl("pods", "1"))),
+		{"a NodePool's pods limit counts one per pod", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12", "pods", "1"), rl("pods", "1"))),
 			Claim{Template: tpl}, 0, "limits.pods: 0 left", "F"},
-		{"our waiting pods use up the probe", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil)),
+		{"our waiting pods use up the probe", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil)),
 			Claim{Template: tpl, Unbound: 1}, 0, "0 pod(s) to learn it", "F"},
-		{"a NodePool at its limit adds nothing: the nodes' fit alone", withAutoscale(nodes(sized("n1", "4", "2")), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "12"), shaped)),
+		{"a NodePool at its limit adds nothing: the nodes' fit alone", withAutoscale(nodes(sized("n1", "4", "2")), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "12"), shaped)),
 			Claim{Template: tpl}, 2, "NodePool batch at its limits: no more node of capacity cpu=4 memory=16Gi pods=110 fits (as NodeClaim batch-old)", "TTF"},
-		{"a node of less than the template adds nothing", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+		{"a node of less than the template adds nothing", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil, shaped)),
 			Claim{Template: job(cpus("5"))}, 0, "NodePool batch 0 launching, 3 new node(s) within its limits", "F"},
 		// As Karpenter (v1.13.0, KWOK) showed it in TestAutoscale: a NodeClaim launched for one pod of 1900m (capacity
 		// its pod's requests, cpu=1900m pods=1) while the NodePool's status.resources still said 0; Karpenter counts
 		// the claim against the limits at once (12 − 1.9 = 10.1 cpu: 2 more nodes of 4), so the launching node's room
 		// (its pod and one more) and 2 new nodes of 2 pods: 5, not 7.
-		{"NodeClaims the NodePool's status.resources does not count yet count", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "0", "nodes", "0"), func(p *autoscale.Pool) {
-			p.Shape = &autoscale.Shape{Capacity: rl("cpu", "1900m", "memory", "64Mi", "pods", "1"), Allocatable: rl("cpu", "3900m", "memory", "8182Mi", "pods", "64"), From: "batch-2nlbh"}
-			p.Launching = map[string]autoscale.Launch{"batch-2nlbh": {ProviderID: "kwok://batch-2nlbh", Allocatable: p.Shape.Allocatable}}
+		{"NodeClaims the NodePool's status.resources does not count yet count", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "0", "nodes", "0"), func(p *autoscaler.Pool) {
+			p.Shape = &autoscaler.Shape{Capacity: rl("cpu", "1900m", "memory", "64Mi", "pods", "1"), Allocatable: rl("cpu", "3900m", "memory", "8182Mi", "pods", "64"), From: "batch-2nlbh"}
+			p.Launching = map[string]autoscaler.Launch{"batch-2nlbh": {ProviderID: "kwok://batch-2nlbh", Allocatable: p.Shape.Allocatable}}
 			p.Claimed = rl("cpu", "1900m", "memory", "64Mi", "pods", "1", "nodes", "1")
 		})), Claim{Template: job(cpus("1900m")), Unbound: 1}, 5, "5 on NodePool batch: 1 launching, 2 new node(s)", strings.Repeat("T", 5) + "F"},
-		{"launching NodeClaims are room coming", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "12"), launchingShaped)),
+		{"launching NodeClaims are room coming", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "12"), launchingShaped)),
 			Claim{Template: tpl}, 3, "3 on NodePool batch", "TTTF"},
 		// Karpenter removes a new node's karpenter.sh/unregistered taint first and says Registered on its NodeClaim
 		// after: in between the node is usable (a fill's wait wakes then) and the NodeClaim still launching. Its room
 		// is the node's, once.
 		{"a launching NodeClaim whose node is up counts once, as the node", withAutoscale(nodes(node("n1", func(n *Node) { n.ProviderID = "kwok://batch-x" })),
-			autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "4"), rl("cpu", "4"), launchingShaped)),
+			autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "4"), rl("cpu", "4"), launchingShaped)),
 			Claim{Template: tpl}, 4, "cpu: 4 more fit on n1", "TTTTF"},
 		// Karpenter consolidates n1: its NodeClaim is being deleted and counts against the limits no more (so a new
 		// node of the shape fits within them), while the nodes' watch still shows n1 Ready without the disrupted
 		// taint. Its room is counted once, on the new node: 3, not 4 on n1 and 3 more.
 		{"a node whose NodeClaim is being deleted is no room", withAutoscale(nodes(node("n1", func(n *Node) { n.ProviderID = "kwok://batch-x" })),
-			autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "4"), rl("cpu", "0"), shaped, func(p *autoscale.Pool) { p.Disrupted = []string{"kwok://batch-x"} })),
+			autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "4"), rl("cpu", "0"), shaped, func(p *autoscaler.Pool) { p.Disrupted = []string{"kwok://batch-x"} })),
 			Claim{Template: tpl}, 3, "no Ready, schedulable node matches the template; karpenter: 3 more on new nodes", "TTTF"},
-		{"at its limit of nodes", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("nodes", "2"), rl("nodes", "2"))),
+		{"at its limit of nodes", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("nodes", "2"), rl("nodes", "2"))),
 			Claim{Template: tpl}, 0, "NodePool batch at its limit of 2 node(s)", "F"},
-		{"a limit of nodes and the node shape", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("nodes", "3"), rl("nodes", "1"), shaped)),
+		{"a limit of nodes and the node shape", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("nodes", "3"), rl("nodes", "1"), shaped)),
 			Claim{Template: tpl}, 6, "6 on NodePool batch", strings.Repeat("T", 6) + "F"},
-		{"a NodePool without limits: maxPending bounds", withAutoscale(none(), autoscale.Karpenter, 3, karpenter("batch", nil, nil)),
+		{"a NodePool without limits: maxPending bounds", withAutoscale(none(), autoscaler.Karpenter, 3, karpenter("batch", nil, nil)),
 			Claim{Template: tpl}, 3, "limits.maxPending", "TTTF"},
-		{"a NodePool the template cannot use", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("gpu", rl("cpu", "12"), nil, tainted, shaped)),
+		{"a NodePool the template cannot use", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("gpu", rl("cpu", "12"), nil, tainted, shaped)),
 			Claim{Template: tpl}, 0, "no NodePool takes the template", "F"},
-		{"pools add up", withAutoscale(none(), autoscale.Karpenter, 20, karpenter("a", rl("cpu", "4"), nil, shaped), karpenter("b", rl("cpu", "8"), nil, shaped)),
+		{"pools add up", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("a", rl("cpu", "4"), nil, shaped), karpenter("b", rl("cpu", "8"), nil, shaped)),
 			Claim{Template: tpl}, 9, "6 on NodePool b", strings.Repeat("T", 9) + "F"},
-		{"a node group: maxSize − ready new nodes of its node's shape", withAutoscale(nodes(node("n1", inGroup)), autoscale.ClusterAutoscaler, 20, group("pool-batch", 3, 1)),
+		{"a node group: maxSize − ready new nodes of its node's shape", withAutoscale(nodes(node("n1", inGroup)), autoscaler.ClusterAutoscaler, 20, group("pool-batch", 3, 1)),
 			Claim{Template: tpl}, 4 + 8, "cluster-autoscaler: 8 more on new nodes (8 on node group pool-batch: maxSize 3: 2 new node(s) of cpu=4 memory=8Gi pods=110)", strings.Repeat("T", 12) + "F"},
-		{"a node group at its maxSize", withAutoscale(nodes(node("n1", inGroup)), autoscale.ClusterAutoscaler, 20, group("pool-batch", 1, 1)),
+		{"a node group at its maxSize", withAutoscale(nodes(node("n1", inGroup)), autoscaler.ClusterAutoscaler, 20, group("pool-batch", 1, 1)),
 			Claim{Template: tpl}, 4, "at its maxSize of 1 node(s)", "TTTTF"},
-		{"a node group with no node is unknown, not guessed", withAutoscale(nodes(node("n1")), autoscale.ClusterAutoscaler, 20, group("pool-batch", 5, 0)),
+		{"a node group with no node is unknown, not guessed", withAutoscale(nodes(node("n1")), autoscaler.ClusterAutoscaler, 20, group("pool-batch", 5, 0)),
 			Claim{Template: tpl}, 4, "node shape from: unknown", "TTTTF"},
-		{"quota still caps the room", withQuotas(withAutoscale(none(), autoscale.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil, shaped)),
+		{"quota still caps the room", withQuotas(withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil, shaped)),
 			quota("q", rl("pods", "3"), rl("pods", "0"))), Claim{Template: tpl}, 3, "quota q/pods: 3 more", "TTTF"},
 		{"no autoscaler found: as nodes", withAutoscale(nodes(node("n1")), "", 20), Claim{Template: tpl}, 4, "cpu: 4 more fit on n1", "TTTTF"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			room := autoscaleMode{}.Room(tc.snap, []Claim{tc.claim})
+			room := NewGrowingPlacer(tc.snap, []Claim{tc.claim})
 			r := room.Report(0)
 			if r.Fit != tc.fit || !strings.Contains(r.Binding, tc.binding) {
 				t.Errorf("Report = %d (%s), want %d (…%s…)", r.Fit, r.Binding, tc.fit, tc.binding)
@@ -157,18 +157,20 @@ func TestAutoscaleRoom(t *testing.T) {
 // TestAutoscaleReport: the report names every pool with its limit, what it holds and what it adds for the template
 // (status and dry-run show it), and what bound the room.
 func TestAutoscaleReport(t *testing.T) {
-	snap := withAutoscale(nodes(), autoscale.Karpenter, 10,
-		karpenter("batch", rl("cpu", "12"), rl("cpu", "4"), func(p *autoscale.Pool) {
-			p.Shape = &autoscale.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"), Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "batch-a"}
-			p.Launching = map[string]autoscale.Launch{"batch-x": {ProviderID: "kwok://batch-x", Allocatable: rl("cpu", "1900m", "memory", "15Gi", "pods", "110")}}
+	snap := withAutoscale(nodes(), autoscaler.Karpenter, 10,
+		karpenter("batch", rl("cpu", "12"), rl("cpu", "4"), func(p *autoscaler.Pool) {
+			p.Shape = &autoscaler.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"), Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "batch-a"}
+			p.Launching = map[string]autoscaler.Launch{"batch-x": {ProviderID: "kwok://batch-x", Allocatable: rl("cpu", "1900m", "memory", "15Gi", "pods", "110")}}
 		}),
-		karpenter("gpu", nil, nil, func(p *autoscale.Pool) { p.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}} }))
-	r := autoscaleMode{}.Room(snap, []Claim{{Template: job(spec()), Unbound: 1}}).Report(0)
+		karpenter("gpu", nil, nil, func(p *autoscaler.Pool) {
+			p.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+		}))
+	r := NewGrowingPlacer(snap, []Claim{{Template: job(spec()), Unbound: 1}}).Report(0)
 	a := r.Autoscale
 	if a == nil {
 		t.Fatal("no autoscale report")
 	}
-	if a.Source != autoscale.Karpenter || a.Adds != 6 || a.Waiting != 1 || len(a.Pools) != 2 {
+	if a.Source != autoscaler.Karpenter || a.Adds != 6 || a.Waiting != 1 || len(a.Pools) != 2 {
 		t.Fatalf("report %+v", a)
 	}
 	if got, want := a.Pools[0].Words(), "limit cpu=12, used cpu=4, 1 NodeClaim(s) launching; adds 6 more pod(s) (1 launching, 2 new node(s) within its limits of cpu=3900m memory=15Gi pods=110 (as NodeClaim batch-a))"; got != want {

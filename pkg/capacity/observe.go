@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/jobsched/jobsched/pkg/apitext"
-	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
+	"github.com/jobsched/jobsched/pkg/autoscaler"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
@@ -42,7 +42,8 @@ const (
 
 // Options is what Observe needs besides the client and the namespace.
 type Options struct {
-	Mode config.Capacity
+	// Nodes counts the nodes (and the pods on them) as well as the ResourceQuotas; else only the quotas count.
+	Nodes bool
 	// Templates are the Job templates of every queue, observed once for all: their pod specs pick the nodes whose
 	// pods are listed (the union of the nodes any of them may use), and each RuntimeClass they name is read once.
 	// None (or a nil one) lists every pod.
@@ -57,8 +58,8 @@ type Options struct {
 	Self string
 	// NoNextPassRoom keeps no room for the next pass's own pod (the next tick) even when Self is found.
 	NoNextPassRoom bool
-	// MaxPending is limits.maxPending (limits.capacity: autoscale).
-	MaxPending int
+	// Config is the configuration, for the keys only a mode reads (nil: their defaults).
+	Config *config.Config
 	// Follow, when set, keeps what is read between the passes of a fill run (see Follow); nil: a pass lists.
 	Follow *Follow
 }
@@ -89,7 +90,7 @@ type Snapshot struct {
 	Warnings []string
 	// Autoscale is what the autoscaler can still add (limits.capacity: autoscale; nil in other modes), and
 	// MaxPending how many of our pods may wait for new nodes at once (limits.maxPending).
-	Autoscale  *autoscale.State
+	Autoscale  *autoscaler.State
 	MaxPending int
 }
 
@@ -113,26 +114,22 @@ type Pending struct {
 	Spec            corev1.PodSpec // only nodeName, nodeSelector, affinity and tolerations are kept
 }
 
-// Observe lists what the mode needs. config.CapacityOff returns nil, nil with no calls. config.CapacityQuota and config.CapacityNodes: one LIST of
-// ResourceQuotas and one of LimitRanges in namespace, and one GET of each RuntimeClass the templates name.
-// config.CapacityNodes also: one paginated LIST of nodes; the tick pod (one LIST in namespace with field selector
+// Observe lists what the quotas and, with o.Nodes, the nodes hold (the nodes and quota modes observe with it): one
+// LIST of ResourceQuotas and one of LimitRanges in namespace, and one GET of each RuntimeClass the templates name.
+// With o.Nodes also: one paginated LIST of nodes; the tick pod (one LIST in namespace with field selector
 // metadata.name=Self); then either one paginated LIST of non-terminal pods in all namespaces, or, when the templates
 // together may use few nodes (see maxNodeLists), one per such node (field selector spec.nodeName=<node>, concurrently) plus
 // one of the unbound ones (spec.nodeName=). Pods are aggregated page by page into Node.Requested/Pods and dropped;
 // pods with a deletionTimestamp still count (they hold room until gone).
 //
-// A Forbidden LIST of nodes or pods cluster-wide makes the pass fall back to config.CapacityQuota; a Forbidden LimitRange list
+// A Forbidden LIST of nodes or pods cluster-wide makes the pass count the quotas alone (Snapshot.Mode quota); a Forbidden LimitRange list
 // or RuntimeClass get counts the template as written. Each is said in Warnings, never an error. Any other error is
 // returned.
 func Observe(ctx context.Context, c kube.Interface, namespace string, o Options) (*Snapshot, error) {
-	switch o.Mode {
-	case config.CapacityOff:
-		return nil, nil
-	case config.CapacityNodes, config.CapacityQuota:
-	default:
-		return nil, fmt.Errorf("capacity: unknown mode %q (want %s, %s or %s)", o.Mode, config.CapacityNodes, config.CapacityQuota, config.CapacityOff)
+	snap := &Snapshot{Mode: config.CapacityQuota}
+	if o.Nodes {
+		snap.Mode = config.CapacityNodes
 	}
-	snap := &Snapshot{Mode: o.Mode}
 	f := o.Follow
 	if f == nil {
 		f = &Follow{} // this pass's lists only
@@ -157,7 +154,7 @@ func Observe(ctx context.Context, c kube.Interface, namespace string, o Options)
 	if err := observeRuntimeClasses(ctx, c, o.Templates, snap); err != nil {
 		return nil, err
 	}
-	if o.Mode == config.CapacityNodes {
+	if o.Nodes {
 		var specs []*corev1.Pod // nil when a template is missing: every pod is listed
 		for _, tpl := range o.Templates {
 			if tpl == nil {

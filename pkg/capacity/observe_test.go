@@ -155,83 +155,82 @@ func TestObserve(t *testing.T) {
 		wantActions  []string // verb resource?options of each call
 	}{
 		{
-			name: "nodes: aggregation per node", opts: Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{template()}, Scheduler: "e2e"},
+			name: "nodes: aggregation per node", opts: Options{Nodes: true, Templates: []*batchv1.Job{template()}, Scheduler: "e2e"},
 			wantNodes: wantNodes, wantMode: config.CapacityNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
 			wantActions: []string{"list limitranges", "list nodes?limit=500", "list " + allPods, "list resourcequotas"},
 		},
 		{
-			name: "nodes: the tick is the pod the pass runs in", opts: Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{template()}, Scheduler: "e2e", Self: "tick-1"},
+			name: "nodes: the tick is the pod the pass runs in", opts: Options{Nodes: true, Templates: []*batchv1.Job{template()}, Scheduler: "e2e", Self: "tick-1"},
 			wantNodes: wantNodes, wantMode: config.CapacityNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
 			wantTick: &corev1.PodSpec{NodeName: "n1", NodeSelector: map[string]string{"zone": "a"}, Containers: []corev1.Container{ctr(rl("cpu", "100m"), nil)}},
 			wantActions: []string{"list limitranges", "list nodes?limit=500", "list pods?fieldSelector=metadata.name%3Dtick-1",
 				"list " + allPods, "list resourcequotas"},
 		},
 		{
-			name: "nodes: our pod is not found: no tick, said", opts: Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{template()}, Scheduler: "e2e", Self: "laptop"},
+			name: "nodes: our pod is not found: no tick, said", opts: Options{Nodes: true, Templates: []*batchv1.Job{template()}, Scheduler: "e2e", Self: "laptop"},
 			wantNodes: wantNodes, wantMode: config.CapacityNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
 			wantWarnings: []string{`no pod "laptop" in batch`},
 			wantActions: []string{"list limitranges", "list nodes?limit=500", "list pods?fieldSelector=metadata.name%3Dlaptop",
 				"list " + allPods, "list resourcequotas"},
 		},
 		{
-			name: "nodes: no tick asked", opts: Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{template()}, Scheduler: "e2e", Self: "tick-1", NoNextPassRoom: true},
+			name: "nodes: no tick asked", opts: Options{Nodes: true, Templates: []*batchv1.Job{template()}, Scheduler: "e2e", Self: "tick-1", NoNextPassRoom: true},
 			wantNodes: wantNodes, wantMode: config.CapacityNodes, wantQuotas: 1, wantLRs: 1, wantPending: []string{"batch/pending"},
 			wantActions: []string{"list limitranges", "list nodes?limit=500", "list " + allPods, "list resourcequotas"},
 		},
 		{
-			name: "quota: no node or pod list", opts: Options{Mode: config.CapacityQuota, Templates: []*batchv1.Job{template()}}, wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1,
+			name: "quota: no node or pod list", opts: Options{Templates: []*batchv1.Job{template()}}, wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1,
 			wantActions: []string{"list limitranges", "list resourcequotas"},
 		},
 		{
-			name: "quota: the template's RuntimeClass", opts: Options{Mode: config.CapacityQuota, Templates: []*batchv1.Job{template(kata)}}, wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1,
+			name: "quota: the template's RuntimeClass", opts: Options{Templates: []*batchv1.Job{template(kata)}}, wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1,
 			wantRC: true, wantActions: []string{"list limitranges", "get runtimeclasses/kata", "list resourcequotas"},
 		},
 		{
 			name: "quota: each RuntimeClass the templates name, once", wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1,
-			opts:   Options{Mode: config.CapacityQuota, Templates: []*batchv1.Job{template(kata), template(), template(gvisor), template(kata)}},
+			opts:   Options{Templates: []*batchv1.Job{template(kata), template(), template(gvisor), template(kata)}},
 			wantRC: true, wantWarnings: []string{"RuntimeClass gvisor does not exist"},
 			wantActions: []string{"list limitranges", "get runtimeclasses/kata", "get runtimeclasses/gvisor", "list resourcequotas"},
 		},
-		{name: "off: no calls", opts: Options{Mode: config.CapacityOff}},
 		{
-			name: "nodes forbidden: quota fallback", opts: Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{template()}},
+			name: "nodes forbidden: quota fallback", opts: Options{Nodes: true, Templates: []*batchv1.Job{template()}},
 			reactors: map[string]k8stesting.ReactionFunc{"list nodes": forbidden("nodes")},
 			wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"using quota for this pass"},
 			wantActions: []string{"list limitranges", "list nodes?limit=500", "list resourcequotas"},
 		},
 		{
-			name: "pods forbidden: quota fallback", opts: Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{template()}, NoNextPassRoom: true},
+			name: "pods forbidden: quota fallback", opts: Options{Nodes: true, Templates: []*batchv1.Job{template()}, NoNextPassRoom: true},
 			reactors: map[string]k8stesting.ReactionFunc{"list pods": forbidden("pods")},
 			wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"using quota for this pass"},
 			wantActions: []string{"list limitranges", "list nodes?limit=500", "list " + allPods, "list resourcequotas"},
 		},
 		{
-			name: "limitranges forbidden: said, and the template is counted as written", opts: Options{Mode: config.CapacityQuota, Templates: []*batchv1.Job{template()}},
+			name: "limitranges forbidden: said, and the template is counted as written", opts: Options{Templates: []*batchv1.Job{template()}},
 			reactors: map[string]k8stesting.ReactionFunc{"list limitranges": forbidden("limitranges")},
 			wantMode: config.CapacityQuota, wantQuotas: 1, wantWarnings: []string{"the Role needs list on limitranges"},
 			wantActions: []string{"list limitranges", "list resourcequotas"},
 		},
 		{
-			name: "runtimeclass forbidden: said, and counted without overhead", opts: Options{Mode: config.CapacityQuota, Templates: []*batchv1.Job{template(kata)}},
+			name: "runtimeclass forbidden: said, and counted without overhead", opts: Options{Templates: []*batchv1.Job{template(kata)}},
 			reactors: map[string]k8stesting.ReactionFunc{"get runtimeclasses": forbidden("runtimeclasses")},
 			wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"needs get on runtimeclasses"},
 			wantActions: []string{"list limitranges", "get runtimeclasses/kata", "list resourcequotas"},
 		},
 		{
-			name: "runtimeclass missing: said", opts: Options{Mode: config.CapacityQuota, Templates: []*batchv1.Job{template(gvisor)}},
+			name: "runtimeclass missing: said", opts: Options{Templates: []*batchv1.Job{template(gvisor)}},
 			wantMode: config.CapacityQuota, wantQuotas: 1, wantLRs: 1, wantWarnings: []string{"RuntimeClass gvisor does not exist"},
 			wantActions: []string{"list limitranges", "get runtimeclasses/gvisor", "list resourcequotas"},
 		},
 		{
-			name: "pods error is returned", opts: Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{template()}},
+			name: "pods error is returned", opts: Options{Nodes: true, Templates: []*batchv1.Job{template()}},
 			reactors: map[string]k8stesting.ReactionFunc{"list pods": failing(boom)}, wantErr: boom,
 		},
 		{
-			name: "limitranges error is returned", opts: Options{Mode: config.CapacityQuota, Templates: []*batchv1.Job{template()}},
+			name: "limitranges error is returned", opts: Options{Templates: []*batchv1.Job{template()}},
 			reactors: map[string]k8stesting.ReactionFunc{"list limitranges": failing(boom)}, wantErr: boom,
 		},
 		{
-			name: "quota forbidden is returned", opts: Options{Mode: config.CapacityQuota, Templates: []*batchv1.Job{template()}},
+			name: "quota forbidden is returned", opts: Options{Templates: []*batchv1.Job{template()}},
 			reactors: map[string]k8stesting.ReactionFunc{"list resourcequotas": forbidden("resourcequotas")},
 			wantErr:  apierrors.NewForbidden(schema.GroupResource{Resource: "resourcequotas"}, "", errors.New("x")),
 		},
@@ -256,12 +255,6 @@ func TestObserve(t *testing.T) {
 			}
 			if got := actions(c); fmt.Sprint(got) != fmt.Sprint(tt.wantActions) {
 				t.Errorf("calls = %q, want %q", got, tt.wantActions)
-			}
-			if tt.opts.Mode == config.CapacityOff {
-				if snap != nil {
-					t.Errorf("Observe(off) = %+v, want nil", snap)
-				}
-				return
 			}
 			if snap.Mode != tt.wantMode || len(snap.Quotas) != tt.wantQuotas || len(snap.LimitRanges) != tt.wantLRs ||
 				(len(snap.RuntimeClasses) == 1) != tt.wantRC || !equality.Semantic.DeepEqual(snap.Nodes, tt.wantNodes) {
@@ -337,7 +330,7 @@ func TestObservePerNode(t *testing.T) {
 		slices.Sort(got)
 		return snap, got
 	}
-	snap, got := observe(Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{tpl}, NoNextPassRoom: true})
+	snap, got := observe(Options{Nodes: true, Templates: []*batchv1.Job{tpl}, NoNextPassRoom: true})
 	byNode := "list pods?fieldSelector=spec.nodeName%3D"
 	phases := "%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&limit=500"
 	want := []string{"list limitranges", "list nodes?limit=500", byNode + phases, byNode + "n00" + phases, byNode + "n01" + phases, "list resourcequotas"}
@@ -349,17 +342,17 @@ func TestObservePerNode(t *testing.T) {
 	}
 	// Two templates: the pods of the nodes either may use, each node once.
 	pinned := template(func(s *corev1.PodSpec) { s.NodeName = "n05" })
-	two, got := observe(Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{tpl, pinned, tpl}, NoNextPassRoom: true})
+	two, got := observe(Options{Nodes: true, Templates: []*batchv1.Job{tpl, pinned, tpl}, NoNextPassRoom: true})
 	want = []string{"list limitranges", "list nodes?limit=500", byNode + phases, byNode + "n00" + phases, byNode + "n01" + phases,
 		byNode + "n05" + phases, "list resourcequotas"}
 	if fmt.Sprint(got) != fmt.Sprint(want) || two.Listed != "pods of 3 node(s)" {
 		t.Errorf("two templates: %s, calls =\n%q\nwant\n%q", two.Listed, got, want)
 	}
 	// A template that may use every node lists every pod, whatever the others.
-	if mixed, _ := observe(Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{tpl, template()}, NoNextPassRoom: true}); mixed.Listed != "all pods" {
+	if mixed, _ := observe(Options{Nodes: true, Templates: []*batchv1.Job{tpl, template()}, NoNextPassRoom: true}); mixed.Listed != "all pods" {
 		t.Errorf("Listed = %q, want all pods", mixed.Listed)
 	}
-	all, _ := observe(Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{template()}, NoNextPassRoom: true})
+	all, _ := observe(Options{Nodes: true, Templates: []*batchv1.Job{template()}, NoNextPassRoom: true})
 	if all.Listed != "all pods" {
 		t.Errorf("Listed = %q, want all pods", all.Listed)
 	}
@@ -384,7 +377,7 @@ func TestObservePerNode(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	_, err := Observe(context.Background(), c, "batch", Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{tpl}, NoNextPassRoom: true})
+	_, err := Observe(context.Background(), c, "batch", Options{Nodes: true, Templates: []*batchv1.Job{tpl}, NoNextPassRoom: true})
 	if err == nil || !strings.Contains(err.Error(), "on node n01") || !strings.Contains(err.Error(), "etcd down") {
 		t.Errorf("a failed LIST of n01's pods: Observe error %v, want it named with its cause", err)
 	}
@@ -421,7 +414,7 @@ func TestObservePaginates(t *testing.T) {
 		}
 		return true, list, nil
 	})
-	snap, err := Observe(context.Background(), c, "batch", Options{Mode: config.CapacityNodes, Templates: []*batchv1.Job{template()}})
+	snap, err := Observe(context.Background(), c, "batch", Options{Nodes: true, Templates: []*batchv1.Job{template()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,16 +425,6 @@ func TestObservePaginates(t *testing.T) {
 		Allocatable: rl("cpu", "4", "pods", "110"), Requested: req("cpu", "600m"), Pods: 6}}
 	if !equality.Semantic.DeepEqual(snap.Nodes, want) {
 		t.Errorf("Nodes = %+v, want %+v", snap.Nodes, want)
-	}
-}
-
-func TestObserveUnknownMode(t *testing.T) {
-	c := testkit.NewFake()
-	if _, err := Observe(context.Background(), c, "batch", Options{Mode: "cluster"}); err == nil {
-		t.Error("Observe(cluster) error = nil, want an error")
-	}
-	if n := len(c.Actions()); n != 0 {
-		t.Errorf("Observe(cluster) made %d calls, want 0", n)
 	}
 }
 

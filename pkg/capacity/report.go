@@ -87,3 +87,17 @@ func (f PoolFit) Words() string {
 	}
 	return s + fmt.Sprintf("; adds %d more pod(s) (%s)", f.Pods, f.Bound)
 }
+
+// Lines are what the report says beyond the nodes and the quotas (what the autoscaler can still add), as lines of
+// status's and dry-run's tables; none when it says nothing more.
+func (r *Report) Lines() []Line {
+	a := r.Autoscale
+	if a == nil {
+		return nil
+	}
+	lines := []Line{{Label: a.Source, Text: fmt.Sprintf("%d more Job(s) on new nodes (%s); %d of our pods wait for new nodes", a.Adds, a.Binding, a.Waiting)}}
+	for _, p := range a.Pools {
+		lines = append(lines, Line{Label: p.Kind + " " + p.Name, Text: p.Words()})
+	}
+	return lines
+}

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
+	"github.com/jobsched/jobsched/pkg/autoscaler"
 )
 
 // TestAmounts: a pod fits in a node's room in each resource it asks for and a pod slot, as kube-scheduler's
@@ -116,13 +116,13 @@ func TestUnitsSaturate(t *testing.T) {
 			t.Errorf("units(%s %s) = %d, want %d", tc.q, tc.name, got, tc.want)
 		}
 	}
-	shaped := func(p *autoscale.Pool) {
-		p.Shape = &autoscale.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"),
+	shaped := func(p *autoscaler.Pool) {
+		p.Shape = &autoscaler.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"),
 			Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "batch-old"}
 	}
-	for name, mods := range map[string][]func(*autoscale.Pool){"node shape known": {shaped}, "node shape unknown": nil} {
-		snap := withAutoscale(nodes(), autoscale.Karpenter, 5, karpenter("batch", rl("cpu", "1e30"), rl("cpu", "0"), mods...))
-		if r := (autoscaleMode{}).Room(snap, []Claim{{Template: job(spec())}}).Report(0); r.Fit == 0 {
+	for name, mods := range map[string][]func(*autoscaler.Pool){"node shape known": {shaped}, "node shape unknown": nil} {
+		snap := withAutoscale(nodes(), autoscaler.Karpenter, 5, karpenter("batch", rl("cpu", "1e30"), rl("cpu", "0"), mods...))
+		if r := NewGrowingPlacer(snap, []Claim{{Template: job(spec())}}).Report(0); r.Fit == 0 {
 			t.Errorf("%s: a NodePool of limits.cpu 1e30 adds nothing: %s", name, r.Binding)
 		}
 	}

@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/jobsched/jobsched/pkg/input"
-	"github.com/jobsched/jobsched/pkg/jobmeta"
+	"github.com/jobsched/jobsched/pkg/kueue"
 	"github.com/jobsched/jobsched/pkg/pushurl"
 	"github.com/jobsched/jobsched/pkg/rate"
 	"github.com/jobsched/jobsched/pkg/strictyaml"
@@ -137,7 +137,8 @@ type Kueue struct {
 type Capacity string
 
 // Capacities are the values of limits.capacity, in the order the errors name them. Each is a mode of
-// pkg/capacity, which registers them in the same order (capacity.Modes; a test there holds the two lists equal).
+// pkg/capacity, a package each that registers itself (capacity.Register; pkg/capacity/modes wires them, and a test
+// there holds the two lists equal).
 func Capacities() []Capacity {
 	return []Capacity{CapacityNodes, CapacityQuota, CapacityOff, CapacityKueue, CapacityAutoscale}
 }
@@ -771,7 +772,7 @@ func LoadTemplate(file string) (*batchv1.Job, error) {
 
 // loadTemplate is LoadTemplate; with kueue (limits.capacity: kueue) a suspended template and MultiKueue's managedBy
 // are accepted, since Kueue unsuspends the Jobs it admits and MultiKueue mirrors a worker's Job status back.
-func loadTemplate(ctx context.Context, file string, kueue bool) (*batchv1.Job, error) {
+func loadTemplate(ctx context.Context, file string, kueueMode bool) (*batchv1.Job, error) {
 	data, err := readFile(ctx, file)
 	if err != nil {
 		return nil, err
@@ -800,7 +801,7 @@ func loadTemplate(ctx context.Context, file string, kueue bool) (*batchv1.Job, e
 	if job.Spec.Selector != nil || job.Spec.ManualSelector != nil {
 		bad("spec.selector", "must be empty: the Job controller generates it")
 	}
-	if job.Spec.Suspend != nil && *job.Spec.Suspend && !kueue {
+	if job.Spec.Suspend != nil && *job.Spec.Suspend && !kueueMode {
 		bad("spec.suspend", "must not be true: a suspended Job never runs, and holds its task's slot and capacity until it is deleted")
 	}
 	if job.Spec.Parallelism != nil && *job.Spec.Parallelism == 0 {
@@ -809,14 +810,14 @@ func loadTemplate(ctx context.Context, file string, kueue bool) (*batchv1.Job, e
 	if job.Spec.Completions != nil && *job.Spec.Completions == 0 {
 		bad("spec.completions", "must not be 0: such a Job does none of the task's work, and holds its task's slot until it is deleted")
 	}
-	if m := job.Spec.ManagedBy; m != nil && *m != "" && *m != batchv1.JobControllerName && !(kueue && *m == jobmeta.KueueMultiKueue) {
+	if m := job.Spec.ManagedBy; m != nil && *m != "" && *m != batchv1.JobControllerName && !(kueueMode && *m == kueue.MultiKueue) {
 		bad("spec.managedBy", fmt.Sprintf("must be empty or %s, not %q: jobsched counts and retires Jobs as the Job "+
 			"controller runs them, and a Job another controller manages may never finish", batchv1.JobControllerName, *m))
 	}
 	for _, labels := range []map[string]string{job.Labels, job.Spec.Template.Labels} {
-		if _, ok := labels[jobmeta.KueueQueueLabel]; ok {
+		if _, ok := labels[kueue.QueueLabel]; ok {
 			bad("metadata.labels", fmt.Sprintf("must not set %s: with limits.capacity: kueue jobsched sets it from "+
-				"kueue.localQueue; in another mode Kueue would hold the Jobs while jobsched counts them as starting", jobmeta.KueueQueueLabel))
+				"kueue.localQueue; in another mode Kueue would hold the Jobs while jobsched counts them as starting", kueue.QueueLabel))
 			break
 		}
 	}

@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
-	jobschedconfig "github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
 )
 
@@ -61,7 +60,7 @@ func BenchmarkCapacityObserve(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		snap, err := capacity.Observe(ctx, c, "bench", capacity.Options{Mode: jobschedconfig.CapacityNodes, NoNextPassRoom: true})
+		snap, err := capacity.Observe(ctx, c, "bench", capacity.Options{Nodes: true, NoNextPassRoom: true})
 		if err != nil {
 			b.Fatal(err)
 		}

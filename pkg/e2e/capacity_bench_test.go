@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
-	jobschedconfig "github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kube"
 )
 
@@ -66,7 +65,7 @@ func BenchmarkCapacityPool(b *testing.B) {
 			for b.Loop() {
 				// A new client each pass, as each tick is a new process: its rate limiter starts with a full burst.
 				c := countingClient(b, &calls)
-				snap, err := capacity.Observe(ctx, c, "bench", capacity.Options{Mode: jobschedconfig.CapacityNodes, Templates: []*batchv1.Job{bc.template}})
+				snap, err := capacity.Observe(ctx, c, "bench", capacity.Options{Nodes: true, Templates: []*batchv1.Job{bc.template}})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-// Package jobmeta names the keys by which jobsched, or Kueue, recognises a Job as its own.
+// Package jobmeta names the keys by which jobsched recognises a Job as its own.
 package jobmeta
 
 // Labels and annotations jobsched puts on what it creates.
@@ -15,11 +15,4 @@ const (
 	// when it is a valid label value, else render.GroupLabel's hash of it, for selectors.
 	AnnotationGroup = "jobsched.io/group"
 	LabelGroup      = "jobsched.io/group"
-)
-
-// Kueue's labels and the managedBy of its MultiKueue controller.
-const (
-	KueueQueueLabel    = "kueue.x-k8s.io/queue-name"
-	KueuePriorityLabel = "kueue.x-k8s.io/priority-class"
-	KueueMultiKueue    = "kueue.x-k8s.io/multikueue"
 )

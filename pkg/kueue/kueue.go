@@ -32,6 +32,13 @@ var (
 	LocalQueuesResource = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "localqueues"}
 )
 
+// Kueue's labels on a Job (its LocalQueue, its WorkloadPriorityClass) and the managedBy of its MultiKueue controller.
+const (
+	QueueLabel    = "kueue.x-k8s.io/queue-name"
+	PriorityLabel = "kueue.x-k8s.io/priority-class"
+	MultiKueue    = "kueue.x-k8s.io/multikueue"
+)
+
 // The Workload conditions that say why a Job waits.
 const (
 	CondQuotaReserved = "QuotaReserved"

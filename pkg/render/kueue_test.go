@@ -7,8 +7,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/equality"
 
+	_ "github.com/jobsched/jobsched/pkg/capacity/kueue" // the mode whose labels these are
 	"github.com/jobsched/jobsched/pkg/config"
-	"github.com/jobsched/jobsched/pkg/jobmeta"
+	"github.com/jobsched/jobsched/pkg/kueue"
 	"github.com/jobsched/jobsched/pkg/rows"
 )
 
@@ -29,18 +30,18 @@ func TestJobKueue(t *testing.T) {
 		row    rows.Row
 		labels map[string]string // the Kueue labels the Job gets on top of the others
 	}{
-		{"queue only", config.Kueue{LocalQueue: "team-a"}, row(nil), map[string]string{jobmeta.KueueQueueLabel: "team-a"}},
+		{"queue only", config.Kueue{LocalQueue: "team-a"}, row(nil), map[string]string{kueue.QueueLabel: "team-a"}},
 		{"priority class", config.Kueue{LocalQueue: "team-a", PriorityClass: "low"}, row(nil),
-			map[string]string{jobmeta.KueueQueueLabel: "team-a", jobmeta.KueuePriorityLabel: "low"}},
+			map[string]string{kueue.QueueLabel: "team-a", kueue.PriorityLabel: "low"}},
 		{"the row's priority wins", config.Kueue{LocalQueue: "team-a", PriorityClass: "low", PriorityColumn: "prio"}, row(str("high")),
-			map[string]string{jobmeta.KueueQueueLabel: "team-a", jobmeta.KueuePriorityLabel: "high"}},
+			map[string]string{kueue.QueueLabel: "team-a", kueue.PriorityLabel: "high"}},
 		{"a NULL priority falls back", config.Kueue{LocalQueue: "team-a", PriorityClass: "low", PriorityColumn: "prio"}, row(str("NULL")),
-			map[string]string{jobmeta.KueueQueueLabel: "team-a", jobmeta.KueuePriorityLabel: "low"}},
+			map[string]string{kueue.QueueLabel: "team-a", kueue.PriorityLabel: "low"}},
 		{"the priority column first", config.Kueue{LocalQueue: "team-a", PriorityClass: "low", PriorityColumn: "prio"},
 			rows.Row{Key: "42", Columns: []rows.Column{{Name: "prio", Value: "high"}, {Name: "id", Value: "42"}}},
-			map[string]string{jobmeta.KueueQueueLabel: "team-a", jobmeta.KueuePriorityLabel: "high"}},
+			map[string]string{kueue.QueueLabel: "team-a", kueue.PriorityLabel: "high"}},
 		{"an empty priority and no class", config.Kueue{LocalQueue: "team-a", PriorityColumn: "prio"}, row(str("")),
-			map[string]string{jobmeta.KueueQueueLabel: "team-a"}},
+			map[string]string{kueue.QueueLabel: "team-a"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"path"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/jobsched/jobsched/pkg/capacity/labeler"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/rows"
@@ -199,7 +201,7 @@ func (r *Renderer) Job(row rows.Row, attempt int) (*batchv1.Job, error) {
 			(*meta)[jobmeta.LabelGroup] = GroupLabel(row.Group)
 		}
 	}
-	if err := kueueLabels(cfg, row, job); err != nil {
+	if err := modeLabels(cfg, row, job); err != nil {
 		return nil, err
 	}
 	for _, meta := range []*map[string]string{&job.Annotations, &job.Spec.Template.Annotations} {
@@ -224,31 +226,25 @@ func (r *Renderer) Job(row rows.Row, attempt int) (*batchv1.Job, error) {
 	return job, nil
 }
 
-// kueueLabels puts the Job into kueue.localQueue, at the row's WorkloadPriorityClass (kueue.priorityColumn) or else
-// kueue.priorityClass (a kueue: block, which config accepts with limits.capacity: kueue only). Kueue reads both
-// labels from the Job itself.
-func kueueLabels(cfg *config.Config, row rows.Row, job *batchv1.Job) error {
-	if cfg.Kueue == nil {
+// modeLabels puts the capacity mode's labels on the Job (a capacity.Labeler's, pkg/capacity/labeler), with the
+// row's columns: an error of the mode's is the row's (a RowError) unless it is the configuration's.
+func modeLabels(cfg *config.Config, row rows.Row, job *batchv1.Job) error {
+	l, ok := labeler.Of(cfg.Limits.Capacity)
+	if !ok {
 		return nil
 	}
-	job.Labels[jobmeta.KueueQueueLabel] = cfg.Kueue.LocalQueue
-	class := cfg.Kueue.PriorityClass
-	if col := cfg.Kueue.PriorityColumn; col != "" {
-		i := columnIndex(row.Columns, col)
+	col := func(name string) (string, bool, bool) {
+		i := columnIndex(row.Columns, name)
 		if i < 0 {
-			return &config.Error{Err: fmt.Errorf("%s: kueue.priorityColumn: the query returns no column %q", cfg.File, col)}
+			return "", false, false
 		}
-		if c := row.Columns[i]; !c.Null && c.Value != "" {
-			if msgs := append(validation.IsDNS1123Subdomain(c.Value), validation.IsValidLabelValue(c.Value)...); len(msgs) > 0 {
-				return &RowError{Key: row.Key, Reason: fmt.Sprintf("kueue.priorityColumn %q: %q is not a WorkloadPriorityClass name (%s)", col, c.Value, strings.Join(msgs, "; "))}
-			}
-			class = c.Value
-		}
+		return row.Columns[i].Value, row.Columns[i].Null, true
 	}
-	if class != "" {
-		job.Labels[jobmeta.KueuePriorityLabel] = class
+	err := l.Label(cfg, col, job)
+	if cerr := (*config.Error)(nil); err == nil || errors.As(err, &cerr) {
+		return err
 	}
-	return nil
+	return &RowError{Key: row.Key, Reason: err.Error()}
 }
 
 // Env is the environment a Job for attempt n of row gets from jobsched (as written into the Job: every $ doubled).

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/jobsched/jobsched/pkg/capacity"
+	kueuemode "github.com/jobsched/jobsched/pkg/capacity/kueue"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/kueue"
 	"github.com/jobsched/jobsched/pkg/render"
@@ -53,15 +55,15 @@ func TestStatusKueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &KueueStatus{MaxQueued: 3, Queued: 1, LocalQueue: &kueue.LocalQueue{Name: "team-a", Found: true, ClusterQueue: "cq", Pending: 1, Admitted: 1}}
-	if diff := cmp.Diff(want, st.Kueue); diff != "" {
+	want := &kueuemode.Status{MaxQueued: 3, Queued: 1, LocalQueue: &kueue.LocalQueue{Name: "team-a", Found: true, ClusterQueue: "cq", Pending: 1, Admitted: 1}}
+	if diff := cmp.Diff([]capacity.Field{{Key: "kueue", Value: want}}, st.Mode.Fields); diff != "" {
 		t.Errorf("kueue (-want +got):\n%s", diff)
 	}
 	if st.States[scheduler.StateQueued] != 1 || st.Slots != 2 || st.Limit != "limits.maxQueued: 1 of 3 queued" {
 		t.Errorf("states %v, slots %d (%s); want 1 queued, 2 slots bound by maxQueued", st.States, st.Slots, st.Limit)
 	}
 	for _, j := range st.Jobs {
-		if j.Name == q.Name && (j.Workload != "job-q-abcde" || j.Reason != "no quota reserved (Pending: couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 100m more needed)") {
+		if j.Name == q.Name && (j.Holder != "job-q-abcde" || j.Reason != "no quota reserved (Pending: couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 100m more needed)") {
 			t.Errorf("the queued Job in status: %+v", j)
 		}
 	}

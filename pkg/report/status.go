@@ -40,13 +40,10 @@ type Status struct {
 	Scheduler  string `json:"scheduler"`
 	Namespace  string `json:"namespace"`
 	Work
-	// Kueue is the Kueue mode's view: Jobs queued against limits.maxQueued and the LocalQueue's counts.
-	Kueue *KueueStatus `json:"kueue,omitempty"`
-	// WaitingForNodes and WaitsNote are the plan's (limits.capacity: autoscale): our Unschedulable pods the
-	// autoscaler provides a node for, and why every Unschedulable pod blocks instead.
-	WaitingForNodes int         `json:"waitingForNodes,omitempty"`
-	WaitsNote       string      `json:"waitsNote,omitempty"`
-	Retry           RetryPolicy `json:"retry"`
+	// Mode is the capacity mode's section (capacity.Inspector's Status): its fields come here in the document,
+	// before retry, and its lines in the table.
+	Mode  capacity.Section `json:"-"`
+	Retry RetryPolicy      `json:"retry"`
 	// Query is what the query doctor says about the pass's read (EXPLAIN, never run); nil without a database.
 	Query *QueryFinding `json:"query,omitempty"`
 	// Backoff are the tasks waiting for their next attempt, Dead those with none left.
@@ -178,12 +175,19 @@ func retryPolicy(cfg *config.Config) RetryPolicy {
 		MaxBackoff: cfg.Retry.MaxBackoff.Duration.String(), DeadRetention: cfg.Retry.DeadRetention.Duration.String()}
 }
 
-// KueueStatus is what status shows of Kueue (limits.capacity: kueue): the Kueue mode's section (capacity.Section).
-type KueueStatus = capacity.KueueStatus
+// MarshalJSON is the document: the capacity mode's fields (Mode.Fields) before retry.
+func (s Status) MarshalJSON() ([]byte, error) {
+	type plain Status
+	return withFields(plain(s), "retry", s.Mode.Fields)
+}
 
-// modeStatus is the capacity mode's section of status, from what the observation read of it.
+// modeStatus is the capacity mode's section of status, from what the observation read of it and the plan.
 func modeStatus(cfg *config.Config, p *scheduler.Plan, obs *scheduler.Observation) capacity.Section {
-	return capacity.ModeOf(cfg.Limits.Capacity).Status(cfg, p.Queued(), &capacity.Details{Kueue: obs.Kueue})
+	i, ok := capacity.ModeOf(cfg.Limits.Capacity).(capacity.Inspector)
+	if !ok {
+		return capacity.Section{}
+	}
+	return i.Status(cfg, capacity.Counts{Unfinished: p.Unfinished, Queued: p.Queued(), Waiting: p.Waiting, WaitsNote: p.WaitsNote}, obs.Details)
 }
 
 // decide observes the cluster whole and decides as the next pass would, with the pass's own function
@@ -251,8 +255,8 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 		p.Blocked = withCause(p.Blocked, failed[0])
 	}
 	st := &Status{APIVersion: StatusAPIVersion, Kind: StatusKind, Scheduler: p.Scheduler, Namespace: p.Namespace,
-		Work:  work(p, "", p.Unfinished, p.Slots, p.Limit, p.Blocked, p.Capacity),
-		Kueue: modeStatus(s.Config, p, obs).Kueue, WaitingForNodes: p.WaitingForNodes, WaitsNote: p.WaitsNote, Retry: retryPolicy(s.Config), Backoff: []Task{}, Dead: []Task{}, Jobs: p.Jobs}
+		Work: work(p, "", p.Unfinished, p.Slots, p.Limit, p.Blocked, p.Capacity),
+		Mode: modeStatus(s.Config, p, obs), Retry: retryPolicy(s.Config), Backoff: []Task{}, Dead: []Task{}, Jobs: p.Jobs}
 	for _, j := range p.Jobs {
 		t := Task{Queue: j.Queue, Key: j.Key, Attempt: j.Attempt, Job: j.Name, Reason: j.Reason, Since: j.FinishedAt, RetryAt: j.RetryAt}
 		switch {

@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/jobsched/jobsched/pkg/apitext"
+	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
-	"github.com/jobsched/jobsched/pkg/kueue"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/scheduler"
 )
@@ -49,8 +49,22 @@ type TaskView struct {
 type TaskAttempt struct {
 	JobStatus
 	Pods []TaskPod `json:"pods"`
-	// Workload is the attempt's Kueue Workload and its conditions (limits.capacity: kueue).
-	Workload *kueue.Workload `json:"kueueWorkload,omitempty"`
+	// Held is what the capacity mode shows of the attempt (capacity.Queuer's JobField), after the fields above;
+	// nil for nothing.
+	Held *capacity.Field `json:"-"`
+}
+
+// MarshalJSON is the attempt's fields, then Held's.
+func (a TaskAttempt) MarshalJSON() ([]byte, error) {
+	type plain TaskAttempt
+	return withFields(plain(a), "", heldFields(a.Held))
+}
+
+func heldFields(f *capacity.Field) []capacity.Field {
+	if f == nil {
+		return nil
+	}
+	return []capacity.Field{*f}
 }
 
 // TaskPod is one pod of an attempt.
@@ -80,8 +94,10 @@ func TaskViewOf(ctx context.Context, s *scheduler.Scheduler, key string) (*TaskV
 			continue
 		}
 		a := TaskAttempt{JobStatus: j, Pods: pods[j.Name]}
-		if obs.Kueue != nil {
-			a.Workload = obs.Kueue.Workloads[j.UID]
+		if q, ok := capacity.ModeOf(s.Config.Limits.Capacity).(capacity.Queuer); ok {
+			if f, ok := q.JobField(obs.Details, j.UID); ok {
+				a.Held = &f
+			}
 		}
 		v.Attempts = append(v.Attempts, a)
 		if newest == nil || j.Attempt > newest.Attempt {
@@ -197,7 +213,7 @@ func taskWhy(p taskRoom, now time.Time, newest *JobStatus, selected bool) (strin
 	case scheduler.StateUnschedulable:
 		return string(j.State), fmt.Sprintf("attempt %d (Job %s) waits for room: %s", j.Attempt, j.Name, j.Reason)
 	case scheduler.StateQueued:
-		return string(j.State), fmt.Sprintf("attempt %d (Job %s) waits in Kueue: %s", j.Attempt, j.Name, j.Reason)
+		return string(j.State), fmt.Sprintf("attempt %d (Job %s) is queued: %s", j.Attempt, j.Name, j.Reason)
 	case scheduler.StateSucceeded:
 		if selected {
 			return string(j.State), fmt.Sprintf("attempt %d succeeded, but the query still selects the row: the worker did not close it (a worker bug)", j.Attempt)

@@ -57,8 +57,8 @@ func TestPassAsksTheAutoscaler(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := res.Plan
-			if !strings.Contains(p.Blocked, tc.blocked) || p.WaitingForNodes != tc.waiting || !strings.Contains(p.WaitsNote, tc.note) || (tc.note == "") != (p.WaitsNote == "") {
-				t.Errorf("blocked %q, waiting %d, note %q; want …%s…, %d, …%s…", p.Blocked, p.WaitingForNodes, p.WaitsNote, tc.blocked, tc.waiting, tc.note)
+			if !strings.Contains(p.Blocked, tc.blocked) || p.Waiting != tc.waiting || !strings.Contains(p.WaitsNote, tc.note) || (tc.note == "") != (p.WaitsNote == "") {
+				t.Errorf("blocked %q, waiting %d, note %q; want …%s…, %d, …%s…", p.Blocked, p.Waiting, p.WaitsNote, tc.blocked, tc.waiting, tc.note)
 			}
 			if got := slices.Contains(actions(client), "list events"); got != tc.listEvents {
 				t.Errorf("listed Events: %v, want %v (actions %v)", got, tc.listEvents, actions(client))

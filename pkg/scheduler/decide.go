@@ -73,7 +73,7 @@ func decideQueue(cfg *config.Config, obs *Observation, mine func(*JobSummary) bo
 			continue
 		}
 		if cond == nil {
-			p.unfinished(&st, *job, podsByJob[job.UID], obs)
+			p.unfinished(cfg, &st, *job, podsByJob[job.UID], obs)
 			if job.HasGroup && cfg.PerGroup() != nil {
 				if p.held == nil {
 					p.held = map[string]int{}
@@ -146,10 +146,10 @@ func decideQueue(cfg *config.Config, obs *Observation, mine func(*JobSummary) bo
 }
 
 // unfinished fills st for a Job with neither condition: it holds a slot.
-func (p *queuePart) unfinished(st *JobStatus, job JobSummary, pods []capacity.PodSummary, obs *Observation) {
+func (p *queuePart) unfinished(cfg *config.Config, st *JobStatus, job JobSummary, pods []capacity.PodSummary, obs *Observation) {
 	p.Unfinished++
 	if job.Suspended {
-		p.queue(st, job, obs)
+		p.queue(cfg, st, job, obs)
 		return
 	}
 	switch {
@@ -168,29 +168,23 @@ func (p *queuePart) unfinished(st *JobStatus, job JobSummary, pods []capacity.Po
 		if !pod.Unschedulable {
 			continue
 		}
-		w, said := obs.Waits[pod.Name]
-		due := pod.UnschedulableSince.Add(capacity.WordGrace)
-		if !said && obs.Waits != nil && !pod.UnschedulableSince.IsZero() && obs.Now.Before(due) {
-			// The Events were read (limits.capacity: autoscale) and the autoscaler has not decided on it yet: it waits
-			// for a node until the autoscaler's word is due, then blocks unless that word says it provides one.
-			w, said = capacity.Wait{Provided: true, Event: "the autoscaler has not said yet (it blocks from " + due.Format(time.RFC3339) + ")"}, true
-			if p.wordDue.IsZero() || due.Before(p.wordDue) {
-				p.wordDue = due
-			}
+		var v capacity.Verdict // what the capacity mode says of it (a Waiter's): nothing, it blocks
+		if obs.Waits != nil {
+			v = obs.Waits.Judge(pod, obs.Now)
 		}
-		if said && w.Provided { // the autoscaler makes a node for it (limits.capacity: autoscale): a signal, not a stop
-			p.WaitingForNodes++
+		if !v.Due.IsZero() && (p.waitDue.IsZero() || v.Due.Before(p.waitDue)) {
+			p.waitDue = v.Due
+		}
+		if v.Waits { // it waits for what the mode says (a new node): a signal, not a stop
+			p.Waiting++
 			if st.State != StateUnschedulable {
-				st.Reason = "waiting for a new node: " + w.Event
+				st.Reason = v.Reason
 			}
 			continue
 		}
 		st.State, st.Reason = StateUnschedulable, pod.Message
-		switch {
-		case said:
-			st.Reason += " (" + w.Event + ")"
-		case obs.Waits != nil:
-			st.Reason += " (the autoscaler said nothing of it within " + capacity.WordGrace.String() + ")"
+		if v.Reason != "" {
+			st.Reason += " (" + v.Reason + ")"
 		}
 		p.Unschedulable++
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/jobsched/jobsched/pkg/autoscaler"
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
 	"github.com/jobsched/jobsched/pkg/config"
@@ -224,7 +225,7 @@ func TestDecide(t *testing.T) {
 // TestDecideWaits: with limits.capacity: autoscale the pass asks the autoscaler about its Unschedulable pods
 // (Observation.Waits): one it provides a node for does not block (a signal: it waits for the node, and its room is
 // counted by the mode); one it says it cannot provide for blocks as today, its Event in the reason; one it said
-// nothing of yet waits for its word until capacity.WordGrace after it turned Unschedulable (WordDue says when: the
+// nothing of yet waits for its word until autoscale.WordGrace after it turned Unschedulable (WaitDue says when: the
 // fill runs a pass then), and blocks from then on, saying so; without the Events read (Waits nil: another mode, or
 // no grant) or a time of its condition, every one blocks at once.
 func TestDecideWaits(t *testing.T) {
@@ -233,8 +234,8 @@ func TestDecideWaits(t *testing.T) {
 	blocked := func(why string) string {
 		return "1 pod(s) Unschedulable (" + name("r") + ": 0/0 nodes are available" + why + ")"
 	}
-	grace := capacity.WordGrace
-	nominated := map[string]capacity.Wait{pod.Name: {Provided: true, Event: "Nominated: Pod should schedule on: nodeclaim/batch-x"}}
+	grace := autoscale.WordGrace
+	nominated := autoscale.Word{pod.Name: {Provided: true, Event: "Nominated: Pod should schedule on: nodeclaim/batch-x"}}
 	waiting := decided{Jobs: map[string]string{name("r"): "starting 1"}, Unfinished: 1, UnboundPods: 1, Slots: 9,
 		Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"r"}}
 	blocks := func(why string) decided {
@@ -243,24 +244,24 @@ func TestDecideWaits(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		waits   map[string]capacity.Wait
+		waits   autoscale.Word
 		age     time.Duration // how long the pod has been Unschedulable; -1: its condition has no time
 		want    decided
 		waiting int
 		reason  string
-		due     time.Duration // WordDue − now; 0: nil
+		due     time.Duration // WaitDue − now; 0: nil
 	}{
 		{"Nominated: waits for its node, does not block", nominated, time.Minute, waiting, 1, "waiting for a new node: Nominated: Pod should schedule on: nodeclaim/batch-x", 0},
 		{"Nominated at once: waits for its node, no word due", nominated, 0, waiting, 1, "waiting for a new node: Nominated: Pod should schedule on: nodeclaim/batch-x", 0},
-		{"at the NodePool's limits: blocks at once, saying so", map[string]capacity.Wait{pod.Name: {Event: "FailedScheduling: all available instance types exceed limits for nodepool"}}, time.Second,
+		{"at the NodePool's limits: blocks at once, saying so", autoscale.Word{pod.Name: {Event: "FailedScheduling: all available instance types exceed limits for nodepool"}}, time.Second,
 			blocks(" (FailedScheduling: all available instance types exceed limits for nodepool)"), 0, "0/0 nodes are available (FailedScheduling: all available instance types exceed limits for nodepool)", 0},
-		{"no word yet, just Unschedulable: waits for it", map[string]capacity.Wait{}, 0, waiting, 1,
+		{"no word yet, just Unschedulable: waits for it", autoscale.Word{}, 0, waiting, 1,
 			"waiting for a new node: the autoscaler has not said yet (it blocks from " + now.Add(grace).Format(time.RFC3339) + ")", grace},
-		{"no word yet, a second before it is due: waits for it", map[string]capacity.Wait{}, grace - time.Second, waiting, 1,
+		{"no word yet, a second before it is due: waits for it", autoscale.Word{}, grace - time.Second, waiting, 1,
 			"waiting for a new node: the autoscaler has not said yet (it blocks from " + now.Add(time.Second).Format(time.RFC3339) + ")", time.Second},
-		{"no word when it is due: blocks, saying so", map[string]capacity.Wait{}, grace,
+		{"no word when it is due: blocks, saying so", autoscale.Word{}, grace,
 			blocks(" (the autoscaler said nothing of it within " + grace.String() + ")"), 0, "0/0 nodes are available (the autoscaler said nothing of it within " + grace.String() + ")", 0},
-		{"no time on its condition: blocks", map[string]capacity.Wait{}, -1,
+		{"no time on its condition: blocks", autoscale.Word{}, -1,
 			blocks(" (the autoscaler said nothing of it within " + grace.String() + ")"), 0, "0/0 nodes are available (the autoscaler said nothing of it within " + grace.String() + ")", 0},
 		{"the Events not read (another mode, or no grant): blocks at once", nil, 0, blocks(""), 0, "0/0 nodes are available", 0},
 	}
@@ -272,20 +273,22 @@ func TestDecideWaits(t *testing.T) {
 				aged.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-tc.age))
 			}
 			obs := observed([]*batchv1.Job{running}, []*corev1.Pod{aged})
-			obs.Waits = tc.waits
+			if tc.waits != nil { // nil: not read, as in another mode
+				obs.Waits = tc.waits
+			}
 			p := Decide(cfg, obs)
 			if diff := cmp.Diff(tc.want.filled(), view(p)); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
-			if p.WaitingForNodes != tc.waiting || p.Jobs[0].Reason != tc.reason {
-				t.Errorf("waiting %d, reason %q; want %d, %q", p.WaitingForNodes, p.Jobs[0].Reason, tc.waiting, tc.reason)
+			if p.Waiting != tc.waiting || p.Jobs[0].Reason != tc.reason {
+				t.Errorf("waiting %d, reason %q; want %d, %q", p.Waiting, p.Jobs[0].Reason, tc.waiting, tc.reason)
 			}
 			var due time.Duration
-			if p.WordDue != nil {
-				due = p.WordDue.Sub(now)
+			if p.WaitDue != nil {
+				due = p.WaitDue.Sub(now)
 			}
-			if due != tc.due || (p.WordDue != nil) != (tc.due != 0) {
-				t.Errorf("word due in %v (%v), want %v", due, p.WordDue, tc.due)
+			if due != tc.due || (p.WaitDue != nil) != (tc.due != 0) {
+				t.Errorf("word due in %v (%v), want %v", due, p.WaitDue, tc.due)
 			}
 		})
 	}
@@ -311,14 +314,14 @@ func TestDecideWaitingHoldsTheRoom(t *testing.T) {
 				c.Limits.Capacity, c.Limits.MaxPending = config.CapacityAutoscale, &tc.maxPending
 			})
 			obs := observed([]*batchv1.Job{running}, []*corev1.Pod{pod})
-			obs.Waits = map[string]capacity.Wait{}
+			obs.Waits = autoscale.Word{}
 			obs.Capacity = &capacity.Snapshot{Mode: config.CapacityNodes, MaxPending: tc.maxPending,
 				Nodes: []capacity.Node{{Name: "n1", Ready: true, Allocatable: corev1.ResourceList{
 					corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110")}}},
-				Autoscale: &autoscale.State{Source: autoscale.Karpenter, Pools: []autoscale.Pool{{Kind: autoscale.KindNodePool, Name: "batch"}}}}
+				Autoscale: &autoscaler.State{Source: autoscaler.Karpenter, Pools: []autoscaler.Pool{{Kind: autoscaler.KindNodePool, Name: "batch"}}}}
 			p := Decide(cfg, obs) // capacity fitted: obs holds it
-			if p.WaitingForNodes != 1 || p.Slots != tc.slots {
-				t.Errorf("waiting %d, slots %d (%s); want 1, %d", p.WaitingForNodes, p.Slots, p.Limit, tc.slots)
+			if p.Waiting != 1 || p.Slots != tc.slots {
+				t.Errorf("waiting %d, slots %d (%s); want 1, %d", p.Waiting, p.Slots, p.Limit, tc.slots)
 			}
 		})
 	}

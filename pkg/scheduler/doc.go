@@ -123,12 +123,13 @@
 //   - One observation: a pass lists the install's Jobs once (label jobsched.io/scheduler) and its Pending pods once,
 //     whatever the number of queues; then each queue's part of the plan is decided from its own Jobs with its own
 //     retry, gc and limits (config.QueueConfig).
-//   - Room: R = min(limits.maxPerTick, limits.maxActive − the unfinished Jobs of all queues [, with Kueue
-//     limits.maxQueued − the queued Jobs of all queues]) is the install's; a queue's own room is r = min(its
-//     maxPerTick, its maxActive − its unfinished Jobs, what fits for its template alone, R). An Unschedulable pod of
-//     any queue blocks every queue (limits.blockOnUnschedulable is the install's), unless the capacity mode says the
-//     autoscaler provides a node for it (capacity.Mode's Waits, read in observe: limits.capacity: autoscale); such a
-//     pod waits (Plan.WaitingForNodes) and its room is the mode's to count. Plan.Slots is min(R, Σ r).
+//   - Room: R = min(limits.maxPerTick, limits.maxActive − the unfinished Jobs of all queues [, the capacity mode's
+//     bound, a capacity.Bounder's: with Kueue limits.maxQueued − the queued Jobs of all queues]) is the install's; a
+//     queue's own room is r = min(its maxPerTick, its maxActive − its unfinished Jobs, what fits for its template
+//     alone, R). An Unschedulable pod of
+//     any queue blocks every queue (limits.blockOnUnschedulable is the install's), unless the capacity mode says it
+//     waits (a capacity.Waiter's Waits, read in observe: with autoscale, for a node the autoscaler provides); such a
+//     pod waits (Plan.Waiting) and its room is the mode's to count. Plan.Slots is min(R, Σ r).
 //   - Read: each queue with r > 0 reads once (again only to replace rows it skipped, up to MaxSkippedRows), up to r rows; a queue
 //     with no room is not read.
 //   - Share: the R slots are given one at a time. The candidates are the queues with a create admitted and not yet

@@ -111,10 +111,18 @@ func TestQueuedReason(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := Decide(testConfig(t, kueueMode(3)), &Observation{Now: now, Jobs: []JobSummary{SummarizeJob(q)}, Kueue: tc.snap})
-			if got := p.Jobs[0]; got.Reason != tc.want || got.Workload != tc.wantWl || got.State != StateQueued {
-				t.Errorf("queued Job: state %s, reason %q, workload %q; want queued, %q, %q", got.State, got.Reason, got.Workload, tc.want, tc.wantWl)
+			p := Decide(testConfig(t, kueueMode(3)), &Observation{Now: now, Jobs: []JobSummary{SummarizeJob(q)}, Details: details(tc.snap)})
+			if got := p.Jobs[0]; got.Reason != tc.want || got.Holder != tc.wantWl || got.State != StateQueued {
+				t.Errorf("queued Job: state %s, reason %q, workload %q; want queued, %q, %q", got.State, got.Reason, got.Holder, tc.want, tc.wantWl)
 			}
 		})
 	}
+}
+
+// details is what the Kueue mode's Inspect returns of snap (nil: nothing read, as in a tick).
+func details(snap *kueue.Snapshot) capacity.Details {
+	if snap == nil {
+		return nil
+	}
+	return snap
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/follow"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
-	"github.com/jobsched/jobsched/pkg/kueue"
 )
 
 // Observation is everything a pass knows about the cluster, read in one place (this file) by the pass, by the reports
@@ -35,15 +34,15 @@ type Observation struct {
 	CapacityErr error
 	// GuardRefused is the Guard's refusal, when a Guard is set and this pass did not get it.
 	GuardRefused error
-	// Waits are what the cluster's autoscaler says of our Unschedulable pods, by name (capacity.Mode's Waits: with
-	// limits.capacity: autoscale, whether it provides a node for each); WaitsNote why it could not be told.
-	Waits     map[string]capacity.Wait
+	// Waits is what the capacity mode read of our Unschedulable pods (a capacity.Waiter's: which of them wait rather
+	// than block; nil in a mode where every one blocks); WaitsNote why it could not be told.
+	Waits     capacity.Waits
 	WaitsNote string
 	// Windows is the rate record the pass decides from (limits.rate; rate.go).
 	Windows Windows
-	// Kueue is what Kueue says of the Jobs (limits.capacity: kueue; the mode's Inspect): read by the reports, never
-	// by a pass, which decides from the Jobs alone (a Job Kueue holds is suspended).
-	Kueue *kueue.Snapshot
+	// Details are what the capacity mode's Inspect read (a capacity.Inspector's): read by the reports, never by a
+	// pass, which decides from the Jobs alone.
+	Details capacity.Details
 }
 
 // Observe reads the cluster once, whole (this scheduler's Jobs, its Pending pods, then what capacity needs), or
@@ -60,12 +59,8 @@ func (s *Scheduler) Observe(ctx context.Context) (*Observation, error) {
 	if obs.Capacity, obs.CapacityErr = s.readCapacity(ctx); obs.CapacityErr != nil {
 		return nil, obs.CapacityErr
 	}
-	d, err := s.inspectCapacity(ctx)
-	if err != nil {
+	if obs.Details, err = s.inspectCapacity(ctx); err != nil {
 		return nil, err
-	}
-	if d != nil {
-		obs.Kueue = d.Kueue
 	}
 	return obs, nil
 }
@@ -120,16 +115,20 @@ func (s *Scheduler) readPods(ctx context.Context, f *Follow) ([]capacity.PodSumm
 	return pods, nil
 }
 
-// readWaits asks the capacity mode what the autoscaler says of the Unschedulable ones of pods (capacity.Mode's
-// Waits; nothing is read in a mode where every one blocks).
-func (s *Scheduler) readWaits(ctx context.Context, pods []capacity.PodSummary) (map[string]capacity.Wait, string) {
+// readWaits asks the capacity mode which of the Unschedulable ones of pods wait (a capacity.Waiter's Waits; nothing
+// is read in a mode where every one blocks).
+func (s *Scheduler) readWaits(ctx context.Context, pods []capacity.PodSummary) (capacity.Waits, string) {
+	w, ok := capacity.ModeOf(s.Config.Limits.Capacity).(capacity.Waiter)
+	if !ok {
+		return nil, ""
+	}
 	var names []string
 	for _, p := range pods {
 		if p.Unschedulable {
 			names = append(names, p.Name)
 		}
 	}
-	return capacity.ModeOf(s.Config.Limits.Capacity).Waits(ctx, s.clients(), s.Config.Namespace, names, s.Config.AutoscalerEvents())
+	return w.Waits(ctx, s.clients(), s.Config, names)
 }
 
 func (s *Scheduler) selector() string {
@@ -160,16 +159,17 @@ func (s *Scheduler) capacityOptions() capacity.Options {
 		templates = append(templates, s.Config.QueueConfig(i).Template)
 	}
 	return capacity.Options{Templates: templates, Scheduler: s.Config.Name, Self: capacity.SelfPod(), NoNextPassRoom: !s.Config.ReserveForTick(),
-		MaxPending: s.Config.MaxPending(), Follow: s.followCapacity()}
+		Config: s.Config, Follow: s.followCapacity()}
 }
 
-// inspectCapacity reads what status shows of the capacity mode beyond a pass's observation (capacity.Mode.Inspect:
-// with Kueue its Workloads and LocalQueue), for the reports only; nil offline.
-func (s *Scheduler) inspectCapacity(ctx context.Context) (*capacity.Details, error) {
-	if s.Kube == nil {
+// inspectCapacity reads what status shows of the capacity mode beyond a pass's observation (a capacity.Inspector's
+// Inspect), for the reports only; nil offline or in a mode that shows nothing more.
+func (s *Scheduler) inspectCapacity(ctx context.Context) (capacity.Details, error) {
+	i, ok := capacity.ModeOf(s.Config.Limits.Capacity).(capacity.Inspector)
+	if s.Kube == nil || !ok {
 		return nil, nil
 	}
-	return capacity.ModeOf(s.Config.Limits.Capacity).Inspect(ctx, s.clients(), s.Config)
+	return i.Inspect(ctx, s.clients(), s.Config)
 }
 
 // followCapacity is what capacity follows between the passes of s.Follow (nil: it lists).

@@ -19,7 +19,7 @@ const (
 	StateRunning       State = "running"       // a pod runs
 	StateStarting      State = "starting"      // no pod yet, or a pod waits for the scheduler or starts on its node
 	StateUnschedulable State = "unschedulable" // a pod is PodScheduled=False, reason Unschedulable
-	StateQueued        State = "queued"        // suspended: Kueue holds it until its Workload is admitted (or again, evicted)
+	StateQueued        State = "queued"        // suspended: held until admitted (with Kueue: its Workload, or again, evicted)
 	StateSucceeded     State = "succeeded"     // condition Complete
 	StateBackoff       State = "backoff"       // condition Failed, and the task has attempts left: it waits, then is retried
 	StateDead          State = "dead"          // condition Failed, no attempt left (or failed by its podFailurePolicy)
@@ -59,9 +59,10 @@ type JobStatus struct {
 	RetryAt *time.Time `json:"retryAt,omitempty"`
 	// Delete says this pass deletes the Job, and why.
 	Delete string `json:"delete,omitempty"`
-	// Workload is the Kueue Workload of a queued Job, when the reports could read it.
-	Workload string    `json:"workload,omitempty"`
-	UID      types.UID `json:"-"`
+	// Holder names what holds a queued Job (the capacity mode's word: with Kueue its Workload), when the reports
+	// could read it.
+	Holder string    `json:"workload,omitempty"`
+	UID    types.UID `json:"-"`
 }
 
 // Create is a Job the plan creates for a row. Supersedes is the failed attempt it retries, its Delete DeleteRetried
@@ -91,14 +92,13 @@ type Plan struct {
 	// Unfinished counts Jobs with neither a Complete nor a Failed condition: they count against maxActive.
 	Unfinished    int `json:"unfinished"`
 	Unschedulable int `json:"unschedulablePods"`
-	// WaitingForNodes counts the Unschedulable pods the autoscaler provides a node for (limits.capacity: autoscale):
-	// they do not block; WaitsNote says why every Unschedulable pod blocks instead, when the mode could not tell.
-	WaitingForNodes int    `json:"waitingForNodes,omitempty"`
-	WaitsNote       string `json:"waitsNote,omitempty"`
-	// WordDue is when the first of those pods the autoscaler has not spoken of yet stops waiting for its word
-	// (capacity.WordGrace after it turned Unschedulable): a pass from then blocks on it unless the word came; nil
-	// for none. tick --fill-for runs a pass then.
-	WordDue  *time.Time       `json:"wordDue,omitempty"`
+	// Waiting counts the Unschedulable pods the capacity mode says wait rather than block (capacity.Waiter: for a
+	// node the cluster makes); WaitsNote says why every Unschedulable pod blocks instead, when the mode could not tell.
+	Waiting   int    `json:"waitingForNodes,omitempty"`
+	WaitsNote string `json:"waitsNote,omitempty"`
+	// WaitDue is when the first of the waiting pods stops waiting unless the mode hears otherwise (capacity.Verdict's
+	// Due): a pass from then blocks on it; nil for none. tick --fill-for runs a pass then.
+	WaitDue  *time.Time       `json:"wordDue,omitempty"`
 	Capacity *capacity.Report `json:"capacity,omitempty"`
 	// Slots is how many Jobs this pass may create and Limit what bound it; Blocked is set when nothing may be created.
 	Slots int    `json:"slots"`
@@ -155,8 +155,8 @@ type planState struct {
 type queuePart struct {
 	queueName string // the queue's name, as JobStatus.Queue has it
 	// Jobs are the queue's Jobs while decideQueue decides them; the install's plan holds them after (assemble).
-	Jobs                                       []JobStatus
-	Unfinished, Unschedulable, WaitingForNodes int
+	Jobs                               []JobStatus
+	Unfinished, Unschedulable, Waiting int
 	// Slots, Limit, Bound and Blocked are the queue's room, as Plan's are the install's; nextCreate its NextCreate.
 	Slots      int
 	Limit      string
@@ -184,8 +184,8 @@ type queuePart struct {
 	// unboundPods are this scheduler's pods bound to no node yet, podlessPods the pods its unfinished Jobs with no
 	// pod yet will make: both will take room that the nodes still show as free.
 	unboundPods, podlessPods int
-	// wordDue is the queue's part of Plan.WordDue (zero: none).
-	wordDue time.Time
+	// waitDue is the queue's part of Plan.WaitDue (zero: none).
+	waitDue time.Time
 	// hard, roomBound and capacityBound are as Plan's, for the queue.
 	hard, roomBound, capacityBound bool
 	// groupRoom is what each group's rate leaves of the read (see rates.groupRoom).

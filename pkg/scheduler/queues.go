@@ -144,12 +144,14 @@ func jobQueue(cfg *config.Config, j *JobSummary) int {
 	return cfg.QueueIndex(j.Queue)
 }
 
-// roomOf is R: the install's limits across its queues, and the capacity mode's bound on the install (capacity.Mode's
-// Bound: with Kueue, limits.maxQueued − the Jobs queued, since Kueue, not jobsched, decides when a Job runs).
+// roomOf is R: the install's limits across its queues, and the capacity mode's bound on the install (a
+// capacity.Bounder's, given its unfinished and queued Jobs).
 func roomOf(cfg *config.Config, unfinished, queued int) installRoom {
 	r := activeRoom(cfg, unfinished)
-	if free, limit, ok := capacity.ModeOf(cfg.Limits.Capacity).Bound(cfg, queued); ok && free < r.slots {
-		r = installRoom{slots: max(free, 0), limit: limit, bound: BoundCapacity}
+	if b, ok := capacity.ModeOf(cfg.Limits.Capacity).(capacity.Bounder); ok {
+		if free, limit := b.Bound(cfg, capacity.Counts{Unfinished: unfinished, Queued: queued}); free < r.slots {
+			r = installRoom{slots: max(free, 0), limit: limit, bound: BoundCapacity}
+		}
 	}
 	return r
 }
@@ -186,9 +188,9 @@ func (p *Plan) assemble(cfg *config.Config, parts []*queuePart) {
 		part.Jobs = nil // the install's list is the one list: the steps mark its deletes there
 		p.Unfinished += part.Unfinished
 		p.Unschedulable += part.Unschedulable
-		p.WaitingForNodes += part.WaitingForNodes
-		if due := part.wordDue; !due.IsZero() && (p.WordDue == nil || due.Before(*p.WordDue)) {
-			p.WordDue = &due
+		p.Waiting += part.Waiting
+		if due := part.waitDue; !due.IsZero() && (p.WaitDue == nil || due.Before(*p.WaitDue)) {
+			p.WaitDue = &due
 		}
 		p.queued += part.queued
 		if !qs[i].Implicit {
@@ -349,7 +351,7 @@ func (p *Plan) placer(cfg *config.Config, obs *Observation) capacity.Room {
 	claims := make([]capacity.Claim, len(p.parts))
 	for i, part := range p.parts {
 		claims[i] = capacity.Claim{Template: cfg.QueueConfig(i).Template, Unbound: part.unboundPods, Podless: part.podlessPods,
-			Waiting: part.WaitingForNodes}
+			Waiting: part.Waiting}
 	}
 	return capacity.ModeOf(cfg.Limits.Capacity).Room(obs.Capacity, claims)
 }

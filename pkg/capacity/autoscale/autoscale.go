@@ -1,78 +1,133 @@
-// Package autoscale reads what a cluster's autoscaler can still add: Karpenter's NodePools and NodeClaims
-// (karpenter.sh/v1, through the dynamic client, as unstructured objects: no Karpenter module is imported) or the
-// cluster-autoscaler's status ConfigMap (kube-system/cluster-autoscaler-status, the YAML of recent releases), and
-// says whether a pod may land on the nodes a NodePool makes. It returns plain values; pkg/capacity counts the room on
-// them (limits.capacity: autoscale).
+// Package autoscale is limits.capacity: autoscale: each template's room is what fits on the nodes (as nodes) plus
+// what the cluster's autoscaler can still add for it (capacity.NewGrowingPlacer: Karpenter's NodePools within their
+// limits, the cluster-autoscaler's node groups up to their maxSize), after the pods already waiting for new nodes,
+// with at most limits.maxPending of ours waiting at once. Without an autoscaler to read (none installed, or no grant
+// of manifests/autoscale) it counts as nodes, and says why. It needs manifests/capacity too, for the nodes.
+//
+// An Unschedulable pod of ours the autoscaler provides a node for waits for it rather than block the pass, and so
+// does one it has not spoken of yet, for WordGrace (Word.Judge).
 package autoscale
 
 import (
-	corev1 "k8s.io/api/core/v1"
+	"context"
+	"fmt"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/jobsched/jobsched/pkg/autoscaler"
+	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/config"
 )
 
-// Sources of a State.
-const (
-	Karpenter          = "karpenter"
-	ClusterAutoscaler  = "cluster-autoscaler"
-	KindNodePool       = "NodePool"
-	KindNodeGroup      = "node group"
-	nodesResource      = corev1.ResourceName("nodes") // Karpenter's count of a NodePool's nodes in limits and status.resources
-	nodePoolLabel      = "karpenter.sh/nodepool"
-	statusConfigMap    = "cluster-autoscaler-status"
-	statusConfigMapKey = "status"
-)
+// Mode is limits.capacity: autoscale.
+type Mode struct{}
 
-// State is what the autoscaler says it can still add, as read once per pass.
-type State struct {
-	// Source is Karpenter or ClusterAutoscaler; "" when neither was found (or readable): the mode counts as nodes.
-	Source string
-	Pools  []Pool // sorted by name
-	// Note says, when Source is "", what was looked for and why nothing was found (a missing grant, no CRD).
-	Note string
+var _ = capacity.Register(Mode{})
+
+func (Mode) Name() config.Capacity { return config.CapacityAutoscale }
+
+// FollowsPods: a fill run follows every pod, for the nodes' room.
+func (Mode) FollowsPods() bool { return true }
+
+// Observe is nodes' Observe, then one read of the autoscaler (autoscaler.Read).
+func (Mode) Observe(ctx context.Context, c capacity.Clients, namespace string, o capacity.Options) (*capacity.Snapshot, error) {
+	o.Nodes = true
+	snap, err := capacity.Observe(ctx, c.Kube, namespace, o)
+	if err != nil {
+		return nil, err
+	}
+	st, err := autoscaler.Read(ctx, c.Dynamic, c.Kube)
+	if err != nil {
+		return nil, fmt.Errorf("capacity autoscale: %w", err)
+	}
+	snap.Autoscale = st
+	if o.Config != nil {
+		snap.MaxPending = o.Config.MaxPending()
+	}
+	if st.Source == "" {
+		snap.Warnings = append(snap.Warnings, fmt.Sprintf("capacity autoscale: %s: counting as nodes", st.Note))
+	}
+	return snap, nil
 }
 
-// Pool is one NodePool or node group.
-type Pool struct {
-	Kind, Name string
-	// Limits are what it may hold in all (a NodePool's spec.limits; nil: no limit), Used what its nodes hold now,
-	// NodeClaims still launching counted (status.resources).
-	Limits, Used corev1.ResourceList
-	// Claimed is what its NodeClaims not being deleted hold, as Karpenter counts them against the limits at once
-	// (their status.capacity, and 1 node each); status.resources, updated later, may not count them yet.
-	Claimed corev1.ResourceList
-	// Launching are its NodeClaims that have launched but whose NodeClaim does not say Registered yet: room that is
-	// coming, by NodeClaim name.
-	Launching map[string]Launch
-	// Disrupted are the providerIDs of its NodeClaims being deleted (consolidation, expiry): Karpenter counts them
-	// against the limits no more, and their nodes go away, whether or not they show its disrupted taint yet.
-	Disrupted []string
-	// Labels and Requirements are what its nodes carry (template labels; spec.template.spec.requirements); Taints
-	// the taints they keep (startupTaints, removed once the node is up, are not).
-	Labels       map[string]string
-	Requirements []corev1.NodeSelectorRequirement
-	Taints       []corev1.Taint
-	// Shape is the node a NodePool makes, as its newest NodeClaim with a known one shows it; nil when none does.
-	Shape *Shape
-	// Group is a node group's sizes (cluster-autoscaler), nil for a NodePool.
-	Group *Group
-	// Unavailable says why it adds nothing whatever its limits (its Ready condition is False), "" when it may.
-	Unavailable string
+// Room is the Placer's, with the autoscaler's room for the pods that fit on no node (capacity.NewGrowingPlacer).
+func (Mode) Room(snap *capacity.Snapshot, claims []capacity.Claim) capacity.Room {
+	return capacity.NewGrowingPlacer(snap, claims)
 }
 
-// Launch is a launching NodeClaim: the providerID of the node it makes (the node carries it in spec.providerID
-// once created) and its allocatable.
-type Launch struct {
-	ProviderID  string
-	Allocatable corev1.ResourceList
+// WordGrace is how long after a pod of ours turned Unschedulable the pass waits for the autoscaler to say whether
+// it provides a node for it: until then the pod counts as waiting for a new node (and against limits.maxPending),
+// then it blocks unless the autoscaler's Event says it provides one. Both decide on a pod within 10 s: Karpenter
+// batches pending pods for at most 10 s (1 s without a new one) before it simulates and writes Nominated, the
+// cluster-autoscaler scans every 10 s; 5 s more are for the simulation and the Event's write.
+const WordGrace = 15 * time.Second
+
+// Waits reads the Events of pods that the components of limits.autoscalerEvents wrote (autoscaler.Waits). Without
+// list on Events (manifests/autoscale) or when they cannot be read, every Unschedulable pod blocks, as with nodes,
+// and note says so.
+func (Mode) Waits(ctx context.Context, c capacity.Clients, cfg *config.Config, pods []string) (capacity.Waits, string) {
+	if len(pods) == 0 {
+		return nil, ""
+	}
+	waits, err := autoscaler.Waits(ctx, c.Kube, cfg.Namespace, pods, cfg.AutoscalerEvents())
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, fmt.Sprintf("cannot list Events in %s (the Role of manifests/autoscale grants list): every Unschedulable pod blocks, as with nodes", cfg.Namespace)
+	case err != nil:
+		return nil, fmt.Sprintf("%v: every Unschedulable pod blocks, as with nodes", err)
+	}
+	return Word(waits), ""
 }
 
-// Shape is one node's capacity (what Karpenter counts against a NodePool's limits) and allocatable (what pods
-// get), and the NodeClaim it was read from.
-type Shape struct {
-	Capacity, Allocatable corev1.ResourceList
-	From                  string
+// Word is what the autoscaler said of our Unschedulable pods, by name (the Events were read).
+type Word map[string]autoscaler.Wait
+
+// Judge: a pod the autoscaler provides a node for waits for it, one it says it cannot blocks (with its Event); one
+// it has not spoken of yet waits until WordGrace after it turned Unschedulable (Due), then blocks.
+func (w Word) Judge(pod capacity.PodSummary, now time.Time) capacity.Verdict {
+	said, ok := w[pod.Name]
+	due := pod.UnschedulableSince.Add(WordGrace)
+	switch {
+	case ok && said.Provided:
+		return capacity.Verdict{Waits: true, Reason: "waiting for a new node: " + said.Event}
+	case ok:
+		return capacity.Verdict{Reason: said.Event}
+	case !pod.UnschedulableSince.IsZero() && now.Before(due):
+		return capacity.Verdict{Waits: true, Due: due,
+			Reason: "waiting for a new node: the autoscaler has not said yet (it blocks from " + due.Format(time.RFC3339) + ")"}
+	}
+	return capacity.Verdict{Reason: "the autoscaler said nothing of it within " + WordGrace.String()}
 }
 
-// Group is a cluster-autoscaler node group's sizes, from its status.
-type Group struct {
-	MinSize, MaxSize, Target, Ready, Registered int
+// Inspect reads nothing beyond a pass's own observation: status shows what the pass decided (Status).
+func (Mode) Inspect(context.Context, capacity.Clients, *config.Config) (capacity.Details, error) {
+	return nil, nil
+}
+
+// Status is the document's waitingForNodes and waitsNote and the table's Autoscaler line: our Unschedulable pods the
+// autoscaler provides a node for, and why every Unschedulable pod blocks instead; nothing when neither is.
+func (Mode) Status(_ *config.Config, n capacity.Counts, _ capacity.Details) capacity.Section {
+	if n.Waiting == 0 && n.WaitsNote == "" {
+		return capacity.Section{}
+	}
+	var fields []capacity.Field
+	text := fmt.Sprintf("%d pod(s) wait for the new nodes it makes", n.Waiting)
+	if n.Waiting > 0 {
+		fields = append(fields, capacity.Field{Key: "waitingForNodes", Value: n.Waiting})
+	}
+	if n.WaitsNote != "" {
+		fields = append(fields, capacity.Field{Key: "waitsNote", Value: n.WaitsNote})
+		text += "; " + n.WaitsNote
+	}
+	return capacity.Section{Fields: fields, Lines: []capacity.Line{{Label: "Autoscaler", Text: text}}}
+}
+
+func (Mode) Needs() capacity.Needs {
+	return capacity.Needs{Component: "autoscale", Dynamic: true, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodepools", "nodeclaims"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}, ResourceNames: []string{"cluster-autoscaler-status"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
+	}}
 }

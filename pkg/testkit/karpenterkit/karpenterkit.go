@@ -26,14 +26,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
+	"github.com/jobsched/jobsched/pkg/autoscaler"
 	"github.com/jobsched/jobsched/pkg/testkit/kwokkit"
 )
 
 // The resources of Karpenter v1 and of its KWOK provider.
 var (
-	NodePools   = autoscale.NodePools
-	NodeClaims  = autoscale.NodeClaims
+	NodePools   = autoscaler.NodePools
+	NodeClaims  = autoscaler.NodeClaims
 	NodeClasses = schema.GroupVersionResource{Group: "karpenter.kwok.sh", Version: "v1alpha1", Resource: "kwoknodeclasses"}
 )
 

@@ -1,6 +1,6 @@
 //go:build integration
 
-package autoscale_test
+package autoscaler_test
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/jobsched/jobsched/pkg/capacity/autoscale"
+	"github.com/jobsched/jobsched/pkg/autoscaler"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/testkit"
 )
@@ -132,7 +132,7 @@ func TestReadKarpenter(t *testing.T) {
 	classRef := map[string]any{"group": "test.jobsched.io", "kind": "TestNodeClass", "name": "none"}
 	requirements := []any{map[string]any{"key": "karpenter.sh/capacity-type", "operator": "In", "values": []any{"on-demand"}, "minValues": int64(1)}}
 	now := time.Now().UTC().Format(time.RFC3339)
-	create(t, dyn, autoscale.NodePools, obj("NodePool", pool, map[string]any{
+	create(t, dyn, autoscaler.NodePools, obj("NodePool", pool, map[string]any{
 		"limits": map[string]any{"cpu": "12"},
 		"template": map[string]any{
 			"metadata": map[string]any{"labels": map[string]any{"team": "a"}},
@@ -143,20 +143,20 @@ func TestReadKarpenter(t *testing.T) {
 		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "Ready", "message": "", "lastTransitionTime": now}}})
 	c := obj("NodeClaim", claim, map[string]any{"nodeClassRef": classRef, "requirements": requirements})
 	c.SetLabels(map[string]string{"karpenter.sh/nodepool": pool})
-	create(t, dyn, autoscale.NodeClaims, c, map[string]any{"allocatable": map[string]any{"cpu": "3900m", "pods": "110"}, "capacity": map[string]any{"cpu": "4", "pods": "110"},
+	create(t, dyn, autoscaler.NodeClaims, c, map[string]any{"allocatable": map[string]any{"cpu": "3900m", "pods": "110"}, "capacity": map[string]any{"cpu": "4", "pods": "110"},
 		"conditions": []any{map[string]any{"type": "Launched", "status": "True", "reason": "Launched", "message": "", "lastTransitionTime": now}}})
 
-	st, err := autoscale.Read(context.Background(), dyn, kube.Kube)
+	st, err := autoscaler.Read(context.Background(), dyn, kube.Kube)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got *autoscale.Pool
+	var got *autoscaler.Pool
 	for i := range st.Pools {
 		if st.Pools[i].Name == pool {
 			got = &st.Pools[i]
 		}
 	}
-	if st.Source != autoscale.Karpenter || got == nil {
+	if st.Source != autoscaler.Karpenter || got == nil {
 		t.Fatalf("state %+v: want Karpenter with NodePool %s", st, pool)
 	}
 	cpu := got.Limits[corev1.ResourceCPU]
@@ -183,7 +183,7 @@ func TestReadKarpenter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waits, err := autoscale.Waits(context.Background(), kube.Kube, ns, []string{"waiting"}, config.DefaultAutoscalerEvents)
+	waits, err := autoscaler.Waits(context.Background(), kube.Kube, ns, []string{"waiting"}, config.DefaultAutoscalerEvents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestReadKarpenter(t *testing.T) {
 // rulesOf reads the rules of the Role or ClusterRole in file of manifests/autoscale.
 func rulesOf(t *testing.T, file string) []rbacv1.PolicyRule {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "manifests", "autoscale", file))
+	data, err := os.ReadFile(filepath.Join("..", "..", "manifests", "autoscale", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,17 +248,17 @@ func TestGrants(t *testing.T) {
 	}
 
 	granted, grantedDyn := as("jobsched")
-	var st *autoscale.State
+	var st *autoscaler.State
 	// RBAC takes effect once the API server's authorizer has seen the bindings: wait for that, not for a time.
 	var err error
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		st, err = autoscale.Read(ctx, grantedDyn, testkit.Kube(granted))
-		return err == nil && st.Source == autoscale.Karpenter, err
+		st, err = autoscaler.Read(ctx, grantedDyn, testkit.Kube(granted))
+		return err == nil && st.Source == autoscaler.Karpenter, err
 	})
 	if err != nil {
 		t.Fatalf("with the grant: %+v, %v", st, err)
 	}
-	if _, err := autoscale.Waits(ctx, testkit.Kube(granted), ns, []string{"some-pod"}, config.DefaultAutoscalerEvents); err != nil {
+	if _, err := autoscaler.Waits(ctx, testkit.Kube(granted), ns, []string{"some-pod"}, config.DefaultAutoscalerEvents); err != nil {
 		t.Errorf("Events with the grant: %v", err)
 	}
 	if _, err := granted.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "cluster-autoscaler-status", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -269,11 +269,11 @@ func TestGrants(t *testing.T) {
 	}
 
 	none, noneDyn := as("nobody")
-	st, err = autoscale.Read(ctx, noneDyn, testkit.Kube(none))
+	st, err = autoscaler.Read(ctx, noneDyn, testkit.Kube(none))
 	if err != nil || st.Source != "" || !strings.Contains(st.Note, "cannot read Karpenter's NodePools") || !strings.Contains(st.Note, "cannot get ConfigMap") {
 		t.Errorf("without the grant: %+v, %v; want no source and why", st, err)
 	}
-	if _, err := autoscale.Waits(ctx, testkit.Kube(none), ns, []string{"some-pod"}, config.DefaultAutoscalerEvents); !apierrors.IsForbidden(err) {
+	if _, err := autoscaler.Waits(ctx, testkit.Kube(none), ns, []string{"some-pod"}, config.DefaultAutoscalerEvents); !apierrors.IsForbidden(err) {
 		t.Errorf("Events without the grant: %v, want Forbidden", err)
 	}
 }

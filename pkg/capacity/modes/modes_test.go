@@ -1,24 +1,22 @@
-package capacity
+package modes_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
+	"github.com/jobsched/jobsched/pkg/capacity"
+	_ "github.com/jobsched/jobsched/pkg/capacity/modes" // the shipped modes, registered
 	"github.com/jobsched/jobsched/pkg/config"
-	"github.com/jobsched/jobsched/pkg/kueue"
 	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
@@ -26,31 +24,31 @@ import (
 // ModeOf finds each; a name config would refuse is a mode whose Observe names the name.
 func TestModes(t *testing.T) {
 	var names []config.Capacity
-	for _, m := range Modes() {
+	for _, m := range capacity.Modes() {
 		names = append(names, m.Name())
-		if got := ModeOf(m.Name()); got != m {
+		if got := capacity.ModeOf(m.Name()); got != m {
 			t.Errorf("ModeOf(%s) = %#v, want %#v", m.Name(), got, m)
 		}
 	}
 	if diff := cmp.Diff(config.Capacities(), names); diff != "" {
 		t.Errorf("registered modes (-config.Capacities +Modes):\n%s", diff)
 	}
-	for _, m := range Modes() {
-		if err := Check(m.Name()); err != nil {
+	for _, m := range capacity.Modes() {
+		if err := capacity.Check(m.Name()); err != nil {
 			t.Errorf("Check(%s): %v, want nil", m.Name(), err)
 		}
 	}
 	// An unknown name fails loudly wherever it is asked, and never fits.
-	unknown := ModeOf("lots")
+	unknown := capacity.ModeOf("lots")
 	c := testkit.NewFake()
-	_, err := unknown.Observe(context.Background(), Clients{Kube: c}, "ns", Options{})
-	_, ierr := unknown.Inspect(context.Background(), Clients{Kube: c}, &config.Config{})
-	for _, err := range []error{err, ierr, Check("lots")} {
+	_, err := unknown.Observe(context.Background(), capacity.Clients{Kube: c}, "ns", capacity.Options{})
+	_, ierr := unknown.(capacity.Inspector).Inspect(context.Background(), capacity.Clients{Kube: c}, &config.Config{})
+	for _, err := range []error{err, ierr, capacity.Check("lots")} {
 		if err == nil || !strings.Contains(err.Error(), `unknown mode "lots"`) {
 			t.Errorf("an unknown mode: %v, want an error naming it", err)
 		}
 	}
-	if r := unknown.Room(&Snapshot{}, []Claim{{}}); r != nil || len(c.Actions()) != 0 {
+	if r := unknown.Room(&capacity.Snapshot{}, []capacity.Claim{{}}); r != nil || len(c.Actions()) != 0 {
 		t.Errorf("an unknown mode: Room %v, calls %v; want no Room (nothing fits) and no call", r, c.Actions())
 	}
 }
@@ -73,9 +71,9 @@ func TestModesThatCountNoRoom(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.mode), func(t *testing.T) {
-			m := ModeOf(tc.mode)
+			m := capacity.ModeOf(tc.mode)
 			c := testkit.NewFake()
-			snap, err := m.Observe(context.Background(), Clients{Kube: c}, "ns", Options{})
+			snap, err := m.Observe(context.Background(), capacity.Clients{Kube: c}, "ns", capacity.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,13 +84,18 @@ func TestModesThatCountNoRoom(t *testing.T) {
 				t.Errorf("calls %v, want calls: %v", c.Actions(), tc.observes)
 			}
 			if snap != nil {
-				if m.Room(snap, []Claim{{Template: job(&corev1.PodSpec{Containers: []corev1.Container{ctr(rl("cpu", "1"), nil)}})}}) == nil {
+				if m.Room(snap, []capacity.Claim{{Template: &batchv1.Job{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}}}}}}) == nil {
 					t.Error("no Room on what it observed")
 				}
-			} else if r := m.Room(&Snapshot{}, nil); r != nil {
+			} else if r := m.Room(&capacity.Snapshot{}, nil); r != nil {
 				t.Errorf("Room %v, want none", r)
 			}
-			slots, limit, ok := m.Bound(cfg, 2)
+			var slots int
+			var limit string
+			b, ok := m.(capacity.Bounder)
+			if ok {
+				slots, limit = b.Bound(cfg, capacity.Counts{Queued: 2})
+			}
 			if tc.bound < 0 {
 				if ok {
 					t.Errorf("Bound %d (%s), want none", slots, limit)
@@ -110,7 +113,7 @@ func TestModesThatCountNoRoom(t *testing.T) {
 // manifests/ grants, and the chart has a value of the component's name (which grants the same, see pkg/e2e's chart
 // tests); a mode without a component needs none.
 func TestModeNeeds(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "manifests", "chart", "values.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "manifests", "chart", "values.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +121,7 @@ func TestModeNeeds(t *testing.T) {
 	if err := yaml.Unmarshal(data, &values); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range Modes() {
+	for _, m := range capacity.Modes() {
 		t.Run(string(m.Name()), func(t *testing.T) {
 			n := m.Needs()
 			if n.Component == "" {
@@ -130,7 +133,7 @@ func TestModeNeeds(t *testing.T) {
 			if _, ok := values[n.Component].(bool); !ok {
 				t.Errorf("the chart has no value %s: true/false (it has %v)", n.Component, values[n.Component])
 			}
-			dir := filepath.Join("..", "..", "manifests", n.Component)
+			dir := filepath.Join("..", "..", "..", "manifests", n.Component)
 			files, err := filepath.Glob(filepath.Join(dir, "*role.yaml"))
 			if err != nil {
 				t.Fatal(err)
@@ -156,47 +159,11 @@ func TestModeNeeds(t *testing.T) {
 	}
 }
 
-// TestKueueModeStatus: the Kueue mode's section of status counts the queued Jobs against limits.maxQueued, with the
-// LocalQueue and why Kueue could not be read from what Inspect read, if anything; Inspect reads with the dynamic
-// client (without one it says so) and wraps a failure to read.
-func TestKueueModeStatus(t *testing.T) {
-	cfg := &config.Config{Namespace: "ns", Limits: config.Limits{MaxQueued: new(int)}, Kueue: &config.Kueue{LocalQueue: "team-a"}}
-	*cfg.Limits.MaxQueued = 3
-	m := ModeOf(config.CapacityKueue)
-	lq := &kueue.LocalQueue{Name: "team-a", Found: true, Admitted: 1}
-	tests := []struct {
-		name string
-		d    *Details
-		want *KueueStatus
-	}{
-		{"nothing read", nil, &KueueStatus{MaxQueued: 3, Queued: 2}},
-		{"Kueue not read", &Details{}, &KueueStatus{MaxQueued: 3, Queued: 2}},
-		{"the LocalQueue", &Details{Kueue: &kueue.Snapshot{LocalQueue: lq}}, &KueueStatus{MaxQueued: 3, Queued: 2, LocalQueue: lq}},
-		{"unavailable", &Details{Kueue: &kueue.Snapshot{Unavailable: "no RBAC"}}, &KueueStatus{MaxQueued: 3, Queued: 2, Unavailable: "no RBAC"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(Section{Kueue: tc.want}, m.Status(cfg, 2, tc.d)); diff != "" {
-				t.Errorf("section (-want +got):\n%s", diff)
-			}
-		})
-	}
-	for _, other := range []config.Capacity{config.CapacityNodes, config.CapacityQuota, config.CapacityOff} {
-		if s := ModeOf(other).Status(cfg, 2, &Details{Kueue: &kueue.Snapshot{}}); s != (Section{}) {
-			t.Errorf("%s shows %+v", other, s)
+// TestModesThatShowNothing: nodes, quota and off show nothing in status beyond each template's Report.
+func TestModesThatShowNothing(t *testing.T) {
+	for _, name := range []config.Capacity{config.CapacityNodes, config.CapacityQuota, config.CapacityOff} {
+		if _, ok := capacity.ModeOf(name).(capacity.Inspector); ok {
+			t.Errorf("%s is an Inspector: it would show a section of status", name)
 		}
-	}
-
-	d, err := m.Inspect(context.Background(), Clients{}, cfg)
-	if err != nil || d == nil || d.Kueue == nil || !strings.Contains(d.Kueue.Unavailable, "no client") {
-		t.Errorf("Inspect without a dynamic client: %+v, %v; want it said unavailable", d, err)
-	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{kueue.WorkloadsResource: "WorkloadList"})
-	dyn.PrependReactor("list", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, errors.New("connection refused")
-	})
-	if _, err := m.Inspect(context.Background(), Clients{Dynamic: dyn}, cfg); err == nil || !strings.Contains(err.Error(), "observing Kueue: ") {
-		t.Errorf("Inspect when the list fails: %v, want the error wrapped", err)
 	}
 }
