@@ -84,6 +84,10 @@ func (b *bench) pickup() error {
 	if only := os.Getenv("BENCH_PICKUP_MODES"); only != "" {
 		modes = slices.DeleteFunc(modes, func(m pickupMode) bool { return !slices.Contains(strings.Split(only, ","), m.name) })
 	}
+	idle := time.Duration(envInt("BENCH_PICKUP_IDLE_SECONDS", 600)) * time.Second
+	if os.Getenv("BENCH_PICKUP_IDLE_SECONDS") == "0" { // envInt reads 0 as unset
+		idle = 0
+	}
 	var runs []pickupRun
 	for _, m := range modes {
 		progress("  pickup, %s…", m.what)
@@ -91,11 +95,11 @@ func (b *bench) pickup() error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.what, err)
 		}
-		if m.trigger && envInt("BENCH_PICKUP_IDLE_SECONDS", 600) > 0 {
+		if m.trigger && idle > 0 {
 			if r.stormSingle, r.stormBulk, err = b.pickupStorm(m); err != nil {
 				return fmt.Errorf("storm: %w", err)
 			}
-			r.idleFor = time.Duration(envInt("BENCH_PICKUP_IDLE_SECONDS", 600)) * time.Second
+			r.idleFor = idle
 			if r.idleCPU, r.idleRSSMB, err = b.pickupIdle(m, r.idleFor); err != nil {
 				return fmt.Errorf("idle: %w", err)
 			}
