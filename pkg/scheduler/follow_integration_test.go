@@ -48,7 +48,10 @@ func TestFollowedIsFresh(t *testing.T) {
 			reads = append(reads, r.Method+" "+r.URL.Path)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// The other tests of the suite add and remove nodes and pods all the time, and each observation reads them all
+	// (capacity nodes): a step waits for a moment both observations agree, which a busy cluster may take minutes to
+	// give (60 s was too few in full runs; alone, the test takes seconds).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cfg := testConfig(t, func(c *config.Config) {
 		c.Namespace, c.Limits.Capacity = ns, config.CapacityNodes
