@@ -47,8 +47,8 @@ type fillPass struct {
 //
 // With cover (source.notify or source.poll) the run covers its whole fillFor: a pass that leaves nothing to wait
 // for (the backlog is empty, maxPerTick bound it, it is blocked) is followed by idle, which returns when a Job
-// ends (as wait does, but holding no Lease), and the run ends only when its time has passed, a pass failed, or it
-// is told to stop. wake, when set, delivers the listener's wakes (listen.Listener.Wake): one ends any wait, and
+// ends (as wait does, but holding no Lease), and the run ends only when its time has passed (with a poll, after a
+// last pass at that time), a pass failed, or it is told to stop. wake, when set, delivers the listener's wakes (listen.Listener.Wake): one ends any wait, and
 // what arrives during a pass is one more pass.
 type filler struct {
 	fillFor time.Duration
@@ -111,9 +111,9 @@ func (f filler) waitFor(ctx context.Context, p fillPass) (string, error) {
 	return f.wait(wctx, p.nodes)
 }
 
-// run returns the error of the last pass: the invocation did what its passes did. It never starts a pass once
-// fillFor has passed, so with each pass bounded by --timeout it ends by fillFor + --timeout (and the last pass's
-// reports).
+// run returns the error of the last pass: the invocation did what its passes did. It never starts a pass after
+// fillFor (with a poll, the last starts at its end), so with each pass bounded by --timeout it ends by fillFor +
+// --timeout (and the last pass's reports).
 func (f filler) run(ctx context.Context) error {
 	log := zerolog.Ctx(ctx)
 	end := f.now().Add(f.fillFor)
@@ -177,8 +177,12 @@ func (f filler) waitNext(ctx context.Context, p fillPass, end time.Time, refill 
 		log.Debug().Int("refill", refill).Msg("waiting for a notification, the poll or a Job's end")
 	}
 	left, why := end.Sub(f.now()), errFillOver
+	last := false // the wait ends at the window's end with the poll's pass
 	if poll := f.pollNow(); poll > 0 && poll < left {
 		left, why = poll, errPoll
+	} else if poll > 0 && f.cover {
+		// The window's end is the last poll: a row inserted since the one before is read by this run, not the next.
+		why, last = errPoll, true
 	}
 	if due := p.waitDue.Sub(f.now()); !p.waitDue.IsZero() && due < left {
 		left, why = due, errWaitDue
@@ -232,7 +236,7 @@ func (f filler) waitNext(ctx context.Context, p fillPass, end time.Time, refill 
 		woke = wokeJob
 	}
 	log.Debug().Str("woke", woke).Str("by", name).Dur("waited", f.now().Sub(waitFrom)).Msg("the next pass")
-	if !f.now().Before(end) {
+	if !f.now().Before(end) && !(last && woke == wokePoll) {
 		return "", endTime
 	}
 	return woke, ""

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -269,14 +270,16 @@ func TestFillerCover(t *testing.T) {
 	room := fillPass{room: true, rowsWait: true, limit: "limits.maxActive: 4 of 4 unfinished"}
 	failed := errors.New("the database is down")
 	// What each wait does: notify (a notification arrives while it waits), storm (a thousand arrive during the
-	// pass before it), poll (nothing: the poll ends it), job (a Job ends), time (--fill-for passes), term (SIGTERM).
+	// pass before it), poll (nothing: the poll ends it), job (a Job ends), time (--fill-for passes), end (the wait's
+	// deadline, and the clock is then past --fill-for), term (SIGTERM).
 	tests := []struct {
 		name       string
 		passes     []fillPass
 		waits      []string
 		poll       time.Duration
-		wantWoke   []string // each pass's woke
-		wantWaits  string   // "idle" or "wait" per wait
+		fillFor    time.Duration // 50 s if 0
+		wantWoke   []string      // each pass's woke
+		wantWaits  string        // "idle" or "wait" per wait
 		wantReason string
 		wantErr    error
 	}{
@@ -286,6 +289,12 @@ func TestFillerCover(t *testing.T) {
 		{name: "the poll starts the next pass", poll: time.Millisecond,
 			passes: []fillPass{empty, empty}, waits: []string{"poll", "time"},
 			wantWoke: []string{"", wokePoll}, wantWaits: "idle,idle", wantReason: endTime},
+		{name: "with the poll, the window's end is its last pass", poll: time.Hour, fillFor: time.Millisecond,
+			passes: []fillPass{empty, empty}, waits: []string{"end"},
+			wantWoke: []string{"", wokePoll}, wantWaits: "idle", wantReason: endTime},
+		{name: "without the poll, the window's end ends the run", fillFor: time.Millisecond,
+			passes: []fillPass{empty}, waits: []string{"end"},
+			wantWoke: []string{""}, wantWaits: "idle", wantReason: endTime},
 		{name: "a Job's end starts the next pass while it idles",
 			passes: []fillPass{empty, empty}, waits: []string{"job", "time"},
 			wantWoke: []string{"", wokeJob}, wantWaits: "idle,idle", wantReason: endTime},
@@ -327,13 +336,17 @@ func TestFillerCover(t *testing.T) {
 				case "time":
 					now = now.Add(time.Hour)
 					return "", errFillOver
+				case "end":
+					<-wctx.Done()
+					now = now.Add(time.Hour)
+					return "", context.Cause(wctx)
 				case "term":
 					cancel()
 				}
 				<-wctx.Done()
 				return "", context.Cause(wctx)
 			}
-			f := filler{fillFor: 50 * time.Second, cover: true, wake: wake,
+			f := filler{fillFor: cmp.Or(tt.fillFor, 50*time.Second), cover: true, wake: wake,
 				poll: func() time.Duration { return tt.poll },
 				now:  func() time.Time { return now },
 				pass: func(_ context.Context, refill int, w string) fillPass {
