@@ -15,6 +15,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
@@ -97,6 +98,15 @@ type Job struct {
 	Template   string `json:"template"`
 	NamePrefix string `json:"namePrefix,omitempty"`
 	Container  string `json:"container,omitempty"`
+	// RequestsFrom names, per resource, the column whose value is the worker container's request (sizes.go);
+	// MaxRequests is the most a row may ask of each, required for each resource of RequestsFrom.
+	RequestsFrom map[corev1.ResourceName]string            `json:"requestsFrom,omitempty"`
+	MaxRequests  map[corev1.ResourceName]resource.Quantity `json:"maxRequests,omitempty"`
+}
+
+// isZero says no job key is set.
+func (j Job) isZero() bool {
+	return j.Template == "" && j.NamePrefix == "" && j.Container == "" && j.RequestsFrom == nil && j.MaxRequests == nil
 }
 
 // Env says which environment variables a Job gets.
@@ -403,7 +413,7 @@ func (c *Config) Validate() []error {
 			bad("source.cancelQuery", "with queues: each queue has its own cancel query: move it into a queue (queues[].source.cancelQuery)")
 		}
 		validTimeout(bad, c.Source.Timeout.Duration)
-		if c.Job != (Job{}) {
+		if !c.Job.isZero() {
 			bad("job", "with queues: each queue has its own job: move it into a queue (queues[].job)")
 		}
 	}
@@ -415,6 +425,7 @@ func (c *Config) Validate() []error {
 		bad("limits.capacity", "%q is not one of %s", c.Limits.Capacity, CapacityNames())
 	}
 	errs = append(errs, c.validateKueue()...)
+	errs = append(errs, c.validateSizesMode()...)
 	if c.Limits.Capacity != CapacityAutoscale && c.Limits.MaxPending != nil {
 		bad("limits.maxPending", "is read only with limits.capacity: autoscale (it is %s)", c.Limits.Capacity)
 	}
@@ -535,6 +546,7 @@ func validateJob(path at, job Job) []error {
 			bad("job.namePrefix", "%q is longer than %d characters (set job.namePrefix to a shorter one)", job.NamePrefix, maxNamePrefix)
 		}
 	}
+	validateSizes(bad, job)
 	return errs
 }
 
@@ -717,6 +729,9 @@ func (c *Config) AutoscalerEvents() []string {
 
 func (c *Config) validateContainer() []error {
 	if c.Job.Container == "" {
+		if n := len(c.Template.Spec.Template.Spec.Containers); len(c.Job.RequestsFrom) > 0 && n > 1 {
+			return []error{fmt.Errorf("job.requestsFrom: the template has %d containers: set job.container to the one whose requests the rows set", n)}
+		}
 		return nil
 	}
 	for _, ctr := range c.Template.Spec.Template.Spec.Containers {

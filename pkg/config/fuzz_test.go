@@ -10,8 +10,8 @@ import (
 )
 
 // namesKeyOrLine matches one problem of a configuration error (after the file name) that says where it is: a key
-// path, or a line.
-var namesKeyOrLine = regexp.MustCompile(`^(line \d+|yaml: line \d+|unknown key\(s\): |(apiVersion/kind|(queues\[\d+\] \([a-z0-9-]+\)\.)?[A-Za-z_][A-Za-z0-9_.\[\]-]*): )|\(line \d+\)`)
+// path (a resource name in it may have a domain: job.maxRequests.nvidia.com/gpu), or a line.
+var namesKeyOrLine = regexp.MustCompile(`^(line \d+|yaml: line \d+|unknown key\(s\): |(apiVersion/kind|(queues\[\d+\] \([a-z0-9-]+\)\.)?[A-Za-z_][A-Za-z0-9_.\[\]/-]*): )|\(line \d+\)`)
 
 // checkWhere fails unless every problem in err names a key or a line.
 func checkWhere(t *testing.T, file string, err error) {

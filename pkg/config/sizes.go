@@ -1,0 +1,122 @@
+package config
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// MaxRequest is the largest job.maxRequests a configuration may give (1E, 10^18 of the resource's unit): far beyond
+// any node, and where the capacity fit's counts still hold it (they saturate above).
+var MaxRequest = resource.MustParse("1E")
+
+// Sized says the job takes its worker's requests from the rows (job.requestsFrom).
+func (j Job) Sized() bool { return len(j.RequestsFrom) > 0 }
+
+// SizedResources are the resources of job.requestsFrom, sorted: the order each row's are read and reported in.
+func (j Job) SizedResources() []corev1.ResourceName { return slices.Sorted(maps.Keys(j.RequestsFrom)) }
+
+// validateSizes checks job.requestsFrom and job.maxRequests: each resource a container may request, each column
+// named, each resource bounded by a positive maxRequests, and no maxRequests without its requestsFrom.
+func validateSizes(bad func(key, format string, args ...any), job Job) {
+	for _, r := range job.SizedResources() {
+		why := resourceNameProblem(r)
+		if why != "" {
+			bad("job.requestsFrom", "%q %s", r, why)
+			continue
+		}
+		key := "job.requestsFrom." + string(r)
+		if job.RequestsFrom[r] == "" {
+			bad(key, "the column name is empty: name the column whose value is each row's %s request", r)
+		}
+		if _, ok := job.MaxRequests[r]; !ok {
+			bad("job.maxRequests."+string(r), "required with job.requestsFrom.%s: the most one row may ask (e.g. %s: %s)", r, r, example(r))
+		}
+	}
+	for _, r := range slices.Sorted(maps.Keys(job.MaxRequests)) {
+		q := job.MaxRequests[r]
+		_, sized := job.RequestsFrom[r]
+		switch {
+		case !sized && resourceNameProblem(r) != "":
+			bad("job.maxRequests", "%q is read only with job.requestsFrom naming it (the column each row's request comes from)", r)
+		case !sized:
+			bad("job.maxRequests."+string(r), "is read only with job.requestsFrom.%s (the column each row's request comes from)", r)
+		case resourceNameProblem(r) != "": // said of requestsFrom
+		case q.Sign() <= 0:
+			bad("job.maxRequests."+string(r), "must be more than 0, not %s", q.String())
+		case q.Cmp(MaxRequest) > 0:
+			bad("job.maxRequests."+string(r), "%s is more than %s", q.String(), MaxRequest.String())
+		}
+	}
+}
+
+// example is a typical request of r, for the errors.
+func example(r corev1.ResourceName) string {
+	switch r {
+	case corev1.ResourceCPU:
+		return "4"
+	case corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+		return "16Gi"
+	}
+	return "1"
+}
+
+// resourceNameProblem says why r is not a resource a container may request ("" when it is): cpu, memory,
+// ephemeral-storage, hugepages-<size>, or an extended resource (a name with a domain outside kubernetes.io, such as
+// nvidia.com/gpu), as the API server's validation of container resources takes them (k8s.io/kubernetes
+// pkg/apis/core/v1/helper: IsExtendedResourceName; that module is not a dependency of this one).
+func resourceNameProblem(r corev1.ResourceName) string {
+	const want = "is not a resource a container requests: cpu, memory, ephemeral-storage, hugepages-<size>, or an extended resource with a domain (e.g. nvidia.com/gpu)"
+	s := string(r)
+	switch {
+	case r == corev1.ResourceCPU || r == corev1.ResourceMemory || r == corev1.ResourceEphemeralStorage:
+		return ""
+	case strings.HasPrefix(s, corev1.ResourceHugePagesPrefix):
+		if _, err := resource.ParseQuantity(strings.TrimPrefix(s, corev1.ResourceHugePagesPrefix)); err != nil {
+			return want
+		}
+		return ""
+	case !strings.Contains(s, "/") || strings.Contains(s, corev1.ResourceDefaultNamespacePrefix) ||
+		strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix):
+		return want
+	case len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+s)) > 0:
+		return want
+	}
+	return ""
+}
+
+// validateSizesMode checks that no queue takes its requests from its rows under a capacity mode that cannot fit
+// them one by one yet (autoscale: NodePools and the shapes Karpenter can launch are counted per template).
+func (c *Config) validateSizesMode() []error {
+	if c.Limits.Capacity != CapacityAutoscale {
+		return nil
+	}
+	var errs []error
+	if !c.explicitQueues() {
+		if c.Job.Sized() {
+			badAt(&errs, at{})("job.requestsFrom", "is not read with limits.capacity: autoscale yet: use nodes, quota, off or kueue")
+		}
+		return errs
+	}
+	for i, q := range c.Queues {
+		if q.Job.Sized() {
+			badAt(&errs, c.queueAt(i))("job.requestsFrom", "is not read with limits.capacity: autoscale yet: use nodes, quota, off or kueue")
+		}
+	}
+	return errs
+}
+
+// Worker is the index of the container of tpl whose requests job.requestsFrom sets: job.container's, else the only
+// one (Parse checks there is one); -1 when there is none.
+func (j Job) Worker(tpl []corev1.Container) int {
+	for i, c := range tpl {
+		if j.Container == "" || c.Name == j.Container {
+			return i
+		}
+	}
+	return -1
+}
