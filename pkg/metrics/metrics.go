@@ -127,6 +127,7 @@ func registry(p Pass) *prometheus.Registry {
 		gauge("jobsched_pass_created_jobs", "Jobs the last pass created.", float64(s.Created))
 		gauge("jobsched_pass_retried_jobs", "Jobs the last pass created for a further attempt of a failed task.", float64(s.Retried))
 		gauge("jobsched_pass_skipped_rows", "Rows the last pass read that got no Job (each logged with its reason).", float64(s.Skipped))
+		gauge("jobsched_pass_skipped_size_rows", "Of jobsched_pass_skipped_rows, the rows skipped for the requests they ask (job.requestsFrom).", float64(s.SkippedSize))
 		gauge("jobsched_pass_blocked", "1 when the last pass created nothing for a reason other than an empty backlog.", boolean(s.Blocked != ""))
 		slots, limit, next := math.NaN(), Unknown, math.NaN()
 		if p.Plan != nil {

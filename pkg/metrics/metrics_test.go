@@ -114,6 +114,7 @@ func TestPush(t *testing.T) {
 		"jobsched_pass_retried_jobs{} 1",
 		"jobsched_pass_selected_rows{} 4",
 		"jobsched_pass_skipped_rows{} 1",
+		"jobsched_pass_skipped_size_rows{} 1",
 		"jobsched_rate_limited_rows{} 0",
 		"jobsched_slots{} 0",
 		`jobsched_slots_limit_info{limit="maxActive"} 1`,
@@ -134,7 +135,7 @@ func TestPush(t *testing.T) {
 		}
 		rateTick = append(rateTick, s)
 	}
-	sum := scheduler.Summary{Selected: 4, Created: 3, Skipped: 1, Blocked: "limits.maxActive: 2 of 2 unfinished", Deleted: 1, Failed: 2, Retried: 1}
+	sum := scheduler.Summary{Selected: 4, Created: 3, Skipped: 1, SkippedSize: 1, Blocked: "limits.maxActive: 2 of 2 unfinished", Deleted: 1, Failed: 2, Retried: 1}
 	tests := []struct {
 		name string
 		pass Pass
@@ -168,6 +169,7 @@ func TestPush(t *testing.T) {
 				"jobsched_pass_retried_jobs{} 0",
 				"jobsched_pass_selected_rows{} 0",
 				"jobsched_pass_skipped_rows{} 0",
+				"jobsched_pass_skipped_size_rows{} 0",
 				"jobsched_rate_limited_rows{} NaN",
 				"jobsched_slots{} NaN",
 				`jobsched_slots_limit_info{limit="unknown"} 1`,

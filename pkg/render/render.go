@@ -140,6 +140,8 @@ func EnvName(prefix, column string) string {
 type RowError struct {
 	Key    string
 	Reason string
+	// Size says the row asks for requests it cannot have (job.requestsFrom): counted apart from the other skips.
+	Size bool
 }
 
 func (e *RowError) Error() string { return fmt.Sprintf("task %q: %s", e.Key, e.Reason) }
@@ -218,6 +220,9 @@ func (r *Renderer) Job(row rows.Row, attempt int) (*batchv1.Job, error) {
 		if cfg.Job.Container == "" || containers[i].Name == cfg.Job.Container {
 			containers[i].Env = merge(containers[i].Env, env)
 		}
+	}
+	if err := r.sizeJob(row, job); err != nil {
+		return nil, err
 	}
 	// Its size as etcd stores it (protobuf), computed without encoding it: a tick renders thousands of Jobs.
 	if size := job.Size(); size > MaxJobBytes {

@@ -21,7 +21,7 @@ func (p *Plan) admit(i int, r *render.Renderer, row rows.Row) (Create, *Skip, er
 	job, err := r.Job(row, attempt)
 	var rowErr *render.RowError
 	if errors.As(err, &rowErr) {
-		return Create{}, &Skip{Key: rowErr.Key, Reason: "no Job: " + rowErr.Reason}, nil
+		return Create{}, &Skip{Key: rowErr.Key, Reason: "no Job: " + rowErr.Reason, Size: rowErr.Size}, nil
 	}
 	if err != nil {
 		return Create{}, nil, err
@@ -29,7 +29,7 @@ func (p *Plan) admit(i int, r *render.Renderer, row rows.Row) (Create, *Skip, er
 	if other, ok := p.job(job.Name); ok && (other.Key != row.Key || other.Queue != part.queueName) {
 		return Create{}, &Skip{Key: row.Key, Reason: collisionReason(job.Name, other.Key, other.Queue)}, nil
 	}
-	return Create{Queue: part.queueName, Key: row.Key, Attempt: attempt, Job: job, Supersedes: last}, nil, nil
+	return Create{Queue: part.queueName, Key: row.Key, Attempt: attempt, Job: job, Supersedes: last, Requests: r.Requests(job)}, nil, nil
 }
 
 // collisionReason is the reason a row is skipped when its Job's name is taken by a Job of task key (of queue, when the

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
@@ -74,6 +75,9 @@ type Create struct {
 	Attempt    int          `json:"attempt"`
 	Job        *batchv1.Job `json:"job"`
 	Supersedes *JobStatus   `json:"supersedes,omitempty"`
+	// Requests are the worker container's requests, with job.requestsFrom only (the row's, or the template's where
+	// its column is NULL): what dry-run shows of each create.
+	Requests corev1.ResourceList `json:"requests,omitempty"`
 }
 
 // Skip is a row that gets no Job this pass, and why.
@@ -81,6 +85,9 @@ type Skip struct {
 	Queue  string `json:"queue,omitempty"` // as JobStatus.Queue
 	Key    string `json:"key"`
 	Reason string `json:"reason"`
+	// Size says the row asks for requests it cannot have (job.requestsFrom: not a quantity, not more than 0, over
+	// job.maxRequests, more than any node or quota could hold): pass done counts these apart (skippedSize).
+	Size bool `json:"size,omitempty"`
 }
 
 // Plan is the whole decision of one pass, a plain value: its exported fields are what a user reads (the document

@@ -18,6 +18,8 @@ type Summary struct {
 	Created        int    `json:"created"`
 	AlreadyPresent int    `json:"alreadyPresent"`
 	Skipped        int    `json:"skipped"`
+	SkippedSize    int    `json:"skippedSize"` // of Skipped, rows skipped for their size (job.requestsFrom)
+	ReadAhead      int    `json:"readAhead"`
 	Blocked        string `json:"blocked"`
 	Deleted        int    `json:"deleted"`
 	Failed         int    `json:"failed"`
