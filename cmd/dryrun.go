@@ -4,10 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
@@ -180,9 +184,17 @@ func printReportLines(out io.Writer, c *capacity.Report) error {
 // of the attempt it supersedes.
 func printActions(out io.Writer, p *scheduler.Plan, queue string) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ACTION\tJOB\tTASK\tATTEMPT\tWHY")
+	// With job.requestsFrom each create's worker requests are its row's: a column of their own.
+	sized := slices.ContainsFunc(p.Creates, func(c scheduler.Create) bool { return c.Requests != nil })
+	col := func(s string) string {
+		if !sized {
+			return ""
+		}
+		return s + "\t"
+	}
+	fmt.Fprintln(w, "ACTION\tJOB\tTASK\tATTEMPT\t"+col("REQUESTS")+"WHY")
 	del := func(d scheduler.JobStatus) {
-		fmt.Fprintf(w, "delete\t%s\t%q\t%d\t%s %s: %s\n", printable(d.Name), d.Key, d.Attempt, d.State, stamp(d.FinishedAt), printable(d.Delete))
+		fmt.Fprintf(w, "delete\t%s\t%q\t%d\t%s%s %s: %s\n", printable(d.Name), d.Key, d.Attempt, col("-"), d.State, stamp(d.FinishedAt), printable(d.Delete))
 	}
 	for _, d := range p.Deletes() {
 		if d.Queue == queue && d.Delete != scheduler.DeleteRetried {
@@ -197,7 +209,7 @@ func printActions(out io.Writer, p *scheduler.Plan, queue string) error {
 		if c.Supersedes != nil {
 			why = fmt.Sprintf("retry: attempt %d failed (%s)", c.Supersedes.Attempt, printable(c.Supersedes.Reason))
 		}
-		fmt.Fprintf(w, "create\t%s\t%q\t%d\t%s\n", c.Job.Name, c.Key, c.Attempt, why)
+		fmt.Fprintf(w, "create\t%s\t%q\t%d\t%s%s\n", c.Job.Name, c.Key, c.Attempt, col(requestsText(c.Requests)), why)
 		if c.Supersedes != nil {
 			del(*c.Supersedes)
 		}
@@ -206,7 +218,20 @@ func printActions(out io.Writer, p *scheduler.Plan, queue string) error {
 		if sk.Queue != queue {
 			continue
 		}
-		fmt.Fprintf(w, "skip\t-\t%q\t-\t%s\n", sk.Key, printable(sk.Reason))
+		fmt.Fprintf(w, "skip\t-\t%q\t-\t%s%s\n", sk.Key, col("-"), printable(sk.Reason))
 	}
 	return w.Flush()
+}
+
+// requestsText is a create's requests in words, by resource: "cpu=2,memory=1Gi" ("-" for none: the template's).
+func requestsText(l corev1.ResourceList) string {
+	if len(l) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, r := range slices.Sorted(maps.Keys(l)) {
+		v := l[r]
+		parts = append(parts, printable(string(r))+"="+v.String())
+	}
+	return strings.Join(parts, ",")
 }

@@ -29,7 +29,8 @@ type Mode interface {
 	// Observe reads, once per pass, what the templates' room is counted on (o.Templates: every queue's). A mode
 	// that counts no room returns nil, nil and makes no call.
 	Observe(ctx context.Context, c Clients, namespace string, o Options) (*Snapshot, error)
-	// Room is the room the mode gives the claims' templates (claim i is queue i's) on what its Observe returned
+	// Room is the room the mode gives the claims' templates (claim i is queue i's; claims after the queues' are
+	// more shapes of a queue whose rows set their Jobs' requests: pkg/scheduler's sizes.go) on what its Observe returned
 	// (asked only when that is not nil): a Room places Jobs one at a time and reports how many more fit. nil for a
 	// mode that bounds no template by capacity, whatever snap holds: the limits alone bound the creates.
 	Room(snap *Snapshot, claims []Claim) Room
@@ -192,9 +193,10 @@ func Check(name config.Capacity) error {
 	return nil
 }
 
-// Room is the room a pass has for its templates (claim i is queue i's): Place places one more Job of claim i and
-// says whether it fitted; Report says how many more Jobs of claim i fit after the placements so far, and why.
-// *Placer is one.
+// Room is the room a pass has for its templates (claim i is queue i's, and the claims after the queues' more shapes
+// of sized queues): Place places one more Job of claim i and says whether it fitted; Report says how many more Jobs
+// of claim i fit after the placements so far, and why. *Placer is one; its Never says why a Job of a claim could
+// never fit.
 type Room interface {
 	Place(i int) bool
 	Report(i int) Report

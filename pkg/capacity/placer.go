@@ -119,6 +119,8 @@ type quotaLeft struct {
 	key        corev1.ResourceName
 	podCharged bool // charged per pod (else per Job: count/jobs.batch)
 	left       int64
+	hard       int64 // the quota's hard limit: what left may ever be
+	unit       corev1.ResourceName
 }
 
 // NewPlacer makes the Placer of claims on snap (nil: capacity off, every Place succeeds).
@@ -303,13 +305,14 @@ func (p *Placer) observeQuotas(claims []Claim) {
 				}
 				e.per[c] = units(per, n)
 				if e.q == nil {
-					e.q = &quotaLeft{quota: q.Name, key: key, podCharged: podCharged}
+					e.q = &quotaLeft{quota: q.Name, key: key, podCharged: podCharged, unit: n}
 				}
 			}
 			if e.q == nil {
 				continue
 			}
 			e.q.left = units(left, name)
+			e.q.hard = units(q.Spec.Hard[key], name)
 			if e.q.podCharged { // quota charges a pod when it is created
 				for c := range p.claims {
 					if take := mulCount(int64(claims[c].Podless), e.per[c]); e.q.left < math.MinInt64+take {
@@ -411,6 +414,51 @@ func (p *Placer) placeOnNodes(cl *claim, i int) bool {
 		p.setFree(s, free)
 	}
 	return true
+}
+
+// Never says why one Job of claim i could never fit, however much room is freed: in capacity nodes, its pod fits
+// in the allocatable of no node it may use (each as if empty); in any mode, it takes more of a ResourceQuota than
+// its hard limit. "" when it could fit (or no node may take it at all: Report says so, and nothing is read).
+func (p *Placer) Never(i int) string {
+	if p.snap == nil {
+		return ""
+	}
+	cl := p.claims[i]
+	if p.snap.Mode == config.CapacityNodes && len(cl.on) > 0 {
+		var largest *Node // by cpu, else the first
+		for _, k := range cl.on {
+			n := p.slots[k].node
+			if f, _ := fits(cl.need, p.space.empty(n.Allocatable)); f >= 1 {
+				largest = nil
+				break
+			}
+			if largest == nil || n.Allocatable.Cpu().Cmp(*largest.Allocatable.Cpu()) > 0 {
+				largest = n
+			}
+		}
+		if largest != nil {
+			return fmt.Sprintf("it asks for %s, more than the allocatable of any of the %d node(s) it may run on (the largest, %s: %s)",
+				quantities(cl.demand), len(cl.on), largest.Name, allocatableOf(cl.demand, largest))
+		}
+	}
+	for j, q := range p.quotas {
+		if need := p.charge(cl, j); need > 0 && need > q.hard {
+			hard := quantity(q.hard, q.unit)
+			return fmt.Sprintf("it asks for %s, more than ResourceQuota %s allows in all (%s: %s)", quantities(cl.demand), q.quota, q.key, hard.String())
+		}
+	}
+	return ""
+}
+
+// allocatableOf is node n's allocatable of the resources of demand, in words.
+func allocatableOf(demand corev1.ResourceList, n *Node) string {
+	l := corev1.ResourceList{}
+	for r := range demand {
+		if v, ok := n.Allocatable[r]; ok {
+			l[r] = v
+		}
+	}
+	return quantities(l)
 }
 
 // charge is what one Job of cl takes of quota entry j, in its unit.

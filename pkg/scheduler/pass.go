@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 
@@ -48,7 +49,7 @@ func decideSteps(ctx context.Context, cfg *config.Config, obs *Observation, c Ca
 	if p.open() {
 		obs = r.Capacity(ctx, obs, p)
 	}
-	pl := p.placer(cfg, obs) // the pass's one placer: the fit's, then the share's
+	pl, _ := p.placer(cfg, obs, nil) // the pass's placer: the fit's, then the share's
 	p = p.fit(obs, pl)
 	for i := range p.parts {
 		rc := r.Check(ctx, p, i)
@@ -67,10 +68,26 @@ func decideSteps(ctx context.Context, cfg *config.Config, obs *Observation, c Ca
 		p = p.admitted(i, a)
 	}
 	var share Placer // nil (everything fits) when capacity is not fitted, not a nil Room in an interface
+	var claims [][]int
 	if pl != nil {
 		share = pl
+		// Sized queues (sizes.go): the share places each create by its own shape, on a placer of the same
+		// observation and claims as the fit's, with a claim per distinct shape of the rows read added after them
+		// (claims of no pod: the room the fit counted is the same).
+		if p.anySized() {
+			_, base := p.claims(cfg, nil)
+			if shapes, of := p.shapes(base); len(shapes) > 0 {
+				sp, _ := p.placer(cfg, obs, shapes)
+				share, claims = sp, of
+			}
+		}
 	}
-	return p.shared(cfg, share), obs, wait, nil
+	return p.shared(cfg, share, claims), obs, wait, nil
+}
+
+// anySized says some queue takes its requests from its rows (job.requestsFrom).
+func (p *Plan) anySized() bool {
+	return slices.ContainsFunc(p.parts, func(part *queuePart) bool { return part.sized })
 }
 
 // open says some queue has slots by the decision: the pass observes capacity only then (a full or blocked pass costs

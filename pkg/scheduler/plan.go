@@ -118,8 +118,8 @@ type Plan struct {
 	Selected   int        `json:"selected"` // rows read from the source (the rows of succeeded tasks still selected included)
 	Creates    []Create   `json:"creates"`
 	Skipped    []Skip     `json:"skipped,omitempty"`
-	// ReadAhead are the rows read for a queue that got no slot in the share: neither created nor skipped, the next
-	// pass reads them again.
+	// ReadAhead are the rows read for a queue that got no slot in the share, or behind a row of a sized queue that
+	// did not fit (strict order, sizes.go): neither created nor skipped, the next pass reads them again.
 	ReadAhead int `json:"readAhead,omitempty"`
 	// Query is what the query doctor says about the read (dry-run only; nil without a database; with queues: in
 	// each queue's plan).
@@ -193,6 +193,8 @@ type queuePart struct {
 	unboundPods, podlessPods int
 	// waitDue is the queue's part of Plan.WaitDue (zero: none).
 	waitDue time.Time
+	// sized says the queue takes its Jobs' requests from its rows (job.requestsFrom; sizes.go).
+	sized bool
 	// hard, roomBound and capacityBound are as Plan's, for the queue.
 	hard, roomBound, capacityBound bool
 	// groupRoom is what each group's rate leaves of the read (see rates.groupRoom).

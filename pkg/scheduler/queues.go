@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
@@ -93,6 +96,7 @@ func decideParts(cfg *config.Config, obs *Observation, c Cancellation) *Plan {
 		// Each queue reads its Jobs in obs.Jobs: no second copy of 10,000 summaries at the pass's peak.
 		mine := func(j *JobSummary) bool { return jobQueue(cfg, j) == i }
 		p := decideQueue(cfg.QueueConfig(i), obs, mine, c.Jobs) // its Jobs carry its name (QueueName), none for the implicit queue
+		p.sized = cfg.QueueConfig(i).Job.Sized()
 		unfinished, queued, unschedulable = unfinished+p.Unfinished, queued+p.queued, unschedulable+p.Unschedulable
 		if first == "" {
 			first = p.firstUnschedulable()
@@ -332,33 +336,37 @@ func (p *queuePart) groupsAtCap(g *config.PerGroup) []string {
 }
 
 // fit is the step after the deletes: it bounds each queue's slots by what fits on the nodes and in the quotas now,
-// as obs holds it, for that queue alone (see fitQueue), with the pass's placer pl, and returns the new plan (p is not
-// changed).
+// as obs holds it, for that queue alone (see fitQueue), with the pass's placer pl, and a sized queue's by
+// MaxSizedRows (sizes.go), and returns the new plan (p is not changed).
 func (p *Plan) fit(obs *Observation, pl capacity.Room) *Plan {
 	q := p.next()
 	for i, part := range p.parts {
-		q.parts[i] = part.fitQueue(obs, pl, i)
+		q.parts[i] = part.fitQueue(obs, pl, i).boundSized()
 	}
 	return q
 }
 
 // placer is the capacity mode's Room for every queue's template on obs's capacity, with the pods the queues' Jobs
-// already claim room for; nil when capacity is not fitted (a mode that counts none, offline, or not observed).
-func (p *Plan) placer(cfg *config.Config, obs *Observation) capacity.Room {
+// already claim room for, and shapes' claims after them (see Plan.claims); nil when capacity is not fitted (a mode
+// that counts none, offline, or not observed). base is the claim of shapes[0].
+func (p *Plan) placer(cfg *config.Config, obs *Observation, shapes []*batchv1.Job) (pl capacity.Room, base int) {
 	if obs.Capacity == nil {
-		return nil
+		return nil, 0
 	}
-	claims := make([]capacity.Claim, len(p.parts))
-	for i, part := range p.parts {
-		claims[i] = capacity.Claim{Template: cfg.QueueConfig(i).Template, Unbound: part.unboundPods, Podless: part.podlessPods,
-			Waiting: part.Waiting}
-	}
-	return capacity.ModeOf(cfg.Limits.Capacity).Room(obs.Capacity, claims)
+	claims, base := p.claims(cfg, shapes)
+	return capacity.ModeOf(cfg.Limits.Capacity).Room(obs.Capacity, claims), base
 }
 
-// Placer places one more Job of queue i on the capacity left, and says whether it fits.
+// Placer places one more Job of claim c (queue c's template, or a shape of a sized queue: Plan.claims) on the
+// capacity left, and says whether it fits.
 type Placer interface {
-	Place(i int) bool
+	Place(c int) bool
+}
+
+// neverPlacer is a Placer that can tell that a Job of claim c would fit on no node and in no quota however much
+// room is freed (capacity.Placer's Never): why, or "".
+type neverPlacer interface {
+	Never(c int) string
 }
 
 // shareQueue is what share knows of a queue.
@@ -366,22 +374,43 @@ type shareQueue struct {
 	Priority, Weight int
 	Unfinished       int // its unfinished Jobs before the pass
 	Admitted         int // the creates its read admitted, in the query's order
+	// Claims are the claim of each admitted create for a sized queue (job.requestsFrom); nil: every create is the
+	// queue's own claim (its index).
+	Claims []int
 }
 
-// share gives the install's slots to the queues' admitted creates, one slot at a time, and returns the queue of each
-// slot given, in order. Candidates are the queues with an admitted create not yet kept that are not out; the slot
-// goes to the highest priority, among equal priorities to the one with the smallest (unfinished + kept) / weight
-// (compared by cross-multiplying), ties to the first in the configuration. The chosen queue's next create is placed
-// (pl: nil places everything); one that does not fit puts its queue out for this pass, and the slot goes on to the
-// others (a smaller pod of another queue may still fit).
-func share(qs []shareQueue, slots int, pl Placer) []int {
+// never is a create share skips: the k-th admitted create of its queue could never fit, for why.
+type never struct {
+	k   int
+	why string
+}
+
+// shareResult is what share decided: the queue of each slot given, in order; per queue the admitted creates it
+// skipped (nil: none anywhere); per queue the admitted create whose misfit put the queue out (-1: none).
+type shareResult struct {
+	order   []int
+	never   [][]never
+	stopped []int
+}
+
+// share gives the install's slots to the queues' admitted creates, one slot at a time. Candidates are the queues
+// with an admitted create not yet kept that are not out; the slot goes to the highest priority, among equal
+// priorities to the one with the smallest (unfinished + kept) / weight (compared by cross-multiplying), ties to the
+// first in the configuration. The chosen queue's next create is placed (pl: nil places everything); one that does
+// not fit puts its queue out for this pass, and the slot goes on to the others (a smaller pod of another queue may
+// still fit), unless it is a sized queue's create that could never fit (neverPlacer): that one is skipped and the
+// queue goes on with its next create.
+func share(qs []shareQueue, slots int, pl Placer) shareResult {
 	kept := make([]int, len(qs))
-	out := make([]bool, len(qs))
-	var order []int
-	for len(order) < slots {
+	next := make([]int, len(qs)) // per queue, its next admitted create: kept and skipped ones are behind it
+	res := shareResult{stopped: make([]int, len(qs))}
+	for i := range res.stopped {
+		res.stopped[i] = -1
+	}
+	for len(res.order) < slots {
 		best := -1
 		for i, q := range qs {
-			if out[i] || kept[i] >= q.Admitted {
+			if res.stopped[i] >= 0 || next[i] >= q.Admitted {
 				continue
 			}
 			if best < 0 || before(q, kept[i], qs[best], kept[best]) {
@@ -391,22 +420,41 @@ func share(qs []shareQueue, slots int, pl Placer) []int {
 		if best < 0 {
 			break
 		}
-		if pl != nil && !pl.Place(best) {
-			out[best] = true
+		c := best
+		if qs[best].Claims != nil {
+			c = qs[best].Claims[next[best]]
+		}
+		if pl != nil && !pl.Place(c) {
+			if np, ok := pl.(neverPlacer); ok && qs[best].Claims != nil {
+				if why := np.Never(c); why != "" {
+					if res.never == nil {
+						res.never = make([][]never, len(qs))
+					}
+					res.never[best] = append(res.never[best], never{k: next[best], why: why})
+					next[best]++
+					continue
+				}
+			}
+			res.stopped[best] = next[best]
 			continue
 		}
 		kept[best]++
-		order = append(order, best)
+		next[best]++
+		res.order = append(res.order, best)
 	}
-	return order
+	return res
 }
 
-// share is the queue of each slot the share gives p's queues, each with admitted(i, part) creates.
-func (p *Plan) share(cfg *config.Config, pl Placer, admitted func(i int, part *queuePart) int) []int {
+// share is the queue of each slot the share gives p's queues, each with admitted(i, part) creates (claims: the claim
+// of each create of a sized queue, Plan.shapes), and the creates it skips.
+func (p *Plan) share(cfg *config.Config, pl Placer, claims [][]int, admitted func(i int, part *queuePart) int) shareResult {
 	qs := cfg.AllQueues()
 	in := make([]shareQueue, len(p.parts))
 	for i, part := range p.parts {
 		in[i] = shareQueue{Priority: qs[i].Priority, Weight: *qs[i].Weight, Unfinished: part.Unfinished, Admitted: admitted(i, part)}
+		if i < len(claims) {
+			in[i].Claims = claims[i]
+		}
 	}
 	return share(in, p.inst.slots, pl)
 }
@@ -424,18 +472,35 @@ func before(a shareQueue, ka int, b shareQueue, kb int) bool {
 // first in its query's order; the rest were read ahead, not skipped: ReadAhead), the install's creates are in the
 // order the slots were given, and the failed attempt each kept retry supersedes is marked for its delete
 // (DeleteRetried), which runs once the retry exists.
-func (p *Plan) shared(cfg *config.Config, pl Placer) *Plan {
+func (p *Plan) shared(cfg *config.Config, pl Placer, claims [][]int) *Plan {
 	qs := cfg.AllQueues()
-	order := p.share(cfg, pl, func(_ int, part *queuePart) int { return len(part.admittedCreates) })
+	res := p.share(cfg, pl, claims, func(_ int, part *queuePart) int { return len(part.admittedCreates) })
+	order := res.order
 	kept := make([]int, len(p.parts))
 	for _, i := range order {
 		kept[i]++
 	}
 	q := p.next()
 	for i, part := range p.parts {
-		q.ReadAhead += len(part.admittedCreates) - kept[i]
+		var nevers []never
+		if res.never != nil {
+			nevers = res.never[i]
+		}
+		q.ReadAhead += len(part.admittedCreates) - kept[i] - len(nevers)
 		part = q.part(i)
-		part.Creates = part.admittedCreates[:kept[i]:kept[i]]
+		if len(nevers) == 0 {
+			part.Creates = part.admittedCreates[:kept[i]:kept[i]]
+		} else {
+			part.Creates = keptAround(part.admittedCreates, nevers, kept[i])
+			skips := make([]Skip, len(nevers))
+			for j, n := range nevers {
+				skips[j] = Skip{Key: part.admittedCreates[n.k].Key, Reason: "no Job: " + n.why, Size: true}
+			}
+			q.skip(part, skips)
+		}
+		if k := res.stopped[i]; k >= 0 && part.sized {
+			part.strictStop(kept[i], part.admittedCreates[k].Requests)
+		}
 		if q.Queues != nil {
 			q.Queues[i].Creates, q.Queues[i].GroupsAtCap = kept[i], part.groupsAtCap(qs[i].Limits.PerGroup)
 		}
@@ -456,4 +521,34 @@ func (p *Plan) shared(cfg *config.Config, pl Placer) *Plan {
 	}
 	q.mark(retired)
 	return q
+}
+
+// strictStop is a sized queue's part after the share put it out at a row that does not fit now (strict order,
+// sizes.go): its slots are the creates it kept, bound by capacity (a Job's end or a new node frees room), and the
+// rows behind that row wait for the next pass.
+func (p *queuePart) strictStop(kept int, asks corev1.ResourceList) {
+	p.Slots = kept
+	p.Limit = fmt.Sprintf("capacity: the next row in the query's order asks for %s, more than is free now; the rows behind it wait (strict order)",
+		requestsWords(asks))
+	p.Bound, p.roomBound, p.capacityBound = BoundCapacity, true, true
+	if p.Slots == 0 && p.Blocked == "" {
+		p.block(BoundCapacity, p.Limit)
+	}
+}
+
+// keptAround are the first n of admitted that are not skipped (nevers, in order): the creates a queue keeps when the
+// share skipped some of those before them.
+func keptAround(admitted []Create, nevers []never, n int) []Create {
+	out := make([]Create, 0, n)
+	for k, c := range admitted {
+		if len(out) == n {
+			break
+		}
+		if len(nevers) > 0 && nevers[0].k == k {
+			nevers = nevers[1:]
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }

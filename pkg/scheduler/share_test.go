@@ -59,7 +59,7 @@ func TestShare(t *testing.T) {
 				fp = &fakePlacer{room: append([]int(nil), tc.room...)}
 				pl = fp
 			}
-			got := share(tc.qs, tc.slots, pl)
+			got := share(tc.qs, tc.slots, pl).order
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("order (-want +got):\n%s", diff)
 			}

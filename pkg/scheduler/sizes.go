@@ -1,0 +1,178 @@
+package scheduler
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/render"
+)
+
+// Per-row requests (job.requestsFrom; users read these rules in `jobsched help sizes`, cmd/help/sizes.md).
+//
+// A sized queue's Jobs differ in what they ask, so the fit counts three shapes of its template, each a
+// capacity.Claim of the pass's placer:
+//   - the smallest (each sized resource at its least, 1m cpu or 1 of another), queue i's own claim: what fits of it
+//     bounds the queue's slots, so that the read never asks for fewer rows than might fit; a row may ask that
+//     little, so no smaller count would be safe to read;
+//   - the largest (each sized resource at the larger of job.maxRequests and the template's), for the queue's pods
+//     that already claim room (unbound, or of Jobs with no pod yet): their sizes are not observed, so each is
+//     counted at the most it may ask, never less;
+//   - after the read, one claim per distinct shape among the rows admitted: the share places each create with
+//     its own shape, in the query's order.
+//
+// The read is bounded: a sized queue reads at most min(its slots, MaxSizedRows) rows, where its slots count the
+// smallest shape, limits.maxPerTick and limits.maxActive as for any queue. The share is strict order: a queue whose
+// next row does not fit is out for the rest of the pass (the rows behind it are read ahead, not created, and read
+// again by the next pass), so a large row is never passed by smaller ones behind it: it waits only for room to free.
+// A row that could never fit (more than the allocatable of every node it may run on, or more than a ResourceQuota's
+// hard limit) is skipped instead, with why, and the rows behind it go on.
+
+// MaxSizedRows bounds the rows a pass reads for a queue with job.requestsFrom. Its slots count the smallest Job a
+// row may ask for, which may be many times what the rows read will ask: without a bound, a queue of large rows on
+// a large cluster would read (and hold, about one row each) hundreds of thousands of rows a pass to create a few.
+// 1,000 is more than a pass creates on any cluster the benches run (a refill of tick --fill-for reads on).
+const MaxSizedRows = 1000
+
+// boundSized caps a sized queue's slots at MaxSizedRows: the read's bound (see above).
+func (p *queuePart) boundSized() *queuePart {
+	if !p.sized || p.Slots <= MaxSizedRows {
+		return p
+	}
+	q := *p
+	q.Slots, q.Limit, q.Bound = MaxSizedRows, fmt.Sprintf("job.requestsFrom: at most %d rows a pass", MaxSizedRows), BoundMaxPerTick
+	q.roomBound, q.capacityBound = false, false
+	return &q
+}
+
+// leastRequest is the smallest request of res a row may make: 1m of cpu, 1 of anything else.
+func leastRequest(res corev1.ResourceName) resource.Quantity {
+	if res == corev1.ResourceCPU {
+		return *resource.NewMilliQuantity(1, resource.DecimalSI)
+	}
+	return *resource.NewQuantity(1, resource.DecimalSI)
+}
+
+// smallestShape is cfg's template with each sized resource at its least.
+func smallestShape(cfg *config.Config) *batchv1.Job {
+	req := corev1.ResourceList{}
+	for _, res := range cfg.Job.SizedResources() {
+		req[res] = leastRequest(res)
+	}
+	return render.Sized(cfg.Job, cfg.Template, req)
+}
+
+// largestShape is cfg's template with each sized resource at the larger of job.maxRequests and the template's own
+// request (a row with NULL gets the template's).
+func largestShape(cfg *config.Config) *batchv1.Job {
+	req := corev1.ResourceList{}
+	cs := cfg.Template.Spec.Template.Spec.Containers
+	w := cfg.Job.Worker(cs)
+	for _, res := range cfg.Job.SizedResources() {
+		most := cfg.Job.MaxRequests[res]
+		if w >= 0 {
+			own, ok := cs[w].Resources.Requests[res]
+			if !ok {
+				own, ok = cs[w].Resources.Limits[res]
+			}
+			if ok && own.Cmp(most) > 0 {
+				most = own
+			}
+		}
+		req[res] = most
+	}
+	return render.Sized(cfg.Job, cfg.Template, req)
+}
+
+// claims are the pass's placer's claims: queue i's (claim i: its template, or for a sized queue its smallest
+// shape), then the largest shape of each sized queue, with its pods that claim room, then shapes (one claim each).
+// base is the index of shapes' first claim.
+func (p *Plan) claims(cfg *config.Config, shapes []*batchv1.Job) (claims []capacity.Claim, base int) {
+	claims = make([]capacity.Claim, len(p.parts), len(p.parts)+len(shapes))
+	for i, part := range p.parts {
+		qc := cfg.QueueConfig(i)
+		if !part.sized || qc.Template == nil {
+			claims[i] = capacity.Claim{Template: qc.Template, Unbound: part.unboundPods, Podless: part.podlessPods, Waiting: part.Waiting}
+			continue
+		}
+		claims[i] = capacity.Claim{Template: smallestShape(qc), Waiting: part.Waiting}
+		claims = append(claims, capacity.Claim{Template: largestShape(qc), Unbound: part.unboundPods, Podless: part.podlessPods})
+	}
+	base = len(claims)
+	for _, s := range shapes {
+		claims = append(claims, capacity.Claim{Template: s})
+	}
+	return claims, base
+}
+
+// shapes are the distinct shapes of the sized queues' admitted creates (the first create's Job of each), and per
+// queue the claim of each of its admitted creates, shapes counted from base (nil for a queue that is not sized). A
+// create with no pod of its own (status's estimate) is placed as its queue's smallest shape.
+func (p *Plan) shapes(base int) ([]*batchv1.Job, [][]int) {
+	var shapes []*batchv1.Job
+	var of [][]int
+	index := map[string]int{}
+	for i, part := range p.parts {
+		if !part.sized {
+			continue
+		}
+		if of == nil {
+			of = make([][]int, len(p.parts))
+		}
+		of[i] = make([]int, len(part.admittedCreates))
+		for k, c := range part.admittedCreates {
+			if c.Job == nil || len(c.Job.Spec.Template.Spec.Containers) == 0 {
+				of[i][k] = i
+				continue
+			}
+			key := shapeKey(c.Job)
+			n, ok := index[key]
+			if !ok {
+				n = len(shapes)
+				index[key] = n
+				shapes = append(shapes, c.Job)
+			}
+			of[i][k] = base + n
+		}
+	}
+	return shapes, of
+}
+
+// shapeKey says what of a Job's pod its fit depends on and may differ between a queue's rows: every container's
+// requests and limits (the rest of the pod is the queue's template).
+func shapeKey(job *batchv1.Job) string {
+	var b strings.Builder
+	list := func(l corev1.ResourceList) {
+		for _, r := range slices.Sorted(maps.Keys(l)) {
+			v := l[r]
+			b.WriteString(string(r) + "=" + v.String() + ",")
+		}
+	}
+	for _, c := range job.Spec.Template.Spec.Containers {
+		list(c.Resources.Requests)
+		b.WriteByte('/')
+		list(c.Resources.Limits)
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+// requestsWords is a Job's requests in words, sorted: "cpu=3 memory=1Gi" ("the template's requests" for none).
+func requestsWords(l corev1.ResourceList) string {
+	if len(l) == 0 {
+		return "the template's requests"
+	}
+	var parts []string
+	for _, r := range slices.Sorted(maps.Keys(l)) {
+		v := l[r]
+		parts = append(parts, string(r)+"="+v.String())
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,168 @@
+package scheduler
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/rows"
+	"github.com/jobsched/jobsched/pkg/testkit"
+)
+
+// sizedRows are rows whose column cpus holds each one's cpu request (key=cpus pairs).
+func sizedRows(kv ...string) []rows.Row {
+	var out []rows.Row
+	for i := 0; i < len(kv); i += 2 {
+		out = append(out, rows.Row{Key: kv[i], Columns: []rows.Column{{Name: "id", Value: kv[i]}, {Name: "cpus", Value: kv[i+1]}}})
+	}
+	return out
+}
+
+// sizedConfig takes each worker's cpu from the column cpus, at most most, its template asking 1 cpu.
+func sizedConfig(t *testing.T, mode config.Capacity, most string) *config.Config {
+	return testConfig(t, func(c *config.Config) {
+		c.Limits.Capacity = mode
+		c.Job.RequestsFrom = map[corev1.ResourceName]string{corev1.ResourceCPU: "cpus"}
+		c.Job.MaxRequests = map[corev1.ResourceName]resource.Quantity{corev1.ResourceCPU: resource.MustParse(most)}
+		c.Template.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	})
+}
+
+// fourCPU is the room of the tests: one node of 4 cpu (capacity nodes), or a quota of 4 cpu (capacity quota).
+func fourCPU(mode config.Capacity) runtime.Object {
+	if mode == config.CapacityQuota {
+		q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "compute", Namespace: testkit.Namespace}}
+		q.Spec.Hard = corev1.ResourceList{"requests.cpu": resource.MustParse("4")}
+		q.Status.Hard, q.Status.Used = q.Spec.Hard, corev1.ResourceList{"requests.cpu": resource.MustParse("0")}
+		return q
+	}
+	return makeNode("n1").Allocatable(corev1.ResourceCPU, "4").Allocatable(corev1.ResourcePods, "110").Obj()
+}
+
+// TestSizedPass pins the per-row fit, in capacity nodes and quota: each row is placed with its own cpu, in the
+// query's order; the first that does not fit stops the queue (strict order: the rows behind it wait, read ahead);
+// a row over job.maxRequests, or larger than the node (the quota) could ever hold, is skipped with its key and
+// why, counted apart, and the rows behind it are still created.
+func TestSizedPass(t *testing.T) {
+	for _, mode := range []config.Capacity{config.CapacityNodes, config.CapacityQuota} {
+		neverWhy := "more than the allocatable of any of the 1 node(s) it may run on (the largest, n1: cpu=4)"
+		if mode == config.CapacityQuota {
+			neverWhy = "more than ResourceQuota compute allows in all (requests.cpu: 4)"
+		}
+		tests := []struct {
+			name      string
+			most      string
+			rows      []rows.Row
+			created   []string
+			skipped   []Skip
+			readAhead int
+			wantLimit string
+		}{
+			{name: "1, 1, 3, 1 on 4: strict order creates 1 and 1, stops at 3", most: "4",
+				rows:    sizedRows("a", "1", "b", "1", "c", "3", "d", "1"),
+				created: []string{"a", "b"}, readAhead: 2,
+				wantLimit: "capacity: the next row in the query's order asks for cpu=3, more than is free now; the rows behind it wait (strict order)"},
+			{name: "sizes that fill it exactly", most: "4", rows: sizedRows("a", "2", "b", "500m", "c", "1500m", "d", "1m"),
+				created: []string{"a", "b", "c"}, readAhead: 1, wantLimit: "capacity: the next row in the query's order asks for cpu=1m"},
+			{name: "over maxRequests and not a quantity: skipped, the rows behind created", most: "2",
+				rows:    sizedRows("a", "1", "big", "3", "bad", "x\x1b", "b", "2"),
+				created: []string{"a", "b"},
+				skipped: []Skip{
+					{Key: "big", Reason: `no Job: the cpu request (column "cpus") 3 is over job.maxRequests.cpu (2)`, Size: true},
+					{Key: "bad", Reason: `no Job: the cpu request (column "cpus") "x\x1b" is not a quantity (e.g. 500m, 2Gi)`, Size: true},
+				},
+				wantLimit: "limits.maxPerTick: 10"},
+			{name: "larger than it could ever hold: skipped, the rows behind created", most: "8",
+				rows:      sizedRows("a", "1", "huge", "5", "b", "3"),
+				created:   []string{"a", "b"},
+				skipped:   []Skip{{Key: "huge", Reason: "no Job: it asks for cpu=5, " + neverWhy, Size: true}},
+				wantLimit: "limits.maxPerTick: 10"},
+			{name: "the first row fills it: the next waits", most: "4",
+				rows: sizedRows("a", "4", "b", "1"), created: []string{"a"}, readAhead: 1,
+				wantLimit: "capacity: the next row in the query's order asks for cpu=1"},
+		}
+		for _, tc := range tests {
+			t.Run(string(mode)+": "+tc.name, func(t *testing.T) {
+				cfg := sizedConfig(t, mode, tc.most)
+				client := testkit.NewFake(fourCPU(mode))
+				s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: tc.rows}, Renderer: render.New(cfg, nil),
+					Now: func() time.Time { return now }}
+				res, err := s.Run(context.Background(), Execute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var wantActs []string
+				for _, k := range tc.created {
+					wantActs = append(wantActs, "create jobs "+name(k))
+				}
+				var got []string
+				for _, a := range actions(client) {
+					if strings.HasPrefix(a, "create jobs") {
+						got = append(got, a)
+					}
+				}
+				if diff := cmp.Diff(wantActs, got); diff != "" {
+					t.Errorf("creates (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(tc.skipped, res.Plan.Skipped); diff != "" {
+					t.Errorf("skipped (-want +got):\n%s", diff)
+				}
+				if res.Summary.SkippedSize != len(tc.skipped) || res.Summary.Skipped != len(tc.skipped) || res.Summary.ReadAhead != tc.readAhead {
+					t.Errorf("summary %+v: want skipped = skippedSize = %d, readAhead %d", res.Summary, len(tc.skipped), tc.readAhead)
+				}
+				if !strings.HasPrefix(res.Limit(), tc.wantLimit) {
+					t.Errorf("limit %q, want %q…", res.Limit(), tc.wantLimit)
+				}
+				if tc.readAhead > 0 && (!res.RowsWait || !res.RoomBound()) {
+					t.Errorf("rows wait %v, room bound %v: a fill run must wait for room", res.RowsWait, res.RoomBound())
+				}
+				for _, c := range res.Plan.Creates {
+					i := slices.IndexFunc(tc.rows, func(r rows.Row) bool { return r.Key == c.Key })
+					want := resource.MustParse(tc.rows[i].Columns[1].Value)
+					if got := c.Job.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; got.Cmp(want) != 0 || c.Requests.Cpu().Cmp(want) != 0 {
+						t.Errorf("%s asks cpu %s (Requests %s), want its row's %s", c.Key, got.String(), c.Requests.Cpu().String(), want.String())
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestSizedReadBound: a sized queue reads as many rows as its smallest Job fits, bounded by limits.maxPerTick and
+// MaxSizedRows, never by its template's size: 1-cpu rows on a node where the 3-cpu template fits once.
+func TestSizedReadBound(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		maxPerTick int
+		want       int
+		wantLimit  string
+	}{
+		{"maxPerTick", 10, 10, "limits.maxPerTick: 10"},
+		{"MaxSizedRows", config.MaxCount, MaxSizedRows, "job.requestsFrom: at most 1000 rows a pass"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := sizedConfig(t, config.CapacityNodes, "3")
+			cfg.Limits.MaxPerTick, cfg.Limits.MaxActive = ptr.To(tc.maxPerTick), ptr.To(config.MaxCount)
+			cfg.Template.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("3")
+			obs := observed(nil, nil)
+			obs.Capacity = &capacity.Snapshot{Mode: config.CapacityNodes, Nodes: []capacity.Node{{Name: "n1", Ready: true, Allocatable: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("4000"), corev1.ResourcePods: resource.MustParse("100000")}}}}
+			p := Decide(cfg, obs)
+			if p.Slots != tc.want || p.Limit != tc.wantLimit {
+				t.Errorf("slots %d (%s), want %d (%s)", p.Slots, p.Limit, tc.want, tc.wantLimit)
+			}
+		})
+	}
+}
