@@ -41,6 +41,7 @@ func TestKueue(t *testing.T) {
 	t.Run("eviction", func(t *testing.T) { testKueueEviction(t, kcfg) })
 	t.Run("rbac", func(t *testing.T) { testKueueRBAC(t, kcfg) })
 	t.Run("multikueue", func(t *testing.T) { testMultiKueue(t, kcfg) })
+	t.Run("sized", func(t *testing.T) { testKueueSized(t, kcfg) })
 }
 
 // kueueCluster starts the test's own control plane with Kueue and returns its kubeconfig.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -35,15 +36,20 @@ type dryRunPlan struct {
 		Delete string `json:"delete"`
 	} `json:"jobs"`
 	Creates []struct {
-		Queue      string       `json:"queue"`
-		Job        *batchv1.Job `json:"job"`
+		Queue      string              `json:"queue"`
+		Key        string              `json:"key"`
+		Requests   corev1.ResourceList `json:"requests"`
+		Job        *batchv1.Job        `json:"job"`
 		Supersedes *struct {
 			Name   string `json:"name"`
 			Delete string `json:"delete"`
 		} `json:"supersedes"`
 	} `json:"creates"`
-	Skipped []struct{ Key, Reason string } `json:"skipped"`
-	Queues  []queuePlan                    `json:"queues"`
+	Skipped []struct {
+		Key, Reason string
+		Size        bool
+	} `json:"skipped"`
+	Queues []queuePlan `json:"queues"`
 }
 
 // queuePlan is what TestDryRunIsWhatTickDoes reads of a queue's part of the plan.
@@ -68,14 +74,20 @@ func TestDryRunIsWhatTickDoes(t *testing.T) {
 	e.insertQueue("plain", "p", "", 4)
 	e.exec(`INSERT INTO ` + e.table + ` (id, url, queue) VALUES ('p-big', repeat('x', 200000), 'plain')`) // over 128 KiB
 	e.insertQueue("fit", "f", "", 8)
+	// Rows that say their own cpu (job.requestsFrom): two that fit, one that is no quantity, one over maxRequests.
+	e.exec(`ALTER TABLE ` + e.table + ` ADD COLUMN cpus text`)
+	e.exec(`INSERT INTO ` + e.table + ` (id, url, queue, cpus) VALUES ('s-0', 'u', 'sized', '100m'), ('s-1', 'u', 'sized', '200m'),
+		('s-2', 'u', 'sized', 'lots'), ('s-3', 'u', 'sized', '3')`)
 	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "cpu"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("2")}}}
 	if _, err := e.kube.CoreV1().ResourceQuotas(e.ns).Create(e.ctx, quota, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := e.writeQueues(queuesConfig{limits: "{capacity: quota, maxPerTick: 20, maxActive: 30}",
-		extra:  "gc: {succeededRetention: 0s}\nretry: {maxAttempts: 3, backoff: 0s}\n",
-		queues: []queueSpec{{name: "plain", cpu: "50m", duration: "1s", fail: "first"}, {name: "fit", cpu: "600m", duration: "1s"}}})
+		extra: "gc: {succeededRetention: 0s}\nretry: {maxAttempts: 3, backoff: 0s}\n",
+		queues: []queueSpec{{name: "plain", cpu: "50m", duration: "1s", fail: "first"}, {name: "fit", cpu: "600m", duration: "1s"},
+			{name: "sized", cpu: "50m", duration: "1s", fail: "first", columns: "id, url, tenant, cpus",
+				job: "    requestsFrom: {cpu: cpus}\n    maxRequests: {cpu: 1}\n"}}})
 
 	// The state: a first tick's Jobs, all finished (attempt 1 of plain's tasks failed, fit's succeeded), and the
 	// quota's usage back to none, so that nothing changes between the dry run and the tick.
@@ -134,7 +146,24 @@ func TestDryRunIsWhatTickDoes(t *testing.T) {
 	fitBound := slices.ContainsFunc(plan.Queues, func(q queuePlan) bool {
 		return q.Name == "fit" && strings.HasPrefix(q.Limit, "capacity:") && q.Creates > 0
 	})
-	if len(retired) == 0 || len(deletes) <= len(retired) || len(plan.Skipped) < 2 || !queues["plain"] || !queues["fit"] || !fitBound {
+	sorted := func(s []string) []string { return slices.Sorted(slices.Values(s)) }
+	// The sized queue: its retries ask their rows' cpu, its bad rows are size skips.
+	sizedReqs := map[string]string{}
+	for _, c := range plan.Creates {
+		if c.Queue == "sized" {
+			sizedReqs[c.Key] = c.Requests.Cpu().String()
+		}
+	}
+	var sizeSkips []string
+	for _, sk := range plan.Skipped {
+		if sk.Size {
+			sizeSkips = append(sizeSkips, sk.Key)
+		}
+	}
+	if !maps.Equal(sizedReqs, map[string]string{"s-0": "100m", "s-1": "200m"}) || !slices.Equal(sorted(sizeSkips), []string{"s-2", "s-3"}) {
+		t.Errorf("the sized queue's creates ask %v, its size skips %v; want s-0 100m, s-1 200m; s-2, s-3", sizedReqs, sizeSkips)
+	}
+	if len(retired) == 0 || len(deletes) <= len(retired) || len(plan.Skipped) < 2 || !queues["plain"] || !queues["fit"] || !queues["sized"] || !fitBound {
 		t.Fatalf("the plan lacks a kind of write: %d deletes (%d of retried attempts), creates %v in queues %v, %d skips, queues %+v",
 			len(deletes), len(retired), creates, queues, len(plan.Skipped), plan.Queues)
 	}
@@ -159,7 +188,6 @@ func TestDryRunIsWhatTickDoes(t *testing.T) {
 			gotDeletes = append(gotDeletes, name)
 		}
 	}
-	sorted := func(s []string) []string { return slices.Sorted(slices.Values(s)) }
 	made := slices.DeleteFunc(slices.Clone(creates), func(n string) bool { return slices.Contains(nameTaken, n) })
 	if !slices.Equal(sorted(made), sorted(gotCreates)) {
 		t.Errorf("dry-run planned the creates %v (%v: name taken, as the tick recorded); tick made %v", sorted(creates), nameTaken, sorted(gotCreates))
@@ -191,8 +219,12 @@ func TestDryRunIsWhatTickDoes(t *testing.T) {
 		if g, w := got.Spec.Template.Spec.Containers[0].Env, want.Spec.Template.Spec.Containers[0].Env; !equality.Semantic.DeepEqual(g, w) {
 			t.Errorf("%s: env %v, planned %v", c.Job.Name, g, w)
 		}
+		if g, w := got.Spec.Template.Spec.Containers[0].Resources, want.Spec.Template.Spec.Containers[0].Resources; !equality.Semantic.DeepEqual(g, w) {
+			t.Errorf("%s: resources %v, planned %v", c.Job.Name, g, w)
+		}
 	}
-	if sum.Created != len(made) || sum.Deleted != len(deletes) || sum.Skipped != len(plan.Skipped)+len(nameTaken) || sum.Selected != plan.Selected || sum.Failed != 0 {
+	if sum.Created != len(made) || sum.Deleted != len(deletes) || sum.Skipped != len(plan.Skipped)+len(nameTaken) || sum.SkippedSize != len(sizeSkips) ||
+		sum.Selected != plan.Selected || sum.Failed != 0 {
 		t.Errorf("tick's pass done %+v; the plan: %d creates (%d names taken), %d deletes, %d skips, %d selected", sum, len(creates), len(nameTaken),
 			len(deletes), len(plan.Skipped), plan.Selected)
 	}

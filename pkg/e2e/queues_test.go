@@ -46,6 +46,7 @@ type queueSpec struct {
 	limits   string // the queue's limits as a YAML flow mapping, e.g. "{maxActive: 2}"; "" for none
 	columns  string // the query's columns; default "id, url, tenant"
 	fail     string // its pods fail (jobTemplate.fail: "true", or "first" for attempt 1 only); "": they succeed
+	job      string // more keys of its job block (YAML indented by four spaces), e.g. requestsFrom
 }
 
 // queuesConfig is a scenario's install with several queues.
@@ -113,7 +114,7 @@ func (e *env) writeQueues(c queuesConfig) string {
 		}
 		fmt.Fprintf(&b, "  source:\n    query: SELECT %s FROM %s WHERE status = 'waiting' AND queue = '%s' ORDER BY n\n    key: id\n    timeout: 10s\n",
 			q.columns, e.table, q.name)
-		fmt.Fprintf(&b, "  job:\n    template: %s-job.yaml\n", tpl)
+		fmt.Fprintf(&b, "  job:\n    template: %s-job.yaml\n%s", tpl, q.job)
 		if q.limits != "" {
 			fmt.Fprintf(&b, "  limits: %s\n", q.limits)
 		}

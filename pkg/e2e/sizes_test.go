@@ -1,0 +1,143 @@
+//go:build integration
+
+package e2e
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/jobsched/jobsched/pkg/jobmeta"
+)
+
+// sizedJob are the job keys that take each worker's cpu from the column cpus, at most 4.
+const sizedJob = "  requestsFrom: {cpu: cpus}\n  maxRequests: {cpu: 4}\n"
+
+// withJobKeys adds keys (YAML at the job block's indent) to the job block of the config at path.
+func (e *env) withJobKeys(path, keys string) {
+	e.t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s := strings.Replace(string(data), "\njob:\n", "\njob:\n"+keys, 1)
+	if s == string(data) {
+		e.t.Fatalf("%s has no job block", path)
+	}
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// TestSizedRowsFillANode: on a 4-CPU node of its own, rows asking 1500m, 1, 500m and 1 CPU fill it exactly, each
+// Job asking its row's cpu, and kube-scheduler agrees (all four bound, none Unschedulable); a row whose value is no
+// quantity and one over job.maxRequests are skipped with their keys and why, counted apart, and the rows behind
+// them are created; the next row (1 CPU) does not fit and waits, in the query's order, for room.
+func TestSizedRowsFillANode(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	node := e.addNode("n0", "4", "8Gi", 110, nil)
+	e.exec(`ALTER TABLE ` + e.table + ` ADD COLUMN cpus text`)
+	rows := [][2]string{{"a", "1500m"}, {"bad", "lots\x1b[2J"}, {"b", "1"}, {"big", "9"}, {"c", "500m"}, {"d", "1"}, {"e", "1"}}
+	for _, r := range rows {
+		e.exec(`INSERT INTO `+e.table+` (id, url, cpus) VALUES ($1, 'https://example.com/'||$1, $2)`, r[0], r[1])
+	}
+	cfg := e.writeConfig(config{name: "sized", duration: "10m",
+		query: "SELECT id, url, cpus FROM " + e.table + " WHERE status = 'waiting' ORDER BY n",
+		extra: "limits:\n  maxActive: 20\n  maxPerTick: 20\n  capacity: nodes\n"})
+	e.withJobKeys(cfg, sizedJob)
+
+	r := e.tick(cfg)
+	s := r.summary(t)
+	if s.Created != 4 || s.Skipped != 2 || s.SkippedSize != 2 || s.ReadAhead != 1 || s.Failed != 0 {
+		t.Fatalf("pass done %+v: want created 4, skipped 2 (skippedSize 2), readAhead 1", s)
+	}
+	for key, why := range map[string]string{
+		"bad": `the cpu request (column \"cpus\") \"lots\\x1b[2J\" is not a quantity`,
+		"big": `the cpu request (column \"cpus\") 9 is over job.maxRequests.cpu (4)`,
+	} {
+		if !strings.Contains(r.stderr, `"task":"`+key+`"`) || !strings.Contains(r.stderr, why) {
+			t.Errorf("no log line skipping %s with %s:\n%s", key, why, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "\x1b") {
+		t.Error("a row's control byte reached the log")
+	}
+	if byNode := e.bound("sized", 4); byNode[node] != 4 {
+		t.Errorf("pods per node %v, want 4 on %s", byNode, node)
+	}
+	want := map[string]string{"a": "1500m", "b": "1", "c": "500m", "d": "1"}
+	total := resource.Quantity{}
+	for _, p := range e.ours("sized") {
+		key := p.Annotations["jobsched.io/task-key"]
+		got := p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
+		if w, ok := want[key]; !ok || got.Cmp(resource.MustParse(w)) != 0 {
+			t.Errorf("the pod of %q asks cpu %s, want %s", key, got.String(), w)
+		}
+		total.Add(got)
+	}
+	if total.Cmp(resource.MustParse("4")) != 0 {
+		t.Errorf("the pods ask %s cpu in all, want the node's 4", total.String())
+	}
+
+	// Full: nothing fits, not even the smallest row a row may ask for; nothing is read.
+	if s = e.tick(cfg).summary(t); s.Created != 0 || !strings.Contains(s.Blocked, "capacity") {
+		t.Errorf("with the node full: %+v; want nothing created, blocked by capacity", s)
+	}
+}
+
+// testKueueSized: with limits.capacity: kueue, each Job asks its row's cpu and the Workload Kueue makes from it
+// carries that request (Kueue admits it by its own size), and both Jobs are admitted and complete.
+func testKueueSized(t *testing.T, kcfg string) {
+	k := newKueueEnv(t, kcfg, 20, false)
+	k.exec(`ALTER TABLE ` + k.table + ` ADD COLUMN cpus text`)
+	want := map[string]string{"k-0": "300m", "k-1": "700m"}
+	for key, cpu := range want {
+		k.exec(`INSERT INTO `+k.table+` (id, url, cpus) VALUES ($1, 'u', $2)`, key, cpu)
+	}
+	cfg := k.config(config{duration: "1s", query: "SELECT id, url, cpus FROM " + k.table + " WHERE status = 'waiting' ORDER BY n"},
+		"  maxQueued: 2\n", "")
+	k.withJobKeys(cfg, sizedJob)
+	k.worker()
+	if s := k.tick(cfg).summary(t); s.Created != 2 {
+		t.Fatalf("the tick created %d Jobs, want 2", s.Created)
+	}
+	keyOf := map[string]string{} // Job name → task key
+	for _, j := range k.jobs() {
+		keyOf[j.Name] = j.Annotations[jobmeta.AnnotationTaskKey]
+	}
+	got := map[string]string{}
+	k.eventually("a Workload for each Job, with its row's cpu", time.Minute, func() bool {
+		l, err := k.dyn.Resource(gvrWorkload).Namespace(k.ns).List(k.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		got = map[string]string{}
+		for _, w := range l.Items {
+			owners := w.GetOwnerReferences()
+			sets, _, _ := unstructured.NestedSlice(w.Object, "spec", "podSets")
+			if len(owners) == 0 || len(sets) == 0 {
+				continue
+			}
+			ctrs, _, _ := unstructured.NestedSlice(sets[0].(map[string]any), "template", "spec", "containers")
+			if len(ctrs) == 0 {
+				continue
+			}
+			cpu, _, _ := unstructured.NestedString(ctrs[0].(map[string]any), "resources", "requests", "cpu")
+			got[keyOf[owners[0].Name]] = cpu
+		}
+		return len(got) == 2
+	})
+	for key, cpu := range want {
+		if q, err := resource.ParseQuantity(got[key]); err != nil || q.Cmp(resource.MustParse(cpu)) != 0 {
+			t.Errorf("the Workload of %s asks cpu %q, want %s (its row's)", key, got[key], cpu)
+		}
+	}
+	k.drain(cfg, 2, nil)
+}
