@@ -169,7 +169,9 @@ func TestFollowedIsFresh(t *testing.T) {
 			}
 		}
 		return nil
-	}, func(o *Observation) bool { return len(o.Pods) == 1 && o.Pods[0].Bound && len(o.Capacity.Pending) == 0 })
+	}, func(o *Observation) bool { // kwok runs them: ours is bound while Pending, then no longer Pending
+		return len(o.Capacity.Pending) == 0 && !slices.ContainsFunc(o.Pods, func(p capacity.PodSummary) bool { return !p.Bound })
+	})
 	step("a Job runs and completes", func() error {
 		_, err := jobs.Create(ctx, newJob("runs", false), metav1.CreateOptions{})
 		return err
