@@ -50,11 +50,11 @@ run while env.passthrough copies nothing.`,
 				return err
 			}
 			defer closeFn()
-			mode := scheduler.DryRun
+			action := scheduler.DryRun
 			if o.server {
-				mode = scheduler.ServerDryRun
+				action = scheduler.ServerDryRun
 			}
-			res, err := s.Run(cmd.Context(), mode)
+			res, err := s.Run(cmd.Context(), action)
 			err = logged(err)
 			if res.Plan == nil || config.IsConfigError(err) {
 				return err

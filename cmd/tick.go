@@ -238,14 +238,14 @@ func (g *globalOptions) executePass(ctx context.Context, gcOnly bool) error {
 	}
 	defer closeFn()
 	cfg := s.Config
-	mode := scheduler.Execute
+	action := scheduler.Execute
 	if gcOnly {
-		mode = scheduler.DeleteOnly
+		action = scheduler.DeleteOnly
 	}
 	start := time.Now()
-	res, err := s.Run(ctx, mode)
+	res, err := s.Run(ctx, action)
 	if url := g.pushgatewayURL(cfg); url != "" {
-		pushMetrics(ctx, s, url, mode, res.Plan, res.Summary, err, time.Since(start))
+		pushMetrics(ctx, s, url, action, res.Plan, res.Summary, err, time.Since(start))
 	}
 	return logged(err)
 }
@@ -259,7 +259,7 @@ func (g *globalOptions) pushgatewayURL(cfg *config.Config) string {
 }
 
 // pushMetrics counts the backlog (tick only) and pushes the pass's metrics; a failure of either is logged.
-func pushMetrics(ctx context.Context, s *scheduler.Scheduler, url string, mode scheduler.Mode, plan *scheduler.Plan,
+func pushMetrics(ctx context.Context, s *scheduler.Scheduler, url string, action scheduler.Action, plan *scheduler.Plan,
 	sum scheduler.Summary, passErr error, d time.Duration) {
 	log := zerolog.Ctx(scheduler.WithRunLog(ctx, s.Config))
 	p := metrics.Pass{Job: metrics.JobTick, Scheduler: s.Config.Name, Namespace: s.Config.Namespace, Duration: d,
@@ -269,7 +269,7 @@ func pushMetrics(ctx context.Context, s *scheduler.Scheduler, url string, mode s
 			p.Queues = append(p.Queues, q.Name)
 		}
 	}
-	if mode == scheduler.DeleteOnly {
+	if action == scheduler.DeleteOnly {
 		p.Job = metrics.JobGC
 	} else if plan != nil && s.AllQueues()[0].Source != nil && ctx.Err() == nil {
 		bctx, cancel := context.WithTimeout(ctx, reportTimeout)

@@ -159,6 +159,6 @@
 // # Names
 //
 // A task is a row's key; its Jobs are its attempts, numbered by NextAttempt. The command `jobsched retry` is
-// Scheduler.ResetDead: it deletes a dead task's record so that it starts again at attempt 1. A Mode is what a
+// Scheduler.ResetDead: it deletes a dead task's record so that it starts again at attempt 1. An Action is what a
 // command lets a pass do: Execute (tick), DeleteOnly (gc), DryRun and ServerDryRun (dry-run).
 package scheduler

@@ -27,7 +27,7 @@ type execution struct {
 	s       *Scheduler
 	ctx     context.Context
 	held    context.Context // the creates run under it: the Guard's, else ctx
-	mode    Mode
+	action  Action
 	log     zerolog.Logger
 	start   time.Time
 	deleted []error // each delete tried (nil: done), the retries' failed attempts included
@@ -61,8 +61,8 @@ func WithRunLog(ctx context.Context, cfg *config.Config) context.Context {
 }
 
 // begin starts a pass: its logger, its --timeout.
-func (s *Scheduler) begin(ctx context.Context, mode Mode) (context.Context, *execution) {
-	x := &execution{s: s, mode: mode, start: time.Now(), release: func() {}, cancel: func() {}}
+func (s *Scheduler) begin(ctx context.Context, action Action) (context.Context, *execution) {
+	x := &execution{s: s, action: action, start: time.Now(), release: func() {}, cancel: func() {}}
 	ctx = WithRunLog(ctx, s.Config)
 	x.log = *zerolog.Ctx(ctx)
 	if s.Timeout > 0 {
@@ -93,7 +93,7 @@ func (x *execution) end() {
 
 // hold takes g for an Execute pass; its refusal is returned for the observation (the plan then creates nothing).
 func (x *execution) hold(g Guard) error {
-	if g == nil || x.mode != Execute {
+	if g == nil || x.action != Execute {
 		return nil
 	}
 	held, release, err := g.Take(x.ctx)
@@ -165,11 +165,11 @@ func (x *execution) done(p *Plan, obs *Observation, rowsWait bool, stop error) (
 	if err == nil {
 		err = errors.Join(x.errs...)
 	}
-	r.Summary = summarize(p, x.mode.dryRun(), x.deleted, x.created)
+	r.Summary = summarize(p, x.action.dryRun(), x.deleted, x.created)
 	if p != nil {
 		r.Outcomes = outcomes(p, x.created)
 	}
-	if g, ok := x.s.Guard.(guardReport); ok && x.mode == Execute {
+	if g, ok := x.s.Guard.(guardReport); ok && x.action == Execute {
 		state, waited := g.Report()
 		r.Summary.Lease, r.Summary.LeaseWait = state, waited.Milliseconds()
 	}
@@ -185,19 +185,19 @@ type guardReport interface {
 	Report() (state string, waited time.Duration)
 }
 
-// deletes is an execute step: it deletes js (in a mode that deletes) and returns once each delete is answered.
+// deletes is an execute step: it deletes js (for an action that deletes) and returns once each delete is answered.
 func (x *execution) deletes(js []JobStatus) {
-	if x.mode.deletes() {
+	if x.action.deletes() {
 		x.deleteOutcomes(x.s.executeDeletes(x.ctx, js))
 	}
 }
 
-// deletesBehind is an execute step for finished Jobs: it starts their deletes (in a mode that deletes) beside the
+// deletesBehind is an execute step for finished Jobs: it starts their deletes (for an action that deletes) beside the
 // rest of the pass, which done waits for. A finished Job holds no slot, its pods no node and no quota but a
 // count/jobs.batch (which the API server's quota counts by its own clock), and its key is excluded from the pass:
 // nothing the pass creates needs it gone, so no create waits for it, and it never waits on a step that may fail.
 func (x *execution) deletesBehind(js []JobStatus) {
-	if !x.mode.deletes() || len(js) == 0 {
+	if !x.action.deletes() || len(js) == 0 {
 		return
 	}
 	var errs []error
@@ -231,7 +231,7 @@ func (x *execution) creates(p *Plan) {
 	for _, sk := range p.Skipped {
 		x.log.Warn().Str("task", sk.Key).Msg(sk.Reason)
 	}
-	switch x.mode {
+	switch x.action {
 	case Execute:
 		x.warnRates(p)
 		held, refused := x.reserve(p)

@@ -18,7 +18,7 @@ import (
 // and releases it after its last create; gc and dry runs never touch it.
 func TestRunWithTheLease(t *testing.T) {
 	for _, tc := range []struct {
-		mode Mode
+		mode Action
 		want []string
 	}{
 		{Execute, []string{
@@ -30,7 +30,7 @@ func TestRunWithTheLease(t *testing.T) {
 		{DeleteOnly, []string{"list jobs"}},
 		{DryRun, []string{"list jobs", "list pods"}},
 	} {
-		t.Run(map[Mode]string{Execute: "tick", DeleteOnly: "gc", DryRun: "dry-run"}[tc.mode], func(t *testing.T) {
+		t.Run(map[Action]string{Execute: "tick", DeleteOnly: "gc", DryRun: "dry-run"}[tc.mode], func(t *testing.T) {
 			cfg := testConfig(t, nil)
 			client := testkit.NewFake()
 			g := &lease.Guard{Client: client.CoordinationV1(), Namespace: cfg.Namespace, Scheduler: cfg.Name, Holder: "me"}

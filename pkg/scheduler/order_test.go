@@ -223,7 +223,7 @@ func TestGuard(t *testing.T) {
 	cancel(errors.New("lease lost"))
 	tests := []struct {
 		name        string
-		mode        Mode
+		mode        Action
 		guard       *guard
 		wantCreates int
 		wantBlocked string

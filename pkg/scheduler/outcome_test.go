@@ -55,7 +55,7 @@ func TestOutcomesBesideThePlan(t *testing.T) {
 					c.Limits.Rate = rateOf(10, time.Minute)
 				}
 			})
-			pass := func(mode Mode) (Result, *testkit.Fake) {
+			pass := func(mode Action) (Result, *testkit.Fake) {
 				var objects []runtime.Object
 				for _, o := range tc.objects {
 					objects = append(objects, o.DeepCopyObject())

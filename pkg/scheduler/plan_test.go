@@ -45,7 +45,7 @@ func TestDryRunShowsEveryDelete(t *testing.T) {
 		return []runtime.Object{makeJob("due").Finished(batchv1.JobFailed, ago(time.Hour)).Obj(), makeJob("old-ok").Finished(batchv1.JobComplete, ago(time.Hour)).Obj(),
 			makeJob("sup").Attempt(2).Finished(batchv1.JobFailed, ago(time.Minute)).Obj(), makeJob("sup").Finished(batchv1.JobFailed, ago(time.Hour)).Obj()}
 	}
-	run := func(mode Mode) (*Plan, []string) {
+	run := func(mode Action) (*Plan, []string) {
 		client := testkit.NewFake(objects()...)
 		s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("due", "new")},
 			Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}

@@ -473,7 +473,7 @@ func (x *execution) warnRates(p *Plan) {
 	switch w := p.rates.w; {
 	case w.Lost != "":
 		x.log.Warn().Str("why", w.Lost).Msg("limits.rate: the rate record is lost: every window is taken as full until its per has passed")
-	case w.Unkept != "" && x.mode == Execute:
+	case w.Unkept != "" && x.action == Execute:
 		x.log.Warn().Str("why", w.Unkept).Msg("limits.rate: no rate record is kept (no Lease): the windows are the creation times of the Jobs that still exist")
 	}
 }

@@ -23,12 +23,12 @@ const MaxSkippedRows = 10000
 // failed instead of leaving them for the next pass (notCreated). The bench's bare client runs as many.
 const Workers = 16
 
-// Mode is what a command lets a pass do.
-type Mode int
+// Action is what a command lets a pass do.
+type Action int
 
 const (
 	// Execute deletes finished Jobs, then creates Jobs for the rows there is room for (the tick command).
-	Execute Mode = iota
+	Execute Action = iota
 	// DeleteOnly only deletes finished Jobs: it lists Jobs and nothing else, and reads no row (the gc command).
 	DeleteOnly
 	// DryRun makes the whole plan and writes nothing.
@@ -37,8 +37,8 @@ const (
 	ServerDryRun
 )
 
-func (m Mode) deletes() bool { return m == Execute || m == DeleteOnly }
-func (m Mode) dryRun() bool  { return m == DryRun || m == ServerDryRun }
+func (m Action) deletes() bool { return m == Execute || m == DeleteOnly }
+func (m Action) dryRun() bool  { return m == DryRun || m == ServerDryRun }
 
 // Guard is what a pass holds while it creates, taken before the observation that decides the creates (a Lease:
 // one pass at a time). Take returns a context that ends the moment the guard is lost, under which the creates run
@@ -144,21 +144,21 @@ func (r Result) HardBlocked() bool { return r.Plan != nil && r.Plan.hard }
 //
 // The returned error is a *config.Error when the configuration is wrong (the query, the columns); any other error
 // is a run-time failure. The plan is returned whenever the Jobs could be listed, and the summary always.
-func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
-	ctx, x := s.begin(ctx, mode)
+func (s *Scheduler) Run(ctx context.Context, action Action) (Result, error) {
+	ctx, x := s.begin(ctx, action)
 	defer x.end()
 	held := x.hold(s.Guard) // 0
 	x.step("guard")
 	if s.Follow != nil && held == nil && !alone(s.Guard) {
 		s.Follow.Resync() // another holder wrote since this run's last pass: what was followed is not all of it
 	}
-	obs, err := s.observe(ctx, mode != DeleteOnly) // 1
+	obs, err := s.observe(ctx, action != DeleteOnly) // 1
 	x.step("observe")
 	if err != nil {
 		return x.done(nil, nil, false, cause(ctx, err))
 	}
 	obs.GuardRefused = held
-	if mode == DeleteOnly {
+	if action == DeleteOnly {
 		p := Decide(s.Config, obs) // 3, reading nothing
 		x.deletesBehind(p.Deletes())
 		return x.done(p, obs, false, nil)
@@ -180,7 +180,7 @@ func (s *Scheduler) Run(ctx context.Context, mode Mode) (Result, error) {
 	if err != nil {
 		return x.done(p, obs, wait, err)
 	}
-	if mode.dryRun() {
+	if action.dryRun() {
 		p = s.explainQueues(ctx, p)
 	}
 	x.creates(p) // 9

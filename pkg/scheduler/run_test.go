@@ -264,7 +264,7 @@ func TestPassFailures(t *testing.T) {
 	boom := errors.New("connection refused")
 	tests := []struct {
 		name        string
-		mode        Mode
+		mode        Action
 		capacity    config.Capacity
 		source      rows.Source
 		failList    string // a resource whose LIST fails
