@@ -77,7 +77,7 @@ const (
 	wokePoll      = "poll"           // source.poll, or the poll for cancels
 	wokeRate      = "rateWindow"     // the limits.rate window allows the next create
 	wokeWaitDue   = "autoscalerWord" // a pod's wait (the plan's WaitDue) is over
-	wokeWatchLost = "watchLost"      // the watch of the Jobs was lost: the next pass observes afresh
+	wokeWatchLost = "watchLost"      // a watch was lost or came back after failing: the next pass observes afresh
 )
 
 // cancelPoll is the filler's poll while a queue has source.cancelQuery (jobsched help cancel): a cancel takes

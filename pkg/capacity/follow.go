@@ -106,6 +106,15 @@ func (f *Follow) Ours(ctx context.Context, c kube.Interface, namespace string, o
 	return ours, nil
 }
 
+// Losses counts the watches of its feeds lost since the Follow began (follow.Feed.Losses): a fill run's wait wakes
+// on a new one (scheduler.Follow.Wait), so that the next pass lists what was lost.
+func (f *Follow) Losses() int {
+	if f.nodes == nil {
+		return 0
+	}
+	return f.nodes.Losses() + f.pods.Losses() + f.quotas.Losses() + f.limits.Losses()
+}
+
 // Stop ends the watches (the next Observe lists afresh).
 func (f *Follow) Stop() {
 	if f.nodes == nil {

@@ -53,12 +53,12 @@ func jsonLines(t *testing.T, stderr string) []map[string]any {
 // server's warnings (a deprecated node label in the Job template) are among them at warn, with the run's scheduler
 // and namespace. A 10 s outage of the API server during a fill (its connections cut and refused, through a proxy of
 // the test's own: the shared API server stays up for the other tests) is said once per lost watch, at warn, and
-// once when it is back; client-go's "Watch failed", at error about once a second per watch, is not written.
+// once when it is back; client-go's "Watch failed", at error about once a second per watch, is not written; and a
+// watch back wakes a pass that lists afresh (woke watchLost): what the watch missed arrives after its return.
 func TestLogsOneFormat(t *testing.T) {
 	t.Parallel()
-	// Two Jobs fit at once and run 20 s: none ends during the outage, which begins after the fill's first pass (a Job
-	// that ends while the watches are away is seen by the Jobs' watch maybe before the pods' is back, and the pass
-	// then decides on pods that have not caught up: not what this test is about).
+	// Two Jobs fit at once and run 20 s: none ends during the outage, which begins after the fill's first pass, so
+	// that no Job's end wakes the pass that follows it.
 	e, keys, cfg := newTaskScenario(t, "4", "8Gi", 6, config{cpu: "2", duration: "20s", extra: "gc:\n  succeededRetention: 0s\n"})
 	e.writeTemplate("e2e", jobTemplate{duration: "20s", podSpec: taskPodSpec(e.pool, "", "2", "") + deprecatedAffinity})
 	e.worker()
@@ -115,6 +115,9 @@ func TestLogsOneFormat(t *testing.T) {
 		}
 		if len(lost) == 0 {
 			t.Errorf("no lost watch said in an outage of 10 s:\n%s", r.stderr)
+		}
+		if !wokeAfter(r.stderr, "watchLost") {
+			t.Errorf("no pass woken by a watch back after the outage (woke watchLost):\n%s", r.stderr)
 		}
 		for w, n := range lost {
 			if n != 1 || back[w] != 1 {

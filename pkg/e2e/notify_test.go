@@ -75,6 +75,17 @@ func createdBy(stderr string) map[string]string {
 	return by
 }
 
+// wokeAfter says whether stderr has a pass done line of a pass woken by woke.
+func wokeAfter(stderr, woke string) bool {
+	for _, line := range strings.Split(stderr, "\n") {
+		var l struct{ Message, Woke string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Message == "pass done" && l.Woke == woke {
+			return true
+		}
+	}
+	return false
+}
+
 // passes counts the pass done lines of a running invocation's stderr.
 func passes(t *testing.T, stderr *lockedBuffer) []summary {
 	t.Helper()

@@ -59,8 +59,13 @@ type Feed[O any, L any, K comparable, T any] struct {
 	live    bool            // the watch runs and has failed in no way that needs a list
 	cannot  error           // the watch was refused for good (Forbidden): each Sync lists
 	lastErr error           // why the watch ended
+	losses  int             // the watches lost so far (ended, or back after failing; not stopped): Losses
 	stop    context.CancelFunc
 }
+
+// ErrBack is why a feed lists again after its watch came back from failed requests (the API server was away): the
+// events it missed arrive after the return, so what the feed holds then is still the state before the outage.
+var ErrBack = errors.New("the watch is back after failing: the collection is listed again")
 
 // Sync makes the feed's items current: it lists the collection when it has no watch (the first time, or after
 // the watch was lost: a 410 Gone, a refused or failed watch), and starts the watch from that list's
@@ -96,7 +101,7 @@ func (f *Feed[O, L, K, T]) Sync(ctx context.Context) error {
 		wctx = klog.NewContext(wctx, l.WithSink(quietSink{l.GetSink()}))
 	}
 	w, err := watchtools.NewRetryWatcherWithContext(wctx, rv, watcher[L]{c: f.Collection, opts: f.Options,
-		what: reflect.TypeFor[O]().Name(), lost: new(atomic.Bool)})
+		what: reflect.TypeFor[O]().Name(), lost: new(atomic.Bool), back: f.back})
 	if err != nil {
 		cancel()
 		return fmt.Errorf("watching from resourceVersion %q: %w", rv, err)
@@ -137,6 +142,7 @@ func (f *Feed[O, L, K, T]) follow(ctx context.Context, w *watchtools.RetryWatche
 			f.mu.Lock()
 			if ctx.Err() == nil {
 				f.live, f.lastErr = false, err
+				f.losses++
 				if apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err) {
 					f.cannot = err
 				}
@@ -238,6 +244,29 @@ func (f *Feed[O, L, K, T]) Gone(k K, uid types.UID) {
 	f.gone[k] = uid
 }
 
+// back marks the feed lost when its watch came back after failed requests (ErrBack), unless that watch was stopped
+// (ctx): the next Sync lists, and Changes is told, so that a waiter learns it.
+func (f *Feed[O, L, K, T]) back(ctx context.Context) {
+	f.mu.Lock()
+	lost := ctx.Err() == nil && f.live
+	if lost {
+		f.live, f.lastErr = false, ErrBack
+		f.losses++
+	}
+	f.mu.Unlock()
+	if lost {
+		f.Changes.notify()
+	}
+}
+
+// Losses counts the feed's watches lost since it began: each that ended (a 410 Gone, a refused watch) or came back
+// after failed requests, not those stopped. A waiter compares it with its value at the last Sync.
+func (f *Feed[O, L, K, T]) Losses() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.losses
+}
+
 // Lost is why the watch ended since the last Sync (nil while it runs).
 func (f *Feed[O, L, K, T]) Lost() error {
 	f.mu.Lock()
@@ -327,13 +356,14 @@ func (f *Feed[O, L, K, T]) keyOf(m metav1.Object) K {
 // would otherwise retry that request for ever.
 //
 // A watch request that fails otherwise (the API server is away) is logged once, at warn, with the feed's kind and
-// selectors, and its return once, at info, with the logger of the context (the run's fields); RetryWatcher's own
-// line for each attempt is dropped (quietSink).
+// selectors, and its return once, at info, with the logger of the context (the run's fields), and told to back;
+// RetryWatcher's own line for each attempt is dropped (quietSink).
 type watcher[L any] struct {
 	c    kube.Collection[L]
 	opts metav1.ListOptions
 	what string       // the kind followed: Pod, Job
 	lost *atomic.Bool // a watch request failed, and none has succeeded since
+	back func(context.Context)
 }
 
 func (w watcher[L]) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -352,6 +382,9 @@ func (w watcher[L]) WatchWithContext(ctx context.Context, o metav1.ListOptions) 
 		log.Warn().Err(err).Msg("lost a watch: retrying every second until it is back (said once)")
 	case err == nil && w.lost.Swap(false):
 		log.Info().Msg("the watch is back")
+		if w.back != nil {
+			w.back(ctx)
+		}
 	}
 	return wi, err
 }

@@ -289,3 +289,38 @@ func TestFeedLostWatchLoggedOnce(t *testing.T) {
 		t.Errorf("log lines:\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestFeedBackListsAgain: a watch back after failed requests leaves the feed lost (ErrBack, one more loss, Changes
+// told): what the watch missed arrives after its return, so the next Sync lists. A stopped watch is no loss.
+func TestFeedBackListsAgain(t *testing.T) {
+	c := fake.NewClientset(job("a"))
+	lists := 0
+	listAt(c, "5", &lists)
+	attempts := 0
+	c.PrependWatchReactor("jobs", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		if attempts++; attempts <= 2 {
+			return true, nil, errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+		}
+		return true, watch.NewFake(), nil
+	})
+	var changes Changes
+	f := jobFeed(c, &changes)
+	defer f.Stop()
+	ctx := context.Background()
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := changes.Until(ctx, func() bool { return !f.Watching() }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Lost(); !errors.Is(err, ErrBack) || f.Losses() != 1 {
+		t.Errorf("lost with %v after %d losses, want ErrBack after 1", err, f.Losses())
+	}
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.Stop()
+	if lists != 2 || f.Lost() != nil || f.Losses() != 1 {
+		t.Errorf("%d LISTs, lost %v, %d losses after a Sync and a Stop; want 2, none, 1", lists, f.Lost(), f.Losses())
+	}
+}

@@ -15,9 +15,10 @@ import (
 	"github.com/jobsched/jobsched/pkg/follow"
 )
 
-// ErrLost says the watch of the Jobs ended (a 410 Gone, a refused watch): a wait cannot tell when a Job ends, and
-// the next pass lists afresh.
-var ErrLost = errors.New("the watch of the Jobs was lost")
+// ErrLost says a watch ended (a 410 Gone, a refused watch) or came back after failing (the API server was away):
+// of the Jobs, a wait cannot tell when a Job ends; of the pods or of what capacity follows, what the last pass
+// decided from may be stale. The next pass lists afresh.
+var ErrLost = errors.New("a watch was lost")
 
 // Follow keeps the observation of one fill run (tick --fill-for) between its passes: set on a Scheduler, its
 // first pass lists the Jobs, the Pending pods and what capacity reads, as every pass does, and then watches them
@@ -41,6 +42,7 @@ type Follow struct {
 	endedName string // the last of them
 	endedAt   int    // ended at the last observation
 	usableAt  int    // capacity.NodesUsable at the last observation
+	lostAt    int    // losses at the last observation
 }
 
 // NewFollow is a Follow for a fill run's passes.
@@ -66,33 +68,44 @@ func (f *Follow) Resync() { f.Stop() }
 // Complete or Failed condition, or is deleted before it finished: either frees the room it held), with its name,
 // or, when nodes is set (the capacity fit bound the last pass: Result.CapacityBound) with a capacity mode that
 // counts the nodes (nodes, autoscale), once a node turns usable (capacity.Follow's NodesUsable: an autoscaler's new
-// node, one uncordoned, one Ready again), with "node/" and its name. A watch of the Jobs lost since then is ErrLost;
-// when ctx ends, its cause.
+// node, one uncordoned, one Ready again), with "node/" and its name. A watch of the Jobs lost since then, or another
+// watch lost or back after failing since the observation (follow.Feed.Losses), is ErrLost; when ctx ends, its cause.
 func (f *Follow) Wait(ctx context.Context, nodes bool) (string, error) {
 	if f.jobs == nil || !f.jobs.Watching() {
 		return "", errors.New("the Jobs are not watched (no resourceVersion to watch from)")
 	}
-	name := ""
+	name, lost := "", false
 	err := f.changes.Until(ctx, func() bool {
 		// The feeds first, then f.mu: a feed calls Changed (which takes f.mu) holding its own lock.
-		watching := f.jobs.Watching()
+		watching, losses := f.jobs.Watching(), f.losses()
 		n, node := f.capacity.NodesUsable()
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		name = f.endedName
-		if nodes && n > f.usableAt && f.ended == f.endedAt {
+		switch {
+		case f.ended > f.endedAt:
+			name = f.endedName
+		case nodes && n > f.usableAt:
 			name = "node/" + node
-			return true
+		default:
+			lost = losses > f.lostAt
+			return lost || !watching
 		}
-		return f.ended > f.endedAt || !watching
+		return true
 	})
 	switch {
 	case err != nil:
 		return "", err
 	case !f.jobs.Watching():
 		return "", fmt.Errorf("%w: %w", ErrLost, f.jobs.Lost())
+	case lost:
+		return "", fmt.Errorf("%w: of the pods or of what capacity follows", ErrLost)
 	}
 	return name, nil
+}
+
+// losses counts the watches of the feeds lost since the Follow began (follow.Feed.Losses).
+func (f *Follow) losses() int {
+	return f.jobs.Losses() + f.pods.Losses() + f.capacity.Losses()
 }
 
 // made applies a Job the pass created (or found present) to the followed Jobs, and gone a Job it deleted, so that
@@ -140,8 +153,10 @@ func (f *Follow) init(s *Scheduler, watch bool) {
 // observed marks the Jobs' ends seen so far as before the observation.
 func (f *Follow) observed() {
 	usable, _ := f.capacity.NodesUsable() // before f.mu, as in Wait
+	losses := f.losses()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.endedAt = f.ended
 	f.usableAt = usable
+	f.lostAt = losses
 }

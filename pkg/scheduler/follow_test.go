@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -159,5 +160,67 @@ func TestFollowWaitNode(t *testing.T) {
 				t.Errorf("woken by %q (%v), want %q", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestFollowWaitWatchBack: a watch that comes back after its requests failed (the API server was away) wakes the
+// wait with ErrLost, though no Job ended: what the watch missed arrives after its return, so the next pass observes
+// afresh rather than decide from Pending pods as they were before the outage and then wait for a Job's end. Here the
+// Jobs' watch runs throughout and the Pending pods' watch is refused twice.
+func TestFollowWaitWatchBack(t *testing.T) {
+	jobs := schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	job := makeJob("runs").Obj()
+	job.ResourceVersion = "5"
+	c := testkit.NewFake(job)
+	for _, r := range []struct {
+		gvr  schema.GroupVersionResource
+		kind schema.GroupVersionKind
+	}{{jobs, batchv1.SchemeGroupVersion.WithKind("Job")}, {pods, corev1.SchemeGroupVersion.WithKind("Pod")}} {
+		c.PrependReactor("list", r.gvr.Resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+			obj, err := c.Tracker().List(r.gvr, r.kind, a.GetNamespace())
+			if err != nil {
+				return true, nil, err
+			}
+			l, err := meta.ListAccessor(obj)
+			if err == nil {
+				l.SetResourceVersion("7") // the fake sets none, and a watch needs one
+			}
+			return true, obj, err
+		})
+	}
+	attempts, back := 0, make(chan struct{})
+	c.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		if attempts++; attempts <= 2 {
+			return true, nil, errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+		}
+		w, err := c.Tracker().Watch(pods, a.GetNamespace())
+		if attempts == 3 {
+			close(back)
+		}
+		return true, w, err
+	})
+	s := &Scheduler{Config: testConfig(t, nil), Kube: c, Now: func() time.Time { return now }, Follow: NewFollow()}
+	defer s.Follow.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := s.observe(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-back:
+	case <-ctx.Done():
+		t.Fatal("the pods' watch did not come back")
+	}
+	if got, err := s.Follow.Wait(ctx, false); !errors.Is(err, ErrLost) {
+		t.Errorf("woken by %q (%v), want ErrLost", got, err)
+	}
+	if _, err := s.observe(ctx, true); err != nil { // observes afresh: lists the pods again, and watches
+		t.Fatal(err)
+	}
+	ended, end := context.WithCancel(ctx)
+	end()
+	if got, err := s.Follow.Wait(ended, false); errors.Is(err, ErrLost) {
+		t.Errorf("after the next observation, woken by %q (%v) again: want the return woken once", got, err)
 	}
 }
