@@ -167,51 +167,11 @@ func (b *bench) drainOnce(v drainVariant, rows int, dur, every time.Duration) (d
 		return r, err
 	}
 
-	// The CronJob: a tick every `every`, skipped while the previous one runs (Forbid).
-	t0 := time.Now()
-	var proc *timedCmd
-	var procDone chan invocation
-	deadline := t0.Add(15 * time.Minute)
-	for i := 0; ; i++ {
-		if proc != nil {
-			select {
-			case inv := <-procDone:
-				r.invocations, proc = append(r.invocations, inv), nil
-			default:
-			}
-		}
-		if proc == nil {
-			r.ticks++
-			proc, procDone = b.drainTick(cfgFile, v.args, t0)
-		} else {
-			r.skipped++
-		}
-		select {
-		case <-allDone:
-		case <-time.After(time.Until(t0.Add(time.Duration(i+1) * every))):
-			if time.Now().Before(deadline) {
-				continue
-			}
-			progress("    not drained after 15 minutes")
-		}
-		break
-	}
-	mu.Lock()
-	r.makespan = lastComplete.Sub(t0)
-	mu.Unlock()
-	r.load = runinfo.LoadAvg(1)
-	if proc != nil { // the last invocation ends by itself once a pass finds the backlog empty; past its schedule, SIGTERM
-		select {
-		case inv := <-procDone:
-			r.invocations = append(r.invocations, inv)
-		case <-time.After(every):
-			progress("    the last invocation still runs a schedule after the drain: SIGTERM")
-			_ = proc.terminate()
-			r.invocations = append(r.invocations, <-procDone)
-		}
-	}
+	c := b.cron(cfgFile, v.args, every, allDone)
+	r.ticks, r.skipped, r.invocations, r.load = c.ticks, c.skipped, c.invocations, c.load
 	mu.Lock()
 	defer mu.Unlock()
+	r.makespan = lastComplete.Sub(c.t0)
 	for _, n := range perKey {
 		r.created += n
 		if n > 1 {
@@ -226,6 +186,60 @@ func (b *bench) drainOnce(v drainVariant, rows int, dur, every time.Duration) (d
 		return r, fmt.Errorf("%d of %d Jobs completed", len(complete), rows)
 	}
 	return r, nil
+}
+
+// cronRun is what a played CronJob did.
+type cronRun struct {
+	t0             time.Time // the first tick's start
+	ticks, skipped int       // invocations started; ticks skipped because the previous one still ran (Forbid)
+	invocations    []invocation
+	load           string // the machine's load average (1 min) once drained
+}
+
+// cron plays a CronJob whose schedule is every, with concurrencyPolicy Forbid: `jobsched tick args` at each time,
+// skipped while the previous invocation runs, until allDone closes or 15 minutes have passed. The last invocation
+// ends by itself once a pass finds the backlog empty; past a schedule after the drain, it gets SIGTERM.
+func (b *bench) cron(cfgFile string, args []string, every time.Duration, allDone <-chan struct{}) cronRun {
+	c := cronRun{t0: time.Now()}
+	var proc *timedCmd
+	var procDone chan invocation
+	deadline := c.t0.Add(15 * time.Minute)
+	for i := 0; ; i++ {
+		if proc != nil {
+			select {
+			case inv := <-procDone:
+				c.invocations, proc = append(c.invocations, inv), nil
+			default:
+			}
+		}
+		if proc == nil {
+			c.ticks++
+			proc, procDone = b.drainTick(cfgFile, args, c.t0)
+		} else {
+			c.skipped++
+		}
+		select {
+		case <-allDone:
+		case <-time.After(time.Until(c.t0.Add(time.Duration(i+1) * every))):
+			if time.Now().Before(deadline) {
+				continue
+			}
+			progress("    not drained after 15 minutes")
+		}
+		break
+	}
+	c.load = runinfo.LoadAvg(1)
+	if proc != nil {
+		select {
+		case inv := <-procDone:
+			c.invocations = append(c.invocations, inv)
+		case <-time.After(every):
+			progress("    the last invocation still runs a schedule after the drain: SIGTERM")
+			_ = proc.terminate()
+			c.invocations = append(c.invocations, <-procDone)
+		}
+	}
+	return c
 }
 
 // follow watches the collection c from now on and calls fn with each change, until ctx ends; a watch that closes or
@@ -327,10 +341,15 @@ func (b *bench) drainReset(ns, table, pool string, rows int) error {
 	if err := b.fillTableFresh(table, rows); err != nil {
 		return err
 	}
-	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(drainCPU), corev1.ResourceMemory: resource.MustParse("16Gi"),
-		corev1.ResourcePods: resource.MustParse("110")}
+	return b.kwokNode("bench-"+pool, pool, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(drainCPU), corev1.ResourceMemory: resource.MustParse("16Gi"),
+		corev1.ResourcePods: resource.MustParse("110")})
+}
+
+// kwokNode makes a kwok node name of pool (label jobsched.io/bench-pool) with rl as its capacity and allocatable,
+// unless it exists, and waits until it is Ready and untainted.
+func (b *bench) kwokNode(name, pool string, rl corev1.ResourceList) error {
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "bench-" + pool, Labels: map[string]string{"jobsched.io/bench-pool": pool, "type": "kwok"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"jobsched.io/bench-pool": pool, "type": "kwok"},
 			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
 		Status: corev1.NodeStatus{Capacity: rl, Allocatable: rl},
 	}
