@@ -24,6 +24,9 @@
 #   BENCH_ONLY=memory scripts/bench.sh               # peak RSS against BENCH_REF alone (scripts/bench/memory.go)
 #   BENCH_ONLY=fill scripts/bench.sh                 # fill at cluster scale against BENCH_FILL_REF (scripts/bench/fill.go)
 #   BENCH_ONLY=fill BENCH_FILL_NODES=500 BENCH_THROUGHPUT_ROWS=2000 scripts/bench.sh   # smaller
+#   BENCH_ONLY=sizes scripts/bench.sh                # per-row sizes (job.requestsFrom) against one template sized for the
+#                                                    # largest task, a mixed backlog on 2 nodes (scripts/bench/sizes.go;
+#                                                    # about 9 minutes), not run unless named
 #   BENCH_ONLY=pickup scripts/bench.sh               # insert → Job with source.notify, source.poll and BENCH_PICKUP_REF
 #                                                    # (scripts/bench/pickup.go; about 45 minutes), not run unless named
 #
@@ -45,7 +48,10 @@
 # fills, each between two bare loops, default 1; above 1 a median ratio per fill), BENCH_THROUGHPUT_PLAIN=1 (each
 # round also runs one pass without --fill-for, which watches nothing, between two bare loops), BENCH_FILL_NOTE (a line
 # the results must carry, e.g. why a size was left out), BENCH_FILL_RESULTS
-# (default scripts/bench/results/fill.md).
+# (default scripts/bench/results/fill.md); the mixed drain (scripts/bench/sizes.go, not run unless named):
+# BENCH_SIZES_ROWS (64), BENCH_SIZES_NODES (2, of 8 CPU and 16Gi), BENCH_SIZES_TASK_SECONDS (20),
+# BENCH_SIZES_SCHEDULE_SECONDS (60), BENCH_SIZES_FILL_SECONDS (50), BENCH_SIZES_RESULTS (default
+# scripts/bench/results/sizes.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE=${JOBSCHED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jobsched}
@@ -135,6 +141,11 @@ if [[ -n $karpenter ]]; then
 		echo "[bench] stopped Karpenter (pid $pid)" >&2
 	fi
 fi
+# The mixed drain, only when asked for: per-row sizes against one template (its Jobs make pods too).
+if [[ ,$only, == *,sizes,* ]]; then
+	"$work/bench" sizes
+	echo
+fi
 # The fill at cluster scale, only when asked for (it grows a cluster of thousands of nodes): its Jobs make pods too.
 if [[ ,$only, == *,fill,* ]]; then
 	"$work/bench" fill
@@ -143,6 +154,7 @@ fi
 rest=,$only,
 rest=${rest//,drain,/,}
 rest=${rest//,fill,/,}
+rest=${rest//,sizes,/,}
 rest=${rest//,autoscale,/,}
 if [[ -n $only && $rest == , ]]; then exit 0; fi # only the parts that need the controller-manager
 

@@ -88,7 +88,7 @@ func run() error {
 	}
 	if os.Getenv("KEEP") != "1" { // the database is shared: leave none of the benchmark's tables behind
 		defer func() {
-			for _, t := range []string{"bench_calls", "bench_creates", "bench_backlog_100", "bench_drain_once", "bench_drain_fill", "bench_memory", "bench_fill", "bench_throughput", "bench_pickup_notify", "bench_pickup_poll", "bench_pickup_today", fmt.Sprintf("bench_backlog_%d", envInt("BENCH_BACKLOG", 1000000))} {
+			for _, t := range []string{"bench_calls", "bench_creates", "bench_backlog_100", "bench_drain_once", "bench_drain_fill", "bench_sizes_a", "bench_sizes_b", "bench_memory", "bench_fill", "bench_throughput", "bench_pickup_notify", "bench_pickup_poll", "bench_pickup_today", fmt.Sprintf("bench_backlog_%d", envInt("BENCH_BACKLOG", 1000000))} {
 				_, _ = b.db.ExecContext(b.ctx, "DROP TABLE IF EXISTS "+t)
 			}
 		}()
@@ -108,9 +108,9 @@ func run() error {
 		{"memory vs the reference build", b.memory},
 	}
 	only, own := os.Getenv("BENCH_ONLY"), false
-	// The drains and the fill need the controller-manager (their Jobs make pods; the autoscaled drain's also
+	// The drains, the mixed drain and the fill need the controller-manager (their Jobs make pods; the autoscaled drain's also
 	// Karpenter), which bench.sh stops after them.
-	if len(os.Args) > 1 && (os.Args[1] == "drain" || os.Args[1] == "fill" || os.Args[1] == "autoscale" || os.Args[1] == "pickup") {
+	if len(os.Args) > 1 && (os.Args[1] == "drain" || os.Args[1] == "fill" || os.Args[1] == "autoscale" || os.Args[1] == "pickup" || os.Args[1] == "sizes") {
 		steps, only, own = []step{{"drain", b.drain}}, "", true
 		switch os.Args[1] {
 		case "pickup":
@@ -119,6 +119,8 @@ func run() error {
 			steps = []step{{"fill", b.fill}}
 		case "autoscale":
 			steps = []step{{"autoscale", b.autoscale}}
+		case "sizes":
+			steps = []step{{"sizes", b.sizes}}
 		}
 	}
 	var errs []error
@@ -133,7 +135,7 @@ func run() error {
 		}
 	}
 	info := runInfo{date: start, commit: commit, cpus: runtime.NumCPU(), loadBefore: loadBefore, loadAfter: runinfo.LoadAvg(1), only: only}
-	if len(b.rows) == 0 || own { // the parts run write their own results files (memory.md, drain.md, fill.md)
+	if len(b.rows) == 0 || own { // the parts run write their own results files (memory.md, drain.md, fill.md, sizes.md)
 		return errors.Join(errs...)
 	}
 	table(os.Stdout, b.rows)

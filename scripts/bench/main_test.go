@@ -331,3 +331,78 @@ func TestQuantiles(t *testing.T) {
 		t.Errorf("quantiles(3s, 1s, 2s) = %v, %v, %v; want 2s, 3s, 3s", p50, p99, most)
 	}
 }
+
+// TestMixedBacklog: the mixed drain's rows in the query's order, three small then one large, and the large eight
+// times the small in CPU and memory.
+func TestMixedBacklog(t *testing.T) {
+	s, l := sizesSmall, sizesLarge
+	if diff := cmp.Diff([]taskSize{s, s, s, l, s, s, s, l, s, s}, mixedBacklog(10), cmp.AllowUnexported(taskSize{})); diff != "" {
+		t.Errorf("mixedBacklog(10) (-want +got):\n%s", diff)
+	}
+	if small, large := s.amounts(), l.amounts(); large != (amounts{cpu: 8 * small.cpu, memory: 8 * small.memory}) {
+		t.Errorf("large %+v, small %+v: want eight times", large, small)
+	}
+}
+
+// TestMeanShares: each sample's requested and needed amounts over the allocatable, averaged; none without samples.
+func TestMeanShares(t *testing.T) {
+	alloc := amounts{cpu: 16000, memory: 32 << 30}
+	samples := []sizesSample{
+		{requested: amounts{cpu: 16000, memory: 32 << 30}, needed: amounts{cpu: 8000, memory: 16 << 30}},
+		{requested: amounts{cpu: 8000, memory: 8 << 30}, needed: amounts{cpu: 2000, memory: 4 << 30}},
+	}
+	want := shares{samples: 2, cpu: 0.75, memory: 0.625, neededCPU: 0.3125, neededMemory: 0.3125}
+	if diff := cmp.Diff(want, meanShares(samples, alloc), cmp.AllowUnexported(shares{})); diff != "" {
+		t.Errorf("meanShares (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(shares{}, meanShares(nil, alloc), cmp.AllowUnexported(shares{})); diff != "" {
+		t.Errorf("meanShares without samples (-want +got):\n%s", diff)
+	}
+}
+
+// TestSizesTargets: the targets are judged on the figures: the ratio of the drains, A's shares (none
+// without samples), Unschedulable pods and duplicates on either side.
+func TestSizesTargets(t *testing.T) {
+	good := sizesRun{drain: 60 * time.Second, shares: shares{samples: 10, cpu: 0.85, memory: 0.9}}
+	ref := sizesRun{drain: 100 * time.Second, shares: shares{samples: 10, cpu: 1, memory: 1}}
+	allMet := []sizesTarget{
+		{what: "drain time, A / B", figure: "0.60", target: "≤ 0.6", met: true},
+		{what: "A: mean share of the allocatable CPU requested while rows waited", figure: "85.0%", target: "≥ 85%", met: true},
+		{what: "A: mean share of the allocatable memory requested while rows waited", figure: "90.0%", target: "≥ 85%", met: true},
+		{what: "pods ever Unschedulable, A and B", figure: "0 and 0", target: "0", met: true},
+		{what: "duplicate Jobs (more than one Job for a key), A and B", figure: "0 and 0", target: "0", met: true},
+	}
+	for _, c := range []struct {
+		name string
+		a, b sizesRun
+		want func([]sizesTarget)
+	}{
+		{name: "all met", a: good, b: ref, want: func([]sizesTarget) {}},
+		{name: "A slower than 0.6 of B", a: sizesRun{drain: 61 * time.Second, shares: good.shares}, b: ref, want: func(w []sizesTarget) {
+			w[0].figure, w[0].met = "0.61", false
+		}},
+		{name: "B never drained", a: good, b: sizesRun{}, want: func(w []sizesTarget) {
+			w[0].figure, w[0].met = "0.00", false
+		}},
+		{name: "A's CPU under 85%", a: sizesRun{drain: good.drain, shares: shares{samples: 10, cpu: 0.849, memory: 0.9}}, b: ref, want: func(w []sizesTarget) {
+			w[1].figure, w[1].met = "84.9%", false
+		}},
+		{name: "no sample", a: sizesRun{drain: good.drain}, b: ref, want: func(w []sizesTarget) {
+			w[1].figure, w[1].met, w[2].figure, w[2].met = "no sample", false, "no sample", false
+		}},
+		{name: "an Unschedulable pod on B", a: good, b: sizesRun{drain: ref.drain, unschedulable: 1}, want: func(w []sizesTarget) {
+			w[3].figure, w[3].met = "0 and 1", false
+		}},
+		{name: "a duplicate on A", a: sizesRun{drain: good.drain, shares: good.shares, duplicates: 2}, b: ref, want: func(w []sizesTarget) {
+			w[4].figure, w[4].met = "2 and 0", false
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want := slices.Clone(allMet)
+			c.want(want)
+			if diff := cmp.Diff(want, sizesTargets(c.a, c.b), cmp.AllowUnexported(sizesTarget{})); diff != "" {
+				t.Errorf("sizesTargets (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
