@@ -33,7 +33,7 @@
 # Environment: BENCH_JOBS, BENCH_CREATES (comma-separated sizes), BENCH_BACKLOG (default 1000000), BENCH_ROUNDS
 # (alternating rounds of each create size, default 5), BENCH_CREATE_BUDGET (seconds that making the RSS rows' Jobs
 # may take, default 900: past it the row is measured at what was made, and says so), BENCH_ONLY (parts, comma-
-# separated: calls, backlog, creates, RSS, excluded, drain, autoscale, memory), BENCH_DRAIN_ROWS (12), BENCH_DRAIN_TASK_SECONDS (20),
+# separated: calls, backlog, creates, RSS, excluded, drain, autoscale, memory, sizes), BENCH_DRAIN_ROWS (12), BENCH_DRAIN_TASK_SECONDS (20),
 # BENCH_DRAIN_SCHEDULE_SECONDS (60), BENCH_DRAIN_FILL_SECONDS (50), BENCH_DRAIN_RESULTS, BENCH_AUTOSCALE_ROWS (100),
 # BENCH_AUTOSCALE_CPU (the NodePool's limit, 40), BENCH_AUTOSCALE_TASK_SECONDS (10), BENCH_AUTOSCALE_RESULTS (default
 # scripts/bench/results/autoscale.md), BENCH_RESULTS (the table's
@@ -49,7 +49,7 @@
 # round also runs one pass without --fill-for, which watches nothing, between two bare loops), BENCH_FILL_NOTE (a line
 # the results must carry, e.g. why a size was left out), BENCH_FILL_RESULTS
 # (default scripts/bench/results/fill.md); the mixed drain (scripts/bench/sizes.go, not run unless named):
-# BENCH_SIZES_ROWS (64), BENCH_SIZES_NODES (2, of 8 CPU and 16Gi), BENCH_SIZES_TASK_SECONDS (20),
+# BENCH_SIZES_ROWS (64), BENCH_SIZES_NODES (2, of 8 CPU and 16Gi), BENCH_SIZES_TASK_SECONDS (15),
 # BENCH_SIZES_SCHEDULE_SECONDS (60), BENCH_SIZES_FILL_SECONDS (50), BENCH_SIZES_RESULTS (default
 # scripts/bench/results/sizes.md).
 set -euo pipefail

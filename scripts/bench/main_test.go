@@ -406,3 +406,27 @@ func TestSizesTargets(t *testing.T) {
 		})
 	}
 }
+
+// TestSizesReport: the results file gives both sides with the ratio of their drains, and each target judged on them.
+func TestSizesReport(t *testing.T) {
+	set := sizesSetup{rows: 8, nodes: 2, dur: 15 * time.Second, every: time.Minute, fill: 50 * time.Second}
+	a := sizesRun{what: "A", drain: 50 * time.Second, shares: shares{samples: 4, cpu: 0.9, memory: 0.8, neededCPU: 0.9, neededMemory: 0.8},
+		created: 8, cron: cronRun{ticks: 1, invocations: []invocation{{passes: 3}}, load: "1.00"}}
+	b := sizesRun{what: "B", drain: 100 * time.Second, shares: shares{samples: 9, cpu: 1, memory: 1, neededCPU: 0.3, neededMemory: 0.3},
+		created: 9, duplicates: 1, cron: cronRun{ticks: 2, skipped: 1, load: "2.00"}}
+	got := sizesReport("", set, a, b)
+	for _, want := range []string{
+		"(6 small, 2 large)",
+		"| A | 50 s | 0.50 | 90.0% | 80.0% | 90.0% | 80.0% | 4 | 1 (0) | 3 | 8 | 0 | 0 | 1.00 |\n",
+		"| B | 100 s | 1.00 | 100.0% | 100.0% | 30.0% | 30.0% | 9 | 2 (1) | 0 | 9 | 1 | 0 | 2.00 |\n",
+		"| drain time, A / B | 0.50 | ≤ 0.6 | met |\n",
+		"| A: mean share of the allocatable CPU requested while rows waited | 90.0% | ≥ 85% | met |\n",
+		"| A: mean share of the allocatable memory requested while rows waited | 80.0% | ≥ 85% | missed |\n",
+		"| pods ever Unschedulable, A and B | 0 and 0 | 0 | met |\n",
+		"| duplicate Jobs (more than one Job for a key), A and B | 0 and 1 | 0 | missed |\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the report has no %q:\n%s", want, got)
+		}
+	}
+}

@@ -22,7 +22,7 @@ import (
 // ---------------------------------------------------------------------------------------------------------------
 // The mixed drain (issue 55, `jobsched help sizes`): a fixed cluster of BENCH_SIZES_NODES kwok nodes (2) of 8 CPU
 // and 16Gi, and a backlog of BENCH_SIZES_ROWS rows (64) in the query's order, three small tasks (500m, 1Gi) then one
-// eight times larger (4 CPU, 8Gi), over and over, each task pod running BENCH_SIZES_TASK_SECONDS (20). The node has
+// eight times larger (4 CPU, 8Gi), over and over, each task pod running BENCH_SIZES_TASK_SECONDS (15). The node has
 // the tasks' own ratio of CPU to memory (1 CPU : 2Gi), so that either resource may be filled, and the shares of both
 // say the same thing. Side by side in one run, each on nodes, a namespace and a table of its own:
 //   - A: job.requestsFrom {cpu: cpu, memory: mem} with job.maxRequests {cpu: 4, memory: 8Gi}: each Job asks its
@@ -171,7 +171,7 @@ func (b *bench) sizes() error {
 	set := sizesSetup{
 		rows:  envInt("BENCH_SIZES_ROWS", 64),
 		nodes: envInt("BENCH_SIZES_NODES", 2),
-		dur:   time.Duration(envInt("BENCH_SIZES_TASK_SECONDS", 20)) * time.Second,
+		dur:   time.Duration(envInt("BENCH_SIZES_TASK_SECONDS", 15)) * time.Second,
 		every: time.Duration(envInt("BENCH_SIZES_SCHEDULE_SECONDS", 60)) * time.Second,
 		fill:  time.Duration(envInt("BENCH_SIZES_FILL_SECONDS", 50)) * time.Second,
 	}
