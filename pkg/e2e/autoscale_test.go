@@ -188,9 +188,13 @@ func testAutoscaleDrain(t *testing.T, kcfg, mode string) autoscaleDrain {
 	f := a.watch.Figures()
 	// Grown to its limit. Past it is Karpenter's to refuse, and what jobsched must not ask for is pinned below (pods
 	// waiting at the limit); the peak may count one NodeClaim more, one being consolidated away while its successor
-	// launches, most likely (a clean CI run saw 4 for a limit of 3, with no pod at the limit).
-	if !f.ReachedLimit || f.PeakNodeClaims < autoscaleNodes {
-		t.Errorf("the pool grew to %d NodeClaims (at its limit: %v), want %d, its limit", f.PeakNodeClaims, f.ReachedLimit, autoscaleNodes)
+	// launches, most likely (a clean CI run saw 4 for a limit of 3, with no pod at the limit). Karpenter's own count
+	// (status.resources, ReachedLimit) lags its NodeClaims and once never reached the limit in a run that had 3.
+	if f.PeakNodeClaims < autoscaleNodes {
+		t.Errorf("the pool grew to %d NodeClaims (at its limit by Karpenter's count: %v), want %d, its limit", f.PeakNodeClaims, f.ReachedLimit, autoscaleNodes)
+	}
+	if lagged := a.watch.Lagged(); len(lagged) > 0 {
+		t.Logf("capacity %s: marked Unschedulable at the limit and bound with no pod ended in between (kube-scheduler's cache behind its watch), not counted: %q", mode, lagged)
 	}
 	// A pod waits Unschedulable at the pool's limit, with no node coming for it: Karpenter's limit Event says so, and
 	// so does kube-scheduler marking it Unschedulable with every node of the pool up (karpenterkit.Watch).

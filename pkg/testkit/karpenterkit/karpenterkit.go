@@ -144,11 +144,19 @@ type Watch struct {
 	peak   int               // the most NodeClaims at once
 	unsch  map[string]string // the pods Unschedulable now: kube-scheduler's message
 	atLim  map[string]string // the pods marked Unschedulable while the pool was settled at its limit: why
-	limEv  map[string]bool   // the pods of Karpenter's FailedScheduling Event at the pool's limits
-	last   time.Time
-	secs   float64 // Unschedulable pod-seconds
-	secsAt float64 // of them while the pool was at its limit
-	reach  bool    // the pool was at its limit once
+	// ended counts the pods of the namespace that ended (Succeeded, Failed or deleted), each once (done); endedAt is,
+	// per pod of atLim, ended when it was counted there. A pod of atLim bound while ended is still that value was
+	// bound with no pod ended since it was marked: the room was there, kube-scheduler had not yet seen the end
+	// jobsched counted (its cache lags its watch under load), and no pod was too many. It leaves atLim for lagged.
+	ended   int
+	done    map[string]bool
+	endedAt map[string]int
+	lagged  map[string]string
+	limEv   map[string]bool // the pods of Karpenter's FailedScheduling Event at the pool's limits
+	last    time.Time
+	secs    float64 // Unschedulable pod-seconds
+	secsAt  float64 // of them while the pool was at its limit
+	reach   bool    // the pool was at its limit once
 }
 
 // Figures are what a Watch measured.
@@ -329,7 +337,7 @@ func (w *Watch) onPool(ev watch.Event) {
 	// status.resources lags the NodeClaims: a pod may have found the pool full before it said so.
 	for name, msg := range w.unsch {
 		if _, counted := w.atLim[name]; !counted && w.poolFull(msg) {
-			w.atLim[name] = fmt.Sprintf("%q with %d NodeClaims, still waiting when Karpenter counted %s of %s cpu", msg, len(w.claims), w.used.String(), w.limit.String())
+			w.count(name, fmt.Sprintf("%q with %d NodeClaims, still waiting when Karpenter counted %s of %s cpu", msg, len(w.claims), w.used.String(), w.limit.String()))
 		}
 	}
 }
@@ -369,19 +377,57 @@ func (w *Watch) onPod(ev watch.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.advance()
+	if (ev.Type == watch.Deleted || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) && !w.done[p.Name] {
+		if w.done == nil {
+			w.done = map[string]bool{}
+		}
+		w.done[p.Name] = true
+		w.ended++
+	}
+	if at, counted := w.endedAt[p.Name]; counted && p.Spec.NodeName != "" && at == w.ended {
+		if w.lagged == nil {
+			w.lagged = map[string]string{}
+		}
+		w.lagged[p.Name] = w.atLim[p.Name]
+		delete(w.atLim, p.Name)
+		delete(w.endedAt, p.Name)
+	}
 	if ev.Type != watch.Deleted && kwokkit.Unschedulable(p) && p.Spec.NodeName == "" {
 		msg := scheduledMessage(p)
 		w.unsch[p.Name] = msg
 		switch {
 		case w.settled():
-			w.atLim[p.Name] = fmt.Sprintf("Unschedulable with the pool settled at its limit (%d NodeClaims, all Initialized)", len(w.claims))
+			w.count(p.Name, fmt.Sprintf("Unschedulable with the pool settled at its limit (%d NodeClaims, all Initialized)", len(w.claims)))
 		case w.poolFull(msg):
-			w.atLim[p.Name] = fmt.Sprintf("%q with %d NodeClaims", msg, len(w.claims))
+			w.count(p.Name, fmt.Sprintf("%q with %d NodeClaims", msg, len(w.claims)))
 		}
 	} else {
 		delete(w.unsch, p.Name)
 	}
 	w.advance()
+}
+
+// count counts pod name as waiting at the limit, for why, unless it counts already (the first why stays).
+func (w *Watch) count(name, why string) {
+	if _, counted := w.atLim[name]; counted {
+		return
+	}
+	if _, lagged := w.lagged[name]; lagged {
+		return
+	}
+	w.atLim[name] = why
+	if w.endedAt == nil {
+		w.endedAt = map[string]int{}
+	}
+	w.endedAt[name] = w.ended
+}
+
+// Lagged is, per pod marked Unschedulable at the limit and then bound with no pod ended in between (not counted in
+// Figures.WaitedAtLimit), why it was marked.
+func (w *Watch) Lagged() map[string]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.lagged)
 }
 
 func (w *Watch) onEvent(ev watch.Event) {

@@ -84,3 +84,35 @@ func TestWaitedAtLimitLate(t *testing.T) {
 		t.Errorf("counted at the limit once Karpenter counts 12 of 12 CPU: %q, want the pod still waiting alone", got)
 	}
 }
+
+// TestWaitedAtLimitLagged pins what counts as a pod too many at the settled limit: one bound only after a pod ended
+// (no node can come, so only an end frees its room). One bound with no pod ended since it was marked had its room
+// already: kube-scheduler had not yet seen the end jobsched counted (a CI run under load saw such a pod marked and
+// bound 0.13 s later), and it is Lagged, not counted.
+func TestWaitedAtLimitLagged(t *testing.T) {
+	w := &Watch{limit: resource.MustParse("12"), node: resource.MustParse("4"), used: resource.MustParse("12"),
+		claims: map[string]bool{"a": true, "b": true, "c": true}, unsch: map[string]string{}, atLim: map[string]string{}, last: time.Now()}
+	pod := func(name, node string, phase corev1.PodPhase) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
+		if node == "" {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+				Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}}
+		}
+		return p
+	}
+	on := func(p *corev1.Pod) { w.onPod(watch.Event{Type: watch.Modified, Object: p}) }
+	on(pod("lag", "", corev1.PodPending))
+	on(pod("lag", "a", corev1.PodPending))
+	on(pod("late", "", corev1.PodPending))
+	on(pod("runs", "b", corev1.PodSucceeded)) // a pod ends: late's room comes from it
+	on(pod("late", "b", corev1.PodPending))
+	if got := w.AtLimit(); len(got) != 1 || got["late"] == "" {
+		t.Errorf("counted at the limit: %q, want late alone (bound after a pod ended)", got)
+	}
+	if got := w.Lagged(); len(got) != 1 || got["lag"] == "" {
+		t.Errorf("lagged: %q, want lag alone (bound with no pod ended since it was marked)", got)
+	}
+	if f := w.Figures(); f.WaitedAtLimit != 1 {
+		t.Errorf("WaitedAtLimit %d, want 1", f.WaitedAtLimit)
+	}
+}
