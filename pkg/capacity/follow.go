@@ -35,6 +35,7 @@ type Follow struct {
 	mu         sync.Mutex
 	usable     int                            // nodes the watch saw turn usable (NodesUsable)
 	usableName string                         // the last of them
+	wheres     []placement                    // the templates' placements: only a node one may use counts (nil: any)
 	allocs     map[string]corev1.ResourceList // each distinct allocatable list the nodes have, by its quantities
 }
 
@@ -48,10 +49,14 @@ func (f *Follow) NodesUsable() (int, string) {
 	return f.usable, f.usableName
 }
 
-// nodeChanged counts a node the watch changed that turned usable (NodesUsable).
+// nodeChanged counts a node the watch changed that turned usable (NodesUsable), if one of the templates may use it
+// (its selector, affinity and tolerations; in a shared cluster other pools' nodes come and go all the time).
 func (f *Follow) nodeChanged(old Node, had bool, n Node, has bool) {
 	usable := func(n Node) bool { return n.Ready && !n.Unschedulable }
 	if !has || !usable(n) || (had && usable(old) && !lostTaint(old.Taints, n.Taints)) {
+		return
+	}
+	if f.wheres != nil && !slices.ContainsFunc(f.wheres, func(w placement) bool { return w.excluded(&n) == "" }) {
 		return
 	}
 	f.mu.Lock()
@@ -132,6 +137,13 @@ func (f *Follow) init(c kube.Interface, namespace string, o Options, watch bool)
 		return
 	}
 	f.namespace = namespace
+	for _, tpl := range o.Templates {
+		if tpl == nil { // a template not known: any node may be its
+			f.wheres = nil
+			break
+		}
+		f.wheres = append(f.wheres, newPlacement(&tpl.Spec.Template.Spec))
+	}
 	f.nodes = f.nodesFeed(c, c.CoreV1().Nodes(), watch)
 	agg := &aggregator{namespace: namespace, scheduler: o.Scheduler}
 	if !o.NoNextPassRoom {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -58,6 +59,8 @@ func TestNodesUsable(t *testing.T) {
 		listed []*corev1.Node
 		writes []write
 		want   string // "": no write counts
+		// templates: Options.Templates (nil: none known, every node counts); the last node is labelled pool=p.
+		templates []*batchv1.Job
 	}{
 		{name: "a node turns Ready", listed: []*corev1.Node{readyNode("a", false, false)},
 			writes: []write{{node: readyNode("a", true, false)}}, want: "a"},
@@ -82,6 +85,8 @@ func TestNodesUsable(t *testing.T) {
 				{node: readyNode("g", true, true)},                            // new, cordoned
 				{node: readyNode("e", true, false), delete: true},             // gone
 			}},
+		{name: "a node no template may use turns usable (another pool's)", templates: []*batchv1.Job{poolJob("p")},
+			writes: []write{{node: readyNode("other", true, false)}, {node: inPool(readyNode("b", true, false), "p")}}, want: "b"},
 	}
 	nodes := schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 	for _, tt := range tests {
@@ -109,12 +114,12 @@ func TestNodesUsable(t *testing.T) {
 			defer cancel()
 			f := &Follow{Changes: &follow.Changes{}}
 			defer f.Stop()
-			f.init(client, "work", Options{}, true)
+			f.init(client, "work", Options{Templates: tt.templates}, true)
 			if err := f.nodes.Sync(ctx); err != nil {
 				t.Fatal(err)
 			}
 			<-watching
-			for i, w := range append(tt.writes, write{node: readyNode("last", true, false)}) {
+			for i, w := range append(tt.writes, write{node: inPool(readyNode("last", true, false), "p")}) {
 				w.node.ResourceVersion = strconv.Itoa(8 + i) // RetryWatcher needs one; the fake sets none
 				var err error
 				switch _, getErr := client.CoreV1().Nodes().Get(ctx, w.node.Name, metav1.GetOptions{}); {
@@ -372,4 +377,17 @@ func TestFollowedNodesShareAllocatable(t *testing.T) {
 			t.Errorf("node %s allocatable = %s, want %s", ns[i].Name, got, quantities(alloc(want)))
 		}
 	}
+}
+
+// poolJob is a Job template whose pods select the nodes labelled pool=v.
+func poolJob(v string) *batchv1.Job {
+	j := &batchv1.Job{}
+	j.Spec.Template.Spec.NodeSelector = map[string]string{"pool": v}
+	return j
+}
+
+// inPool is n labelled pool=v.
+func inPool(n *corev1.Node, v string) *corev1.Node {
+	n.Labels = map[string]string{"pool": v}
+	return n
 }
