@@ -41,8 +41,8 @@ func TestReferenceConfigs(t *testing.T) {
 		keyPaths("", doc, shown)
 	}
 
-	want := map[string]bool{}
-	configKeys("", reflect.TypeFor[Config](), want)
+	want, maps := map[string]bool{}, map[string]bool{}
+	configKeys("", reflect.TypeFor[Config](), want, maps)
 	for _, k := range notInReference {
 		delete(want, k)
 	}
@@ -53,7 +53,7 @@ func TestReferenceConfigs(t *testing.T) {
 		}
 	}
 	for k := range shown {
-		if !want[k] && !underMap(k, want) {
+		if !want[k] && !underMap(k, want, maps) {
 			extra = append(extra, k)
 		}
 	}
@@ -118,48 +118,18 @@ func keyPaths(prefix string, v any, out map[string]bool) {
 
 // underMap says key is an entry of a map Config reads (job.requestsFrom.cpu under job.requestsFrom): its keys are
 // the user's (resources), not keys of Config.
-func underMap(key string, want map[string]bool) bool {
-	for k, isMap := range mapKeys() {
-		if isMap && want[k] && strings.HasPrefix(key, k+".") {
+func underMap(key string, want, maps map[string]bool) bool {
+	for k := range maps {
+		if want[k] && strings.HasPrefix(key, k+".") {
 			return true
 		}
 	}
 	return false
 }
 
-// mapKeys are the paths of the keys of Config whose values are maps by the user's names.
-func mapKeys() map[string]bool {
-	out := map[string]bool{}
-	var walk func(prefix string, t reflect.Type)
-	walk = func(prefix string, t reflect.Type) {
-		for f := range t.Fields() {
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "" || name == "-" {
-				continue
-			}
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			path := prefix + name
-			if ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct {
-				path += "[]"
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Map {
-				out[path] = true
-			}
-			if ft.Kind() == reflect.Struct && ft.PkgPath() == t.PkgPath() {
-				walk(path+".", ft)
-			}
-		}
-	}
-	walk("", reflect.TypeFor[Config]())
-	return out
-}
-
-// configKeys adds the path of every key t reads (its json names), down to the values that are not structs of ours.
-func configKeys(prefix string, t reflect.Type, out map[string]bool) {
+// configKeys adds the path of every key t reads (its json names), down to the values that are not structs of ours,
+// to out, and those whose values are maps by the user's names (job.requestsFrom) to maps too.
+func configKeys(prefix string, t reflect.Type, out, maps map[string]bool) {
 	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "" || name == "-" {
@@ -175,8 +145,11 @@ func configKeys(prefix string, t reflect.Type, out map[string]bool) {
 			ft = ft.Elem()
 		}
 		out[path] = true
+		if ft.Kind() == reflect.Map {
+			maps[path] = true
+		}
 		if ft.Kind() == reflect.Struct && ft.PkgPath() == t.PkgPath() {
-			configKeys(path+".", ft, out)
+			configKeys(path+".", ft, out, maps)
 		}
 	}
 }
