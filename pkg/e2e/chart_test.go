@@ -662,7 +662,7 @@ func TestChartInstall(t *testing.T) {
 			t.Fatal(err)
 		}
 		sa := cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName
-		kcfg := tokenKubeconfig(t, r.ns, sa)
+		kcfg := tokenKubeconfig(t, kubeconfig, r.ns, sa)
 		dir := e.mountedConfig(r.ns, "jobsched-"+r.release+"-config")
 		s := tickAs(t, dir, kcfg, dsn)
 		if s.Failed != 0 {

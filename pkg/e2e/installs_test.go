@@ -154,13 +154,25 @@ func readmeLogSelector(t *testing.T) string {
 	return string(m[1])
 }
 
-// TestInstalls: three installs made by the README's recipe, two schedulers in one namespace and the same scheduler
-// in a second namespace, applied to the cluster and each run as its own ServiceAccount: none ever counts, deletes
-// or selects (logs) the other's objects, and deleting one install leaves the others' capacity access whole.
-//
-// Not parallel: the example's task pods have no nodeSelector and would land on other scenarios' nodes.
-func TestInstalls(t *testing.T) {
-	kube := adminClient(t)
+// TestReadmeOwnCluster runs what the README tells a user to apply to a cluster, on a control plane of its own, one
+// after another: the installs, the Helm walkthrough and the Deploy walkthrough. The example's task pods have no
+// nodeSelector and would land on the scenarios' nodes of the shared cluster, and both walkthroughs use the README's
+// namespace, batch. On a cluster of their own they run beside the scenarios rather than alone before them
+// (scripts/README.md, "The suite's critical path"). JOBSCHED_README_CLUSTER_DIR reuses a cluster's state directory.
+func TestReadmeOwnCluster(t *testing.T) {
+	t.Parallel() // its own control plane: no other test reaches it
+	kcfg, _ := ownCluster(t, os.Getenv("JOBSCHED_README_CLUSTER_DIR"), "cluster-readme-test-", nil)
+	t.Run("installs", func(t *testing.T) { testInstalls(t, kcfg) })
+	t.Run("walkthrough-helm", func(t *testing.T) { testWalkthroughHelm(t, kcfg) })
+	t.Run("walkthrough-deploy", func(t *testing.T) { testWalkthroughDeploy(t, kcfg) })
+}
+
+// testInstalls: three installs made by the README's recipe, two schedulers in one namespace and the same scheduler
+// in a second namespace, applied to the cluster of kcfg and each run as its own ServiceAccount: none ever counts,
+// deletes or selects (logs) the other's objects, and deleting one install leaves the others' capacity access whole.
+func testInstalls(t *testing.T, kcfg string) {
+	kube := adminClient(t, kcfg)
+	onCluster := "KUBECONFIG=" + kcfg
 	ctx := context.Background()
 	suffix := fmt.Sprintf("%04x", rand.IntN(0xffff))
 	nsA, nsB := "installs-a-"+suffix, "installs-b-"+suffix
@@ -179,10 +191,10 @@ func TestInstalls(t *testing.T) {
 	installs := []install{reportsA, exportsA, reportsB}
 
 	for _, ns := range []string{nsA, nsB} {
-		shell(t, clone, fmt.Sprintf("kubectl create namespace %[1]s && kubectl create secret generic jobsched-db -n %[1]s --from-literal=dsn=unused", ns))
+		shell(t, clone, fmt.Sprintf("kubectl create namespace %[1]s && kubectl create secret generic jobsched-db -n %[1]s --from-literal=dsn=unused", ns), onCluster)
 	}
 	for _, in := range installs {
-		shell(t, in.dir, "kubectl apply -k .")
+		shell(t, in.dir, "kubectl apply -k .", onCluster)
 	}
 	crName := func(in install) string { return "jobsched-capacity-" + in.instance + "-" + in.namespace }
 	for _, in := range installs {
@@ -192,15 +204,15 @@ func TestInstalls(t *testing.T) {
 	}
 
 	dbDSN, db := database(t, reportsA.table, exportsA.table, reportsB.table)
-	kcfg := map[string]string{}
+	saKcfg := map[string]string{}
 	keys := map[string][]string{}
 	for _, in := range installs {
-		kcfg[in.dir] = tokenKubeconfig(t, in.namespace, "jobsched-"+in.instance)
+		saKcfg[in.dir] = tokenKubeconfig(t, kcfg, in.namespace, "jobsched-"+in.instance)
 		keys[in.dir] = insertRows(t, db, in.table, in.instance+"-"+in.namespace, 3)
 	}
 	tick := func(in install) summary {
 		t.Helper()
-		return tickAs(t, in.dir, kcfg[in.dir], dbDSN)
+		return tickAs(t, in.dir, saKcfg[in.dir], dbDSN)
 	}
 	jobsOf := func(in install) ([]string, map[string]string) {
 		t.Helper()
@@ -263,7 +275,7 @@ func TestInstalls(t *testing.T) {
 		t.Fatalf("the README's selector %q: %v", sel, err)
 	}
 	for _, in := range []install{reportsA, exportsA} {
-		shell(t, in.dir, fmt.Sprintf("kubectl create job -n %s --from=cronjob/jobsched-%s jobsched-%s-now", nsA, in.instance, in.instance))
+		shell(t, in.dir, fmt.Sprintf("kubectl create job -n %s --from=cronjob/jobsched-%s jobsched-%s-now", nsA, in.instance, in.instance), onCluster)
 	}
 	var selected []corev1.Pod
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -284,7 +296,7 @@ func TestInstalls(t *testing.T) {
 	}
 
 	// Deleting one install removes its own cluster-scoped objects only; the others keep their capacity access.
-	shell(t, exportsA.dir, "kubectl delete -k .")
+	shell(t, exportsA.dir, "kubectl delete -k .", onCluster)
 	if _, err := kube.RbacV1().ClusterRoles().Get(ctx, crName(exportsA), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the deleted install's ClusterRole: err %v, want NotFound", err)
 	}

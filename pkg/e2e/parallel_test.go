@@ -9,18 +9,19 @@ import (
 	"testing"
 )
 
-// TestScenariosSayParallel: a test that starts a scenario on the shared cluster (newNodeEnv, newTaskScenario,
-// newQueuesEnv) calls t.Parallel() on its first line, where a reader sees it: the helpers do not (go test would run
-// such a test alone, before all the parallel ones, and the suite would take that much longer). It reads the sources,
-// so it runs without the integration tag and a cluster.
+// TestScenariosSayParallel: every test of pkg/e2e calls t.Parallel() on its first line, where a reader sees it (go
+// test would run one that does not alone, before all the parallel ones, and the suite would take that much longer),
+// and so does a t.Run in it that starts a scenario on the shared cluster (newNodeEnv, newTaskScenario,
+// newQueuesEnv): the helpers do not. It reads the sources, so it runs without the integration tag and a cluster.
 func TestScenariosSayParallel(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	starts := map[string]bool{"newNodeEnv": true, "newTaskScenario": true, "newQueuesEnv": true}
 	fset := token.NewFileSet()
-	checked := 0
+	checked, tests := 0, 0
 	for _, name := range files {
 		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
 		if err != nil {
@@ -51,13 +52,19 @@ func TestScenariosSayParallel(t *testing.T) {
 			}
 		}
 		for _, d := range f.Decls {
-			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Test") {
-				check(fn.Name.Name, fn.Body)
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Test") || fn.Name.Name == "TestMain" {
+				continue
+			}
+			check(fn.Name.Name, fn.Body)
+			tests++
+			if !firstIsParallel(fn.Body) { // any test, scenario or not, that is not parallel runs alone before the others
+				t.Errorf("%s: %s's first line is not t.Parallel(): it would run alone, before every parallel test", fset.Position(fn.Pos()), fn.Name.Name)
 			}
 		}
 	}
-	if checked == 0 {
-		t.Error("no test starts a scenario: is the check reading pkg/e2e?")
+	if checked == 0 || tests < 50 {
+		t.Errorf("%d tests read, %d start a scenario: is the check reading pkg/e2e?", tests, checked)
 	}
 }
 

@@ -17,21 +17,24 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// TestWalkthroughHelm follows the README's "Install with Helm" on the local control plane: its install block as
+// testWalkthroughHelm follows the README's "Install with Helm" on a control plane: its install block as
 // written in a clone (with helm on PATH), then one `jobsched tick` as the release's ServiceAccount with its token and
 // the files its ConfigMap mounts, against a real table in the shape of the example's query; then its remove block,
 // after which nothing of the release is left.
 //
-// Like TestWalkthroughDeploy it uses the README's namespace, batch, and does not run in parallel.
-func TestWalkthroughHelm(t *testing.T) {
+// Like testWalkthroughDeploy it uses the README's namespace, batch, on the cluster of kcfg (TestReadmeOwnCluster).
+func testWalkthroughHelm(t *testing.T, kcfg string) {
 	needHelm(t)
 	const ns = "batch"
-	kube, clone := walkthrough(t, ns, "walkthrough-helm")
+	kube, clone := walkthrough(t, kcfg, ns, "walkthrough-helm")
 	ctx := context.Background()
 	path := "PATH=" + filepath.Dir(helmBinary) + string(os.PathListSeparator) + filepath.Dir(binary) + string(os.PathListSeparator) + os.Getenv("PATH")
-	t.Cleanup(func() { _, _ = runHelm(t, "uninstall", "reports", "-n", ns, "--ignore-not-found") })
+	onCluster := "KUBECONFIG=" + kcfg
+	t.Cleanup(func() {
+		_, _ = runHelm(t, "uninstall", "reports", "-n", ns, "--ignore-not-found", "--kubeconfig", kcfg)
+	})
 
-	shell(t, clone, readmeBlock(t, "README.md", "helm-install"), path)
+	shell(t, clone, readmeBlock(t, "README.md", "helm-install"), path, onCluster)
 
 	cj, err := kube.BatchV1().CronJobs(ns).Get(ctx, "jobsched-reports", metav1.GetOptions{})
 	if err != nil {
@@ -57,12 +60,12 @@ func TestWalkthroughHelm(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	passAndOperate(t, kube, ns, sa, dir, clone, "helm-operate", path)
+	passAndOperate(t, kube, kcfg, ns, sa, dir, clone, "helm-operate", path)
 	if got, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "jobsched-reports-config", metav1.GetOptions{}); err != nil || !reflect.DeepEqual(got.Data, cm.Data) {
 		t.Errorf("after the upgrades with --reuse-values the ConfigMap is not the installed one (err %v)", err)
 	}
 
-	shell(t, clone, readmeBlock(t, "README.md", "helm-remove"), path)
+	shell(t, clone, readmeBlock(t, "README.md", "helm-remove"), path, onCluster)
 	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=reports"}
 	left := func() []string {
 		var out []string

@@ -154,9 +154,10 @@ func edit(t *testing.T, path, old, new string) {
 	}
 }
 
-func adminClient(t *testing.T) kubernetes.Interface {
+// adminClient is a client of the cluster of kubeconfig kcfg, as its admin.
+func adminClient(t *testing.T, kcfg string) kubernetes.Interface {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,13 +276,13 @@ func insertRows(t *testing.T, db *sql.DB, table, prefix string, n int) []string 
 	return keys
 }
 
-// tokenKubeconfig writes a kubeconfig that authenticates as the ServiceAccount sa of ns with a token from
+// tokenKubeconfig writes a kubeconfig for the cluster of kcfg that authenticates as the ServiceAccount sa of ns with a token from
 // `kubectl create token`, as the CronJob's pod does with its mounted token, and waits until the API server lets it
 // create and list Jobs there and list nodes (a new binding takes a moment to reach the authorizer).
-func tokenKubeconfig(t *testing.T, ns, sa string) string {
+func tokenKubeconfig(t *testing.T, kcfg, ns, sa string) string {
 	t.Helper()
-	tok := strings.TrimSpace(shell(t, t.TempDir(), fmt.Sprintf("kubectl create token %s -n %s --duration 1h", sa, ns)))
-	admin, err := clientcmd.LoadFromFile(kubeconfig)
+	tok := strings.TrimSpace(shell(t, t.TempDir(), fmt.Sprintf("kubectl create token %s -n %s --duration 1h", sa, ns), "KUBECONFIG="+kcfg))
+	admin, err := clientcmd.LoadFromFile(kcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,26 +326,28 @@ func runAs(t *testing.T, dir, kcfg, dbDSN string, args ...string) result {
 }
 
 // tickAs runs one pass as a ServiceAccount and fails the test unless it exits 0 without falling back to quota.
-// walkthrough prepares one: namespace ns made afresh, a cluster node called node, a clone with the manifests. It
-// returns the admin client and the clone.
-func walkthrough(t *testing.T, ns, node string) (kubernetes.Interface, string) {
+// walkthrough prepares one on the cluster of kcfg: namespace ns made afresh, a cluster node called node, a clone
+// with the manifests. It returns the admin client and the clone.
+func walkthrough(t *testing.T, kcfg, ns, node string) (kubernetes.Interface, string) {
 	t.Helper()
-	kube := adminClient(t)
+	kube := adminClient(t, kcfg)
 	freshNamespace(t, kube, ns)
 	addClusterNode(t, kube, node)
 	return kube, cloneWithManifests(t)
 }
 
-// passAndOperate is what both walkthroughs do once the install is up: a pass as the install's ServiceAccount sa (the
-// CronJob's pod: the same binary with that identity's token; its config in dir) creates a Job per row of a fresh
-// table, then the README's block (pause, resume, run a pass now) runs line by line in shellDir with env, each line
-// checked: the CronJob suspended, then not, then exactly one jobsched-reports-now-* Job, running as sa.
-func passAndOperate(t *testing.T, kube kubernetes.Interface, ns, sa, dir, shellDir, block string, env ...string) {
+// passAndOperate is what both walkthroughs do once the install is up on the cluster of kcfg: a pass as the
+// install's ServiceAccount sa (the CronJob's pod: the same binary with that identity's token; its config in dir)
+// creates a Job per row of a fresh table, then the README's block (pause, resume, run a pass now) runs line by line
+// in shellDir with env, each line checked: the CronJob suspended, then not, then exactly one jobsched-reports-now-*
+// Job, running as sa.
+func passAndOperate(t *testing.T, kube kubernetes.Interface, kcfg, ns, sa, dir, shellDir, block string, env ...string) {
 	t.Helper()
 	ctx := context.Background()
+	env = append(env, "KUBECONFIG="+kcfg)
 	dbDSN, db := database(t, "tasks")
 	keys := insertRows(t, db, "tasks", "report", 2)
-	if s := tickAs(t, dir, tokenKubeconfig(t, ns, sa), dbDSN); s.Created != len(keys) || s.Failed != 0 {
+	if s := tickAs(t, dir, tokenKubeconfig(t, kcfg, ns, sa), dbDSN); s.Created != len(keys) || s.Failed != 0 {
 		t.Errorf("tick as the ServiceAccount: created %d, failed %d; want %d and 0", s.Created, s.Failed, len(keys))
 	}
 	if got, _ := schedulerJobs(t, kube, ns, "reports"); !slices.Equal(got, expectedNames("reports", keys)) {
@@ -481,19 +484,19 @@ func TestWalkthroughTry(t *testing.T) {
 	}
 }
 
-// TestWalkthroughDeploy follows the README's Deploy section on the local control plane: its install block as
+// testWalkthroughDeploy follows the README's Deploy section on a control plane: its install block as
 // written (copy manifests/, create the namespace and Secrets, dry-run the sample rows, render, apply), then one
 // `jobsched tick` as the install's ServiceAccount with its token, as the CronJob's pod would run it, against a real
 // table in the shape of the example's query; then its pause/resume/run-now and remove blocks.
 //
-// It uses the README's namespace, batch, and does not run in parallel with the other scenarios: the example's task
-// pods have no nodeSelector and would land on their nodes.
-func TestWalkthroughDeploy(t *testing.T) {
+// It uses the README's namespace, batch, on the cluster of kcfg (TestReadmeOwnCluster).
+func testWalkthroughDeploy(t *testing.T, kcfg string) {
 	const ns = "batch"
-	kube, clone := walkthrough(t, ns, "walkthrough")
+	kube, clone := walkthrough(t, kcfg, ns, "walkthrough")
 	ctx := context.Background()
+	onCluster := "KUBECONFIG=" + kcfg
 
-	shell(t, clone, readmeBlock(t, "README.md", "install"))
+	shell(t, clone, readmeBlock(t, "README.md", "install"), onCluster)
 	dir := filepath.Join(clone, "my-jobsched", "examples", "reports")
 
 	// What the install made, by the names and labels the README gives.
@@ -518,10 +521,10 @@ func TestWalkthroughDeploy(t *testing.T) {
 	}
 
 	// The CronJob's pod, as the install's ServiceAccount: here the same binary with that identity's token.
-	passAndOperate(t, kube, ns, cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName, dir, dir, "operate")
+	passAndOperate(t, kube, kcfg, ns, cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName, dir, dir, "operate")
 
 	// Remove: the install's objects go, cluster-scoped ones included.
-	shell(t, dir, readmeBlock(t, "README.md", "remove"))
+	shell(t, dir, readmeBlock(t, "README.md", "remove"), onCluster)
 	if _, err := kube.RbacV1().ClusterRoles().Get(ctx, "jobsched-capacity-reports-batch", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the install's ClusterRole after kubectl delete -k: err %v, want NotFound", err)
 	}
