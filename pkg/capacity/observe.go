@@ -454,6 +454,8 @@ type PodSummary struct {
 	Message       string    // the scheduler's message when Unschedulable
 	// UnschedulableSince is when it turned Unschedulable (the condition's lastTransitionTime, UTC; zero if unknown).
 	UnschedulableSince time.Time
+	// Demand is what it requests (Demand) while bound to no node: a sized queue's pods are counted by their own.
+	Demand corev1.ResourceList
 }
 
 // SummarizePod keeps what a pass needs of a Pending pod; ok is false for a pod that holds nothing: being deleted
@@ -464,6 +466,9 @@ func SummarizePod(pod *corev1.Pod) (s PodSummary, ok bool) {
 		return PodSummary{}, false
 	}
 	s = PodSummary{Name: pod.Name, Job: owner.UID, Bound: pod.Spec.NodeName != ""}
+	if !s.Bound {
+		s.Demand = Demand(pod)
+	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 			s.Unschedulable, s.Message, s.UnschedulableSince = true, apitext.Quote(c.Message), c.LastTransitionTime.UTC()

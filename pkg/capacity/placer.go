@@ -24,6 +24,9 @@ type Claim struct {
 	// whatever kept it off the nodes (a taken hostPort, an affinity: not only resources), and while they reach
 	// maxPending the template gets no room on the nodes either: the nodes' fit is what they already failed.
 	Waiting int
+	// Demand, when set, is what each of its pods demands instead of its template's: our pods observed (their rows'
+	// own sizes, job.requestsFrom), placed with the template's selectors and tolerations.
+	Demand corev1.ResourceList
 }
 
 // Placer places Jobs of several templates, one at a time, on one Snapshot: each placed pod goes to a node it fits
@@ -136,6 +139,9 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 		pod := snap.admitted(c.Template)
 		cl := &claim{tpl: c.Template, pod: pod, demand: Demand(pod), perJob: PodsPerJob(c.Template),
 			claimed: c.Unbound + c.Podless}
+		if c.Demand != nil {
+			cl.demand = c.Demand
+		}
 		cl.held = min(max(c.Waiting, 0), cl.claimed)
 		cl.shows = slices.Sorted(maps.Keys(cl.demand))
 		if !slices.Contains(cl.shows, corev1.ResourcePods) {

@@ -162,8 +162,13 @@ func (p *queuePart) unfinished(cfg *config.Config, st *JobStatus, job JobSummary
 		p.podlessPods += job.PodsPerJob
 	}
 	for _, pod := range pods {
+		var size *unboundSize // its size's, for a sized queue's pod bound to no node
 		if !pod.Bound {
 			p.unboundPods++
+			if cfg.Job.Sized() && pod.Demand != nil {
+				size = p.unboundOfSize(pod.Demand)
+				size.pods++
+			}
 		}
 		if !pod.Unschedulable {
 			continue
@@ -177,6 +182,9 @@ func (p *queuePart) unfinished(cfg *config.Config, st *JobStatus, job JobSummary
 		}
 		if v.Waits { // it waits for what the mode says (a new node): a signal, not a stop
 			p.Waiting++
+			if size != nil {
+				size.waiting++
+			}
 			if st.State != StateUnschedulable {
 				st.Reason = v.Reason
 			}

@@ -191,6 +191,9 @@ type queuePart struct {
 	// unboundPods are this scheduler's pods bound to no node yet, podlessPods the pods its unfinished Jobs with no
 	// pod yet will make: both will take room that the nodes still show as free.
 	unboundPods, podlessPods int
+	// unboundSizes are, for a sized queue, those of unboundPods whose demand is observed, by size (their count
+	// included in unboundPods; and in Waiting, those of them that wait for a new node).
+	unboundSizes []unboundSize
 	// waitDue is the queue's part of Plan.WaitDue (zero: none).
 	waitDue time.Time
 	// sized says the queue takes its Jobs' requests from its rows (job.requestsFrom; sizes.go).

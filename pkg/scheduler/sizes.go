@@ -22,9 +22,12 @@ import (
 //   - the smallest (each sized resource at its least, 1m cpu or 1 of another), queue i's own claim: what fits of it
 //     bounds the queue's slots, so that the read never asks for fewer rows than might fit; a row may ask that
 //     little, so no smaller count would be safe to read;
-//   - the largest (each sized resource at the larger of job.maxRequests and the template's), for the queue's pods
-//     that already claim room (unbound, or of Jobs with no pod yet): their sizes are not observed, so each is
-//     counted at the most it may ask, never less;
+//   - for the queue's pods bound to no node yet, one claim per size among them (Claim.Demand: each pod's own
+//     demand, observed), so that each counts what it asks; with capacity autoscale those of them that wait for a
+//     new node too (Claim.Waiting), against the NodePools' limits and limits.maxPending;
+//   - the largest (each sized resource at the larger of job.maxRequests and the template's), for the pods its Jobs
+//     with no pod yet will make: their sizes are not observed, so each is counted at the most it may ask, never
+//     less (a pod of ours whose demand was not kept is counted so too);
 //   - after the read, one claim per distinct shape among the rows admitted: the share places each create with
 //     its own shape, in the query's order.
 //
@@ -102,8 +105,13 @@ func (p *Plan) claims(cfg *config.Config, shapes []*batchv1.Job) (claims []capac
 			claims[i] = capacity.Claim{Template: qc.Template, Unbound: part.unboundPods, Podless: part.podlessPods, Waiting: part.Waiting}
 			continue
 		}
-		claims[i] = capacity.Claim{Template: smallestShape(qc), Waiting: part.Waiting}
-		claims = append(claims, capacity.Claim{Template: largestShape(qc), Unbound: part.unboundPods, Podless: part.podlessPods})
+		claims[i] = capacity.Claim{Template: smallestShape(qc)}
+		unbound, waiting := part.unboundPods, part.Waiting
+		for _, s := range part.unboundSizes {
+			claims = append(claims, capacity.Claim{Template: qc.Template, Demand: s.demand, Unbound: s.pods, Waiting: s.waiting})
+			unbound, waiting = unbound-s.pods, waiting-s.waiting
+		}
+		claims = append(claims, capacity.Claim{Template: largestShape(qc), Unbound: unbound, Podless: part.podlessPods, Waiting: waiting})
 	}
 	base = len(claims)
 	for _, s := range shapes {
@@ -162,6 +170,25 @@ func shapeKey(job *batchv1.Job) string {
 		b.WriteByte(';')
 	}
 	return b.String()
+}
+
+// unboundSize is a size among a sized queue's pods bound to no node: how many, and how many of them wait for a new
+// node.
+type unboundSize struct {
+	demand        corev1.ResourceList
+	pods, waiting int
+}
+
+// unboundOfSize is the entry of demand's size in p.unboundSizes, added when new.
+func (p *queuePart) unboundOfSize(demand corev1.ResourceList) *unboundSize {
+	key := requestsWords(demand)
+	for i := range p.unboundSizes {
+		if requestsWords(p.unboundSizes[i].demand) == key {
+			return &p.unboundSizes[i]
+		}
+	}
+	p.unboundSizes = append(p.unboundSizes, unboundSize{demand: demand})
+	return &p.unboundSizes[len(p.unboundSizes)-1]
 }
 
 // requestsWords is a Job's requests in words, sorted: "cpu=3 memory=1Gi" ("the template's requests" for none).

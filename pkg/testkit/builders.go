@@ -170,6 +170,12 @@ func MakePod(owner *batchv1.Job) *PodWrapper {
 // Obj is the pod built.
 func (p *PodWrapper) Obj() *corev1.Pod { return &p.Pod }
 
+// Requests gives it one container, worker, that requests rl.
+func (p *PodWrapper) Requests(rl corev1.ResourceList) *PodWrapper {
+	p.Spec.Containers = []corev1.Container{{Name: "worker", Resources: corev1.ResourceRequirements{Requests: rl}}}
+	return p
+}
+
 // Bound binds it to node.
 func (p *PodWrapper) Bound(node string) *PodWrapper {
 	p.Spec.NodeName = node
