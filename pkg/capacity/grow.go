@@ -27,7 +27,14 @@ type growth struct {
 	pending     int // how many more of ours may wait: limits.maxPending − waiting − those placed on new nodes
 	maxPending  int
 	claimsPools [][]string // per claim, per pool: why the claim's pod may not land there ("" if it may)
+	// onNew is the size (quantities of its demand) of our pods that wait for new nodes: those waiting when the pass
+	// began, then those it places there; "" while there are none, mixedSizes when those waiting differ. Pods of
+	// another size are not placed on new nodes meanwhile (see place).
+	onNew string
 }
+
+// mixedSizes is growth.onNew when our pods that wait for new nodes are of several sizes.
+const mixedSizes = "mixed"
 
 // growPool is one NodePool or node group while pods are placed on it.
 type growPool struct {
@@ -84,6 +91,15 @@ func newGrowth(snap *Snapshot, p *Placer) *growth {
 		g.claimsPools = append(g.claimsPools, why)
 	}
 	for c, cl := range p.claims {
+		if max(cl.waiting, cl.held) > 0 {
+			switch size := quantities(cl.demand); g.onNew {
+			case "":
+				g.onNew = size
+			case size:
+			default:
+				g.onNew = mixedSizes
+			}
+		}
 		g.waiting += max(cl.waiting, cl.held) // the pods interchangeable: those that fit nowhere are of the held first
 		for range cl.waiting {
 			g.takeAny(cl.demand, cl.need, func(k int, _ *growPool) string { return g.claimsPools[c][k] })
@@ -331,17 +347,59 @@ func (g *growth) room(c int, cl *claim) (int, []PoolFit) {
 	return total, fits
 }
 
+// mayAdd says whether some pool could ever add a node that one pod of claim c (cl; need over space sp) fits on,
+// were its limits all free: one the pod may use (selectors, taints) whose node shape holds it, within the pool's
+// limits in all. A pool whose node shape is not known yet (a NodePool before a NodeClaim shows one, a node group
+// with no node to read) may: what it can launch is the autoscaler's to say.
+func (g *growth) mayAdd(c int, cl *claim, sp space) bool {
+	for k, gp := range g.pools {
+		if g.claimsPools[c][k] == "" && gp.mayHold(cl, sp) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayHold says whether a new node of the pool could hold one pod of cl (need over space sp).
+func (gp *growPool) mayHold(cl *claim, sp space) bool {
+	for r, limit := range gp.pool.Limits {
+		if d, ok := cl.demand[r]; ok && d.Cmp(limit) > 0 {
+			return false
+		}
+	}
+	var shape corev1.ResourceList
+	switch {
+	case gp.shape != nil:
+		shape = gp.shape.Allocatable
+	case gp.pool.Shape != nil:
+		shape = gp.pool.Shape.Allocatable
+	default:
+		return true
+	}
+	return fitsIn(sp.empty(shape), cl.need)
+}
+
 // holds says whether claim cl gets no room at all: some of its pods wait for a new node (Claim.Waiting) and
 // limits.maxPending has no room for one more Job's pods. A nil growth holds nothing.
 func (g *growth) holds(cl *claim) bool {
 	return g != nil && cl.held > 0 && g.pending < cl.perJob
 }
 
-// place places one Job of claim c on new nodes, if the pools and limits.maxPending take its pods.
+// place places one Job of claim c on new nodes, if the pools and limits.maxPending take its pods, and no pod of ours
+// of another size waits for a new node (onNew). Pods of one size are interchangeable: however kube-scheduler binds
+// them as the new nodes come up, the nodes hold as many. Pods of different sizes are not: a small pod bound first
+// to a node launched for a large one (kube-scheduler retries the pods it backed off later) leaves the large one no
+// room, and the autoscaler at its limits no node for it. So the sizes take new nodes one at a time: the next size
+// once those waiting are bound (job.requestsFrom's rows; queues of different templates alike).
 func (g *growth) place(c int, cl *claim) bool {
+	size := quantities(cl.demand)
+	if g.onNew != "" && g.onNew != size {
+		return false
+	}
 	if n, _ := g.room(c, cl); g.pending < cl.perJob || n != unlimited && n < cl.perJob {
 		return false
 	}
+	g.onNew = size
 	for range cl.perJob {
 		g.takeAny(cl.demand, cl.need, func(k int, _ *growPool) string { return g.claimsPools[c][k] })
 	}

@@ -180,3 +180,37 @@ func TestAutoscaleReport(t *testing.T) {
 		t.Errorf("gpu: %q, want %q", got, want)
 	}
 }
+
+// TestGrowOneSizeAtATime pins that pods of one size at a time wait for new nodes: a Job whose pod differs in size
+// from ours that wait for one (when the pass began, or placed there by it) is not placed on new nodes, though it
+// still is on the nodes that exist. A is 1 cpu, B 2 cpu; the NodePool adds 3 nodes of 3900m.
+func TestGrowOneSizeAtATime(t *testing.T) {
+	shaped := func(p *autoscaler.Pool) {
+		p.Shape = &autoscaler.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"),
+			Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "batch-old"}
+	}
+	grown := func(s *Snapshot) *Snapshot {
+		return withAutoscale(s, autoscaler.Karpenter, 100, karpenter("batch", rl("cpu", "12"), nil, shaped))
+	}
+	a, b := job(cpus("1")), job(cpus("2"))
+	halfFull := node("n1", func(n *Node) { n.Requested, n.Pods = req("cpu", "2"), 1 }) // 2 of its 4 cpu free
+	for _, tc := range []struct {
+		name   string
+		snap   *Snapshot
+		claims []Claim
+		seq    string
+		want   string
+	}{
+		{"the first size placed on new nodes keeps them", grown(nodes()), []Claim{{Template: a}, {Template: b}}, "ABAB", "TFTF"},
+		{"either size may be first", grown(nodes()), []Claim{{Template: a}, {Template: b}}, "BAB", "TFT"},
+		{"ours that wait hold them for their size", grown(nodes()), []Claim{{Template: a, Unbound: 1, Waiting: 1}, {Template: b}}, "BA", "FT"},
+		{"ours of two sizes waiting: no size more", grown(nodes()), []Claim{{Template: a, Unbound: 1, Waiting: 1}, {Template: b, Unbound: 1, Waiting: 1}}, "AB", "FF"},
+		{"the nodes that exist take any size", grown(nodes(halfFull)), []Claim{{Template: a}, {Template: b}}, "BABA", "TTFT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := places(NewGrowingPlacer(tc.snap, tc.claims), tc.seq); got != tc.want {
+				t.Errorf("%s: %s, want %s", tc.seq, got, tc.want)
+			}
+		})
+	}
+}

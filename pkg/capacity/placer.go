@@ -423,28 +423,41 @@ func (p *Placer) placeOnNodes(cl *claim, i int) bool {
 }
 
 // Never says why one Job of claim i could never fit, however much room is freed: in capacity nodes, its pod fits
-// in the allocatable of no node it may use (each as if empty); in any mode, it takes more of a ResourceQuota than
-// its hard limit. "" when it could fit (or no node may take it at all: Report says so, and nothing is read).
+// in the allocatable of no node it may use (each as if empty) and, with the autoscaler's growth (autoscale), on no
+// new node a pool could add (growth.mayAdd); in any mode, it takes more of a ResourceQuota than its hard limit. ""
+// when it could fit (or no node may take it at all and nothing grows: Report says so, and nothing is read).
 func (p *Placer) Never(i int) string {
 	if p.snap == nil {
 		return ""
 	}
 	cl := p.claims[i]
-	if p.snap.Mode == config.CapacityNodes && len(cl.on) > 0 {
+	if p.snap.Mode == config.CapacityNodes && (len(cl.on) > 0 || p.grow != nil) {
 		var largest *Node // by cpu, else the first
+		fitsOne := false
 		for _, k := range cl.on {
 			n := p.slots[k].node
 			if f, _ := fits(cl.need, p.space.empty(n.Allocatable)); f >= 1 {
-				largest = nil
+				fitsOne = true
 				break
 			}
 			if largest == nil || n.Allocatable.Cpu().Cmp(*largest.Allocatable.Cpu()) > 0 {
 				largest = n
 			}
 		}
-		if largest != nil {
-			return fmt.Sprintf("it asks for %s, more than the allocatable of any of the %d node(s) it may run on (the largest, %s: %s)",
+		var why string
+		switch {
+		case fitsOne || p.grow != nil && p.grow.mayAdd(i, cl, p.space):
+		case largest != nil:
+			why = fmt.Sprintf("it asks for %s, more than the allocatable of any of the %d node(s) it may run on (the largest, %s: %s)",
 				quantities(cl.demand), len(cl.on), largest.Name, allocatableOf(cl.demand, largest))
+		default:
+			why = fmt.Sprintf("it asks for %s, and no node it may run on exists", quantities(cl.demand))
+		}
+		if why != "" && p.grow != nil {
+			why += fmt.Sprintf(", nor could any %s add one it fits on (its node shape, or its limits in all)", poolKind(p.grow.source))
+		}
+		if why != "" {
+			return why
 		}
 	}
 	for j, q := range p.quotas {

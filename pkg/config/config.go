@@ -425,7 +425,6 @@ func (c *Config) Validate() []error {
 		bad("limits.capacity", "%q is not one of %s", c.Limits.Capacity, CapacityNames())
 	}
 	errs = append(errs, c.validateKueue()...)
-	errs = append(errs, c.validateSizesMode()...)
 	if c.Limits.Capacity != CapacityAutoscale && c.Limits.MaxPending != nil {
 		bad("limits.maxPending", "is read only with limits.capacity: autoscale (it is %s)", c.Limits.Capacity)
 	}

@@ -89,27 +89,6 @@ func resourceNameProblem(r corev1.ResourceName) string {
 	return ""
 }
 
-// validateSizesMode checks that no queue takes its requests from its rows under a capacity mode that cannot fit
-// them one by one yet (autoscale: NodePools and the shapes Karpenter can launch are counted per template).
-func (c *Config) validateSizesMode() []error {
-	if c.Limits.Capacity != CapacityAutoscale {
-		return nil
-	}
-	var errs []error
-	if !c.explicitQueues() {
-		if c.Job.Sized() {
-			badAt(&errs, at{})("job.requestsFrom", "is not read with limits.capacity: autoscale yet: use nodes, quota, off or kueue")
-		}
-		return errs
-	}
-	for i, q := range c.Queues {
-		if q.Job.Sized() {
-			badAt(&errs, c.queueAt(i))("job.requestsFrom", "is not read with limits.capacity: autoscale yet: use nodes, quota, off or kueue")
-		}
-	}
-	return errs
-}
-
 // Worker is the index of the container of tpl whose requests job.requestsFrom sets: job.container's, else the only
 // one (Parse checks there is one); -1 when there is none.
 func (j Job) Worker(tpl []corev1.Container) int {

@@ -47,16 +47,15 @@ func TestSizesProblems(t *testing.T) {
 	}
 }
 
-// TestSizesModes: autoscale fits per template, so it refuses job.requestsFrom (top level and in a queue); the other
-// modes take it.
+// TestSizesModes: every capacity mode takes job.requestsFrom, at the top level and in a queue.
 func TestSizesModes(t *testing.T) {
 	sized := minimal + "  requestsFrom: {cpu: cpus}\n  maxRequests: {cpu: 4}\n"
-	loadFails(t, sized+"limits: {capacity: autoscale}\n", "",
-		[]string{"job.requestsFrom: is not read with limits.capacity: autoscale yet"})
 	queues := "name: reports\nlimits: {capacity: autoscale}\nqueues:\n- name: big\n  source: {query: SELECT id FROM t, key: id}\n" +
 		"  job: {template: job.yaml, requestsFrom: {cpu: cpus}, maxRequests: {cpu: 4}}\n"
-	loadFails(t, queues, "", []string{"queues[0] (big).job.requestsFrom: is not read with limits.capacity: autoscale yet"})
-	for _, mode := range []string{"nodes", "quota", "off"} {
+	if _, err := Load(write(t, map[string]string{"jobsched.yaml": queues}), ""); err != nil {
+		t.Errorf("a sized queue with autoscale: %v", err)
+	}
+	for _, mode := range []string{"nodes", "quota", "off", "autoscale"} {
 		if _, err := Load(write(t, map[string]string{"jobsched.yaml": sized + "limits: {capacity: " + mode + "}\n"}), ""); err != nil {
 			t.Errorf("%s: %v", mode, err)
 		}
