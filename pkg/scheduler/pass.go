@@ -76,7 +76,7 @@ func decideSteps(ctx context.Context, cfg *config.Config, obs *Observation, c Ca
 		// (claims of no pod: the room the fit counted is the same).
 		if p.anySized() {
 			_, base := p.claims(cfg, nil)
-			if shapes, of := p.shapes(base); len(shapes) > 0 {
+			if shapes, of := p.shapes(cfg, base); len(shapes) > 0 {
 				sp, _ := p.placer(cfg, obs, shapes)
 				share, claims = sp, of
 			}

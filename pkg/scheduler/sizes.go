@@ -120,10 +120,18 @@ func (p *Plan) claims(cfg *config.Config, shapes []*batchv1.Job) (claims []capac
 	return claims, base
 }
 
-// shapes are the distinct shapes of the sized queues' admitted creates (the first create's Job of each), and per
-// queue the claim of each of its admitted creates, shapes counted from base (nil for a queue that is not sized). A
-// create with no pod of its own (status's estimate) is placed as its queue's smallest shape.
-func (p *Plan) shapes(base int) ([]*batchv1.Job, [][]int) {
+// MaxShapes bounds the claims a pass's placer holds for one sized queue's sizes, each claim costing a record per
+// node it may use: a queue's admitted creates of its first MaxShapes−1 distinct sizes are placed each as its own,
+// those of any size after them as one shape that asks, per resource, the most any of them asks (overflowShape), so
+// that each is counted at least at its size. At 5,000 nodes a claim holds about 270 kB and costs about 2 ms of
+// placement (BenchmarkPlacerShapes): 1,000 sizes would hold 270 MB.
+const MaxShapes = 32
+
+// shapes are the distinct shapes of the sized queues' admitted creates (the first create's Job of each, at most
+// MaxShapes a queue), and per queue the claim of each of its admitted creates, shapes counted from base (nil for a
+// queue that is not sized). A create with no pod of its own (status's estimate) is placed as its queue's smallest
+// shape.
+func (p *Plan) shapes(cfg *config.Config, base int) ([]*batchv1.Job, [][]int) {
 	var shapes []*batchv1.Job
 	var of [][]int
 	index := map[string]int{}
@@ -135,6 +143,8 @@ func (p *Plan) shapes(base int) ([]*batchv1.Job, [][]int) {
 			of = make([][]int, len(p.parts))
 		}
 		of[i] = make([]int, len(part.admittedCreates))
+		own := 0       // the shapes this queue added
+		var over []int // its creates of a size after its first MaxShapes−1
 		for k, c := range part.admittedCreates {
 			if c.Job == nil || len(c.Job.Spec.Template.Spec.Containers) == 0 {
 				of[i][k] = i
@@ -143,14 +153,45 @@ func (p *Plan) shapes(base int) ([]*batchv1.Job, [][]int) {
 			key := shapeKey(c.Job)
 			n, ok := index[key]
 			if !ok {
-				n = len(shapes)
+				if own >= MaxShapes-1 {
+					over = append(over, k)
+					continue
+				}
+				n, own = len(shapes), own+1
 				index[key] = n
 				shapes = append(shapes, c.Job)
 			}
 			of[i][k] = base + n
 		}
+		if len(over) > 0 {
+			for _, k := range over {
+				of[i][k] = base + len(shapes)
+			}
+			shapes = append(shapes, overflowShape(cfg.QueueConfig(i), part.admittedCreates, over))
+		}
 	}
 	return shapes, of
+}
+
+// overflowShape is the shape of queue config qc whose worker asks, per sized resource, the most that the creates
+// over of creates ask: placed as it, each of them is counted at least at its own size.
+func overflowShape(qc *config.Config, creates []Create, over []int) *batchv1.Job {
+	most := corev1.ResourceList{}
+	for _, k := range over {
+		cs := creates[k].Job.Spec.Template.Spec.Containers
+		w := qc.Job.Worker(cs)
+		if w < 0 {
+			continue
+		}
+		for _, res := range qc.Job.SizedResources() {
+			if q, ok := cs[w].Resources.Requests[res]; ok {
+				if m, seen := most[res]; !seen || q.Cmp(m) > 0 {
+					most[res] = q
+				}
+			}
+		}
+	}
+	return render.Sized(qc.Job, qc.Template, most)
 }
 
 // shapeKey says what of a Job's pod its fit depends on and may differ between a queue's rows: every container's
@@ -173,22 +214,39 @@ func shapeKey(job *batchv1.Job) string {
 }
 
 // unboundSize is a size among a sized queue's pods bound to no node: how many, and how many of them wait for a new
-// node.
+// node. Past MaxShapes−1 sizes, the pods of any other size count in one more entry (over) that asks, per resource,
+// the most any of them asks.
 type unboundSize struct {
 	demand        corev1.ResourceList
 	pods, waiting int
+	over          bool
 }
 
-// unboundOfSize is the entry of demand's size in p.unboundSizes, added when new.
+// unboundOfSize is the entry of demand's size in p.unboundSizes, added when new (or the overflow entry, raised to
+// hold demand, once MaxShapes−1 sizes have one).
 func (p *queuePart) unboundOfSize(demand corev1.ResourceList) *unboundSize {
 	key := requestsWords(demand)
 	for i := range p.unboundSizes {
-		if requestsWords(p.unboundSizes[i].demand) == key {
-			return &p.unboundSizes[i]
+		if s := &p.unboundSizes[i]; !s.over && requestsWords(s.demand) == key {
+			return s
 		}
 	}
-	p.unboundSizes = append(p.unboundSizes, unboundSize{demand: demand})
-	return &p.unboundSizes[len(p.unboundSizes)-1]
+	n := len(p.unboundSizes)
+	if n < MaxShapes-1 {
+		p.unboundSizes = append(p.unboundSizes, unboundSize{demand: demand})
+		return &p.unboundSizes[n]
+	}
+	if !p.unboundSizes[n-1].over {
+		p.unboundSizes = append(p.unboundSizes, unboundSize{demand: corev1.ResourceList{}, over: true})
+		n++
+	}
+	s := &p.unboundSizes[n-1]
+	for r, q := range demand {
+		if m, ok := s.demand[r]; !ok || q.Cmp(m) > 0 {
+			s.demand[r] = q
+		}
+	}
+	return s
 }
 
 // requestsWords is a Job's requests in words, sorted: "cpu=3 memory=1Gi" ("the template's requests" for none).

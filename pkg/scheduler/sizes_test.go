@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -199,5 +200,57 @@ func TestSizedUnboundOwnSize(t *testing.T) {
 				t.Errorf("creates (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSizedShapesBounded pins MaxShapes: a pass places a sized queue's rows of its first MaxShapes−1 sizes each as
+// its own, and those of any size after them as one shape that asks the most of them. Rows of 1m … 31m (496m in
+// all), then 100m and 3000m, on a node of 4 cpu: exactly, all three would fit (3596m); with 100m counted at 3000m,
+// the 3000m row no longer does. Each Job still asks its own row's cpu.
+func TestSizedShapesBounded(t *testing.T) {
+	cfg := sizedConfig(t, config.CapacityNodes, "4")
+	cfg.Limits.MaxPerTick, cfg.Limits.MaxActive = ptr.To(50), ptr.To(50)
+	var kv []string
+	for k := range MaxShapes - 1 {
+		kv = append(kv, fmt.Sprintf("s%02d", k), fmt.Sprintf("%dm", k+1))
+	}
+	kv = append(kv, "small", "100m", "large", "3000m")
+	s := &Scheduler{workers: 1, Config: cfg, Kube: testkit.NewFake(fourCPU(config.CapacityNodes)), Source: &source{Rows: sizedRows(kv...)},
+		Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	res, err := s.Run(context.Background(), Execute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(res.Plan.Creates), MaxShapes; got != want || res.Summary.ReadAhead != 1 {
+		t.Fatalf("%d creates, readAhead %d; want %d (every row but large), readAhead 1", got, res.Summary.ReadAhead, want)
+	}
+	last := res.Plan.Creates[len(res.Plan.Creates)-1]
+	if got := last.Job.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; last.Key != "small" || got.Cmp(resource.MustParse("100m")) != 0 {
+		t.Errorf("the last create is %s asking cpu %s, want small asking its own 100m", last.Key, got.String())
+	}
+}
+
+// TestUnboundSizesBounded pins MaxShapes for a sized queue's pods bound to no node: the first MaxShapes−1 sizes
+// count each as its own, any other in one more entry that asks, per resource, the most of them.
+func TestUnboundSizesBounded(t *testing.T) {
+	p := &queuePart{}
+	cpu := func(m int) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(int64(m), resource.DecimalSI)}
+	}
+	for m := 1; m <= MaxShapes-1; m++ {
+		p.unboundOfSize(cpu(m)).pods++
+	}
+	p.unboundOfSize(cpu(5)).pods++ // a size already counted: its own entry
+	p.unboundOfSize(cpu(300)).pods++
+	p.unboundOfSize(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("1Gi")}).pods++
+	if n := len(p.unboundSizes); n != MaxShapes {
+		t.Fatalf("%d entries, want %d", n, MaxShapes)
+	}
+	if got := p.unboundSizes[4]; got.pods != 2 || got.over {
+		t.Errorf("the entry of 5m: %+v, want 2 pods, its own", got)
+	}
+	over := p.unboundSizes[MaxShapes-1]
+	if !over.over || over.pods != 2 || requestsWords(over.demand) != "cpu=300m memory=1Gi" {
+		t.Errorf("the overflow entry: %d pods, over %v, asking %s; want 2, true, cpu=300m memory=1Gi", over.pods, over.over, requestsWords(over.demand))
 	}
 }
