@@ -27,6 +27,9 @@
 #   BENCH_ONLY=sizes scripts/bench.sh                # per-row sizes (job.requestsFrom) against one template sized for the
 #                                                    # largest task, a mixed backlog on 2 nodes (scripts/bench/sizes.go;
 #                                                    # about 9 minutes), not run unless named
+#   BENCH_ONLY=sizes-autoscale scripts/bench.sh      # the same two sides with capacity autoscale on Karpenter: nodes
+#                                                    # launched, NodeClaim-seconds (scripts/bench/sizes_autoscale.go),
+#                                                    # not run unless named
 #   BENCH_ONLY=pickup scripts/bench.sh               # insert → Job with source.notify, source.poll and BENCH_PICKUP_REF
 #                                                    # (scripts/bench/pickup.go; about 45 minutes), not run unless named
 #
@@ -67,6 +70,7 @@ only=${BENCH_ONLY:-}
 # Karpenter only for the autoscaled drain (its part, or every part).
 karpenter=
 if [[ -z $only || ,$only, == *,autoscale,* ]]; then karpenter=1; fi
+if [[ ,$only, == *,sizes-autoscale,* ]]; then karpenter=1; fi
 # The fill part runs thousands of Jobs to completion a minute: the controller-manager and the scheduler get a big
 # cluster's client QPS and Job syncs (their defaults, 20 QPS and 5 syncs, complete a few Jobs a second, and the bench
 # would measure them, not jobsched). fill.go writes them into its results.
@@ -133,8 +137,15 @@ if [[ -z $only || ,$only, == *,drain,* ]]; then
 fi
 # The autoscaled drain next, on Karpenter's nodes; then Karpenter is stopped, so that it takes no CPU from the rest.
 if [[ -n $karpenter ]]; then
-	"$work/bench" autoscale
-	echo
+	if [[ -z $only || ,$only, == *,autoscale,* ]]; then
+		"$work/bench" autoscale
+		echo
+	fi
+	# The mixed drain on Karpenter's nodes, only when asked for (scripts/bench/sizes_autoscale.go).
+	if [[ ,$only, == *,sizes-autoscale,* ]]; then
+		"$work/bench" sizes-autoscale
+		echo
+	fi
 	pidfile=$JOBSCHED_CLUSTER_DIR/pids/karpenter.pid
 	if [[ -f $pidfile ]] && pid=$(cat "$pidfile") && [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == */karpenter-kwok ]]; then
 		kill -TERM "$pid"
@@ -156,6 +167,7 @@ rest=${rest//,drain,/,}
 rest=${rest//,fill,/,}
 rest=${rest//,sizes,/,}
 rest=${rest//,autoscale,/,}
+rest=${rest//,sizes-autoscale,/,}
 if [[ -n $only && $rest == , ]]; then exit 0; fi # only the parts that need the controller-manager
 
 pidfile=$JOBSCHED_CLUSTER_DIR/pids/kube-controller-manager.pid

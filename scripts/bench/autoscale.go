@@ -67,7 +67,12 @@ func (b *bench) autoscale() error {
 	var runs []autoscaleRun
 	for _, mode := range []string{"off", "autoscale"} {
 		progress("  autoscaled drain, capacity %s…", mode)
-		r, err := b.autoscaleOnce(dyn, mode, rows, limit, dur)
+		r, err := b.autoscaleOnce(dyn, mode, rows, limit, func(ns, table, pool string) (string, error) {
+			if err := b.fillTableFresh(table, rows); err != nil {
+				return "", err
+			}
+			return b.autoscaleScenario(mode, ns, table, pool, rows, dur)
+		})
 		if err != nil {
 			return fmt.Errorf("capacity %s: %w", mode, err)
 		}
@@ -76,16 +81,16 @@ func (b *bench) autoscale() error {
 	return writeAutoscaleResults(runs, rows, limit, dur)
 }
 
-func (b *bench) autoscaleOnce(dyn dynamic.Interface, mode string, rows int, limit string, dur time.Duration) (autoscaleRun, error) {
-	r := autoscaleRun{mode: mode}
-	ns, table, pool := "bench-autoscale-"+mode, "bench_autoscale_"+mode, "bench-autoscale-"+mode
+// autoscaleOnce drains rows through a NodePool of its own limited to limit CPU, from no node, in the namespace and
+// table of name (made by scenario, which returns the config file): `tick --fill-for`, started again should it end
+// while rows wait.
+func (b *bench) autoscaleOnce(dyn dynamic.Interface, name string, rows int, limit string, scenario func(ns, table, pool string) (string, error)) (autoscaleRun, error) {
+	r := autoscaleRun{mode: name}
+	ns, table, pool := "bench-autoscale-"+name, "bench_autoscale_"+strings.ReplaceAll(name, "-", "_"), "bench-autoscale-"+name
 	if _, err := b.admin.CoreV1().Namespaces().Create(b.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return r, err
 	}
 	if err := b.clearJobs(ns); err != nil {
-		return r, err
-	}
-	if err := b.fillTableFresh(table, rows); err != nil {
 		return r, err
 	}
 	defer func() { _, _ = b.db.ExecContext(b.ctx, "DROP TABLE IF EXISTS "+table) }()
@@ -138,7 +143,7 @@ func (b *bench) autoscaleOnce(dyn dynamic.Interface, mode string, rows int, limi
 		return r, err
 	}
 
-	cfgFile, err := b.autoscaleScenario(mode, ns, table, pool, rows, dur)
+	cfgFile, err := scenario(ns, table, pool)
 	if err != nil {
 		return r, err
 	}

@@ -110,7 +110,7 @@ func run() error {
 	only, own := os.Getenv("BENCH_ONLY"), false
 	// The drains, the mixed drain and the fill need the controller-manager (their Jobs make pods; the autoscaled drain's also
 	// Karpenter), which bench.sh stops after them.
-	if len(os.Args) > 1 && (os.Args[1] == "drain" || os.Args[1] == "fill" || os.Args[1] == "autoscale" || os.Args[1] == "pickup" || os.Args[1] == "sizes") {
+	if len(os.Args) > 1 && (os.Args[1] == "drain" || os.Args[1] == "fill" || os.Args[1] == "autoscale" || os.Args[1] == "pickup" || os.Args[1] == "sizes" || os.Args[1] == "sizes-autoscale") {
 		steps, only, own = []step{{"drain", b.drain}}, "", true
 		switch os.Args[1] {
 		case "pickup":
@@ -121,6 +121,8 @@ func run() error {
 			steps = []step{{"autoscale", b.autoscale}}
 		case "sizes":
 			steps = []step{{"sizes", b.sizes}}
+		case "sizes-autoscale":
+			steps = []step{{"sizes-autoscale", b.sizesAutoscale}}
 		}
 	}
 	var errs []error

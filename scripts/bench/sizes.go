@@ -52,12 +52,15 @@ var (
 const sizesSampleEvery = 500 * time.Millisecond
 
 // mixedBacklog is n tasks in the query's order: three small, then one large, over and over.
-func mixedBacklog(n int) []taskSize {
+func mixedBacklog(n int) []taskSize { return backlogOf(n, sizesSmall, sizesLarge) }
+
+// backlogOf is n tasks in the query's order: three of small, then one of large, over and over.
+func backlogOf(n int, small, large taskSize) []taskSize {
 	out := make([]taskSize, n)
 	for i := range out {
-		out[i] = sizesSmall
+		out[i] = small
 		if i%4 == 3 {
-			out[i] = sizesLarge
+			out[i] = large
 		}
 	}
 	return out
@@ -224,7 +227,7 @@ func (b *bench) sizesOnce(side, what string, set sizesSetup, tasks []taskSize) (
 		}
 		alloc = alloc.plus(node)
 	}
-	cfgFile, err := b.sizesScenario(side, ns, table, pool, set)
+	cfgFile, err := b.sizesScenario(side, ns, table, pool, set.rows, set.dur, "nodes", sizesSmall, sizesLarge)
 	if err != nil {
 		return r, err
 	}
@@ -351,19 +354,20 @@ func (b *bench) sizesTable(table string, tasks []taskSize) error {
 	return nil
 }
 
-// sizesScenario writes the side's config and template: A takes each Job's requests from the row (the template's
-// are the small task's, the default for a NULL), B asks the largest task's for every row.
-func (b *bench) sizesScenario(side, ns, table, pool string, set sizesSetup) (string, error) {
-	dir := filepath.Join(b.dir, "sizes-"+side)
+// sizesScenario writes the side's config and template, with limits.capacity capacity and tasks that run dur: A takes
+// each Job's requests from the row (the template's are small's, the default for a NULL), B asks large's for every
+// row.
+func (b *bench) sizesScenario(side, ns, table, pool string, rows int, dur time.Duration, capacity string, small, large taskSize) (string, error) {
+	dir := filepath.Join(b.dir, "sizes-"+capacity+"-"+side)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	task, sized := sizesLarge, ""
+	task, sized := large, ""
 	if side == "a" {
-		task = sizesSmall
-		sized = fmt.Sprintf("  requestsFrom: {cpu: cpu, memory: mem}\n  maxRequests: {cpu: %q, memory: %q}\n", sizesLarge.cpu, sizesLarge.memory)
+		task = small
+		sized = fmt.Sprintf("  requestsFrom: {cpu: cpu, memory: mem}\n  maxRequests: {cpu: %q, memory: %q}\n", large.cpu, large.memory)
 	}
-	tpl := kwokkit.Job{Duration: set.dur.String(), PodSpec: kwokkit.Task{PoolLabel: "jobsched.io/bench-pool", Pool: pool,
+	tpl := kwokkit.Job{Duration: dur.String(), PodSpec: kwokkit.Task{PoolLabel: "jobsched.io/bench-pool", Pool: pool,
 		Image: "registry.example/worker:1.0", CPU: task.cpu, Memory: task.memory}.PodSpec()}.YAML()
 	cfg := fmt.Sprintf(`name: sizes
 namespace: %s
@@ -378,11 +382,11 @@ job:
 limits:
   maxActive: %d
   maxPerTick: %d
-  capacity: nodes
+  capacity: %s
   reserveForTick: false
 gc:
   succeededRetention: 0s
-`, ns, dsnEnv, table, sized, set.rows, set.rows)
+`, ns, dsnEnv, table, sized, rows, rows, capacity)
 	if err := os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(tpl), 0o644); err != nil {
 		return "", err
 	}

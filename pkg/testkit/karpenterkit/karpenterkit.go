@@ -154,9 +154,11 @@ type Watch struct {
 	lagged  map[string]string
 	limEv   map[string]bool // the pods of Karpenter's FailedScheduling Event at the pool's limits
 	last    time.Time
-	secs    float64 // Unschedulable pod-seconds
-	secsAt  float64 // of them while the pool was at its limit
-	reach   bool    // the pool was at its limit once
+	secs    float64         // Unschedulable pod-seconds
+	secsAt  float64         // of them while the pool was at its limit
+	reach   bool            // the pool was at its limit once
+	seen    map[string]bool // every NodeClaim of the pool seen
+	nodeSec float64         // NodeClaim-seconds: the pool's NodeClaims, integrated over time
 }
 
 // Figures are what a Watch measured.
@@ -167,11 +169,16 @@ type Figures struct {
 	WaitedAtLimit  int     // pods marked Unschedulable while the pool was settled at its limit
 	PodSeconds     float64 // Unschedulable pod-seconds, in all
 	PodSecondsAt   float64 // Unschedulable pod-seconds while the pool was at its limit
+	// NodeClaims is how many NodeClaims of the pool were seen in all (launched, as the watch saw them);
+	// NodeClaimSeconds the seconds each existed, summed: what the nodes cost.
+	NodeClaims       int
+	NodeClaimSeconds float64
 }
 
 // Start starts a Watch of NodePool pool and namespace ns.
 func Start(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, ns, pool string) (*Watch, error) {
-	w := &Watch{claims: map[string]bool{}, unsch: map[string]string{}, atLim: map[string]string{}, limEv: map[string]bool{}, last: time.Now()}
+	w := &Watch{claims: map[string]bool{}, unsch: map[string]string{}, atLim: map[string]string{}, limEv: map[string]bool{}, last: time.Now(),
+		seen: map[string]bool{}}
 	np, err := dyn.Resource(NodePools).Get(ctx, pool, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
@@ -257,9 +264,10 @@ func follow(ctx context.Context, rv string, open func(context.Context, string) (
 	}, 100*time.Millisecond)
 }
 
-// advance counts the pod-seconds since the last change, under w.mu.
+// advance counts the pod-seconds and NodeClaim-seconds since the last change, under w.mu.
 func (w *Watch) advance() {
 	now := time.Now()
+	w.nodeSec += now.Sub(w.last).Seconds() * float64(len(w.claims))
 	dt := now.Sub(w.last).Seconds() * float64(len(w.unsch))
 	w.secs += dt
 	if w.atLimit() {
@@ -354,7 +362,7 @@ func (w *Watch) onClaim(ev watch.Event) {
 		delete(w.claims, u.GetName())
 	} else {
 		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		w.claims[u.GetName()] = false
+		w.claims[u.GetName()], w.seen[u.GetName()] = false, true
 		for _, c := range conds {
 			if c, ok := c.(map[string]any); ok && c["type"] == "Initialized" && c["status"] == "True" {
 				w.claims[u.GetName()] = true
@@ -446,7 +454,7 @@ func (w *Watch) Figures() Figures {
 	defer w.mu.Unlock()
 	w.advance()
 	return Figures{PeakNodeClaims: w.peak, ReachedLimit: w.reach, LimitEventPods: len(w.limEv), WaitedAtLimit: len(w.atLim),
-		PodSeconds: w.secs, PodSecondsAt: w.secsAt}
+		PodSeconds: w.secs, PodSecondsAt: w.secsAt, NodeClaims: len(w.seen), NodeClaimSeconds: w.nodeSec}
 }
 
 // AtLimit is, per pod of Figures.WaitedAtLimit, why it counted: kube-scheduler's message then and the pool's

@@ -116,3 +116,28 @@ func TestWaitedAtLimitLagged(t *testing.T) {
 		t.Errorf("WaitedAtLimit %d, want 1", f.WaitedAtLimit)
 	}
 }
+
+// TestNodeClaimFigures pins the cost figures: every NodeClaim seen counts once, however often it changes and after
+// it is gone, and NodeClaim-seconds sum the time each existed (two for 10 s: 20).
+func TestNodeClaimFigures(t *testing.T) {
+	w := &Watch{claims: map[string]bool{}, seen: map[string]bool{}, last: time.Now()}
+	claim := func(typ watch.EventType, name string) {
+		u := &unstructured.Unstructured{}
+		u.SetName(name)
+		w.onClaim(watch.Event{Type: typ, Object: u})
+	}
+	claim(watch.Added, "a")
+	claim(watch.Added, "b")
+	claim(watch.Modified, "a")
+	w.mu.Lock()
+	w.last = w.last.Add(-10 * time.Second) // as if a and b had existed for 10 s since
+	w.mu.Unlock()
+	claim(watch.Deleted, "a")
+	f := w.Figures()
+	if f.NodeClaims != 2 || f.PeakNodeClaims != 2 {
+		t.Errorf("NodeClaims %d, peak %d; want 2 and 2", f.NodeClaims, f.PeakNodeClaims)
+	}
+	if f.NodeClaimSeconds < 20 || f.NodeClaimSeconds > 21 {
+		t.Errorf("NodeClaimSeconds %.2f, want 20 (2 NodeClaims for 10 s, then 1 for an instant)", f.NodeClaimSeconds)
+	}
+}
