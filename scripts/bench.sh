@@ -30,6 +30,8 @@
 #   BENCH_ONLY=sizes-autoscale scripts/bench.sh      # the same two sides with capacity autoscale on Karpenter: nodes
 #                                                    # launched, NodeClaim-seconds (scripts/bench/sizes_autoscale.go),
 #                                                    # not run unless named
+#   BENCH_ONLY=sizes-pass scripts/bench.sh           # one pass's cost with per-row sizes at 5,000 nodes, in process
+#                                                    # (scripts/bench/sizes_pass.go), not run unless named
 #   BENCH_ONLY=pickup scripts/bench.sh               # insert → Job with source.notify, source.poll and BENCH_PICKUP_REF
 #                                                    # (scripts/bench/pickup.go; about 45 minutes), not run unless named
 #
@@ -157,6 +159,11 @@ if [[ ,$only, == *,sizes,* ]]; then
 	"$work/bench" sizes
 	echo
 fi
+# A pass's cost with per-row sizes, only when asked for (in process: a fake API server, the real PostgreSQL).
+if [[ ,$only, == *,sizes-pass,* ]]; then
+	"$work/bench" sizes-pass
+	echo
+fi
 # The fill at cluster scale, only when asked for (it grows a cluster of thousands of nodes): its Jobs make pods too.
 if [[ ,$only, == *,fill,* ]]; then
 	"$work/bench" fill
@@ -168,6 +175,7 @@ rest=${rest//,fill,/,}
 rest=${rest//,sizes,/,}
 rest=${rest//,autoscale,/,}
 rest=${rest//,sizes-autoscale,/,}
+rest=${rest//,sizes-pass,/,}
 if [[ -n $only && $rest == , ]]; then exit 0; fi # only the parts that need the controller-manager
 
 pidfile=$JOBSCHED_CLUSTER_DIR/pids/kube-controller-manager.pid

@@ -110,7 +110,7 @@ func run() error {
 	only, own := os.Getenv("BENCH_ONLY"), false
 	// The drains, the mixed drain and the fill need the controller-manager (their Jobs make pods; the autoscaled drain's also
 	// Karpenter), which bench.sh stops after them.
-	if len(os.Args) > 1 && (os.Args[1] == "drain" || os.Args[1] == "fill" || os.Args[1] == "autoscale" || os.Args[1] == "pickup" || os.Args[1] == "sizes" || os.Args[1] == "sizes-autoscale") {
+	if len(os.Args) > 1 && (os.Args[1] == "drain" || os.Args[1] == "fill" || os.Args[1] == "autoscale" || os.Args[1] == "pickup" || os.Args[1] == "sizes" || os.Args[1] == "sizes-autoscale" || os.Args[1] == "sizes-pass") {
 		steps, only, own = []step{{"drain", b.drain}}, "", true
 		switch os.Args[1] {
 		case "pickup":
@@ -123,6 +123,8 @@ func run() error {
 			steps = []step{{"sizes", b.sizes}}
 		case "sizes-autoscale":
 			steps = []step{{"sizes-autoscale", b.sizesAutoscale}}
+		case "sizes-pass":
+			steps = []step{{"sizes-pass", b.sizesPass}}
 		}
 	}
 	var errs []error
