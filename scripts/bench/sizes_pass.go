@@ -26,8 +26,9 @@ import (
 // package (observe, read, fit, plan; no write) with capacity nodes over BENCH_SIZES_PASS_NODES (5,000) empty nodes of
 // 8 CPU held by a fake API server, reading a real PostgreSQL table of BENCH_SIZES_PASS_ROWS (20,000) waiting rows,
 // limits.maxActive and maxPerTick 10,000. Side by side, alternating, BENCH_SIZES_PASS_ROUNDS (5) rounds: B, one
-// template of 1 CPU; A4, job.requestsFrom with rows of 4 sizes (250m, 500m, 1, 2); A1000, every row of its own
-// size among 1,000 (100m … 1099m). Per side: the rows read, the creates planned, the sizes among them, the wall
+// template of 1 CPU; B at 1,000, the same with maxActive and maxPerTick 1,000 (as many rows as a sized pass reads at
+// most); A4, job.requestsFrom with rows of 4 sizes (250m, 500m, 1, 2); A1000, every row of its own size among 1,000
+// (100m … 1099m). Per side: the rows read, the creates planned, the sizes among them, the wall
 // time of a pass and the bytes it allocated (median of the rounds, with the least and the most). The API server's
 // lists are the same for every side (the fill part measures them at 5,000 nodes): what differs is the read and the
 // fit, which this measures. The run writes BENCH_SIZES_PASS_RESULTS (default scripts/bench/results/sizes-pass.md).
@@ -35,6 +36,7 @@ import (
 type sizesPassSide struct {
 	name, what string
 	cpu        string // the SQL of row i's cpu column; "": no job.requestsFrom
+	perTick    int    // limits.maxActive and maxPerTick
 }
 
 type sizesPassRun struct {
@@ -49,9 +51,10 @@ func (b *bench) sizesPass() error {
 	total := envInt("BENCH_SIZES_PASS_ROWS", 20000)
 	rounds := envInt("BENCH_SIZES_PASS_ROUNDS", 5)
 	sides := []sizesPassSide{
-		{"b", "B: one template of 1 CPU", ""},
-		{"a4", "A4: job.requestsFrom, rows of 4 sizes (250m, 500m, 1, 2)", "(ARRAY['250m', '500m', '1', '2'])[i % 4 + 1]"},
-		{"a1000", "A1000: job.requestsFrom, rows of 1,000 sizes (100m … 1099m)", "(100 + i % 1000)::text || 'm'"},
+		{"b", "B: one template of 1 CPU", "", 10000},
+		{"b1000", "B at 1,000: the same, maxPerTick 1,000", "", 1000},
+		{"a4", "A4: job.requestsFrom, rows of 4 sizes (250m, 500m, 1, 2)", "(ARRAY['250m', '500m', '1', '2'])[i % 4 + 1]", 10000},
+		{"a1000", "A1000: job.requestsFrom, rows of 1,000 sizes (100m … 1099m)", "(100 + i % 1000)::text || 'm'", 10000},
 	}
 	var objs []kruntime.Object
 	for i := range nodes {
@@ -149,11 +152,11 @@ source:
 job:
   template: job.yaml
 %slimits:
-  maxActive: 10000
-  maxPerTick: 10000
+  maxActive: %d
+  maxPerTick: %d
   capacity: nodes
   reserveForTick: false
-`, dsnEnv, table, sized)
+`, dsnEnv, table, sized, side.perTick, side.perTick)
 	for name, text := range map[string]string{"job.yaml": tpl, "jobsched.yaml": cfgText} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			drop()
@@ -198,7 +201,7 @@ func sizesPassReport(machine string, nodes, total, rounds int, runs []sizesPassR
 	fmt.Fprintf(&w, "One dry-run pass of the scheduler package in process (observe, read, fit, plan; no write), `capacity: nodes` over %d empty "+
 		"nodes of 8 CPU held by a fake API server (client-go's fake clientset: the lists are the same for every side, and the fill part "+
 		"measures them on a real API server at 5,000 nodes), reading a real PostgreSQL table of %d waiting rows; `limits.maxActive` and "+
-		"`maxPerTick` 10,000. %d rounds, the sides alternating; median, with the least and the most. Rows read: the pass's `selected`; sizes: "+
+		"`maxPerTick` 10,000 (B at 1,000: 1,000). %d rounds, the sides alternating; median, with the least and the most. Rows read: the pass's `selected`; sizes: "+
 		"the distinct cpu requests among the creates planned.\n\n", nodes, total, rounds)
 	fmt.Fprintln(&w, "| side | rows read | creates planned | sizes | pass wall time | × B | allocated per pass | × B |")
 	fmt.Fprintln(&w, "|---|--:|--:|--:|--:|--:|--:|--:|")
