@@ -24,8 +24,10 @@ type Claim struct {
 	// whatever kept it off the nodes (a taken hostPort, an affinity: not only resources), and while they reach
 	// maxPending the template gets no room on the nodes either: the nodes' fit is what they already failed.
 	Waiting int
-	// Demand, when set, is what each of its pods demands instead of its template's: our pods observed (their rows'
-	// own sizes, job.requestsFrom), placed with the template's selectors and tolerations.
+	// Demand, when set, is what each of its pods demands of the resources it names, instead of its template's: our
+	// pods observed, or their Jobs' pod templates (their rows' own sizes, job.requestsFrom), placed with the
+	// template's selectors and tolerations; what it does not name is the admitted template's (a LimitRange's
+	// defaults).
 	Demand corev1.ResourceList
 }
 
@@ -140,7 +142,8 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 		cl := &claim{tpl: c.Template, pod: pod, demand: Demand(pod), perJob: PodsPerJob(c.Template),
 			claimed: c.Unbound + c.Podless}
 		if c.Demand != nil {
-			cl.demand = c.Demand
+			cl.demand = maps.Clone(cl.demand)
+			maps.Copy(cl.demand, c.Demand)
 		}
 		cl.held = min(max(c.Waiting, 0), cl.claimed)
 		cl.shows = slices.Sorted(maps.Keys(cl.demand))

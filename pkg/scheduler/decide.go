@@ -159,7 +159,11 @@ func (p *queuePart) unfinished(cfg *config.Config, st *JobStatus, job JobSummary
 		st.State = StateRunning
 	default:
 		st.State = StateStarting // the Job controller has not made its pods yet
-		p.podlessPods += job.PodsPerJob
+		if cfg.Job.Sized() && job.Demand != nil {
+			p.unboundOfSize(job.Demand).podless += job.PodsPerJob // its pods will ask its own size
+		} else {
+			p.podlessPods += job.PodsPerJob
+		}
 	}
 	for _, pod := range pods {
 		var size *unboundSize // its size's, for a sized queue's pod bound to no node

@@ -201,6 +201,9 @@ type JobSummary struct {
 	Finished   *Condition // its Complete or Failed condition, when True
 	StartedAt  *time.Time // status.startTime, UTC (nil before the Job controller starts it)
 	Created    time.Time  // metadata.creationTimestamp (limits.rate counts it)
+	// Demand is what each of its pods requests (its pod template's, capacity.Demand), kept only while it has no
+	// active pod, is not suspended and has not finished: a sized queue counts a Job whose pod is not made yet by it.
+	Demand corev1.ResourceList
 }
 
 // Condition is a Job's Complete or Failed condition.
@@ -228,6 +231,9 @@ func SummarizeJob(job *batchv1.Job) JobSummary {
 			s.Finished = &Condition{Type: c.Type, Reason: apitext.Quote(c.Reason), Message: apitext.Quote(c.Message), At: c.LastTransitionTime.UTC()}
 			break
 		}
+	}
+	if s.Active == 0 && !s.Suspended && s.Finished == nil {
+		s.Demand = capacity.Demand(&corev1.Pod{Spec: job.Spec.Template.Spec})
 	}
 	return s
 }

@@ -22,12 +22,12 @@ import (
 //   - the smallest (each sized resource at its least, 1m cpu or 1 of another), queue i's own claim: what fits of it
 //     bounds the queue's slots, so that the read never asks for fewer rows than might fit; a row may ask that
 //     little, so no smaller count would be safe to read;
-//   - for the queue's pods bound to no node yet, one claim per size among them (Claim.Demand: each pod's own
-//     demand, observed), so that each counts what it asks; with capacity autoscale those of them that wait for a
-//     new node too (Claim.Waiting), against the NodePools' limits and limits.maxPending;
-//   - the largest (each sized resource at the larger of job.maxRequests and the template's), for the pods its Jobs
-//     with no pod yet will make: their sizes are not observed, so each is counted at the most it may ask, never
-//     less (a pod of ours whose demand was not kept is counted so too);
+//   - for the queue's pods bound to no node yet, and those its Jobs with no pod yet will make, one claim per size
+//     among them (Claim.Demand: each pod's own demand, observed, or its Job's pod template's), so that each counts
+//     what it asks; with capacity autoscale those of them that wait for a new node too (Claim.Waiting), against the
+//     NodePools' limits and limits.maxPending;
+//   - the largest (each sized resource at the larger of job.maxRequests and the template's), for any of those
+//     whose demand was not kept: each is counted at the most it may ask;
 //   - after the read, one claim per distinct shape among the rows admitted: the share places each create with
 //     its own shape, in the query's order.
 //
@@ -108,7 +108,7 @@ func (p *Plan) claims(cfg *config.Config, shapes []*batchv1.Job) (claims []capac
 		claims[i] = capacity.Claim{Template: smallestShape(qc)}
 		unbound, waiting := part.unboundPods, part.Waiting
 		for _, s := range part.unboundSizes {
-			claims = append(claims, capacity.Claim{Template: qc.Template, Demand: s.demand, Unbound: s.pods, Waiting: s.waiting})
+			claims = append(claims, capacity.Claim{Template: qc.Template, Demand: s.demand, Unbound: s.pods, Podless: s.podless, Waiting: s.waiting})
 			unbound, waiting = unbound-s.pods, waiting-s.waiting
 		}
 		claims = append(claims, capacity.Claim{Template: largestShape(qc), Unbound: unbound, Podless: part.podlessPods, Waiting: waiting})
@@ -213,12 +213,13 @@ func shapeKey(job *batchv1.Job) string {
 	return b.String()
 }
 
-// unboundSize is a size among a sized queue's pods bound to no node: how many, and how many of them wait for a new
-// node. Past MaxShapes−1 sizes, the pods of any other size count in one more entry (over) that asks, per resource,
+// unboundSize is a size among a sized queue's pods bound to no node (and those its Jobs with no pod yet will make):
+// how many, and how many of them wait for a new node. Past MaxShapes−1 sizes, the pods of any other size count in one more entry (over) that asks, per resource,
 // the most any of them asks.
 type unboundSize struct {
 	demand        corev1.ResourceList
 	pods, waiting int
+	podless       int // the pods its Jobs with no pod yet will make (JobSummary.Demand)
 	over          bool
 }
 

@@ -169,10 +169,12 @@ func TestSizedReadBound(t *testing.T) {
 }
 
 // TestSizedUnboundOwnSize pins that a sized queue's pods bound to no node yet count at their own size, as observed,
-// not at the largest a row may ask: one of 1 cpu, Pending, on a node of 4 leaves 3. With job.maxRequests larger
-// than the node, the largest would fit no node and the pod would count nowhere (too many created); with it smaller,
-// the largest would hold room the pod does not take (too few).
+// not at the largest a row may ask: one of 1 cpu, Pending, on a node of 4 leaves 3; and so does a Job of 1 cpu whose
+// pod is not made yet, by its pod template. With job.maxRequests larger than the node, the largest would fit no node
+// and the pod would count nowhere (too many created); with it smaller, the largest would hold room the pod does not
+// take (too few).
 func TestSizedUnboundOwnSize(t *testing.T) {
+	one := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 	for _, tc := range []struct {
 		most    string
 		rows    []rows.Row
@@ -181,25 +183,33 @@ func TestSizedUnboundOwnSize(t *testing.T) {
 		{"8", sizedRows("a", "3", "b", "1"), []string{"a"}},                // 1 + 3: b's 1 more would not fit
 		{"2", sizedRows("a", "2", "b", "1", "c", "1"), []string{"a", "b"}}, // 1 + 2 + 1: c waits
 	} {
-		t.Run("maxRequests "+tc.most, func(t *testing.T) {
-			cfg := sizedConfig(t, config.CapacityNodes, tc.most)
+		t.Run("maxRequests "+tc.most+", a Pending pod", func(t *testing.T) {
 			job := makeJob("old").Active(1).Obj()
-			pod := makePod(job).Requests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}).Obj()
-			client := testkit.NewFake(fourCPU(config.CapacityNodes), job, pod)
-			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: tc.rows},
-				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-			res, err := s.Run(context.Background(), Execute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, c := range res.Plan.Creates {
-				got = append(got, c.Key)
-			}
-			if diff := cmp.Diff(tc.created, got); diff != "" {
-				t.Errorf("creates (-want +got):\n%s", diff)
-			}
+			sizedUnbound(t, tc.most, tc.rows, tc.created, job, makePod(job).Requests(one).Obj())
 		})
+		t.Run("maxRequests "+tc.most+", a Job with no pod yet", func(t *testing.T) {
+			sizedUnbound(t, tc.most, tc.rows, tc.created, makeJob("old").Active(0).Requests(one).Obj())
+		})
+	}
+}
+
+// sizedUnbound runs a pass of a sized queue on a node of 4 cpu with objs (ours) and rows, and checks its creates.
+func sizedUnbound(t *testing.T, most string, rs []rows.Row, created []string, objs ...runtime.Object) {
+	t.Helper()
+	cfg := sizedConfig(t, config.CapacityNodes, most)
+	client := testkit.NewFake(append([]runtime.Object{fourCPU(config.CapacityNodes)}, objs...)...)
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rs},
+		Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	res, err := s.Run(context.Background(), Execute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range res.Plan.Creates {
+		got = append(got, c.Key)
+	}
+	if diff := cmp.Diff(created, got); diff != "" {
+		t.Errorf("creates (-want +got):\n%s", diff)
 	}
 }
 

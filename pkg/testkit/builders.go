@@ -148,6 +148,12 @@ func (j *JobWrapper) Parallelism(parallelism, completions int32) *JobWrapper {
 	return j
 }
 
+// Requests gives its pod template one container, worker, that requests rl.
+func (j *JobWrapper) Requests(rl corev1.ResourceList) *JobWrapper {
+	j.Spec.Template.Spec.Containers = []corev1.Container{{Name: "worker", Resources: corev1.ResourceRequirements{Requests: rl}}}
+	return j
+}
+
 // Deleting gives it a deletionTimestamp.
 func (j *JobWrapper) Deleting(at time.Time) *JobWrapper {
 	j.DeletionTimestamp = ptr.To(metav1.NewTime(at))
