@@ -214,10 +214,11 @@ func shapeKey(job *batchv1.Job) string {
 }
 
 // unboundSize is a size among a sized queue's pods bound to no node (and those its Jobs with no pod yet will make):
-// how many, and how many of them wait for a new node. Past MaxShapes−1 sizes, the pods of any other size count in one more entry (over) that asks, per resource,
-// the most any of them asks.
+// how many, and how many of them wait for a new node. Past MaxShapes−1 sizes, the pods of any other size count in
+// one more entry (over) that asks, per resource, the most any of them asks.
 type unboundSize struct {
 	demand        corev1.ResourceList
+	key           string // requestsWords(demand); "" for the overflow entry
 	pods, waiting int
 	podless       int // the pods its Jobs with no pod yet will make (JobSummary.Demand)
 	over          bool
@@ -228,13 +229,13 @@ type unboundSize struct {
 func (p *queuePart) unboundOfSize(demand corev1.ResourceList) *unboundSize {
 	key := requestsWords(demand)
 	for i := range p.unboundSizes {
-		if s := &p.unboundSizes[i]; !s.over && requestsWords(s.demand) == key {
+		if s := &p.unboundSizes[i]; !s.over && s.key == key {
 			return s
 		}
 	}
 	n := len(p.unboundSizes)
 	if n < MaxShapes-1 {
-		p.unboundSizes = append(p.unboundSizes, unboundSize{demand: demand})
+		p.unboundSizes = append(p.unboundSizes, unboundSize{demand: demand, key: key})
 		return &p.unboundSizes[n]
 	}
 	if !p.unboundSizes[n-1].over {
