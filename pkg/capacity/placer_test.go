@@ -466,3 +466,16 @@ func BenchmarkPlacer(b *testing.B) {
 		p.Report(1)
 	}
 }
+
+// TestClaimDemand pins Claim.Demand: it replaces the admitted template's demand for the resources it names only;
+// the rest stays the template's as admitted (here a LimitRange's default memory). On a node of 4 cpu and 1Gi, pods
+// of 1 cpu and the default 512Mi: 2 fit (memory binds); were the memory left out, a third would.
+func TestClaimDemand(t *testing.T) {
+	snap := nodes(node("n1", func(n *Node) { n.Allocatable = rl("cpu", "4", "memory", "1Gi", "pods", "110") }))
+	snap.LimitRanges = []corev1.LimitRange{limitRange("defaults", rl("memory", "512Mi"), rl("memory", "512Mi"))}
+	tpl := job(&corev1.PodSpec{Containers: []corev1.Container{{Name: "worker", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "3")}}}})
+	p := NewPlacer(snap, []Claim{{Template: tpl, Demand: rl("cpu", "1")}})
+	if got := places(p, "AAA"); got != "TTF" {
+		t.Errorf("places %s, want TTF: each pod 1 cpu (Demand) and 512Mi (the LimitRange's, kept)", got)
+	}
+}
