@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -174,12 +173,7 @@ func requestsText(l corev1.ResourceList) string {
 	if len(l) == 0 {
 		return "-"
 	}
-	var parts []string
-	for _, r := range slices.Sorted(maps.Keys(l)) {
-		v := l[r]
-		parts = append(parts, printable(string(r))+"="+v.String())
-	}
-	return strings.Join(parts, ",")
+	return printable(strings.ReplaceAll(capacity.Quantities(l), " ", ","))
 }
 
 // printReport prints a report as printDoc does, a status's Jobs one at a time (thousands of Jobs are megabytes).

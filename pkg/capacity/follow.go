@@ -69,7 +69,7 @@ func (f *Follow) nodeChanged(old Node, had bool, n Node, has bool) {
 // as held's demands are; nothing writes a summary's list.
 func (f *Follow) node(n *corev1.Node) (Node, bool) {
 	s := newNode(n)
-	key := quantities(s.Allocatable)
+	key := Quantities(s.Allocatable)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if l, ok := f.allocs[key]; ok {
@@ -219,7 +219,7 @@ type heldShape struct {
 	deleting, ours bool
 }
 
-// heldShapeKey is a heldShape's key in held: the demand in words (quantities), equal for equal demands.
+// heldShapeKey is a heldShape's key in held: the demand in words (Quantities), equal for equal demands.
 type heldShapeKey struct {
 	demand         string
 	deleting, ours bool
@@ -245,7 +245,7 @@ type heldPod struct {
 
 // hold is r, the record of the pod of key k, kept.
 func (h *held) hold(k podKey, r podRecord) heldPod {
-	key := heldShapeKey{demand: quantities(r.Demand), deleting: r.Deleting, ours: r.Ours}
+	key := heldShapeKey{demand: Quantities(r.Demand), deleting: r.Deleting, ours: r.Ours}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.nodeOf == nil {

@@ -373,8 +373,8 @@ func TestFollowedNodesShareAllocatable(t *testing.T) {
 		t.Fatalf("nodes a, b, c share allocatable lists a=b %v a=c %v, want true, false (%d nodes)", same(0, 1), same(0, 2), len(ns))
 	}
 	for i, want := range []string{"8Gi", "8Gi", "16Gi"} {
-		if got := quantities(ns[i].Allocatable); got != quantities(alloc(want)) {
-			t.Errorf("node %s allocatable = %s, want %s", ns[i].Name, got, quantities(alloc(want)))
+		if got := Quantities(ns[i].Allocatable); got != Quantities(alloc(want)) {
+			t.Errorf("node %s allocatable = %s, want %s", ns[i].Name, got, Quantities(alloc(want)))
 		}
 	}
 }

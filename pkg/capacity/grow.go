@@ -92,7 +92,7 @@ func newGrowth(snap *Snapshot, p *Placer) *growth {
 	}
 	for c, cl := range p.claims {
 		if max(cl.waiting, cl.held) > 0 {
-			switch size := quantities(cl.demand); g.onNew {
+			switch size := Quantities(cl.demand); g.onNew {
 			case "":
 				g.onNew = size
 			case size:
@@ -132,7 +132,7 @@ func newGrowPool(pool *autoscaler.Pool, nodes []Node, probe int, sp space) *grow
 			for range n {
 				gp.nodes = append(gp.nodes, node)
 			}
-			gp.words = fmt.Sprintf("maxSize %d: %d new node(s) of %s", g.MaxSize, n, quantities(gp.shape.Allocatable))
+			gp.words = fmt.Sprintf("maxSize %d: %d new node(s) of %s", g.MaxSize, n, Quantities(gp.shape.Allocatable))
 		}
 		return gp
 	}
@@ -218,9 +218,9 @@ func (gp *growPool) shaped(sh *autoscaler.Shape, left corev1.ResourceList, sp sp
 	for range n {
 		gp.nodes = append(gp.nodes, node)
 	}
-	gp.words = fmt.Sprintf("%d launching, %d new node(s) within its limits of %s (as NodeClaim %s)", len(gp.launching), n, quantities(sh.Allocatable), sh.From)
+	gp.words = fmt.Sprintf("%d launching, %d new node(s) within its limits of %s (as NodeClaim %s)", len(gp.launching), n, Quantities(sh.Allocatable), sh.From)
 	if len(gp.nodes) == 0 && gp.full == "" {
-		gp.full = fmt.Sprintf("at its limits: no more node of capacity %s fits (as NodeClaim %s)", quantities(sh.Capacity), sh.From)
+		gp.full = fmt.Sprintf("at its limits: no more node of capacity %s fits (as NodeClaim %s)", Quantities(sh.Capacity), sh.From)
 	}
 	return gp
 }
@@ -392,7 +392,7 @@ func (g *growth) holds(cl *claim) bool {
 // room, and the autoscaler at its limits no node for it. So the sizes take new nodes one at a time: the next size
 // once those waiting are bound (job.requestsFrom's rows; queues of different templates alike).
 func (g *growth) place(c int, cl *claim) bool {
-	size := quantities(cl.demand)
+	size := Quantities(cl.demand)
 	if g.onNew != "" && g.onNew != size {
 		return false
 	}

@@ -452,9 +452,9 @@ func (p *Placer) Never(i int) string {
 		case fitsOne || p.grow != nil && p.grow.mayAdd(i, cl, p.space):
 		case largest != nil:
 			why = fmt.Sprintf("it asks for %s, more than the allocatable of any of the %d node(s) it may run on (the largest, %s: %s)",
-				quantities(cl.demand), len(cl.on), largest.Name, allocatableOf(cl.demand, largest))
+				Quantities(cl.demand), len(cl.on), largest.Name, allocatableOf(cl.demand, largest))
 		default:
-			why = fmt.Sprintf("it asks for %s, and no node it may run on exists", quantities(cl.demand))
+			why = fmt.Sprintf("it asks for %s, and no node it may run on exists", Quantities(cl.demand))
 		}
 		if why != "" && p.grow != nil {
 			why += fmt.Sprintf(", nor could any %s add one it fits on (its node shape, or its limits in all)", poolKind(p.grow.source))
@@ -466,7 +466,7 @@ func (p *Placer) Never(i int) string {
 	for j, q := range p.quotas {
 		if need := p.charge(cl, j); need > 0 && need > q.hard {
 			hard := quantity(q.hard, q.unit)
-			return fmt.Sprintf("it asks for %s, more than ResourceQuota %s allows in all (%s: %s)", quantities(cl.demand), q.quota, q.key, hard.String())
+			return fmt.Sprintf("it asks for %s, more than ResourceQuota %s allows in all (%s: %s)", Quantities(cl.demand), q.quota, q.key, hard.String())
 		}
 	}
 	return ""
@@ -480,7 +480,7 @@ func allocatableOf(demand corev1.ResourceList, n *Node) string {
 			l[r] = v
 		}
 	}
-	return quantities(l)
+	return Quantities(l)
 }
 
 // charge is what one Job of cl takes of quota entry j, in its unit.

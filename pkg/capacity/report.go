@@ -70,10 +70,10 @@ type PoolFit struct {
 func (f PoolFit) Words() string {
 	limit, used := "no limit", "nothing"
 	if len(f.Limit) > 0 {
-		limit = "limit " + quantities(f.Limit)
+		limit = "limit " + Quantities(f.Limit)
 	}
 	if len(f.Used) > 0 {
-		used = quantities(f.Used)
+		used = Quantities(f.Used)
 	}
 	s := fmt.Sprintf("%s, used %s", limit, used)
 	if f.Launching > 0 {

@@ -168,8 +168,9 @@ func quantity(u int64, name corev1.ResourceName) resource.Quantity {
 	return *resource.NewQuantity(u, resource.DecimalSI)
 }
 
-// quantities is a ResourceList in words, sorted: "cpu=50m memory=64Mi".
-func quantities(l corev1.ResourceList) string {
+// Quantities is a ResourceList in words, sorted by name: "cpu=50m memory=64Mi" (a size's key, and how logs and reports
+// show requests).
+func Quantities(l corev1.ResourceList) string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(l)) {
 		v := l[k]

@@ -74,7 +74,7 @@ func TestFree(t *testing.T) {
 	if got, _ := json.Marshal(NodeFit{Name: "n2", Excluded: "cordoned"}); string(got) != `{"name":"n2","fits":0,"excluded":"cordoned"}` {
 		t.Errorf("json of an excluded node = %s, want no free", got)
 	}
-	if got := quantities(f.List()); got != "cpu=3500m ephemeral-storage=-1Gi example.com/gpu=2 hugepages-2Mi=4Mi memory=7680Mi pods=108" {
+	if got := Quantities(f.List()); got != "cpu=3500m ephemeral-storage=-1Gi example.com/gpu=2 hugepages-2Mi=4Mi memory=7680Mi pods=108" {
 		t.Errorf("List = %s", got)
 	}
 }

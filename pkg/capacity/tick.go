@@ -287,11 +287,11 @@ func (p *Placer) tickWords(i int) string {
 		}
 		usable++
 		if tr.fits && p.leastBlocking(k, n) < 0 {
-			return fmt.Sprintf("the next tick (%s) fits on %s beside our pods", quantities(t.demand), s.node.Name)
+			return fmt.Sprintf("the next tick (%s) fits on %s beside our pods", Quantities(t.demand), s.node.Name)
 		}
 	}
 	if usable == 0 {
 		return "the next tick runs on none of the template's nodes: no room kept"
 	}
-	return fmt.Sprintf("room kept for the next tick (%s) on one of %d node(s)", quantities(t.demand), usable)
+	return fmt.Sprintf("room kept for the next tick (%s) on one of %d node(s)", Quantities(t.demand), usable)
 }

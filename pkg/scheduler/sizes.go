@@ -256,10 +256,5 @@ func requestsWords(l corev1.ResourceList) string {
 	if len(l) == 0 {
 		return "the template's requests"
 	}
-	var parts []string
-	for _, r := range slices.Sorted(maps.Keys(l)) {
-		v := l[r]
-		parts = append(parts, string(r)+"="+v.String())
-	}
-	return strings.Join(parts, " ")
+	return capacity.Quantities(l)
 }
