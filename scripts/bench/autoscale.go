@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/testkit/karpenterkit"
@@ -56,11 +55,7 @@ func (b *bench) autoscale() error {
 	rows := envInt("BENCH_AUTOSCALE_ROWS", 100)
 	limit := fmt.Sprint(envInt("BENCH_AUTOSCALE_CPU", 40))
 	dur := time.Duration(envInt("BENCH_AUTOSCALE_TASK_SECONDS", 10)) * time.Second
-	cfg, err := clientcmd.BuildConfigFromFlags("", b.kcfg)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	dyn, err := b.dynamicClient()
 	if err != nil {
 		return err
 	}
@@ -107,7 +102,7 @@ func (b *bench) autoscaleOnce(dyn dynamic.Interface, name string, rows int, limi
 	}
 
 	var mu sync.Mutex
-	perKey, complete, running := map[string]int{}, map[string]bool{}, map[string]bool{}
+	perKey, complete := map[string]int{}, map[string]bool{}
 	var lastComplete time.Time
 	allDone := make(chan struct{})
 	var once sync.Once
@@ -128,18 +123,8 @@ func (b *bench) autoscaleOnce(dyn dynamic.Interface, name string, rows int, limi
 	}); err != nil {
 		return r, err
 	}
-	if err := follow(ctx, b.admin.CoreV1().Pods(ns), func(_ watch.EventType, pod *corev1.Pod) {
-		key := pod.Annotations[jobmeta.AnnotationTaskKey]
-		mu.Lock()
-		mark := pod.Status.Phase == corev1.PodRunning && !running[key]
-		running[key] = running[key] || mark
-		mu.Unlock()
-		if mark { // the worker's update of its row, before it exits
-			if _, err := b.db.ExecContext(b.ctx, "UPDATE "+table+" SET status = 'done' WHERE id = $1", key); err != nil {
-				progress("    marking %s done: %v", key, err)
-			}
-		}
-	}); err != nil {
+	worker := b.standIn(table)
+	if err := follow(ctx, b.admin.CoreV1().Pods(ns), func(_ watch.EventType, pod *corev1.Pod) { worker.saw(pod) }); err != nil {
 		return r, err
 	}
 
@@ -235,10 +220,6 @@ gc:
 }
 
 func writeAutoscaleResults(runs []autoscaleRun, rows int, limit string, dur time.Duration) error {
-	path := os.Getenv("BENCH_AUTOSCALE_RESULTS")
-	if path == "" {
-		path = "scripts/bench/results/autoscale.md"
-	}
 	var w strings.Builder
 	fmt.Fprintf(&w, "# The autoscaled drain (written by `BENCH_ONLY=autoscale scripts/bench.sh`; do not edit)\n\n")
 	fmt.Fprintf(&w, "%s\n\n", os.Getenv("BENCH_MACHINE"))
@@ -266,9 +247,5 @@ func writeAutoscaleResults(runs []autoscaleRun, rows int, limit string, dur time
 	for _, r := range runs {
 		writeInvocations(&w, "capacity "+r.mode, r.invocations)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	progress("  autoscale results: %s", path)
-	return os.WriteFile(path, []byte(w.String()), 0o644)
+	return writeResultsFile("BENCH_AUTOSCALE_RESULTS", "scripts/bench/results/autoscale.md", "autoscale", w.String())
 }

@@ -120,7 +120,7 @@ func (b *bench) drainOnce(v drainVariant, rows int, dur, every time.Duration) (d
 	perKey := map[string]int{}
 	complete := map[string]time.Time{} // Job name → when the bench saw it Complete
 	unsched := map[string]bool{}
-	running := map[string]bool{}
+	worker := b.standIn(table)
 	var lastComplete time.Time
 	allDone := make(chan struct{})
 	var closeOnce sync.Once
@@ -149,19 +149,12 @@ func (b *bench) drainOnce(v drainVariant, rows int, dur, every time.Duration) (d
 		return r, err
 	}
 	onPod := func(_ watch.EventType, pod *corev1.Pod) {
-		key := pod.Annotations[jobmeta.AnnotationTaskKey]
 		mu.Lock()
 		if kwokkit.Unschedulable(pod) {
 			unsched[pod.Name] = true
 		}
-		mark := pod.Status.Phase == corev1.PodRunning && !running[key]
-		running[key] = running[key] || mark
 		mu.Unlock()
-		if mark { // the worker's update of its row, before it exits
-			if _, err := b.db.ExecContext(b.ctx, "UPDATE "+table+" SET status = 'done' WHERE id = $1", key); err != nil {
-				progress("    marking %s done: %v", key, err)
-			}
-		}
+		worker.saw(pod)
 	}
 	if err := follow(ctx, b.admin.CoreV1().Pods(ns), onPod); err != nil {
 		return r, err
@@ -400,10 +393,6 @@ gc:
 
 // writeDrainResults writes the drain's results file: the figures, then each invocation of each variant.
 func (b *bench) writeDrainResults(runs []drainRun, rows int, dur, every, ideal time.Duration) error {
-	path := os.Getenv("BENCH_DRAIN_RESULTS")
-	if path == "" {
-		path = "scripts/bench/results/drain.md"
-	}
 	var w strings.Builder
 	fmt.Fprintf(&w, "# The drain (written by `BENCH_ONLY=drain scripts/bench.sh`; do not edit)\n\n")
 	fmt.Fprintf(&w, "%s\n\n", os.Getenv("BENCH_MACHINE"))
@@ -420,11 +409,7 @@ func (b *bench) writeDrainResults(runs []drainRun, rows int, dur, every, ideal t
 	for _, r := range runs {
 		writeInvocations(&w, r.variant.what, r.invocations)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	progress("  drain results: %s", path)
-	return os.WriteFile(path, []byte(w.String()), 0o644)
+	return writeResultsFile("BENCH_DRAIN_RESULTS", "scripts/bench/results/drain.md", "drain", w.String())
 }
 
 // writeInvocations writes the table of a run's invocations, under what (the run's name).

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -28,11 +29,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
@@ -455,6 +458,55 @@ func bareClientOf(kcfg string) (kubernetes.Interface, error) {
 	}
 	cfg.QPS = -1
 	return kubernetes.NewForConfig(cfg)
+}
+
+// dynamicClient is a dynamic client of the bench's cluster (Karpenter's NodePools and NodeClaims).
+func (b *bench) dynamicClient() (dynamic.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", b.kcfg)
+	if err != nil {
+		return nil, err
+	}
+	return dynamic.NewForConfig(cfg)
+}
+
+// standIn stands in for the task's worker (kwok runs no container): the first time a task's pod runs, it marks the
+// task's row of table done, as a real worker does before it exits. saw takes each pod a watch delivers.
+type standIn struct {
+	b     *bench
+	table string
+	mu    sync.Mutex
+	ran   map[string]bool // task key → its pod has run
+}
+
+func (b *bench) standIn(table string) *standIn {
+	return &standIn{b: b, table: table, ran: map[string]bool{}}
+}
+
+func (w *standIn) saw(pod *corev1.Pod) {
+	key := pod.Annotations[jobmeta.AnnotationTaskKey]
+	w.mu.Lock()
+	mark := pod.Status.Phase == corev1.PodRunning && !w.ran[key]
+	w.ran[key] = w.ran[key] || mark
+	w.mu.Unlock()
+	if !mark {
+		return
+	}
+	if _, err := w.b.db.ExecContext(w.b.ctx, "UPDATE "+w.table+" SET status = 'done' WHERE id = $1", key); err != nil {
+		progress("    marking %s done: %v", key, err)
+	}
+}
+
+// writeResultsFile writes a part's results file: the path in variable env, else def; what names the part.
+func writeResultsFile(env, def, what, text string) error {
+	path := os.Getenv(env)
+	if path == "" {
+		path = def
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	progress("  %s results: %s", what, path)
+	return os.WriteFile(path, []byte(text), 0o644)
 }
 
 // bareCreate POSTs jobs with scheduler.Workers workers (as many as jobsched has creates in flight) and a client with no client-side limit, and says how long it took.

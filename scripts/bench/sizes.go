@@ -192,16 +192,8 @@ func (b *bench) sizes() error {
 		runs = append(runs, r)
 	}
 	report := sizesReport(os.Getenv("BENCH_MACHINE"), set, runs[0], runs[1])
-	path := os.Getenv("BENCH_SIZES_RESULTS")
-	if path == "" {
-		path = "scripts/bench/results/sizes.md"
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
 	fmt.Print(report)
-	progress("  sizes results: %s", path)
-	return os.WriteFile(path, []byte(report), 0o644)
+	return writeResultsFile("BENCH_SIZES_RESULTS", "scripts/bench/results/sizes.md", "sizes", report)
 }
 
 // sizesOnce drains the mixed backlog through the side's own nodes.
@@ -240,7 +232,7 @@ func (b *bench) sizesOnce(side, what string, set sizesSetup, tasks []taskSize) (
 	perKey := map[string]int{}
 	complete := map[string]bool{}
 	unsched := map[string]bool{}
-	running := map[string]bool{}
+	worker := b.standIn(table)
 	type hold struct{ requested, needed amounts }
 	held := map[string]hold{} // pod name → what it holds, while bound to a node and not finished
 	var lastComplete time.Time
@@ -281,14 +273,8 @@ func (b *bench) sizesOnce(side, what string, set sizesSetup, tasks []taskSize) (
 		} else {
 			delete(held, pod.Name)
 		}
-		mark := pod.Status.Phase == corev1.PodRunning && !running[key]
-		running[key] = running[key] || mark
 		mu.Unlock()
-		if mark { // the worker's update of its row, before it exits
-			if _, err := b.db.ExecContext(b.ctx, "UPDATE "+table+" SET status = 'done' WHERE id = $1", key); err != nil {
-				progress("    marking %s done: %v", key, err)
-			}
-		}
+		worker.saw(pod)
 	}); err != nil {
 		return r, err
 	}

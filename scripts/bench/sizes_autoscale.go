@@ -3,12 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
-
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -33,11 +29,7 @@ func (b *bench) sizesAutoscale() error {
 	rows := envInt("BENCH_SIZES_AUTOSCALE_ROWS", 64)
 	limit := fmt.Sprint(envInt("BENCH_SIZES_AUTOSCALE_CPU", 40))
 	dur := time.Duration(envInt("BENCH_SIZES_AUTOSCALE_TASK_SECONDS", 15)) * time.Second
-	cfg, err := clientcmd.BuildConfigFromFlags("", b.kcfg)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	dyn, err := b.dynamicClient()
 	if err != nil {
 		return err
 	}
@@ -61,16 +53,8 @@ func (b *bench) sizesAutoscale() error {
 		runs = append(runs, r)
 	}
 	report := sizesAutoscaleReport(os.Getenv("BENCH_MACHINE"), rows, limit, dur, runs[0], runs[1])
-	path := os.Getenv("BENCH_SIZES_AUTOSCALE_RESULTS")
-	if path == "" {
-		path = "scripts/bench/results/sizes-autoscale.md"
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
 	fmt.Print(report)
-	progress("  sizes on an autoscaled cluster, results: %s", path)
-	return os.WriteFile(path, []byte(report), 0o644)
+	return writeResultsFile("BENCH_SIZES_AUTOSCALE_RESULTS", "scripts/bench/results/sizes-autoscale.md", "sizes on an autoscaled cluster", report)
 }
 
 // sizesAutoscaleReport is the results file: the setup, both sides side by side with B as the reference, each

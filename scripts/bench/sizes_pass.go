@@ -98,16 +98,8 @@ func (b *bench) sizesPass() error {
 		}
 	}
 	report := sizesPassReport(os.Getenv("BENCH_MACHINE"), nodes, total, rounds, runs)
-	path := os.Getenv("BENCH_SIZES_PASS_RESULTS")
-	if path == "" {
-		path = "scripts/bench/results/sizes-pass.md"
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
 	fmt.Print(report)
-	progress("  sizes pass results: %s", path)
-	return os.WriteFile(path, []byte(report), 0o644)
+	return writeResultsFile("BENCH_SIZES_PASS_RESULTS", "scripts/bench/results/sizes-pass.md", "sizes pass", report)
 }
 
 // sizesPassScheduler makes a side's table of total waiting rows (with its cpu column when sized), config and
