@@ -102,11 +102,13 @@ type Job struct {
 	// MaxRequests is the most a row may ask of each, required for each resource of RequestsFrom.
 	RequestsFrom map[corev1.ResourceName]string            `json:"requestsFrom,omitempty"`
 	MaxRequests  map[corev1.ResourceName]resource.Quantity `json:"maxRequests,omitempty"`
+	// Backfill lets rows behind a row that does not fit now pass it, until it has waited MaxWait (sizes.go).
+	Backfill *Backfill `json:"backfill,omitempty"`
 }
 
 // isZero says no job key is set.
 func (j Job) isZero() bool {
-	return j.Template == "" && j.NamePrefix == "" && j.Container == "" && j.RequestsFrom == nil && j.MaxRequests == nil
+	return j.Template == "" && j.NamePrefix == "" && j.Container == "" && j.RequestsFrom == nil && j.MaxRequests == nil && j.Backfill == nil
 }
 
 // Env says which environment variables a Job gets.
@@ -546,6 +548,7 @@ func validateJob(path at, job Job) []error {
 		}
 	}
 	validateSizes(bad, job)
+	validateBackfill(bad, job)
 	return errs
 }
 

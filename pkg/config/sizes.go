@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -51,6 +52,31 @@ func validateSizes(bad func(key, format string, args ...any), job Job) {
 		case q.Cmp(MaxRequest) > 0:
 			bad("job.maxRequests."+string(r), "%s is more than %s", q.String(), MaxRequest.String())
 		}
+	}
+}
+
+// Backfill is job.backfill: with job.requestsFrom, a row that does not fit now is passed by the rows behind it that
+// do, until it has waited MaxWait since its column Since; then the rows behind it wait for it (strict order).
+type Backfill struct {
+	Since   string          `json:"since"`
+	MaxWait metav1.Duration `json:"maxWait"`
+}
+
+// validateBackfill checks job.backfill: read only with job.requestsFrom, its column named and its maxWait positive.
+func validateBackfill(bad func(key, format string, args ...any), job Job) {
+	b := job.Backfill
+	switch {
+	case b == nil:
+		return
+	case !job.Sized():
+		bad("job.backfill", "is read only with job.requestsFrom: without it every row of the queue asks the same, and one that does not fit has no smaller one behind it")
+		return
+	}
+	if b.Since == "" {
+		bad("job.backfill.since", "name the column that holds when each row began to wait (a timestamp, e.g. created_at)")
+	}
+	if b.MaxWait.Duration <= 0 {
+		bad("job.backfill.maxWait", "must be more than 0 (e.g. 10m): the longest a row is passed by smaller rows behind it")
 	}
 }
 

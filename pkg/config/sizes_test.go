@@ -37,6 +37,12 @@ func TestSizesProblems(t *testing.T) {
 			[]string{"job.maxRequests.cpu: is read only with job.requestsFrom.cpu"}},
 		{"an empty column name", "  requestsFrom: {cpu: \"\"}\n  maxRequests: {cpu: 4}\n", "",
 			[]string{"job.requestsFrom.cpu: the column name is empty"}},
+		{"backfill without requestsFrom", "  backfill: {since: created_at, maxWait: 10m}\n", "",
+			[]string{"job.backfill: is read only with job.requestsFrom"}},
+		{"backfill without its column or wait", "  requestsFrom: {cpu: cpus}\n  maxRequests: {cpu: 4}\n  backfill: {maxWait: 0s}\n", "",
+			[]string{"job.backfill.since: name the column", "job.backfill.maxWait: must be more than 0"}},
+		{"backfill with a negative wait", "  requestsFrom: {cpu: cpus}\n  maxRequests: {cpu: 4}\n  backfill: {since: t, maxWait: -1m}\n", "",
+			[]string{"job.backfill.maxWait: must be more than 0"}},
 		{"several containers and no job.container", "  requestsFrom: {cpu: cpus}\n  maxRequests: {cpu: 4}\n", two,
 			[]string{"job.requestsFrom: the template has 2 containers: set job.container"}},
 	}

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -89,6 +90,55 @@ func TestSizedRowsFillANode(t *testing.T) {
 	// Full: nothing fits, not even the smallest row a row may ask for; nothing is read.
 	if s = e.tick(cfg).summary(t); s.Created != 0 || !strings.Contains(s.Blocked, "capacity") {
 		t.Errorf("with the node full: %+v; want nothing created, blocked by capacity", s)
+	}
+}
+
+// TestSizedBackfill: with job.backfill, against PostgreSQL's timestamps and a 4-CPU node of its own: a 4-CPU row
+// that has waited over maxWait (11 minutes of 10) stops its queue, and the 1-CPU row behind it waits although it
+// would fit (strict order, read ahead, as dry-run says); once that row is young again, the same 1-CPU row passes it
+// and is created while it waits, read again by the next pass; kube-scheduler binds every pod.
+func TestSizedBackfill(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	node := e.addNode("n0", "4", "8Gi", 110, nil)
+	e.exec(`ALTER TABLE ` + e.table + ` ADD COLUMN cpus text, ADD COLUMN since timestamptz NOT NULL DEFAULT now()`)
+	for _, r := range [][2]string{{"a", "2"}, {"big", "4"}, {"b", "1"}} {
+		e.exec(`INSERT INTO `+e.table+` (id, url, cpus) VALUES ($1, 'https://example.com/'||$1, $2)`, r[0], r[1])
+	}
+	e.exec(`UPDATE ` + e.table + ` SET since = now() - interval '11 minutes' WHERE id = 'big'`)
+	cfg := e.writeConfig(config{name: "backfill", duration: "10m",
+		query: "SELECT id, url, cpus, since FROM " + e.table + " WHERE status = 'waiting' ORDER BY n",
+		extra: "limits:\n  maxActive: 20\n  maxPerTick: 20\n  capacity: nodes\n"})
+	e.withJobKeys(cfg, sizedJob+"  backfill: {since: since, maxWait: 10m}\n")
+
+	r := e.jobsched("dry-run", "--config", cfg, "-o", "json")
+	var plan struct {
+		Limit             string
+		ReadAhead, Passed int
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &plan); err != nil || r.code != 0 {
+		t.Fatalf("dry-run exited %d (%v): %s", r.code, err, r.stderr)
+	}
+	if want := "more than is free now; it has waited 11m"; !strings.Contains(plan.Limit, "asks for cpu=4 ") || !strings.Contains(plan.Limit, want) ||
+		!strings.HasSuffix(plan.Limit, "(job.backfill.maxWait: 10m): the rows behind it wait for it") || plan.ReadAhead != 2 || plan.Passed != 0 {
+		t.Errorf("dry-run: limit %q, readAhead %d, passed %d; want %q…, readAhead 2 (big, b), passed 0", plan.Limit, plan.ReadAhead, plan.Passed, want)
+	}
+	if s := e.tick(cfg).summary(t); s.Created != 1 || s.ReadAhead != 2 || s.Passed != 0 {
+		t.Fatalf("with big over maxWait: %+v; want a created, big and b read ahead, none passed", s)
+	}
+	if e.jobOf("b") != "" {
+		t.Error("b got a Job behind a row that waited over maxWait")
+	}
+
+	e.exec(`UPDATE ` + e.table + ` SET since = now() WHERE id = 'big'`)
+	if s := e.tick(cfg).summary(t); s.Created != 1 || s.ReadAhead != 1 || s.Passed != 1 {
+		t.Fatalf("with big young: %+v; want b created past big (passed 1, read ahead 1)", s)
+	}
+	if e.jobOf("b") == "" || e.jobOf("big") != "" {
+		t.Errorf("b's Job %q, big's %q: want b's only", e.jobOf("b"), e.jobOf("big"))
+	}
+	if byNode := e.bound("backfill", 2); byNode[node] != 2 {
+		t.Errorf("pods per node %v, want 2 on %s", byNode, node)
 	}
 }
 

@@ -29,7 +29,11 @@ func (p *Plan) admit(i int, r *render.Renderer, row rows.Row) (Create, *Skip, er
 	if other, ok := p.job(job.Name); ok && (other.Key != row.Key || other.Queue != part.queueName) {
 		return Create{}, &Skip{Key: row.Key, Reason: collisionReason(job.Name, other.Key, other.Queue)}, nil
 	}
-	return Create{Queue: part.queueName, Key: row.Key, Attempt: attempt, Job: job, Supersedes: last, Requests: r.Requests(job)}, nil, nil
+	c := Create{Queue: part.queueName, Key: row.Key, Attempt: attempt, Job: job, Supersedes: last, Requests: r.Requests(job)}
+	if part.backfill != nil {
+		c.waitingSince = waitingSince(row, part.backfill.Since)
+	}
+	return c, nil, nil
 }
 
 // collisionReason is the reason a row is skipped when its Job's name is taken by a Job of task key (of queue, when the

@@ -21,8 +21,8 @@
 //	read     → Admission    per queue with slots, the rows there is room for, each admitted (a Create) or skipped
 //	share    → Plan         the install's slots given to the queues' creates, one at a time (see Queues below), with
 //	                        the fit's placer (a queue with job.requestsFrom: each create by its own shape, in
-//	                        strict order, sizes.go); the failed attempt each kept retry supersedes marked for its delete
-//	                        (DeleteRetried); then the install's room and counts, derived once from the queues'
+//	                        strict order or job.backfill, sizes.go); the failed attempt each kept retry supersedes
+//	                        marked for its delete (DeleteRetried); then the install's room and counts, derived once from the queues'
 //	execute  → []Outcome    the creates; a retry's failed attempt deleted once its next attempt exists; what came
 //	                        of each create, beside the plan (a name another scheduler's Job holds, a refused rate
 //	                        reservation: what only executing can tell)

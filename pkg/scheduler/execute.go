@@ -284,13 +284,15 @@ type Summary struct {
 	NotCreated     int  `json:"notCreated,omitempty"` // planned, not tried: the pass stopped creating (its deadline, a signal, a lost Lease) or the Lease refused the rate reservation; the next pass takes them
 	Skipped        int  `json:"skipped"`              // the plan's skips, and the creates whose name another Job held (OutcomeNameTaken)
 	// SkippedSize counts, of Skipped, the rows skipped for their size (job.requestsFrom: Skip.Size).
-	SkippedSize int    `json:"skippedSize,omitempty"`
-	ReadAhead   int    `json:"readAhead,omitempty"` // with queues: rows read for a queue the share gave no slot; the next pass reads them again
-	Blocked     string `json:"blocked,omitempty"`
-	Deleted     int    `json:"deleted"`
-	Failed      int    `json:"failed"`
-	Retried     int    `json:"retried"` // attempts > 1 created
-	Dead        int    `json:"dead"`    // tasks with no attempt left whose record is kept
+	SkippedSize int `json:"skippedSize,omitempty"`
+	ReadAhead   int `json:"readAhead,omitempty"` // with queues: rows read for a queue the share gave no slot; the next pass reads them again
+	// Passed counts, of ReadAhead, the rows that did not fit now and that smaller rows behind them passed (job.backfill).
+	Passed  int    `json:"passed,omitempty"`
+	Blocked string `json:"blocked,omitempty"`
+	Deleted int    `json:"deleted"`
+	Failed  int    `json:"failed"`
+	Retried int    `json:"retried"` // attempts > 1 created
+	Dead    int    `json:"dead"`    // tasks with no attempt left whose record is kept
 	// Cancelled are the unfinished Jobs the pass deletes because source.cancelQuery returns their key (their
 	// deletes are counted in deleted or failed too).
 	Cancelled int `json:"cancelled"`
@@ -312,6 +314,7 @@ func summarize(p *Plan, dryRun bool, deleted []error, outcomes []createOutcome) 
 		return s
 	}
 	s.Selected, s.Skipped, s.ReadAhead, s.Blocked, s.Dead = p.Selected, len(p.Skipped), p.ReadAhead, p.Blocked, p.Count(StateDead)
+	s.Passed = p.Passed
 	s.Cancelled = len(p.Cancels())
 	for _, sk := range p.Skipped {
 		if sk.Size {
@@ -371,6 +374,9 @@ func (s Summary) Log(log *zerolog.Logger, err error, d time.Duration) {
 	}
 	if s.SkippedSize > 0 {
 		ev = ev.Int("skippedSize", s.SkippedSize)
+	}
+	if s.Passed > 0 {
+		ev = ev.Int("passed", s.Passed)
 	}
 	if s.Lease != "" {
 		ev = ev.Str("lease", s.Lease).Int64("leaseWait", s.LeaseWait)

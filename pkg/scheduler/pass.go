@@ -82,7 +82,7 @@ func decideSteps(ctx context.Context, cfg *config.Config, obs *Observation, c Ca
 			}
 		}
 	}
-	return p.shared(cfg, share, claims), obs, wait, nil
+	return p.shared(cfg, share, claims, obs.Now), obs, wait, nil
 }
 
 // anySized says some queue takes its requests from its rows (job.requestsFrom).

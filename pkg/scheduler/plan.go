@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/config"
 )
 
 // State is where one of this scheduler's Jobs stands.
@@ -78,6 +79,9 @@ type Create struct {
 	// Requests are the worker container's requests, with job.requestsFrom only (the row's, or the template's where
 	// its column is NULL): what dry-run shows of each create.
 	Requests corev1.ResourceList `json:"requests,omitempty"`
+
+	// waitingSince is the row's value of its queue's job.backfill.since (zero: no backfill, or not a time).
+	waitingSince time.Time
 }
 
 // Skip is a row that gets no Job this pass, and why.
@@ -121,6 +125,8 @@ type Plan struct {
 	// ReadAhead are the rows read for a queue that got no slot in the share, or behind a row of a sized queue that
 	// did not fit (strict order, sizes.go): neither created nor skipped, the next pass reads them again.
 	ReadAhead int `json:"readAhead,omitempty"`
+	// Passed are those of ReadAhead that did not fit now and that rows behind them passed (job.backfill, sizes.go).
+	Passed int `json:"passed,omitempty"`
 	// Query is what the query doctor says about the read (dry-run only; nil without a database; with queues: in
 	// each queue's plan).
 	Query *QueryFinding `json:"query,omitempty"`
@@ -196,8 +202,10 @@ type queuePart struct {
 	unboundSizes []unboundSize
 	// waitDue is the queue's part of Plan.WaitDue (zero: none).
 	waitDue time.Time
-	// sized says the queue takes its Jobs' requests from its rows (job.requestsFrom; sizes.go).
-	sized bool
+	// sized says the queue takes its Jobs' requests from its rows (job.requestsFrom; sizes.go), and backfill is
+	// its job.backfill (nil: none, or not sized).
+	sized    bool
+	backfill *config.Backfill
 	// hard, roomBound and capacityBound are as Plan's, for the queue.
 	hard, roomBound, capacityBound bool
 	// groupRoom is what each group's rate leaves of the read (see rates.groupRoom).

@@ -97,6 +97,9 @@ func decideParts(cfg *config.Config, obs *Observation, c Cancellation) *Plan {
 		mine := func(j *JobSummary) bool { return jobQueue(cfg, j) == i }
 		p := decideQueue(cfg.QueueConfig(i), obs, mine, c.Jobs) // its Jobs carry its name (QueueName), none for the implicit queue
 		p.sized = cfg.QueueConfig(i).Job.Sized()
+		if p.sized {
+			p.backfill = cfg.QueueConfig(i).Job.Backfill
+		}
 		unfinished, queued, unschedulable = unfinished+p.Unfinished, queued+p.queued, unschedulable+p.Unschedulable
 		if first == "" {
 			first = p.firstUnschedulable()
@@ -377,20 +380,33 @@ type shareQueue struct {
 	// Claims are the claim of each admitted create for a sized queue (job.requestsFrom); nil: every create is the
 	// queue's own claim (its index).
 	Claims []int
+	// Passable says, per admitted create, that rows behind it may pass it when it does not fit now (job.backfill:
+	// it has waited less than maxWait); nil: none may (strict order).
+	Passable []bool
 }
 
-// never is a create share skips: the k-th admitted create of its queue could never fit, for why.
-type never struct {
-	k   int
-	why string
+// notKept is an admitted create share did not keep and went on past: the k-th of its queue could never fit, for
+// why (a skip), or (passed) did not fit now and let the rows behind it pass (job.backfill).
+type notKept struct {
+	k      int
+	why    string
+	passed bool
 }
 
-// shareResult is what share decided: the queue of each slot given, in order; per queue the admitted creates it
-// skipped (nil: none anywhere); per queue the admitted create whose misfit put the queue out (-1: none).
+// shareResult is what share decided: the queue of each slot given, in order; per queue the admitted creates it went
+// on past (nil: none anywhere); per queue the admitted create whose misfit put the queue out (-1: none).
 type shareResult struct {
 	order   []int
-	never   [][]never
+	left    [][]notKept
 	stopped []int
+}
+
+// leave records that queue i's next create is not kept (n), for the share to go on with the one behind it.
+func (r *shareResult) leave(i int, n notKept) {
+	if r.left == nil {
+		r.left = make([][]notKept, len(r.stopped))
+	}
+	r.left[i] = append(r.left[i], n)
 }
 
 // share gives the install's slots to the queues' admitted creates, one slot at a time. Candidates are the queues
@@ -399,7 +415,8 @@ type shareResult struct {
 // first in the configuration. The chosen queue's next create is placed (pl: nil places everything); one that does
 // not fit puts its queue out for this pass, and the slot goes on to the others (a smaller pod of another queue may
 // still fit), unless it is a sized queue's create that could never fit (neverPlacer): that one is skipped and the
-// queue goes on with its next create.
+// queue goes on with its next create; or one the rows behind may pass (Passable, job.backfill): that one waits for
+// a later pass and the queue goes on with its next create.
 func share(qs []shareQueue, slots int, pl Placer) shareResult {
 	kept := make([]int, len(qs))
 	next := make([]int, len(qs)) // per queue, its next admitted create: kept and skipped ones are behind it
@@ -427,13 +444,15 @@ func share(qs []shareQueue, slots int, pl Placer) shareResult {
 		if pl != nil && !pl.Place(c) {
 			if np, ok := pl.(neverPlacer); ok && qs[best].Claims != nil {
 				if why := np.Never(c); why != "" {
-					if res.never == nil {
-						res.never = make([][]never, len(qs))
-					}
-					res.never[best] = append(res.never[best], never{k: next[best], why: why})
+					res.leave(best, notKept{k: next[best], why: why})
 					next[best]++
 					continue
 				}
+			}
+			if p := qs[best].Passable; p != nil && p[next[best]] {
+				res.leave(best, notKept{k: next[best], passed: true})
+				next[best]++
+				continue
 			}
 			res.stopped[best] = next[best]
 			continue
@@ -445,15 +464,22 @@ func share(qs []shareQueue, slots int, pl Placer) shareResult {
 	return res
 }
 
-// share is the queue of each slot the share gives p's queues, each with admitted(i, part) creates (claims: the claim
-// of each create of a sized queue, Plan.shapes), and the creates it skips.
-func (p *Plan) share(cfg *config.Config, pl Placer, claims [][]int, admitted func(i int, part *queuePart) int) shareResult {
+// share is the queue of each slot the share gives p's queues, each with its admitted creates (claims: the claim of
+// each create of a sized queue, Plan.shapes; a queue with job.backfill lets rows pass those of its creates that
+// have waited less than its maxWait at now), and the creates it went on past.
+func (p *Plan) share(cfg *config.Config, pl Placer, claims [][]int, now time.Time) shareResult {
 	qs := cfg.AllQueues()
 	in := make([]shareQueue, len(p.parts))
 	for i, part := range p.parts {
-		in[i] = shareQueue{Priority: qs[i].Priority, Weight: *qs[i].Weight, Unfinished: part.Unfinished, Admitted: admitted(i, part)}
+		in[i] = shareQueue{Priority: qs[i].Priority, Weight: *qs[i].Weight, Unfinished: part.Unfinished, Admitted: len(part.admittedCreates)}
 		if i < len(claims) {
 			in[i].Claims = claims[i]
+		}
+		if b := qs[i].Job.Backfill; b != nil && part.sized {
+			in[i].Passable = make([]bool, len(part.admittedCreates))
+			for k, c := range part.admittedCreates {
+				in[i].Passable[k] = mayPass(c.waitingSince, b.MaxWait.Duration, now)
+			}
 		}
 	}
 	return share(in, p.inst.slots, pl)
@@ -472,9 +498,9 @@ func before(a shareQueue, ka int, b shareQueue, kb int) bool {
 // first in its query's order; the rest were read ahead, not skipped: ReadAhead), the install's creates are in the
 // order the slots were given, and the failed attempt each kept retry supersedes is marked for its delete
 // (DeleteRetried), which runs once the retry exists.
-func (p *Plan) shared(cfg *config.Config, pl Placer, claims [][]int) *Plan {
+func (p *Plan) shared(cfg *config.Config, pl Placer, claims [][]int, now time.Time) *Plan {
 	qs := cfg.AllQueues()
-	res := p.share(cfg, pl, claims, func(_ int, part *queuePart) int { return len(part.admittedCreates) })
+	res := p.share(cfg, pl, claims, now)
 	order := res.order
 	kept := make([]int, len(p.parts))
 	for _, i := range order {
@@ -482,24 +508,33 @@ func (p *Plan) shared(cfg *config.Config, pl Placer, claims [][]int) *Plan {
 	}
 	q := p.next()
 	for i, part := range p.parts {
-		var nevers []never
-		if res.never != nil {
-			nevers = res.never[i]
+		var left []notKept
+		if res.left != nil {
+			left = res.left[i]
 		}
-		q.ReadAhead += len(part.admittedCreates) - kept[i] - len(nevers)
 		part = q.part(i)
-		if len(nevers) == 0 {
+		var skips []Skip
+		var passed []notKept
+		for _, n := range left {
+			if n.passed {
+				passed = append(passed, n)
+				continue
+			}
+			skips = append(skips, Skip{Key: part.admittedCreates[n.k].Key, Reason: "no Job: " + n.why, Size: true})
+		}
+		q.ReadAhead += len(part.admittedCreates) - kept[i] - len(skips) // the passed rows are read again next pass
+		q.Passed += len(passed)
+		if len(left) == 0 {
 			part.Creates = part.admittedCreates[:kept[i]:kept[i]]
 		} else {
-			part.Creates = keptAround(part.admittedCreates, nevers, kept[i])
-			skips := make([]Skip, len(nevers))
-			for j, n := range nevers {
-				skips[j] = Skip{Key: part.admittedCreates[n.k].Key, Reason: "no Job: " + n.why, Size: true}
-			}
+			part.Creates = keptAround(part.admittedCreates, left, kept[i])
 			q.skip(part, skips)
 		}
-		if k := res.stopped[i]; k >= 0 && part.sized {
-			part.strictStop(kept[i], part.admittedCreates[k].Requests)
+		switch k := res.stopped[i]; {
+		case k >= 0 && part.sized:
+			part.strictStop(kept[i], part.admittedCreates[k], qs[i].Job.Backfill, now)
+		case len(passed) > 0:
+			part.passedBy(kept[i], len(passed), part.admittedCreates[passed[0].k].Requests, qs[i].Job.Backfill)
 		}
 		if q.Queues != nil {
 			q.Queues[i].Creates, q.Queues[i].GroupsAtCap = kept[i], part.groupsAtCap(qs[i].Limits.PerGroup)
@@ -523,29 +558,47 @@ func (p *Plan) shared(cfg *config.Config, pl Placer, claims [][]int) *Plan {
 	return q
 }
 
-// strictStop is a sized queue's part after the share put it out at a row that does not fit now (strict order,
-// sizes.go): its slots are the creates it kept, bound by capacity (a Job's end or a new node frees room), and the
-// rows behind that row wait for the next pass.
-func (p *queuePart) strictStop(kept int, asks corev1.ResourceList) {
+// strictStop is a sized queue's part after the share put it out at create c, a row that does not fit now (strict
+// order, sizes.go; with job.backfill b, one that has waited its maxWait at now, or whose wait is not known): its
+// slots are the creates it kept, bound by capacity (a Job's end or a new node frees room), and the rows behind that
+// row wait for the next pass.
+func (p *queuePart) strictStop(kept int, c Create, b *config.Backfill, now time.Time) {
 	p.Slots = kept
-	p.Limit = fmt.Sprintf("capacity: the next row in the query's order asks for %s, more than is free now; the rows behind it wait (strict order)",
-		requestsWords(asks))
+	why := "the rows behind it wait (strict order)"
+	if b != nil {
+		why = fmt.Sprintf("it has waited %s (job.backfill.maxWait: %s): the rows behind it wait for it",
+			waitWords(c.waitingSince, now), rate.ShortDuration(b.MaxWait.Duration))
+	}
+	p.Limit = fmt.Sprintf("capacity: the next row in the query's order asks for %s, more than is free now; %s", requestsWords(c.Requests), why)
 	p.Bound, p.roomBound, p.capacityBound = BoundCapacity, true, true
 	if p.Slots == 0 && p.Blocked == "" {
 		p.block(BoundCapacity, p.Limit)
 	}
 }
 
-// keptAround are the first n of admitted that are not skipped (nevers, in order): the creates a queue keeps when the
-// share skipped some of those before them.
-func keptAround(admitted []Create, nevers []never, n int) []Create {
+// passedBy is a queue's part with job.backfill b after the share let rows behind n of its rows pass them (the first
+// asks for asks), rows that do not fit now: its slots are the creates it kept, bound by capacity, and those rows are
+// read again next pass.
+func (p *queuePart) passedBy(kept, n int, asks corev1.ResourceList, b *config.Backfill) {
+	p.Slots = kept
+	p.Limit = fmt.Sprintf("capacity: %d row(s) ask for more than is free now (the first %s); the rows behind them that fit "+
+		"passed them (job.backfill: each for at most %s)", n, requestsWords(asks), rate.ShortDuration(b.MaxWait.Duration))
+	p.Bound, p.roomBound, p.capacityBound = BoundCapacity, true, true
+	if p.Slots == 0 && p.Blocked == "" {
+		p.block(BoundCapacity, p.Limit)
+	}
+}
+
+// keptAround are the first n of admitted that are not in left (in order): the creates a queue keeps when the share
+// went on past some of those before them.
+func keptAround(admitted []Create, left []notKept, n int) []Create {
 	out := make([]Create, 0, n)
 	for k, c := range admitted {
 		if len(out) == n {
 			break
 		}
-		if len(nevers) > 0 && nevers[0].k == k {
-			nevers = nevers[1:]
+		if len(left) > 0 && left[0].k == k {
+			left = left[1:]
 			continue
 		}
 		out = append(out, c)

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/rate"
 	"github.com/jobsched/jobsched/pkg/render"
+	"github.com/jobsched/jobsched/pkg/rows"
 )
 
 // Per-row requests (job.requestsFrom; users read these rules in `jobsched help sizes`, cmd/help/sizes.md).
@@ -30,6 +33,12 @@ import (
 //     whose demand was not kept: each is counted at the most it may ask;
 //   - after the read, one claim per distinct shape among the rows admitted: the share places each create with
 //     its own shape, in the query's order.
+//
+// Backfill (job.backfill): with it, a row of a sized queue that does not fit now is passed over, not a stop: the
+// share goes on with the rows behind it, and the row is read again by the next pass, while it has waited less than
+// maxWait since its column job.backfill.since. Once it has waited that long (or its column is NULL, absent or not a
+// time) it stops its queue as in strict order, and no row of its queue behind it gets a Job until it does: its wait
+// is bounded by maxWait and the time the queue's Jobs running then take to free the room it needs.
 //
 // The read is bounded: a sized queue reads at most min(its slots, MaxSizedRows) rows, where its slots count the
 // smallest shape, limits.maxPerTick and limits.maxActive as for any queue. The share is strict order: a queue whose
@@ -257,4 +266,33 @@ func requestsWords(l corev1.ResourceList) string {
 		return "the template's requests"
 	}
 	return capacity.Quantities(l)
+}
+
+// waitingSince is row's value of column as a time (its text as the source renders a timestamp, RFC 3339), zero
+// when the row has no such column, it is NULL, or not a time.
+func waitingSince(row rows.Row, column string) time.Time {
+	for _, c := range row.Columns {
+		if c.Name != column || c.Null {
+			continue
+		}
+		if t, err := time.Parse(time.RFC3339Nano, c.Value); err == nil {
+			return t
+		}
+		return time.Time{}
+	}
+	return time.Time{}
+}
+
+// mayPass says rows behind a row that began to wait at since (zero: not known) may still pass it at now, by
+// job.backfill's maxWait.
+func mayPass(since time.Time, maxWait time.Duration, now time.Time) bool {
+	return now.Sub(since) < maxWait // from the zero time, Sub is the longest Duration: never less
+}
+
+// waitWords is how long a row that began to wait at since (zero: not known) has waited at now, in words.
+func waitWords(since, now time.Time) string {
+	if since.IsZero() {
+		return "for a time not known (its job.backfill.since column is NULL, absent or not a time)"
+	}
+	return rate.ShortDuration(now.Sub(since).Truncate(time.Second))
 }

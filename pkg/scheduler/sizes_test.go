@@ -264,3 +264,89 @@ func TestUnboundSizesBounded(t *testing.T) {
 		t.Errorf("the overflow entry: %d pods, over %v, asking %s; want 2, true, cpu=300m memory=1Gi", over.pods, over.over, requestsWords(over.demand))
 	}
 }
+
+// TestBackfill pins job.backfill, in capacity nodes and quota: a row that does not fit now is passed by the rows
+// behind it that do while it has waited less than maxWait (read again next pass: read ahead, passed); one that has
+// waited that long, or whose wait is not known, stops its queue as in strict order.
+func TestBackfill(t *testing.T) {
+	young, old := now.Add(-9*time.Minute).Format(time.RFC3339Nano), now.Add(-11*time.Minute).Format(time.RFC3339)
+	// row is a row of key k asking cpus, which began to wait at since ("null": NULL; "": no such column).
+	row := func(k, cpus, since string) rows.Row {
+		r := sizedRows(k, cpus)[0]
+		switch since {
+		case "":
+		case "null":
+			r.Columns = append(r.Columns, rows.Column{Name: "since", Null: true})
+		default:
+			r.Columns = append(r.Columns, rows.Column{Name: "since", Value: since})
+		}
+		return r
+	}
+	tests := []struct {
+		name              string
+		rows              []rows.Row
+		created           []string
+		readAhead, passed int
+		wantLimit         string
+	}{
+		{name: "a young row that does not fit is passed", rows: []rows.Row{row("a", "1", young), row("b", "1", young),
+			row("c", "3", young), row("d", "1", young), row("e", "1", young)},
+			created: []string{"a", "b", "d", "e"}, readAhead: 1, passed: 1,
+			wantLimit: "capacity: 1 row(s) ask for more than is free now (the first cpu=3); the rows behind them that fit passed them (job.backfill: each for at most 10m)"},
+		{name: "two young rows passed", rows: []rows.Row{row("a", "1", young), row("b", "4", young), row("c", "4", young),
+			row("d", "1", young), row("e", "1", young)},
+			created: []string{"a", "d", "e"}, readAhead: 2, passed: 2, wantLimit: "capacity: 2 row(s) ask for more"},
+		{name: "a row that waited maxWait stops the queue", rows: []rows.Row{row("a", "1", young), row("b", "1", young),
+			row("c", "3", old), row("d", "1", young)},
+			created: []string{"a", "b"}, readAhead: 2,
+			wantLimit: "capacity: the next row in the query's order asks for cpu=3, more than is free now; it has waited 11m (job.backfill.maxWait: 10m): the rows behind it wait for it"},
+		{name: "passed, then stopped by an old one", rows: []rows.Row{row("a", "1", young), row("b", "4", young), row("c", "1", young),
+			row("d", "4", old), row("e", "1", young)},
+			created: []string{"a", "c"}, readAhead: 3, passed: 1, wantLimit: "capacity: the next row in the query's order asks for cpu=4, more than is free now; it has waited 11m"},
+		{name: "a row that waited exactly maxWait is not passed", rows: []rows.Row{row("a", "2", young),
+			row("b", "3", now.Add(-10*time.Minute).Format(time.RFC3339)), row("c", "1", young)},
+			created: []string{"a"}, readAhead: 2, wantLimit: "capacity: the next row in the query's order asks for cpu=3, more than is free now; it has waited 10m"},
+		{name: "a NULL wait is not passed", rows: []rows.Row{row("a", "2", young), row("b", "3", "null"), row("c", "1", young)},
+			created: []string{"a"}, readAhead: 2, wantLimit: "capacity: the next row in the query's order asks for cpu=3, more than is free now; it has waited for a time not known"},
+		{name: "no such column is not passed", rows: []rows.Row{row("a", "2", young), row("b", "3", ""), row("c", "1", young)},
+			created: []string{"a"}, readAhead: 2, wantLimit: "capacity: the next row in the query's order asks for cpu=3, more than is free now; it has waited for a time not known"},
+		{name: "not a time is not passed", rows: []rows.Row{row("a", "2", young), row("b", "3", "yesterday"), row("c", "1", young)},
+			created: []string{"a"}, readAhead: 2, wantLimit: "capacity: the next row in the query's order asks for cpu=3, more than is free now; it has waited for a time not known"},
+	}
+	for _, mode := range []config.Capacity{config.CapacityNodes, config.CapacityQuota} {
+		for _, tc := range tests {
+			t.Run(string(mode)+": "+tc.name, func(t *testing.T) {
+				cfg := sizedConfig(t, mode, "4")
+				cfg.Job.Backfill = &config.Backfill{Since: "since", MaxWait: metav1.Duration{Duration: 10 * time.Minute}}
+				client := testkit.NewFake(fourCPU(mode))
+				s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: tc.rows}, Renderer: render.New(cfg, nil),
+					Now: func() time.Time { return now }}
+				res, err := s.Run(context.Background(), Execute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want, got []string
+				for _, k := range tc.created {
+					want = append(want, "create jobs "+name(k))
+				}
+				for _, a := range actions(client) {
+					if strings.HasPrefix(a, "create jobs") {
+						got = append(got, a)
+					}
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("creates (-want +got):\n%s", diff)
+				}
+				if res.Summary.ReadAhead != tc.readAhead || res.Summary.Passed != tc.passed || res.Summary.Skipped != 0 {
+					t.Errorf("summary %+v: want readAhead %d, passed %d, none skipped", res.Summary, tc.readAhead, tc.passed)
+				}
+				if !strings.HasPrefix(res.Limit(), tc.wantLimit) {
+					t.Errorf("limit %q, want %q…", res.Limit(), tc.wantLimit)
+				}
+				if !res.RowsWait || !res.RoomBound() || !res.CapacityBound() {
+					t.Errorf("rows wait %v, room bound %v, capacity bound %v: a fill run must wait for room", res.RowsWait, res.RoomBound(), res.CapacityBound())
+				}
+			})
+		}
+	}
+}

@@ -20,6 +20,7 @@ type Summary struct {
 	Skipped        int    `json:"skipped"`
 	SkippedSize    int    `json:"skippedSize"` // of Skipped, rows skipped for their size (job.requestsFrom)
 	ReadAhead      int    `json:"readAhead"`
+	Passed         int    `json:"passed"` // of ReadAhead, rows smaller ones behind passed (job.backfill)
 	Blocked        string `json:"blocked"`
 	Deleted        int    `json:"deleted"`
 	Failed         int    `json:"failed"`
