@@ -400,7 +400,7 @@ func TestSizesTargets(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			want := slices.Clone(allMet)
 			c.want(want)
-			if diff := cmp.Diff(want, sizesTargets(c.a, c.b), cmp.AllowUnexported(sizesTarget{})); diff != "" {
+			if diff := cmp.Diff(want, sizesTargets("A", c.a, c.b), cmp.AllowUnexported(sizesTarget{})); diff != "" {
 				t.Errorf("sizesTargets (-want +got):\n%s", diff)
 			}
 		})
@@ -414,7 +414,12 @@ func TestSizesReport(t *testing.T) {
 		created: 8, cron: cronRun{ticks: 1, invocations: []invocation{{passes: 3}}, load: "1.00"}}
 	b := sizesRun{what: "B", drain: 100 * time.Second, shares: shares{samples: 9, cpu: 1, memory: 1, neededCPU: 0.3, neededMemory: 0.3},
 		created: 9, duplicates: 1, cron: cronRun{ticks: 2, skipped: 1, load: "2.00"}}
-	got := sizesReport("", set, a, b)
+	c := sizesRun{what: "C", drain: 40 * time.Second, shares: shares{samples: 4, cpu: 0.95, memory: 0.95, neededCPU: 0.95, neededMemory: 0.95},
+		created: 8, cron: cronRun{ticks: 1, load: "1.00"}}
+	if got := sizesReport("", set, a, b, sizesRun{}); strings.Contains(got, "drain time, C") {
+		t.Errorf("a report without C judges C:\n%s", got)
+	}
+	got := sizesReport("", set, a, b, c)
 	for _, want := range []string{
 		"(6 small, 2 large)",
 		"| A | 50 s | 0.50 | 90.0% | 80.0% | 90.0% | 80.0% | 4 | 1 (0) | 3 | 8 | 0 | 0 | 1.00 |\n",
@@ -424,6 +429,9 @@ func TestSizesReport(t *testing.T) {
 		"| A: mean share of the allocatable memory requested while rows waited | 80.0% | ≥ 85% | missed |\n",
 		"| pods ever Unschedulable, A and B | 0 and 0 | 0 | met |\n",
 		"| duplicate Jobs (more than one Job for a key), A and B | 0 and 1 | 0 | missed |\n",
+		"| C | 40 s | 0.40 | 95.0% | 95.0% | 95.0% | 95.0% | 4 | 1 (0) | 0 | 8 | 0 | 0 | 1.00 |\n",
+		"| drain time, C / B | 0.40 | ≤ 0.6 | met |\n",
+		"| C: mean share of the allocatable CPU requested while rows waited | 95.0% | ≥ 85% | met |\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the report has no %q:\n%s", want, got)

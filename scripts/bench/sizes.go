@@ -27,7 +27,9 @@ import (
 // say the same thing. Side by side in one run, each on nodes, a namespace and a table of its own:
 //   - A: job.requestsFrom {cpu: cpu, memory: mem} with job.maxRequests {cpu: 4, memory: 8Gi}: each Job asks its
 //     row's size;
-//   - B: the same rows and query, one template sized for the largest task (4 CPU, 8Gi), no requestsFrom.
+//   - B: the same rows and query, one template sized for the largest task (4 CPU, 8Gi), no requestsFrom;
+//   - C: as A, with job.backfill {since: since, maxWait: BENCH_SIZES_MAX_WAIT_SECONDS (600)}: smaller rows pass a
+//     large one that does not fit now (the column since is the row's insert time).
 //
 // Both with capacity nodes, and invoked as the drain's fill side is: `tick --fill-for` (BENCH_SIZES_FILL_SECONDS,
 // 50) started every BENCH_SIZES_SCHEDULE_SECONDS (60) by a played CronJob (Forbid). A stand-in worker marks a row
@@ -130,22 +132,23 @@ type sizesTarget struct {
 	met                  bool
 }
 
-// sizesTargets judges the issue's targets: A drains in at most 0.6 of B's time, A's pods request at least 85% of the
-// allocatable CPU and memory while rows wait, and neither side has an Unschedulable pod or a duplicate Job.
-func sizesTargets(a, b sizesRun) []sizesTarget {
+// sizesTargets judges the issue's targets for side a (named name: A or C): it drains in at most 0.6 of B's time, its
+// pods request at least 85% of the allocatable CPU and memory while rows wait, and neither it nor B has an
+// Unschedulable pod or a duplicate Job.
+func sizesTargets(name string, a, b sizesRun) []sizesTarget {
 	ratio := 0.0
 	if b.drain > 0 {
 		ratio = a.drain.Seconds() / b.drain.Seconds()
 	}
 	return []sizesTarget{
-		{what: "drain time, A / B", figure: fmt.Sprintf("%.2f", ratio), target: "≤ 0.6", met: b.drain > 0 && ratio <= 0.6},
-		{what: "A: mean share of the allocatable CPU requested while rows waited", figure: percent(a.shares.cpu, a.shares.samples),
+		{what: "drain time, " + name + " / B", figure: fmt.Sprintf("%.2f", ratio), target: "≤ 0.6", met: b.drain > 0 && ratio <= 0.6},
+		{what: name + ": mean share of the allocatable CPU requested while rows waited", figure: percent(a.shares.cpu, a.shares.samples),
 			target: "≥ 85%", met: a.shares.samples > 0 && a.shares.cpu >= 0.85},
-		{what: "A: mean share of the allocatable memory requested while rows waited", figure: percent(a.shares.memory, a.shares.samples),
+		{what: name + ": mean share of the allocatable memory requested while rows waited", figure: percent(a.shares.memory, a.shares.samples),
 			target: "≥ 85%", met: a.shares.samples > 0 && a.shares.memory >= 0.85},
-		{what: "pods ever Unschedulable, A and B", figure: fmt.Sprintf("%d and %d", a.unschedulable, b.unschedulable),
+		{what: "pods ever Unschedulable, " + name + " and B", figure: fmt.Sprintf("%d and %d", a.unschedulable, b.unschedulable),
 			target: "0", met: a.unschedulable == 0 && b.unschedulable == 0},
-		{what: "duplicate Jobs (more than one Job for a key), A and B", figure: fmt.Sprintf("%d and %d", a.duplicates, b.duplicates),
+		{what: "duplicate Jobs (more than one Job for a key), " + name + " and B", figure: fmt.Sprintf("%d and %d", a.duplicates, b.duplicates),
 			target: "0", met: a.duplicates == 0 && b.duplicates == 0},
 	}
 }
@@ -166,8 +169,8 @@ func metOrMissed(met bool) string {
 
 // sizesSetup is the mixed drain's sizes and invocation.
 type sizesSetup struct {
-	rows, nodes      int
-	dur, every, fill time.Duration
+	rows, nodes               int
+	dur, every, fill, maxWait time.Duration
 }
 
 func (b *bench) sizes() error {
@@ -177,12 +180,16 @@ func (b *bench) sizes() error {
 		dur:   time.Duration(envInt("BENCH_SIZES_TASK_SECONDS", 15)) * time.Second,
 		every: time.Duration(envInt("BENCH_SIZES_SCHEDULE_SECONDS", 60)) * time.Second,
 		fill:  time.Duration(envInt("BENCH_SIZES_FILL_SECONDS", 50)) * time.Second,
+		// C's job.backfill.maxWait: longer than the drain, so that C shows backfill alone (the bound's own test is
+		// pkg/e2e's TestSizedBackfill).
+		maxWait: time.Duration(envInt("BENCH_SIZES_MAX_WAIT_SECONDS", 600)) * time.Second,
 	}
 	tasks := mixedBacklog(set.rows)
 	var runs []sizesRun
 	for _, side := range []struct{ name, what string }{
 		{"a", "A: job.requestsFrom (each row's size)"},
 		{"b", "B: one template sized for the largest task"},
+		{"c", "C: job.requestsFrom and job.backfill"},
 	} {
 		progress("  sizes, %s…", side.what)
 		r, err := b.sizesOnce(side.name, side.what, set, tasks)
@@ -191,7 +198,7 @@ func (b *bench) sizes() error {
 		}
 		runs = append(runs, r)
 	}
-	report := sizesReport(os.Getenv("BENCH_MACHINE"), set, runs[0], runs[1])
+	report := sizesReport(os.Getenv("BENCH_MACHINE"), set, runs[0], runs[1], runs[2])
 	fmt.Print(report)
 	return writeResultsFile("BENCH_SIZES_RESULTS", "scripts/bench/results/sizes.md", "sizes", report)
 }
@@ -219,7 +226,7 @@ func (b *bench) sizesOnce(side, what string, set sizesSetup, tasks []taskSize) (
 		}
 		alloc = alloc.plus(node)
 	}
-	cfgFile, err := b.sizesScenario(side, ns, table, pool, set.rows, set.dur, "nodes", sizesSmall, sizesLarge)
+	cfgFile, err := b.sizesScenario(side, ns, table, pool, set.rows, set.dur, "nodes", sizesSmall, sizesLarge, set.maxWait)
 	if err != nil {
 		return r, err
 	}
@@ -320,11 +327,12 @@ func (b *bench) sizesOnce(side, what string, set sizesSetup, tasks []taskSize) (
 }
 
 // sizesTable makes table afresh with tasks as waiting rows task-0000000… in created_at order, each with its cpu and
-// mem columns.
+// mem columns, and since: when it was inserted (now).
 func (b *bench) sizesTable(table string, tasks []taskSize) error {
 	for _, s := range []string{
 		"DROP TABLE IF EXISTS " + table,
-		"CREATE TABLE " + table + " (id text PRIMARY KEY, status text NOT NULL, created_at timestamptz NOT NULL, cpu text NOT NULL, mem text NOT NULL)",
+		"CREATE TABLE " + table + " (id text PRIMARY KEY, status text NOT NULL, created_at timestamptz NOT NULL, cpu text NOT NULL, mem text NOT NULL, " +
+			"since timestamptz NOT NULL DEFAULT now())",
 	} {
 		if _, err := b.db.ExecContext(b.ctx, s); err != nil {
 			return fmt.Errorf("%s: %w", s, err)
@@ -332,7 +340,7 @@ func (b *bench) sizesTable(table string, tasks []taskSize) error {
 	}
 	for i, t := range tasks {
 		row := taskRow(i)
-		if _, err := b.db.ExecContext(b.ctx, "INSERT INTO "+table+" VALUES ($1, 'waiting', $2, $3, $4)",
+		if _, err := b.db.ExecContext(b.ctx, "INSERT INTO "+table+" (id, status, created_at, cpu, mem) VALUES ($1, 'waiting', $2, $3, $4)",
 			row.Key, row.Columns[1].Value, t.cpu, t.memory); err != nil {
 			return err
 		}
@@ -342,16 +350,20 @@ func (b *bench) sizesTable(table string, tasks []taskSize) error {
 
 // sizesScenario writes the side's config and template, with limits.capacity capacity and tasks that run dur: A takes
 // each Job's requests from the row (the template's are small's, the default for a NULL), B asks large's for every
-// row.
-func (b *bench) sizesScenario(side, ns, table, pool string, rows int, dur time.Duration, capacity string, small, large taskSize) (string, error) {
+// row, C is A with job.backfill (maxWait).
+func (b *bench) sizesScenario(side, ns, table, pool string, rows int, dur time.Duration, capacity string, small, large taskSize,
+	maxWait time.Duration) (string, error) {
 	dir := filepath.Join(b.dir, "sizes-"+capacity+"-"+side)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
 	task, sized := large, ""
-	if side == "a" {
+	if side == "a" || side == "c" {
 		task = small
 		sized = fmt.Sprintf("  requestsFrom: {cpu: cpu, memory: mem}\n  maxRequests: {cpu: %q, memory: %q}\n", large.cpu, large.memory)
+	}
+	if side == "c" {
+		sized += fmt.Sprintf("  backfill: {since: since, maxWait: %s}\n", maxWait)
 	}
 	tpl := kwokkit.Job{Duration: dur.String(), PodSpec: kwokkit.Task{PoolLabel: "jobsched.io/bench-pool", Pool: pool,
 		Image: "registry.example/worker:1.0", CPU: task.cpu, Memory: task.memory}.PodSpec()}.YAML()
@@ -359,7 +371,7 @@ func (b *bench) sizesScenario(side, ns, table, pool string, rows int, dur time.D
 namespace: %s
 source:
   dsnEnv: %s
-  query: SELECT id, created_at, cpu, mem FROM %s WHERE status = 'waiting' ORDER BY created_at
+  query: SELECT id, created_at, cpu, mem, since FROM %s WHERE status = 'waiting' ORDER BY created_at
   key: id
 job:
   template: job.yaml
@@ -380,10 +392,15 @@ gc:
 	return file, os.WriteFile(file, []byte(cfg), 0o644)
 }
 
-// sizesReport is the mixed drain's results file: the setup, both sides, the targets judged, each invocation.
-func sizesReport(machine string, set sizesSetup, a, b sizesRun) string {
+// sizesReport is the mixed drain's results file: the setup, the sides (c: none when its what is empty), the targets
+// judged, each invocation.
+func sizesReport(machine string, set sizesSetup, a, b, c sizesRun) string {
+	runs := []sizesRun{a, b}
+	if c.what != "" {
+		runs = append(runs, c)
+	}
 	var w strings.Builder
-	fmt.Fprintf(&w, "# Per-row sizes against one template (written by `BENCH_ONLY=sizes scripts/bench.sh`; do not edit)\n\n")
+	fmt.Fprintf(&w, "# Per-row sizes, with and without backfill, against one template (written by `BENCH_ONLY=sizes scripts/bench.sh`; do not edit)\n\n")
 	if machine != "" {
 		fmt.Fprintf(&w, "%s\n\n", machine)
 	}
@@ -395,17 +412,18 @@ func sizesReport(machine string, set sizesSetup, a, b sizesRun) string {
 	}
 	fmt.Fprintf(&w, "%d kwok nodes of %s CPU and %s; %d rows in the query's order, three small tasks (%s CPU, %s) then one large "+
 		"(%s CPU, %s), over and over (%d small, %d large), each task pod running %s. A: `job.requestsFrom: {cpu: cpu, memory: mem}`, "+
-		"`job.maxRequests: {cpu: %s, memory: %s}`; B: one template of %s CPU and %s, no requestsFrom. Both `capacity: nodes`, "+
+		"`job.maxRequests: {cpu: %s, memory: %s}`; B: one template of %s CPU and %s, no requestsFrom; C (when run): A with "+
+		"`job.backfill: {since: since, maxWait: %s}`, since being each row's insert time. All `capacity: nodes`, "+
 		"`tick --timeout 8s --fill-for %s` started every %s (concurrencyPolicy Forbid), one side after the other. "+
 		"Drain: from the first tick's start to the last Job's Complete condition as the bench's watch saw it. "+
 		"Shares: every %s while rows waited (from the first pod bound to a node until every row had its Job), the requests of the "+
 		"task pods bound to a node and not finished (kube-scheduler's sum, from the bench's pod watch) over the side's allocatable, "+
 		"averaged; \"needed\" is the same for what those pods' rows need (on B, less than they ask).\n\n",
 		set.nodes, sizesNode.cpu, sizesNode.memory, set.rows, sizesSmall.cpu, sizesSmall.memory, sizesLarge.cpu, sizesLarge.memory,
-		set.rows-large, large, set.dur, sizesLarge.cpu, sizesLarge.memory, sizesLarge.cpu, sizesLarge.memory, set.fill, set.every, sizesSampleEvery)
+		set.rows-large, large, set.dur, sizesLarge.cpu, sizesLarge.memory, sizesLarge.cpu, sizesLarge.memory, set.maxWait, set.fill, set.every, sizesSampleEvery)
 	fmt.Fprintln(&w, "| side | drain | × B | CPU requested | memory requested | CPU needed | memory needed | samples | ticks started (skipped) | passes | Jobs created | duplicate Jobs | Unschedulable pods | load avg (1 min) |")
 	fmt.Fprintln(&w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
-	for _, r := range []sizesRun{a, b} {
+	for _, r := range runs {
 		ratio := "–"
 		if b.drain > 0 {
 			ratio = fmt.Sprintf("%.2f", r.drain.Seconds()/b.drain.Seconds())
@@ -418,10 +436,15 @@ func sizesReport(machine string, set sizesSetup, a, b sizesRun) string {
 	fmt.Fprintln(&w, "\nThe issue's targets, judged on these figures:")
 	fmt.Fprintln(&w, "\n| target | figure | issue's target | |")
 	fmt.Fprintln(&w, "|---|--:|--:|---|")
-	for _, t := range sizesTargets(a, b) {
+	for _, t := range sizesTargets("A", a, b) {
 		fmt.Fprintf(&w, "| %s | %s | %s | %s |\n", t.what, t.figure, t.target, metOrMissed(t.met))
 	}
-	for _, r := range []sizesRun{a, b} {
+	if c.what != "" {
+		for _, t := range sizesTargets("C", c, b) {
+			fmt.Fprintf(&w, "| %s | %s | %s | %s |\n", t.what, t.figure, t.target, metOrMissed(t.met))
+		}
+	}
+	for _, r := range runs {
 		writeInvocations(&w, r.what, r.cron.invocations)
 	}
 	return w.String()

@@ -44,7 +44,7 @@ func (b *bench) sizesAutoscale() error {
 			if err := b.sizesTable(table, tasks); err != nil {
 				return "", err
 			}
-			return b.sizesScenario(side.name, ns, table, pool, rows, dur, "autoscale", autoscaledSmall, autoscaledLarge)
+			return b.sizesScenario(side.name, ns, table, pool, rows, dur, "autoscale", autoscaledSmall, autoscaledLarge, 0)
 		})
 		if err != nil {
 			return fmt.Errorf("%s: %w", side.what, err)
