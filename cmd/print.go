@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -333,6 +334,12 @@ func printStatus(out io.Writer, st *report.Status) error {
 	fmt.Fprintf(w, "Jobs:\t%d running, %d starting, %d unschedulable%s, %d succeeded (kept), %d in backoff, %d dead\n",
 		st.States[scheduler.StateRunning], st.States[scheduler.StateStarting], st.States[scheduler.StateUnschedulable], queuedCount,
 		st.States[scheduler.StateSucceeded], st.States[scheduler.StateBackoff], st.States[scheduler.StateDead])
+	if len(st.Holds) > 0 {
+		fmt.Fprintf(w, "Holds:\t%s (the unfinished Jobs' pods' requests; suspended ones not counted)\n", capacity.Quantities(st.Holds))
+	}
+	if st.RowRequests != nil {
+		fmt.Fprintf(w, "Rows ask:\t%s (job.requestsFrom; dry-run shows each row's)\n", rowAsks(st.RowRequests))
+	}
 	printLines(w, "", st.Mode.Lines)
 	fmt.Fprintf(w, "Retry:\t%d attempt(s) in all, backoff %s doubling to %s, dead kept %s\n", st.Retry.MaxAttempts,
 		st.Retry.Backoff, st.Retry.MaxBackoff, deadRetention(st.Retry.DeadRetention))
@@ -484,6 +491,16 @@ func printQueues(out io.Writer, w *tabwriter.Writer, qs []report.QueueStatus) er
 		return err
 	}
 	for _, q := range qs {
+		var sizes []string
+		if len(q.Holds) > 0 {
+			sizes = append(sizes, "holds "+capacity.Quantities(q.Holds))
+		}
+		if q.RowRequests != nil {
+			sizes = append(sizes, "rows ask "+rowAsks(q.RowRequests))
+		}
+		if len(sizes) > 0 {
+			fmt.Fprintf(out, "  %s: %s\n", q.Name, strings.Join(sizes, "; "))
+		}
 		if q.Query != nil {
 			fmt.Fprintf(out, "  %s: query: %s\n", q.Name, printable(q.Query.String()))
 		}
@@ -493,6 +510,19 @@ func printQueues(out io.Writer, w *tabwriter.Writer, qs []report.QueueStatus) er
 		}
 	}
 	return nil
+}
+
+// rowAsks is what a sized queue's rows ask, in words: "cpu up to 8 (NULL: 1), memory up to 16Gi (NULL: none)".
+func rowAsks(r *scheduler.RowRequests) string {
+	var parts []string
+	for _, res := range slices.Sorted(maps.Keys(r.Max)) {
+		most, null := r.Max[res], "none"
+		if d, ok := r.Default[res]; ok {
+			null = d.String()
+		}
+		parts = append(parts, fmt.Sprintf("%s up to %s (NULL: %s)", res, most.String(), null))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // maxGroupNames bounds the groups a line names; -o json has all of them.

@@ -13,7 +13,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 	"github.com/jobsched/jobsched/pkg/querydoctor"
@@ -119,6 +122,15 @@ func TestStatusQueuesGoldens(t *testing.T) {
 	if st.Backlog != 4 || st.Unfinished != 3 {
 		t.Errorf("install: backlog %d, unfinished %d; want 4 and 3 (the queues' sums)", st.Backlog, st.Unfinished)
 	}
+	// What each queue's unfinished Jobs hold (the dead one nothing), the install the sum; what exports' rows ask.
+	holds := []string{capacity.Quantities(st.Holds), capacity.Quantities(st.Queues[0].Holds), capacity.Quantities(st.Queues[1].Holds)}
+	if want := []string{"cpu=3500m memory=4Gi", "cpu=1500m memory=3Gi", "cpu=2 memory=1Gi"}; !slices.Equal(holds, want) {
+		t.Errorf("holds: install, daily, exports %q; want %q", holds, want)
+	}
+	if r := st.Queues[1].RowRequests; st.Queues[0].RowRequests != nil || r == nil ||
+		capacity.Quantities(r.Default) != "cpu=500m" || capacity.Quantities(r.Max) != "cpu=4" {
+		t.Errorf("row requests: daily %v, exports %v; want none, cpu 500m by default and at most 4", st.Queues[0].RowRequests, r)
+	}
 	for _, f := range []struct{ format, file string }{{"table", "status.txt"}, {"json", "status.json"}} {
 		t.Run(f.format, func(t *testing.T) {
 			var out bytes.Buffer
@@ -166,8 +178,9 @@ func TestTaskViewQueues(t *testing.T) {
 }
 
 // queuesScheduler is the install of testdata/golden-status/queues over a fake cluster: daily holds its maxActive
-// (d1, d2 running), exports a running Job of tenant "acme\n" (its cap 1) and a dead one; daily's rows d1-d5,
-// exports' e1-e3 from a source with a query doctor (returned).
+// (d1, d2 running, of 500m cpu and 1Gi a pod, d2 two pods at once), exports a running Job of tenant "acme\n" (its
+// cap 1; its row's 2 cpu) and a dead one; daily's rows d1-d5, exports' e1-e3 from a source with a query doctor
+// (returned).
 func queuesScheduler(t *testing.T) (*scheduler.Scheduler, *testkit.DoctorSource) {
 	t.Helper()
 	cfg, err := config.Load(filepath.Join("testdata", "golden-status", "queues", "jobsched.yaml"), "")
@@ -177,9 +190,12 @@ func queuesScheduler(t *testing.T) (*scheduler.Scheduler, *testkit.DoctorSource)
 	queueJob := func(queue, key string) *testkit.JobWrapper {
 		return testkit.MakeJob(key).Prefix("reports-" + queue).Queue(queue)
 	}
-	client := testkit.NewFake(queueJob("daily", "d1").Obj(), queueJob("daily", "d2").Obj(),
-		queueJob("exports", "e1").Annotation(jobmeta.AnnotationGroup, "acme\n").Obj(), // a row's value: the table quotes it
-		queueJob("exports", "e2").Finished(batchv1.JobFailed, testkit.Ago(time.Hour)).Obj())
+	cpu := func(q string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	}
+	client := testkit.NewFake(queueJob("daily", "d1").Requests(cpu("500m")).Obj(), queueJob("daily", "d2").Parallelism(2, 4).Requests(cpu("500m")).Obj(),
+		queueJob("exports", "e1").Annotation(jobmeta.AnnotationGroup, "acme\n").Requests(cpu("2")).Obj(), // a row's value: the table quotes it
+		queueJob("exports", "e2").Finished(batchv1.JobFailed, testkit.Ago(time.Hour)).Requests(cpu("3")).Obj())
 	s := &scheduler.Scheduler{Config: cfg, Kube: client, Now: func() time.Time { return testkit.Now }}
 	doctor := &testkit.DoctorSource{Source: testkit.Source{Rows: testkit.RowsFor("e1", "e2", "e3")},
 		Finding: &querydoctor.Finding{Problems: []querydoctor.Problem{{Kind: "sort", Table: "exports", EstimatedRows: 200000,

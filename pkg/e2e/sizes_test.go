@@ -87,6 +87,21 @@ func TestSizedRowsFillANode(t *testing.T) {
 		t.Errorf("the pods ask %s cpu in all, want the node's 4", total.String())
 	}
 
+	// status shows what the queue's unfinished Jobs hold: the sum of their rows' cpu; and what its rows may ask.
+	st := e.jobsched("status", "--config", cfg, "-o", "json")
+	var doc struct {
+		Holds       corev1.ResourceList `json:"holds"`
+		RowRequests struct {
+			Max corev1.ResourceList `json:"max"`
+		} `json:"rowRequests"`
+	}
+	if err := json.Unmarshal([]byte(st.stdout), &doc); st.code != 0 || err != nil {
+		t.Fatalf("status exited %d (%v):\n%s%s", st.code, err, st.stdout, st.stderr)
+	}
+	if held, most := doc.Holds[corev1.ResourceCPU], doc.RowRequests.Max[corev1.ResourceCPU]; held.Cmp(total) != 0 || most.Cmp(resource.MustParse("4")) != 0 {
+		t.Errorf("status: holds cpu %s, rows ask at most %s; want %s (the rows' a, b, c, d) and 4", held.String(), most.String(), total.String())
+	}
+
 	// Full: nothing fits, not even the smallest row a row may ask for; nothing is read.
 	if s = e.tick(cfg).summary(t); s.Created != 0 || !strings.Contains(s.Blocked, "capacity") {
 		t.Errorf("with the node full: %+v; want nothing created, blocked by capacity", s)

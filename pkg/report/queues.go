@@ -35,6 +35,7 @@ func queueStatuses(ctx context.Context, s *scheduler.Scheduler, p *scheduler.Pla
 			Work:  work(p, q.Name, q.Unfinished, q.Slots, q.Limit, q.Blocked, q.Capacity),
 			Retry: retryPolicy(s.Config.QueueConfig(i)), GroupsAtCap: q.GroupsAtCap}
 		qs.Backlog, qs.BacklogCapped = bs[i].Rows, bs[i].Capped
+		qs.Holds, qs.RowRequests = q.Holds, scheduler.RowRequestsOf(s.Config.QueueConfig(i))
 		if g := s.Config.AllQueues()[i].Limits.PerGroup; g != nil {
 			qs.GroupMax = g.MaxActive
 		}

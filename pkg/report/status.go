@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/jobsched/jobsched/pkg/backlog"
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
@@ -134,6 +136,12 @@ type Work struct {
 	BacklogCapped bool          `json:"backlogCapped"`
 	States        map[State]int `json:"states"`
 	Unfinished    int           `json:"unfinished"`
+	// Holds is what the unfinished Jobs hold, suspended ones not counted (scheduler.QueuePlan.Holds): per
+	// resource, their pods' requests as kube-scheduler counts them, times the pods each Job runs at once.
+	Holds corev1.ResourceList `json:"holds,omitempty"`
+	// RowRequests is, for a queue with job.requestsFrom, what the next rows' Jobs may ask, known without reading a
+	// row (scheduler.RowRequests): a NULL row the template's request (default), any other up to job.maxRequests.
+	RowRequests *scheduler.RowRequests `json:"rowRequests,omitempty"`
 	// Slots is how many Jobs the next pass may create (a queue's: its room alone, see scheduler.QueuePlan), and
 	// Limit what bound it; Blocked says why it may create nothing.
 	Slots    int              `json:"slots"`
@@ -257,6 +265,10 @@ func StatusOf(ctx context.Context, s *scheduler.Scheduler) (*Status, error) {
 	st := &Status{APIVersion: StatusAPIVersion, Kind: StatusKind, Scheduler: p.Scheduler, Namespace: p.Namespace,
 		Work: work(p, "", p.Unfinished, p.Slots, p.Limit, p.Blocked, p.Capacity),
 		Mode: modeStatus(s.Config, p, obs), Retry: retryPolicy(s.Config), Backoff: []Task{}, Dead: []Task{}, Jobs: p.Jobs}
+	st.Holds = p.Holds
+	if len(p.Queues) == 0 { // with queues:, each queue's rows are its own: Queues[].RowRequests
+		st.RowRequests = scheduler.RowRequestsOf(s.Config.QueueConfig(0))
+	}
 	for _, j := range p.Jobs {
 		t := Task{Queue: j.Queue, Key: j.Key, Attempt: j.Attempt, Job: j.Name, Reason: j.Reason, Since: j.FinishedAt, RetryAt: j.RetryAt}
 		switch {

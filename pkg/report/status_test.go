@@ -2,7 +2,9 @@ package report
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -123,5 +127,47 @@ func TestStatusDrain(t *testing.T) {
 	want := "backlog 6 rows, about 75m at the rate of the last 25m (2 Jobs succeeded, 5 an hour)"
 	if st.Drain.Message != want || st.Drain.Succeeded != 2 || st.Drain.Seconds == nil || *st.Drain.Seconds != 75*60 {
 		t.Errorf("drain %+v, want %q", st.Drain, want)
+	}
+}
+
+// TestStatusHoldsNoQueues: for a configuration without queues:, the document's top level is its one queue: what its
+// unfinished Jobs hold (a finished or suspended one nothing; a Job of two pods at once twice its pod's requests) and,
+// with job.requestsFrom, what its next rows may ask, the template's request for NULL and job.maxRequests at most.
+func TestStatusHoldsNoQueues(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) {
+		c.Job.RequestsFrom = map[corev1.ResourceName]string{corev1.ResourceCPU: "cpus"}
+		c.Job.MaxRequests = map[corev1.ResourceName]resource.Quantity{corev1.ResourceCPU: resource.MustParse("8")}
+		c.Template.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	})
+	cpu := func(q string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+	}
+	client := testkit.NewFake(makeJob("two").Parallelism(2, 2).Requests(cpu("1500m")).Obj(), makeJob("one").Requests(cpu("250m")).Obj(),
+		makeJob("queued").Suspended().Requests(cpu("4")).Obj(), makeJob("done").Requests(cpu("6")).Finished(batchv1.JobComplete, ago(time.Minute)).Obj())
+	s := &scheduler.Scheduler{Config: cfg, Kube: client, Source: &source{Rows: rowsFor("w")}, Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	st, err := StatusOf(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Holds       map[string]string `json:"holds"`
+		RowRequests struct {
+			Default map[string]string `json:"default"`
+			Max     map[string]string `json:"max"`
+		} `json:"rowRequests"`
+		Queues []any `json:"queues"`
+	}
+	if err := json.Unmarshal(doc, &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"cpu": "3250m"}; !maps.Equal(got.Holds, want) || got.Queues != nil {
+		t.Errorf("holds %v, queues %v; want %v at the top level, no queues", got.Holds, got.Queues, want)
+	}
+	if !maps.Equal(got.RowRequests.Default, map[string]string{"cpu": "1"}) || !maps.Equal(got.RowRequests.Max, map[string]string{"cpu": "8"}) {
+		t.Errorf("rowRequests %+v, want default cpu 1, max cpu 8", got.RowRequests)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
@@ -152,6 +153,7 @@ func (p *queuePart) unfinished(cfg *config.Config, st *JobStatus, job JobSummary
 		p.queue(cfg, st, job, obs)
 		return
 	}
+	p.hold(job)
 	switch {
 	case len(pods) > 0:
 		st.State = StateStarting // Pending: waiting for the scheduler, or pulling and starting on its node
@@ -199,6 +201,26 @@ func (p *queuePart) unfinished(cfg *config.Config, st *JobStatus, job JobSummary
 			st.Reason += " (" + v.Reason + ")"
 		}
 		p.Unschedulable++
+	}
+}
+
+// hold adds what job holds to p.Holds: its pod template's demand for each pod it runs at once (PodsPerJob),
+// as kube-scheduler counts a pod's requests (capacity.Demand).
+func (p *queuePart) hold(job JobSummary) {
+	if len(job.Demand) == 0 {
+		return
+	}
+	if p.Holds == nil {
+		p.Holds = corev1.ResourceList{}
+	}
+	for r, q := range job.Demand {
+		q = q.DeepCopy() // job.Demand is shared (demands): Mul and Add write through a big value's pointer
+		q.Mul(int64(job.PodsPerJob))
+		if sum, ok := p.Holds[r]; ok {
+			sum.Add(q)
+			q = sum
+		}
+		p.Holds[r] = q
 	}
 }
 

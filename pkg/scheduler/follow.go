@@ -36,6 +36,8 @@ type Follow struct {
 	capacity capacity.Follow
 	// ownPods: the Pending pods are read from pods even in a mode that follows every pod (that list was Forbidden).
 	ownPods bool
+	// demands shares the Jobs' equal demands (JobSummary.Demand).
+	demands demands
 
 	mu        sync.Mutex
 	ended     int    // Jobs the watch saw end (see Wait)
@@ -131,7 +133,7 @@ func (f *Follow) init(s *Scheduler, watch bool) {
 	ns, sel := s.Config.Namespace, s.selector()
 	f.jobs = &follow.Feed[batchv1.Job, *batchv1.JobList, string, JobSummary]{Client: s.Kube, Collection: s.Kube.BatchV1().Jobs(ns),
 		Options: metav1.ListOptions{LabelSelector: sel}, Watch: watch, Changes: &f.changes,
-		Summarize: func(j *batchv1.Job) (JobSummary, bool) { return SummarizeJob(j), true },
+		Summarize: func(j *batchv1.Job) (JobSummary, bool) { return f.demands.summarize(j), true },
 		Changed: func(old JobSummary, had bool, new JobSummary, has bool) {
 			if had && old.Finished == nil && (!has || new.Finished != nil) {
 				f.mu.Lock()

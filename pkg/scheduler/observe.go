@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -201,8 +202,9 @@ type JobSummary struct {
 	Finished   *Condition // its Complete or Failed condition, when True
 	StartedAt  *time.Time // status.startTime, UTC (nil before the Job controller starts it)
 	Created    time.Time  // metadata.creationTimestamp (limits.rate counts it)
-	// Demand is what each of its pods requests (its pod template's, capacity.Demand), kept only while it has no
-	// active pod, is not suspended and has not finished: a sized queue counts a Job whose pod is not made yet by it.
+	// Demand is what each of its pods requests (its pod template's, capacity.Demand), kept while it is neither
+	// suspended nor finished: status sums it per queue (QueuePlan.Holds), and a sized queue counts a Job whose pod
+	// is not made yet by it. Read only: equal demands may share one map (demands.summarize).
 	Demand corev1.ResourceList
 }
 
@@ -232,8 +234,39 @@ func SummarizeJob(job *batchv1.Job) JobSummary {
 			break
 		}
 	}
-	if s.Active == 0 && !s.Suspended && s.Finished == nil {
+	if !s.Suspended && s.Finished == nil {
 		s.Demand = capacity.Demand(&corev1.Pod{Spec: job.Spec.Template.Spec})
 	}
+	return s
+}
+
+// maxDemands bounds the distinct demands a demands table keeps (past it, it starts afresh).
+const maxDemands = 256
+
+// demands keeps one map per distinct JobSummary.Demand among the Jobs a pass (or a fill run) summarises: every
+// unfinished Job keeps its demand, and 10,000 Jobs of a few sizes then hold a few maps, not 10,000. The zero value
+// is ready; it is safe for concurrent use (a watch summarises while a pass applies its creates).
+type demands struct {
+	mu sync.Mutex
+	m  map[string]corev1.ResourceList // by capacity.Quantities
+}
+
+// summarize is SummarizeJob with its Demand shared with an equal one summarised before.
+func (d *demands) summarize(job *batchv1.Job) JobSummary {
+	s := SummarizeJob(job)
+	if s.Demand == nil {
+		return s
+	}
+	key := capacity.Quantities(s.Demand)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if own, ok := d.m[key]; ok {
+		s.Demand = own
+		return s
+	}
+	if d.m == nil || len(d.m) >= maxDemands { // sizes come and go in a long run: start afresh rather than grow
+		d.m = map[string]corev1.ResourceList{}
+	}
+	d.m[key] = s.Demand
 	return s
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
@@ -17,23 +18,32 @@ import (
 )
 
 func TestSummarizeJob(t *testing.T) {
+	none := corev1.ResourceList{} // a template that requests nothing
+	cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}
 	tests := []struct {
 		name string
 		job  *batchv1.Job
 		want JobSummary
 	}{
 		{name: "running, attempt 1 without a label", job: makeJob("r").Obj(),
-			want: JobSummary{Name: name("r"), UID: "uid-r", Key: "r", Attempt: 1, Active: 1, PodsPerJob: 1}},
+			want: JobSummary{Name: name("r"), UID: "uid-r", Key: "r", Attempt: 1, Active: 1, PodsPerJob: 1, Demand: none}},
 		{name: "attempt label", job: makeJob("r").Label(jobmeta.LabelAttempt, "3").Obj(),
-			want: JobSummary{Name: name("r"), UID: "uid-r", Key: "r", Attempt: 3, Active: 1, PodsPerJob: 1}},
+			want: JobSummary{Name: name("r"), UID: "uid-r", Key: "r", Attempt: 3, Active: 1, PodsPerJob: 1, Demand: none}},
 		{name: "a bad attempt label is attempt 1", job: makeJob("r").Label(jobmeta.LabelAttempt, "x").Obj(),
-			want: JobSummary{Name: name("r"), UID: "uid-r", Key: "r", Attempt: 1, Active: 1, PodsPerJob: 1}},
+			want: JobSummary{Name: name("r"), UID: "uid-r", Key: "r", Attempt: 1, Active: 1, PodsPerJob: 1, Demand: none}},
 		{name: "the True condition counts, a False one does not", job: makeJob("f").Condition(batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionFalse}).
 			Finished(batchv1.JobFailed, ago(time.Hour)).Obj(),
 			want: JobSummary{Name: name("f"), UID: "uid-f", Key: "f", Attempt: 1, PodsPerJob: 1, Finished: &Condition{Type: batchv1.JobFailed,
 				Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", At: now.Add(-time.Hour)}}},
 		{name: "deleting, with parallelism", job: makeJob("r").Deleting(now).Parallelism(5, 3).Obj(),
-			want: JobSummary{Name: name("r"), UID: "uid-r", Key: "r", Attempt: 1, Active: 1, PodsPerJob: 3, Deleting: true}},
+			want: JobSummary{Name: name("r"), UID: "uid-r", Key: "r", Attempt: 1, Active: 1, PodsPerJob: 3, Deleting: true, Demand: none}},
+		{name: "unfinished, running: its demand is kept", job: makeJob("r").Requests(cpu).Obj(),
+			want: JobSummary{Name: name("r"), UID: "uid-r", Key: "r", Attempt: 1, Active: 1, PodsPerJob: 1, Demand: cpu}},
+		{name: "suspended: no demand kept", job: makeJob("q").Active(0).Suspended().Requests(cpu).Obj(),
+			want: JobSummary{Name: name("q"), UID: "uid-q", Key: "q", Attempt: 1, PodsPerJob: 1, Suspended: true}},
+		{name: "finished: no demand kept", job: makeJob("f").Requests(cpu).Finished(batchv1.JobComplete, ago(time.Hour)).Obj(),
+			want: JobSummary{Name: name("f"), UID: "uid-f", Key: "f", Attempt: 1, PodsPerJob: 1, Finished: &Condition{Type: batchv1.JobComplete,
+				Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", At: now.Add(-time.Hour)}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

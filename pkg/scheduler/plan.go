@@ -101,8 +101,11 @@ type Plan struct {
 	Namespace string      `json:"namespace"`
 	Jobs      []JobStatus `json:"jobs"`
 	// Unfinished counts Jobs with neither a Complete nor a Failed condition: they count against maxActive.
-	Unfinished    int `json:"unfinished"`
-	Unschedulable int `json:"unschedulablePods"`
+	Unfinished int `json:"unfinished"`
+	// Holds is what the unfinished Jobs hold, every queue's (QueuePlan.Holds): for a configuration without queues:,
+	// its one queue's.
+	Holds         corev1.ResourceList `json:"holds,omitempty"`
+	Unschedulable int                 `json:"unschedulablePods"`
 	// Waiting counts the Unschedulable pods the capacity mode says wait rather than block (capacity.Waiter: for a
 	// node the cluster makes); WaitsNote says why every Unschedulable pod blocks instead, when the mode could not tell.
 	Waiting   int    `json:"waitingForNodes,omitempty"`
@@ -170,6 +173,8 @@ type queuePart struct {
 	// Jobs are the queue's Jobs while decideQueue decides them; the install's plan holds them after (assemble).
 	Jobs                               []JobStatus
 	Unfinished, Unschedulable, Waiting int
+	// Holds is what its unfinished Jobs that are not suspended hold (QueuePlan.Holds); nil for none.
+	Holds corev1.ResourceList
 	// Slots, Limit, Bound and Blocked are the queue's room, as Plan's are the install's; nextCreate its NextCreate.
 	Slots      int
 	Limit      string

@@ -40,6 +40,11 @@ type QueuePlan struct {
 	Priority   int    `json:"priority"`
 	Weight     int    `json:"weight"`
 	Unfinished int    `json:"unfinished"`
+	// Holds is what the queue's unfinished Jobs hold, suspended ones not counted (with Kueue: the queued): per
+	// resource, the sum over them of their pod template's requests, as kube-scheduler counts a pod's
+	// (capacity.Demand), times the pods each runs at once (capacity.PodsPerJob); nil for none. A sized queue's
+	// Jobs count each at its own size.
+	Holds corev1.ResourceList `json:"holds,omitempty"`
 	// Slots is the queue's room this pass, alone (its limits, its fit, the install's room), and Limit what bound it;
 	// Blocked says why it may create nothing.
 	Slots   int    `json:"slots"`
@@ -202,9 +207,33 @@ func (p *Plan) assemble(cfg *config.Config, parts []*queuePart) {
 		p.queued += part.queued
 		if !qs[i].Implicit {
 			p.Queues = append(p.Queues, QueuePlan{Name: qs[i].Name, Priority: qs[i].Priority, Weight: *qs[i].Weight,
-				Unfinished: part.Unfinished, GroupsAtCap: part.groupsAtCap(qs[i].Limits.PerGroup), exclude: part.exclude})
+				Unfinished: part.Unfinished, Holds: part.Holds, GroupsAtCap: part.groupsAtCap(qs[i].Limits.PerGroup), exclude: part.exclude})
 		}
 	}
+	p.Holds = sumHolds(parts)
+}
+
+// sumHolds is the install's Holds: its queues' summed (the one queue's own list for a single queue).
+func sumHolds(parts []*queuePart) corev1.ResourceList {
+	if len(parts) == 1 {
+		return parts[0].Holds
+	}
+	var sum corev1.ResourceList
+	for _, part := range parts {
+		for r, q := range part.Holds {
+			if sum == nil {
+				sum = corev1.ResourceList{}
+			}
+			if s, ok := sum[r]; ok {
+				s.Add(q)
+				q = s
+			} else {
+				q = q.DeepCopy() // the queue's own stays as it is
+			}
+			sum[r] = q
+		}
+	}
+	return sum
 }
 
 // rooms is the last step of Decision: the install's room from its queues': for the one queue of a configuration

@@ -15,7 +15,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rs/zerolog"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -453,7 +455,7 @@ func summaries(t *testing.T, client *testkit.Fake) []JobSummary {
 
 // TestDecideCopiesNoJobPerJob: Decide reads the observed Jobs in place, for one queue and for several: it makes no
 // copy of each Job on the heap (issue 33: a copy of each summary and of each status per Job, and of every queue's
-// summaries, were garbage at the pass's peak). Its allocations are counted, not timed: they must not grow with the
+// summaries, were garbage at the pass's peak; what each holds is summed in place). Its allocations are counted, not timed: they must not grow with the
 // Jobs (the slices that hold the plan's Jobs and keys grow a few times).
 func TestDecideCopiesNoJobPerJob(t *testing.T) {
 	for _, tc := range []struct {
@@ -465,8 +467,10 @@ func TestDecideCopiesNoJobPerJob(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var jobs []JobSummary
+			demand := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")} // summed into Holds: no copy per Job either
 			for i := range 1000 {
-				jobs = append(jobs, JobSummary{Name: fmt.Sprintf("job-%d", i), Key: fmt.Sprintf("k%d", i), Queue: []string{"a", "b"}[i%2], Attempt: 1})
+				jobs = append(jobs, JobSummary{Name: fmt.Sprintf("job-%d", i), Key: fmt.Sprintf("k%d", i), Queue: []string{"a", "b"}[i%2], Attempt: 1,
+					Active: 1, PodsPerJob: 2, Demand: demand})
 			}
 			obs := &Observation{Now: now, Jobs: jobs}
 			if got := testing.AllocsPerRun(3, func() { Decide(tc.cfg, obs) }); got > 200 {

@@ -81,26 +81,62 @@ func smallestShape(cfg *config.Config) *batchv1.Job {
 	return render.Sized(cfg.Job, cfg.Template, req)
 }
 
-// largestShape is cfg's template with each sized resource at the larger of job.maxRequests and the template's own
-// request (a row with NULL gets the template's).
+// largestShape is cfg's template with each sized resource at the most a row may ask (RowRequests.Most).
 func largestShape(cfg *config.Config) *batchv1.Job {
-	req := corev1.ResourceList{}
-	cs := cfg.Template.Spec.Template.Spec.Containers
-	w := cfg.Job.Worker(cs)
-	for _, res := range cfg.Job.SizedResources() {
-		most := cfg.Job.MaxRequests[res]
-		if w >= 0 {
-			own, ok := cs[w].Resources.Requests[res]
-			if !ok {
-				own, ok = cs[w].Resources.Limits[res]
-			}
-			if ok && own.Cmp(most) > 0 {
-				most = own
-			}
-		}
-		req[res] = most
+	return render.Sized(cfg.Job, cfg.Template, RowRequestsOf(cfg).Most())
+}
+
+// RowRequests is what the Job of one row of a sized queue asks for, per sized resource, as known without reading
+// a row (status shows it; dry-run shows each row's own): a row whose column is NULL, or a query without it, asks
+// Default, the template worker's request (or, with none, its limit, which the API server takes as the request;
+// a resource with neither is absent: no request); any other row at least 1m of cpu or 1 of another resource and
+// at most Max (job.maxRequests).
+type RowRequests struct {
+	Default corev1.ResourceList `json:"default,omitempty"`
+	Max     corev1.ResourceList `json:"max"`
+}
+
+// RowRequestsOf is what a row of cfg (a queue's config) asks for (nil for a queue without job.requestsFrom).
+func RowRequestsOf(cfg *config.Config) *RowRequests {
+	if !cfg.Job.Sized() {
+		return nil
 	}
-	return render.Sized(cfg.Job, cfg.Template, req)
+	r := &RowRequests{Max: corev1.ResourceList{}}
+	var worker *corev1.Container
+	if cfg.Template != nil {
+		cs := cfg.Template.Spec.Template.Spec.Containers
+		if w := cfg.Job.Worker(cs); w >= 0 {
+			worker = &cs[w]
+		}
+	}
+	for _, res := range cfg.Job.SizedResources() {
+		r.Max[res] = cfg.Job.MaxRequests[res]
+		if worker == nil {
+			continue
+		}
+		own, ok := worker.Resources.Requests[res]
+		if !ok {
+			own, ok = worker.Resources.Limits[res]
+		}
+		if ok {
+			if r.Default == nil {
+				r.Default = corev1.ResourceList{}
+			}
+			r.Default[res] = own
+		}
+	}
+	return r
+}
+
+// Most is, per sized resource, the most any row may ask: the larger of Max and Default.
+func (r *RowRequests) Most() corev1.ResourceList {
+	most := maps.Clone(r.Max)
+	for res, q := range r.Default {
+		if q.Cmp(most[res]) > 0 {
+			most[res] = q
+		}
+	}
+	return most
 }
 
 // claims are the pass's placer's claims: queue i's (claim i: its template, or for a sized queue its smallest

@@ -350,3 +350,22 @@ func TestBackfill(t *testing.T) {
 		}
 	}
 }
+
+// TestRowRequests: what a row of a sized queue asks without reading one: NULL the template's request (none: absent),
+// else up to job.maxRequests; the largest shape the fit counts unknown sizes at is the larger of the two.
+func TestRowRequests(t *testing.T) {
+	cfg := sizedConfig(t, config.CapacityOff, "8") // its template asks 1 cpu and no memory
+	cfg.Job.RequestsFrom[corev1.ResourceMemory] = "mem"
+	cfg.Job.MaxRequests[corev1.ResourceMemory] = resource.MustParse("16Gi")
+	r := RowRequestsOf(cfg)
+	if got := capacity.Quantities(r.Default) + " / " + capacity.Quantities(r.Max); got != "cpu=1 / cpu=8 memory=16Gi" {
+		t.Errorf("default / max %s, want cpu=1 / cpu=8 memory=16Gi", got)
+	}
+	cfg.Template.Spec.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Gi")}
+	if got := capacity.Quantities(RowRequestsOf(cfg).Most()); got != "cpu=8 memory=32Gi" {
+		t.Errorf("most %s, want cpu=8 memory=32Gi (a limit without a request is the request)", got)
+	}
+	if RowRequestsOf(testConfig(t, nil)) != nil {
+		t.Error("a queue without job.requestsFrom: want nil")
+	}
+}
