@@ -446,7 +446,10 @@ func (r *shareResult) leave(i int, n notKept) {
 // still fit), unless it is a sized queue's create that could never fit (neverPlacer): that one is skipped and the
 // queue goes on with its next create; or one the rows behind may pass (Passable, job.backfill): that one waits for
 // a later pass and the queue goes on with its next create.
-func share(qs []shareQueue, slots int, pl Placer) shareResult {
+//
+// With w (queues whose Jobs ask different sizes: weigh.go) a queue's use is its dominant share of resources instead of
+// its count, and the slot goes to the smallest use / weight.
+func share(qs []shareQueue, slots int, pl Placer, w *weigher) shareResult {
 	kept := make([]int, len(qs))
 	next := make([]int, len(qs)) // per queue, its next admitted create: kept and skipped ones are behind it
 	res := shareResult{stopped: make([]int, len(qs))}
@@ -459,7 +462,7 @@ func share(qs []shareQueue, slots int, pl Placer) shareResult {
 			if res.stopped[i] >= 0 || next[i] >= q.Admitted {
 				continue
 			}
-			if best < 0 || before(q, kept[i], qs[best], kept[best]) {
+			if best < 0 || before(q, kept[i], qs[best], kept[best], w.uses(i, best)) {
 				best = i
 			}
 		}
@@ -486,6 +489,9 @@ func share(qs []shareQueue, slots int, pl Placer) shareResult {
 			res.stopped[best] = next[best]
 			continue
 		}
+		if w != nil {
+			w.keep(best, next[best])
+		}
 		kept[best]++
 		next[best]++
 		res.order = append(res.order, best)
@@ -511,13 +517,17 @@ func (p *Plan) share(cfg *config.Config, pl Placer, claims [][]int, now time.Tim
 			}
 		}
 	}
-	return share(in, p.inst.slots, pl)
+	return share(in, p.inst.slots, pl, p.weigher(cfg))
 }
 
-// before says queue a (with ka kept) takes a slot before queue b (kb kept), b being earlier in the configuration.
-func before(a shareQueue, ka int, b shareQueue, kb int) bool {
+// before says queue a (with ka kept) takes a slot before queue b (kb kept), b being earlier in the configuration;
+// u, when set, are their uses by resources (weigher.uses).
+func before(a shareQueue, ka int, b shareQueue, kb int, u *[2]float64) bool {
 	if a.Priority != b.Priority {
 		return a.Priority > b.Priority
+	}
+	if u != nil { // ua/wa < ub/wb
+		return u[0]*float64(max(b.Weight, 1)) < u[1]*float64(max(a.Weight, 1))
 	}
 	// (ua+ka)/wa < (ub+kb)/wb
 	return (a.Unfinished+ka)*max(b.Weight, 1) < (b.Unfinished+kb)*max(a.Weight, 1)
