@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/jobmeta"
 )
@@ -480,23 +481,45 @@ func outcomes(p *Plan, record []createOutcome) []Outcome {
 // executeCreates creates the Jobs p plans, concurrently; one failure does not stop the others. With serverDryRun
 // they go to the API server with dryRun=All: it validates and admits them and stores nothing. Creates not started
 // when the pass's context ends are left for the next pass. It returns the outcome of each of p.Creates.
+//
+// Where the creates differ in size, they go in the plan's order one run of equal size at a time (sizeRuns), each
+// run concurrently: the fit placed them in that order, as kube-scheduler places pods, and a large pod bound after
+// small ones created after it could find the room the fit kept for it split across nodes.
 func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bool) []createOutcome {
 	if s.BeforeCreates != nil && len(p.Creates) > 0 {
 		s.BeforeCreates()
 	}
 	out := make([]createOutcome, len(p.Creates))
-	s.parallel(ctx, len(p.Creates), func(i int) {
-		c := p.Creates[i]
-		o := &out[i]
-		o.started = true
-		o.res, o.skip, o.err = s.create(ctx, c, serverDryRun, p)
-		// The attempt a retry supersedes goes only once the retry exists: a pass killed in between loses no count.
-		if o.err == nil && o.res != collision && c.Supersedes != nil && !serverDryRun {
-			o.retireErr = s.delete(ctx, *c.Supersedes)
-			o.retired = o.retireErr == nil
-		}
-	})
+	for _, run := range sizeRuns(p.Creates) {
+		s.parallel(ctx, run[1]-run[0], func(k int) {
+			i := run[0] + k
+			c := p.Creates[i]
+			o := &out[i]
+			o.started = true
+			o.res, o.skip, o.err = s.create(ctx, c, serverDryRun, p)
+			// The attempt a retry supersedes goes only once the retry exists: a pass killed in between loses no count.
+			if o.err == nil && o.res != collision && c.Supersedes != nil && !serverDryRun {
+				o.retireErr = s.delete(ctx, *c.Supersedes)
+				o.retired = o.retireErr == nil
+			}
+		})
+	}
 	return out
+}
+
+// sizeRuns splits creates into runs of consecutive creates whose Jobs ask the same (createAsks), as [start, end)
+// index pairs in order: one run when they all do.
+func sizeRuns(creates []Create) [][2]int {
+	var runs [][2]int
+	last := ""
+	for i, c := range creates {
+		size := capacity.Quantities(createAsks(c))
+		if i == 0 || size != last {
+			runs = append(runs, [2]int{i, i})
+		}
+		runs[len(runs)-1][1], last = i+1, size
+	}
+	return runs
 }
 
 // parallel runs fn(0..n-1) with at most workers in flight and starts no new one once ctx is done; it returns how

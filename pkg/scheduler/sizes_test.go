@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +19,8 @@ import (
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
+	"github.com/jobsched/jobsched/pkg/jobmeta"
+	"github.com/jobsched/jobsched/pkg/kube"
 	"github.com/jobsched/jobsched/pkg/render"
 	"github.com/jobsched/jobsched/pkg/rows"
 	"github.com/jobsched/jobsched/pkg/testkit"
@@ -368,4 +372,63 @@ func TestRowRequests(t *testing.T) {
 	if RowRequestsOf(testConfig(t, nil)) != nil {
 		t.Error("a queue without job.requestsFrom: want nil")
 	}
+}
+
+// TestCreatesInSizeRuns: creates of different sizes go in the plan's order one run of equal size at a time, each run
+// concurrently, so that kube-scheduler meets the pods in the order the fit placed them: a 2-CPU Job placed after two
+// 1-CPU ones is created after both are, however slow their creates (all workers in flight).
+func TestCreatesInSizeRuns(t *testing.T) {
+	if got := sizeRuns(nil); got != nil {
+		t.Errorf("no creates: runs %v", got)
+	}
+	cfg := sizedConfig(t, config.CapacityNodes, "4")
+	client := &slowSmall{Interface: testkit.NewFake(fourCPU(config.CapacityNodes))}
+	s := &Scheduler{Config: cfg, Kube: client, Source: &source{Rows: sizedRows("a", "1", "b", "1", "c", "2")}, Renderer: render.New(cfg, nil),
+		Now: func() time.Time { return now }}
+	res, err := s.Run(context.Background(), Execute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := client.done; res.Summary.Created != 3 || len(done) != 3 || done[2] != "c" {
+		t.Errorf("created %d, in the order %v; want a and b (either order), then c", res.Summary.Created, done)
+	}
+	if got := sizeRuns(res.Plan.Creates); !slices.Equal(got, [][2]int{{0, 2}, {2, 3}}) {
+		t.Errorf("runs %v, want [0 2] [2 3]", got)
+	}
+}
+
+// slowSmall is a client whose creates of Jobs asking 1 cpu take 30ms, outside the fake clientset's lock (which
+// serialises its reactors), and which records the keys of the Jobs it created, in the order their creates ended.
+type slowSmall struct {
+	kube.Interface
+	mu   sync.Mutex
+	done []string
+}
+
+func (c *slowSmall) BatchV1() kube.BatchV1 { return smallBatch{c.Interface.BatchV1(), c} }
+
+// IsWatchListSemanticsUnSupported is the fake's: it cannot stream lists.
+func (c *slowSmall) IsWatchListSemanticsUnSupported() bool { return true }
+
+type smallBatch struct {
+	kube.BatchV1
+	c *slowSmall
+}
+
+func (b smallBatch) Jobs(ns string) kube.Jobs { return smallJobs{b.BatchV1.Jobs(ns), b.c} }
+
+type smallJobs struct {
+	kube.Jobs
+	c *slowSmall
+}
+
+func (j smallJobs) Create(ctx context.Context, job *batchv1.Job, o metav1.CreateOptions) (*batchv1.Job, error) {
+	if job.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().Cmp(resource.MustParse("1")) == 0 {
+		time.Sleep(30 * time.Millisecond) // without runs, the 2-cpu Job's create would end first
+	}
+	out, err := j.Jobs.Create(ctx, job, o)
+	j.c.mu.Lock()
+	j.c.done = append(j.c.done, job.Annotations[jobmeta.AnnotationTaskKey])
+	j.c.mu.Unlock()
+	return out, err
 }
