@@ -428,6 +428,9 @@ type shareResult struct {
 	order   []int
 	left    [][]notKept
 	stopped []int
+	// holder is the queue that holds the room for its row past job.backfill.maxWait (-1: none): the queues of its
+	// priority or lower got no slot after it.
+	holder int
 }
 
 // leave records that queue i's next create is not kept (n), for the share to go on with the one behind it.
@@ -449,17 +452,22 @@ func (r *shareResult) leave(i int, n notKept) {
 //
 // With w (queues whose Jobs ask different sizes: weigh.go) a queue's use is its dominant share of resources instead of
 // its count, and the slot goes to the smallest use / weight.
+//
+// A queue with job.backfill put out by a row that has waited its maxWait (not Passable) holds the room for it: no
+// queue of its priority or lower gets a slot after it in the pass, so that no other queue's smaller rows take the
+// room its Jobs free either (its wait stays bounded across queues).
 func share(qs []shareQueue, slots int, pl Placer, w *weigher) shareResult {
 	kept := make([]int, len(qs))
 	next := make([]int, len(qs)) // per queue, its next admitted create: kept and skipped ones are behind it
-	res := shareResult{stopped: make([]int, len(qs))}
+	res := shareResult{stopped: make([]int, len(qs)), holder: -1}
 	for i := range res.stopped {
 		res.stopped[i] = -1
 	}
+	held, holdAt := false, 0 // a queue holds the room for its row past maxWait: only priorities above holdAt go on
 	for len(res.order) < slots {
 		best := -1
 		for i, q := range qs {
-			if res.stopped[i] >= 0 || next[i] >= q.Admitted {
+			if res.stopped[i] >= 0 || next[i] >= q.Admitted || (held && q.Priority <= holdAt) {
 				continue
 			}
 			if best < 0 || before(q, kept[i], qs[best], kept[best], w.uses(i, best)) {
@@ -485,6 +493,8 @@ func share(qs []shareQueue, slots int, pl Placer, w *weigher) shareResult {
 				res.leave(best, notKept{k: next[best], passed: true})
 				next[best]++
 				continue
+			} else if p != nil {
+				held, holdAt, res.holder = true, qs[best].Priority, best
 			}
 			res.stopped[best] = next[best]
 			continue
@@ -574,6 +584,8 @@ func (p *Plan) shared(cfg *config.Config, pl Placer, claims [][]int, now time.Ti
 			part.strictStop(kept[i], part.admittedCreates[k], qs[i].Job.Backfill, now)
 		case len(passed) > 0:
 			part.passedBy(kept[i], len(passed), part.admittedCreates[passed[0].k].Requests, qs[i].Job.Backfill)
+		case res.holder >= 0 && k < 0 && qs[i].Priority <= qs[res.holder].Priority && kept[i]+len(skips) < len(part.admittedCreates):
+			part.heldBy(kept[i], qs[res.holder].Name)
 		}
 		if q.Queues != nil {
 			q.Queues[i].Creates, q.Queues[i].GroupsAtCap = kept[i], part.groupsAtCap(qs[i].Limits.PerGroup)
@@ -622,6 +634,18 @@ func (p *queuePart) passedBy(kept, n int, asks corev1.ResourceList, b *config.Ba
 	p.Slots = kept
 	p.Limit = fmt.Sprintf("capacity: %d row(s) ask for more than is free now (the first %s); the rows behind them that fit "+
 		"passed them (job.backfill: each for at most %s)", n, requestsWords(asks), rate.ShortDuration(b.MaxWait.Duration))
+	p.Bound, p.roomBound, p.capacityBound = BoundCapacity, true, true
+	if p.Slots == 0 && p.Blocked == "" {
+		p.block(BoundCapacity, p.Limit)
+	}
+}
+
+// heldBy is a queue's part after the share gave it no more slots because queue holder holds the room for a row that
+// has waited its job.backfill.maxWait: its slots are the creates it kept, bound by that room.
+func (p *queuePart) heldBy(kept int, holder string) {
+	p.Slots = kept
+	p.Limit = fmt.Sprintf("capacity: queue %s holds the room for a row that has waited its job.backfill.maxWait; the rows "+
+		"behind wait for it", holder)
 	p.Bound, p.roomBound, p.capacityBound = BoundCapacity, true, true
 	if p.Slots == 0 && p.Blocked == "" {
 		p.block(BoundCapacity, p.Limit)

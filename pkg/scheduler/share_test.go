@@ -163,3 +163,29 @@ func TestWeigherWhereSizesDiffer(t *testing.T) {
 		}
 	}
 }
+
+// TestShareHeldPastMaxWait: a queue with job.backfill whose next row does not fit and has waited its maxWait holds
+// the room: no queue of its priority or lower gets a slot after it; a higher priority still does; while its rows may
+// be passed, the others go on.
+func TestShareHeldPastMaxWait(t *testing.T) {
+	tests := []struct {
+		name     string
+		passable []bool
+		prio1    int
+		want     []int
+		holder   int
+	}{
+		{name: "past maxWait: the queue behind gets nothing", passable: []bool{false, true}, want: nil, holder: 0},
+		{name: "a higher priority still goes", passable: []bool{false, true}, prio1: 5, want: []int{1, 1, 1}, holder: 0},
+		{name: "passed: the others go on", passable: []bool{true, true}, want: []int{1, 1, 1}, holder: -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			qs := []shareQueue{{Weight: 1, Admitted: 2, Passable: tc.passable}, {Priority: tc.prio1, Weight: 1, Admitted: 3}}
+			res := share(qs, 10, &fakePlacer{room: []int{0, -1}}, nil)
+			if diff := cmp.Diff(tc.want, res.order); diff != "" || res.holder != tc.holder {
+				t.Errorf("order (-want +got):\n%s; holder %d, want %d", diff, res.holder, tc.holder)
+			}
+		})
+	}
+}
