@@ -118,6 +118,8 @@ func TestSizedPass(t *testing.T) {
 						got = append(got, a)
 					}
 				}
+				slices.Sort(wantActs) // in any order: they go largest first (TestCreatesInSizeRuns)
+				slices.Sort(got)
 				if diff := cmp.Diff(wantActs, got); diff != "" {
 					t.Errorf("creates (-want +got):\n%s", diff)
 				}
@@ -338,6 +340,8 @@ func TestBackfill(t *testing.T) {
 						got = append(got, a)
 					}
 				}
+				slices.Sort(want) // in any order: they go largest first (TestCreatesInSizeRuns)
+				slices.Sort(got)
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("creates (-want +got):\n%s", diff)
 				}
@@ -374,30 +378,30 @@ func TestRowRequests(t *testing.T) {
 	}
 }
 
-// TestCreatesInSizeRuns: creates of different sizes go in the plan's order one run of equal size at a time, each run
-// concurrently, so that kube-scheduler meets the pods in the order the fit placed them: a 2-CPU Job placed after two
-// 1-CPU ones is created after both are, however slow their creates (all workers in flight).
+// TestCreatesInSizeRuns: creates of different sizes go largest first, one run of equal size at a time, each run
+// concurrently, so that kube-scheduler meets the large pods first: a 2-CPU Job placed after a 1-CPU one is created
+// before it, then the 500m ones, although a larger Job's create is slower (all workers in flight).
 func TestCreatesInSizeRuns(t *testing.T) {
 	if got := sizeRuns(nil); got != nil {
 		t.Errorf("no creates: runs %v", got)
 	}
 	cfg := sizedConfig(t, config.CapacityNodes, "4")
 	client := &slowSmall{Interface: testkit.NewFake(fourCPU(config.CapacityNodes))}
-	s := &Scheduler{Config: cfg, Kube: client, Source: &source{Rows: sizedRows("a", "1", "b", "1", "c", "2")}, Renderer: render.New(cfg, nil),
-		Now: func() time.Time { return now }}
+	s := &Scheduler{Config: cfg, Kube: client, Source: &source{Rows: sizedRows("a", "1", "b", "500m", "c", "2", "d", "500m")},
+		Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	res, err := s.Run(context.Background(), Execute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done := client.done; res.Summary.Created != 3 || len(done) != 3 || done[2] != "c" {
-		t.Errorf("created %d, in the order %v; want a and b (either order), then c", res.Summary.Created, done)
+	if done := client.done; res.Summary.Created != 4 || len(done) != 4 || done[0] != "c" || done[1] != "a" {
+		t.Errorf("created %d, in the order %v; want c, a, then b and d (either order)", res.Summary.Created, done)
 	}
-	if got := sizeRuns(res.Plan.Creates); !slices.Equal(got, [][2]int{{0, 2}, {2, 3}}) {
-		t.Errorf("runs %v, want [0 2] [2 3]", got)
+	if got := sizeRuns(res.Plan.Creates); !slices.EqualFunc(got, [][]int{{2}, {0}, {1, 3}}, slices.Equal) {
+		t.Errorf("runs %v, want [2] [0] [1 3]", got)
 	}
 }
 
-// slowSmall is a client whose creates of Jobs asking 1 cpu take 30ms, outside the fake clientset's lock (which
+// slowSmall is a client whose creates of Jobs take 1ms per 40m of cpu they ask, outside the fake clientset's lock (which
 // serialises its reactors), and which records the keys of the Jobs it created, in the order their creates ended.
 type slowSmall struct {
 	kube.Interface
@@ -423,9 +427,8 @@ type smallJobs struct {
 }
 
 func (j smallJobs) Create(ctx context.Context, job *batchv1.Job, o metav1.CreateOptions) (*batchv1.Job, error) {
-	if job.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().Cmp(resource.MustParse("1")) == 0 {
-		time.Sleep(30 * time.Millisecond) // without runs, the 2-cpu Job's create would end first
-	}
+	// the larger, the slower: without runs, the smallest Jobs' creates would end first
+	time.Sleep(time.Duration(job.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()/40) * time.Millisecond)
 	out, err := j.Jobs.Create(ctx, job, o)
 	j.c.mu.Lock()
 	j.c.done = append(j.c.done, job.Annotations[jobmeta.AnnotationTaskKey])
