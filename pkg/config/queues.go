@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
@@ -72,6 +74,9 @@ type QueueLimits struct {
 type PerGroup struct {
 	Column    string `json:"column"`
 	MaxActive int    `json:"maxActive"`
+	// MaxRequests bounds, per resource, what each group's unfinished Jobs request in all (their pods' requests):
+	// a share of resources per tenant where Jobs differ in size (job.requestsFrom).
+	MaxRequests map[corev1.ResourceName]resource.Quantity `json:"maxRequests,omitempty"`
 	// Rate bounds each group's creates in any window (rate.go).
 	Rate *Rate `json:"rate,omitempty"`
 }
@@ -297,6 +302,7 @@ func (c *Config) validateQueues() []error {
 				bad("limits.perGroup.column", "required: the column whose value is the group (a tenant)")
 			}
 			checkCount(bad, "limits.perGroup.maxActive", &g.MaxActive, 1, true)
+			validateGroupRequests(bad, g.MaxRequests)
 		}
 	}
 	return errs

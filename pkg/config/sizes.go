@@ -125,3 +125,18 @@ func (j Job) Worker(tpl []corev1.Container) int {
 	}
 	return -1
 }
+
+// validateGroupRequests checks limits.perGroup.maxRequests: each a resource a container may request, more than 0.
+func validateGroupRequests(bad func(key, format string, args ...any), most map[corev1.ResourceName]resource.Quantity) {
+	for _, r := range slices.Sorted(maps.Keys(most)) {
+		q := most[r]
+		switch {
+		case resourceNameProblem(r) != "":
+			bad("limits.perGroup.maxRequests", "%q %s", r, resourceNameProblem(r))
+		case q.Sign() <= 0:
+			bad("limits.perGroup.maxRequests."+string(r), "must be more than 0, not %s", q.String())
+		case q.Cmp(MaxRequest) > 0:
+			bad("limits.perGroup.maxRequests."+string(r), "%s is more than %s", q.String(), MaxRequest.String())
+		}
+	}
+}

@@ -80,6 +80,12 @@ func decideQueue(cfg *config.Config, obs *Observation, mine func(*JobSummary) bo
 					p.held = map[string]int{}
 				}
 				p.held[job.Group]++
+				if cfg.PerGroup().MaxRequests != nil {
+					if p.heldRequests == nil {
+						p.heldRequests = map[string]corev1.ResourceList{}
+					}
+					p.heldRequests[job.Group] = addTimes(p.heldRequests[job.Group], job.Demand, job.PodsPerJob)
+				}
 			}
 			if key != "" {
 				p.exclude = append(p.exclude, key)
@@ -207,21 +213,28 @@ func (p *queuePart) unfinished(cfg *config.Config, st *JobStatus, job JobSummary
 // hold adds what job holds to p.Holds: its pod template's demand for each pod it runs at once (PodsPerJob),
 // as kube-scheduler counts a pod's requests (capacity.Demand).
 func (p *queuePart) hold(job JobSummary) {
-	if len(job.Demand) == 0 {
-		return
+	p.Holds = addTimes(p.Holds, job.Demand, job.PodsPerJob)
+}
+
+// addTimes adds n times each of l to sum (nil: a new list), and returns sum. l is not changed (a JobSummary.Demand
+// is shared: Mul and Add write through a big value's pointer).
+func addTimes(sum, l corev1.ResourceList, n int) corev1.ResourceList {
+	if len(l) == 0 {
+		return sum
 	}
-	if p.Holds == nil {
-		p.Holds = corev1.ResourceList{}
+	if sum == nil {
+		sum = corev1.ResourceList{}
 	}
-	for r, q := range job.Demand {
-		q = q.DeepCopy() // job.Demand is shared (demands): Mul and Add write through a big value's pointer
-		q.Mul(int64(job.PodsPerJob))
-		if sum, ok := p.Holds[r]; ok {
-			sum.Add(q)
-			q = sum
+	for r, q := range l {
+		q = q.DeepCopy()
+		q.Mul(int64(n))
+		if s, ok := sum[r]; ok {
+			s.Add(q)
+			q = s
 		}
-		p.Holds[r] = q
+		sum[r] = q
 	}
+	return sum
 }
 
 // cancelledState is what a cancelled Job was doing when its cancel was decided, as the plan shows it.

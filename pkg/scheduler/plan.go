@@ -195,8 +195,10 @@ type queuePart struct {
 	// succeeded, dead and due are the keys this pass asks the source about in one read: a succeeded task whose row
 	// is still selected is a worker bug; a dead task, or one due for a retry, whose row is gone loses its Job.
 	succeeded, dead, due []string
-	// held counts the unfinished Jobs of each group (limits.perGroup), from their group annotation.
-	held map[string]int
+	// held counts the unfinished Jobs of each group (limits.perGroup), from their group annotation, and
+	// heldRequests sums what those not suspended request (with limits.perGroup.maxRequests only).
+	held         map[string]int
+	heldRequests map[string]corev1.ResourceList
 	// queued counts the unfinished Jobs that are suspended (StateQueued).
 	queued int
 	// unboundPods are this scheduler's pods bound to no node yet, podlessPods the pods its unfinished Jobs with no

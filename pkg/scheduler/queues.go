@@ -363,6 +363,19 @@ func (p *queuePart) groupsAtCap(g *config.PerGroup) []string {
 			out = append(out, grp)
 		}
 	}
+	if g.MaxRequests != nil { // and those whose Jobs and creates ask at least limits.perGroup.maxRequests of some resource
+		r := newGroupRequests(g, p.heldRequests)
+		for _, c := range p.Creates {
+			if grp, ok := c.Job.Annotations[jobmeta.AnnotationGroup]; ok {
+				r.sum[grp] = addTimes(r.sum[grp], createAsks(c), 1)
+			}
+		}
+		for grp, l := range r.sum {
+			if r.atCap(l) && n[grp] < g.MaxActive {
+				out = append(out, grp)
+			}
+		}
+	}
 	slices.Sort(out)
 	return out
 }

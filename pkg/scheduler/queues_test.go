@@ -561,3 +561,54 @@ func TestBlockedWaits(t *testing.T) {
 		})
 	}
 }
+
+// TestPassPerGroupRequests pins limits.perGroup.maxRequests: a group's unfinished Jobs and this pass's creates ask
+// at most the cap of each resource; the row that would take its group past it waits, and so do the group's rows
+// behind it; a row asking more than the cap alone is skipped with why; a group that reaches the cap exactly is at
+// its cap, as one its Jobs hold.
+func TestPassPerGroupRequests(t *testing.T) {
+	cfg := queuesConfig(t, "maxPerTick: 10", "- name: t\n  source: {query: q, key: id}\n"+
+		"  job: {template: job.yaml, requestsFrom: {cpu: cpus}, maxRequests: {cpu: 8}}\n"+
+		"  limits: {perGroup: {column: tenant, maxActive: 10, maxRequests: {cpu: 4}}}\n")
+	var lines strings.Builder
+	for _, r := range [][3]string{{"big-0", "big", "2"}, {"big-1", "big", "1"}, {"big-2", "big", "1"}, {"a-0", "a", "5"}, {"a-1", "a", "1"},
+		{"c-0", "c", "3"}, {"c-1", "c", "1"}} {
+		fmt.Fprintf(&lines, "{\"id\": %q, \"tenant\": %q, \"cpus\": %q}\n", r[0], r[1], r[2])
+	}
+	src, err := rows.ReadFrom(strings.NewReader(lines.String()), "rows", "id", rows.PerGroup{Column: "tenant", Max: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// big's one unfinished Job asks 2 cpu: its next rows may ask 2 more in all.
+	held := rows.Row{Key: "big-x", Columns: []rows.Column{{Name: "id", Value: "big-x"}, {Name: "cpus", Value: "2"}}, Group: "big"}
+	j, err := render.New(cfg.QueueConfig(0), nil).Job(held, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.UID = "uid-big-x"
+	client := testkit.NewFake(j)
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now },
+		Queues: []Queue{{Source: src, Renderer: render.New(cfg.QueueConfig(0), nil)}}}
+	res, err := s.Run(context.Background(), Execute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range res.Plan.Creates {
+		got = append(got, c.Key)
+	}
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{"a-1", "big-0", "c-0", "c-1"}, got); diff != "" {
+		t.Errorf("creates (-want +got):\n%s", diff)
+	}
+	want := []Skip{{Queue: "t", Key: "a-0", Size: true, Reason: "no Job: it asks for cpu=5, more than limits.perGroup.maxRequests.cpu (4) lets a group hold"}}
+	if diff := cmp.Diff(want, res.Plan.Skipped); diff != "" {
+		t.Errorf("skipped (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"big", "c"}, res.Plan.Queues[0].GroupsAtCap); diff != "" {
+		t.Errorf("groups at their cap (-want +got):\n%s", diff)
+	}
+	if res.Summary.Selected != 5 {
+		t.Errorf("selected %d, want 5: big-1 and big-2 wait, not counted", res.Summary.Selected)
+	}
+}

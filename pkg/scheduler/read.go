@@ -145,8 +145,14 @@ func (s *Scheduler) read(ctx context.Context, p *Plan, i int, q Queue) (a Admiss
 	}
 	exclude := append([]string(nil), part.exclude...)
 	held := maps.Clone(part.held) // with limits.perGroup: the group's unfinished Jobs, and the creates admitted so far
-	if g := s.Config.AllQueues()[i].Limits.PerGroup; g != nil && g.Rate != nil {
-		held = rateHeld(g, part.held, part.groupRoom)
+	pg := s.Config.AllQueues()[i].Limits.PerGroup
+	if pg != nil && pg.Rate != nil {
+		held = rateHeld(pg, part.held, part.groupRoom)
+	}
+	var requests groupRequests // with limits.perGroup.maxRequests: what each group's Jobs and admitted creates ask
+	if pg != nil && pg.MaxRequests != nil {
+		requests = newGroupRequests(pg, part.heldRequests)
+		held = requests.close(held)
 	}
 	need, budget := part.Slots, MaxSkippedRows
 	if s.maxSkipped > 0 {
@@ -183,6 +189,17 @@ func (s *Scheduler) read(ctx context.Context, p *Plan, i int, q Queue) (a Admiss
 				a.Skipped = append(a.Skipped, *skip)
 				skipped++
 			default:
+				if requests.g != nil {
+					if skip, wait := requests.admit(c); skip != nil {
+						a.Skipped = append(a.Skipped, *skip)
+						skipped++
+						continue
+					} else if wait {
+						a.Selected-- // its group's share is taken: it waits, as a row of a group at its cap
+						held = requests.close(held)
+						continue
+					}
+				}
 				a.Creates = append(a.Creates, c)
 				need--
 				if g, ok := c.Job.Annotations[jobmeta.AnnotationGroup]; ok {
