@@ -667,3 +667,37 @@ func TestQueuesReports(t *testing.T) {
 		}
 	}
 }
+
+// TestQueuesTenantsByRequests: limits.perGroup.maxRequests {cpu: 2} on a queue whose rows say their cpu, against
+// PostgreSQL's per-group read: tenant big's 1-CPU rows get 2 Jobs and tenant a's 500m rows get 2 (1 CPU), in the
+// first tick; a second tick creates none for big (its Jobs hold its cap) and reads on for a, whose next row would
+// take it past its cap: none either.
+func TestQueuesTenantsByRequests(t *testing.T) {
+	t.Parallel()
+	e := newQueuesEnv(t, "32", "64Gi")
+	e.exec(`ALTER TABLE ` + e.table + ` ADD COLUMN cpus text`)
+	e.insertQueue("work", "big", "big", 10)
+	e.insertQueue("work", "a", "a", 5)
+	e.exec(`UPDATE ` + e.table + ` SET cpus = CASE tenant WHEN 'big' THEN '1' ELSE '500m' END`)
+	e.exec(`UPDATE ` + e.table + ` SET cpus = '2' WHERE id = 'a-2'`)
+	cfg := e.writeQueues(queuesConfig{limits: "{maxActive: 20, maxPerTick: 20, capacity: nodes}", queues: []queueSpec{
+		{name: "work", duration: "10m", columns: "id, url, tenant, cpus", job: "    requestsFrom: {cpu: cpus}\n    maxRequests: {cpu: 4}\n",
+			limits: "{maxActive: 20, perGroup: {column: tenant, maxActive: 10, maxRequests: {cpu: 2}}}"},
+	}})
+	count := func() map[string]int {
+		n := map[string]int{}
+		for _, j := range e.jobs() {
+			n[j.Annotations[annotationGroup]]++
+		}
+		return n
+	}
+	if s := e.tick(cfg).summary(t); s.Created != 4 {
+		t.Errorf("first tick: %+v; want 4 created", s)
+	}
+	if n := count(); n["big"] != 2 || n["a"] != 2 {
+		t.Errorf("Jobs per tenant %v, want big 2 (1 CPU each, cap 2), a 2 (500m each; a-2 asks 2 and waits)", n)
+	}
+	if s := e.tick(cfg).summary(t); s.Created != 0 {
+		t.Errorf("second tick: %+v; want none created: big holds its cap, a's next row would pass it", s)
+	}
+}
