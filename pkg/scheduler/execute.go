@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +13,6 @@ import (
 	"github.com/go-logr/zerologr"
 	"github.com/rs/zerolog"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -485,18 +482,18 @@ func outcomes(p *Plan, record []createOutcome) []Outcome {
 // they go to the API server with dryRun=All: it validates and admits them and stores nothing. Creates not started
 // when the pass's context ends are left for the next pass. It returns the outcome of each of p.Creates.
 //
-// Where the creates differ in size they go largest first, one run of equal size at a time (sizeRuns), each run
-// concurrently: kube-scheduler then meets the large pods first and gives each the node with the most room, before
-// small pods spread over the nodes split that room (first fit decreasing). The fit placed them in the query's
-// order; placing the large ones first needs no more room on any node.
+// Where the creates differ in size, they go in the plan's order one run of equal size at a time (sizeRuns), each
+// run concurrently: the fit placed them in that order, as kube-scheduler places pods (LeastAllocated, one at a time
+// in the order they come), and a large pod bound after small ones created after it could find the room the fit
+// kept for it split across nodes.
 func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bool) []createOutcome {
 	if s.BeforeCreates != nil && len(p.Creates) > 0 {
 		s.BeforeCreates()
 	}
 	out := make([]createOutcome, len(p.Creates))
 	for _, run := range sizeRuns(p.Creates) {
-		s.parallel(ctx, len(run), func(k int) {
-			i := run[k]
+		s.parallel(ctx, run[1]-run[0], func(k int) {
+			i := run[0] + k
 			c := p.Creates[i]
 			o := &out[i]
 			o.started = true
@@ -511,39 +508,17 @@ func (s *Scheduler) executeCreates(ctx context.Context, p *Plan, serverDryRun bo
 	return out
 }
 
-// sizeRuns are the indices of creates, largest first (by cpu, then memory, then the rest of what their Jobs ask:
-// createAsks; in the plan's order within a size), split into runs of equal size: one run when they all ask alike.
-func sizeRuns(creates []Create) [][]int {
-	type sized struct {
-		i    int
-		key  string
-		size [3]int64 // cpu (m), memory (m), the rest (m)
-	}
-	all := make([]sized, len(creates))
+// sizeRuns splits creates into runs of consecutive creates whose Jobs ask the same (createAsks), as [start, end)
+// index pairs in order: one run when they all do.
+func sizeRuns(creates []Create) [][2]int {
+	var runs [][2]int
+	last := ""
 	for i, c := range creates {
-		a := createAsks(c)
-		all[i] = sized{i: i, key: capacity.Quantities(a)}
-		for r, q := range a {
-			switch r {
-			case corev1.ResourceCPU:
-				all[i].size[0] = q.MilliValue()
-			case corev1.ResourceMemory:
-				all[i].size[1] = q.MilliValue()
-			default:
-				all[i].size[2] += q.MilliValue()
-			}
+		size := capacity.Quantities(createAsks(c))
+		if i == 0 || size != last {
+			runs = append(runs, [2]int{i, i})
 		}
-	}
-	slices.SortStableFunc(all, func(a, b sized) int {
-		return cmp.Or(cmp.Compare(b.size[0], a.size[0]), cmp.Compare(b.size[1], a.size[1]), cmp.Compare(b.size[2], a.size[2]),
-			strings.Compare(a.key, b.key))
-	})
-	var runs [][]int
-	for k, c := range all {
-		if k == 0 || c.key != all[k-1].key {
-			runs = append(runs, nil)
-		}
-		runs[len(runs)-1] = append(runs[len(runs)-1], c.i)
+		runs[len(runs)-1][1], last = i+1, size
 	}
 	return runs
 }

@@ -378,26 +378,27 @@ func TestRowRequests(t *testing.T) {
 	}
 }
 
-// TestCreatesInSizeRuns: creates of different sizes go largest first, one run of equal size at a time, each run
-// concurrently, so that kube-scheduler meets the large pods first: a 2-CPU Job placed after a 1-CPU one is created
-// before it, then the 500m ones, although a larger Job's create is slower (all workers in flight).
+// TestCreatesInSizeRuns: creates of different sizes go in the plan's order (the fit's) one run of equal size at a
+// time, each run concurrently, so that kube-scheduler meets the pods in the order the fit placed them: a 2-CPU Job
+// placed after a 1-CPU one is created after it, and the 500m ones after both, although a larger Job's create is
+// slower (all workers in flight).
 func TestCreatesInSizeRuns(t *testing.T) {
 	if got := sizeRuns(nil); got != nil {
 		t.Errorf("no creates: runs %v", got)
 	}
 	cfg := sizedConfig(t, config.CapacityNodes, "4")
 	client := &slowSmall{Interface: testkit.NewFake(fourCPU(config.CapacityNodes))}
-	s := &Scheduler{Config: cfg, Kube: client, Source: &source{Rows: sizedRows("a", "1", "b", "500m", "c", "2", "d", "500m")},
+	s := &Scheduler{Config: cfg, Kube: client, Source: &source{Rows: sizedRows("a", "1", "c", "2", "b", "500m", "d", "500m")},
 		Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	res, err := s.Run(context.Background(), Execute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done := client.done; res.Summary.Created != 4 || len(done) != 4 || done[0] != "c" || done[1] != "a" {
-		t.Errorf("created %d, in the order %v; want c, a, then b and d (either order)", res.Summary.Created, done)
+	if done := client.done; res.Summary.Created != 4 || len(done) != 4 || done[0] != "a" || done[1] != "c" {
+		t.Errorf("created %d, in the order %v; want a, c, then b and d (either order)", res.Summary.Created, done)
 	}
-	if got := sizeRuns(res.Plan.Creates); !slices.EqualFunc(got, [][]int{{2}, {0}, {1, 3}}, slices.Equal) {
-		t.Errorf("runs %v, want [2] [0] [1 3]", got)
+	if got := sizeRuns(res.Plan.Creates); !slices.Equal(got, [][2]int{{0, 1}, {1, 2}, {2, 4}}) {
+		t.Errorf("runs %v, want [0 1] [1 2] [2 4]", got)
 	}
 }
 
