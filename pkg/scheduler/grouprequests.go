@@ -76,11 +76,6 @@ func (r groupRequests) admit(c Create) (skip *Skip, wait bool) {
 		return &Skip{Key: c.Key, Size: true, Reason: fmt.Sprintf("no Job: it asks for %s, more than limits.perGroup.maxRequests.%s (%s) lets a group hold",
 			capacity.Quantities(asks), res, most.String())}, false
 	}
-	sum := addTimes(r.sum[grp].DeepCopy(), asks, 1)
-	if r.over(sum) != "" {
-		r.sum[grp] = sum // the group is past its share: at its cap for the rest of the read
-		return nil, true
-	}
-	r.sum[grp] = sum
-	return nil, false
+	r.sum[grp] = addTimes(r.sum[grp], asks, 1) // past its cap, the group is at it for the rest of the read
+	return nil, r.over(r.sum[grp]) != ""
 }

@@ -220,18 +220,7 @@ func sumHolds(parts []*queuePart) corev1.ResourceList {
 	}
 	var sum corev1.ResourceList
 	for _, part := range parts {
-		for r, q := range part.Holds {
-			if sum == nil {
-				sum = corev1.ResourceList{}
-			}
-			if s, ok := sum[r]; ok {
-				s.Add(q)
-				q = s
-			} else {
-				q = q.DeepCopy() // the queue's own stays as it is
-			}
-			sum[r] = q
-		}
+		sum = addTimes(sum, part.Holds, 1) // the queues' own lists stay as they are
 	}
 	return sum
 }
@@ -476,11 +465,10 @@ func share(qs []shareQueue, slots int, pl Placer, w *weigher) shareResult {
 	for i := range res.stopped {
 		res.stopped[i] = -1
 	}
-	held, holdAt := false, 0 // a queue holds the room for its row past maxWait: only priorities above holdAt go on
 	for len(res.order) < slots {
 		best := -1
 		for i, q := range qs {
-			if res.stopped[i] >= 0 || next[i] >= q.Admitted || (held && q.Priority <= holdAt) {
+			if res.stopped[i] >= 0 || next[i] >= q.Admitted || (res.holder >= 0 && q.Priority <= qs[res.holder].Priority) {
 				continue
 			}
 			if best < 0 || before(q, kept[i], qs[best], kept[best], w.uses(i, best)) {
@@ -507,7 +495,7 @@ func share(qs []shareQueue, slots int, pl Placer, w *weigher) shareResult {
 				next[best]++
 				continue
 			} else if p != nil {
-				held, holdAt, res.holder = true, qs[best].Priority, best
+				res.holder = best // it holds the room for that row: only higher priorities go on
 			}
 			res.stopped[best] = next[best]
 			continue
@@ -533,7 +521,7 @@ func (p *Plan) share(cfg *config.Config, pl Placer, claims [][]int, now time.Tim
 		if i < len(claims) {
 			in[i].Claims = claims[i]
 		}
-		if b := qs[i].Job.Backfill; b != nil && part.sized {
+		if b := part.backfill; b != nil {
 			in[i].Passable = make([]bool, len(part.admittedCreates))
 			for k, c := range part.admittedCreates {
 				in[i].Passable[k] = mayPass(c.waitingSince, b.MaxWait.Duration, now)
@@ -594,9 +582,9 @@ func (p *Plan) shared(cfg *config.Config, pl Placer, claims [][]int, now time.Ti
 		}
 		switch k := res.stopped[i]; {
 		case k >= 0 && part.sized:
-			part.strictStop(kept[i], part.admittedCreates[k], qs[i].Job.Backfill, now)
+			part.strictStop(kept[i], part.admittedCreates[k], part.backfill, now)
 		case len(passed) > 0:
-			part.passedBy(kept[i], len(passed), part.admittedCreates[passed[0].k].Requests, qs[i].Job.Backfill)
+			part.passedBy(kept[i], len(passed), part.admittedCreates[passed[0].k].Requests, part.backfill)
 		case res.holder >= 0 && k < 0 && qs[i].Priority <= qs[res.holder].Priority && kept[i]+len(skips) < len(part.admittedCreates):
 			part.heldBy(kept[i], qs[res.holder].Name)
 		}
