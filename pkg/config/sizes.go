@@ -47,10 +47,8 @@ func validateSizes(bad func(key, format string, args ...any), job Job) {
 		case !sized:
 			bad("job.maxRequests."+string(r), "is read only with job.requestsFrom.%s (the column each row's request comes from)", r)
 		case resourceNameProblem(r) != "": // said of requestsFrom
-		case q.Sign() <= 0:
-			bad("job.maxRequests."+string(r), "must be more than 0, not %s", q.String())
-		case q.Cmp(MaxRequest) > 0:
-			bad("job.maxRequests."+string(r), "%s is more than %s", q.String(), MaxRequest.String())
+		default:
+			mostProblem(bad, "job.maxRequests."+string(r), q)
 		}
 	}
 }
@@ -130,13 +128,20 @@ func (j Job) Worker(tpl []corev1.Container) int {
 func validateGroupRequests(bad func(key, format string, args ...any), most map[corev1.ResourceName]resource.Quantity) {
 	for _, r := range slices.Sorted(maps.Keys(most)) {
 		q := most[r]
-		switch {
-		case resourceNameProblem(r) != "":
-			bad("limits.perGroup.maxRequests", "%q %s", r, resourceNameProblem(r))
-		case q.Sign() <= 0:
-			bad("limits.perGroup.maxRequests."+string(r), "must be more than 0, not %s", q.String())
-		case q.Cmp(MaxRequest) > 0:
-			bad("limits.perGroup.maxRequests."+string(r), "%s is more than %s", q.String(), MaxRequest.String())
+		if why := resourceNameProblem(r); why != "" {
+			bad("limits.perGroup.maxRequests", "%q %s", r, why)
+			continue
 		}
+		mostProblem(bad, "limits.perGroup.maxRequests."+string(r), q)
+	}
+}
+
+// mostProblem checks q, the most of a resource a key allows (key): more than 0, at most MaxRequest.
+func mostProblem(bad func(key, format string, args ...any), key string, q resource.Quantity) {
+	switch {
+	case q.Sign() <= 0:
+		bad(key, "must be more than 0, not %s", q.String())
+	case q.Cmp(MaxRequest) > 0:
+		bad(key, "%s is more than %s", q.String(), MaxRequest.String())
 	}
 }
