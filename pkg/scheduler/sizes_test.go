@@ -35,6 +35,26 @@ func sizedRows(kv ...string) []rows.Row {
 	return out
 }
 
+// createsOf are the create actions of the Jobs of keys, in order.
+func createsOf(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		out = append(out, "create jobs "+name(k))
+	}
+	return out
+}
+
+// createActions are client's create actions of Jobs, in order (the plan's, with one worker).
+func createActions(client *testkit.Fake) []string {
+	var out []string
+	for _, a := range actions(client) {
+		if strings.HasPrefix(a, "create jobs") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // sizedConfig takes each worker's cpu from the column cpus, at most most, its template asking 1 cpu.
 func sizedConfig(t *testing.T, mode config.Capacity, most string) *config.Config {
 	return testConfig(t, func(c *config.Config) {
@@ -108,19 +128,7 @@ func TestSizedPass(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var wantActs []string
-				for _, k := range tc.created {
-					wantActs = append(wantActs, "create jobs "+name(k))
-				}
-				var got []string
-				for _, a := range actions(client) {
-					if strings.HasPrefix(a, "create jobs") {
-						got = append(got, a)
-					}
-				}
-				slices.Sort(wantActs) // in any order: they go largest first (TestCreatesInSizeRuns)
-				slices.Sort(got)
-				if diff := cmp.Diff(wantActs, got); diff != "" {
+				if diff := cmp.Diff(createsOf(tc.created), createActions(client)); diff != "" {
 					t.Errorf("creates (-want +got):\n%s", diff)
 				}
 				if diff := cmp.Diff(tc.skipped, res.Plan.Skipped); diff != "" {
@@ -331,18 +339,7 @@ func TestBackfill(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var want, got []string
-				for _, k := range tc.created {
-					want = append(want, "create jobs "+name(k))
-				}
-				for _, a := range actions(client) {
-					if strings.HasPrefix(a, "create jobs") {
-						got = append(got, a)
-					}
-				}
-				slices.Sort(want) // in any order: they go largest first (TestCreatesInSizeRuns)
-				slices.Sort(got)
-				if diff := cmp.Diff(want, got); diff != "" {
+				if diff := cmp.Diff(createsOf(tc.created), createActions(client)); diff != "" {
 					t.Errorf("creates (-want +got):\n%s", diff)
 				}
 				if res.Summary.ReadAhead != tc.readAhead || res.Summary.Passed != tc.passed || res.Summary.Skipped != 0 {
