@@ -15,9 +15,8 @@ import (
 )
 
 // Follow keeps what Observe reads between the passes of a fill run (package follow): the nodes, every non-terminal
-// pod in the cluster (what it is bound to and requests: a heldPod, not the pod; of the caller's own Pending pods,
-// their summary too: Ours), and the namespace's
-// LimitRanges and ResourceQuotas. The first Observe lists them and watches them from there; the next ones read
+// pod in the cluster (what it is bound to and requests: a heldPod, not the pod; of the caller's own pods, their
+// summary too: Ours), and the namespace's LimitRanges and ResourceQuotas. The first Observe lists them and watches them from there; the next ones read
 // what the watches kept (the RuntimeClasses the templates name are still read each pass, one GET each). Unlike a
 // one-shot pass, which lists the pods of the few nodes the templates may use when it can (Options), a Follow
 // follows every pod, as kube-scheduler does, and counts those of the same nodes. The zero value is ready; Stop
@@ -90,12 +89,12 @@ func lostTaint(before, now []corev1.Taint) bool {
 	})
 }
 
-// Ours is the caller's own Pending pods (in the namespace, with its scheduler's label: Options.Scheduler), by name,
-// from the watch of every pod that capacity follows (it lists them the first time, as Observe would): a fill run
-// whose capacity mode follows every pod (FollowsPods) reads its Pending pods here rather than from a watch of its
-// own, so each of their events is sent and decoded once, and the pass and capacity read the pods from one feed: a
-// binding the pass has not seen, capacity has not either (a pod bound between the two reads counts twice, never by
-// neither). o is what Observe is given.
+// Ours is the caller's own non-terminal pods (in the namespace, with its scheduler's label: Options.Scheduler), by
+// name, from the watch of every pod that capacity follows (it lists them the first time, as Observe would): a fill
+// run whose capacity mode follows every pod (FollowsPods) reads its pods here rather than from a watch of its own,
+// so each of their events is sent and decoded once, and the pass and capacity read the pods from one feed: a pod
+// the pass sees unbound, capacity does not count on a node; one the pass does not see, capacity does not count
+// either (the pass counts it by its Job's status.active). o is what Observe is given.
 func (f *Follow) Ours(ctx context.Context, c kube.Interface, namespace string, o Options) ([]PodSummary, error) {
 	f.init(c, namespace, o, true)
 	if err := f.pods.Sync(ctx); err != nil {
@@ -175,7 +174,7 @@ func (f *Follow) nodesFeed(c any, collection kube.Collection[*corev1.NodeList], 
 // podsFeed is the feed of every non-terminal pod of collection, kept as heldPods.
 func (f *Follow) podsFeed(c any, collection kube.Collection[*corev1.PodList], agg *aggregator, watch bool) *follow.Feed[corev1.Pod, *corev1.PodList, podKey, heldPod] {
 	return &follow.Feed[corev1.Pod, *corev1.PodList, podKey, heldPod]{Client: c, Collection: collection,
-		Options: metav1.ListOptions{FieldSelector: nonTerminal}, Watch: watch, Changes: f.Changes, Key: keyOf,
+		Options: metav1.ListOptions{FieldSelector: NonTerminal}, Watch: watch, Changes: f.Changes, Key: keyOf,
 		Summarize: func(p *corev1.Pod) (heldPod, bool) {
 			r, ok := agg.record(p)
 			if !ok {

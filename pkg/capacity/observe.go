@@ -26,8 +26,8 @@ import (
 	"github.com/jobsched/jobsched/pkg/kube"
 )
 
-// nonTerminal selects the pods that hold node resources; terminal pods have released theirs.
-const nonTerminal = "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
+// NonTerminal selects the pods that hold node resources (a field selector); terminal pods have released theirs.
+const NonTerminal = "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
 
 // Per-node listing: when the templates together may use at most maxNodeLists nodes and at most one node in
 // nodeListRatio, Observe lists the pods of those nodes (one LIST each, field selector spec.nodeName, listWorkers at
@@ -293,7 +293,7 @@ func observeNodes(ctx context.Context, c kube.Interface, f *Follow, o Options, p
 		if f.pods.Watch {
 			f.addHeld(agg)
 		} else {
-			err = listPods(ctx, c, nonTerminal, "in all namespaces", agg)
+			err = listPods(ctx, c, NonTerminal, "in all namespaces", agg)
 		}
 	} else {
 		snap.Listed = fmt.Sprintf("pods of %d node(s)", len(eligible))
@@ -337,7 +337,7 @@ func listPodsOf(ctx context.Context, c kube.Interface, nodes []string, agg *aggr
 	names := append(slices.Clone(nodes), "")
 	errs := make([]error, len(names))
 	workqueue.ParallelizeUntil(ctx, listWorkers, len(names), func(i int) {
-		sel := fields.OneTermEqualSelector("spec.nodeName", names[i]).String() + "," + nonTerminal
+		sel := fields.OneTermEqualSelector("spec.nodeName", names[i]).String() + "," + NonTerminal
 		if err := listPods(ctx, c, sel, "on node "+names[i], agg); err != nil {
 			if ctx.Err() == nil { // the first error; the others only saw it cancel their LIST
 				errs[i] = err
@@ -368,15 +368,15 @@ type podRecord struct {
 	Demand    corev1.ResourceList // what it holds
 	Deleting  bool
 	Ours      bool // this scheduler's, in its namespace: its unbound pods are the caller's to count
-	*podExtra      // an unbound pod's name and placement, the tick pod's spec, our Pending pod's summary; nil for the rest
+	*podExtra      // an unbound pod's name and placement, the tick pod's spec, our pod's summary; nil for the rest
 }
 
-// podExtra is what few pods need kept: those that wait for a node, the tick pod, and our Pending pods.
+// podExtra is what few pods need kept: those that wait for a node, the tick pod, and our own pods.
 type podExtra struct {
 	Namespace, Name string
 	Where           *corev1.PodSpec // unbound: its nodeSelector, affinity and tolerations
 	Self            *corev1.PodSpec // the tick pod's spec (Options.Self)
-	Own             *PodSummary     // one of ours, Pending (Follow.Ours)
+	Own             *PodSummary     // one of ours (Follow.Ours)
 }
 
 // record is what is kept of p; false for a terminal pod (the server-side field selector already drops them;
@@ -389,7 +389,7 @@ func (a *aggregator) record(p *corev1.Pod) (podRecord, bool) {
 		Ours: p.Namespace == a.namespace && a.scheduler != "" && p.Labels[jobmeta.LabelScheduler] == a.scheduler}
 	self := a.self != "" && p.Namespace == a.namespace && p.Name == a.self
 	var own *PodSummary
-	if r.Ours && p.Status.Phase == corev1.PodPending {
+	if r.Ours {
 		if s, ok := SummarizePod(p); ok {
 			own = &s
 		}
@@ -445,11 +445,12 @@ func newNode(n *corev1.Node) Node {
 	}
 }
 
-// PodSummary is what a pass keeps of one of its Pending pods (scheduler.Observation.Pods).
+// PodSummary is what a pass keeps of one of its non-terminal pods (scheduler.Observation.Pods).
 type PodSummary struct {
 	Name          string
 	Job           types.UID // its controlling Job
 	Bound         bool      // spec.nodeName is set
+	Running       bool      // past Pending (phase Running or Unknown): bound, its containers started
 	Unschedulable bool      // PodScheduled=False with reason Unschedulable (not SchedulingGated or any other)
 	Message       string    // the scheduler's message when Unschedulable
 	// UnschedulableSince is when it turned Unschedulable (the condition's lastTransitionTime, UTC; zero if unknown).
@@ -458,14 +459,14 @@ type PodSummary struct {
 	Demand corev1.ResourceList
 }
 
-// SummarizePod keeps what a pass needs of a Pending pod; ok is false for a pod that holds nothing: being deleted
-// (its Job is gone or going) or controlled by no Job.
+// SummarizePod keeps what a pass needs of a non-terminal pod; ok is false for a pod that holds nothing: being
+// deleted (its Job is gone or going), controlled by no Job, or terminal (Succeeded or Failed).
 func SummarizePod(pod *corev1.Pod) (s PodSummary, ok bool) {
 	owner := metav1.GetControllerOf(pod)
-	if pod.DeletionTimestamp != nil || owner == nil {
+	if pod.DeletionTimestamp != nil || owner == nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return PodSummary{}, false
 	}
-	s = PodSummary{Name: pod.Name, Job: owner.UID, Bound: pod.Spec.NodeName != ""}
+	s = PodSummary{Name: pod.Name, Job: owner.UID, Bound: pod.Spec.NodeName != "", Running: pod.Status.Phase != corev1.PodPending}
 	if !s.Bound {
 		s.Demand = Demand(pod)
 	}

@@ -372,7 +372,7 @@ func TestObservePerNode(t *testing.T) {
 	c := testkit.NewFake(objs...)
 	fieldFiltering(c)
 	c.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.(k8stesting.ListActionImpl).GetListOptions().FieldSelector == "spec.nodeName=n01,"+nonTerminal {
+		if a.(k8stesting.ListActionImpl).GetListOptions().FieldSelector == "spec.nodeName=n01,"+NonTerminal {
 			return true, nil, apierrors.NewInternalError(errors.New("etcd down"))
 		}
 		return false, nil, nil

@@ -17,7 +17,7 @@ const (
 
 	BoundUnschedulable   Bound = "unschedulable"   // a Pending pod is Unschedulable (limits.blockOnUnschedulable)
 	BoundLease           Bound = "lease"           // another pass holds the Lease
-	BoundPodsUnknown     Bound = "podsUnknown"     // the Pending pods could not be listed
+	BoundPodsUnknown     Bound = "podsUnknown"     // its pods could not be listed
 	BoundCapacityUnknown Bound = "capacityUnknown" // capacity could not be observed
 	BoundReadFailed      Bound = "readFailed"      // reading rows (or asking the cancel query) failed
 )

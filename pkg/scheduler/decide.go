@@ -161,16 +161,25 @@ func (p *queuePart) unfinished(cfg *config.Config, st *JobStatus, job JobSummary
 	}
 	p.hold(job)
 	switch {
-	case len(pods) > 0:
+	case slices.ContainsFunc(pods, func(pod capacity.PodSummary) bool { return !pod.Running }):
 		st.State = StateStarting // Pending: waiting for the scheduler, or pulling and starting on its node
-	case job.Active > 0:
+	case len(pods) > 0 || job.Active > 0:
 		st.State = StateRunning
 	default:
 		st.State = StateStarting // the Job controller has not made its pods yet
+	}
+	// ahead are its pods that no node counts yet and this pass did not see: none made yet (the Job controller has not
+	// made them), or fewer seen than its status.active counts: made, but not in the pods the pass read yet (the Jobs
+	// and the pods are read apart, and a fill run's two watches deliver in no common order). They will take room.
+	ahead := int(job.Active) - len(pods)
+	if len(pods) == 0 && job.Active == 0 {
+		ahead = job.PodsPerJob
+	}
+	if ahead > 0 {
 		if cfg.Job.Sized() && job.Demand != nil {
-			p.unboundOfSize(job.Demand).podless += job.PodsPerJob // its pods will ask its own size
+			p.unboundOfSize(job.Demand).podless += ahead // its pods will ask its own size
 		} else {
-			p.podlessPods += job.PodsPerJob
+			p.podlessPods += ahead
 		}
 	}
 	for _, pod := range pods {
@@ -259,7 +268,7 @@ func (p *queuePart) room(cfg *config.Config, obs *Observation) {
 		p.block(BoundLease, "not the holder: "+obs.GuardRefused.Error())
 		p.hard = true
 	case obs.PodsErr != nil: // without the pods the pass cannot tell what is unschedulable
-		p.block(BoundPodsUnknown, "cannot list Pending pods")
+		p.block(BoundPodsUnknown, "cannot list its pods")
 		p.hard = true
 	case p.Slots <= 0:
 		p.block(p.Bound, p.Limit)

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/jobsched/jobsched/pkg/autoscaler"
 	"github.com/jobsched/jobsched/pkg/capacity"
@@ -83,6 +85,8 @@ func (d decided) filled() decided {
 func TestDecide(t *testing.T) {
 	running := makeJob("r").Obj()
 	pod := func() *testkit.PodWrapper { return makePod(running) }
+	up := pod().Bound("n1").Phase(corev1.PodRunning).Obj() // running's pod, started on its node
+	keyless := makeJob("x").WithoutKey().Obj()
 	// unknown is the time of a condition whose lastTransitionTime is zero: the time it finished is unknown.
 	var unknown time.Time
 
@@ -96,11 +100,11 @@ func TestDecide(t *testing.T) {
 		{name: "nothing: maxPerTick bounds the slots",
 			want: decided{Slots: 10, Limit: "limits.maxPerTick: 10"}},
 		{name: "a running Job holds a slot under maxActive and its key is excluded",
-			mutate: func(c *config.Config) { c.Limits.MaxActive = ptr.To(3) }, jobs: []*batchv1.Job{running},
+			mutate: func(c *config.Config) { c.Limits.MaxActive = ptr.To(3) }, jobs: []*batchv1.Job{running}, pods: []*corev1.Pod{up},
 			want: decided{Jobs: map[string]string{name("r"): "running 1"}, Unfinished: 1, Slots: 2,
 				Limit: "limits.maxActive: 1 of 3 unfinished", Exclude: []string{"r"}}},
 		{name: "maxActive reached blocks",
-			mutate: func(c *config.Config) { c.Limits.MaxActive = ptr.To(1) }, jobs: []*batchv1.Job{running},
+			mutate: func(c *config.Config) { c.Limits.MaxActive = ptr.To(1) }, jobs: []*batchv1.Job{running}, pods: []*corev1.Pod{up},
 			want: decided{Jobs: map[string]string{name("r"): "running 1"}, Unfinished: 1, Slots: 0,
 				Limit: "limits.maxActive: 1 of 1 unfinished", Blocked: "limits.maxActive: 1 of 1 unfinished", Exclude: []string{"r"}}},
 		{name: "a Job without pods yet will take room: podless",
@@ -124,12 +128,12 @@ func TestDecide(t *testing.T) {
 			jobs: []*batchv1.Job{running}, pods: []*corev1.Pod{pod().Gated().Obj()},
 			want: decided{Jobs: map[string]string{name("r"): "starting 1"}, Unfinished: 1, UnboundPods: 1, Slots: 9,
 				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"r"}}},
-		{name: "a terminating pod holds nothing and blocks nothing",
+		{name: "a terminating pod holds nothing and blocks nothing; the pod the Job counts active instead will take room",
 			jobs: []*batchv1.Job{running}, pods: []*corev1.Pod{pod().Unschedulable("no room").Deleting(now).Obj()},
-			want: decided{Jobs: map[string]string{name("r"): "running 1"}, Unfinished: 1, Slots: 9,
+			want: decided{Jobs: map[string]string{name("r"): "running 1"}, Unfinished: 1, PodlessPods: 1, Slots: 9,
 				Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"r"}}},
 		{name: "a Job without a task key holds a slot, excludes nothing",
-			jobs: []*batchv1.Job{makeJob("x").WithoutKey().Obj()},
+			jobs: []*batchv1.Job{keyless}, pods: []*corev1.Pod{makePod(keyless).Bound("n1").Phase(corev1.PodRunning).Obj()},
 			want: decided{Jobs: map[string]string{name("x"): "running 1"}, Unfinished: 1, Slots: 9, Limit: "limits.maxActive: 1 of 10 unfinished"}},
 		{name: "succeeded past gc.succeededRetention is deleted; its key stays excluded this pass",
 			mutate: func(c *config.Config) { c.GC.SucceededRetention = metav1.Duration{Duration: 10 * time.Minute} },
@@ -322,6 +326,47 @@ func TestDecideWaitingHoldsTheRoom(t *testing.T) {
 			p := Decide(cfg, obs) // capacity fitted: obs holds it
 			if p.Waiting != 1 || p.Slots != tc.slots {
 				t.Errorf("waiting %d, slots %d (%s); want 1, %d", p.Waiting, p.Slots, p.Limit, tc.slots)
+			}
+		})
+	}
+}
+
+// TestPodsNotSeenYet pins that the pods a Job counts in status.active but the pass did not see (its Jobs and its
+// pods are read apart; a fill run's two watches deliver in no common order) take room as a podless Job's do, at the
+// Job's own size: on a node of 4 cpu with one Job of 2 running, one more Job of 2 fits, not two. A pod seen on its
+// node is counted there once; one seen unbound, once as unbound.
+func TestPodsNotSeenYet(t *testing.T) {
+	two := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	r := makeJob("r").Requests(two).Obj()
+	for _, tc := range []struct {
+		name  string
+		pods  []runtime.Object
+		sized bool
+	}{
+		{name: "its pod not seen"},
+		{name: "its pod not seen, sized", sized: true},
+		{name: "its pod seen on the node", pods: []runtime.Object{makePod(r).Requests(two).Bound("n1").Phase(corev1.PodRunning).Obj()}},
+		{name: "its pod seen unbound", pods: []runtime.Object{makePod(r).Requests(two).Obj()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) {
+				c.Limits.Capacity = config.CapacityNodes
+				c.Template.Spec.Template.Spec.Containers[0].Resources.Requests = two
+			})
+			rs := rowsFor("a", "b")
+			if tc.sized {
+				cfg = sizedConfig(t, config.CapacityNodes, "4")
+				rs = sizedRows("a", "2", "b", "2")
+			}
+			objs := append([]runtime.Object{fourCPU(config.CapacityNodes), r}, tc.pods...)
+			s := &Scheduler{workers: 1, Config: cfg, Kube: testkit.NewFake(objs...), Source: &source{Rows: rs},
+				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+			res, err := s.Run(context.Background(), Execute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(res.Plan.Creates); n != 1 {
+				t.Errorf("%d creates (limit %q), want 1: r's pod takes 2 of the node's 4 cpu", n, res.Limit())
 			}
 		})
 	}

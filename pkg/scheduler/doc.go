@@ -7,7 +7,7 @@
 //
 // Run is a list of steps, each a function of the value the step before returned (see Run for the list):
 //
-//	observe  → Observation  the install's Jobs (and the list's resourceVersion), its Pending pods: once for all queues
+//	observe  → Observation  the install's Jobs (and the list's resourceVersion), its pods: once for all queues
 //	cancel   → Cancellation per queue with source.cancelQuery and unfinished Jobs, which of their keys it returns
 //	decide   → Plan         Decision, once, per queue: each Job's state, the deletes (the cancelled Jobs'
 //	                        among them, holding no slot), the keys the read excludes, the room the queue's limits
@@ -75,7 +75,7 @@
 //   - Order and failures: the plan comes from one observation taken at the start. The deletes of finished Jobs start
 //     first, run beside the rest (no create waits for them: a finished Job holds no slot and its key is excluded)
 //     and wait on nothing that may fail but the cancel query's read, whose answers the decision needs (bounded by
-//     `source.timeout`): if the Pending pods, the capacity LISTs or the database fail (refused, or a host that
+//     `source.timeout`): if its pods, the capacity LISTs or the database fail (refused, or a host that
 //     never answers: connections time out and every read has `source.timeout`), the deletes still happen,
 //     nothing is created, the log says why and the pass exits 1. `gc` lists only the Jobs.
 //   - Concurrency: a tick's Guard is the scheduler's Lease (pkg/lease), so its passes observe and create one at a
@@ -83,7 +83,7 @@
 //     names still make racing safe: they are deterministic, so two passes running at once cannot create two Jobs
 //     for one row; the loser gets `AlreadyExists` and counts it as already present.
 //   - Cost per pass: with the Lease three calls on it (take: GET and PUT, or POST the first time; release: PUT),
-//     one streaming list of Jobs and one of Pending pods (label and field selectors on the server),
+//     one streaming list of Jobs and one of its pods (label and field selectors on the server),
 //     plus with `capacity: nodes` one LIST of nodes, one of non-terminal pods cluster-wide and one of
 //     ResourceQuotas (the README's Capacity); one pushed-down read of the keys of succeeded, dead and due tasks
 //     when there are any; with a source.cancelQuery one read of it about the unfinished Jobs' keys, when there are
@@ -98,7 +98,7 @@
 //     `watch`) the pass lists page by page (pages of 500) instead; the debug log says so. What a stream costs the
 //     API server, against a LIST: scripts/bench/README.md.
 //   - A refill (tick --fill-for, Scheduler.Follow): the first pass lists as above (every non-terminal pod
-//     cluster-wide with capacity: nodes or autoscale, its Pending pods then read from that list and its watch, not
+//     cluster-wide with capacity: nodes or autoscale, its pods then read from that list and its watch, not
 //     from a list and a watch of their own) and watches each list from its resourceVersion (package follow); a
 //     refill lists nothing: it decides from the summaries the watches keep, with the previous pass's own creates
 //     and deletes applied as the API server answered them (no wait for the watch to deliver them), and lists
@@ -121,7 +121,7 @@
 //     configuration without queues:) belongs to the queue named after the install if there is one, else to the first
 //     queue; so does a Job whose queue is no longer in the file (it is counted, kept for its retention and deleted,
 //     and its task is retried by that queue only if that queue's query selects its row).
-//   - One observation: a pass lists the install's Jobs once (label jobsched.io/scheduler) and its Pending pods once,
+//   - One observation: a pass lists the install's Jobs once (label jobsched.io/scheduler) and its pods once,
 //     whatever the number of queues; then each queue's part of the plan is decided from its own Jobs with its own
 //     retry, gc and limits (config.QueueConfig).
 //   - Room: R = min(limits.maxPerTick, limits.maxActive − the unfinished Jobs of all queues [, the capacity mode's

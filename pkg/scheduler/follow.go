@@ -9,7 +9,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/follow"
@@ -21,9 +20,9 @@ import (
 var ErrLost = errors.New("a watch was lost")
 
 // Follow keeps the observation of one fill run (tick --fill-for) between its passes: set on a Scheduler, its
-// first pass lists the Jobs, the Pending pods and what capacity reads, as every pass does, and then watches them
-// from those lists' resourceVersions (with a capacity mode that follows every pod in the cluster, nodes or
-// autoscale, the Pending pods are read from that one watch: capacity.Follow.Ours); each later pass decides from the
+// first pass lists the Jobs, their pods and what capacity reads, as every pass does, and then watches them from
+// those lists' resourceVersions (with a capacity mode that follows every pod in the cluster, nodes or autoscale,
+// the pods are read from that one watch: capacity.Follow.Ours); each later pass decides from the
 // summaries the watches keep (package follow), so it costs the events it read and its writes, not a list of the
 // cluster. A pass's own writes are applied to the followed Jobs as the API server answers them (each Job created, or
 // found present, and each deleted), so the next pass decides with them at once, not once the watch delivers them;
@@ -34,7 +33,7 @@ type Follow struct {
 	jobs     *follow.Feed[batchv1.Job, *batchv1.JobList, string, JobSummary]
 	pods     *follow.Feed[corev1.Pod, *corev1.PodList, string, capacity.PodSummary] // unless capacity follows every pod
 	capacity capacity.Follow
-	// ownPods: the Pending pods are read from pods even in a mode that follows every pod (that list was Forbidden).
+	// ownPods: our pods are read from pods even in a mode that follows every pod (that list was Forbidden).
 	ownPods bool
 	// demands shares the Jobs' equal demands (JobSummary.Demand).
 	demands demands
@@ -125,7 +124,7 @@ func (f *Follow) gone(namespace string, j JobStatus) {
 	}
 }
 
-// init makes the feeds of s's Jobs and Pending pods (once).
+// init makes the feeds of s's Jobs and their non-terminal pods (once).
 func (f *Follow) init(s *Scheduler, watch bool) {
 	if f.jobs != nil {
 		return
@@ -141,15 +140,9 @@ func (f *Follow) init(s *Scheduler, watch bool) {
 				f.mu.Unlock()
 			}
 		}}
-	pending := fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)).String()
 	f.pods = &follow.Feed[corev1.Pod, *corev1.PodList, string, capacity.PodSummary]{Client: s.Kube, Collection: s.Kube.CoreV1().Pods(ns),
-		Options: metav1.ListOptions{LabelSelector: sel, FieldSelector: pending}, Watch: watch, Changes: &f.changes,
-		Summarize: func(pod *corev1.Pod) (capacity.PodSummary, bool) {
-			if pod.Status.Phase != corev1.PodPending { // the server filtered already; a fake client does not
-				return capacity.PodSummary{}, false
-			}
-			return capacity.SummarizePod(pod)
-		}}
+		Options: metav1.ListOptions{LabelSelector: sel, FieldSelector: capacity.NonTerminal}, Watch: watch, Changes: &f.changes,
+		Summarize: capacity.SummarizePod} // it drops terminal pods too: the server filtered already, a fake client does not
 }
 
 // observed marks the Jobs' ends seen so far as before the observation.

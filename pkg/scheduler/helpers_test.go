@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/jobsched/jobsched/pkg/testkit"
 )
 
@@ -23,6 +25,11 @@ var (
 )
 
 type source = testkit.Source
+
+// runningPod is the pod of the Job of key (makeJob's, active 1), bound to n1 and started.
+func runningPod(key string) *corev1.Pod {
+	return makePod(makeJob(key).Obj()).Bound("n1").Phase(corev1.PodRunning).Obj()
+}
 
 // besidePass is acts with the deletes of the named finished Jobs taken from their place and put at the end, in
 // name order: they run beside the rest of the pass (deletesBehind), so where they fall among its other calls is no

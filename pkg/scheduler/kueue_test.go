@@ -43,6 +43,7 @@ func TestDecideKueue(t *testing.T) {
 	}{
 		{name: "maxQueued bounds the slots by the Jobs already queued",
 			mutate: kueueMode(3), jobs: []*batchv1.Job{makeJob("r").Obj(), makeJob("q").Suspended().Obj()},
+			pods: []*corev1.Pod{runningPod("r")},
 			want: decided{Jobs: map[string]string{name("r"): "running 1", name("q"): "queued 1"}, Unfinished: 2, Slots: 2,
 				Limit: "limits.maxQueued: 1 of 3 queued", Exclude: []string{"q", "r"}}},
 		{name: "maxQueued reached blocks",
@@ -51,6 +52,7 @@ func TestDecideKueue(t *testing.T) {
 				Limit: "limits.maxQueued: 2 of 2 queued", Blocked: "limits.maxQueued: 2 of 2 queued", Exclude: []string{"a", "b"}}},
 		{name: "maxActive binds before maxQueued when it leaves less",
 			mutate: kueueMode(5, func(c *config.Config) { c.Limits.MaxActive = ptr.To(3) }), jobs: []*batchv1.Job{makeJob("r").Obj(), makeJob("s").Obj(), makeJob("q").Suspended().Obj()},
+			pods: []*corev1.Pod{runningPod("r"), runningPod("s")},
 			want: decided{Jobs: map[string]string{name("r"): "running 1", name("s"): "running 1", name("q"): "queued 1"}, Unfinished: 3,
 				Limit: "limits.maxActive: 3 of 3 unfinished", Blocked: "limits.maxActive: 3 of 3 unfinished", Exclude: []string{"q", "r", "s"}}},
 		{name: "maxQueued defaults to maxPerTick",

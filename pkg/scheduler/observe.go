@@ -27,8 +27,8 @@ type Observation struct {
 	Jobs []JobSummary // this scheduler's Jobs (label selector)
 	// JobsResourceVersion is the resourceVersion Jobs were listed at ("" offline).
 	JobsResourceVersion string
-	Pods                []capacity.PodSummary // this scheduler's Pending pods that hold something (label and field selector)
-	PodsErr             error                 // the Pending pods could not be listed
+	Pods                []capacity.PodSummary // this scheduler's non-terminal pods that hold something (label and field selector)
+	PodsErr             error                 // the pods could not be listed
 	// Capacity is what the nodes and quotas hold, for every queue's template (nil when limits.capacity is off, the pass is offline, or it has
 	// not been observed: a pass observes it only when the limits leave room).
 	Capacity    *capacity.Snapshot
@@ -46,7 +46,7 @@ type Observation struct {
 	Details capacity.Details
 }
 
-// Observe reads the cluster once, whole (this scheduler's Jobs, its Pending pods, then what capacity needs), or
+// Observe reads the cluster once, whole (this scheduler's Jobs, its pods, then what capacity needs), or
 // returns an empty observation when offline. The reports use it; any part that cannot be read is an error here.
 func (s *Scheduler) Observe(ctx context.Context) (*Observation, error) {
 	obs, err := s.observe(ctx, true)
@@ -66,7 +66,7 @@ func (s *Scheduler) Observe(ctx context.Context) (*Observation, error) {
 	return obs, nil
 }
 
-// observe lists this scheduler's Jobs and, with pods, its Pending pods (with s.Follow: reads what its watches keep,
+// observe lists this scheduler's Jobs and, with pods, their non-terminal pods (with s.Follow: reads what its watches keep,
 // once the last pass's writes are seen). Only a failure to list the Jobs is an error: without them nothing can be
 // decided.
 func (s *Scheduler) observe(ctx context.Context, pods bool) (*Observation, error) {
@@ -93,7 +93,7 @@ func (s *Scheduler) observe(ctx context.Context, pods bool) (*Observation, error
 	return obs, nil
 }
 
-// readPods reads this scheduler's Pending pods: in a fill run whose capacity mode follows every pod in the cluster
+// readPods reads this scheduler's non-terminal pods: in a fill run whose capacity mode follows every pod in the cluster
 // (capacity.FollowsPods: nodes, autoscale), from that one watch (capacity.Follow.Ours: the pods' events are sent and
 // decoded once, and the pass and capacity see a binding in the same order); else from f's own feed (a LIST, or its
 // watch in a fill run), as when that cluster-wide list is Forbidden (capacity then counts as quota, and says why).
@@ -103,14 +103,14 @@ func (s *Scheduler) readPods(ctx context.Context, f *Follow) ([]capacity.PodSumm
 		pods, err := f.capacity.Ours(ctx, s.Kube, ns, s.capacityOptions())
 		if !apierrors.IsForbidden(err) {
 			if err != nil {
-				return nil, fmt.Errorf("listing pods in all namespaces (to read the Pending ones in %s with %s): %w", ns, sel, err)
+				return nil, fmt.Errorf("listing pods in all namespaces (to read those in %s with %s): %w", ns, sel, err)
 			}
 			return pods, nil
 		}
 		f.ownPods = true
 	}
 	if err := f.pods.Sync(ctx); err != nil {
-		return nil, fmt.Errorf("listing Pending pods in %s with %s: %w", ns, sel, err)
+		return nil, fmt.Errorf("listing pods in %s with %s: %w", ns, sel, err)
 	}
 	pods, _ := follow.Sorted(f.pods)
 	return pods, nil
@@ -138,7 +138,7 @@ func (s *Scheduler) selector() string {
 
 // readCapacity reads what the capacity mode counts room on (capacity.Mode.Observe; nil when it counts none or the
 // pass is offline): one observation for every queue's template. In a fill run whose mode follows every pod, it
-// reads the feed the pass's Pending pods came from (readPods), where they are or further on.
+// reads the feed the pass's pods came from (readPods), where they are or further on.
 func (s *Scheduler) readCapacity(ctx context.Context) (*capacity.Snapshot, error) {
 	if err := capacity.Check(s.Config.Limits.Capacity); err != nil {
 		return nil, fmt.Errorf("observing capacity: %w", err) // also offline: an unknown mode never fits

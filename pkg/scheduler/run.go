@@ -123,7 +123,7 @@ func (r Result) HardBlocked() bool { return r.Plan != nil && r.Plan.hard }
 // dry-run call it too), reading through the pass's Reader (passReads):
 //
 //  0. take the Guard, if any (Execute only);
-//  1. observe, once for the install: its Jobs and (unless DeleteOnly) its Pending pods (with Follow, what its
+//  1. observe, once for the install: its Jobs and (unless DeleteOnly) its pods (with Follow, what its
 //     watches kept since the last pass, with that pass's own writes applied);
 //  2. cancel (unless DeleteOnly): ask each queue's source.cancelQuery about the keys of its unfinished Jobs (Cancel;
 //     no read without a cancel query or an unfinished Job, each read bounded by source.timeout); a queue whose
