@@ -208,9 +208,6 @@ func TestCancelCostsWhatItAsks(t *testing.T) {
 	c := config{duration: "10m", extra: "limits: {maxActive: 3}\n"}
 	c.cancel = fmt.Sprintf("SELECT id FROM %s WHERE status = 'cancelled'", e.table)
 	cfg := e.writeConfig(c)
-	if s := e.tick(cfg).summary(t); s.Created != 3 {
-		t.Fatalf("the first tick created %d, want 3", s.Created)
-	}
 	app := "jobsched-cost-" + randHex(4)
 	appDSN := e.dsn + "&application_name=" + app
 	if !strings.Contains(e.dsn, "?") {
@@ -239,6 +236,11 @@ func TestCancelCostsWhatItAsks(t *testing.T) {
 			return err == nil && n == 0
 		})
 		return r.summary(t), read() - before
+	}
+	// The first tick under app's name too: its session's reads are flushed when it ends, and the measure waits
+	// for that, so that they are not counted in the next pass's.
+	if s, _ := pass(); s.Created != 3 {
+		t.Fatalf("the first tick created %d, want 3", s.Created)
 	}
 	e.exec("ANALYZE " + e.table)
 	s0, read0 := pass()
