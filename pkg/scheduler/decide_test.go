@@ -334,12 +334,13 @@ func TestDecideWaitingHoldsTheRoom(t *testing.T) {
 // TestPodsNotSeenYet pins that the pods a Job counts in status.active but the pass did not see (its Jobs and its
 // pods are read apart; a fill run's two watches deliver in no common order) take room as a podless Job's do, at the
 // Job's own size: on a node of 4 cpu with one Job of 2 running, one more Job of 2 fits, not two. A pod seen on its
-// node is counted there once; one seen unbound, once as unbound.
+// node is counted there once, even before its Job's status counts it; one seen unbound, once as unbound.
 func TestPodsNotSeenYet(t *testing.T) {
 	two := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
 	r := makeJob("r").Requests(two).Obj()
 	for _, tc := range []struct {
 		name  string
+		job   *batchv1.Job // r when nil
 		pods  []runtime.Object
 		sized bool
 	}{
@@ -347,6 +348,8 @@ func TestPodsNotSeenYet(t *testing.T) {
 		{name: "its pod not seen, sized", sized: true},
 		{name: "its pod seen on the node", pods: []runtime.Object{makePod(r).Requests(two).Bound("n1").Phase(corev1.PodRunning).Obj()}},
 		{name: "its pod seen unbound", pods: []runtime.Object{makePod(r).Requests(two).Obj()}},
+		{name: "its pod seen, the Job's status.active not yet", job: makeJob("r").Requests(two).Active(0).Obj(),
+			pods: []runtime.Object{makePod(r).Requests(two).Bound("n1").Phase(corev1.PodRunning).Obj()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) {
@@ -358,7 +361,11 @@ func TestPodsNotSeenYet(t *testing.T) {
 				cfg = sizedConfig(t, config.CapacityNodes, "4")
 				rs = sizedRows("a", "2", "b", "2")
 			}
-			objs := append([]runtime.Object{fourCPU(config.CapacityNodes), r}, tc.pods...)
+			job := r
+			if tc.job != nil {
+				job = tc.job
+			}
+			objs := append([]runtime.Object{fourCPU(config.CapacityNodes), job}, tc.pods...)
 			s := &Scheduler{workers: 1, Config: cfg, Kube: testkit.NewFake(objs...), Source: &source{Rows: rs},
 				Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 			res, err := s.Run(context.Background(), Execute)
