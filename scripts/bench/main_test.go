@@ -438,3 +438,35 @@ func TestSizesReport(t *testing.T) {
 		}
 	}
 }
+
+// TestSizesRoundsReport: several rounds give each round's figures, and each target judged on the median of the
+// rounds with every round's figure beside it; a duplicate in any round misses its target.
+func TestSizesRoundsReport(t *testing.T) {
+	set := sizesSetup{rows: 8, nodes: 2, dur: 15 * time.Second, every: time.Minute, fill: 50 * time.Second}
+	run := func(what string, drain int, cpu float64, unschedulable, duplicates int) sizesRun {
+		return sizesRun{what: what, drain: time.Duration(drain) * time.Second, shares: shares{samples: 4, cpu: cpu, memory: cpu},
+			unschedulable: unschedulable, duplicates: duplicates, cron: cronRun{invocations: []invocation{{passes: 2}}, load: "1.00"}}
+	}
+	b := run("B", 100, 0.88, 0, 0)
+	rounds := [][3]sizesRun{
+		{run("A", 50, 0.60, 1, 0), b, run("C", 40, 0.80, 0, 0)},
+		{run("A", 55, 0.62, 0, 0), b, run("C", 35, 0.90, 0, 0)},
+		{run("A", 70, 0.58, 0, 0), b, run("C", 30, 0.86, 0, 1)},
+	}
+	got := sizesRoundsReport("", set, rounds)
+	for _, want := range []string{
+		"one side after the other, 3 rounds (A, B, C, A, B, C, …).",
+		"| 2 | A | 55 s | 0.55 | 62.0% | 62.0% | 2 | 0 | 0 | 0 | 1.00 |\n",
+		"| 3 | C | 30 s | 0.30 | 86.0% | 86.0% | 2 | 0 | 1 | 0 | 1.00 |\n",
+		"| drain time, A / B | 0.55 | 0.50, 0.55, 0.70 | ≤ 0.6 | met |\n",
+		"| A: mean share of the allocatable CPU requested while rows waited | 60.0% | 60.0%, 62.0%, 58.0% | ≥ 85% | missed |\n",
+		"| pods ever Unschedulable, A and B | 0 | 1, 0, 0 | 0 | met |\n",
+		"| C: mean share of the allocatable CPU requested while rows waited | 86.0% | 80.0%, 90.0%, 86.0% | ≥ 85% | met |\n",
+		"| duplicate Jobs (more than one Job for a key), C and B, in any round | 0 | 0, 0, 1 | 0 | missed |\n",
+		"C (round 3)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the report has no %q:\n%s", want, got)
+		}
+	}
+}

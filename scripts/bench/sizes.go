@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,8 @@ import (
 // every row has its Job), the CPU and memory requested by the task pods bound to a node and not finished, as shares
 // of the side's allocatable; beside it what those tasks need by their rows' sizes (on side B, less than they ask).
 // The results go to BENCH_SIZES_RESULTS (default scripts/bench/results/sizes.md), with the targets judged.
+// BENCH_SIZES_ROUNDS (default 1) runs the three sides that many times, alternated (A, B, C, A, B, C, …), and judges
+// the targets on each side's median over the rounds, every round's figure beside it (sizesRoundsReport).
 
 // taskSize is what a task of the mixed backlog needs.
 type taskSize struct{ cpu, memory string }
@@ -185,20 +188,28 @@ func (b *bench) sizes() error {
 		maxWait: time.Duration(envInt("BENCH_SIZES_MAX_WAIT_SECONDS", 600)) * time.Second,
 	}
 	tasks := mixedBacklog(set.rows)
-	var runs []sizesRun
-	for _, side := range []struct{ name, what string }{
-		{"a", "A: job.requestsFrom (each row's size)"},
-		{"b", "B: one template sized for the largest task"},
-		{"c", "C: job.requestsFrom and job.backfill"},
-	} {
-		progress("  sizes, %s…", side.what)
-		r, err := b.sizesOnce(side.name, side.what, set, tasks)
-		if err != nil {
-			return fmt.Errorf("%s: %w", side.what, err)
+	var rounds [][3]sizesRun
+	for k := range max(envInt("BENCH_SIZES_ROUNDS", 1), 1) {
+		var runs [3]sizesRun
+		for i, side := range []struct{ name, what string }{
+			{"a", "A: job.requestsFrom (each row's size)"},
+			{"b", "B: one template sized for the largest task"},
+			{"c", "C: job.requestsFrom and job.backfill"},
+		} {
+			progress("  sizes, round %d, %s…", k+1, side.what)
+			r, err := b.sizesOnce(side.name, side.what, set, tasks)
+			if err != nil {
+				return fmt.Errorf("%s: %w", side.what, err)
+			}
+			runs[i] = r
 		}
-		runs = append(runs, r)
+		rounds = append(rounds, runs)
 	}
-	report := sizesReport(os.Getenv("BENCH_MACHINE"), set, runs[0], runs[1], runs[2])
+	last := rounds[len(rounds)-1]
+	report := sizesReport(os.Getenv("BENCH_MACHINE"), set, last[0], last[1], last[2])
+	if len(rounds) > 1 {
+		report = sizesRoundsReport(os.Getenv("BENCH_MACHINE"), set, rounds)
+	}
 	fmt.Print(report)
 	return writeResultsFile("BENCH_SIZES_RESULTS", "scripts/bench/results/sizes.md", "sizes", report)
 }
@@ -448,4 +459,75 @@ func sizesReport(machine string, set sizesSetup, a, b, c sizesRun) string {
 		writeInvocations(&w, r.what, r.cron.invocations)
 	}
 	return w.String()
+}
+
+// sizesRoundsReport is the report of several rounds of the three sides: each round's figures, then per side the
+// median over the rounds with every round's figure beside it, and the targets judged on the medians (a
+// ratio to B is each round's own); the invocations of the last round.
+func sizesRoundsReport(machine string, set sizesSetup, rounds [][3]sizesRun) string {
+	first := sizesReport(machine, set, rounds[0][0], rounds[0][1], rounds[0][2])
+	var w strings.Builder
+	head, _, _ := strings.Cut(first, "| side |")
+	head = strings.Replace(head, "one side after the other.", fmt.Sprintf("one side after the other, %d rounds (A, B, C, A, B, C, …).", len(rounds)), 1)
+	w.WriteString(head)
+	fmt.Fprintln(&w, "| round | side | drain | × B | CPU requested | memory requested | passes | Jobs created | duplicate Jobs | Unschedulable pods | load avg (1 min) |")
+	fmt.Fprintln(&w, "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	for k, runs := range rounds {
+		for _, r := range runs {
+			fmt.Fprintf(&w, "| %d | %s | %.0f s | %s | %s | %s | %d | %d | %d | %d | %s |\n", k+1, r.what, r.drain.Seconds(), ratioTo(r, runs[1]),
+				percent(r.shares.cpu, r.shares.samples), percent(r.shares.memory, r.shares.samples), r.passes(), r.created, r.duplicates,
+				r.unschedulable, r.cron.load)
+		}
+	}
+	fmt.Fprintf(&w, "\nThe issue's targets, judged on the median of the %d rounds (each round's figure beside it, in round order):\n", len(rounds))
+	fmt.Fprintln(&w, "\n| target | median | rounds | issue's target | |")
+	fmt.Fprintln(&w, "|---|--:|---|--:|---|")
+	for _, side := range []struct {
+		name string
+		i    int
+	}{{"A", 0}, {"C", 2}} {
+		var ratios, cpu, memory, unsched, dups []float64
+		for _, runs := range rounds {
+			a, b := runs[side.i], runs[1]
+			if b.drain > 0 {
+				ratios = append(ratios, a.drain.Seconds()/b.drain.Seconds())
+			}
+			cpu, memory = append(cpu, 100*a.shares.cpu), append(memory, 100*a.shares.memory)
+			unsched = append(unsched, float64(a.unschedulable+b.unschedulable))
+			dups = append(dups, float64(a.duplicates+b.duplicates))
+		}
+		// row is one target: xs each round's figure, printed with format.
+		row := func(what, format string, xs []float64, target string, met func(float64) bool) {
+			if len(xs) == 0 {
+				fmt.Fprintf(&w, "| %s | – | – | %s | missed |\n", what, target)
+				return
+			}
+			m := medianOf(xs)
+			each := make([]string, len(xs))
+			for i, x := range xs {
+				each[i] = fmt.Sprintf(format, x)
+			}
+			fmt.Fprintf(&w, "| %s | "+format+" | %s | %s | %s |\n", what, m, strings.Join(each, ", "), target, metOrMissed(met(m)))
+		}
+		row("drain time, "+side.name+" / B", "%.2f", ratios, "≤ 0.6", func(m float64) bool { return m <= 0.6 })
+		row(side.name+": mean share of the allocatable CPU requested while rows waited", "%.1f%%", cpu, "≥ 85%", func(m float64) bool { return m >= 85 })
+		row(side.name+": mean share of the allocatable memory requested while rows waited", "%.1f%%", memory, "≥ 85%", func(m float64) bool { return m >= 85 })
+		row("pods ever Unschedulable, "+side.name+" and B", "%.0f", unsched, "0", func(m float64) bool { return m == 0 })
+		// A duplicate is a fault, not a figure: judged on every round.
+		row("duplicate Jobs (more than one Job for a key), "+side.name+" and B, in any round", "%.0f", dups, "0",
+			func(float64) bool { return slices.Max(dups) == 0 })
+	}
+	last := rounds[len(rounds)-1]
+	for _, r := range last {
+		writeInvocations(&w, fmt.Sprintf("%s (round %d)", r.what, len(rounds)), r.cron.invocations)
+	}
+	return w.String()
+}
+
+// ratioTo is r's drain over b's, "–" without b's.
+func ratioTo(r, b sizesRun) string {
+	if b.drain <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", r.drain.Seconds()/b.drain.Seconds())
 }
