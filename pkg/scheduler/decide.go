@@ -171,8 +171,10 @@ func (p *queuePart) unfinished(cfg *config.Config, st *JobStatus, job JobSummary
 	// ahead are its pods that no node counts yet and this pass did not see: none made yet (the Job controller has not
 	// made them), or fewer seen than its status.active counts: made, but not in the pods the pass read yet (the Jobs
 	// and the pods are read apart, and a fill run's two watches deliver in no common order). They will take room.
-	ahead := int(job.Active) - len(pods)
-	if len(pods) == 0 && job.Active == 0 {
+	// Those a pass of the fill run saw that have ended since are not among them (Observation.PodsEnded).
+	ended := obs.PodsEnded[job.UID]
+	ahead := int(job.Active) - len(pods) - ended
+	if len(pods) == 0 && job.Active == 0 && ended == 0 {
 		ahead = job.PodsPerJob
 	}
 	if ahead > 0 {

@@ -378,3 +378,56 @@ func TestPodsNotSeenYet(t *testing.T) {
 		})
 	}
 }
+
+// TestPodsEndedInAFill pins that in a fill run a pod an earlier pass saw, gone since (it ended; its Job's status
+// still counts it active for a moment), takes no room, while one no pass saw still does: on a node of 4 cpu, with
+// Job r of 2 cpu whose pod is gone, a pass that saw it plans 2 Jobs of 2 cpu (also once r's status says 0 active,
+// before its Complete condition), one that never did plans 1.
+func TestPodsEndedInAFill(t *testing.T) {
+	two := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	cfg := testConfig(t, func(c *config.Config) {
+		c.Limits.Capacity = config.CapacityNodes
+		c.Template.Spec.Template.Spec.Containers[0].Resources.Requests = two
+	})
+	r := makeJob("r").Requests(two).Obj()
+	pod := makePod(r).Requests(two).Bound("n1").Phase(corev1.PodRunning).Obj()
+	client := testkit.NewFake(fourCPU(config.CapacityNodes), r, pod)
+	pass := func(f *Follow) int {
+		t.Helper()
+		s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rowsFor("a", "b")},
+			Renderer: render.New(cfg, nil), Now: func() time.Time { return now }, Follow: f}
+		res, err := s.Run(context.Background(), DryRun)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Plan.Creates)
+	}
+	saw := NewFollow()
+	defer saw.Stop()
+	if n := pass(saw); n != 1 {
+		t.Fatalf("with r's pod on the node: %d creates, want 1", n)
+	}
+	if err := client.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), pod.Namespace, pod.Name); err != nil {
+		t.Fatal(err)
+	}
+	saw.Stop() // the fake's watches do not deliver the delete, as the API server's would: the next pass lists
+	if n := pass(saw); n != 2 {
+		t.Errorf("r's pod seen, then ended: %d creates, want 2 (it holds no room)", n)
+	}
+	if n := pass(saw); n != 2 {
+		t.Errorf("the pass after: %d creates, want 2 (r's status still counts it)", n)
+	}
+	done := makeJob("r").Requests(two).Active(0).Obj() // its status follows, its condition not yet
+	if err := client.Tracker().Update(batchv1.SchemeGroupVersion.WithResource("jobs"), done, done.Namespace); err != nil {
+		t.Fatal(err)
+	}
+	saw.Stop()
+	if n := pass(saw); n != 2 {
+		t.Errorf("r active 0, its pod ended: %d creates, want 2 (no pod of it is to come)", n)
+	}
+	fresh := NewFollow()
+	defer fresh.Stop()
+	if n := pass(fresh); n != 1 {
+		t.Errorf("r's pod never seen: %d creates, want 1 (it may be on its way)", n)
+	}
+}

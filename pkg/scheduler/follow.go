@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/follow"
@@ -37,6 +38,8 @@ type Follow struct {
 	ownPods bool
 	// demands shares the Jobs' equal demands (JobSummary.Demand).
 	demands demands
+	// seen are, per unfinished Job, the names of its pods the run's passes have seen (podsEnded).
+	seen map[types.UID]map[string]bool
 
 	mu        sync.Mutex
 	ended     int    // Jobs the watch saw end (see Wait)
@@ -143,6 +146,37 @@ func (f *Follow) init(s *Scheduler, watch bool) {
 	f.pods = &follow.Feed[corev1.Pod, *corev1.PodList, string, capacity.PodSummary]{Client: s.Kube, Collection: s.Kube.CoreV1().Pods(ns),
 		Options: metav1.ListOptions{LabelSelector: sel, FieldSelector: capacity.NonTerminal}, Watch: watch, Changes: &f.changes,
 		Summarize: capacity.SummarizePod} // it drops terminal pods too: the server filtered already, a fake client does not
+}
+
+// podsEnded is, per unfinished Job of jobs, how many of the pods this run's passes saw of it are not in pods
+// (ended, or deleted, since): its status may count them active for a second more (the Job controller batches its
+// status updates), and they hold no room (decideQueue's ahead). It keeps what it saw for the next pass.
+func (f *Follow) podsEnded(jobs []JobSummary, pods []capacity.PodSummary) map[types.UID]int {
+	now := map[types.UID]map[string]bool{}
+	for _, j := range jobs {
+		if j.Finished == nil && !j.Deleting {
+			now[j.UID] = map[string]bool{}
+		}
+	}
+	for _, p := range pods {
+		if names, ok := now[p.Job]; ok {
+			names[p.Name] = true
+		}
+	}
+	var ended map[types.UID]int
+	for uid, names := range now {
+		for name := range f.seen[uid] {
+			if !names[name] {
+				if ended == nil {
+					ended = map[types.UID]int{}
+				}
+				ended[uid]++
+				names[name] = true // still counted as ended by the next pass, until the Job's status follows
+			}
+		}
+	}
+	f.seen = now
+	return ended
 }
 
 // observed marks the Jobs' ends seen so far as before the observation.

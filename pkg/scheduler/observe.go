@@ -29,6 +29,9 @@ type Observation struct {
 	JobsResourceVersion string
 	Pods                []capacity.PodSummary // this scheduler's non-terminal pods that hold something (label and field selector)
 	PodsErr             error                 // the pods could not be listed
+	// PodsEnded are, per unfinished Job, its pods that an earlier pass of the fill run saw and this one does not
+	// (Follow.podsEnded); nil in a pass that lists.
+	PodsEnded map[types.UID]int
 	// Capacity is what the nodes and quotas hold, for every queue's template (nil when limits.capacity is off, the pass is offline, or it has
 	// not been observed: a pass observes it only when the limits leave room).
 	Capacity    *capacity.Snapshot
@@ -88,6 +91,9 @@ func (s *Scheduler) observe(ctx context.Context, pods bool) (*Observation, error
 	if pods {
 		if obs.Pods, obs.PodsErr = s.readPods(ctx, f); obs.PodsErr == nil {
 			obs.Waits, obs.WaitsNote = s.readWaits(ctx, obs.Pods)
+			if s.Follow != nil {
+				obs.PodsEnded = f.podsEnded(obs.Jobs, obs.Pods)
+			}
 		}
 	}
 	return obs, nil
