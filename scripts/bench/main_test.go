@@ -420,7 +420,7 @@ func TestSizesReport(t *testing.T) {
 		t.Errorf("a report without C judges C:\n%s", got)
 	}
 	got := sizesReport("", set, a, b, c)
-	for _, want := range []string{
+	reportHas(t, got,
 		"(6 small, 2 large)",
 		"| A | 50 s | 0.50 | 90.0% | 80.0% | 90.0% | 80.0% | 4 | 1 (0) | 3 | 8 | 0 | 0 | 1.00 |\n",
 		"| B | 100 s | 1.00 | 100.0% | 100.0% | 30.0% | 30.0% | 9 | 2 (1) | 0 | 9 | 1 | 0 | 2.00 |\n",
@@ -432,11 +432,7 @@ func TestSizesReport(t *testing.T) {
 		"| C | 40 s | 0.40 | 95.0% | 95.0% | 95.0% | 95.0% | 4 | 1 (0) | 0 | 8 | 0 | 0 | 1.00 |\n",
 		"| drain time, C / B | 0.40 | ≤ 0.6 | met |\n",
 		"| C: mean share of the allocatable CPU requested while rows waited | 95.0% | ≥ 85% | met |\n",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("the report has no %q:\n%s", want, got)
-		}
-	}
+	)
 }
 
 // TestSizesRoundsReport: several rounds give each round's figures, and each target judged on the median of the
@@ -454,7 +450,7 @@ func TestSizesRoundsReport(t *testing.T) {
 		{run("A", 70, 0.58, 0, 0), b, run("C", 30, 0.86, 0, 1)},
 	}
 	got := sizesRoundsReport("", set, rounds)
-	for _, want := range []string{
+	reportHas(t, got,
 		"one side after the other, 3 rounds (A, B, C, A, B, C, …).",
 		"| 2 | A | 55 s | 0.55 | 62.0% | 62.0% | 2 | 0 | 0 | 0 | 1.00 |\n",
 		"| 3 | C | 30 s | 0.30 | 86.0% | 86.0% | 2 | 0 | 1 | 0 | 1.00 |\n",
@@ -464,7 +460,13 @@ func TestSizesRoundsReport(t *testing.T) {
 		"| C: mean share of the allocatable CPU requested while rows waited | 86.0% | 80.0%, 90.0%, 86.0% | ≥ 85% | met |\n",
 		"| duplicate Jobs (more than one Job for a key), C and B, in any round | 0 | 0, 0, 1 | 0 | missed |\n",
 		"C (round 3)",
-	} {
+	)
+}
+
+// reportHas fails t for each of wants that the report got does not contain.
+func reportHas(t *testing.T, got string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
 		if !strings.Contains(got, want) {
 			t.Errorf("the report has no %q:\n%s", want, got)
 		}
