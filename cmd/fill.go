@@ -34,11 +34,15 @@ type fillPass struct {
 	blocked  string    // why nothing can start until something else changes ("" when a Job's end makes room)
 	room     bool      // the slots were bound by room: capacity, the quota, limits.maxActive
 	nodes    bool      // by the capacity fit: a node turning usable may add room (scheduler.Result.CapacityBound)
+	binds    bool      // the fit awaits our unbound pods: one bound may let the next pass create (Result.AwaitsBinds)
 	rowsWait bool      // rows may still wait for a Job
 	limit    string    // what bound the slots
 	next     time.Time // a limits.rate bound the slots: when its window allows the next create (zero: none)
 	waitDue  time.Time // when a pod that waits (the plan's WaitDue: for the autoscaler's word) blocks (zero: none)
 }
+
+// wakeOn is what besides a Job's end may let the pass after p create.
+func (p fillPass) wakeOn() scheduler.WakeOn { return scheduler.WakeOn{Nodes: p.nodes, Binds: p.binds} }
 
 // filler runs passes for fillFor. pass runs one whole pass (refill 0 is the first; woke says what started a
 // refill); wait returns once something happened after it that may let the next pass create (a Job of this scheduler
@@ -55,10 +59,10 @@ type filler struct {
 	poll    func() time.Duration
 	now     func() time.Time
 	pass    func(ctx context.Context, refill int, woke string) fillPass
-	wait    func(ctx context.Context, nodes bool) (string, error)
+	wait    func(ctx context.Context, on scheduler.WakeOn) (string, error)
 
 	cover bool
-	idle  func(ctx context.Context, nodes bool) (string, error)
+	idle  func(ctx context.Context, on scheduler.WakeOn) (string, error)
 	wake  <-chan string
 	// minWake is the least time from one pass's start to the next that a wake starts: however fast notifications
 	// come, passes run at most once every minWake.
@@ -74,6 +78,7 @@ const minWakeGap = 250 * time.Millisecond
 const (
 	wokeJob       = "jobEnd"         // one of its Jobs ended
 	wokeNode      = "nodeReady"      // a node turned usable
+	wokeBound     = "podBound"       // one of its pods was bound, which the fit awaited (scheduler.WakeOn.Binds)
 	wokePoll      = "poll"           // source.poll, or the poll for cancels
 	wokeRate      = "rateWindow"     // the limits.rate window allows the next create
 	wokeWaitDue   = "autoscalerWord" // a pod's wait (the plan's WaitDue) is over
@@ -100,7 +105,7 @@ func (w wokeBy) Error() string { return "woken: " + w.why }
 // until its window allows the next create (without room to wait for, just that).
 func (f filler) waitFor(ctx context.Context, p fillPass) (string, error) {
 	if p.next.IsZero() {
-		return f.wait(ctx, p.nodes)
+		return f.wait(ctx, p.wakeOn())
 	}
 	wctx, cancel := context.WithTimeoutCause(ctx, p.next.Sub(f.now()), errWindowOpen)
 	defer cancel()
@@ -108,7 +113,7 @@ func (f filler) waitFor(ctx context.Context, p fillPass) (string, error) {
 		<-wctx.Done()
 		return "", context.Cause(wctx)
 	}
-	return f.wait(wctx, p.nodes)
+	return f.wait(wctx, p.wakeOn())
 }
 
 // run returns the error of the last pass: the invocation did what its passes did. It never starts a pass after
@@ -209,7 +214,7 @@ func (f filler) waitNext(ctx context.Context, p fillPass, end time.Time, refill 
 	if busy {
 		name, err = f.waitFor(wctx, p)
 	} else {
-		name, err = f.idle(wctx, p.nodes)
+		name, err = f.idle(wctx, p.wakeOn())
 	}
 	var w wokeBy
 	switch {
@@ -232,6 +237,8 @@ func (f filler) waitNext(ctx context.Context, p fillPass, end time.Time, refill 
 		return "", endCannotWait + err.Error()
 	case strings.HasPrefix(name, "node/"):
 		woke = wokeNode
+	case strings.HasPrefix(name, "pod/"):
+		woke = wokeBound
 	default:
 		woke = wokeJob
 	}

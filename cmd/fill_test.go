@@ -40,7 +40,7 @@ func TestFiller(t *testing.T) {
 		wantPasses int
 		wantReason string
 		wantErr    error
-		wantWaits  []string // the pass (refill) after which each wait came, and " nodes" when it may wake on a node
+		wantWaits  []string // the pass (refill) after which each wait came, " nodes" when it may wake on a node, " binds" on a bind
 		poll       time.Duration
 	}{
 		{name: "a cancel query: the poll runs the next pass although no Job ended", poll: time.Millisecond,
@@ -58,6 +58,9 @@ func TestFiller(t *testing.T) {
 			waits: []wait{{advance: 20 * time.Second}, {advance: 20 * time.Second}}, wantPasses: 3, wantReason: endBacklogEmpty, wantWaits: []string{"0", "1"}},
 		{name: "bound by the capacity fit: the wait may wake on a node, and after a pass bound by maxActive not",
 			passes: []fillPass{fit, room, {room: true}}, waits: []wait{{}, {}}, wantPasses: 3, wantReason: endBacklogEmpty, wantWaits: []string{"0 nodes", "1"}},
+		{name: "the fit awaits our pods of other sizes: the wait may wake on their bind too",
+			passes: []fillPass{{room: true, nodes: true, binds: true, rowsWait: true}, {room: true}}, waits: []wait{{}},
+			wantPasses: 2, wantReason: endBacklogEmpty, wantWaits: []string{"0 nodes binds"}},
 		{name: "the refill fails: its error is the invocation's", passes: []fillPass{room, {err: failed}},
 			waits: []wait{{}}, wantPasses: 2, wantReason: endFailed, wantErr: failed, wantWaits: []string{"0"}},
 		{name: "an expired resourceVersion: the next pass at once", passes: []fillPass{room, {room: true}},
@@ -94,10 +97,13 @@ func TestFiller(t *testing.T) {
 					}
 					return tt.passes[len(refills)-1]
 				},
-				wait: func(wctx context.Context, nodes bool) (string, error) {
+				wait: func(wctx context.Context, on scheduler.WakeOn) (string, error) {
 					waits = append(waits, fmt.Sprint(refills[len(refills)-1]))
-					if nodes {
+					if on.Nodes {
 						waits[len(waits)-1] += " nodes"
+					}
+					if on.Binds {
+						waits[len(waits)-1] += " binds"
 					}
 					w := tt.waits[len(waits)-1]
 					now = now.Add(w.advance)
@@ -164,7 +170,7 @@ func TestFillerDeadline(t *testing.T) {
 			passes++
 			return fillPass{room: true, rowsWait: true}
 		},
-		wait: func(ctx context.Context, _ bool) (string, error) {
+		wait: func(ctx context.Context, _ scheduler.WakeOn) (string, error) {
 			<-ctx.Done()
 			return "", context.Cause(ctx)
 		},
@@ -198,7 +204,7 @@ func TestFillerRateWindow(t *testing.T) {
 					next = time.Now().Add(50 * time.Millisecond)
 					return fillPass{room: room, rowsWait: true, limit: "limits.rate: 2 per 1m, next create at 10:00:01", next: next}
 				},
-				wait: func(ctx context.Context, _ bool) (string, error) {
+				wait: func(ctx context.Context, _ scheduler.WakeOn) (string, error) {
 					waits++
 					<-ctx.Done() // no Job ends
 					return "", context.Cause(ctx)
@@ -238,10 +244,10 @@ func TestKeepLease(t *testing.T) {
 				release()
 			}
 			calls := 0
-			wait := func(ctx context.Context, nodes bool) (string, error) {
+			wait := func(ctx context.Context, on scheduler.WakeOn) (string, error) {
 				calls++
-				if nodes != tc.nodes {
-					t.Errorf("wait call %d: nodes %v, want %v (passed on as given)", calls, nodes, tc.nodes)
+				if on != (scheduler.WakeOn{Nodes: tc.nodes}) {
+					t.Errorf("wait call %d: %+v, want nodes %v (passed on as given)", calls, on, tc.nodes)
 				}
 				if calls-1 < tc.endsAt {
 					<-ctx.Done()
@@ -249,7 +255,7 @@ func TestKeepLease(t *testing.T) {
 				}
 				return "job-1", nil
 			}
-			name, err := keepLease(g, wait, time.Millisecond)(context.Background(), tc.nodes)
+			name, err := keepLease(g, wait, time.Millisecond)(context.Background(), scheduler.WakeOn{Nodes: tc.nodes})
 			l, gerr := client.CoordinationV1().Leases("ns").Get(context.Background(), lease.Name("s"), metav1.GetOptions{})
 			if gerr != nil {
 				t.Fatal(gerr)
@@ -361,11 +367,11 @@ func TestFillerCover(t *testing.T) {
 					}
 					return tt.passes[len(woke)-1]
 				},
-				wait: func(wctx context.Context, _ bool) (string, error) {
+				wait: func(wctx context.Context, _ scheduler.WakeOn) (string, error) {
 					waits = append(waits, "wait")
 					return step(wctx)
 				},
-				idle: func(wctx context.Context, _ bool) (string, error) {
+				idle: func(wctx context.Context, _ scheduler.WakeOn) (string, error) {
 					waits = append(waits, "idle")
 					if tt.waits[len(waits)-1] == "storm" {
 						<-wctx.Done() // the pending wake ends it at once
@@ -411,7 +417,7 @@ func TestFillerFlood(t *testing.T) {
 			}
 			return fillPass{room: true}
 		},
-		idle: func(ctx context.Context, _ bool) (string, error) {
+		idle: func(ctx context.Context, _ scheduler.WakeOn) (string, error) {
 			<-ctx.Done()
 			return "", context.Cause(ctx)
 		},

@@ -127,16 +127,16 @@ var errIdle = errors.New("no Job ended for a while: the Lease is given up")
 // keepLease is wait for a fill run whose passes keep the Lease (lease.Guard.Keep): a refill then costs no call on
 // it. When no Job has ended within idle, the Lease is given up, so that a pass started by hand gets its turn; the
 // next pass takes it again.
-func keepLease(g *lease.Guard, wait func(context.Context, bool) (string, error), idle time.Duration) func(context.Context, bool) (string, error) {
-	return func(ctx context.Context, nodes bool) (string, error) {
+func keepLease(g *lease.Guard, wait func(context.Context, scheduler.WakeOn) (string, error), idle time.Duration) func(context.Context, scheduler.WakeOn) (string, error) {
+	return func(ctx context.Context, on scheduler.WakeOn) (string, error) {
 		ictx, cancel := context.WithTimeoutCause(ctx, idle, errIdle)
-		name, err := wait(ictx, nodes)
+		name, err := wait(ictx, on)
 		cancel()
 		if !errors.Is(err, errIdle) {
 			return name, err
 		}
 		g.Give(ctx)
-		return wait(ctx, nodes)
+		return wait(ctx, on)
 	}
 }
 
@@ -178,12 +178,12 @@ func fillPoll(cfg *config.Config, l *listen.Listener) time.Duration {
 // idleWait is the filler's idle: the Lease given up (a pass started by hand never waits for an idle run), then the
 // wait for a Job's end. Where the Jobs are not watched (no watch in the Role), only the wait's context (the poll,
 // a notification, the time) ends it.
-func idleWait(lg *lease.Guard, follow *scheduler.Follow) func(context.Context, bool) (string, error) {
-	return func(ctx context.Context, nodes bool) (string, error) {
+func idleWait(lg *lease.Guard, follow *scheduler.Follow) func(context.Context, scheduler.WakeOn) (string, error) {
+	return func(ctx context.Context, on scheduler.WakeOn) (string, error) {
 		if lg != nil {
 			lg.Give(ctx)
 		}
-		name, err := follow.Wait(ctx, nodes)
+		name, err := follow.Wait(ctx, on)
 		if err != nil && ctx.Err() == nil && !errors.Is(err, scheduler.ErrLost) {
 			<-ctx.Done()
 			return "", context.Cause(ctx)
@@ -194,7 +194,7 @@ func idleWait(lg *lease.Guard, follow *scheduler.Follow) func(context.Context, b
 
 // fillPassOf is what the fill loop needs of a pass's result.
 func fillPassOf(res scheduler.Result, err error) fillPass {
-	p := fillPass{err: err, limit: res.Limit(), room: res.RoomBound(), nodes: res.CapacityBound(), rowsWait: res.RowsWait}
+	p := fillPass{err: err, limit: res.Limit(), room: res.RoomBound(), nodes: res.CapacityBound(), binds: res.AwaitsBinds(), rowsWait: res.RowsWait}
 	if res.Plan != nil && res.Plan.NextCreate != nil {
 		p.next = *res.Plan.NextCreate
 	}

@@ -71,7 +71,8 @@
 //     requests.*, limits.*, pods, count/jobs.batch, with the quotas' scopes).
 //   - Several templates (config queues:) share one observation: the Jobs the share keeps are placed one at a time,
 //     each pod on a node it fits, the one with the most cpu and memory left, subtracted there and charged to the
-//     quotas that apply, so 2-CPU and 500m pods fill a node exactly.
+//     quotas that apply, so 2-CPU and 500m pods fill a node exactly. A Job goes on the nodes only when every
+//     claim's pods still find a node however kube-scheduler binds our unbound pods of other sizes (sure.go).
 //   - Not counted: pod affinity and anti-affinity, topology spread, DRA claims, volume limits, host ports, and the
 //     passes of two installs that observe at the same moment (the passes of one install take turns through its
 //     Lease). limits.blockOnUnschedulable is the guard for these: a pod they overbook goes Unschedulable and the

@@ -34,6 +34,8 @@ type Follow struct {
 	mu         sync.Mutex
 	usable     int                            // nodes the watch saw turn usable (NodesUsable)
 	usableName string                         // the last of them
+	bound      int                            // our pods the watch saw bound (OursBound)
+	boundTo    string                         // the node of the last of them
 	wheres     []placement                    // the templates' placements: only a node one may use counts (nil: any)
 	allocs     map[string]corev1.ResourceList // each distinct allocatable list the nodes have, by its quantities
 }
@@ -46,6 +48,30 @@ func (f *Follow) NodesUsable() (int, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.usable, f.usableName
+}
+
+// OursBound counts our pods (Ours) the watch saw bound to a node since the Follow began, and names the node of the
+// last: a fill run's wait wakes on it when the last pass's fit awaited our unbound pods (scheduler.WakeOn.Binds).
+func (f *Follow) OursBound() (int, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.bound, f.boundTo
+}
+
+// podChanged counts a pod of ours the watch saw bound to a node, that it had seen unbound or not at all (OursBound).
+func (f *Follow) podChanged(old heldPod, had bool, p heldPod, has bool) {
+	if !has || p.node == 0 || had && old.node != 0 {
+		return
+	}
+	f.held.mu.Lock()
+	ours, node := f.held.shapes[p.shape].ours, f.held.nodes[p.node]
+	f.held.mu.Unlock()
+	if !ours {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.bound, f.boundTo = f.bound+1, node
 }
 
 // nodeChanged counts a node the watch changed that turned usable (NodesUsable), if one of the templates may use it
@@ -181,7 +207,7 @@ func (f *Follow) podsFeed(c any, collection kube.Collection[*corev1.PodList], ag
 				return heldPod{}, false
 			}
 			return f.held.hold(keyOf(p), r), true
-		}}
+		}, Changed: f.podChanged}
 }
 
 // synced is a feed's items once Sync has made them current; a one-shot pass (no Follow) lists with list.

@@ -57,26 +57,32 @@ type Placer struct {
 	unplaced []int
 	// grow is the room the autoscaler can still add (limits.capacity: autoscale), nil when none is counted.
 	grow *growth
+	// costs are, per pair of claims (a, c), what a pod of a may take of c's pods on a node (sure.go).
+	costs map[[2]int]int
 }
 
 // claim is one Claim while the Placer works on it.
 type claim struct {
-	tpl      *batchv1.Job
-	pod      *corev1.Pod // as admitted
-	demand   corev1.ResourceList
-	need     amounts               // demand over the Placer's space
-	shows    []corev1.ResourceName // what a report shows of a node's room: demand's resources and pods, sorted
-	perJob   int
-	claimed  int        // unbound + podless
-	waiting  int        // of claimed, those that fit on no node: they wait for one
-	held     int        // of claimed, those the pass decided wait for a new node (Claim.Waiting)
-	placed   int        // Jobs placed
-	excluded []string   // per node of the Snapshot (its order): why the claim may not use it, "" if it may
-	on       []int      // the slots it may use
-	at       []int      // as on: its place in that slot's claims
-	want     [2]float64 // its cpu and memory, for the score
-	warnings []string   // about quotas the API server would reject its pods under
-	per      []int64    // per quota entry: what one pod (or Job) adds, in the entry's unit; 0 = not charged
+	tpl     *batchv1.Job
+	pod     *corev1.Pod // as admitted
+	demand  corev1.ResourceList
+	need    amounts               // demand over the Placer's space
+	shows   []corev1.ResourceName // what a report shows of a node's room: demand's resources and pods, sorted
+	perJob  int
+	claimed int // unbound + podless
+	waiting int // of claimed, those that fit on no node: they wait for one
+	held    int // of claimed, those the pass decided wait for a new node (Claim.Waiting)
+	placed  int // Jobs placed
+	// onNodes are its pods that hold room on the nodes: claimed − waiting, and those placed there (sure.go).
+	// capacity is how many of its pods fit on the base room of its nodes (-1 until counted), most on one of them.
+	onNodes, capacity, most int
+	awaits                  int        // AwaitsBinds
+	excluded                []string   // per node of the Snapshot (its order): why the claim may not use it, "" if it may
+	on                      []int      // the slots it may use
+	at                      []int      // as on: its place in that slot's claims
+	want                    [2]float64 // its cpu and memory, for the score
+	warnings                []string   // about quotas the API server would reject its pods under
+	per                     []int64    // per quota entry: what one pod (or Job) adds, in the entry's unit; 0 = not charged
 }
 
 // slot is one node some claim may use.
@@ -140,7 +146,7 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 	for _, c := range claims {
 		pod := snap.admitted(c.Template)
 		cl := &claim{tpl: c.Template, pod: pod, demand: Demand(pod), perJob: PodsPerJob(c.Template),
-			claimed: c.Unbound + c.Podless}
+			claimed: c.Unbound + c.Podless, capacity: -1}
 		if c.Demand != nil {
 			cl.demand = maps.Clone(cl.demand)
 			maps.Copy(cl.demand, c.Demand)
@@ -209,6 +215,7 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 			free, _ := minus(s.free, cl.need)
 			p.setFree(s, free)
 		}
+		cl.onNodes = cl.claimed - cl.waiting
 	}
 	return p
 }
@@ -397,9 +404,10 @@ func (p *Placer) Place(i int) bool {
 	return true
 }
 
-// placeOnNodes places one Job of claim cl (i) on the nodes, the next tick's room kept, if it fits there; it
-// changes nothing when it does not.
+// placeOnNodes places one Job of claim cl (i) on the nodes, the next tick's room kept, if it fits there wherever
+// kube-scheduler binds our other pods (sure.go); it changes nothing when it does not.
 func (p *Placer) placeOnNodes(cl *claim, i int) bool {
+	cl.awaits = 0
 	if !p.tickSafe(p.ours(i, cl.perJob)) {
 		return false
 	}
@@ -408,21 +416,36 @@ func (p *Placer) placeOnNodes(cl *claim, i int) bool {
 		shown, free amounts
 	}
 	var undo []saved
+	back := func() bool {
+		for _, u := range slices.Backward(undo) {
+			u.s.shown = u.shown
+			p.setFree(u.s, u.free)
+		}
+		return false
+	}
 	for range cl.perJob {
 		s := p.best(cl)
 		if s == nil {
-			for _, u := range slices.Backward(undo) {
-				u.s.shown = u.shown
-				p.setFree(u.s, u.free)
-			}
-			return false
+			return back()
 		}
 		undo = append(undo, saved{s, s.shown, s.free})
 		s.shown, _ = minus(s.shown, cl.need)
 		free, _ := minus(s.free, cl.need)
 		p.setFree(s, free)
 	}
+	if room, others := p.onNodesRoom(i, cl.perJob); room < cl.perJob {
+		cl.awaits = others
+		return back()
+	}
+	cl.onNodes += cl.perJob
 	return true
+}
+
+// AwaitsBinds is, when the last Place of claim i on the nodes found room there but not for certain (sure.go), how
+// many of our pods of other claims were unbound: once kube-scheduler binds them, the next pass may place it. 0
+// otherwise.
+func (p *Placer) AwaitsBinds(i int) int {
+	return p.claims[i].awaits
 }
 
 // Never says why one Job of claim i could never fit, however much room is freed: in capacity nodes, its pod fits
@@ -564,9 +587,15 @@ func (p *Placer) reportNodes(i int, r *Report) (int, string) {
 	pods, tick := p.tickRoomFor(i, room)
 	r.Tick = tick
 	tickBinds := pods < room
+	sure, others := p.onNodesRoom(i, pods)
+	sureBinds := sure < pods
+	pods = sure
 	fit := pods / cl.perJob
 	var s string
 	switch {
+	case sureBinds:
+		s = fmt.Sprintf("nodes: %d more fit on %d node(s) wherever kube-scheduler binds our %d unbound pod(s) of other sizes",
+			pods, len(cl.on), others)
 	case tickBinds:
 		s = fmt.Sprintf("tick: %d more pod(s) fit on %d node(s) with room kept for the next tick", pods, len(cl.on))
 	case len(cl.on) == 1:

@@ -46,6 +46,7 @@ type Follow struct {
 	endedName string // the last of them
 	endedAt   int    // ended at the last observation
 	usableAt  int    // capacity.NodesUsable at the last observation
+	boundAt   int    // capacity.OursBound at the last observation
 	lostAt    int    // losses at the last observation
 }
 
@@ -68,13 +69,22 @@ func (f *Follow) Stop() {
 // Resync makes the next pass list everything afresh (another holder of the Lease wrote in between).
 func (f *Follow) Resync() { f.Stop() }
 
+// WakeOn is what, besides a Job's end, ends a fill run's wait (Follow.Wait) with a capacity mode that counts the
+// nodes (nodes, autoscale).
+type WakeOn struct {
+	// Nodes: a node turning usable (the capacity fit bound the last pass: Result.CapacityBound).
+	Nodes bool
+	// Binds: one of our pods bound to a node (the fit awaited them: Result.AwaitsBinds).
+	Binds bool
+}
+
 // Wait returns once one of the Jobs the watch follows ends after the last pass's observation (it gets its
-// Complete or Failed condition, or is deleted before it finished: either frees the room it held), with its name,
-// or, when nodes is set (the capacity fit bound the last pass: Result.CapacityBound) with a capacity mode that
-// counts the nodes (nodes, autoscale), once a node turns usable (capacity.Follow's NodesUsable: an autoscaler's new
-// node, one uncordoned, one Ready again), with "node/" and its name. A watch of the Jobs lost since then, or another
-// watch lost or back after failing since the observation (follow.Feed.Losses), is ErrLost; when ctx ends, its cause.
-func (f *Follow) Wait(ctx context.Context, nodes bool) (string, error) {
+// Complete or Failed condition, or is deleted before it finished: either frees the room it held), with its name;
+// with on.Nodes, once a node turns usable (capacity.Follow's NodesUsable: an autoscaler's new node, one uncordoned,
+// one Ready again), with "node/" and its name; with on.Binds, once one of our pods is bound (capacity.Follow's
+// OursBound), with "pod/" and its name. A watch of the Jobs lost since then, or another watch lost or back after
+// failing since the observation (follow.Feed.Losses), is ErrLost; when ctx ends, its cause.
+func (f *Follow) Wait(ctx context.Context, on WakeOn) (string, error) {
 	if f.jobs == nil || !f.jobs.Watching() {
 		return "", errors.New("the Jobs are not watched (no resourceVersion to watch from)")
 	}
@@ -83,13 +93,16 @@ func (f *Follow) Wait(ctx context.Context, nodes bool) (string, error) {
 		// The feeds first, then f.mu: a feed calls Changed (which takes f.mu) holding its own lock.
 		watching, losses := f.jobs.Watching(), f.losses()
 		n, node := f.capacity.NodesUsable()
+		b, pod := f.capacity.OursBound()
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		switch {
 		case f.ended > f.endedAt:
 			name = f.endedName
-		case nodes && n > f.usableAt:
+		case on.Nodes && n > f.usableAt:
 			name = "node/" + node
+		case on.Binds && b > f.boundAt:
+			name = "pod/" + pod
 		default:
 			lost = losses > f.lostAt
 			return lost || !watching
@@ -182,10 +195,12 @@ func (f *Follow) podsEnded(jobs []JobSummary, pods []capacity.PodSummary) map[ty
 // observed marks the Jobs' ends seen so far as before the observation.
 func (f *Follow) observed() {
 	usable, _ := f.capacity.NodesUsable() // before f.mu, as in Wait
+	bound, _ := f.capacity.OursBound()
 	losses := f.losses()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.endedAt = f.ended
 	f.usableAt = usable
+	f.boundAt = bound
 	f.lostAt = losses
 }

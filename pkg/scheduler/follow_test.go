@@ -89,7 +89,7 @@ func TestFollowWait(t *testing.T) {
 					cancelWait()
 				}()
 			}
-			got, err := s.Follow.Wait(wctx, true)
+			got, err := s.Follow.Wait(wctx, WakeOn{Nodes: true})
 			if got != tc.want || (tc.want != "" && err != nil) || (tc.want == "" && err == nil) {
 				t.Errorf("woken by %q (%v), want %q", got, err, tc.want)
 			}
@@ -155,7 +155,7 @@ func TestFollowWaitNode(t *testing.T) {
 			}
 			ended, end := context.WithCancel(ctx)
 			end() // the node is in: a wait it does not wake ends at once
-			got, err := s.Follow.Wait(ended, tc.nodes)
+			got, err := s.Follow.Wait(ended, WakeOn{Nodes: tc.nodes})
 			if got != tc.want || (err == nil) != (tc.want != "") {
 				t.Errorf("woken by %q (%v), want %q", got, err, tc.want)
 			}
@@ -212,7 +212,7 @@ func TestFollowWaitWatchBack(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the pods' watch did not come back")
 	}
-	if got, err := s.Follow.Wait(ctx, false); !errors.Is(err, ErrLost) {
+	if got, err := s.Follow.Wait(ctx, WakeOn{}); !errors.Is(err, ErrLost) {
 		t.Errorf("woken by %q (%v), want ErrLost", got, err)
 	}
 	if _, err := s.observe(ctx, true); err != nil { // observes afresh: lists the pods again, and watches
@@ -220,7 +220,7 @@ func TestFollowWaitWatchBack(t *testing.T) {
 	}
 	ended, end := context.WithCancel(ctx)
 	end()
-	if got, err := s.Follow.Wait(ended, false); errors.Is(err, ErrLost) {
+	if got, err := s.Follow.Wait(ended, WakeOn{}); errors.Is(err, ErrLost) {
 		t.Errorf("after the next observation, woken by %q (%v) again: want the return woken once", got, err)
 	}
 }

@@ -161,6 +161,8 @@ type planState struct {
 	// capacityBound says the capacity mode's fit bound them (below every limit): a node turning usable may add room,
 	// as a finishing Job does; with limits.maxActive binding, it cannot.
 	capacityBound bool
+	// awaitsBinds says the fit refused a Job that fits until our unbound pods of other sizes are bound (AwaitsBinds).
+	awaitsBinds bool
 	// rates are the pass's rate windows (nil without limits.rate).
 	rates *rates
 }

@@ -397,6 +397,12 @@ type Placer interface {
 	Place(c int) bool
 }
 
+// bindsPlacer is a Placer that can tell that claim c's last Place found room but not for certain while our pods
+// of other sizes were unbound (capacity.Placer's AwaitsBinds): how many, or 0.
+type bindsPlacer interface {
+	AwaitsBinds(c int) int
+}
+
 // neverPlacer is a Placer that can tell that a Job of claim c would fit on no node and in no quota however much
 // room is freed (capacity.Placer's Never): why, or "".
 type neverPlacer interface {
@@ -433,6 +439,9 @@ type shareResult struct {
 	// holder is the queue that holds the room for its row past job.backfill.maxWait (-1: none): the queues of its
 	// priority or lower got no slot after it.
 	holder int
+	// awaits is, per queue, how many of our pods of other sizes were unbound when its last create that did not fit
+	// would have fit once they are bound (bindsPlacer); nil: none.
+	awaits []int
 }
 
 // leave records that queue i's next create is not kept (n), for the share to go on with the one behind it.
@@ -483,6 +492,14 @@ func share(qs []shareQueue, slots int, pl Placer, w *weigher) shareResult {
 			c = qs[best].Claims[next[best]]
 		}
 		if pl != nil && !pl.Place(c) {
+			if bp, ok := pl.(bindsPlacer); ok {
+				if n := bp.AwaitsBinds(c); n > 0 {
+					if res.awaits == nil {
+						res.awaits = make([]int, len(qs))
+					}
+					res.awaits[best] = n
+				}
+			}
 			if np, ok := pl.(neverPlacer); ok && qs[best].Claims != nil {
 				if why := np.Never(c); why != "" {
 					res.leave(best, notKept{k: next[best], why: why})
@@ -580,11 +597,16 @@ func (p *Plan) shared(cfg *config.Config, pl Placer, claims [][]int, now time.Ti
 			part.Creates = keptAround(part.admittedCreates, left, kept[i])
 			q.skip(part, skips)
 		}
+		awaits := 0
+		if res.awaits != nil {
+			awaits = res.awaits[i]
+			q.awaitsBinds = q.awaitsBinds || awaits > 0
+		}
 		switch k := res.stopped[i]; {
 		case k >= 0 && part.sized:
-			part.strictStop(kept[i], part.admittedCreates[k], part.backfill, now)
+			part.strictStop(kept[i], part.admittedCreates[k], part.backfill, now, awaits)
 		case len(passed) > 0:
-			part.passedBy(kept[i], len(passed), part.admittedCreates[passed[0].k].Requests, part.backfill)
+			part.passedBy(kept[i], len(passed), part.admittedCreates[passed[0].k].Requests, part.backfill, awaits)
 		case res.holder >= 0 && k < 0 && qs[i].Priority <= qs[res.holder].Priority && kept[i]+len(skips) < len(part.admittedCreates):
 			part.heldBy(kept[i], qs[res.holder].Name)
 		}
@@ -612,16 +634,16 @@ func (p *Plan) shared(cfg *config.Config, pl Placer, claims [][]int, now time.Ti
 
 // strictStop is a sized queue's part after the share put it out at create c, a row that does not fit now (strict
 // order, sizes.go; with job.backfill b, one that has waited its maxWait at now, or whose wait is not known): its
-// slots are the creates it kept, bound by capacity (a Job's end or a new node frees room), and the rows behind that
-// row wait for the next pass.
-func (p *queuePart) strictStop(kept int, c Create, b *config.Backfill, now time.Time) {
+// slots are the creates it kept, bound by capacity (a Job's end or a new node frees room; with awaits, our pods of
+// other sizes bound), and the rows behind that row wait for the next pass.
+func (p *queuePart) strictStop(kept int, c Create, b *config.Backfill, now time.Time, awaits int) {
 	p.Slots = kept
 	why := "the rows behind it wait (strict order)"
 	if b != nil {
 		why = fmt.Sprintf("it has waited %s (job.backfill.maxWait: %s): the rows behind it wait for it",
 			waitWords(c.waitingSince, now), rate.ShortDuration(b.MaxWait.Duration))
 	}
-	p.Limit = fmt.Sprintf("capacity: the next row in the query's order asks for %s, more than is free now; %s", requestsWords(c.Requests), why)
+	p.Limit = fmt.Sprintf("capacity: the next row in the query's order asks for %s, %s; %s", requestsWords(c.Requests), notFree(awaits), why)
 	p.Bound, p.roomBound, p.capacityBound = BoundCapacity, true, true
 	if p.Slots == 0 && p.Blocked == "" {
 		p.block(BoundCapacity, p.Limit)
@@ -631,14 +653,23 @@ func (p *queuePart) strictStop(kept int, c Create, b *config.Backfill, now time.
 // passedBy is a queue's part with job.backfill b after the share let rows behind n of its rows pass them (the first
 // asks for asks), rows that do not fit now: its slots are the creates it kept, bound by capacity, and those rows are
 // read again next pass.
-func (p *queuePart) passedBy(kept, n int, asks corev1.ResourceList, b *config.Backfill) {
+func (p *queuePart) passedBy(kept, n int, asks corev1.ResourceList, b *config.Backfill, awaits int) {
 	p.Slots = kept
-	p.Limit = fmt.Sprintf("capacity: %d row(s) ask for more than is free now (the first %s); the rows behind them that fit "+
-		"passed them (job.backfill: each for at most %s)", n, requestsWords(asks), rate.ShortDuration(b.MaxWait.Duration))
+	p.Limit = fmt.Sprintf("capacity: %d row(s) ask for %s (the first %s); the rows behind them that fit "+
+		"passed them (job.backfill: each for at most %s)", n, notFree(awaits), requestsWords(asks), rate.ShortDuration(b.MaxWait.Duration))
 	p.Bound, p.roomBound, p.capacityBound = BoundCapacity, true, true
 	if p.Slots == 0 && p.Blocked == "" {
 		p.block(BoundCapacity, p.Limit)
 	}
+}
+
+// notFree says why a row's size does not fit now: more than is free, or (awaits: our unbound pods of other sizes)
+// more than is free for certain until they are bound.
+func notFree(awaits int) string {
+	if awaits > 0 {
+		return fmt.Sprintf("more than is sure to be free until %d unbound pod(s) of ours of other sizes are bound", awaits)
+	}
+	return "more than is free now"
 }
 
 // heldBy is a queue's part after the share gave it no more slots because queue holder holds the room for a row that

@@ -113,6 +113,10 @@ func (r Result) RoomBound() bool { return r.Plan != nil && r.Plan.roomBound }
 // create (with nodes, autoscale), where with limits.maxActive binding only a Job's end can.
 func (r Result) CapacityBound() bool { return r.Plan != nil && r.Plan.capacityBound }
 
+// AwaitsBinds says the capacity fit found room for a Job but not for certain while our pods of other sizes were
+// unbound (pkg/capacity's sure.go): once one of them is bound, the next pass may create it.
+func (r Result) AwaitsBinds() bool { return r.Plan != nil && r.Plan.awaitsBinds }
+
 // HardBlocked says the pass was blocked for a reason a finishing Job does not change: an Unschedulable pod, another
 // holder of the guard, pods or capacity that could not be observed.
 func (r Result) HardBlocked() bool { return r.Plan != nil && r.Plan.hard }

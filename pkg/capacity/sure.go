@@ -1,0 +1,162 @@
+package capacity
+
+// Our unbound pods of several sizes. The Placer puts each pod where kube-scheduler would plausibly put it (best),
+// but kube-scheduler picks at random among nodes of equal score, and scores with plugins the Placer does not. Pods
+// of one claim are interchangeable: however kube-scheduler binds them, the nodes hold as many. Pods of different
+// sizes are not: small pods bound on the node where a large one was counted can leave the large one no node, and it
+// goes Unschedulable. So a Job goes on the nodes only when every claim's pods that hold room there fit wherever
+// kube-scheduler binds the others, in any order.
+//
+// For claim c, let cap_c be how many of its pods fit on its nodes' base room (before our unbound pods: Σ cap_n over
+// them), and n_c its pods that hold room on the nodes (its unbound and podless ones that fit, and those placed on
+// the nodes this pass). The others' pods, however they are bound, take at most loss_c of those places, the smaller
+// of two bounds:
+//   - per pod: a pod u takes at most ⌈u_r/c_r⌉ of c's places from its node in a resource r that c asks for
+//     (⌊(f−u)/c⌋ ≥ ⌊f/c⌋ − ⌈u/c⌉), at least the pod slot's one, and never more than a node holds of c;
+//   - per node: on node n, the others that may use it take at most cap_n(f) − cap_n(f − T_n), T_n being all their
+//     requests together (as though every one of them were bound there).
+//
+// Each of c's pods then finds a node, in any order of binding, when cap_c − loss_c ≥ n_c. A Job of c is placed on
+// the nodes when that holds with its pods added to n_c, and still holds of every other claim with pods there, c's
+// new pods counted among its others. For one template, or several of one size on the same nodes, a pod costs
+// another one place and this is the count the placement gives already; on one node it is that node's exact count.
+// With several sizes on several nodes it refuses only while our pods of other sizes are unbound: kube-scheduler
+// binds them within moments, and the next pass counts them where they are.
+
+// onNodesRoom is how many more pods of claim i, up to most, the nodes take wherever kube-scheduler binds our pods
+// that hold room there (see above), and how many of those are of other claims; most, and 0, when no other claim's
+// pods hold room on a node claim i may use (the placement alone decides).
+func (p *Placer) onNodesRoom(i, most int) (room, others int) {
+	for c, cl := range p.claims {
+		if c != i && cl.onNodes > 0 && p.cost(c, i) > 0 {
+			others += cl.onNodes
+		}
+	}
+	if others == 0 || most <= 0 {
+		return most, others
+	}
+	room = min(most, max(p.capacityOf(i)-p.claims[i].onNodes-p.loss(i, -1, 0), 0))
+	for c, cl := range p.claims {
+		if c == i || cl.onNodes == 0 || p.cost(i, c) == 0 {
+			continue
+		}
+		ok := func(k int) bool { return p.capacityOf(c)-cl.onNodes-p.loss(c, i, k) >= 0 }
+		lo, hi := 0, room // the most k with ok(k); ok(0) may fail: pods of c already unsure
+		if !ok(0) {
+			return 0, others
+		}
+		for lo < hi {
+			if mid := lo + (hi-lo+1)/2; ok(mid) {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		room = lo
+	}
+	return room, others
+}
+
+// loss is loss_c: the most of claim c's places on the nodes our other pods may take (with more pods of claim
+// extra, when extra ≥ 0).
+func (p *Placer) loss(c, extra, more int) int {
+	count := func(o int) int {
+		n := p.claims[o].onNodes
+		if o == extra {
+			n += more
+		}
+		return n
+	}
+	perPod := 0
+	for o := range p.claims {
+		if o != c {
+			perPod += count(o) * p.cost(o, c)
+		}
+	}
+	if perPod == 0 {
+		return 0
+	}
+	cl, perNode := p.claims[c], 0
+	for _, k := range cl.on {
+		s := p.slots[k]
+		base, _ := fits(cl.need, s.base)
+		if base == 0 {
+			continue
+		}
+		left := s.base
+		for _, o := range s.claims {
+			if n := count(o); o != c && n > 0 {
+				left = minusN(left, p.claims[o].need, n)
+			}
+		}
+		after, _ := fits(cl.need, left)
+		if perNode += base - after; perNode >= perPod {
+			return perPod
+		}
+	}
+	return perNode
+}
+
+// minusN is free − n pods of need (what fits does not look at: it may go below 0).
+func minusN(free, need amounts, n int) amounts {
+	out := make(amounts, len(free))
+	for r := range free {
+		out[r] = free[r] - mulCount(need[r], int64(n))
+	}
+	return out
+}
+
+// capacityOf is cap_c: how many pods of claim c fit on the base room of the nodes it may use (counted once).
+func (p *Placer) capacityOf(c int) int {
+	cl := p.claims[c]
+	if cl.capacity < 0 {
+		cl.capacity, cl.most = 0, 0
+		for _, k := range cl.on {
+			n, _ := fits(cl.need, p.slots[k].base)
+			cl.capacity += n
+			cl.most = max(cl.most, n)
+		}
+	}
+	return cl.capacity
+}
+
+// cost is what one pod of claim a may take of claim c's places on a node: 0 when they share no node (counted once
+// per pair).
+func (p *Placer) cost(a, c int) int {
+	key := [2]int{a, c}
+	if k, ok := p.costs[key]; ok {
+		return k
+	}
+	if p.costs == nil {
+		p.costs = map[[2]int]int{}
+	}
+	k := 0
+	if shareSlot(p.claims[a].on, p.claims[c].on) {
+		p.capacityOf(c)
+		u, need := p.claims[a].need, p.claims[c].need
+		k = 1 // the pod slot
+		for r := range len(need) - 1 {
+			if need[r] > 0 && u[r] > 0 {
+				k = max(k, int((u[r]+need[r]-1)/need[r]))
+			}
+		}
+		k = max(min(k, p.claims[c].most), 1)
+	}
+	p.costs[key] = k
+	return k
+}
+
+// shareSlot says whether two sorted lists of slots have one in common.
+func shareSlot(a, b []int) bool {
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] == b[j]:
+			return true
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return false
+}
