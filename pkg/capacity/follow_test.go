@@ -391,3 +391,48 @@ func inPool(n *corev1.Node, v string) *corev1.Node {
 	n.Labels = map[string]string{"pool": v}
 	return n
 }
+
+// TestOursBound: the feed's change of one of our pods from unbound (or not seen) to bound counts, with its node;
+// another's bound, ours still unbound, ours moved between nodes or deleted, do not.
+func TestOursBound(t *testing.T) {
+	f := &Follow{}
+	agg := &aggregator{namespace: "work", scheduler: "s"}
+	held := func(p *corev1.Pod) heldPod {
+		t.Helper()
+		r, ok := agg.record(p)
+		if !ok {
+			t.Fatalf("no record of %s/%s", p.Namespace, p.Name)
+		}
+		return f.held.hold(keyOf(p), r)
+	}
+	ours := func(node string) heldPod {
+		p := kubePod("work", "a", node, corev1.PodPending, rl("cpu", "1"))
+		p.Labels = map[string]string{jobmeta.LabelScheduler: "s"}
+		return held(p)
+	}
+	other := func(node string) heldPod { return held(kubePod("other", "b", node, corev1.PodPending, rl("cpu", "1"))) }
+	for _, tc := range []struct {
+		name     string
+		old      heldPod
+		had      bool
+		now      heldPod
+		has      bool
+		want     int
+		wantNode string
+	}{
+		{name: "ours bound", old: ours(""), had: true, now: ours("n1"), has: true, want: 1, wantNode: "n1"},
+		{name: "ours seen first bound", now: ours("n2"), has: true, want: 1, wantNode: "n2"},
+		{name: "ours still unbound", old: ours(""), had: true, now: ours(""), has: true},
+		{name: "ours on another node", old: ours("n1"), had: true, now: ours("n2"), has: true},
+		{name: "ours deleted", old: ours("n1"), had: true},
+		{name: "another's bound", old: other(""), had: true, now: other("n1"), has: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, _ := f.OursBound()
+			f.podChanged(tc.old, tc.had, tc.now, tc.has)
+			if n, node := f.OursBound(); n-before != tc.want || tc.want > 0 && node != tc.wantNode {
+				t.Errorf("OursBound counted %d (last on %q); want %d on %q", n-before, node, tc.want, tc.wantNode)
+			}
+		})
+	}
+}

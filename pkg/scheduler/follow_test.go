@@ -98,7 +98,8 @@ func TestFollowWait(t *testing.T) {
 }
 
 // TestFollowWaitNode: a node that turns usable after the observation wakes the wait, with its name, only when the
-// last pass said a node may add room (nodes: the capacity fit bound it); otherwise only a Job's end does.
+// last pass said a node may add room (WakeOn.Nodes: the capacity fit bound it); one of our pods bound to a node only
+// when the fit awaited that (WakeOn.Binds); otherwise only a Job's end does.
 func TestFollowWaitNode(t *testing.T) {
 	listAt := func(c *testkit.Fake, gvr schema.GroupVersionResource, kind schema.GroupVersionKind) {
 		c.PrependReactor("list", gvr.Resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -114,24 +115,36 @@ func TestFollowWaitNode(t *testing.T) {
 		})
 	}
 	nodes := schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	for _, tc := range []struct {
-		nodes bool
-		want  string // "": not woken (the wait ends with its context)
-	}{{nodes: true, want: "node/n2"}, {nodes: false}} {
-		t.Run(fmt.Sprintf("nodes %v", tc.nodes), func(t *testing.T) {
+		on   WakeOn
+		bind bool   // the change is our pod bound to n1 (else a node n2 added)
+		want string // "": not woken (the wait ends with its context)
+	}{
+		{on: WakeOn{Nodes: true}, want: "node/n2"},
+		{on: WakeOn{}},
+		{on: WakeOn{Binds: true}},
+		{on: WakeOn{Binds: true}, bind: true, want: "pod/n1"},
+		{on: WakeOn{Nodes: true}, bind: true},
+	} {
+		t.Run(fmt.Sprintf("%+v bind %v", tc.on, tc.bind), func(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) { c.Limits.Capacity = config.CapacityNodes })
 			job := makeJob("runs").Obj()
 			job.ResourceVersion = "5"
-			c := testkit.NewFake(job, makeNode("n1").Allocatable(corev1.ResourceCPU, "4").Obj())
+			pod := makePod(job).Obj()
+			pod.ResourceVersion = "6"
+			c := testkit.NewFake(job, pod, makeNode("n1").Allocatable(corev1.ResourceCPU, "4").Obj())
 			listAt(c, schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, batchv1.SchemeGroupVersion.WithKind("Job"))
-			listAt(c, schema.GroupVersionResource{Version: "v1", Resource: "pods"}, corev1.SchemeGroupVersion.WithKind("Pod"))
+			listAt(c, pods, corev1.SchemeGroupVersion.WithKind("Pod"))
 			listAt(c, nodes, corev1.SchemeGroupVersion.WithKind("Node"))
-			watching := make(chan struct{}) // the fake's watch sends only what happens after it starts
-			c.PrependWatchReactor("nodes", func(k8stesting.Action) (bool, watch.Interface, error) {
-				w, err := c.Tracker().Watch(nodes, "")
-				close(watching)
-				return true, w, err
-			})
+			watching := make(chan struct{}, 2) // the fake's watch sends only what happens after it starts
+			for _, gvr := range []schema.GroupVersionResource{nodes, pods} {
+				c.PrependWatchReactor(gvr.Resource, func(a k8stesting.Action) (bool, watch.Interface, error) {
+					w, err := c.Tracker().Watch(gvr, a.GetNamespace())
+					watching <- struct{}{}
+					return true, w, err
+				})
+			}
 			s := &Scheduler{workers: 1, Config: cfg, Kube: c, Source: &source{Rows: rowsFor("b")}, Renderer: render.New(cfg, nil),
 				Now: func() time.Time { return now }, Follow: NewFollow()}
 			defer s.Follow.Stop()
@@ -140,22 +153,34 @@ func TestFollowWaitNode(t *testing.T) {
 			if _, err := s.Run(ctx, DryRun); err != nil { // a pass: its observation, then capacity's (the nodes)
 				t.Fatal(err)
 			}
-			select {
-			case <-watching:
-			case <-ctx.Done():
-				t.Fatal("the nodes were not watched")
+			for range 2 {
+				select {
+				case <-watching:
+				case <-ctx.Done():
+					t.Fatal("the nodes and the pods were not watched")
+				}
 			}
-			n2 := makeNode("n2").Allocatable(corev1.ResourceCPU, "4").Obj()
-			n2.ResourceVersion = "8"
-			if err := c.Tracker().Add(n2); err != nil {
-				t.Fatal(err)
+			changed := func() bool { n, _ := s.Follow.capacity.NodesUsable(); return n > 0 }
+			if tc.bind {
+				bound := pod.DeepCopy()
+				bound.Spec.NodeName, bound.ResourceVersion = "n1", "8"
+				if err := c.Tracker().Update(pods, bound, bound.Namespace); err != nil {
+					t.Fatal(err)
+				}
+				changed = func() bool { n, _ := s.Follow.capacity.OursBound(); return n > 0 }
+			} else {
+				n2 := makeNode("n2").Allocatable(corev1.ResourceCPU, "4").Obj()
+				n2.ResourceVersion = "8"
+				if err := c.Tracker().Add(n2); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if err := s.Follow.changes.Until(ctx, func() bool { n, _ := s.Follow.capacity.NodesUsable(); return n > 0 }); err != nil {
+			if err := s.Follow.changes.Until(ctx, changed); err != nil {
 				t.Fatal(err)
 			}
 			ended, end := context.WithCancel(ctx)
-			end() // the node is in: a wait it does not wake ends at once
-			got, err := s.Follow.Wait(ended, WakeOn{Nodes: tc.nodes})
+			end() // the change is in: a wait it does not wake ends at once
+			got, err := s.Follow.Wait(ended, tc.on)
 			if got != tc.want || (err == nil) != (tc.want != "") {
 				t.Errorf("woken by %q (%v), want %q", got, err, tc.want)
 			}

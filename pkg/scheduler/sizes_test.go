@@ -155,6 +155,53 @@ func TestSizedPass(t *testing.T) {
 	}
 }
 
+// TestSizedAwaitsBinds: on two 8-CPU nodes, ten rows of 500m then one of 4 CPU. The placement spreads the small
+// ones, 2.5 CPU on each node, and fits the large one beside them; the rule's bound (capacity's sure.go) may count
+// all 5 CPU of small ones on either node, so it is sure of the large one only once they are bound. The small ones
+// are created, the large one waits, the limit says why, and a fill run wakes at their bind (AwaitsBinds). A
+// 2-CPU row instead fits however they are bound.
+func TestSizedAwaitsBinds(t *testing.T) {
+	small := []string{"a", "500m", "b", "500m", "c", "500m", "d", "500m", "e", "500m", "f", "500m", "g", "500m", "h", "500m", "i", "500m", "j", "500m"}
+	for _, tc := range []struct {
+		name       string
+		rows       []rows.Row
+		created    int
+		wantLimit  string
+		wantAwaits bool
+	}{
+		{name: "ten 500m then 4: the 4 waits for their bind",
+			rows: sizedRows(append(small, "k", "4")...), created: 10, wantAwaits: true,
+			wantLimit: "capacity: the next row in the query's order asks for cpu=4, more than is sure to be free until 10 " +
+				"unbound pod(s) of ours of other sizes are bound; the rows behind it wait (strict order)"},
+		{name: "ten 500m then 2: fits wherever they go",
+			rows: sizedRows(append(small, "k", "2")...), created: 11, wantLimit: "limits.maxPerTick: 20"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := sizedConfig(t, config.CapacityNodes, "4")
+			cfg.Limits.MaxPerTick, cfg.Limits.MaxActive = ptr.To(20), ptr.To(20)
+			node := func(name string) runtime.Object {
+				return makeNode(name).Allocatable(corev1.ResourceCPU, "8").Allocatable(corev1.ResourcePods, "110").Obj()
+			}
+			client := testkit.NewFake(node("n1"), node("n2"))
+			s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: tc.rows}, Renderer: render.New(cfg, nil),
+				Now: func() time.Time { return now }}
+			res, err := s.Run(context.Background(), Execute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(createActions(client)); got != tc.created {
+				t.Errorf("%d Jobs created, want %d", got, tc.created)
+			}
+			if !strings.HasPrefix(res.Limit(), tc.wantLimit) {
+				t.Errorf("limit %q\nwant  %q…", res.Limit(), tc.wantLimit)
+			}
+			if res.AwaitsBinds() != tc.wantAwaits || tc.wantAwaits && !res.CapacityBound() {
+				t.Errorf("awaits binds %v, capacity bound %v; want %v, and bound when it awaits", res.AwaitsBinds(), res.CapacityBound(), tc.wantAwaits)
+			}
+		})
+	}
+}
+
 // TestSizedReadBound: a sized queue reads as many rows as its smallest Job fits, bounded by limits.maxPerTick and
 // MaxSizedRows, never by its template's size: 1-cpu rows on a node where the 3-cpu template fits once.
 func TestSizedReadBound(t *testing.T) {
