@@ -1,8 +1,9 @@
 // Package autoscale is limits.capacity: autoscale: each template's room is what fits on the nodes (as nodes) plus
-// what the cluster's autoscaler can still add for it (capacity.NewGrowingPlacer: Karpenter's NodePools within their
-// limits, the cluster-autoscaler's node groups up to their maxSize), after the pods already waiting for new nodes,
-// with at most limits.maxPending of ours waiting at once. Without an autoscaler to read (none installed, or no grant
-// of manifests/autoscale) it counts as nodes, and says why. It needs manifests/capacity too, for the nodes.
+// what the cluster's autoscaler can still add for it (grow.go, the Placer's capacity.Growth: Karpenter's NodePools
+// within their limits, the cluster-autoscaler's node groups up to their maxSize), after the pods already waiting for
+// new nodes, with at most limits.maxPending of ours waiting at once. Without an autoscaler to read (none installed,
+// or no grant of manifests/autoscale) it counts as nodes, and says why. It needs manifests/capacity too, for the
+// nodes.
 //
 // An Unschedulable pod of ours the autoscaler provides a node for waits for it rather than block the pass, and so
 // does one it has not spoken of yet, for WordGrace (Word.Judge).
@@ -52,9 +53,9 @@ func (Mode) Observe(ctx context.Context, c capacity.Clients, namespace string, o
 	return snap, nil
 }
 
-// Room is the Placer's, with the autoscaler's room for the pods that fit on no node (capacity.NewGrowingPlacer).
+// Room is the Placer's, with the autoscaler's room for the pods that fit on no node (growingPlacer).
 func (Mode) Room(snap *capacity.Snapshot, claims []capacity.Claim) capacity.Room {
-	return capacity.NewGrowingPlacer(snap, claims)
+	return growingPlacer(snap, claims)
 }
 
 // WordGrace is how long after a pod of ours turned Unschedulable the pass waits for the autoscaler to say whether
