@@ -29,7 +29,7 @@
 // (Room: a Room places Jobs one at a time and reports why they fit; nodes and quota use the Placer) and what it needs
 // granted (Needs: the kustomize component and its rules). What only some modes do is an optional interface the
 // shared code finds with a type assertion: a bound on the install's Jobs beyond maxActive and maxPerTick (Bounder:
-// Kueue's maxQueued), pods that wait rather than block (Waiter: autoscale's word and grace), a section of status
+// Kueue's maxQueued), pods that wait rather than block (Waiter: autoscale's answers and their grace), a section of status
 // (Inspector: read by status only), why a queued Job waits (Queuer), labels on each Job (Labeler), a fill run that
 // follows every pod (PodFollower). The scheduler, the reports, the renderer and the commands ask the interfaces and
 // never name a mode or its concepts (TestSharedCodeNamesNoMode, in the repository's root, holds them to it). To add

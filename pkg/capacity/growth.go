@@ -27,9 +27,9 @@ type ClaimView struct {
 	Demand corev1.ResourceList // what each of its pods demands
 	Spec   *corev1.PodSpec     // its pod's, as the API server admits it (selectors, tolerations)
 	PerJob int                 // pods per Job
-	// Waiting are those of its pods holding a claim already that fit on no node; Held those the pass decided wait
-	// for a new node (Claim.Waiting).
-	Waiting, Held int
+	// OnNoNode are those of its pods holding a claim already that fit on no node; ForNewNode those the pass
+	// decided wait for a new node (Claim.Waiting).
+	OnNoNode, ForNewNode int
 }
 
 // Claims is how many claims p places.
@@ -38,7 +38,7 @@ func (p *Placer) Claims() int { return len(p.claims) }
 // Claim is what a Growth reads of claim c.
 func (p *Placer) Claim(c int) ClaimView {
 	cl := p.claims[c]
-	return ClaimView{Demand: cl.demand, Spec: &cl.pod.Spec, PerJob: cl.perJob, Waiting: cl.waiting, Held: cl.held}
+	return ClaimView{Demand: cl.demand, Spec: &cl.pod.Spec, PerJob: cl.perJob, OnNoNode: cl.onNoNode, ForNewNode: cl.forNewNode}
 }
 
 // Need is one pod of demand over p's resources (what Fits, FitsIn and Minus count).

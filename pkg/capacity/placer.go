@@ -63,16 +63,16 @@ type Placer struct {
 
 // claim is one Claim while the Placer works on it.
 type claim struct {
-	tpl     *batchv1.Job
-	pod     *corev1.Pod // as admitted
-	demand  corev1.ResourceList
-	need    Amounts               // demand over the Placer's space
-	shows   []corev1.ResourceName // what a report shows of a node's room: demand's resources and pods, sorted
-	perJob  int
-	claimed int // unbound + podless
-	waiting int // of claimed, those that fit on no node: they wait for one
-	held    int // of claimed, those the pass decided wait for a new node (Claim.Waiting)
-	placed  int // Jobs placed
+	tpl        *batchv1.Job
+	pod        *corev1.Pod // as admitted
+	demand     corev1.ResourceList
+	need       Amounts               // demand over the Placer's space
+	shows      []corev1.ResourceName // what a report shows of a node's room: demand's resources and pods, sorted
+	perJob     int
+	claimed    int // unbound + podless
+	onNoNode   int // of claimed, those that fit on no node: they wait for one
+	forNewNode int // of claimed, those the pass decided wait for a new node (Claim.Waiting)
+	placed     int // Jobs placed
 	// onNodes are its pods that hold room on the nodes: claimed − waiting, and those placed there (sure.go).
 	// capacity is how many of its pods fit on the base room of its nodes (-1 until counted), most on one of them.
 	onNodes, capacity, most int
@@ -151,7 +151,7 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 			cl.demand = maps.Clone(cl.demand)
 			maps.Copy(cl.demand, c.Demand)
 		}
-		cl.held = min(max(c.Waiting, 0), cl.claimed)
+		cl.forNewNode = min(max(c.Waiting, 0), cl.claimed)
 		cl.shows = slices.Sorted(maps.Keys(cl.demand))
 		if !slices.Contains(cl.shows, corev1.ResourcePods) {
 			cl.shows = append(cl.shows, corev1.ResourcePods)
@@ -209,13 +209,13 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 		for k := range cl.claimed {
 			s := p.best(cl)
 			if s == nil {
-				cl.waiting = cl.claimed - k
+				cl.onNoNode = cl.claimed - k
 				break // the rest fit nowhere either: room only shrinks
 			}
 			free, _ := Minus(s.free, cl.need)
 			p.setFree(s, free)
 		}
-		cl.onNodes = cl.claimed - cl.waiting
+		cl.onNodes = cl.claimed - cl.onNoNode
 	}
 	return p
 }

@@ -98,7 +98,7 @@ func newGrowth(snap *capacity.Snapshot, p *capacity.Placer) *growth {
 	}
 	for c := range p.Claims() {
 		cl := p.Claim(c)
-		if max(cl.Waiting, cl.Held) > 0 {
+		if max(cl.OnNoNode, cl.ForNewNode) > 0 {
 			switch size := capacity.Quantities(cl.Demand); g.onNew {
 			case "":
 				g.onNew = size
@@ -107,8 +107,8 @@ func newGrowth(snap *capacity.Snapshot, p *capacity.Placer) *growth {
 				g.onNew = mixedSizes
 			}
 		}
-		g.waiting += max(cl.Waiting, cl.Held) // the pods interchangeable: those that fit nowhere are of the held first
-		for range cl.Waiting {
+		g.waiting += max(cl.OnNoNode, cl.ForNewNode) // interchangeable: those that fit nowhere are of those first
+		for range cl.OnNoNode {
 			g.takeAny(cl.Demand, g.needs[c], func(k int, _ *growPool) string { return g.claimsPools[c][k] })
 		}
 	}
@@ -389,7 +389,7 @@ func (gp *growPool) mayHold(demand corev1.ResourceList, need capacity.Amounts, p
 // limits.maxPending has no room for one more Job's pods.
 func (g *growth) Holds(c int) bool {
 	cl := g.p.Claim(c)
-	return cl.Held > 0 && g.pending < cl.PerJob
+	return cl.ForNewNode > 0 && g.pending < cl.PerJob
 }
 
 // Place places one Job of claim c on new nodes, if the pools and limits.maxPending take its pods, and no pod of ours
