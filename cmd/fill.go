@@ -38,7 +38,7 @@ type fillPass struct {
 	rowsWait bool      // rows may still wait for a Job
 	limit    string    // what bound the slots
 	next     time.Time // a limits.rate bound the slots: when its window allows the next create (zero: none)
-	waitDue  time.Time // when a pod that waits (the plan's WaitDue: for the autoscaler's word) blocks (zero: none)
+	waitDue  time.Time // when a pod that waits (the plan's WaitDue: for the autoscaler's answer) blocks (zero: none)
 }
 
 // wakeOn is what besides a Job's end may let the pass after p create.

@@ -16,10 +16,11 @@
 // quotascope.go is which ResourceQuotas apply to a pod (their scopes); resources.go is the arithmetic of room: a node's
 // free room and a pod's need as int64 amounts over the resources the pass's pods demand, in kube-scheduler's own units
 // (a map per node was most of a pass's memory at 5,000 nodes), a node's requests (Requests) and a report's free room
-// (Free); fit.go is Fit and which nodes a pod may use; placer.go is the Placer (nodes and quota); tick.go is the room
-// kept for the next tick; report.go is the Report; grow.go is the room an autoscaler can still add
-// (NewGrowingPlacer, for pkg/capacity/autoscale), on what pkg/autoscaler reads (Karpenter's NodePools and
-// NodeClaims, the cluster-autoscaler's status) and matches (a pod against a NodePool): the Placer places on it.
+// (Free); fit.go is Fit and which nodes a pod may use; placer.go is the Placer (nodes and quota); sure.go is how sure
+// a placement is of our pods not yet bound; tick.go is the room kept for the next tick; report.go is the Report;
+// growth.go is Growth, room beyond the nodes that a mode gives the Placer: pkg/capacity/autoscale's grow.go, what
+// an autoscaler can still add, on what pkg/autoscaler reads (Karpenter's NodePools and NodeClaims, the
+// cluster-autoscaler's status) and matches (a pod against a NodePool).
 //
 // # Capacity modes
 //
@@ -28,7 +29,7 @@
 // (Room: a Room places Jobs one at a time and reports why they fit; nodes and quota use the Placer) and what it needs
 // granted (Needs: the kustomize component and its rules). What only some modes do is an optional interface the
 // shared code finds with a type assertion: a bound on the install's Jobs beyond maxActive and maxPerTick (Bounder:
-// Kueue's maxQueued), pods that wait rather than block (Waiter: autoscale's word and grace), a section of status
+// Kueue's maxQueued), pods that wait rather than block (Waiter: autoscale's answers and their grace), a section of status
 // (Inspector: read by status only), why a queued Job waits (Queuer), labels on each Job (Labeler), a fill run that
 // follows every pod (PodFollower). The scheduler, the reports, the renderer and the commands ask the interfaces and
 // never name a mode or its concepts (TestSharedCodeNamesNoMode, in the repository's root, holds them to it). To add
@@ -50,9 +51,9 @@
 // # What autoscale adds (limits.capacity: autoscale)
 //
 // Room = nodes' fit + what the autoscaler can still add for the template − the pods already waiting for new
-// nodes, at most limits.maxPending of ours waiting (grow.go; the rules users read: `jobsched help capacity`). A
-// Job that fits on no node (or not with the next tick's room kept) is placed on a NodePool's remaining limits or a
-// node group's new nodes, and still charged to the quotas.
+// nodes, at most limits.maxPending of ours waiting (autoscale's grow.go, a Growth; the rules users read: `jobsched
+// help capacity`). A Job that fits on no node (or not with the next tick's room kept) is placed on a NodePool's
+// remaining limits or a node group's new nodes, and still charged to the quotas.
 //
 // # What the fit counts (limits.capacity: nodes)
 //

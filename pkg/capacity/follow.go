@@ -15,7 +15,7 @@ import (
 )
 
 // Follow keeps what Observe reads between the passes of a fill run (package follow): the nodes, every non-terminal
-// pod in the cluster (what it is bound to and requests: a heldPod, not the pod; of the caller's own pods, their
+// pod in the cluster (what it is bound to and requests: a storedPod, not the pod; of the caller's own pods, their
 // summary too: Ours), and the namespace's LimitRanges and ResourceQuotas. The first Observe lists them and watches them from there; the next ones read
 // what the watches kept (the RuntimeClasses the templates name are still read each pass, one GET each). Unlike a
 // one-shot pass, which lists the pods of the few nodes the templates may use when it can (Options), a Follow
@@ -26,8 +26,8 @@ type Follow struct {
 
 	namespace string
 	nodes     *follow.Feed[corev1.Node, *corev1.NodeList, string, Node]
-	pods      *follow.Feed[corev1.Pod, *corev1.PodList, podKey, heldPod]
-	held      held // what the pods feed's records point into
+	pods      *follow.Feed[corev1.Pod, *corev1.PodList, podKey, storedPod]
+	store     podStore // what the pods feed's records point into
 	quotas    *follow.Feed[corev1.ResourceQuota, *corev1.ResourceQuotaList, string, corev1.ResourceQuota]
 	limits    *follow.Feed[corev1.LimitRange, *corev1.LimitRangeList, string, corev1.LimitRange]
 
@@ -59,13 +59,13 @@ func (f *Follow) OursBound() (int, string) {
 }
 
 // podChanged counts a pod of ours the watch saw bound to a node, that it had seen unbound or not at all (OursBound).
-func (f *Follow) podChanged(old heldPod, had bool, p heldPod, has bool) {
+func (f *Follow) podChanged(old storedPod, had bool, p storedPod, has bool) {
 	if !has || p.node == 0 || had && old.node != 0 {
 		return
 	}
-	f.held.mu.Lock()
-	ours, node := f.held.shapes[p.shape].ours, f.held.nodes[p.node]
-	f.held.mu.Unlock()
+	f.store.mu.Lock()
+	ours, node := f.store.shapes[p.shape].ours, f.store.nodes[p.node]
+	f.store.mu.Unlock()
 	if !ours {
 		return
 	}
@@ -91,7 +91,7 @@ func (f *Follow) nodeChanged(old Node, had bool, n Node, has bool) {
 
 // node is what the nodes feed keeps of n: its summary, with an allocatable list equal to one kept before shared
 // with it (the nodes of a group offer the same: at 5,000 nodes, 3.4 MB less). They are kept for the Follow's life,
-// as held's demands are; nothing writes a summary's list.
+// as the store's demands are; nothing writes a summary's list.
 func (f *Follow) node(n *corev1.Node) (Node, bool) {
 	s := newNode(n)
 	key := Quantities(s.Allocatable)
@@ -127,8 +127,8 @@ func (f *Follow) Ours(ctx context.Context, c kube.Interface, namespace string, o
 		return nil, err
 	}
 	var ours []PodSummary
-	f.pods.Range(func(k podKey, p heldPod) {
-		if e := f.held.record(k, p).podExtra; e != nil && e.Own != nil {
+	f.pods.Range(func(k podKey, p storedPod) {
+		if e := f.store.record(k, p).podExtra; e != nil && e.Own != nil {
 			ours = append(ours, *e.Own)
 		}
 	}, nil)
@@ -197,16 +197,16 @@ func (f *Follow) nodesFeed(c any, collection kube.Collection[*corev1.NodeList], 
 		Changes: f.Changes, Summarize: f.node, Changed: f.nodeChanged}
 }
 
-// podsFeed is the feed of every non-terminal pod of collection, kept as heldPods.
-func (f *Follow) podsFeed(c any, collection kube.Collection[*corev1.PodList], agg *aggregator, watch bool) *follow.Feed[corev1.Pod, *corev1.PodList, podKey, heldPod] {
-	return &follow.Feed[corev1.Pod, *corev1.PodList, podKey, heldPod]{Client: c, Collection: collection,
+// podsFeed is the feed of every non-terminal pod of collection, kept as storedPods.
+func (f *Follow) podsFeed(c any, collection kube.Collection[*corev1.PodList], agg *aggregator, watch bool) *follow.Feed[corev1.Pod, *corev1.PodList, podKey, storedPod] {
+	return &follow.Feed[corev1.Pod, *corev1.PodList, podKey, storedPod]{Client: c, Collection: collection,
 		Options: metav1.ListOptions{FieldSelector: NonTerminal}, Watch: watch, Changes: f.Changes, Key: keyOf,
-		Summarize: func(p *corev1.Pod) (heldPod, bool) {
+		Summarize: func(p *corev1.Pod) (storedPod, bool) {
 			r, ok := agg.record(p)
 			if !ok {
-				return heldPod{}, false
+				return storedPod{}, false
 			}
-			return f.held.hold(keyOf(p), r), true
+			return f.store.keep(keyOf(p), r), true
 		}, Changed: f.podChanged}
 }
 
@@ -222,30 +222,30 @@ func synced[O, L, T any](ctx context.Context, f *follow.Feed[O, L, string, T], l
 	return items, nil
 }
 
-// held keeps, for a Follow's pods feed, each node name and each distinct shape once: a cluster's pods are on a few
-// thousand nodes and of a few shapes, and a heldPod names them by index. They are kept for the Follow's life (a fill
+// podStore keeps, for a Follow's pods feed, each node name and each distinct shape once: a cluster's pods are on a few
+// thousand nodes and of a few shapes, and a storedPod names them by index. They are kept for the Follow's life (a fill
 // run): the name of a node gone stays, a few bytes.
-type held struct {
+type podStore struct {
 	mu      sync.Mutex
 	nodeOf  map[string]uint32 // node name → its index in nodes
 	nodes   []string          // nodes[0] is "": bound to none
-	shapeOf map[heldShapeKey]uint32
-	shapes  []heldShape
+	shapeOf map[podShapeKey]uint32
+	shapes  []podShape
 	self    podKey // the tick pod's key, once seen
 	// extras are the podExtra of the few pods that have one (those waiting for a node, the tick pod), by key: apart,
-	// so that a heldPod is 8 bytes (a map of 150,000 takes 47 bytes a pod, not 70). hold sets and clears a pod's as
+	// so that a storedPod is 8 bytes (a map of 150,000 takes 47 bytes a pod, not 70). hold sets and clears a pod's as
 	// the feed's watch changes it (holding the feed); addHeld drops those of pods no longer followed.
 	extras map[podKey]*podExtra
 }
 
-// heldShape is what pods of one shape share: their demand, and whether they are being deleted and are ours.
-type heldShape struct {
+// podShape is what pods of one shape share: their demand, and whether they are being deleted and are ours.
+type podShape struct {
 	demand         corev1.ResourceList
 	deleting, ours bool
 }
 
-// heldShapeKey is a heldShape's key in held: the demand in words (Quantities), equal for equal demands.
-type heldShapeKey struct {
+// podShapeKey is a podShape's key in a podStore: the demand in words (Quantities), equal for equal demands.
+type podShapeKey struct {
 	demand         string
 	deleting, ours bool
 }
@@ -262,19 +262,19 @@ func keyOf(m metav1.Object) podKey {
 	return podKey(uuid.NewSHA1(uuid.NameSpaceURL, []byte(m.GetNamespace()+"/"+m.GetName())))
 }
 
-// heldPod is what a Follow keeps of a pod between passes (a podRecord, compact): its node and shape by index in
-// held, 8 bytes (its podExtra, if any, is in held.extras): BenchmarkFollowedPods.
-type heldPod struct {
+// storedPod is what a Follow keeps of a pod between passes (a podRecord, compact): its node and shape by index in
+// the podStore, 8 bytes (its podExtra, if any, is in podStore.extras): BenchmarkFollowedPods.
+type storedPod struct {
 	node, shape uint32
 }
 
-// hold is r, the record of the pod of key k, kept.
-func (h *held) hold(k podKey, r podRecord) heldPod {
-	key := heldShapeKey{demand: Quantities(r.Demand), deleting: r.Deleting, ours: r.Ours}
+// keep is r, the record of the pod of key k, kept.
+func (h *podStore) keep(k podKey, r podRecord) storedPod {
+	key := podShapeKey{demand: Quantities(r.Demand), deleting: r.Deleting, ours: r.Ours}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.nodeOf == nil {
-		h.nodeOf, h.nodes, h.shapeOf = map[string]uint32{"": 0}, []string{""}, map[heldShapeKey]uint32{}
+		h.nodeOf, h.nodes, h.shapeOf = map[string]uint32{"": 0}, []string{""}, map[podShapeKey]uint32{}
 	}
 	node, ok := h.nodeOf[r.Node]
 	if !ok {
@@ -284,7 +284,7 @@ func (h *held) hold(k podKey, r podRecord) heldPod {
 	shape, ok := h.shapeOf[key]
 	if !ok {
 		shape = uint32(len(h.shapes))
-		h.shapeOf[key], h.shapes = shape, append(h.shapes, heldShape{demand: r.Demand, deleting: r.Deleting, ours: r.Ours})
+		h.shapeOf[key], h.shapes = shape, append(h.shapes, podShape{demand: r.Demand, deleting: r.Deleting, ours: r.Ours})
 	}
 	if r.podExtra != nil && r.Self != nil {
 		h.self = k
@@ -297,12 +297,12 @@ func (h *held) hold(k podKey, r podRecord) heldPod {
 	} else {
 		delete(h.extras, k)
 	}
-	return heldPod{node: node, shape: shape}
+	return storedPod{node: node, shape: shape}
 }
 
 // record is the podRecord of p, the pod of key k (its demand shared with every pod of its shape: add only reads
 // it).
-func (h *held) record(k podKey, p heldPod) podRecord {
+func (h *podStore) record(k podKey, p storedPod) podRecord {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	sh := h.shapes[p.shape]
@@ -313,30 +313,30 @@ func (h *held) record(k podKey, p heldPod) podRecord {
 // from a list that replaced the watch's).
 func (f *Follow) addHeld(agg *aggregator) {
 	kept := map[podKey]*podExtra{}
-	f.pods.Range(func(k podKey, p heldPod) {
-		r := f.held.record(k, p)
+	f.pods.Range(func(k podKey, p storedPod) {
+		r := f.store.record(k, p)
 		if r.podExtra != nil {
 			kept[k] = r.podExtra
 		}
 		agg.add(r)
-	}, func() { // still holding the feed: no hold has run since
-		f.held.mu.Lock()
-		f.held.extras = kept
-		f.held.mu.Unlock()
+	}, func() { // still holding the feed: no keep has run since
+		f.store.mu.Lock()
+		f.store.extras = kept
+		f.store.mu.Unlock()
 	})
 }
 
 // selfSpec is the tick pod's spec, while the feed has it.
 func (f *Follow) selfSpec() *corev1.PodSpec {
-	f.held.mu.Lock()
-	k := f.held.self
-	f.held.mu.Unlock()
+	f.store.mu.Lock()
+	k := f.store.self
+	f.store.mu.Unlock()
 	if _, ok := f.pods.Get(k); !ok {
 		return nil
 	}
-	f.held.mu.Lock()
-	defer f.held.mu.Unlock()
-	if e := f.held.extras[k]; e != nil {
+	f.store.mu.Lock()
+	defer f.store.mu.Unlock()
+	if e := f.store.extras[k]; e != nil {
 		return e.Self
 	}
 	return nil

@@ -84,7 +84,7 @@ func liveHeap[T any](make func() T) (uint64, T) {
 }
 
 // BenchmarkFollowedPods measures what a fill run holds for every non-terminal pod of the cluster between its
-// passes (Follow's pods feed: a heldPod per pod, by its UID), at the bench's largest size: 150,000 pods on
+// passes (Follow's pods feed: a storedPod per pod, by its UID), at the bench's largest size: 150,000 pods on
 // 5,000 nodes. B/pod and MB-held are the live heap the feed keeps after a collection; a fill run's peak RSS is that
 // plus the collector's headroom over it (GOGC: cmd/gogc.go) and the rest of the process
 // (scripts/bench/results/fill-rss-5000.md).
@@ -92,8 +92,8 @@ func BenchmarkFollowedPods(b *testing.B) {
 	const numNodes, numPods = 5000, 150000
 	var held uint64
 	for b.Loop() {
-		var pods *follow.Feed[corev1.Pod, *corev1.PodList, podKey, heldPod]
-		held, pods = liveHeap(func() *follow.Feed[corev1.Pod, *corev1.PodList, podKey, heldPod] {
+		var pods *follow.Feed[corev1.Pod, *corev1.PodList, podKey, storedPod]
+		held, pods = liveHeap(func() *follow.Feed[corev1.Pod, *corev1.PodList, podKey, storedPod] {
 			pods := (&Follow{}).podsFeed(nil, generatedPods{n: numPods, nodes: numNodes}, &aggregator{namespace: "work", scheduler: "s"}, false)
 			if err := pods.Sync(context.Background()); err != nil {
 				b.Fatal(err)
@@ -101,7 +101,7 @@ func BenchmarkFollowedPods(b *testing.B) {
 			return pods
 		})
 		n := 0
-		pods.Range(func(podKey, heldPod) { n++ }, nil)
+		pods.Range(func(podKey, storedPod) { n++ }, nil)
 		if n != numPods {
 			b.Fatalf("the feed keeps %d pods, want %d", n, numPods)
 		}

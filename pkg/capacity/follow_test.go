@@ -163,7 +163,7 @@ func TestNodesUsable(t *testing.T) {
 func TestFollowedRecord(t *testing.T) {
 	f := &Follow{}
 	agg := &aggregator{namespace: "work", scheduler: "s", self: "tick-1"}
-	rec := func(p *corev1.Pod) (heldPod, podRecord) {
+	rec := func(p *corev1.Pod) (storedPod, podRecord) {
 		t.Helper()
 		p = p.DeepCopy() // strings and maps of their own, as each decoded pod's are
 		p.UID = types.UID(uuid.NewString())
@@ -175,8 +175,8 @@ func TestFollowedRecord(t *testing.T) {
 			t.Errorf("%s/%s is kept by key %x; want its UID %s", p.Namespace, p.Name, k, p.UID)
 		}
 		k := keyOf(p)
-		h := f.held.hold(k, r)
-		return h, f.held.record(k, h)
+		h := f.store.keep(k, r)
+		return h, f.store.record(k, h)
 	}
 	ha, a := rec(kubePod("other", "a", "node-1", corev1.PodRunning, rl("cpu", "1")))
 	hb, b := rec(kubePod("other", "b", strings.Clone("node-1"), corev1.PodRunning, rl("cpu", "1000m")))
@@ -204,8 +204,8 @@ func TestFollowedRecord(t *testing.T) {
 		t.Errorf("pods of 1 CPU, one being deleted and one ours, are kept as shapes %d, %d, %d (deleting %v %v %v, ours %v %v %v); "+
 			"want three, each read back as it was", ha.shape, hg.shape, hh.shape, a.Deleting, g.Deleting, h.Deleting, a.Ours, g.Ours, h.Ours)
 	}
-	if a.podExtra != nil || len(f.held.extras) != 0 {
-		t.Errorf("a bound pod keeps %+v (extras %v); want only its node and demand", a.podExtra, f.held.extras)
+	if a.podExtra != nil || len(f.store.extras) != 0 {
+		t.Errorf("a bound pod keeps %+v (extras %v); want only its node and demand", a.podExtra, f.store.extras)
 	}
 	waiting := kubePod("other", "d", "", corev1.PodPending, rl("cpu", "1"))
 	waiting.Spec.NodeSelector = map[string]string{"zone": "a"}
@@ -318,7 +318,7 @@ func TestFollowedExtras(t *testing.T) {
 	defer o.Follow.Stop()
 	extras := func() []string {
 		var names []string
-		for _, e := range o.Follow.held.extras {
+		for _, e := range o.Follow.store.extras {
 			names = append(names, e.Name)
 		}
 		slices.Sort(names)
@@ -397,25 +397,27 @@ func inPool(n *corev1.Node, v string) *corev1.Node {
 func TestOursBound(t *testing.T) {
 	f := &Follow{}
 	agg := &aggregator{namespace: "work", scheduler: "s"}
-	held := func(p *corev1.Pod) heldPod {
+	stored := func(p *corev1.Pod) storedPod {
 		t.Helper()
 		r, ok := agg.record(p)
 		if !ok {
 			t.Fatalf("no record of %s/%s", p.Namespace, p.Name)
 		}
-		return f.held.hold(keyOf(p), r)
+		return f.store.keep(keyOf(p), r)
 	}
-	ours := func(node string) heldPod {
+	ours := func(node string) storedPod {
 		p := kubePod("work", "a", node, corev1.PodPending, rl("cpu", "1"))
 		p.Labels = map[string]string{jobmeta.LabelScheduler: "s"}
-		return held(p)
+		return stored(p)
 	}
-	other := func(node string) heldPod { return held(kubePod("other", "b", node, corev1.PodPending, rl("cpu", "1"))) }
+	other := func(node string) storedPod {
+		return stored(kubePod("other", "b", node, corev1.PodPending, rl("cpu", "1")))
+	}
 	for _, tc := range []struct {
 		name     string
-		old      heldPod
+		old      storedPod
 		had      bool
-		now      heldPod
+		now      storedPod
 		has      bool
 		want     int
 		wantNode string

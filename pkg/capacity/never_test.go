@@ -3,9 +3,6 @@ package capacity
 import (
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/jobsched/jobsched/pkg/autoscaler"
 	"github.com/jobsched/jobsched/pkg/config"
 )
 
@@ -64,53 +61,5 @@ func TestPlacerMixedSizes(t *testing.T) {
 		if got := places(NewPlacer(nodes(node("n1")), claims), tc.seq); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.seq, got, tc.want)
 		}
-	}
-}
-
-// TestNeverGrowing pins Never with the autoscaler's growth (capacity autoscale): a Job that fits no node it may use
-// could still fit on a new node a pool may add, unless that pool's node shape, or its limits in all, cannot hold
-// its pod; a pool whose node shape is not known yet may add one.
-func TestNeverGrowing(t *testing.T) {
-	shaped := func(p *autoscaler.Pool) { // Karpenter's kwok c-4x: 3900m allocatable
-		p.Shape = &autoscaler.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"),
-			Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "batch-old"}
-	}
-	big := func(p *autoscaler.Pool) {
-		p.Shape = &autoscaler.Shape{Capacity: rl("cpu", "16", "memory", "64Gi", "pods", "110"),
-			Allocatable: rl("cpu", "16", "memory", "64Gi", "pods", "110"), From: "big-old"}
-	}
-	tainted := func(p *autoscaler.Pool) {
-		p.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
-	}
-	grown := func(s *Snapshot, pools ...autoscaler.Pool) *Snapshot {
-		return withAutoscale(s, autoscaler.Karpenter, 100, pools...)
-	}
-	const nor = ", nor could any NodePool add one it fits on (its node shape, or its limits in all)"
-	tests := []struct {
-		name string
-		snap *Snapshot
-		cpu  string
-		want string
-	}{
-		{"larger than the nodes, a new node holds it", grown(nodes(node("n1")), karpenter("batch", rl("cpu", "40"), nil, big)), "6", ""},
-		{"larger than the nodes and the NodePool's node shape", grown(nodes(node("n1")), karpenter("batch", rl("cpu", "40"), nil, shaped)), "6",
-			"it asks for cpu=6 memory=256Mi, more than the allocatable of any of the 1 node(s) it may run on (the largest, n1: cpu=4 memory=8Gi)" + nor},
-		{"the node shape not known yet: within the limits, it may", grown(nodes(node("n1")), karpenter("batch", rl("cpu", "12"), nil)), "6", ""},
-		{"the node shape not known yet: over the limits in all", grown(nodes(node("n1")), karpenter("batch", rl("cpu", "12"), nil)), "13",
-			"it asks for cpu=13 memory=256Mi, more than the allocatable of any of the 1 node(s) it may run on (the largest, n1: cpu=4 memory=8Gi)" + nor},
-		{"no node yet, a new node holds it", grown(nodes(), karpenter("batch", rl("cpu", "12"), nil, shaped)), "3", ""},
-		{"no node yet, and no new node would hold it", grown(nodes(), karpenter("batch", rl("cpu", "12"), nil, shaped)), "5",
-			"it asks for cpu=5 memory=256Mi, and no node it may run on exists" + nor},
-		{"a pool the pod may not use adds nothing for it", grown(nodes(), karpenter("gpu", rl("cpu", "40"), nil, big, tainted)), "5",
-			"it asks for cpu=5 memory=256Mi, and no node it may run on exists" + nor},
-		{"fits a node now full", grown(nodes(node("n1", func(n *Node) { n.Requested, n.Pods = req("cpu", "4"), 1 })), karpenter("batch", rl("cpu", "12"), rl("cpu", "12"), shaped)), "3", ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p := NewGrowingPlacer(tc.snap, []Claim{{Template: job(cpus(tc.cpu))}})
-			if got := p.Never(0); got != tc.want {
-				t.Errorf("Never = %q, want %q", got, tc.want)
-			}
-		})
 	}
 }

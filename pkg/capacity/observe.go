@@ -362,7 +362,7 @@ type aggregator struct {
 }
 
 // podRecord is what capacity reads of a non-terminal pod: where it is bound and what it holds. A pass sums them as
-// they are listed; a fill run keeps each in a compact form between its passes (heldPod).
+// they are listed; a fill run keeps each in a compact form between its passes (storedPod).
 type podRecord struct {
 	Node      string              // bound to ("": none)
 	Demand    corev1.ResourceList // what it holds

@@ -55,24 +55,24 @@ type Placer struct {
 	claimed, placed int
 	// unplaced are the indices in Snapshot.Pending of others' unbound pods that fit on no node (they wait for one).
 	unplaced []int
-	// grow is the room the autoscaler can still add (limits.capacity: autoscale), nil when none is counted.
-	grow *growth
+	// grow is the room beyond the nodes (an autoscaler's: Grow), nil when none is counted.
+	grow Growth
 	// costs are, per pair of claims (a, c), what a pod of a may take of c's pods on a node (sure.go).
 	costs map[[2]int]int
 }
 
 // claim is one Claim while the Placer works on it.
 type claim struct {
-	tpl     *batchv1.Job
-	pod     *corev1.Pod // as admitted
-	demand  corev1.ResourceList
-	need    amounts               // demand over the Placer's space
-	shows   []corev1.ResourceName // what a report shows of a node's room: demand's resources and pods, sorted
-	perJob  int
-	claimed int // unbound + podless
-	waiting int // of claimed, those that fit on no node: they wait for one
-	held    int // of claimed, those the pass decided wait for a new node (Claim.Waiting)
-	placed  int // Jobs placed
+	tpl        *batchv1.Job
+	pod        *corev1.Pod // as admitted
+	demand     corev1.ResourceList
+	need       Amounts               // demand over the Placer's space
+	shows      []corev1.ResourceName // what a report shows of a node's room: demand's resources and pods, sorted
+	perJob     int
+	claimed    int // unbound + podless
+	onNoNode   int // of claimed, those that fit on no node: they wait for one
+	forNewNode int // of claimed, those the pass decided wait for a new node (Claim.Waiting)
+	placed     int // Jobs placed
 	// onNodes are its pods that hold room on the nodes: claimed − waiting, and those placed there (sure.go).
 	// capacity is how many of its pods fit on the base room of its nodes (-1 until counted), most on one of them.
 	onNodes, capacity, most int
@@ -91,7 +91,7 @@ type slot struct {
 	index int // node's in the Snapshot
 	// base is allocatable − requested, after others' unbound pods: what the next tick's room is counted on. shown is
 	// base − this pass's placements (what the report shows), free is shown − our claimed pods (where pods go).
-	base, shown, free amounts
+	base, shown, free Amounts
 	claims            []int // the claims that may use it
 	pending           []pendingOn
 	// fit is, per claim of claims, how many of its pods fit in free; left and alloc are free's and allocatable's cpu
@@ -104,11 +104,11 @@ type slot struct {
 var scored = [2]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
 
 // setFree makes free the slot's free room, and counts what fits in it.
-func (p *Placer) setFree(s *slot, free amounts) {
+func (p *Placer) setFree(s *slot, free Amounts) {
 	s.free = free
 	s.fit = s.fit[:0]
 	for _, c := range s.claims {
-		n, _ := fits(p.claims[c].need, free)
+		n, _ := Fits(p.claims[c].need, free)
 		s.fit = append(s.fit, n)
 	}
 	for i, at := range p.scored {
@@ -151,7 +151,7 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 			cl.demand = maps.Clone(cl.demand)
 			maps.Copy(cl.demand, c.Demand)
 		}
-		cl.held = min(max(c.Waiting, 0), cl.claimed)
+		cl.forNewNode = min(max(c.Waiting, 0), cl.claimed)
 		cl.shows = slices.Sorted(maps.Keys(cl.demand))
 		if !slices.Contains(cl.shows, corev1.ResourcePods) {
 			cl.shows = append(cl.shows, corev1.ResourcePods)
@@ -209,13 +209,13 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 		for k := range cl.claimed {
 			s := p.best(cl)
 			if s == nil {
-				cl.waiting = cl.claimed - k
+				cl.onNoNode = cl.claimed - k
 				break // the rest fit nowhere either: room only shrinks
 			}
-			free, _ := minus(s.free, cl.need)
+			free, _ := Minus(s.free, cl.need)
 			p.setFree(s, free)
 		}
-		cl.onNodes = cl.claimed - cl.waiting
+		cl.onNodes = cl.claimed - cl.onNoNode
 	}
 	return p
 }
@@ -256,7 +256,7 @@ func (p *Placer) takePending() {
 		if before[k] == nil {
 			s := p.slots[k]
 			for _, c := range s.claims {
-				n, _ := fits(p.claims[c].need, s.base)
+				n, _ := Fits(p.claims[c].need, s.base)
 				before[k] = append(before[k], n)
 			}
 		}
@@ -269,7 +269,7 @@ func (p *Placer) takePending() {
 		best, bestCost, cost := -1, -1, 0
 		var costs, bestCosts []int
 		for k, s := range p.slots {
-			if !fitsIn(s.base, need) || where.excluded(s.node) != "" {
+			if !FitsIn(s.base, need) || where.excluded(s.node) != "" {
 				continue
 			}
 			costs, cost = costs[:0], 0
@@ -286,7 +286,7 @@ func (p *Placer) takePending() {
 			continue
 		}
 		s := p.slots[best]
-		s.base, _ = minus(s.base, need)
+		s.base, _ = Minus(s.base, need)
 		s.pending = append(s.pending, pendingOn{pod: pd.Namespace + "/" + pd.Name, costs: slices.Clone(bestCosts)})
 		before[best] = nil
 	}
@@ -393,7 +393,7 @@ func (p *Placer) Place(i int) bool {
 			return false
 		}
 	}
-	if p.snap.Mode == config.CapacityNodes && (p.grow.holds(cl) || !p.placeOnNodes(cl, i) && (p.grow == nil || !p.grow.place(i, cl))) {
+	if p.snap.Mode == config.CapacityNodes && (p.grow != nil && p.grow.Holds(i) || !p.placeOnNodes(cl, i) && (p.grow == nil || !p.grow.Place(i))) {
 		return false
 	}
 	for j, q := range p.quotas {
@@ -413,7 +413,7 @@ func (p *Placer) placeOnNodes(cl *claim, i int) bool {
 	}
 	type saved struct {
 		s           *slot
-		shown, free amounts
+		shown, free Amounts
 	}
 	var undo []saved
 	back := func() bool {
@@ -429,8 +429,8 @@ func (p *Placer) placeOnNodes(cl *claim, i int) bool {
 			return back()
 		}
 		undo = append(undo, saved{s, s.shown, s.free})
-		s.shown, _ = minus(s.shown, cl.need)
-		free, _ := minus(s.free, cl.need)
+		s.shown, _ = Minus(s.shown, cl.need)
+		free, _ := Minus(s.free, cl.need)
 		p.setFree(s, free)
 	}
 	if room, others := p.onNodesRoom(i, cl.perJob); room < cl.perJob {
@@ -450,7 +450,7 @@ func (p *Placer) AwaitsBinds(i int) int {
 
 // Never says why one Job of claim i could never fit, however much room is freed: in capacity nodes, its pod fits
 // in the allocatable of no node it may use (each as if empty) and, with the autoscaler's growth (autoscale), on no
-// new node a pool could add (growth.mayAdd); in any mode, it takes more of a ResourceQuota than its hard limit. ""
+// new node it could add (Growth.MayAdd); in any mode, it takes more of a ResourceQuota than its hard limit. ""
 // when it could fit (or no node may take it at all and nothing grows: Report says so, and nothing is read).
 func (p *Placer) Never(i int) string {
 	if p.snap == nil {
@@ -462,7 +462,7 @@ func (p *Placer) Never(i int) string {
 		fitsOne := false
 		for _, k := range cl.on {
 			n := p.slots[k].node
-			if f, _ := fits(cl.need, p.space.empty(n.Allocatable)); f >= 1 {
+			if f, _ := Fits(cl.need, p.space.empty(n.Allocatable)); f >= 1 {
 				fitsOne = true
 				break
 			}
@@ -472,7 +472,7 @@ func (p *Placer) Never(i int) string {
 		}
 		var why string
 		switch {
-		case fitsOne || p.grow != nil && p.grow.mayAdd(i, cl, p.space):
+		case fitsOne || p.grow != nil && p.grow.MayAdd(i):
 		case largest != nil:
 			why = fmt.Sprintf("it asks for %s, more than the allocatable of any of the %d node(s) it may run on (the largest, %s: %s)",
 				Quantities(cl.demand), len(cl.on), largest.Name, allocatableOf(cl.demand, largest))
@@ -480,7 +480,7 @@ func (p *Placer) Never(i int) string {
 			why = fmt.Sprintf("it asks for %s, and no node it may run on exists", Quantities(cl.demand))
 		}
 		if why != "" && p.grow != nil {
-			why += fmt.Sprintf(", nor could any %s add one it fits on (its node shape, or its limits in all)", poolKind(p.grow.source))
+			why += fmt.Sprintf(", nor could any %s add one it fits on (its node shape, or its limits in all)", p.grow.Adds())
 		}
 		if why != "" {
 			return why
@@ -529,9 +529,9 @@ func (p *Placer) Report(i int) Report {
 		r.Fit, r.Binding = p.reportNodes(i, &r)
 		slices.SortFunc(r.Nodes, func(a, b NodeFit) int { return cmp.Compare(a.Name, b.Name) }) // whatever the Snapshot's order
 		if p.grow != nil {
-			more, why := p.grow.report(i, cl, &r)
+			more, why := p.grow.Report(i, &r)
 			r.Fit, r.Binding = r.Fit+more, r.Binding+"; "+why
-			if p.grow.holds(cl) {
+			if p.grow.Holds(i) {
 				r.Fit, r.Binding = 0, why+"; its pods wait though they fit on the nodes: none fits there either"
 			}
 		}
@@ -574,7 +574,7 @@ func (p *Placer) reportNodes(i int, r *Report) (int, string) {
 	for j, k := range cl.on {
 		s := p.slots[k]
 		room += s.fit[cl.at[j]]
-		shown, bound := fits(cl.need, s.shown)
+		shown, bound := Fits(cl.need, s.shown)
 		l := string(p.space.name(bound))
 		limits[l]++
 		lim = l
@@ -617,7 +617,7 @@ func (p *Placer) reportNodes(i int, r *Report) (int, string) {
 }
 
 // shown is what a report shows of free for cl: cl.shows's entries.
-func (p *Placer) shown(cl *claim, free amounts) Free {
+func (p *Placer) shown(cl *claim, free Amounts) Free {
 	f := Free{Names: cl.shows, Units: make([]int64, len(cl.shows))}
 	for i, r := range cl.shows {
 		if at := p.space.index(r); at >= 0 {

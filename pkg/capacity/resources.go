@@ -16,10 +16,10 @@ import (
 // demands). Amounts over it have one entry more, the pod slots, last.
 type space []corev1.ResourceName
 
-// amounts are a node's free room, or one pod's demand, over a space: in units, as kube-scheduler's NodeInfo counts
+// Amounts are a node's free room, or one pod's demand, over a space: in units, as kube-scheduler's NodeInfo counts
 // (millicores for cpu, else the value), the pod slots last, of which a pod takes one. Amounts are never written once
-// made (minus and plus make new ones), so that slots, new nodes and reports share them.
-type amounts []int64
+// made (Minus and plus make new ones), so that slots, new nodes and reports share them.
+type Amounts []int64
 
 // name is the resource of entry i of amounts.
 func (sp space) name(i int) corev1.ResourceName {
@@ -41,8 +41,8 @@ func (sp space) index(name corev1.ResourceName) int {
 }
 
 // need is one pod of demand.
-func (sp space) need(demand corev1.ResourceList) amounts {
-	out := make(amounts, len(sp)+1)
+func (sp space) need(demand corev1.ResourceList) Amounts {
+	out := make(Amounts, len(sp)+1)
 	for i, r := range sp {
 		out[i] = units(demand[r], r)
 	}
@@ -51,8 +51,8 @@ func (sp space) need(demand corev1.ResourceList) amounts {
 }
 
 // empty is a node of allocatable with nothing on it.
-func (sp space) empty(allocatable corev1.ResourceList) amounts {
-	out := make(amounts, len(sp)+1)
+func (sp space) empty(allocatable corev1.ResourceList) Amounts {
+	out := make(Amounts, len(sp)+1)
 	for i, r := range sp {
 		out[i] = units(allocatable[r], r)
 	}
@@ -62,7 +62,7 @@ func (sp space) empty(allocatable corev1.ResourceList) amounts {
 
 // free is what n has left: allocatable − requested (a resource it does not offer has 0 − requested), and the free
 // pod slots.
-func (sp space) free(n *Node) amounts {
+func (sp space) free(n *Node) Amounts {
 	out := sp.empty(n.Allocatable)
 	for i, r := range sp {
 		out[i] -= n.Requested.units(r)
@@ -71,9 +71,9 @@ func (sp space) free(n *Node) amounts {
 	return out
 }
 
-// fits is how many pods of need fit in free, and the entry that limits it (the pod slots' only when no resource
+// Fits is how many pods of need fit in free, and the entry that limits it (the pod slots' only when no resource
 // limits as much).
-func fits(need, free amounts) (int, int) {
+func Fits(need, free Amounts) (int, int) {
 	last := len(free) - 1
 	k, limit := free[last], last
 	for i := range last {
@@ -87,9 +87,9 @@ func fits(need, free amounts) (int, int) {
 	return int(max(k, 0)), limit
 }
 
-// fitsAfter is how many pods of need fit in free once a pod of taken is there too: fits(need, minus(free, taken))
+// fitsAfter is how many pods of need fit in free once a pod of taken is there too: Fits(need, Minus(free, taken))
 // without making that room (this runs for every pending pod and node).
-func fitsAfter(need, free, taken amounts) int {
+func fitsAfter(need, free, taken Amounts) int {
 	k := int64(math.MaxInt64)
 	for i := range free {
 		if need[i] > 0 {
@@ -99,9 +99,9 @@ func fitsAfter(need, free, taken amounts) int {
 	return int(k)
 }
 
-// fitsIn says whether one pod of need fits in free: in each resource it asks for (as kube-scheduler's NodeResourcesFit,
+// FitsIn says whether one pod of need fits in free: in each resource it asks for (as kube-scheduler's NodeResourcesFit,
 // a resource overcommitted but not asked for does not count) and a pod slot.
-func fitsIn(free, need amounts) bool {
+func FitsIn(free, need Amounts) bool {
 	for i, f := range free {
 		if need[i] > 0 && f < need[i] {
 			return false
@@ -110,26 +110,26 @@ func fitsIn(free, need amounts) bool {
 	return true
 }
 
-// minus returns free − need, and whether the pod fits (fitsIn).
-func minus(free, need amounts) (amounts, bool) {
-	out := make(amounts, len(free))
+// Minus returns free − need, and whether the pod fits (FitsIn).
+func Minus(free, need Amounts) (Amounts, bool) {
+	out := make(Amounts, len(free))
 	for i := range free {
 		out[i] = free[i] - need[i]
 	}
-	return out, fitsIn(free, need)
+	return out, FitsIn(free, need)
 }
 
 // plus returns free + need.
-func plus(free, need amounts) amounts {
-	out := make(amounts, len(free))
+func plus(free, need Amounts) Amounts {
+	out := make(Amounts, len(free))
 	for i := range free {
 		out[i] = free[i] + need[i]
 	}
 	return out
 }
 
-// quotient is floor(free/per) in the resource's unit (millicores for cpu), and false when per is not positive.
-func quotient(free, per resource.Quantity, name corev1.ResourceName) (int64, bool) {
+// Quotient is floor(free/per) in the resource's unit (millicores for cpu), and false when per is not positive.
+func Quotient(free, per resource.Quantity, name corev1.ResourceName) (int64, bool) {
 	f, p := units(free, name), units(per, name)
 	if p <= 0 {
 		return 0, false

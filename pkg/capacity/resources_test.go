@@ -8,14 +8,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	"github.com/jobsched/jobsched/pkg/autoscaler"
 )
 
 // TestAmounts: a pod fits in a node's room in each resource it asks for and a pod slot, as kube-scheduler's
 // NodeResourcesFit counts (a resource overcommitted but not asked for does not count); fits counts such pods and
 // names the resource that limits them, the pod slots only when nothing else limits as much; fitsAfter is fits after
-// one more pod without making that room; minus and plus never write what they are given.
+// one more pod without making that room; Minus and plus never write what they are given.
 func TestAmounts(t *testing.T) {
 	sp := space{"cpu", "example.com/gpu", "memory"}
 	tests := []struct {
@@ -39,20 +37,20 @@ func TestAmounts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			free, need := sp.empty(tt.free), sp.need(tt.pod)
 			before := slices.Clone(free)
-			if k, at := fits(need, free); k != tt.fits || sp.name(at) != tt.limit {
+			if k, at := Fits(need, free); k != tt.fits || sp.name(at) != tt.limit {
 				t.Errorf("fits = %d limited by %s, want %d by %s", k, sp.name(at), tt.fits, tt.limit)
 			}
-			if got := fitsIn(free, need); got != tt.fitsIn {
+			if got := FitsIn(free, need); got != tt.fitsIn {
 				t.Errorf("fitsIn = %v, want %v", got, tt.fitsIn)
 			}
 			if got := fitsAfter(need, free, need); got != tt.afterSame {
 				t.Errorf("fitsAfter = %d, want %d", got, tt.afterSame)
 			}
-			left, ok := minus(free, need)
+			left, ok := Minus(free, need)
 			if fmt.Sprint(left) != tt.left || ok != tt.fitsIn {
 				t.Errorf("minus = %v, %v; want %s, %v", left, ok, tt.left, tt.fitsIn)
 			}
-			if k, _ := fits(need, left); ok && k != tt.afterSame {
+			if k, _ := Fits(need, left); ok && k != tt.afterSame {
 				t.Errorf("fits after minus = %d, want fitsAfter's %d", k, tt.afterSame)
 			}
 			if back := plus(left, need); !slices.Equal(back, free) || !slices.Equal(free, before) {
@@ -114,16 +112,6 @@ func TestUnitsSaturate(t *testing.T) {
 	} {
 		if got := units(resource.MustParse(tc.q), tc.name); got != tc.want {
 			t.Errorf("units(%s %s) = %d, want %d", tc.q, tc.name, got, tc.want)
-		}
-	}
-	shaped := func(p *autoscaler.Pool) {
-		p.Shape = &autoscaler.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"),
-			Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "batch-old"}
-	}
-	for name, mods := range map[string][]func(*autoscaler.Pool){"node shape known": {shaped}, "node shape unknown": nil} {
-		snap := withAutoscale(nodes(), autoscaler.Karpenter, 5, karpenter("batch", rl("cpu", "1e30"), rl("cpu", "0"), mods...))
-		if r := NewGrowingPlacer(snap, []Claim{{Template: job(spec())}}).Report(0); r.Fit == 0 {
-			t.Errorf("%s: a NodePool of limits.cpu 1e30 adds nothing: %s", name, r.Binding)
 		}
 	}
 }

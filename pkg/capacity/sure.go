@@ -79,7 +79,7 @@ func (p *Placer) loss(c, extra, more int) int {
 	cl, perNode := p.claims[c], 0
 	for _, k := range cl.on {
 		s := p.slots[k]
-		base, _ := fits(cl.need, s.base)
+		base, _ := Fits(cl.need, s.base)
 		if base == 0 {
 			continue
 		}
@@ -89,7 +89,7 @@ func (p *Placer) loss(c, extra, more int) int {
 				left = minusN(left, p.claims[o].need, n)
 			}
 		}
-		after, _ := fits(cl.need, left)
+		after, _ := Fits(cl.need, left)
 		if perNode += base - after; perNode >= perPod {
 			return perPod
 		}
@@ -98,8 +98,8 @@ func (p *Placer) loss(c, extra, more int) int {
 }
 
 // minusN is free − n pods of need (what fits does not look at: it may go below 0).
-func minusN(free, need amounts, n int) amounts {
-	out := make(amounts, len(free))
+func minusN(free, need Amounts, n int) Amounts {
+	out := make(Amounts, len(free))
 	for r := range free {
 		out[r] = free[r] - mulCount(need[r], int64(n))
 	}
@@ -112,7 +112,7 @@ func (p *Placer) capacityOf(c int) int {
 	if cl.capacity < 0 {
 		cl.capacity, cl.most = 0, 0
 		for _, k := range cl.on {
-			n, _ := fits(cl.need, p.slots[k].base)
+			n, _ := Fits(cl.need, p.slots[k].base)
 			cl.capacity += n
 			cl.most = max(cl.most, n)
 		}

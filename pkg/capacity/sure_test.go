@@ -99,7 +99,7 @@ func TestPlacerSureOfBindsAnyMix(t *testing.T) {
 		p := NewPlacer(nodes(ns...), claims)
 		counts := make([]int, len(claims))
 		for c, cl := range p.claims {
-			counts[c] = cl.claimed - cl.waiting
+			counts[c] = cl.claimed - cl.onNoNode
 		}
 		unsureBefore := stranded(free, cpu, counts)
 		seq := make([]byte, 12)

@@ -24,13 +24,13 @@ import (
 // c' = m (the most that fit there) always keeps the room; so any count up to Σ_T (c'+1) − 1 is safe, and one more
 // is not (kube-scheduler may put c'+1 on every node).
 
-// unlimited is a count of pods without bound (for the words of the report).
-const unlimited = -1
+// Unlimited is a count of pods without bound (for the words of the report).
+const Unlimited = -1
 
 // tickPod is the next tick's pod and where it may go.
 type tickPod struct {
 	demand corev1.ResourceList
-	need   amounts // demand over the Placer's space
+	need   Amounts // demand over the Placer's space
 	// claim c's pod takes claimDemand[c][r] of the Placer's resource r (the pod slots apart), in units, and desc[r]
 	// are the claims by that, largest first.
 	claimDemand [][]int64
@@ -72,7 +72,7 @@ func (p *Placer) observeTick() {
 		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(t.claimDemand[b][i], t.claimDemand[a][i]) })
 		t.desc = append(t.desc, order)
 	}
-	atLeast0 := func(a amounts) []int64 {
+	atLeast0 := func(a Amounts) []int64 {
 		out := make([]int64, pods)
 		for i := range out {
 			out[i] = max(a[i], 0)
@@ -88,11 +88,11 @@ func (p *Placer) observeTick() {
 			most = plus(s.base, t.need)
 		}
 		tr := &tickRoom{most: atLeast0(most), mostPods: most[pods]}
-		if beside, ok := minus(most, t.need); ok {
+		if beside, ok := Minus(most, t.need); ok {
 			tr.fits, tr.beside, tr.besidePods = true, atLeast0(beside), tr.mostPods-1
 		}
 		for _, c := range s.claims {
-			m, _ := fits(p.claims[c].need, most)
+			m, _ := Fits(p.claims[c].need, most)
 			tr.m = append(tr.m, m)
 		}
 		t.on[k] = tr
@@ -165,9 +165,9 @@ func (p *Placer) leastBlocking(k int, n []int64) int64 {
 			continue
 		}
 		ok[c], counted = true, true
-		if all != unlimited {
-			if n[c] == unlimited {
-				all = unlimited
+		if all != Unlimited {
+			if n[c] == Unlimited {
+				all = Unlimited
 			} else {
 				all = addCount(all, n[c])
 			}
@@ -182,11 +182,11 @@ func (p *Placer) leastBlocking(k int, n []int64) int64 {
 			least = k
 		}
 	}
-	if all == unlimited || all > tr.besidePods {
+	if all == Unlimited || all > tr.besidePods {
 		fewest(tr.besidePods + 1)
 	}
 	most := tr.mostPods // the most of them that fit there together
-	if all != unlimited {
+	if all != Unlimited {
 		most = min(most, all)
 	}
 	for r, order := range t.desc {
@@ -199,7 +199,7 @@ func (p *Placer) leastBlocking(k int, n []int64) int64 {
 			if d <= 0 {
 				break
 			}
-			if need := (tr.beside[r]-taken)/d + 1; n[c] == unlimited || need <= n[c] {
+			if need := (tr.beside[r]-taken)/d + 1; n[c] == Unlimited || need <= n[c] {
 				fewest(count + need)
 				break
 			}
@@ -212,16 +212,16 @@ func (p *Placer) leastBlocking(k int, n []int64) int64 {
 				continue
 			}
 			take := n[c]
-			if d > 0 && (take == unlimited || left/d < take) {
+			if d > 0 && (take == Unlimited || left/d < take) {
 				take = left / d
 			}
-			if take == unlimited {
-				fit = unlimited
+			if take == Unlimited {
+				fit = Unlimited
 				break
 			}
 			fit, left = fit+take, left-take*d
 		}
-		if fit != unlimited {
+		if fit != Unlimited {
 			most = min(most, fit)
 		}
 	}
@@ -276,7 +276,7 @@ func (p *Placer) tickWords(i int) string {
 	n := p.ours(i, 0)
 	for c := range n {
 		if n[c] > 0 || c == i {
-			n[c] = unlimited
+			n[c] = Unlimited
 		}
 	}
 	usable := 0

@@ -229,7 +229,7 @@ func TestDecide(t *testing.T) {
 // TestDecideWaits: with limits.capacity: autoscale the pass asks the autoscaler about its Unschedulable pods
 // (Observation.Waits): one it provides a node for does not block (a signal: it waits for the node, and its room is
 // counted by the mode); one it says it cannot provide for blocks as today, its Event in the reason; one it said
-// nothing of yet waits for its word until autoscale.WordGrace after it turned Unschedulable (WaitDue says when: the
+// nothing of yet waits for its answer until autoscale.AnswerGrace after it turned Unschedulable (WaitDue says when: the
 // fill runs a pass then), and blocks from then on, saying so; without the Events read (Waits nil: another mode, or
 // no grant) or a time of its condition, every one blocks at once.
 func TestDecideWaits(t *testing.T) {
@@ -238,8 +238,8 @@ func TestDecideWaits(t *testing.T) {
 	blocked := func(why string) string {
 		return "1 pod(s) Unschedulable (" + name("r") + ": 0/0 nodes are available" + why + ")"
 	}
-	grace := autoscale.WordGrace
-	nominated := autoscale.Word{pod.Name: {Provided: true, Event: "Nominated: Pod should schedule on: nodeclaim/batch-x"}}
+	grace := autoscale.AnswerGrace
+	nominated := autoscale.Answers{pod.Name: {Provided: true, Event: "Nominated: Pod should schedule on: nodeclaim/batch-x"}}
 	waiting := decided{Jobs: map[string]string{name("r"): "starting 1"}, Unfinished: 1, UnboundPods: 1, Slots: 9,
 		Limit: "limits.maxActive: 1 of 10 unfinished", Exclude: []string{"r"}}
 	blocks := func(why string) decided {
@@ -248,7 +248,7 @@ func TestDecideWaits(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		waits   autoscale.Word
+		waits   autoscale.Answers
 		age     time.Duration // how long the pod has been Unschedulable; -1: its condition has no time
 		want    decided
 		waiting int
@@ -257,15 +257,15 @@ func TestDecideWaits(t *testing.T) {
 	}{
 		{"Nominated: waits for its node, does not block", nominated, time.Minute, waiting, 1, "waiting for a new node: Nominated: Pod should schedule on: nodeclaim/batch-x", 0},
 		{"Nominated at once: waits for its node, no word due", nominated, 0, waiting, 1, "waiting for a new node: Nominated: Pod should schedule on: nodeclaim/batch-x", 0},
-		{"at the NodePool's limits: blocks at once, saying so", autoscale.Word{pod.Name: {Event: "FailedScheduling: all available instance types exceed limits for nodepool"}}, time.Second,
+		{"at the NodePool's limits: blocks at once, saying so", autoscale.Answers{pod.Name: {Event: "FailedScheduling: all available instance types exceed limits for nodepool"}}, time.Second,
 			blocks(" (FailedScheduling: all available instance types exceed limits for nodepool)"), 0, "0/0 nodes are available (FailedScheduling: all available instance types exceed limits for nodepool)", 0},
-		{"no word yet, just Unschedulable: waits for it", autoscale.Word{}, 0, waiting, 1,
+		{"no answer yet, just Unschedulable: waits for it", autoscale.Answers{}, 0, waiting, 1,
 			"waiting for a new node: the autoscaler has not said yet (it blocks from " + now.Add(grace).Format(time.RFC3339) + ")", grace},
-		{"no word yet, a second before it is due: waits for it", autoscale.Word{}, grace - time.Second, waiting, 1,
+		{"no answer yet, a second before it is due: waits for it", autoscale.Answers{}, grace - time.Second, waiting, 1,
 			"waiting for a new node: the autoscaler has not said yet (it blocks from " + now.Add(time.Second).Format(time.RFC3339) + ")", time.Second},
-		{"no word when it is due: blocks, saying so", autoscale.Word{}, grace,
+		{"no answer when it is due: blocks, saying so", autoscale.Answers{}, grace,
 			blocks(" (the autoscaler said nothing of it within " + grace.String() + ")"), 0, "0/0 nodes are available (the autoscaler said nothing of it within " + grace.String() + ")", 0},
-		{"no time on its condition: blocks", autoscale.Word{}, -1,
+		{"no time on its condition: blocks", autoscale.Answers{}, -1,
 			blocks(" (the autoscaler said nothing of it within " + grace.String() + ")"), 0, "0/0 nodes are available (the autoscaler said nothing of it within " + grace.String() + ")", 0},
 		{"the Events not read (another mode, or no grant): blocks at once", nil, 0, blocks(""), 0, "0/0 nodes are available", 0},
 	}
@@ -318,7 +318,7 @@ func TestDecideWaitingHoldsTheRoom(t *testing.T) {
 				c.Limits.Capacity, c.Limits.MaxPending = config.CapacityAutoscale, &tc.maxPending
 			})
 			obs := observed([]*batchv1.Job{running}, []*corev1.Pod{pod})
-			obs.Waits = autoscale.Word{}
+			obs.Waits = autoscale.Answers{}
 			obs.Capacity = &capacity.Snapshot{Mode: config.CapacityNodes, MaxPending: tc.maxPending,
 				Nodes: []capacity.Node{{Name: "n1", Ready: true, Allocatable: corev1.ResourceList{
 					corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110")}}},

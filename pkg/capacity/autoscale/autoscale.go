@@ -1,11 +1,12 @@
 // Package autoscale is limits.capacity: autoscale: each template's room is what fits on the nodes (as nodes) plus
-// what the cluster's autoscaler can still add for it (capacity.NewGrowingPlacer: Karpenter's NodePools within their
-// limits, the cluster-autoscaler's node groups up to their maxSize), after the pods already waiting for new nodes,
-// with at most limits.maxPending of ours waiting at once. Without an autoscaler to read (none installed, or no grant
-// of manifests/autoscale) it counts as nodes, and says why. It needs manifests/capacity too, for the nodes.
+// what the cluster's autoscaler can still add for it (grow.go, the Placer's capacity.Growth: Karpenter's NodePools
+// within their limits, the cluster-autoscaler's node groups up to their maxSize), after the pods already waiting for
+// new nodes, with at most limits.maxPending of ours waiting at once. Without an autoscaler to read (none installed,
+// or no grant of manifests/autoscale) it counts as nodes, and says why. It needs manifests/capacity too, for the
+// nodes.
 //
 // An Unschedulable pod of ours the autoscaler provides a node for waits for it rather than block the pass, and so
-// does one it has not spoken of yet, for WordGrace (Word.Judge).
+// does one it has not spoken of yet, for AnswerGrace (Answers.Judge).
 package autoscale
 
 import (
@@ -52,17 +53,17 @@ func (Mode) Observe(ctx context.Context, c capacity.Clients, namespace string, o
 	return snap, nil
 }
 
-// Room is the Placer's, with the autoscaler's room for the pods that fit on no node (capacity.NewGrowingPlacer).
+// Room is the Placer's, with the autoscaler's room for the pods that fit on no node (growingPlacer).
 func (Mode) Room(snap *capacity.Snapshot, claims []capacity.Claim) capacity.Room {
-	return capacity.NewGrowingPlacer(snap, claims)
+	return growingPlacer(snap, claims)
 }
 
-// WordGrace is how long after a pod of ours turned Unschedulable the pass waits for the autoscaler to say whether
+// AnswerGrace is how long after a pod of ours turned Unschedulable the pass waits for the autoscaler to say whether
 // it provides a node for it: until then the pod counts as waiting for a new node (and against limits.maxPending),
 // then it blocks unless the autoscaler's Event says it provides one. Both decide on a pod within 10 s: Karpenter
 // batches pending pods for at most 10 s (1 s without a new one) before it simulates and writes Nominated, the
 // cluster-autoscaler scans every 10 s; 5 s more are for the simulation and the Event's write.
-const WordGrace = 15 * time.Second
+const AnswerGrace = 15 * time.Second
 
 // Waits reads the Events of pods that the components of limits.autoscalerEvents wrote (autoscaler.Waits). Without
 // list on Events (manifests/autoscale) or when they cannot be read, every Unschedulable pod blocks, as with nodes,
@@ -78,17 +79,17 @@ func (Mode) Waits(ctx context.Context, c capacity.Clients, cfg *config.Config, p
 	case err != nil:
 		return nil, fmt.Sprintf("%v: every Unschedulable pod blocks, as with nodes", err)
 	}
-	return Word(waits), ""
+	return Answers(waits), ""
 }
 
-// Word is what the autoscaler said of our Unschedulable pods, by name (the Events were read).
-type Word map[string]autoscaler.Wait
+// Answers are what the autoscaler said of our Unschedulable pods, by name (the Events were read).
+type Answers map[string]autoscaler.Wait
 
 // Judge: a pod the autoscaler provides a node for waits for it, one it says it cannot blocks (with its Event); one
-// it has not spoken of yet waits until WordGrace after it turned Unschedulable (Due), then blocks.
-func (w Word) Judge(pod capacity.PodSummary, now time.Time) capacity.Verdict {
+// it has not spoken of yet waits until AnswerGrace after it turned Unschedulable (Due), then blocks.
+func (w Answers) Judge(pod capacity.PodSummary, now time.Time) capacity.Verdict {
 	said, ok := w[pod.Name]
-	due := pod.UnschedulableSince.Add(WordGrace)
+	due := pod.UnschedulableSince.Add(AnswerGrace)
 	switch {
 	case ok && said.Provided:
 		return capacity.Verdict{Waits: true, Reason: "waiting for a new node: " + said.Event}
@@ -98,7 +99,7 @@ func (w Word) Judge(pod capacity.PodSummary, now time.Time) capacity.Verdict {
 		return capacity.Verdict{Waits: true, Due: due,
 			Reason: "waiting for a new node: the autoscaler has not said yet (it blocks from " + due.Format(time.RFC3339) + ")"}
 	}
-	return capacity.Verdict{Reason: "the autoscaler said nothing of it within " + WordGrace.String()}
+	return capacity.Verdict{Reason: "the autoscaler said nothing of it within " + AnswerGrace.String()}
 }
 
 // Inspect reads nothing beyond a pass's own observation: status shows what the pass decided (Status).

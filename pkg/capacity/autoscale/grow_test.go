@@ -1,4 +1,4 @@
-package capacity
+package autoscale
 
 import (
 	"strings"
@@ -7,10 +7,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jobsched/jobsched/pkg/autoscaler"
+	"github.com/jobsched/jobsched/pkg/capacity"
 )
 
 // withAutoscale is s with what the autoscaler said (source, pools) and limits.maxPending.
-func withAutoscale(s *Snapshot, source string, maxPending int, pools ...autoscaler.Pool) *Snapshot {
+func withAutoscale(s *capacity.Snapshot, source string, maxPending int, pools ...autoscaler.Pool) *capacity.Snapshot {
 	s.Autoscale, s.MaxPending = &autoscaler.State{Source: source, Pools: pools}, maxPending
 	return s
 }
@@ -37,7 +38,7 @@ func TestAutoscaleRoom(t *testing.T) {
 	tainted := func(p *autoscaler.Pool) {
 		p.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 	}
-	inGroup := func(n *Node) { n.Labels["cloud.google.com/gke-nodepool"] = "pool-batch" }
+	inGroup := func(n *capacity.Node) { n.Labels["cloud.google.com/gke-nodepool"] = "pool-batch" }
 	shaped := func(p *autoscaler.Pool) { // Karpenter's kwok c-4x: 4 cpu, 3900m allocatable: 3 pods of 1 cpu
 		p.Shape = &autoscaler.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"),
 			Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "batch-old"}
@@ -48,43 +49,43 @@ func TestAutoscaleRoom(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		snap    *Snapshot
-		claim   Claim
+		snap    *capacity.Snapshot
+		claim   capacity.Claim
 		fit     int    // Report(0).Fit before any Place
 		binding string // in Report(0).Binding
 		places  string // Place(0) until it fails, T per success
 	}{
 		{"from zero nodes, the node shape unknown: one Job learns it", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "0"))),
-			Claim{Template: tpl}, 1, "1 on NodePool batch: its node shape is not known yet (no NodeClaim shows one): 1 pod(s) to learn it, of 12 left", "TF"},
+			capacity.Claim{Template: tpl}, 1, "1 on NodePool batch: its node shape is not known yet (no NodeClaim shows one): 1 pod(s) to learn it, of 12 left", "TF"},
 		{"the node shape known: whole nodes within the limits", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "0"), shaped)),
-			Claim{Template: tpl}, 9, "karpenter: 9 more on new nodes (9 on NodePool batch: 0 launching, 3 new node(s) within its limits of cpu=3900m memory=15Gi pods=110 (as NodeClaim batch-old))", strings.Repeat("T", 9) + "F"},
+			capacity.Claim{Template: tpl}, 9, "karpenter: 9 more on new nodes (9 on NodePool batch: 0 launching, 3 new node(s) within its limits of cpu=3900m memory=15Gi pods=110 (as NodeClaim batch-old))", strings.Repeat("T", 9) + "F"},
 		{"a node that reports less capacity than allocatable is charged its allocatable", withAutoscale(none(), autoscaler.Karpenter, 50, karpenter("batch", rl("cpu", "12"), nil, func(p *autoscaler.Pool) {
 			p.Shape = &autoscaler.Shape{Capacity: rl("cpu", "2", "memory", "64Mi", "pods", "1"), Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "kwok"}
-		})), Claim{Template: tpl}, 9, "3 new node(s)", strings.Repeat("T", 9) + "F"},
+		})), capacity.Claim{Template: tpl}, 9, "3 new node(s)", strings.Repeat("T", 9) + "F"},
 		{"the pool's used resources count", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12", "memory", "100Gi"), rl("cpu", "8", "memory", "60Gi"), shaped)),
-			Claim{Template: tpl}, 3, "3 on NodePool batch", "TTTF"},
+			capacity.Claim{Template: tpl}, 3, "3 on NodePool batch", "TTTF"},
 		{"limits.maxPending binds", withAutoscale(none(), autoscaler.Karpenter, 5, karpenter("batch", rl("cpu", "12"), nil, shaped)),
-			Claim{Template: tpl}, 5, "limits.maxPending: 0 of 5 pod(s) wait for new nodes", "TTTTTF"},
+			capacity.Claim{Template: tpl}, 5, "limits.maxPending: 0 of 5 pod(s) wait for new nodes", "TTTTTF"},
 		{"our waiting pods count against maxPending", withAutoscale(none(), autoscaler.Karpenter, 7, karpenter("batch", rl("cpu", "12"), nil, shaped)),
-			Claim{Template: tpl, Unbound: 4}, 3, "limits.maxPending: 4 of 7", "TTTF"},
+			capacity.Claim{Template: tpl, Unbound: 4}, 3, "limits.maxPending: 4 of 7", "TTTF"},
 		// Pods the pass decided wait for a new node (Unschedulable, in the autoscaler's grace or nominated) though they
 		// fit on n1 by resources (a taken hostPort, an affinity): each counts against maxPending all the same.
 		{"our pods waiting for a reason no node fixes count against maxPending", withAutoscale(nodes(node("n1")), autoscaler.Karpenter, 5, karpenter("batch", rl("cpu", "12"), nil, shaped)),
-			Claim{Template: tpl, Unbound: 2, Waiting: 2}, 2 + 3, "limits.maxPending: 2 of 5", "TTTTTF"},
+			capacity.Claim{Template: tpl, Unbound: 2, Waiting: 2}, 2 + 3, "limits.maxPending: 2 of 5", "TTTTTF"},
 		{"while they reach maxPending, none fits on the nodes either", withAutoscale(nodes(node("n1")), autoscaler.Karpenter, 5, karpenter("batch", rl("cpu", "12"), nil, shaped)),
-			Claim{Template: tpl, Unbound: 5, Waiting: 5}, 0, "limits.maxPending: 5 of 5 pod(s) wait for new nodes); its pods wait though they fit on the nodes", "F"},
+			capacity.Claim{Template: tpl, Unbound: 5, Waiting: 5}, 0, "limits.maxPending: 5 of 5 pod(s) wait for new nodes); its pods wait though they fit on the nodes", "F"},
 		{"our waiting pods take the pool's room", withAutoscale(none(), autoscaler.Karpenter, 100, karpenter("batch", rl("cpu", "12"), nil, shaped)),
-			Claim{Template: tpl, Unbound: 3, Podless: 2}, 4, "4 on NodePool batch", "TTTTF"},
+			capacity.Claim{Template: tpl, Unbound: 3, Podless: 2}, 4, "4 on NodePool batch", "TTTTF"},
 		{"others' pods that fit on no node take the pool's room", withPending(withAutoscale(none(), autoscaler.Karpenter, 100, karpenter("batch", rl("cpu", "12"), nil, shaped)),
-			pending("other", "big", rl("cpu", "2"))), Claim{Template: tpl}, 7, "7 on NodePool batch", strings.Repeat("T", 7) + "F"},
+			pending("other", "big", rl("cpu", "2"))), capacity.Claim{Template: tpl}, 7, "7 on NodePool batch", strings.Repeat("T", 7) + "F"},
 		{"a NodePool's pods limit counts one per pod", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12", "pods", "1"), rl("pods", "1"))),
-			Claim{Template: tpl}, 0, "limits.pods: 0 left", "F"},
+			capacity.Claim{Template: tpl}, 0, "limits.pods: 0 left", "F"},
 		{"our waiting pods use up the probe", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil)),
-			Claim{Template: tpl, Unbound: 1}, 0, "0 pod(s) to learn it", "F"},
+			capacity.Claim{Template: tpl, Unbound: 1}, 0, "0 pod(s) to learn it", "F"},
 		{"a NodePool at its limit adds nothing: the nodes' fit alone", withAutoscale(nodes(sized("n1", "4", "2")), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "12"), shaped)),
-			Claim{Template: tpl}, 2, "NodePool batch at its limits: no more node of capacity cpu=4 memory=16Gi pods=110 fits (as NodeClaim batch-old)", "TTF"},
+			capacity.Claim{Template: tpl}, 2, "NodePool batch at its limits: no more node of capacity cpu=4 memory=16Gi pods=110 fits (as NodeClaim batch-old)", "TTF"},
 		{"a node of less than the template adds nothing", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil, shaped)),
-			Claim{Template: job(cpus("5"))}, 0, "NodePool batch 0 launching, 3 new node(s) within its limits", "F"},
+			capacity.Claim{Template: job(cpus("5"))}, 0, "NodePool batch 0 launching, 3 new node(s) within its limits", "F"},
 		// As Karpenter (v1.13.0, KWOK) showed it in TestAutoscale: a NodeClaim launched for one pod of 1900m (capacity
 		// its pod's requests, cpu=1900m pods=1) while the NodePool's status.resources still said 0; Karpenter counts
 		// the claim against the limits at once (12 − 1.9 = 10.1 cpu: 2 more nodes of 4), so the launching node's room
@@ -93,44 +94,44 @@ func TestAutoscaleRoom(t *testing.T) {
 			p.Shape = &autoscaler.Shape{Capacity: rl("cpu", "1900m", "memory", "64Mi", "pods", "1"), Allocatable: rl("cpu", "3900m", "memory", "8182Mi", "pods", "64"), From: "batch-2nlbh"}
 			p.Launching = map[string]autoscaler.Launch{"batch-2nlbh": {ProviderID: "kwok://batch-2nlbh", Allocatable: p.Shape.Allocatable}}
 			p.Claimed = rl("cpu", "1900m", "memory", "64Mi", "pods", "1", "nodes", "1")
-		})), Claim{Template: job(cpus("1900m")), Unbound: 1}, 5, "5 on NodePool batch: 1 launching, 2 new node(s)", strings.Repeat("T", 5) + "F"},
+		})), capacity.Claim{Template: job(cpus("1900m")), Unbound: 1}, 5, "5 on NodePool batch: 1 launching, 2 new node(s)", strings.Repeat("T", 5) + "F"},
 		{"launching NodeClaims are room coming", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12"), rl("cpu", "12"), launchingShaped)),
-			Claim{Template: tpl}, 3, "3 on NodePool batch", "TTTF"},
+			capacity.Claim{Template: tpl}, 3, "3 on NodePool batch", "TTTF"},
 		// Karpenter removes a new node's karpenter.sh/unregistered taint first and says Registered on its NodeClaim
 		// after: in between the node is usable (a fill's wait wakes then) and the NodeClaim still launching. Its room
 		// is the node's, once.
-		{"a launching NodeClaim whose node is up counts once, as the node", withAutoscale(nodes(node("n1", func(n *Node) { n.ProviderID = "kwok://batch-x" })),
+		{"a launching NodeClaim whose node is up counts once, as the node", withAutoscale(nodes(node("n1", func(n *capacity.Node) { n.ProviderID = "kwok://batch-x" })),
 			autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "4"), rl("cpu", "4"), launchingShaped)),
-			Claim{Template: tpl}, 4, "cpu: 4 more fit on n1", "TTTTF"},
+			capacity.Claim{Template: tpl}, 4, "cpu: 4 more fit on n1", "TTTTF"},
 		// Karpenter consolidates n1: its NodeClaim is being deleted and counts against the limits no more (so a new
 		// node of the shape fits within them), while the nodes' watch still shows n1 Ready without the disrupted
 		// taint. Its room is counted once, on the new node: 3, not 4 on n1 and 3 more.
-		{"a node whose NodeClaim is being deleted is no room", withAutoscale(nodes(node("n1", func(n *Node) { n.ProviderID = "kwok://batch-x" })),
+		{"a node whose NodeClaim is being deleted is no room", withAutoscale(nodes(node("n1", func(n *capacity.Node) { n.ProviderID = "kwok://batch-x" })),
 			autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "4"), rl("cpu", "0"), shaped, func(p *autoscaler.Pool) { p.Disrupted = []string{"kwok://batch-x"} })),
-			Claim{Template: tpl}, 3, "no Ready, schedulable node matches the template; karpenter: 3 more on new nodes", "TTTF"},
+			capacity.Claim{Template: tpl}, 3, "no Ready, schedulable node matches the template; karpenter: 3 more on new nodes", "TTTF"},
 		{"at its limit of nodes", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("nodes", "2"), rl("nodes", "2"))),
-			Claim{Template: tpl}, 0, "NodePool batch at its limit of 2 node(s)", "F"},
+			capacity.Claim{Template: tpl}, 0, "NodePool batch at its limit of 2 node(s)", "F"},
 		{"a limit of nodes and the node shape", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("nodes", "3"), rl("nodes", "1"), shaped)),
-			Claim{Template: tpl}, 6, "6 on NodePool batch", strings.Repeat("T", 6) + "F"},
+			capacity.Claim{Template: tpl}, 6, "6 on NodePool batch", strings.Repeat("T", 6) + "F"},
 		{"a NodePool without limits: maxPending bounds", withAutoscale(none(), autoscaler.Karpenter, 3, karpenter("batch", nil, nil)),
-			Claim{Template: tpl}, 3, "limits.maxPending", "TTTF"},
+			capacity.Claim{Template: tpl}, 3, "limits.maxPending", "TTTF"},
 		{"a NodePool the template cannot use", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("gpu", rl("cpu", "12"), nil, tainted, shaped)),
-			Claim{Template: tpl}, 0, "no NodePool takes the template", "F"},
+			capacity.Claim{Template: tpl}, 0, "no NodePool takes the template", "F"},
 		{"pools add up", withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("a", rl("cpu", "4"), nil, shaped), karpenter("b", rl("cpu", "8"), nil, shaped)),
-			Claim{Template: tpl}, 9, "6 on NodePool b", strings.Repeat("T", 9) + "F"},
+			capacity.Claim{Template: tpl}, 9, "6 on NodePool b", strings.Repeat("T", 9) + "F"},
 		{"a node group: maxSize − ready new nodes of its node's shape", withAutoscale(nodes(node("n1", inGroup)), autoscaler.ClusterAutoscaler, 20, group("pool-batch", 3, 1)),
-			Claim{Template: tpl}, 4 + 8, "cluster-autoscaler: 8 more on new nodes (8 on node group pool-batch: maxSize 3: 2 new node(s) of cpu=4 memory=8Gi pods=110)", strings.Repeat("T", 12) + "F"},
+			capacity.Claim{Template: tpl}, 4 + 8, "cluster-autoscaler: 8 more on new nodes (8 on node group pool-batch: maxSize 3: 2 new node(s) of cpu=4 memory=8Gi pods=110)", strings.Repeat("T", 12) + "F"},
 		{"a node group at its maxSize", withAutoscale(nodes(node("n1", inGroup)), autoscaler.ClusterAutoscaler, 20, group("pool-batch", 1, 1)),
-			Claim{Template: tpl}, 4, "at its maxSize of 1 node(s)", "TTTTF"},
+			capacity.Claim{Template: tpl}, 4, "at its maxSize of 1 node(s)", "TTTTF"},
 		{"a node group with no node is unknown, not guessed", withAutoscale(nodes(node("n1")), autoscaler.ClusterAutoscaler, 20, group("pool-batch", 5, 0)),
-			Claim{Template: tpl}, 4, "node shape from: unknown", "TTTTF"},
+			capacity.Claim{Template: tpl}, 4, "node shape from: unknown", "TTTTF"},
 		{"quota still caps the room", withQuotas(withAutoscale(none(), autoscaler.Karpenter, 20, karpenter("batch", rl("cpu", "12"), nil, shaped)),
-			quota("q", rl("pods", "3"), rl("pods", "0"))), Claim{Template: tpl}, 3, "quota q/pods: 3 more", "TTTF"},
-		{"no autoscaler found: as nodes", withAutoscale(nodes(node("n1")), "", 20), Claim{Template: tpl}, 4, "cpu: 4 more fit on n1", "TTTTF"},
+			quota("q", rl("pods", "3"), rl("pods", "0"))), capacity.Claim{Template: tpl}, 3, "quota q/pods: 3 more", "TTTF"},
+		{"no autoscaler found: as nodes", withAutoscale(nodes(node("n1")), "", 20), capacity.Claim{Template: tpl}, 4, "cpu: 4 more fit on n1", "TTTTF"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			room := NewGrowingPlacer(tc.snap, []Claim{tc.claim})
+			room := growingPlacer(tc.snap, []capacity.Claim{tc.claim})
 			r := room.Report(0)
 			if r.Fit != tc.fit || !strings.Contains(r.Binding, tc.binding) {
 				t.Errorf("Report = %d (%s), want %d (…%s…)", r.Fit, r.Binding, tc.fit, tc.binding)
@@ -165,7 +166,7 @@ func TestAutoscaleReport(t *testing.T) {
 		karpenter("gpu", nil, nil, func(p *autoscaler.Pool) {
 			p.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 		}))
-	r := NewGrowingPlacer(snap, []Claim{{Template: job(spec()), Unbound: 1}}).Report(0)
+	r := growingPlacer(snap, []capacity.Claim{{Template: job(spec()), Unbound: 1}}).Report(0)
 	a := r.Autoscale
 	if a == nil {
 		t.Fatal("no autoscale report")
@@ -189,28 +190,91 @@ func TestGrowOneSizeAtATime(t *testing.T) {
 		p.Shape = &autoscaler.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"),
 			Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "batch-old"}
 	}
-	grown := func(s *Snapshot) *Snapshot {
+	grown := func(s *capacity.Snapshot) *capacity.Snapshot {
 		return withAutoscale(s, autoscaler.Karpenter, 100, karpenter("batch", rl("cpu", "12"), nil, shaped))
 	}
 	a, b := job(cpus("1")), job(cpus("2"))
-	halfFull := node("n1", func(n *Node) { n.Requested, n.Pods = req("cpu", "2"), 1 }) // 2 of its 4 cpu free
+	halfFull := node("n1", func(n *capacity.Node) { n.Requested, n.Pods = req("cpu", "2"), 1 }) // 2 of its 4 cpu free
 	for _, tc := range []struct {
 		name   string
-		snap   *Snapshot
-		claims []Claim
+		snap   *capacity.Snapshot
+		claims []capacity.Claim
 		seq    string
 		want   string
 	}{
-		{"the first size placed on new nodes keeps them", grown(nodes()), []Claim{{Template: a}, {Template: b}}, "ABAB", "TFTF"},
-		{"either size may be first", grown(nodes()), []Claim{{Template: a}, {Template: b}}, "BAB", "TFT"},
-		{"ours that wait hold them for their size", grown(nodes()), []Claim{{Template: a, Unbound: 1, Waiting: 1}, {Template: b}}, "BA", "FT"},
-		{"ours of two sizes waiting: no size more", grown(nodes()), []Claim{{Template: a, Unbound: 1, Waiting: 1}, {Template: b, Unbound: 1, Waiting: 1}}, "AB", "FF"},
-		{"the nodes that exist take any size", grown(nodes(halfFull)), []Claim{{Template: a}, {Template: b}}, "BABA", "TTFT"},
+		{"the first size placed on new nodes keeps them", grown(nodes()), []capacity.Claim{{Template: a}, {Template: b}}, "ABAB", "TFTF"},
+		{"either size may be first", grown(nodes()), []capacity.Claim{{Template: a}, {Template: b}}, "BAB", "TFT"},
+		{"ours that wait hold them for their size", grown(nodes()), []capacity.Claim{{Template: a, Unbound: 1, Waiting: 1}, {Template: b}}, "BA", "FT"},
+		{"ours of two sizes waiting: no size more", grown(nodes()), []capacity.Claim{{Template: a, Unbound: 1, Waiting: 1}, {Template: b, Unbound: 1, Waiting: 1}}, "AB", "FF"},
+		{"the nodes that exist take any size", grown(nodes(halfFull)), []capacity.Claim{{Template: a}, {Template: b}}, "BABA", "TTFT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := places(NewGrowingPlacer(tc.snap, tc.claims), tc.seq); got != tc.want {
+			if got := places(growingPlacer(tc.snap, tc.claims), tc.seq); got != tc.want {
 				t.Errorf("%s: %s, want %s", tc.seq, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestNeverGrowing pins Never with the autoscaler's growth (capacity autoscale): a Job that fits no node it may use
+// could still fit on a new node a pool may add, unless that pool's node shape, or its limits in all, cannot hold
+// its pod; a pool whose node shape is not known yet may add one.
+func TestNeverGrowing(t *testing.T) {
+	shaped := func(p *autoscaler.Pool) { // Karpenter's kwok c-4x: 3900m allocatable
+		p.Shape = &autoscaler.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"),
+			Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "batch-old"}
+	}
+	big := func(p *autoscaler.Pool) {
+		p.Shape = &autoscaler.Shape{Capacity: rl("cpu", "16", "memory", "64Gi", "pods", "110"),
+			Allocatable: rl("cpu", "16", "memory", "64Gi", "pods", "110"), From: "big-old"}
+	}
+	tainted := func(p *autoscaler.Pool) {
+		p.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+	}
+	grown := func(s *capacity.Snapshot, pools ...autoscaler.Pool) *capacity.Snapshot {
+		return withAutoscale(s, autoscaler.Karpenter, 100, pools...)
+	}
+	const nor = ", nor could any NodePool add one it fits on (its node shape, or its limits in all)"
+	tests := []struct {
+		name string
+		snap *capacity.Snapshot
+		cpu  string
+		want string
+	}{
+		{"larger than the nodes, a new node holds it", grown(nodes(node("n1")), karpenter("batch", rl("cpu", "40"), nil, big)), "6", ""},
+		{"larger than the nodes and the NodePool's node shape", grown(nodes(node("n1")), karpenter("batch", rl("cpu", "40"), nil, shaped)), "6",
+			"it asks for cpu=6 memory=256Mi, more than the allocatable of any of the 1 node(s) it may run on (the largest, n1: cpu=4 memory=8Gi)" + nor},
+		{"the node shape not known yet: within the limits, it may", grown(nodes(node("n1")), karpenter("batch", rl("cpu", "12"), nil)), "6", ""},
+		{"the node shape not known yet: over the limits in all", grown(nodes(node("n1")), karpenter("batch", rl("cpu", "12"), nil)), "13",
+			"it asks for cpu=13 memory=256Mi, more than the allocatable of any of the 1 node(s) it may run on (the largest, n1: cpu=4 memory=8Gi)" + nor},
+		{"no node yet, a new node holds it", grown(nodes(), karpenter("batch", rl("cpu", "12"), nil, shaped)), "3", ""},
+		{"no node yet, and no new node would hold it", grown(nodes(), karpenter("batch", rl("cpu", "12"), nil, shaped)), "5",
+			"it asks for cpu=5 memory=256Mi, and no node it may run on exists" + nor},
+		{"a pool the pod may not use adds nothing for it", grown(nodes(), karpenter("gpu", rl("cpu", "40"), nil, big, tainted)), "5",
+			"it asks for cpu=5 memory=256Mi, and no node it may run on exists" + nor},
+		{"fits a node now full", grown(nodes(node("n1", func(n *capacity.Node) { n.Requested, n.Pods = req("cpu", "4"), 1 })), karpenter("batch", rl("cpu", "12"), rl("cpu", "12"), shaped)), "3", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := growingPlacer(tc.snap, []capacity.Claim{{Template: job(cpus(tc.cpu))}})
+			if got := p.Never(0); got != tc.want {
+				t.Errorf("Never = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestHugeLimitAddsRoom: a NodePool's limit beyond any cluster (1e30 cpu) counts as a bound no cluster reaches, not
+// as 0 (Quantity.MilliValue's overflow, capacity's units): the pool's limit then binds nothing, and maxPending binds.
+func TestHugeLimitAddsRoom(t *testing.T) {
+	shaped := func(p *autoscaler.Pool) {
+		p.Shape = &autoscaler.Shape{Capacity: rl("cpu", "4", "memory", "16Gi", "pods", "110"),
+			Allocatable: rl("cpu", "3900m", "memory", "15Gi", "pods", "110"), From: "batch-old"}
+	}
+	for name, mods := range map[string][]func(*autoscaler.Pool){"node shape known": {shaped}, "node shape unknown": nil} {
+		snap := withAutoscale(nodes(), autoscaler.Karpenter, 5, karpenter("batch", rl("cpu", "1e30"), rl("cpu", "0"), mods...))
+		if r := growingPlacer(snap, []capacity.Claim{{Template: job(spec())}}).Report(0); r.Fit == 0 {
+			t.Errorf("%s: a NodePool of limits.cpu 1e30 adds nothing: %s", name, r.Binding)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package capacity
+package autoscale
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/jobsched/jobsched/pkg/autoscaler"
+	"github.com/jobsched/jobsched/pkg/capacity"
 	"github.com/jobsched/jobsched/pkg/config"
 )
 
@@ -21,6 +22,8 @@ const maxGroupNodes = 1000
 // what its limits leave, per node group its new nodes; the pods that already wait for new nodes (ours that fit on
 // no node, then others') take theirs first, and at most limits.maxPending of ours wait at once.
 type growth struct {
+	p           *capacity.Placer
+	needs       []capacity.Amounts // per claim, one pod's need over the Placer's resources
 	source      string
 	pools       []*growPool
 	waiting     int // our pods waiting for new nodes before this pass
@@ -38,13 +41,13 @@ const mixedSizes = "mixed"
 
 // growPool is one NodePool or node group while pods are placed on it.
 type growPool struct {
-	fit   PoolFit
+	fit   capacity.PoolFit
 	pool  *autoscaler.Pool
-	shape *Node // a node group's node, whose labels and taints its new nodes carry
+	shape *capacity.Node // a node group's node, whose labels and taints its new nodes carry
 	// free is a NodePool's room left of its limits, per resource they name (its launching NodeClaims added);
 	// nil when it has no limit. nodes are the new nodes (a node group's, or a shaped NodePool's), each's free room.
 	free  corev1.ResourceList
-	nodes []amounts // over the Placer's space
+	nodes []capacity.Amounts // over the Placer's resources
 	// perNode says the pool's room is nodes (a node group's, or a NodePool's whose node shape is known).
 	perNode bool
 	// probe is, for a NodePool whose node shape is not known yet (no NodeClaim shows one), how many more pods it
@@ -56,43 +59,47 @@ type growPool struct {
 	full      string // why it adds nothing whatever the pod ("" when it may add)
 }
 
-// NewGrowingPlacer is the Placer of claims on snap (NewPlacer), with the room the autoscaler can still add
-// (snap.Autoscale) for the pods that fit on no node (limits.capacity: autoscale, pkg/capacity/autoscale). A node
-// whose NodeClaim is being deleted is no room (it carries Karpenter's disrupted taint here, as it soon does on the
-// cluster): its NodeClaim no longer counts against the NodePool's limits, so its room is counted there, on the new
-// nodes it lets in, once.
-func NewGrowingPlacer(snap *Snapshot, claims []Claim) *Placer {
+// growingPlacer is the Placer of claims on snap (capacity.NewPlacer), with the room the autoscaler can still add
+// (snap.Autoscale) for the pods that fit on no node. A node whose NodeClaim is being deleted is no room (it carries
+// Karpenter's disrupted taint here, as it soon does on the cluster): its NodeClaim no longer counts against the
+// NodePool's limits, so its room is counted there, on the new nodes it lets in, once.
+func growingPlacer(snap *capacity.Snapshot, claims []capacity.Claim) *capacity.Placer {
 	snap = withoutDisrupted(snap)
-	p := NewPlacer(snap, claims)
-	p.grow = newGrowth(snap, p)
+	p := capacity.NewPlacer(snap, claims)
+	if g := newGrowth(snap, p); g != nil {
+		p.Grow(g)
+	}
 	return p
 }
 
 // newGrowth is the growth of p's claims on snap, nil when the mode counts none (no autoscaler found, or no nodes
 // observed: the pass counted as quota).
-func newGrowth(snap *Snapshot, p *Placer) *growth {
+func newGrowth(snap *capacity.Snapshot, p *capacity.Placer) *growth {
 	st := snap.Autoscale
 	if st == nil || st.Source == "" || snap.Mode != config.CapacityNodes {
 		return nil
 	}
-	g := &growth{source: st.Source, maxPending: snap.MaxPending}
+	g := &growth{p: p, source: st.Source, maxPending: snap.MaxPending}
 	probe := 1
-	for _, cl := range p.claims {
-		probe = max(probe, cl.perJob)
+	for c := range p.Claims() {
+		cl := p.Claim(c)
+		probe = max(probe, cl.PerJob)
+		g.needs = append(g.needs, p.Need(cl.Demand))
 	}
 	for i := range st.Pools {
-		g.pools = append(g.pools, newGrowPool(&st.Pools[i], snap.Nodes, probe, p.space))
+		g.pools = append(g.pools, newGrowPool(&st.Pools[i], snap.Nodes, probe, p))
 	}
-	for _, cl := range p.claims {
+	for c := range p.Claims() {
 		var why []string
 		for _, gp := range g.pools {
-			why = append(why, gp.excluded(&cl.pod.Spec))
+			why = append(why, gp.excluded(p.Claim(c).Spec))
 		}
 		g.claimsPools = append(g.claimsPools, why)
 	}
-	for c, cl := range p.claims {
-		if max(cl.waiting, cl.held) > 0 {
-			switch size := Quantities(cl.demand); g.onNew {
+	for c := range p.Claims() {
+		cl := p.Claim(c)
+		if max(cl.OnNoNode, cl.ForNewNode) > 0 {
+			switch size := capacity.Quantities(cl.Demand); g.onNew {
 			case "":
 				g.onNew = size
 			case size:
@@ -100,22 +107,21 @@ func newGrowth(snap *Snapshot, p *Placer) *growth {
 				g.onNew = mixedSizes
 			}
 		}
-		g.waiting += max(cl.waiting, cl.held) // the pods interchangeable: those that fit nowhere are of the held first
-		for range cl.waiting {
-			g.takeAny(cl.demand, cl.need, func(k int, _ *growPool) string { return g.claimsPools[c][k] })
+		g.waiting += max(cl.OnNoNode, cl.ForNewNode) // interchangeable: those that fit nowhere are of those first
+		for range cl.OnNoNode {
+			g.takeAny(cl.Demand, g.needs[c], func(k int, _ *growPool) string { return g.claimsPools[c][k] })
 		}
 	}
-	for _, k := range p.unplaced {
-		pd := &snap.Pending[k]
-		g.takeAny(pd.Demand, p.space.need(pd.Demand), func(_ int, gp *growPool) string { return gp.excluded(&pd.Spec) })
+	for _, pd := range p.Unplaced() {
+		g.takeAny(pd.Demand, p.Need(pd.Demand), func(_ int, gp *growPool) string { return gp.excluded(&pd.Spec) })
 	}
 	g.pending = max(g.maxPending-g.waiting, 0)
 	return g
 }
 
-func newGrowPool(pool *autoscaler.Pool, nodes []Node, probe int, sp space) *growPool {
+func newGrowPool(pool *autoscaler.Pool, nodes []capacity.Node, probe int, p *capacity.Placer) *growPool {
 	gp := &growPool{pool: pool, launching: coming(pool.Launching, nodes), full: pool.Unavailable}
-	gp.fit = PoolFit{Kind: pool.Kind, Name: pool.Name, Limit: pool.Limits, Used: pool.Used, Launching: len(gp.launching)}
+	gp.fit = capacity.PoolFit{Kind: pool.Kind, Name: pool.Name, Limit: pool.Limits, Used: pool.Used, Launching: len(gp.launching)}
 	if g := pool.Group; g != nil {
 		gp.perNode = true
 		gp.fit.Limit = corev1.ResourceList{"nodes": *resource.NewQuantity(int64(g.MaxSize), resource.DecimalSI)}
@@ -128,11 +134,11 @@ func newGrowPool(pool *autoscaler.Pool, nodes []Node, probe int, sp space) *grow
 		case n <= 0:
 			gp.full = fmt.Sprintf("at its maxSize of %d node(s)", g.MaxSize)
 		default:
-			node := sp.empty(gp.shape.Allocatable)
+			node := p.Empty(gp.shape.Allocatable)
 			for range n {
 				gp.nodes = append(gp.nodes, node)
 			}
-			gp.words = fmt.Sprintf("maxSize %d: %d new node(s) of %s", g.MaxSize, n, Quantities(gp.shape.Allocatable))
+			gp.words = fmt.Sprintf("maxSize %d: %d new node(s) of %s", g.MaxSize, n, capacity.Quantities(gp.shape.Allocatable))
 		}
 		return gp
 	}
@@ -160,7 +166,7 @@ func newGrowPool(pool *autoscaler.Pool, nodes []Node, probe int, sp space) *grow
 		gp.full = fmt.Sprintf("at its limit of %s node(s)", pool.Limits.Name("nodes", resource.DecimalSI).String())
 	}
 	if sh := pool.Shape; sh != nil {
-		return gp.shaped(sh, left, sp)
+		return gp.shaped(sh, left, p)
 	}
 	gp.free, gp.probe = corev1.ResourceList{}, probe
 	for r, l := range left {
@@ -180,11 +186,11 @@ func newGrowPool(pool *autoscaler.Pool, nodes []Node, probe int, sp space) *grow
 // coming is the allocatable of the launching NodeClaims whose node is not among nodes (by spec.providerID), by
 // NodeClaim name: Karpenter removes a new node's karpenter.sh/unregistered taint before its NodeClaim says
 // Registered, so in between the node is counted with the nodes and is no room coming.
-func coming(launching map[string]autoscaler.Launch, nodes []Node) []corev1.ResourceList {
+func coming(launching map[string]autoscaler.Launch, nodes []capacity.Node) []corev1.ResourceList {
 	var out []corev1.ResourceList
 	for _, name := range slices.Sorted(maps.Keys(launching)) {
 		c := launching[name]
-		if c.ProviderID != "" && slices.ContainsFunc(nodes, func(n Node) bool { return n.ProviderID == c.ProviderID }) {
+		if c.ProviderID != "" && slices.ContainsFunc(nodes, func(n capacity.Node) bool { return n.ProviderID == c.ProviderID }) {
 			continue
 		}
 		out = append(out, c.Allocatable)
@@ -194,7 +200,7 @@ func coming(launching map[string]autoscaler.Launch, nodes []Node) []corev1.Resou
 
 // shaped makes a NodePool whose node shape sh is known per node: its launching NodeClaims, then as many new nodes
 // of sh as what is left of its limits (left) holds, each counted at sh's capacity as Karpenter counts it.
-func (gp *growPool) shaped(sh *autoscaler.Shape, left corev1.ResourceList, sp space) *growPool {
+func (gp *growPool) shaped(sh *autoscaler.Shape, left corev1.ResourceList, p *capacity.Placer) *growPool {
 	gp.perNode = true
 	n := int64(maxGroupNodes)
 	for _, r := range slices.Sorted(maps.Keys(left)) {
@@ -207,20 +213,20 @@ func (gp *growPool) shaped(sh *autoscaler.Shape, left corev1.ResourceList, sp sp
 		if r == "nodes" {
 			per = *resource.NewQuantity(1, resource.DecimalSI)
 		}
-		if q, ok := quotient(left[r], per, r); ok {
+		if q, ok := capacity.Quotient(left[r], per, r); ok {
 			n = min(n, q)
 		}
 	}
 	for _, l := range gp.launching {
-		gp.nodes = append(gp.nodes, sp.empty(l))
+		gp.nodes = append(gp.nodes, p.Empty(l))
 	}
-	node := sp.empty(sh.Allocatable)
+	node := p.Empty(sh.Allocatable)
 	for range n {
 		gp.nodes = append(gp.nodes, node)
 	}
-	gp.words = fmt.Sprintf("%d launching, %d new node(s) within its limits of %s (as NodeClaim %s)", len(gp.launching), n, Quantities(sh.Allocatable), sh.From)
+	gp.words = fmt.Sprintf("%d launching, %d new node(s) within its limits of %s (as NodeClaim %s)", len(gp.launching), n, capacity.Quantities(sh.Allocatable), sh.From)
 	if len(gp.nodes) == 0 && gp.full == "" {
-		gp.full = fmt.Sprintf("at its limits: no more node of capacity %s fits (as NodeClaim %s)", Quantities(sh.Capacity), sh.From)
+		gp.full = fmt.Sprintf("at its limits: no more node of capacity %s fits (as NodeClaim %s)", capacity.Quantities(sh.Capacity), sh.From)
 	}
 	return gp
 }
@@ -229,7 +235,7 @@ func (gp *growPool) shaped(sh *autoscaler.Shape, left corev1.ResourceList, sp sp
 // scale sets, OpenStack's and others' node groups) or one of whose labels has name as value (GKE's
 // cloud.google.com/gke-nodepool, EKS's eks.amazonaws.com/nodegroup, AKS's kubernetes.azure.com/agentpool, when the
 // cluster-autoscaler names its groups so), the first by name; nil when none is.
-func groupNode(name string, nodes []Node) *Node {
+func groupNode(name string, nodes []capacity.Node) *capacity.Node {
 	for i := range nodes {
 		n := &nodes[i]
 		if slices.Contains(strings.Split(n.ProviderID, "/"), name) || slices.Contains(slices.Collect(maps.Values(n.Labels)), name) {
@@ -244,7 +250,7 @@ func (gp *growPool) excluded(spec *corev1.PodSpec) string {
 	if gp.shape != nil {
 		n := *gp.shape
 		n.Name, n.Ready, n.Unschedulable = "", true, false // a new node: no name yet, Ready, not cordoned
-		return newPlacement(spec).excluded(&n)
+		return capacity.Excluded(spec, &n)
 	}
 	if gp.pool.Group != nil {
 		return ""
@@ -254,19 +260,19 @@ func (gp *growPool) excluded(spec *corev1.PodSpec) string {
 
 // pods is how many more pods of demand (need over the Placer's space) the pool takes (unlimited: no limit binds)
 // and what binds, in words.
-func (gp *growPool) pods(demand corev1.ResourceList, need amounts) (int, string) {
+func (gp *growPool) pods(demand corev1.ResourceList, need capacity.Amounts) (int, string) {
 	switch {
 	case gp.full != "":
 		return 0, gp.full
 	case gp.perNode:
 		n := 0
 		for _, node := range gp.nodes {
-			k, _ := fits(need, node)
+			k, _ := capacity.Fits(need, node)
 			n += k
 		}
 		return n, gp.words
 	case gp.free == nil:
-		return unlimited, "no limits"
+		return capacity.Unlimited, "no limits"
 	}
 	k, bound := int64(math.MaxInt64), ""
 	for _, r := range slices.Sorted(maps.Keys(gp.free)) {
@@ -274,12 +280,12 @@ func (gp *growPool) pods(demand corev1.ResourceList, need amounts) (int, string)
 		if r == corev1.ResourcePods {
 			per = *resource.NewQuantity(1, resource.DecimalSI)
 		}
-		if q, ok := quotient(gp.free[r], per, r); ok && q < k {
+		if q, ok := capacity.Quotient(gp.free[r], per, r); ok && q < k {
 			k, bound = q, string(r)
 		}
 	}
 	if bound == "" {
-		return unlimited, "its limits name no resource the pod requests"
+		return capacity.Unlimited, "its limits name no resource the pod requests"
 	}
 	left := gp.free[corev1.ResourceName(bound)]
 	if int64(gp.probe) < k {
@@ -289,11 +295,11 @@ func (gp *growPool) pods(demand corev1.ResourceList, need amounts) (int, string)
 }
 
 // take takes one pod of demand (need over the Placer's space) from the pool (which has room for it).
-func (gp *growPool) take(demand corev1.ResourceList, need amounts) {
+func (gp *growPool) take(demand corev1.ResourceList, need capacity.Amounts) {
 	if gp.perNode {
 		for i, node := range gp.nodes {
-			if k, _ := fits(need, node); k > 0 {
-				gp.nodes[i], _ = minus(node, need)
+			if k, _ := capacity.Fits(need, node); k > 0 {
+				gp.nodes[i], _ = capacity.Minus(node, need)
 				return
 			}
 		}
@@ -312,7 +318,7 @@ func (gp *growPool) take(demand corev1.ResourceList, need amounts) {
 
 // takeAny takes one pod of demand (need over the Placer's space) from the first pool that takes it (why says why
 // pool k may not), if any.
-func (g *growth) takeAny(demand corev1.ResourceList, need amounts, why func(k int, gp *growPool) string) bool {
+func (g *growth) takeAny(demand corev1.ResourceList, need capacity.Amounts, why func(k int, gp *growPool) string) bool {
 	for k, gp := range g.pools {
 		if why(k, gp) != "" {
 			continue
@@ -326,17 +332,17 @@ func (g *growth) takeAny(demand corev1.ResourceList, need amounts, why func(k in
 }
 
 // room is how many more pods of claim c the pools take together (unlimited: no limit binds), and each pool's fit.
-func (g *growth) room(c int, cl *claim) (int, []PoolFit) {
+func (g *growth) room(c int) (int, []capacity.PoolFit) {
 	total := 0
-	var fits []PoolFit
+	var fits []capacity.PoolFit
 	for k, gp := range g.pools {
 		f := gp.fit
 		f.Excluded = g.claimsPools[c][k]
 		if f.Excluded == "" {
-			f.Pods, f.Bound = gp.pods(cl.demand, cl.need)
-			if total != unlimited {
-				if f.Pods == unlimited {
-					total = unlimited
+			f.Pods, f.Bound = gp.pods(g.p.Claim(c).Demand, g.needs[c])
+			if total != capacity.Unlimited {
+				if f.Pods == capacity.Unlimited {
+					total = capacity.Unlimited
 				} else {
 					total += f.Pods
 				}
@@ -347,23 +353,23 @@ func (g *growth) room(c int, cl *claim) (int, []PoolFit) {
 	return total, fits
 }
 
-// mayAdd says whether some pool could ever add a node that one pod of claim c (cl; need over space sp) fits on,
-// were its limits all free: one the pod may use (selectors, taints) whose node shape holds it, within the pool's
-// limits in all. A pool whose node shape is not known yet (a NodePool before a NodeClaim shows one, a node group
-// with no node to read) may: what it can launch is the autoscaler's to say.
-func (g *growth) mayAdd(c int, cl *claim, sp space) bool {
+// MayAdd says whether some pool could ever add a node that one pod of claim c fits on, were its limits all free:
+// one the pod may use (selectors, taints) whose node shape holds it, within the pool's limits in all. A pool whose
+// node shape is not known yet (a NodePool before a NodeClaim shows one, a node group with no node to read) may:
+// what it can launch is the autoscaler's to say.
+func (g *growth) MayAdd(c int) bool {
 	for k, gp := range g.pools {
-		if g.claimsPools[c][k] == "" && gp.mayHold(cl, sp) {
+		if g.claimsPools[c][k] == "" && gp.mayHold(g.p.Claim(c).Demand, g.needs[c], g.p) {
 			return true
 		}
 	}
 	return false
 }
 
-// mayHold says whether a new node of the pool could hold one pod of cl (need over space sp).
-func (gp *growPool) mayHold(cl *claim, sp space) bool {
+// mayHold says whether a new node of the pool could hold one pod of demand (need over p's resources).
+func (gp *growPool) mayHold(demand corev1.ResourceList, need capacity.Amounts, p *capacity.Placer) bool {
 	for r, limit := range gp.pool.Limits {
-		if d, ok := cl.demand[r]; ok && d.Cmp(limit) > 0 {
+		if d, ok := demand[r]; ok && d.Cmp(limit) > 0 {
 			return false
 		}
 	}
@@ -376,43 +382,45 @@ func (gp *growPool) mayHold(cl *claim, sp space) bool {
 	default:
 		return true
 	}
-	return fitsIn(sp.empty(shape), cl.need)
+	return capacity.FitsIn(p.Empty(shape), need)
 }
 
-// holds says whether claim cl gets no room at all: some of its pods wait for a new node (Claim.Waiting) and
-// limits.maxPending has no room for one more Job's pods. A nil growth holds nothing.
-func (g *growth) holds(cl *claim) bool {
-	return g != nil && cl.held > 0 && g.pending < cl.perJob
+// Holds says whether claim c gets no room at all: some of its pods wait for a new node (Claim.Waiting) and
+// limits.maxPending has no room for one more Job's pods.
+func (g *growth) Holds(c int) bool {
+	cl := g.p.Claim(c)
+	return cl.ForNewNode > 0 && g.pending < cl.PerJob
 }
 
-// place places one Job of claim c on new nodes, if the pools and limits.maxPending take its pods, and no pod of ours
+// Place places one Job of claim c on new nodes, if the pools and limits.maxPending take its pods, and no pod of ours
 // of another size waits for a new node (onNew). Pods of one size are interchangeable: however kube-scheduler binds
 // them as the new nodes come up, the nodes hold as many. Pods of different sizes are not: a small pod bound first
 // to a node launched for a large one (kube-scheduler retries the pods it backed off later) leaves the large one no
 // room, and the autoscaler at its limits no node for it. So the sizes take new nodes one at a time: the next size
 // once those waiting are bound (job.requestsFrom's rows; queues of different templates alike).
-func (g *growth) place(c int, cl *claim) bool {
-	size := Quantities(cl.demand)
+func (g *growth) Place(c int) bool {
+	cl := g.p.Claim(c)
+	size := capacity.Quantities(cl.Demand)
 	if g.onNew != "" && g.onNew != size {
 		return false
 	}
-	if n, _ := g.room(c, cl); g.pending < cl.perJob || n != unlimited && n < cl.perJob {
+	if n, _ := g.room(c); g.pending < cl.PerJob || n != capacity.Unlimited && n < cl.PerJob {
 		return false
 	}
 	g.onNew = size
-	for range cl.perJob {
-		g.takeAny(cl.demand, cl.need, func(k int, _ *growPool) string { return g.claimsPools[c][k] })
+	for range cl.PerJob {
+		g.takeAny(cl.Demand, g.needs[c], func(k int, _ *growPool) string { return g.claimsPools[c][k] })
 	}
-	g.pending -= cl.perJob
+	g.pending -= cl.PerJob
 	return true
 }
 
-// report is how many more Jobs of claim c new nodes take, in words, and sets r.Autoscale.
-func (g *growth) report(c int, cl *claim, r *Report) (int, string) {
-	total, fits := g.room(c, cl)
+// Report is how many more Jobs of claim c new nodes take, in words, and sets r.Autoscale.
+func (g *growth) Report(c int, r *capacity.Report) (int, string) {
+	total, fits := g.room(c)
 	pods, why := total, ""
 	switch {
-	case total == unlimited || total >= g.pending:
+	case total == capacity.Unlimited || total >= g.pending:
 		pods = g.pending
 		why = fmt.Sprintf("limits.maxPending: %d of %d pod(s) wait for new nodes", g.maxPending-g.pending, g.maxPending)
 	case len(fits) == 0:
@@ -433,11 +441,14 @@ func (g *growth) report(c int, cl *claim, r *Report) (int, string) {
 		}
 		why = strings.Join(by, ", ")
 	}
-	jobs := pods / cl.perJob
+	jobs := pods / g.p.Claim(c).PerJob
 	words := fmt.Sprintf("%s: %d more on new nodes (%s)", g.source, jobs, why)
-	r.Autoscale = &AutoscaleFit{Source: g.source, Adds: jobs, Binding: why, Waiting: g.waiting, Pools: fits}
+	r.Autoscale = &capacity.AutoscaleFit{Source: g.source, Adds: jobs, Binding: why, Waiting: g.waiting, Pools: fits}
 	return jobs, words
 }
+
+// Adds names what adds the nodes: a NodePool (Karpenter) or a node group.
+func (g *growth) Adds() string { return poolKind(g.source) }
 
 func poolKind(source string) string {
 	if source == autoscaler.Karpenter {
@@ -451,7 +462,7 @@ var disruptedTaint = corev1.Taint{Key: "karpenter.sh/disrupted", Effect: corev1.
 
 // withoutDisrupted is snap with Karpenter's disrupted taint on the nodes of NodeClaims being deleted (a copy when
 // there are any): the nodes watch may show such a node without it for a moment.
-func withoutDisrupted(snap *Snapshot) *Snapshot {
+func withoutDisrupted(snap *capacity.Snapshot) *capacity.Snapshot {
 	if snap == nil || snap.Autoscale == nil {
 		return snap
 	}
@@ -461,7 +472,7 @@ func withoutDisrupted(snap *Snapshot) *Snapshot {
 			gone[id] = true
 		}
 	}
-	var nodes []Node
+	var nodes []capacity.Node
 	for i, n := range snap.Nodes {
 		if n.ProviderID == "" || !gone[n.ProviderID] || slices.ContainsFunc(n.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&disruptedTaint) }) {
 			continue
