@@ -459,7 +459,8 @@ func (r *shareResult) leave(i int, n notKept) {
 // not fit puts its queue out for this pass, and the slot goes on to the others (a smaller pod of another queue may
 // still fit), unless it is a sized queue's create that could never fit (neverPlacer): that one is skipped and the
 // queue goes on with its next create; or one the rows behind may pass (Passable, job.backfill): that one waits for
-// a later pass and the queue goes on with its next create.
+// a later pass and the queue goes on with its next create. A create that fits once our unbound pods of other sizes
+// are bound (bindsPlacer) is not passed: its queue is out until they are, and no row behind takes its room.
 //
 // With w (queues whose Jobs ask different sizes: weigh.go) a queue's use is its dominant share of resources instead of
 // its count, and the slot goes to the smallest use / weight.
@@ -492,12 +493,13 @@ func share(qs []shareQueue, slots int, pl Placer, w *weigher) shareResult {
 			c = qs[best].Claims[next[best]]
 		}
 		if pl != nil && !pl.Place(c) {
+			awaits := 0
 			if bp, ok := pl.(bindsPlacer); ok {
-				if n := bp.AwaitsBinds(c); n > 0 {
+				if awaits = bp.AwaitsBinds(c); awaits > 0 {
 					if res.awaits == nil {
 						res.awaits = make([]int, len(qs))
 					}
-					res.awaits[best] = n
+					res.awaits[best] = awaits
 				}
 			}
 			if np, ok := pl.(neverPlacer); ok && qs[best].Claims != nil {
@@ -507,11 +509,11 @@ func share(qs []shareQueue, slots int, pl Placer, w *weigher) shareResult {
 					continue
 				}
 			}
-			if p := qs[best].Passable; p != nil && p[next[best]] {
+			if p := qs[best].Passable; p != nil && p[next[best]] && awaits == 0 {
 				res.leave(best, notKept{k: next[best], passed: true})
 				next[best]++
 				continue
-			} else if p != nil {
+			} else if p != nil && awaits == 0 {
 				res.holder = best // it holds the room for that row: only higher priorities go on
 			}
 			res.stopped[best] = next[best]
@@ -639,7 +641,10 @@ func (p *Plan) shared(cfg *config.Config, pl Placer, claims [][]int, now time.Ti
 func (p *queuePart) strictStop(kept int, c Create, b *config.Backfill, now time.Time, awaits int) {
 	p.Slots = kept
 	why := "the rows behind it wait (strict order)"
-	if b != nil {
+	switch {
+	case awaits > 0 && b != nil:
+		why = "the rows behind it wait for those binds rather than take its room"
+	case b != nil:
 		why = fmt.Sprintf("it has waited %s (job.backfill.maxWait: %s): the rows behind it wait for it",
 			waitWords(c.waitingSince, now), rate.ShortDuration(b.MaxWait.Duration))
 	}

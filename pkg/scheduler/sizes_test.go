@@ -158,8 +158,9 @@ func TestSizedPass(t *testing.T) {
 // TestSizedAwaitsBinds: on two 8-CPU nodes, ten rows of 500m then one of 4 CPU. The placement spreads the small
 // ones, 2.5 CPU on each node, and fits the large one beside them; the rule's bound (capacity's sure.go) may count
 // all 5 CPU of small ones on either node, so it is sure of the large one only once they are bound. The small ones
-// are created, the large one waits, the limit says why, and a fill run wakes at their bind (AwaitsBinds). A
-// 2-CPU row instead fits however they are bound.
+// are created, the large one waits, the limit says why, and a fill run wakes at their bind (AwaitsBinds). With
+// job.backfill the rows behind it do not pass it: they would take the room it gets in moments. A 2-CPU row instead
+// fits however they are bound.
 func TestSizedAwaitsBinds(t *testing.T) {
 	small := []string{"a", "500m", "b", "500m", "c", "500m", "d", "500m", "e", "500m", "f", "500m", "g", "500m", "h", "500m", "i", "500m", "j", "500m"}
 	for _, tc := range []struct {
@@ -168,17 +169,28 @@ func TestSizedAwaitsBinds(t *testing.T) {
 		created    int
 		wantLimit  string
 		wantAwaits bool
+		backfill   bool
 	}{
 		{name: "ten 500m then 4: the 4 waits for their bind",
 			rows: sizedRows(append(small, "k", "4")...), created: 10, wantAwaits: true,
 			wantLimit: "capacity: the next row in the query's order asks for cpu=4, more than is sure to be free until 10 " +
 				"unbound pod(s) of ours of other sizes are bound; the rows behind it wait (strict order)"},
+		{name: "with backfill, ten 500m, 4, 500m: the 500m behind the 4 does not pass it", backfill: true,
+			rows: sizedRows(append(small, "k", "4", "l", "500m")...), created: 10, wantAwaits: true,
+			wantLimit: "capacity: the next row in the query's order asks for cpu=4, more than is sure to be free until 10 " +
+				"unbound pod(s) of ours of other sizes are bound; the rows behind it wait for those binds rather than take its room"},
 		{name: "ten 500m then 2: fits wherever they go",
 			rows: sizedRows(append(small, "k", "2")...), created: 11, wantLimit: "limits.maxPerTick: 20"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := sizedConfig(t, config.CapacityNodes, "4")
 			cfg.Limits.MaxPerTick, cfg.Limits.MaxActive = ptr.To(20), ptr.To(20)
+			if tc.backfill {
+				cfg.Job.Backfill = &config.Backfill{Since: "since", MaxWait: metav1.Duration{Duration: 10 * time.Minute}}
+				for i := range tc.rows {
+					tc.rows[i].Columns = append(tc.rows[i].Columns, rows.Column{Name: "since", Value: now.Add(-time.Minute).Format(time.RFC3339)})
+				}
+			}
 			node := func(name string) runtime.Object {
 				return makeNode(name).Allocatable(corev1.ResourceCPU, "8").Allocatable(corev1.ResourcePods, "110").Obj()
 			}
