@@ -403,12 +403,11 @@ gc:
 	return file, os.WriteFile(file, []byte(cfg), 0o644)
 }
 
-// sizesReport is the mixed drain's results file: the setup, the sides (c: none when its what is empty), the targets
-// judged, each invocation.
-func sizesReport(machine string, set sizesSetup, a, b, c sizesRun) string {
-	runs := []sizesRun{a, b}
-	if c.what != "" {
-		runs = append(runs, c)
+// sizesHeader is the results file's title, machine and setup; rounds above 1 say how many, alternated.
+func sizesHeader(machine string, set sizesSetup, rounds int) string {
+	order := ""
+	if rounds > 1 {
+		order = fmt.Sprintf(", %d rounds (A, B, C, A, B, C, …)", rounds)
 	}
 	var w strings.Builder
 	fmt.Fprintf(&w, "# Per-row sizes, with and without backfill, against one template (written by `BENCH_ONLY=sizes scripts/bench.sh`; do not edit)\n\n")
@@ -425,13 +424,25 @@ func sizesReport(machine string, set sizesSetup, a, b, c sizesRun) string {
 		"(%s CPU, %s), over and over (%d small, %d large), each task pod running %s. A: `job.requestsFrom: {cpu: cpu, memory: mem}`, "+
 		"`job.maxRequests: {cpu: %s, memory: %s}`; B: one template of %s CPU and %s, no requestsFrom; C (when run): A with "+
 		"`job.backfill: {since: since, maxWait: %s}`, since being each row's insert time. All `capacity: nodes`, "+
-		"`tick --timeout 8s --fill-for %s` started every %s (concurrencyPolicy Forbid), one side after the other. "+
+		"`tick --timeout 8s --fill-for %s` started every %s (concurrencyPolicy Forbid), one side after the other%s. "+
 		"Drain: from the first tick's start to the last Job's Complete condition as the bench's watch saw it. "+
 		"Shares: every %s while rows waited (from the first pod bound to a node until every row had its Job), the requests of the "+
 		"task pods bound to a node and not finished (kube-scheduler's sum, from the bench's pod watch) over the side's allocatable, "+
 		"averaged; \"needed\" is the same for what those pods' rows need (on B, less than they ask).\n\n",
 		set.nodes, sizesNode.cpu, sizesNode.memory, set.rows, sizesSmall.cpu, sizesSmall.memory, sizesLarge.cpu, sizesLarge.memory,
-		set.rows-large, large, set.dur, sizesLarge.cpu, sizesLarge.memory, sizesLarge.cpu, sizesLarge.memory, set.maxWait, set.fill, set.every, sizesSampleEvery)
+		set.rows-large, large, set.dur, sizesLarge.cpu, sizesLarge.memory, sizesLarge.cpu, sizesLarge.memory, set.maxWait, set.fill, set.every, order, sizesSampleEvery)
+	return w.String()
+}
+
+// sizesReport is the mixed drain's results file: the setup, the sides (c: none when its what is empty), the targets
+// judged, each invocation.
+func sizesReport(machine string, set sizesSetup, a, b, c sizesRun) string {
+	runs := []sizesRun{a, b}
+	if c.what != "" {
+		runs = append(runs, c)
+	}
+	var w strings.Builder
+	w.WriteString(sizesHeader(machine, set, 1))
 	fmt.Fprintln(&w, "| side | drain | × B | CPU requested | memory requested | CPU needed | memory needed | samples | ticks started (skipped) | passes | Jobs created | duplicate Jobs | Unschedulable pods | load avg (1 min) |")
 	fmt.Fprintln(&w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range runs {
@@ -465,11 +476,8 @@ func sizesReport(machine string, set sizesSetup, a, b, c sizesRun) string {
 // median over the rounds with every round's figure beside it, and the issue's targets judged on the medians (a
 // ratio to B is each round's own); the invocations of the last round.
 func sizesRoundsReport(machine string, set sizesSetup, rounds [][3]sizesRun) string {
-	first := sizesReport(machine, set, rounds[0][0], rounds[0][1], rounds[0][2])
 	var w strings.Builder
-	head, _, _ := strings.Cut(first, "| side |")
-	head = strings.Replace(head, "one side after the other.", fmt.Sprintf("one side after the other, %d rounds (A, B, C, A, B, C, …).", len(rounds)), 1)
-	w.WriteString(head)
+	w.WriteString(sizesHeader(machine, set, len(rounds)))
 	fmt.Fprintln(&w, "| round | side | drain | × B | CPU requested | memory requested | passes | Jobs created | duplicate Jobs | Unschedulable pods | load avg (1 min) |")
 	fmt.Fprintln(&w, "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for k, runs := range rounds {
