@@ -57,8 +57,10 @@ type Placer struct {
 	unplaced []int
 	// grow is the room beyond the nodes (an autoscaler's: Grow), nil when none is counted.
 	grow Growth
-	// costs are, per pair of claims (a, c), what a pod of a may take of c's pods on a node (sure.go).
-	costs map[[2]int]int
+	// costs are, per pair of claims (a, c), what a pod of a may take of c's pods on a node (sure.go); scratch is
+	// the room sure.go's loss counts on one node at a time.
+	costs   map[[2]int]int
+	scratch Amounts
 }
 
 // claim is one Claim while the Placer works on it.

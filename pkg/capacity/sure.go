@@ -83,12 +83,13 @@ func (p *Placer) loss(c, extra, more int) int {
 		if base == 0 {
 			continue
 		}
-		left := s.base
+		left := append(p.scratch[:0], s.base...) // this runs per node and per try of onNodesRoom: no allocation
 		for _, o := range s.claims {
 			if n := count(o); o != c && n > 0 {
-				left = minusN(left, p.claims[o].need, n)
+				takeN(left, p.claims[o].need, n)
 			}
 		}
+		p.scratch = left
 		after, _ := Fits(cl.need, left)
 		if perNode += base - after; perNode >= perPod {
 			return perPod
@@ -97,13 +98,11 @@ func (p *Placer) loss(c, extra, more int) int {
 	return perNode
 }
 
-// minusN is free − n pods of need (what fits does not look at: it may go below 0).
-func minusN(free, need Amounts, n int) Amounts {
-	out := make(Amounts, len(free))
+// takeN takes n pods of need from free, in place (it may go below 0: Fits counts that as no room).
+func takeN(free, need Amounts, n int) {
 	for r := range free {
-		out[r] = free[r] - mulCount(need[r], int64(n))
+		free[r] -= mulCount(need[r], int64(n))
 	}
-	return out
 }
 
 // capacityOf is cap_c: how many pods of claim c fit on the base room of the nodes it may use (counted once).

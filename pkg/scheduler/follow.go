@@ -78,12 +78,12 @@ type WakeOn struct {
 	Binds bool
 }
 
-// Wait returns once one of the Jobs the watch follows ends after the last pass's observation (it gets its
-// Complete or Failed condition, or is deleted before it finished: either frees the room it held), with its name;
-// with on.Nodes, once a node turns usable (capacity.Follow's NodesUsable: an autoscaler's new node, one uncordoned,
-// one Ready again), with "node/" and its name; with on.Binds, once one of our pods is bound (capacity.Follow's
-// OursBound), with "pod/" and its name. A watch of the Jobs lost since then, or another watch lost or back after
-// failing since the observation (follow.Feed.Losses), is ErrLost; when ctx ends, its cause.
+// Wait returns once one of the Jobs the watch follows ends after the last pass's observation (it gets its Complete
+// or Failed condition, or is deleted before it finished: either frees the room it held), with its name; with
+// on.Nodes, once a node turns usable (capacity.Follow's NodesUsable: an autoscaler's new node, one uncordoned, one
+// Ready again), with "node/" and its name; with on.Binds, once one of our pods is bound (capacity.Follow's
+// OursBound), with "pod/" and the node it was bound to. A watch of the Jobs lost since then, or another watch lost
+// or back after failing since the observation (follow.Feed.Losses), is ErrLost; when ctx ends, its cause.
 func (f *Follow) Wait(ctx context.Context, on WakeOn) (string, error) {
 	if f.jobs == nil || !f.jobs.Watching() {
 		return "", errors.New("the Jobs are not watched (no resourceVersion to watch from)")

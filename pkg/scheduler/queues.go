@@ -608,7 +608,7 @@ func (p *Plan) shared(cfg *config.Config, pl Placer, claims [][]int, now time.Ti
 		case k >= 0 && part.sized:
 			part.strictStop(kept[i], part.admittedCreates[k], part.backfill, now, awaits)
 		case len(passed) > 0:
-			part.passedBy(kept[i], len(passed), part.admittedCreates[passed[0].k].Requests, part.backfill, awaits)
+			part.passedBy(kept[i], len(passed), part.admittedCreates[passed[0].k].Requests, part.backfill)
 		case res.holder >= 0 && k < 0 && qs[i].Priority <= qs[res.holder].Priority && kept[i]+len(skips) < len(part.admittedCreates):
 			part.heldBy(kept[i], qs[res.holder].Name)
 		}
@@ -658,10 +658,10 @@ func (p *queuePart) strictStop(kept int, c Create, b *config.Backfill, now time.
 // passedBy is a queue's part with job.backfill b after the share let rows behind n of its rows pass them (the first
 // asks for asks), rows that do not fit now: its slots are the creates it kept, bound by capacity, and those rows are
 // read again next pass.
-func (p *queuePart) passedBy(kept, n int, asks corev1.ResourceList, b *config.Backfill, awaits int) {
+func (p *queuePart) passedBy(kept, n int, asks corev1.ResourceList, b *config.Backfill) {
 	p.Slots = kept
-	p.Limit = fmt.Sprintf("capacity: %d row(s) ask for %s (the first %s); the rows behind them that fit "+
-		"passed them (job.backfill: each for at most %s)", n, notFree(awaits), requestsWords(asks), rate.ShortDuration(b.MaxWait.Duration))
+	p.Limit = fmt.Sprintf("capacity: %d row(s) ask for more than is free now (the first %s); the rows behind them that fit "+
+		"passed them (job.backfill: each for at most %s)", n, requestsWords(asks), rate.ShortDuration(b.MaxWait.Duration))
 	p.Bound, p.roomBound, p.capacityBound = BoundCapacity, true, true
 	if p.Slots == 0 && p.Blocked == "" {
 		p.block(BoundCapacity, p.Limit)
