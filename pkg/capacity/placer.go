@@ -29,6 +29,11 @@ type Claim struct {
 	// template's selectors and tolerations; what it does not name is the admitted template's (a LimitRange's
 	// defaults).
 	Demand corev1.ResourceList
+	// ReadBound says the claim only bounds how many Jobs a read may admit (a sized queue's smallest shape: each row
+	// read is then placed by its own shape): its room is the nodes' as placed, without sure.go's rule, which the
+	// rows' shapes meet when they are placed. Against 1m of cpu every pod of ours is of another size, and the rule
+	// would read nothing while any of them is unbound.
+	ReadBound bool
 }
 
 // Placer places Jobs of several templates, one at a time, on one Snapshot: each placed pod goes to a node it fits
@@ -79,6 +84,7 @@ type claim struct {
 	// capacity is how many of its pods fit on the base room of its nodes (-1 until counted), most on one of them.
 	onNodes, capacity, most int
 	awaits                  int        // AwaitsBinds
+	readBound               bool       // Claim.ReadBound
 	excluded                []string   // per node of the Snapshot (its order): why the claim may not use it, "" if it may
 	on                      []int      // the slots it may use
 	at                      []int      // as on: its place in that slot's claims
@@ -148,7 +154,7 @@ func NewPlacer(snap *Snapshot, claims []Claim) *Placer {
 	for _, c := range claims {
 		pod := snap.admitted(c.Template)
 		cl := &claim{tpl: c.Template, pod: pod, demand: Demand(pod), perJob: PodsPerJob(c.Template),
-			claimed: c.Unbound + c.Podless, capacity: -1}
+			claimed: c.Unbound + c.Podless, capacity: -1, readBound: c.ReadBound}
 		if c.Demand != nil {
 			cl.demand = maps.Clone(cl.demand)
 			maps.Copy(cl.demand, c.Demand)
@@ -592,6 +598,9 @@ func (p *Placer) reportNodes(i int, r *Report) (int, string) {
 	sure, others := p.onNodesRoom(i, pods)
 	sureBinds := sure < pods
 	pods = sure
+	if sureBinds {
+		r.AwaitsBinds = others
+	}
 	fit := pods / cl.perJob
 	var s string
 	switch {

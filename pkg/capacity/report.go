@@ -19,6 +19,9 @@ type Report struct {
 	Listed     string              `json:"listed,omitempty"`     // which pods were listed to count the room
 	Autoscale  *AutoscaleFit       `json:"autoscale,omitempty"`  // what the autoscaler can still add (limits.capacity: autoscale)
 	Warning    string              `json:"warning,omitempty"`    // e.g. a permission that is missing
+	// AwaitsBinds, when above 0, is how many of our unbound pods of other sizes lowered Fit: it counts what is sure
+	// to fit wherever kube-scheduler binds them (sure.go), and may grow once they are bound.
+	AwaitsBinds int `json:"awaitsBinds,omitempty"`
 }
 
 // NodeFit is how many more pods of the template fit on one node.

@@ -25,8 +25,12 @@ package capacity
 
 // onNodesRoom is how many more pods of claim i, up to most, the nodes take wherever kube-scheduler binds our pods
 // that hold room there (see above), and how many of those are of other claims; most, and 0, when no other claim's
-// pods hold room on a node claim i may use (the placement alone decides).
+// pods hold room on a node claim i may use, or claim i only bounds a read (Claim.ReadBound): the placement alone
+// decides.
 func (p *Placer) onNodesRoom(i, most int) (room, others int) {
+	if p.claims[i].readBound {
+		return most, 0
+	}
 	for c, cl := range p.claims {
 		if c != i && cl.onNodes > 0 && p.cost(c, i) > 0 {
 			others += cl.onNodes

@@ -297,7 +297,7 @@ func (p *queuePart) fitQueue(obs *Observation, room capacity.Room, i int) *queue
 		if rep.Fit >= 0 && rep.Fit < q.Slots {
 			q.Slots = rep.Fit
 			q.Limit, q.Bound = "capacity: "+rep.Binding, BoundCapacity
-			q.roomBound, q.capacityBound = true, true
+			q.roomBound, q.capacityBound, q.awaitsBinds = true, true, rep.AwaitsBinds > 0
 		}
 		if q.Slots <= 0 && q.Blocked == "" { // a queue blocked already (its cancel query failed) keeps its reason
 			q.block(q.Bound, q.Limit)

@@ -215,8 +215,8 @@ type queuePart struct {
 	// its job.backfill (nil: none, or not sized).
 	sized    bool
 	backfill *config.Backfill
-	// hard, roomBound and capacityBound are as Plan's, for the queue.
-	hard, roomBound, capacityBound bool
+	// hard, roomBound, capacityBound and awaitsBinds are as Plan's, for the queue.
+	hard, roomBound, capacityBound, awaitsBinds bool
 	// groupRoom is what each group's rate leaves of the read (see rates.groupRoom).
 	groupRoom map[string]int
 	// checkedRows are the rows its row check selected (its worker bugs), readRows those its read admitted or

@@ -376,6 +376,7 @@ func (p *Plan) fit(obs *Observation, pl capacity.Room) *Plan {
 	q := p.next()
 	for i, part := range p.parts {
 		q.parts[i] = part.fitQueue(obs, pl, i).boundSized()
+		q.awaitsBinds = q.awaitsBinds || q.parts[i].awaitsBinds
 	}
 	return q
 }

@@ -150,7 +150,7 @@ func (p *Plan) claims(cfg *config.Config, shapes []*batchv1.Job) (claims []capac
 			claims[i] = capacity.Claim{Template: qc.Template, Unbound: part.unboundPods, Podless: part.podlessPods, Waiting: part.Waiting}
 			continue
 		}
-		claims[i] = capacity.Claim{Template: smallestShape(qc)}
+		claims[i] = capacity.Claim{Template: smallestShape(qc), ReadBound: true}
 		unbound, waiting := part.unboundPods, part.Waiting
 		for _, s := range part.unboundSizes {
 			claims = append(claims, capacity.Claim{Template: qc.Template, Demand: s.demand, Unbound: s.pods, Podless: s.podless, Waiting: s.waiting})

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
@@ -212,6 +213,80 @@ func TestSizedAwaitsBinds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSizedReadsBesideUnbound: a sized queue's read is bounded by its smallest shape's room as placed, not by the
+// rule for our unbound pods of other sizes (capacity's sure.go), which each row's own shape meets when it is
+// placed: against 1m of cpu every pod is of another size, and once ours that are unbound asked more than a node
+// holds, the rule read nothing. Two nodes of 8 cpu, our unbound pods of 4, 4 and 500m, rows of 500m, 500m and 4:
+// the three are read, a and b fit wherever kube-scheduler binds the pods, c fits on no node now.
+func TestSizedReadsBesideUnbound(t *testing.T) {
+	cfg := sizedConfig(t, config.CapacityNodes, "4")
+	cfg.Limits.MaxPerTick, cfg.Limits.MaxActive = ptr.To(20), ptr.To(20)
+	objs := []runtime.Object{eightCPU("n1"), eightCPU("n2")}
+	for _, old := range [][2]string{{"old-large", "4"}, {"old-large-2", "4"}, {"old-small", "500m"}} {
+		job := makeJob(old[0]).Active(1).Obj()
+		job.UID = types.UID("uid-" + old[0])
+		objs = append(objs, job, makePod(job).Requests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(old[1])}).Obj())
+	}
+	client := testkit.NewFake(objs...)
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: sizedRows("a", "500m", "b", "500m", "c", "4")},
+		Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
+	res, err := s.Run(context.Background(), Execute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range res.Plan.Creates {
+		got = append(got, c.Key)
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, got); diff != "" || res.Plan.Selected != 3 {
+		t.Errorf("%d rows read, want 3; creates (-want +got):\n%s", res.Plan.Selected, diff)
+	}
+	want := "capacity: the next row in the query's order asks for cpu=4, more than is free now; the rows behind it wait (strict order)"
+	if res.Limit() != want {
+		t.Errorf("limit %q\nwant  %q", res.Limit(), want)
+	}
+}
+
+// TestFitAwaitsBinds: when the fit finds less room for a queue's template than the nodes hold, until our unbound
+// pods of other sizes are bound, the queue reads and creates what is sure, and the pass awaits a bind (a fill run
+// wakes at one), not a Job's end. Two nodes of 8 cpu; queue large (4 cpu) has 1 unbound pod, sized queue small 3
+// of 500m: one 4 more is sure wherever they go, not two (500m on each node, then three 4s, leave one no node).
+func TestFitAwaitsBinds(t *testing.T) {
+	cfg := queuesConfig(t, "capacity: nodes, maxPerTick: 20, maxActive: 20",
+		"- name: small\n  source: {query: q, key: id}\n  job: {template: job.yaml, requestsFrom: {cpu: cpus}, maxRequests: {cpu: 4}}\n"+
+			queue("large", ""))
+	cfg.Queues[1].Template.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+	objs := []runtime.Object{eightCPU("n1"), eightCPU("n2")}
+	for _, old := range []struct {
+		queue    int
+		key, cpu string
+	}{{1, "l0", "4"}, {0, "s0", "500m"}, {0, "s1", "500m"}, {0, "s2", "500m"}} {
+		job := queueJob(t, cfg, old.queue, old.key)
+		job.UID, job.Status.Active = types.UID("uid-"+old.key), 1
+		pod := makePod(job).Requests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(old.cpu)}).Obj()
+		pod.Labels = job.Spec.Template.Labels
+		objs = append(objs, job, pod)
+	}
+	client := testkit.NewFake(objs...)
+	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Now: func() time.Time { return now }, Queues: []Queue{
+		{Source: &source{}, Renderer: render.New(cfg.QueueConfig(0), nil)},
+		{Source: &source{Rows: rowsFor("l1", "l2")}, Renderer: render.New(cfg.QueueConfig(1), nil)}}}
+	res, err := s.Run(context.Background(), Execute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "capacity: nodes: 1 more fit on 2 node(s) wherever kube-scheduler binds our 3 unbound pod(s) of other sizes, after 4 unbound"
+	if q := res.Plan.Queues[1]; q.Limit != want || q.Selected != 1 || len(res.Plan.Creates) != 1 || !res.AwaitsBinds() {
+		t.Errorf("large: limit %q, %d row(s) read, %d create(s), awaits binds %v\nwant %q, 1, 1, true", q.Limit, q.Selected,
+			len(res.Plan.Creates), res.AwaitsBinds(), want)
+	}
+}
+
+// eightCPU is a node of 8 cpu and 110 pods.
+func eightCPU(name string) runtime.Object {
+	return makeNode(name).Allocatable(corev1.ResourceCPU, "8").Allocatable(corev1.ResourcePods, "110").Obj()
 }
 
 // TestSizedReadBound: a sized queue reads as many rows as its smallest Job fits, bounded by limits.maxPerTick and
