@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -157,6 +158,51 @@ func TestSizedBackfill(t *testing.T) {
 	}
 	if byNode := e.bound("backfill", 2); byNode[node] != 2 {
 		t.Errorf("pods per node %v, want 2 on %s", byNode, node)
+	}
+}
+
+// TestSizedFillWakesAtBinds: a fill run of rows of two sizes, against kube-scheduler's binds. On two 8-CPU nodes,
+// rows of 500m, 500m, 500m and 4 CPU, four times over, in that order, tasks that outlast the test: a pass holds
+// back what does not fit wherever kube-scheduler binds our unbound pods of the other size, and the next pass
+// starts at a bind (woke: podBound) and creates, until strict order stops at the third 4-CPU row: 11 Jobs, 12.5
+// CPU, none Unschedulable. No Job ends meanwhile, so only a bind can start those passes.
+func TestSizedFillWakesAtBinds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.addNode("n0", "8", "16Gi", 110, nil)
+	e.addNode("n1", "8", "16Gi", 110, nil)
+	e.exec(`ALTER TABLE ` + e.table + ` ADD COLUMN cpus text`)
+	for i := range 16 {
+		cpu := "500m"
+		if i%4 == 3 {
+			cpu = "4"
+		}
+		e.exec(`INSERT INTO `+e.table+` (id, url, cpus) VALUES ($1, 'u', $2)`, fmt.Sprintf("r%02d", i), cpu)
+	}
+	cfg := e.writeConfig(config{name: "binds", duration: "10m",
+		query: "SELECT id, url, cpus FROM " + e.table + " WHERE status = 'waiting' ORDER BY n",
+		extra: "limits:\n  maxActive: 20\n  maxPerTick: 20\n  capacity: nodes\n"})
+	e.withJobKeys(cfg, sizedJob)
+	unsched := e.unschedulableEver()
+
+	r := e.jobsched("tick", "--config", cfg, "--fill-for", "20s")
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+	}
+	created, atBind := 0, 0
+	for _, s := range r.summaries(t) {
+		created += s.Created
+		if s.Woke == "podBound" {
+			atBind += s.Created
+		}
+	}
+	if created != 11 || atBind == 0 {
+		t.Fatalf("%d Jobs created, %d by passes a bind started; want 11 (the third 4-CPU row waits), some at a bind:\n%s",
+			created, atBind, r.stderr)
+	}
+	e.bound("binds", 11)
+	if n := unsched(); n != 0 {
+		t.Errorf("%d pods were Unschedulable, want none", n)
 	}
 }
 
