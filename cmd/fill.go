@@ -35,6 +35,7 @@ type fillPass struct {
 	room     bool      // the slots were bound by room: capacity, the quota, limits.maxActive
 	nodes    bool      // by the capacity fit: a node turning usable may add room (scheduler.Result.CapacityBound)
 	binds    bool      // the fit awaits our unbound pods: one bound may let the next pass create (Result.AwaitsBinds)
+	ends     bool      // by the capacity fit, and a pod's end frees its room: it may (scheduler.PodEndFrees)
 	rowsWait bool      // rows may still wait for a Job
 	limit    string    // what bound the slots
 	next     time.Time // a limits.rate bound the slots: when its window allows the next create (zero: none)
@@ -42,7 +43,9 @@ type fillPass struct {
 }
 
 // wakeOn is what besides a Job's end may let the pass after p create.
-func (p fillPass) wakeOn() scheduler.WakeOn { return scheduler.WakeOn{Nodes: p.nodes, Binds: p.binds} }
+func (p fillPass) wakeOn() scheduler.WakeOn {
+	return scheduler.WakeOn{Nodes: p.nodes, Binds: p.binds, Ends: p.ends}
+}
 
 // filler runs passes for fillFor. pass runs one whole pass (refill 0 is the first; woke says what started a
 // refill); wait returns once something happened after it that may let the next pass create (a Job of this scheduler
@@ -79,6 +82,7 @@ const (
 	wokeJob       = "jobEnd"         // one of its Jobs ended
 	wokeNode      = "nodeReady"      // a node turned usable
 	wokeBound     = "podBound"       // one of its pods was bound, which the fit awaited (scheduler.WakeOn.Binds)
+	wokePodEnd    = "podEnd"         // one of its pods left its node, before its Job is marked finished (WakeOn.Ends)
 	wokePoll      = "poll"           // source.poll, or the poll for cancels
 	wokeRate      = "rateWindow"     // the limits.rate window allows the next create
 	wokeWaitDue   = "autoscalerWord" // a pod's wait (the plan's WaitDue) is over
@@ -239,6 +243,8 @@ func (f filler) waitNext(ctx context.Context, p fillPass, end time.Time, refill 
 		woke = wokeNode
 	case strings.HasPrefix(name, "pod/"):
 		woke = wokeBound
+	case strings.HasPrefix(name, "left/"):
+		woke = wokePodEnd
 	default:
 		woke = wokeJob
 	}

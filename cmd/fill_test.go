@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,8 @@ func TestFiller(t *testing.T) {
 		advance time.Duration // the clock moves this much during the wait
 		err     error         // what the wait returns; block: until its context ends
 		block   bool
-		poll    bool // until its context ends, which the filler's poll ends first
+		poll    bool   // until its context ends, which the filler's poll ends first
+		name    string // what ended it (Follow.Wait's name), when not err; "": a Job's
 	}
 	tests := []struct {
 		name       string
@@ -40,7 +42,8 @@ func TestFiller(t *testing.T) {
 		wantPasses int
 		wantReason string
 		wantErr    error
-		wantWaits  []string // the pass (refill) after which each wait came, " nodes" when it may wake on a node, " binds" on a bind
+		wantWaits  []string // the pass (refill) after which each wait came, " nodes" when it may wake on a node, " binds" on a bind, " ends" on a pod's end
+		wantWoke   []string // what each refill's pass was told woke it (nil: not checked)
 		poll       time.Duration
 	}{
 		{name: "a cancel query: the poll runs the next pass although no Job ended", poll: time.Millisecond,
@@ -61,6 +64,10 @@ func TestFiller(t *testing.T) {
 		{name: "the fit awaits our pods of other sizes: the wait may wake on their bind too",
 			passes: []fillPass{{room: true, nodes: true, binds: true, rowsWait: true}, {room: true}}, waits: []wait{{}},
 			wantPasses: 2, wantReason: endBacklogEmpty, wantWaits: []string{"0 nodes binds"}},
+		{name: "the fit bound it and a pod's end frees its room: the wait may wake on one, and the next pass says so",
+			passes: []fillPass{{room: true, nodes: true, ends: true, rowsWait: true}, fit, {room: true}},
+			waits:  []wait{{name: "left/n1"}, {name: "pod/n1"}}, wantPasses: 3, wantReason: endBacklogEmpty,
+			wantWaits: []string{"0 nodes ends", "1 nodes"}, wantWoke: []string{"podEnd", "podBound"}},
 		{name: "the refill fails: its error is the invocation's", passes: []fillPass{room, {err: failed}},
 			waits: []wait{{}}, wantPasses: 2, wantReason: endFailed, wantErr: failed, wantWaits: []string{"0"}},
 		{name: "an expired resourceVersion: the next pass at once", passes: []fillPass{room, {room: true}},
@@ -85,12 +92,15 @@ func TestFiller(t *testing.T) {
 			defer cancel()
 			now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 			var refills []int
-			var waits []string
+			var waits, woken []string
 			f := filler{
 				fillFor: 50 * time.Second,
 				poll:    func() time.Duration { return tt.poll },
 				now:     func() time.Time { return now },
-				pass: func(_ context.Context, refill int, _ string) fillPass {
+				pass: func(_ context.Context, refill int, woke string) fillPass {
+					if refill > 0 {
+						woken = append(woken, woke)
+					}
 					refills = append(refills, refill)
 					if len(refills) > len(tt.passes) {
 						t.Fatalf("pass %d: the script has %d", len(refills), len(tt.passes))
@@ -104,6 +114,9 @@ func TestFiller(t *testing.T) {
 					}
 					if on.Binds {
 						waits[len(waits)-1] += " binds"
+					}
+					if on.Ends {
+						waits[len(waits)-1] += " ends"
 					}
 					w := tt.waits[len(waits)-1]
 					now = now.Add(w.advance)
@@ -123,7 +136,7 @@ func TestFiller(t *testing.T) {
 						now = now.Add(time.Hour)
 						return "", errFillOver
 					}
-					return "job-a", w.err
+					return cmp.Or(w.name, "job-a"), w.err
 				},
 			}
 			err := f.run(ctx)
@@ -140,6 +153,9 @@ func TestFiller(t *testing.T) {
 			}
 			if strings.Join(waits, ",") != strings.Join(tt.wantWaits, ",") {
 				t.Errorf("waits after passes %v, want %v", waits, tt.wantWaits)
+			}
+			if tt.wantWoke != nil && !slices.Equal(woken, tt.wantWoke) {
+				t.Errorf("refills woken by %q, want %q", woken, tt.wantWoke)
 			}
 			var end struct {
 				Reason string `json:"reason"`

@@ -86,6 +86,7 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 		defer lg.Give(ctx)
 		wait = keepLease(lg, s.Follow.Wait, g.leaseDuration/3)
 	}
+	ends := scheduler.PodEndFrees(cfg)
 	f := filler{fillFor: fillFor, now: time.Now, cover: cfg.Wakes(), minWake: minWakeGap,
 		pass: func(ctx context.Context, refill int, woke string) fillPass {
 			lc := zerolog.Ctx(ctx).With().Int("refill", refill)
@@ -100,7 +101,7 @@ func (g *globalOptions) executeTick(ctx context.Context, fillFor time.Duration) 
 			if url := g.pushgatewayURL(cfg); url != "" {
 				pushMetrics(ctx, s, url, scheduler.Execute, res.Plan, res.Summary, err, time.Since(start))
 			}
-			return fillPassOf(res, err)
+			return fillPassOf(res, err, ends)
 		},
 		wait: wait,
 		idle: idleWait(lg, s.Follow),
@@ -192,9 +193,11 @@ func idleWait(lg *lease.Guard, follow *scheduler.Follow) func(context.Context, s
 	}
 }
 
-// fillPassOf is what the fill loop needs of a pass's result.
-func fillPassOf(res scheduler.Result, err error) fillPass {
-	p := fillPass{err: err, limit: res.Limit(), room: res.RoomBound(), nodes: res.CapacityBound(), binds: res.AwaitsBinds(), rowsWait: res.RowsWait}
+// fillPassOf is what the fill loop needs of a pass's result; podEndFrees is scheduler.PodEndFrees of its
+// configuration.
+func fillPassOf(res scheduler.Result, err error, podEndFrees bool) fillPass {
+	p := fillPass{err: err, limit: res.Limit(), room: res.RoomBound(), nodes: res.CapacityBound(), binds: res.AwaitsBinds(),
+		ends: podEndFrees && res.CapacityBound(), rowsWait: res.RowsWait}
 	if res.Plan != nil && res.Plan.NextCreate != nil {
 		p.next = *res.Plan.NextCreate
 	}

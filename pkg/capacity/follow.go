@@ -36,6 +36,8 @@ type Follow struct {
 	usableName string                         // the last of them
 	bound      int                            // our pods the watch saw bound (OursBound)
 	boundTo    string                         // the node of the last of them
+	left       int                            // our pods the watch saw leave their node (OursLeft)
+	leftFrom   string                         // the node of the last of them
 	wheres     []placement                    // the templates' placements: only a node one may use counts (nil: any)
 	allocs     map[string]corev1.ResourceList // each distinct allocatable list the nodes have, by its quantities
 }
@@ -58,10 +60,26 @@ func (f *Follow) OursBound() (int, string) {
 	return f.bound, f.boundTo
 }
 
-// podChanged counts a pod of ours the watch saw bound to a node, that it had seen unbound or not at all (OursBound).
+// OursLeft counts our pods (Ours) the watch saw leave the node they were bound to since the Follow began (they
+// ended: the feed follows non-terminal pods; or they were deleted), and names the node of the last: its room is
+// free. A fill run's wait wakes on it when the capacity fit bound the last pass (scheduler.WakeOn.Ends), about a
+// second before the Job controller marks the Job finished.
+func (f *Follow) OursLeft() (int, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.left, f.leftFrom
+}
+
+// podChanged counts a pod of ours the watch saw bound to a node, that it had seen unbound or not at all (OursBound),
+// and one it had seen bound that it no longer follows (OursLeft).
 func (f *Follow) podChanged(old storedPod, had bool, p storedPod, has bool) {
-	if !has || p.node == 0 || had && old.node != 0 {
+	bound := has && p.node != 0 && !(had && old.node != 0)
+	left := had && old.node != 0 && !has
+	if !bound && !left {
 		return
+	}
+	if left {
+		p = old
 	}
 	f.store.mu.Lock()
 	ours, node := f.store.shapes[p.shape].ours, f.store.nodes[p.node]
@@ -71,6 +89,10 @@ func (f *Follow) podChanged(old storedPod, had bool, p storedPod, has bool) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if left {
+		f.left, f.leftFrom = f.left+1, node
+		return
+	}
 	f.bound, f.boundTo = f.bound+1, node
 }
 

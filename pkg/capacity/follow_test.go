@@ -392,9 +392,10 @@ func inPool(n *corev1.Node, v string) *corev1.Node {
 	return n
 }
 
-// TestOursBound: the feed's change of one of our pods from unbound (or not seen) to bound counts, with its node;
-// another's bound, ours still unbound, ours moved between nodes or deleted, do not.
-func TestOursBound(t *testing.T) {
+// TestOursBoundAndLeft: the feed's change of one of our pods from unbound (or not seen) to bound counts as bound,
+// with its node; one of ours that was bound and is no longer followed (it ended, or was deleted) as left, with the
+// node it left; another's, ours still unbound, ours gone while unbound, and ours moved between nodes, as neither.
+func TestOursBoundAndLeft(t *testing.T) {
 	f := &Follow{}
 	agg := &aggregator{namespace: "work", scheduler: "s"}
 	stored := func(p *corev1.Pod) storedPod {
@@ -414,26 +415,32 @@ func TestOursBound(t *testing.T) {
 		return stored(kubePod("other", "b", node, corev1.PodPending, rl("cpu", "1")))
 	}
 	for _, tc := range []struct {
-		name     string
-		old      storedPod
-		had      bool
-		now      storedPod
-		has      bool
-		want     int
-		wantNode string
+		name                string
+		old                 storedPod
+		had                 bool
+		now                 storedPod
+		has                 bool
+		wantBound, wantLeft int
+		wantNode            string
 	}{
-		{name: "ours bound", old: ours(""), had: true, now: ours("n1"), has: true, want: 1, wantNode: "n1"},
-		{name: "ours seen first bound", now: ours("n2"), has: true, want: 1, wantNode: "n2"},
+		{name: "ours bound", old: ours(""), had: true, now: ours("n1"), has: true, wantBound: 1, wantNode: "n1"},
+		{name: "ours seen first bound", now: ours("n2"), has: true, wantBound: 1, wantNode: "n2"},
 		{name: "ours still unbound", old: ours(""), had: true, now: ours(""), has: true},
 		{name: "ours on another node", old: ours("n1"), had: true, now: ours("n2"), has: true},
-		{name: "ours deleted", old: ours("n1"), had: true},
+		{name: "ours ended or deleted", old: ours("n1"), had: true, wantLeft: 1, wantNode: "n1"},
+		{name: "ours gone unbound", old: ours(""), had: true},
 		{name: "another's bound", old: other(""), had: true, now: other("n1"), has: true},
+		{name: "another's ended", old: other("n1"), had: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before, _ := f.OursBound()
+			bound, _ := f.OursBound()
+			left, _ := f.OursLeft()
 			f.podChanged(tc.old, tc.had, tc.now, tc.has)
-			if n, node := f.OursBound(); n-before != tc.want || tc.want > 0 && node != tc.wantNode {
-				t.Errorf("OursBound counted %d (last on %q); want %d on %q", n-before, node, tc.want, tc.wantNode)
+			b, boundTo := f.OursBound()
+			l, leftFrom := f.OursLeft()
+			if b-bound != tc.wantBound || l-left != tc.wantLeft || tc.wantBound > 0 && boundTo != tc.wantNode || tc.wantLeft > 0 && leftFrom != tc.wantNode {
+				t.Errorf("bound %d (last on %q), left %d (last %q); want %d, %d, on %q", b-bound, boundTo, l-left, leftFrom,
+					tc.wantBound, tc.wantLeft, tc.wantNode)
 			}
 		})
 	}

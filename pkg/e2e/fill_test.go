@@ -46,8 +46,8 @@ func checkRefills(t *testing.T, passes []summary) {
 }
 
 // TestFillDrains: with --fill-for, a backlog of 6 rows on a node that fits 2 task pods drains in one invocation:
-// every row gets exactly one Job, no pod is ever Unschedulable, and the invocation ends by itself once the backlog
-// is empty, long before its --fill-for.
+// every row gets exactly one Job, no pod is ever Unschedulable, refills start at a task pod's end, and the
+// invocation ends by itself once the backlog is empty, long before its --fill-for.
 func TestFillDrains(t *testing.T) {
 	t.Parallel()
 	e, keys, cfg := newTaskScenario(t, "3", "8Gi", 6, config{cpu: "1200m", duration: "2s", extra: "gc:\n  succeededRetention: 0s\n"})
@@ -64,12 +64,20 @@ func TestFillDrains(t *testing.T) {
 	}
 	passes := r.summaries(t)
 	checkRefills(t, passes)
-	created := 0
+	created, atPodEnd := 0, 0
 	for _, s := range passes {
 		created += s.Created
+		if s.Woke == "podEnd" {
+			atPodEnd++
+		}
 	}
 	if len(passes) < 3 || created != len(keys) {
 		t.Errorf("%d passes created %d Jobs, want at least 3 passes (2 fit at once) creating %d:\n%s", len(passes), created, len(keys), r.stderr)
+	}
+	// The nodes bound each pass and a Job makes no pod after its pod's end (backoffLimit 0): a refill starts when
+	// a task's pod leaves the node, about a second before the Job controller marks its Job Complete.
+	if atPodEnd == 0 {
+		t.Errorf("no refill woke at a pod's end (woke: podEnd):\n%s", r.stderr)
 	}
 	byKey := l.created()
 	for _, k := range keys {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobsched/jobsched/pkg/capacity"
+	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/follow"
 )
 
@@ -47,6 +48,7 @@ type Follow struct {
 	endedAt   int    // ended at the last observation
 	usableAt  int    // capacity.NodesUsable at the last observation
 	boundAt   int    // capacity.OursBound at the last observation
+	leftAt    int    // capacity.OursLeft at the last observation
 	lostAt    int    // losses at the last observation
 }
 
@@ -76,13 +78,34 @@ type WakeOn struct {
 	Nodes bool
 	// Binds: one of our pods bound to a node (the fit awaited them: Result.AwaitsBinds).
 	Binds bool
+	// Ends: one of our pods leaving its node, its room free before its Job is marked finished (the capacity fit
+	// bound the last pass, and a Job makes no other pod after its pod's end: Result.PodEndFrees).
+	Ends bool
+}
+
+// PodEndFrees says a pod of ours that leaves its node frees its room for good with cfg's Jobs, so that a fill run
+// bound by the capacity fit may start its next pass then (WakeOn.Ends), not a second later when the Job
+// controller marks the Job finished: each Job of every queue runs one pod, once (parallelism and completions at
+// most 1, backoffLimit 0, no backoffLimitPerIndex or podFailurePolicy). A Job that may make another pod after
+// one ends would take that room back.
+func PodEndFrees(cfg *config.Config) bool {
+	for i := range cfg.AllQueues() {
+		spec := cfg.QueueConfig(i).Template.Spec
+		one := func(n *int32) bool { return n == nil || *n <= 1 }
+		if !one(spec.Parallelism) || !one(spec.Completions) || spec.BackoffLimit == nil || *spec.BackoffLimit != 0 ||
+			spec.BackoffLimitPerIndex != nil || spec.PodFailurePolicy != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // Wait returns once one of the Jobs the watch follows ends after the last pass's observation (it gets its Complete
 // or Failed condition, or is deleted before it finished: either frees the room it held), with its name; with
 // on.Nodes, once a node turns usable (capacity.Follow's NodesUsable: an autoscaler's new node, one uncordoned, one
 // Ready again), with "node/" and its name; with on.Binds, once one of our pods is bound (capacity.Follow's
-// OursBound), with "pod/" and the node it was bound to. A watch of the Jobs lost since then, or another watch lost
+// OursBound), with "pod/" and the node it was bound to; with on.Ends, once one of our pods leaves its node
+// (capacity.Follow's OursLeft), with "left/" and that node. A watch of the Jobs lost since then, or another watch lost
 // or back after failing since the observation (follow.Feed.Losses), is ErrLost; when ctx ends, its cause.
 func (f *Follow) Wait(ctx context.Context, on WakeOn) (string, error) {
 	if f.jobs == nil || !f.jobs.Watching() {
@@ -94,6 +117,7 @@ func (f *Follow) Wait(ctx context.Context, on WakeOn) (string, error) {
 		watching, losses := f.jobs.Watching(), f.losses()
 		n, node := f.capacity.NodesUsable()
 		b, pod := f.capacity.OursBound()
+		l, from := f.capacity.OursLeft()
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		switch {
@@ -103,6 +127,8 @@ func (f *Follow) Wait(ctx context.Context, on WakeOn) (string, error) {
 			name = "node/" + node
 		case on.Binds && b > f.boundAt:
 			name = "pod/" + pod
+		case on.Ends && l > f.leftAt:
+			name = "left/" + from
 		default:
 			lost = losses > f.lostAt
 			return lost || !watching
@@ -196,11 +222,13 @@ func (f *Follow) podsEnded(jobs []JobSummary, pods []capacity.PodSummary) map[ty
 func (f *Follow) observed() {
 	usable, _ := f.capacity.NodesUsable() // before f.mu, as in Wait
 	bound, _ := f.capacity.OursBound()
+	left, _ := f.capacity.OursLeft()
 	losses := f.losses()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.endedAt = f.ended
 	f.usableAt = usable
 	f.boundAt = bound
+	f.leftAt = left
 	f.lostAt = losses
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/jobsched/jobsched/pkg/config"
 	"github.com/jobsched/jobsched/pkg/render"
@@ -117,22 +118,29 @@ func TestFollowWaitNode(t *testing.T) {
 	nodes := schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	for _, tc := range []struct {
-		on   WakeOn
-		bind bool   // the change is our pod bound to n1 (else a node n2 added)
-		want string // "": not woken (the wait ends with its context)
+		on        WakeOn
+		bind, end bool   // the change is our pod bound to n1, or (end) our pod on n1 Succeeded (else a node n2 added)
+		want      string // "": not woken (the wait ends with its context)
 	}{
 		{on: WakeOn{Nodes: true}, want: "node/n2"},
 		{on: WakeOn{}},
 		{on: WakeOn{Binds: true}},
 		{on: WakeOn{Binds: true}, bind: true, want: "pod/n1"},
 		{on: WakeOn{Nodes: true}, bind: true},
+		{on: WakeOn{Ends: true}, end: true, want: "left/n1"},
+		{on: WakeOn{Nodes: true, Binds: true}, end: true},
+		{on: WakeOn{Ends: true}, bind: true},
 	} {
-		t.Run(fmt.Sprintf("%+v bind %v", tc.on, tc.bind), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%+v bind %v end %v", tc.on, tc.bind, tc.end), func(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) { c.Limits.Capacity = config.CapacityNodes })
 			job := makeJob("runs").Obj()
 			job.ResourceVersion = "5"
 			pod := makePod(job).Obj()
 			pod.ResourceVersion = "6"
+			if tc.end {
+				pod = makePod(job).Bound("n1").Phase(corev1.PodRunning).Obj()
+				pod.ResourceVersion = "6"
+			}
 			c := testkit.NewFake(job, pod, makeNode("n1").Allocatable(corev1.ResourceCPU, "4").Obj())
 			listAt(c, schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, batchv1.SchemeGroupVersion.WithKind("Job"))
 			listAt(c, pods, corev1.SchemeGroupVersion.WithKind("Pod"))
@@ -161,14 +169,22 @@ func TestFollowWaitNode(t *testing.T) {
 				}
 			}
 			changed := func() bool { n, _ := s.Follow.capacity.NodesUsable(); return n > 0 }
-			if tc.bind {
+			switch {
+			case tc.end:
+				ended := pod.DeepCopy()
+				ended.Status.Phase, ended.ResourceVersion = corev1.PodSucceeded, "8"
+				if err := c.Tracker().Update(pods, ended, ended.Namespace); err != nil {
+					t.Fatal(err)
+				}
+				changed = func() bool { n, _ := s.Follow.capacity.OursLeft(); return n > 0 }
+			case tc.bind:
 				bound := pod.DeepCopy()
 				bound.Spec.NodeName, bound.ResourceVersion = "n1", "8"
 				if err := c.Tracker().Update(pods, bound, bound.Namespace); err != nil {
 					t.Fatal(err)
 				}
 				changed = func() bool { n, _ := s.Follow.capacity.OursBound(); return n > 0 }
-			} else {
+			default:
 				n2 := makeNode("n2").Allocatable(corev1.ResourceCPU, "4").Obj()
 				n2.ResourceVersion = "8"
 				if err := c.Tracker().Add(n2); err != nil {
@@ -247,5 +263,41 @@ func TestFollowWaitWatchBack(t *testing.T) {
 	end()
 	if got, err := s.Follow.Wait(ended, WakeOn{}); errors.Is(err, ErrLost) {
 		t.Errorf("after the next observation, woken by %q (%v) again: want the return woken once", got, err)
+	}
+}
+
+// TestPodEndFrees: a pod's end frees its room for good only when no Job of any queue may make another pod after it.
+func TestPodEndFrees(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*batchv1.JobSpec)
+		want bool
+	}{
+		{"one pod, backoffLimit 0", func(*batchv1.JobSpec) {}, true},
+		{"parallelism and completions 1", func(s *batchv1.JobSpec) { s.Parallelism, s.Completions = ptr.To[int32](1), ptr.To[int32](1) }, true},
+		{"backoffLimit unset (6)", func(s *batchv1.JobSpec) { s.BackoffLimit = nil }, false},
+		{"backoffLimit 1", func(s *batchv1.JobSpec) { s.BackoffLimit = ptr.To[int32](1) }, false},
+		{"parallelism 2", func(s *batchv1.JobSpec) { s.Parallelism = ptr.To[int32](2) }, false},
+		{"completions 3", func(s *batchv1.JobSpec) { s.Completions = ptr.To[int32](3) }, false},
+		{"backoffLimitPerIndex", func(s *batchv1.JobSpec) { s.BackoffLimitPerIndex = ptr.To[int32](0) }, false},
+		{"podFailurePolicy", func(s *batchv1.JobSpec) { s.PodFailurePolicy = &batchv1.PodFailurePolicy{} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, func(c *config.Config) {
+				c.Template.Spec.BackoffLimit = ptr.To[int32](0)
+				tc.set(&c.Template.Spec)
+			})
+			if got := PodEndFrees(cfg); got != tc.want {
+				t.Errorf("PodEndFrees %v, want %v", got, tc.want)
+			}
+		})
+	}
+	cfg := queuesConfig(t, "maxActive: 2", queue("x", "")+queue("y", ""))
+	for i := range cfg.Queues {
+		cfg.Queues[i].Template.Spec.BackoffLimit = ptr.To[int32](0)
+	}
+	cfg.Queues[1].Template.Spec.Parallelism = ptr.To[int32](2)
+	if PodEndFrees(cfg) {
+		t.Error("PodEndFrees with a queue of parallel Jobs: true, want false")
 	}
 }
