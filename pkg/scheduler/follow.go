@@ -79,7 +79,7 @@ type WakeOn struct {
 	// Binds: one of our pods bound to a node (the fit awaited them: Result.AwaitsBinds).
 	Binds bool
 	// Ends: one of our pods leaving its node, its room free before its Job is marked finished (the capacity fit
-	// bound the last pass, and a Job makes no other pod after its pod's end: Result.PodEndFrees).
+	// bound the last pass, and a Job makes no other pod after its pod's end: PodEndFrees).
 	Ends bool
 }
 
