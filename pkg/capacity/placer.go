@@ -63,9 +63,13 @@ type Placer struct {
 	// grow is the room beyond the nodes (an autoscaler's: Grow), nil when none is counted.
 	grow Growth
 	// costs are, per pair of claims (a, c), what a pod of a may take of c's pods on a node (sure.go); scratch is
-	// the room sure.go's loss counts on one node at a time.
-	costs   map[[2]int]int
-	scratch Amounts
+	// the room sure.go's loss counts on one node at a time. others and perPod are, per claim c, the pods of other
+	// claims that hold room on the nodes c may use, and the per-pod bound of what they take of c's places: kept
+	// as Place places, so that a Place costs sure.go one pass over the claims, not one per pair (nil until sure.go
+	// first needs them).
+	others, perPod []int
+	costs          map[[2]int]int
+	scratch        Amounts
 }
 
 // claim is one Claim while the Placer works on it.
@@ -446,6 +450,7 @@ func (p *Placer) placeOnNodes(cl *claim, i int) bool {
 		return back()
 	}
 	cl.onNodes += cl.perJob
+	p.addOthers(i, cl.perJob)
 	return true
 }
 

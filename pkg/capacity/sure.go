@@ -31,21 +31,22 @@ func (p *Placer) onNodesRoom(i, most int) (room, others int) {
 	if p.claims[i].readBound {
 		return most, 0
 	}
-	for c, cl := range p.claims {
-		if c != i && cl.onNodes > 0 && p.cost(c, i) > 0 {
-			others += cl.onNodes
-		}
-	}
-	if others == 0 || most <= 0 {
+	p.countOthers()
+	if others = p.others[i]; others == 0 || most <= 0 {
 		return most, others
 	}
-	room = min(most, max(p.capacityOf(i)-p.claims[i].onNodes-p.loss(i, -1, 0), 0))
+	spare := p.capacityOf(i) - p.claims[i].onNodes
+	room = min(most, max(spare-p.loss(i, -1, 0, spare-most), 0))
 	for c, cl := range p.claims {
 		if c == i || cl.onNodes == 0 || p.cost(i, c) == 0 {
 			continue
 		}
-		ok := func(k int) bool { return p.capacityOf(c)-cl.onNodes-p.loss(c, i, k) >= 0 }
-		lo, hi := 0, room // the most k with ok(k); ok(0) may fail: pods of c already unsure
+		spare := p.capacityOf(c) - cl.onNodes
+		ok := func(k int) bool { return spare-p.loss(c, i, k, spare) >= 0 }
+		if ok(room) { // most often, by the per-pod bound alone
+			continue
+		}
+		lo, hi := 0, room-1 // the most k with ok(k); ok(0) may fail: pods of c already unsure
 		if !ok(0) {
 			return 0, others
 		}
@@ -61,9 +62,36 @@ func (p *Placer) onNodesRoom(i, most int) (room, others int) {
 	return room, others
 }
 
+// countOthers counts, once a Placer first needs them, each claim's others and perPod (see Placer.others); placed
+// keeps them after.
+func (p *Placer) countOthers() {
+	if p.others != nil {
+		return
+	}
+	p.others, p.perPod = make([]int, len(p.claims)), make([]int, len(p.claims))
+	for o, cl := range p.claims {
+		p.addOthers(o, cl.onNodes)
+	}
+}
+
+// addOthers counts n more pods of claim o holding room on the nodes in every other claim's others and perPod.
+func (p *Placer) addOthers(o, n int) {
+	if n == 0 || p.others == nil {
+		return
+	}
+	for c := range p.claims {
+		if k := p.cost(o, c); c != o && k > 0 {
+			p.others[c] += n
+			p.perPod[c] += n * k
+		}
+	}
+}
+
 // loss is loss_c: the most of claim c's places on the nodes our other pods may take (with more pods of claim
-// extra, when extra ≥ 0).
-func (p *Placer) loss(c, extra, more int) int {
+// extra, when extra ≥ 0). A loss of at most enough is all the caller needs to know: when the per-pod bound is
+// that low, it is returned without the per-node bound's walk of c's nodes (on thousands of nodes, with pods of
+// several sizes placed, that walk per try was most of a pass).
+func (p *Placer) loss(c, extra, more, enough int) int {
 	count := func(o int) int {
 		n := p.claims[o].onNodes
 		if o == extra {
@@ -71,14 +99,12 @@ func (p *Placer) loss(c, extra, more int) int {
 		}
 		return n
 	}
-	perPod := 0
-	for o := range p.claims {
-		if o != c {
-			perPod += count(o) * p.cost(o, c)
-		}
+	perPod := p.perPod[c]
+	if extra >= 0 && extra != c {
+		perPod += more * p.cost(extra, c)
 	}
-	if perPod == 0 {
-		return 0
+	if perPod == 0 || perPod <= enough {
+		return perPod
 	}
 	cl, perNode := p.claims[c], 0
 	for _, k := range cl.on {

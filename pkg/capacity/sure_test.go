@@ -107,6 +107,7 @@ func TestPlacerSureOfBindsAnyMix(t *testing.T) {
 			seq[i] = byte('A' + rng.IntN(len(claims)))
 		}
 		got := places(p, string(seq))
+		checkOthers(t, p)
 		for i, ok := range got {
 			if ok == 'T' {
 				counts[seq[i]-'A']++
@@ -125,6 +126,26 @@ func TestPlacerSureOfBindsAnyMix(t *testing.T) {
 	}
 	if refused == 0 {
 		t.Error("no Place was refused in 300 rounds: the mixes are not tight enough to test anything")
+	}
+}
+
+// checkOthers: the counts the Placer keeps as it places (others, perPod) are those its claims' pods on the nodes
+// give, counted afresh.
+func checkOthers(t *testing.T, p *Placer) {
+	t.Helper()
+	if p.others == nil {
+		return
+	}
+	for c := range p.claims {
+		others, perPod := 0, 0
+		for o, cl := range p.claims {
+			if k := p.cost(o, c); o != c && k > 0 {
+				others, perPod = others+cl.onNodes, perPod+cl.onNodes*k
+			}
+		}
+		if p.others[c] != others || p.perPod[c] != perPod {
+			t.Fatalf("claim %d: others %d, perPod %d kept; %d and %d counted afresh", c, p.others[c], p.perPod[c], others, perPod)
+		}
 	}
 }
 
