@@ -56,7 +56,8 @@
 # (default scripts/bench/results/fill.md); the mixed drain (scripts/bench/sizes.go, not run unless named):
 # BENCH_SIZES_ROWS (64), BENCH_SIZES_NODES (2, of 8 CPU and 16Gi), BENCH_SIZES_TASK_SECONDS (15),
 # BENCH_SIZES_SCHEDULE_SECONDS (60), BENCH_SIZES_FILL_SECONDS (50), BENCH_SIZES_RESULTS (default
-# scripts/bench/results/sizes.md).
+# scripts/bench/results/sizes.md), BENCH_SIZES_TRACE (a directory: per side and round, the CPU requested at each
+# sample and every tick's log).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE=${JOBSCHED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jobsched}

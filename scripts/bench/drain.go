@@ -294,6 +294,9 @@ func (b *bench) drainTick(cfgFile string, args []string, t0 time.Time) (*timedCm
 		if ee, ok := err.(*exec.ExitError); ok {
 			inv.code = ee.ExitCode()
 		}
+		if b.tickLogs != nil {
+			fmt.Fprintf(b.tickLogs, "# the tick started at %.1fs\n%s", inv.start.Seconds(), stderr.Bytes())
+		}
 		sc := bufio.NewScanner(&stderr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {

@@ -58,6 +58,9 @@ type bench struct {
 
 	fillOnePassAt string   // the cluster size of the fill part's one-pass reference
 	fillNotes     []string // what the fill part's results must say besides the rows (a run run again)
+	// tickLogs, when set, gets each tick's stderr (its JSON log) as the tick ends, after a line naming when it
+	// started (the sizes part's BENCH_SIZES_TRACE).
+	tickLogs io.Writer
 }
 
 // row is one line of the table.

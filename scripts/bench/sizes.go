@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -197,7 +198,7 @@ func (b *bench) sizes() error {
 			{"c", "C: job.requestsFrom and job.backfill"},
 		} {
 			progress("  sizes, round %d, %s…", k+1, side.what)
-			r, err := b.sizesOnce(side.name, side.what, set, tasks)
+			r, err := b.sizesOnce(side.name, side.what, set, tasks, k+1)
 			if err != nil {
 				return fmt.Errorf("%s: %w", side.what, err)
 			}
@@ -214,8 +215,10 @@ func (b *bench) sizes() error {
 	return writeResultsFile("BENCH_SIZES_RESULTS", "scripts/bench/results/sizes.md", "sizes", report)
 }
 
-// sizesOnce drains the mixed backlog through the side's own nodes.
-func (b *bench) sizesOnce(side, what string, set sizesSetup, tasks []taskSize) (sizesRun, error) {
+// sizesOnce drains the mixed backlog through the side's own nodes, in round (from 1). With BENCH_SIZES_TRACE=DIR it
+// writes the round's trace there: SIDE-ROUND.samples, a line per sample (seconds from the first tick's start, the
+// CPU requested in millicores, the rows with a Job), and SIDE-ROUND.log, each tick's log.
+func (b *bench) sizesOnce(side, what string, set sizesSetup, tasks []taskSize, round int) (sizesRun, error) {
 	r := sizesRun{side: side, what: what}
 	ns, table, pool := "bench-sizes-"+side, "bench_sizes_"+side, "sizes-"+side
 	if err := b.namespace(ns); err != nil {
@@ -256,6 +259,22 @@ func (b *bench) sizesOnce(side, what string, set sizesSetup, tasks []taskSize) (
 	var lastComplete time.Time
 	bound := false // a pod has been bound: the drain has begun
 	var samples []sizesSample
+	var trace io.Writer // the samples' trace, if asked for
+	if dir := os.Getenv("BENCH_SIZES_TRACE"); dir != "" {
+		name := filepath.Join(dir, fmt.Sprintf("%s-%d", side, round))
+		samplesFile, err := os.Create(name + ".samples")
+		if err != nil {
+			return r, err
+		}
+		defer samplesFile.Close()
+		logFile, err := os.Create(name + ".log")
+		if err != nil {
+			return r, err
+		}
+		defer logFile.Close()
+		trace, b.tickLogs = samplesFile, logFile
+		defer func() { b.tickLogs = nil }()
+	}
 	allDone := make(chan struct{})
 	var closeOnce sync.Once
 	ctx, cancel := context.WithCancel(b.ctx)
@@ -297,6 +316,7 @@ func (b *bench) sizesOnce(side, what string, set sizesSetup, tasks []taskSize) (
 		return r, err
 	}
 	// The sampler: while rows wait (some row has no Job yet), once the drain has begun.
+	start := time.Now() // the first tick starts right after
 	go func() {
 		t := time.NewTicker(sizesSampleEvery)
 		defer t.Stop()
@@ -313,6 +333,9 @@ func (b *bench) sizesOnce(side, what string, set sizesSetup, tasks []taskSize) (
 					s.requested, s.needed = s.requested.plus(h.requested), s.needed.plus(h.needed)
 				}
 				samples = append(samples, s)
+				if trace != nil {
+					fmt.Fprintf(trace, "%.1f %d %d\n", time.Since(start).Seconds(), s.requested.cpu, len(perKey))
+				}
 			}
 			mu.Unlock()
 		}
