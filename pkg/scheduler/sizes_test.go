@@ -229,17 +229,7 @@ func TestSizedReadsBesideUnbound(t *testing.T) {
 		job.UID = types.UID("uid-" + old[0])
 		objs = append(objs, job, makePod(job).Requests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(old[1])}).Obj())
 	}
-	client := testkit.NewFake(objs...)
-	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: sizedRows("a", "500m", "b", "500m", "c", "4")},
-		Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
-	res, err := s.Run(context.Background(), Execute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, c := range res.Plan.Creates {
-		got = append(got, c.Key)
-	}
+	res, got := sizedPass(t, cfg, sizedRows("a", "500m", "b", "500m", "c", "4"), objs...)
 	if diff := cmp.Diff([]string{"a", "b"}, got); diff != "" || res.Plan.Selected != 3 {
 		t.Errorf("%d rows read, want 3; creates (-want +got):\n%s", res.Plan.Selected, diff)
 	}
@@ -344,9 +334,17 @@ func TestSizedUnboundOwnSize(t *testing.T) {
 // sizedUnbound runs a pass of a sized queue on a node of 4 cpu with objs (ours) and rows, and checks its creates.
 func sizedUnbound(t *testing.T, most string, rs []rows.Row, created []string, objs ...runtime.Object) {
 	t.Helper()
-	cfg := sizedConfig(t, config.CapacityNodes, most)
-	client := testkit.NewFake(append([]runtime.Object{fourCPU(config.CapacityNodes)}, objs...)...)
-	s := &Scheduler{workers: 1, Config: cfg, Kube: client, Source: &source{Rows: rs},
+	_, got := sizedPass(t, sizedConfig(t, config.CapacityNodes, most), rs, append([]runtime.Object{fourCPU(config.CapacityNodes)}, objs...)...)
+	if diff := cmp.Diff(created, got); diff != "" {
+		t.Errorf("creates (-want +got):\n%s", diff)
+	}
+}
+
+// sizedPass runs one pass of cfg's one queue over rs, with objs in the cluster, and returns it with the keys of its
+// creates, in order.
+func sizedPass(t *testing.T, cfg *config.Config, rs []rows.Row, objs ...runtime.Object) (Result, []string) {
+	t.Helper()
+	s := &Scheduler{workers: 1, Config: cfg, Kube: testkit.NewFake(objs...), Source: &source{Rows: rs},
 		Renderer: render.New(cfg, nil), Now: func() time.Time { return now }}
 	res, err := s.Run(context.Background(), Execute)
 	if err != nil {
@@ -356,9 +354,7 @@ func sizedUnbound(t *testing.T, most string, rs []rows.Row, created []string, ob
 	for _, c := range res.Plan.Creates {
 		got = append(got, c.Key)
 	}
-	if diff := cmp.Diff(created, got); diff != "" {
-		t.Errorf("creates (-want +got):\n%s", diff)
-	}
+	return res, got
 }
 
 // TestSizedShapesBounded pins MaxShapes: a pass places a sized queue's rows of its first MaxShapes−1 sizes each as
