@@ -89,9 +89,13 @@ type WakeOn struct {
 // most 1, backoffLimit 0, no backoffLimitPerIndex or podFailurePolicy). A Job that may make another pod after
 // one ends would take that room back.
 func PodEndFrees(cfg *config.Config) bool {
+	one := func(n *int32) bool { return n == nil || *n <= 1 }
 	for i := range cfg.AllQueues() {
-		spec := cfg.QueueConfig(i).Template.Spec
-		one := func(n *int32) bool { return n == nil || *n <= 1 }
+		tpl := cfg.QueueConfig(i).Template
+		if tpl == nil {
+			return false
+		}
+		spec := tpl.Spec
 		if !one(spec.Parallelism) || !one(spec.Completions) || spec.BackoffLimit == nil || *spec.BackoffLimit != 0 ||
 			spec.BackoffLimitPerIndex != nil || spec.PodFailurePolicy != nil {
 			return false
